@@ -1,0 +1,1 @@
+//! Support code for panescan's criterion benches (see `benches/`).

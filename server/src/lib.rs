@@ -1,0 +1,11 @@
+//! panescan: an MCP server for tmux whose reason to exist is `search_panes`.
+//!
+//! The flow of a search, from the top: [`tools`] resolves the scope and asks
+//! [`tmux`] for captures, hands them to [`panescan_engine`] to scan, and
+//! shapes the result; [`mcp`] carries requests and results over JSON-RPC on
+//! stdio; [`cli`] is the command line for people.
+
+pub mod cli;
+pub mod mcp;
+pub mod tmux;
+pub mod tools;

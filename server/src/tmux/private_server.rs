@@ -1,0 +1,190 @@
+//! A private tmux server that panescan starts itself and always kills.
+//!
+//! `panescan demo`, `panescan bench` and every test that touches tmux use
+//! one of these: a server on its own socket name (`tmux -L NAME`) with an
+//! empty configuration file, so the user's default server and their
+//! `~/.tmux.conf` are never involved. Dropping the value kills the server,
+//! also when a test fails or a command is interrupted.
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// A tmux server on a unique socket name, killed on drop.
+#[derive(Debug)]
+pub struct PrivateServer {
+    socket_name: String,
+    config: PathBuf,
+    /// Learnt at start; tmux leaves its socket file behind when killed.
+    socket_path: Option<PathBuf>,
+}
+
+/// Why a private server could not be used.
+#[derive(Debug)]
+pub struct PrivateServerError(pub String);
+
+impl std::fmt::Display for PrivateServerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for PrivateServerError {}
+
+impl PrivateServer {
+    /// Starts a server with one detached session `main` of the given size.
+    ///
+    /// `label` goes into the socket name so a leftover server (after a
+    /// SIGKILL) says who made it.
+    pub fn start(label: &str, width: u16, height: u16) -> Result<Self, PrivateServerError> {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let label: String = label
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .take(24)
+            .collect();
+        let socket_name = format!(
+            "panescan-{label}-{}-{}-{nanos:x}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        );
+        let config = std::env::temp_dir().join(format!("{socket_name}.conf"));
+        std::fs::write(&config, b"")
+            .map_err(|e| PrivateServerError(format!("cannot write {}: {e}", config.display())))?;
+        let mut server = PrivateServer {
+            socket_name,
+            config,
+            socket_path: None,
+        };
+        let (w, h) = (width.to_string(), height.to_string());
+        server.run_ok(["new-session", "-d", "-s", "main", "-x", &w, "-y", &h])?;
+        server.socket_path = Some(server.socket_path()?);
+        Ok(server)
+    }
+
+    /// The `-L` socket name of this server.
+    pub fn socket_name(&self) -> &str {
+        &self.socket_name
+    }
+
+    /// The socket path tmux uses for this server.
+    pub fn socket_path(&self) -> Result<PathBuf, PrivateServerError> {
+        let out = self.run_ok(["display-message", "-p", "#{socket_path}"])?;
+        Ok(PathBuf::from(out.trim_end_matches('\n')))
+    }
+
+    /// The tmux server's process id.
+    pub fn pid(&self) -> Result<u32, PrivateServerError> {
+        let out = self.run_ok(["display-message", "-p", "#{pid}"])?;
+        out.trim()
+            .parse()
+            .map_err(|_| PrivateServerError(format!("tmux printed no pid: {out:?}")))
+    }
+
+    /// A `tmux` command aimed at this server (`-L NAME -f EMPTY`), in a UTF-8
+    /// locale, with the caller's `TMUX` removed so tmux never refuses to
+    /// nest.
+    pub fn command(&self) -> Command {
+        let mut cmd = Command::new("tmux");
+        cmd.arg("-L")
+            .arg(&self.socket_name)
+            .arg("-f")
+            .arg(&self.config)
+            .env_remove("TMUX")
+            .env_remove("TMUX_PANE")
+            .env("LC_ALL", utf8_locale())
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// Runs one tmux command and returns its raw output.
+    pub fn run<I, S>(&self, args: I) -> Result<Output, PrivateServerError>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.command()
+            .args(args)
+            .output()
+            .map_err(|e| PrivateServerError(format!("cannot run tmux: {e}")))
+    }
+
+    /// Runs one tmux command; a non-zero exit is an error carrying stderr.
+    pub fn run_ok<I, S>(&self, args: I) -> Result<String, PrivateServerError>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let out = self.run(args)?;
+        if !out.status.success() {
+            return Err(PrivateServerError(format!(
+                "tmux failed ({}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// Feeds a script to `tmux source-file -`: one process for any number of
+    /// commands, each line on its own (a failing line does not stop the rest).
+    pub fn source(&self, script: &str) -> Result<(), PrivateServerError> {
+        use std::io::Write;
+        let mut child = self
+            .command()
+            .args(["source-file", "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| PrivateServerError(format!("cannot run tmux: {e}")))?;
+        if let Some(mut stdin) = child.stdin.take() {
+            stdin
+                .write_all(script.as_bytes())
+                .map_err(|e| PrivateServerError(format!("cannot write to tmux: {e}")))?;
+        }
+        let out = child
+            .wait_with_output()
+            .map_err(|e| PrivateServerError(format!("tmux source-file failed: {e}")))?;
+        if !out.status.success() {
+            return Err(PrivateServerError(format!(
+                "tmux source-file failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Kills the server now (also done on drop).
+    pub fn kill(&self) {
+        let _ = self.run(["kill-server"]);
+    }
+
+    /// The empty configuration file the server was started with.
+    pub fn config_path(&self) -> &Path {
+        &self.config
+    }
+}
+
+impl Drop for PrivateServer {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_file(&self.config);
+        if let Some(path) = &self.socket_path {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// A UTF-8 locale name for tmux: without one, tmux replaces non-ASCII in
+/// formats with `_`. `C.UTF-8` exists on every glibc since 2.35 and on
+/// Debian for longer.
+pub fn utf8_locale() -> &'static str {
+    "C.UTF-8"
+}

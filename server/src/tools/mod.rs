@@ -1,0 +1,2 @@
+//! One module per tool family. Each tool turns validated arguments into a
+//! structured result; the registry in [`crate::mcp`] describes them.
