@@ -1,0 +1,349 @@
+//! Routing requests to answers: cheap methods are answered on the reader
+//! thread at once, tool calls run on their own threads so a long call never
+//! holds up a `ping`, a `tools/list` or a cancel. Cancellation, progress and
+//! a last-line-of-defence panic catcher live here.
+
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::Sender;
+use serde_json::{json, Value};
+
+use super::jsonrpc::{
+    self, id_key, Incoming, Line, RpcError, INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND,
+};
+use super::protocol::{self, Era};
+use super::registry::Registry;
+use crate::tools::context::{ProgressSink, ServeConfig, ToolContext};
+
+/// Tool calls running at once. Past this a call is refused rather than
+/// queued: a client that floods us gets a clear error, not a stall.
+pub const MAX_IN_FLIGHT: usize = 64;
+
+/// What the writer thread receives.
+#[derive(Debug)]
+pub enum Outgoing {
+    Line(String),
+    /// Flush everything before this, then acknowledge.
+    Flush(Sender<()>),
+}
+
+/// The state shared by the reader thread and the call threads.
+#[derive(Debug)]
+pub struct Dispatcher {
+    registry: Arc<Registry>,
+    config: Arc<ServeConfig>,
+    out: Sender<Outgoing>,
+    in_flight: Mutex<HashMap<String, Arc<AtomicBool>>>,
+    active: AtomicUsize,
+    shutting_down: AtomicBool,
+}
+
+impl Dispatcher {
+    pub fn new(registry: Arc<Registry>, config: Arc<ServeConfig>, out: Sender<Outgoing>) -> Self {
+        Dispatcher {
+            registry,
+            config,
+            out,
+            in_flight: Mutex::new(HashMap::new()),
+            active: AtomicUsize::new(0),
+            shutting_down: AtomicBool::new(false),
+        }
+    }
+
+    fn send(&self, line: String) {
+        // The writer only goes away at exit; nothing useful to do then.
+        let _ = self.out.send(Outgoing::Line(line));
+    }
+
+    fn send_error(&self, id: &Value, error: &RpcError) {
+        self.send(jsonrpc::response_err(id, error));
+    }
+
+    /// Handles one input line. Never panics outward.
+    pub fn handle_line(self: &Arc<Self>, line: Line) {
+        match line {
+            Line::TooLong { bytes } => self.send_error(
+                &Value::Null,
+                &RpcError::new(
+                    INVALID_REQUEST,
+                    format!(
+                        "request line of {bytes} bytes exceeds the {}-byte limit; it was dropped",
+                        jsonrpc::MAX_LINE_BYTES
+                    ),
+                ),
+            ),
+            Line::Complete(bytes) => {
+                if bytes.iter().all(u8::is_ascii_whitespace) {
+                    return;
+                }
+                match jsonrpc::parse_message(&bytes) {
+                    Incoming::Request { id, method, params } => {
+                        let this = self.clone();
+                        let caught = catch_unwind(AssertUnwindSafe(|| {
+                            this.handle_request(&id, &method, params)
+                        }));
+                        if caught.is_err() {
+                            self.send_error(&id, &internal_error(&method));
+                        }
+                    }
+                    Incoming::Notification { method, params } => {
+                        let _ = catch_unwind(AssertUnwindSafe(|| {
+                            self.handle_notification(&method, params.as_ref())
+                        }));
+                    }
+                    Incoming::Response => {}
+                    Incoming::Invalid { id, error } => self.send_error(&id, &error),
+                }
+            }
+        }
+    }
+
+    fn handle_notification(&self, method: &str, params: Option<&Value>) {
+        if method == "notifications/cancelled" {
+            if let Some(id) = params.and_then(|p| p.get("requestId")) {
+                let key = id_key(id);
+                if let Ok(map) = self.in_flight.lock() {
+                    if let Some(flag) = map.get(&key) {
+                        flag.store(true, Ordering::Relaxed);
+                    }
+                }
+            }
+        }
+        // Everything else (initialized, roots changed, unknown) needs no
+        // action and never an answer.
+    }
+
+    fn handle_request(self: &Arc<Self>, id: &Value, method: &str, params: Option<Value>) {
+        if let Some(p) = &params {
+            if !p.is_object() {
+                return self.send_error(id, &RpcError::invalid_params("params must be an object"));
+            }
+        }
+        let era = match protocol::request_era(params.as_ref()) {
+            Ok(era) => era,
+            Err(e) => return self.send_error(id, &e),
+        };
+        if era.is_modern() && protocol::removed_in_modern(method) {
+            return self.send_error(id, &method_not_found(method, &era));
+        }
+        let result = match method {
+            "initialize" => protocol::initialize_result(params.as_ref()),
+            "ping" => Ok(json!({})),
+            "server/discover" => Ok(protocol::discover_result()),
+            "tools/list" => self.tools_list(params.as_ref(), &era),
+            "tools/call" => return self.start_call(id, params, era),
+            _ => Err(method_not_found(method, &era)),
+        };
+        match result {
+            Ok(result) => self.send(jsonrpc::response_ok(
+                id,
+                protocol::finish_result(&era, result),
+            )),
+            Err(e) => self.send_error(id, &e),
+        }
+    }
+
+    fn tools_list(&self, params: Option<&Value>, era: &Era) -> Result<Value, RpcError> {
+        // One page holds every tool, so no cursor we could have issued
+        // exists: any cursor is invalid.
+        if let Some(cursor) = params.and_then(|p| p.get("cursor")) {
+            if !cursor.is_null() {
+                return Err(RpcError::invalid_params(format!(
+                    "invalid cursor {cursor}: tools/list returns every tool in one page"
+                )));
+            }
+        }
+        let mut result = json!({"tools": self.registry.listing()});
+        if era.is_modern() {
+            result["ttlMs"] = json!(protocol::LIST_TTL_MS);
+            result["cacheScope"] = json!("private");
+        }
+        Ok(result)
+    }
+
+    fn start_call(self: &Arc<Self>, id: &Value, params: Option<Value>, era: Era) {
+        let params = params.unwrap_or_else(|| json!({}));
+        let Some(name) = params.get("name").and_then(Value::as_str) else {
+            return self.send_error(
+                id,
+                &RpcError::invalid_params("tools/call needs \"name\" (a string)"),
+            );
+        };
+        if self.registry.get(name).is_none() {
+            return self.send_error(
+                id,
+                &RpcError::invalid_params(format!(
+                    "unknown tool {name:?} in tier {}; tools: {}",
+                    self.registry.tier(),
+                    self.registry.names().join(", ")
+                )),
+            );
+        }
+        let args = params.get("arguments").cloned().unwrap_or(Value::Null);
+        if !(args.is_object() || args.is_null()) {
+            return self.send_error(
+                id,
+                &RpcError::invalid_params("tools/call \"arguments\" must be an object"),
+            );
+        }
+        if self.shutting_down.load(Ordering::Relaxed) {
+            return self.send_error(
+                id,
+                &RpcError::new(INTERNAL_ERROR, "server is shutting down"),
+            );
+        }
+        let cancel = Arc::new(AtomicBool::new(false));
+        {
+            let Ok(mut map) = self.in_flight.lock() else {
+                return self.send_error(id, &internal_error("tools/call"));
+            };
+            if map.len() >= MAX_IN_FLIGHT {
+                return self.send_error(
+                    id,
+                    &RpcError::new(
+                        INTERNAL_ERROR,
+                        format!("{MAX_IN_FLIGHT} tool calls already running; retry when one ends"),
+                    ),
+                );
+            }
+            let key = id_key(id);
+            if map.contains_key(&key) {
+                return self.send_error(
+                    id,
+                    &RpcError::new(
+                        INVALID_REQUEST,
+                        format!("request id {id} is already in use"),
+                    ),
+                );
+            }
+            map.insert(key, cancel.clone());
+        }
+        let progress_token = params
+            .get("_meta")
+            .and_then(|m| m.get("progressToken"))
+            .filter(|t| t.is_string() || t.is_number())
+            .cloned();
+        let mut ctx = ToolContext::new(self.config.clone(), self.registry.clone());
+        ctx.cancel = cancel.clone();
+        if let Some(token) = progress_token {
+            ctx.progress = self.progress_sink(token, cancel.clone());
+        }
+        let name = name.to_owned();
+        let id = id.clone();
+        let this = self.clone();
+        this.active.fetch_add(1, Ordering::SeqCst);
+        let spawned = std::thread::Builder::new()
+            .name(format!("call-{name}"))
+            .spawn({
+                let this = this.clone();
+                let id = id.clone();
+                move || {
+                    let outcome =
+                        catch_unwind(AssertUnwindSafe(|| this.registry.call(&ctx, &name, args)));
+                    let response = match outcome {
+                        Ok(Some(Ok(out))) => Ok(json!({
+                            "content": [{"type": "text", "text": out.text}],
+                            "structuredContent": out.structured,
+                            "isError": false,
+                        })),
+                        Ok(Some(Err(e))) => Ok(json!({
+                            "content": [{"type": "text", "text": e.message}],
+                            "isError": true,
+                        })),
+                        Ok(None) => Err(RpcError::invalid_params(format!("unknown tool {name:?}"))),
+                        Err(_) => Err(internal_error(&name)),
+                    };
+                    let key = id_key(&id);
+                    if let Ok(mut map) = this.in_flight.lock() {
+                        map.remove(&key);
+                    }
+                    // A cancelled request gets no response at all.
+                    if !cancel.load(Ordering::Relaxed) {
+                        match response {
+                            Ok(r) => this
+                                .send(jsonrpc::response_ok(&id, protocol::finish_result(&era, r))),
+                            Err(e) => this.send_error(&id, &e),
+                        }
+                    }
+                    this.active.fetch_sub(1, Ordering::SeqCst);
+                }
+            });
+        if spawned.is_err() {
+            if let Ok(mut map) = self.in_flight.lock() {
+                map.remove(&id_key(&id));
+            }
+            self.active.fetch_sub(1, Ordering::SeqCst);
+            self.send_error(
+                &id,
+                &RpcError::new(INTERNAL_ERROR, "cannot start a thread for this call"),
+            );
+        }
+    }
+
+    /// Progress notifications for one call: token echoed as given, values
+    /// strictly increasing, nothing after the call was cancelled.
+    fn progress_sink(self: &Arc<Self>, token: Value, cancel: Arc<AtomicBool>) -> ProgressSink {
+        let out = self.out.clone();
+        let last = Mutex::new(f64::NEG_INFINITY);
+        ProgressSink::new(move |progress, total, message| {
+            if cancel.load(Ordering::Relaxed) || !progress.is_finite() {
+                return;
+            }
+            let Ok(mut last) = last.lock() else { return };
+            if progress <= *last {
+                return;
+            }
+            *last = progress;
+            let mut params = json!({"progressToken": token, "progress": progress});
+            if let Some(total) = total {
+                params["total"] = json!(total);
+            }
+            if let Some(message) = message {
+                params["message"] = json!(message);
+            }
+            let _ = out.send(Outgoing::Line(jsonrpc::notification(
+                "notifications/progress",
+                params,
+            )));
+        })
+    }
+
+    /// Cancels every running call and waits up to `grace` for them to end.
+    pub fn shutdown(&self, grace: Duration) {
+        self.shutting_down.store(true, Ordering::SeqCst);
+        if let Ok(map) = self.in_flight.lock() {
+            for flag in map.values() {
+                flag.store(true, Ordering::Relaxed);
+            }
+        }
+        let until = Instant::now() + grace;
+        while self.active.load(Ordering::SeqCst) > 0 && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Tool calls running now.
+    pub fn active_calls(&self) -> usize {
+        self.active.load(Ordering::SeqCst)
+    }
+}
+
+fn method_not_found(method: &str, era: &Era) -> RpcError {
+    let why = if era.is_modern() && protocol::removed_in_modern(method) {
+        " (removed in protocol 2026-07-28)"
+    } else {
+        ""
+    };
+    RpcError::new(METHOD_NOT_FOUND, format!("method not found: {method}{why}"))
+}
+
+fn internal_error(what: &str) -> RpcError {
+    RpcError::new(
+        INTERNAL_ERROR,
+        format!("internal error while handling {what}; the server keeps running"),
+    )
+}

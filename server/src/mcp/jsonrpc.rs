@@ -1,0 +1,326 @@
+//! JSON-RPC 2.0 framing: one message per line, ids echoed exactly, the
+//! standard error codes.
+//!
+//! A line is read with a hard ceiling so a client cannot make the server
+//! buffer an unbounded request; an over-long line is drained and answered
+//! with an error, and the server keeps reading.
+
+use std::io::{self, BufRead};
+
+use serde_json::{json, Map, Value};
+
+/// The line was not JSON.
+pub const PARSE_ERROR: i64 = -32700;
+/// JSON, but not a JSON-RPC request (or a batch, which MCP removed).
+pub const INVALID_REQUEST: i64 = -32600;
+/// No such method.
+pub const METHOD_NOT_FOUND: i64 = -32601;
+/// The params do not fit the method.
+pub const INVALID_PARAMS: i64 = -32602;
+/// A bug on our side (a caught panic, a failed serialization).
+pub const INTERNAL_ERROR: i64 = -32603;
+/// 2026-07-28: the request's protocol version is not one we speak.
+pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+
+/// The longest request line we accept. Large enough for any honest request
+/// (a 16-operation batch is a few KB), small enough that a runaway client
+/// cannot make us hold hundreds of megabytes.
+pub const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
+
+/// A JSON-RPC error object.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RpcError {
+    pub code: i64,
+    pub message: String,
+    pub data: Option<Value>,
+}
+
+impl RpcError {
+    pub fn new(code: i64, message: impl Into<String>) -> Self {
+        RpcError {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    pub fn invalid_params(message: impl Into<String>) -> Self {
+        Self::new(INVALID_PARAMS, message)
+    }
+
+    pub fn to_value(&self) -> Value {
+        let mut obj = Map::new();
+        obj.insert("code".into(), json!(self.code));
+        obj.insert("message".into(), json!(self.message));
+        if let Some(data) = &self.data {
+            obj.insert("data".into(), data.clone());
+        }
+        Value::Object(obj)
+    }
+}
+
+/// One message from the client, classified.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Incoming {
+    /// A request: must be answered exactly once (unless cancelled).
+    Request {
+        id: Value,
+        method: String,
+        params: Option<Value>,
+    },
+    /// A notification: never answered.
+    Notification {
+        method: String,
+        params: Option<Value>,
+    },
+    /// A response to a request of ours. We send none, so these are dropped.
+    Response,
+    /// Not a valid message; answer with this error and this id (null when
+    /// the id could not be read).
+    Invalid { id: Value, error: RpcError },
+}
+
+/// Classifies one line of input.
+pub fn parse_message(line: &[u8]) -> Incoming {
+    let value: Value = match serde_json::from_slice(line) {
+        Ok(v) => v,
+        Err(e) => {
+            return Incoming::Invalid {
+                id: Value::Null,
+                error: RpcError::new(PARSE_ERROR, format!("parse error: {e}")),
+            }
+        }
+    };
+    let obj = match value {
+        Value::Object(obj) => obj,
+        Value::Array(_) => {
+            return Incoming::Invalid {
+                id: Value::Null,
+                error: RpcError::new(
+                    INVALID_REQUEST,
+                    "JSON-RPC batches are not supported (removed in MCP 2025-06-18); send one message per line",
+                ),
+            }
+        }
+        _ => {
+            return Incoming::Invalid {
+                id: Value::Null,
+                error: RpcError::new(INVALID_REQUEST, "a JSON-RPC message must be an object"),
+            }
+        }
+    };
+    let id = obj.get("id").cloned();
+    // An id we cannot echo (object, array, bool, null) makes the message
+    // invalid; the error then carries a null id, as JSON-RPC says.
+    let id_ok = matches!(id, Some(Value::String(_)) | Some(Value::Number(_)));
+    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Incoming::Invalid {
+            id: if id_ok {
+                id.unwrap_or(Value::Null)
+            } else {
+                Value::Null
+            },
+            error: RpcError::new(INVALID_REQUEST, "\"jsonrpc\" must be \"2.0\""),
+        };
+    }
+    let method = match obj.get("method") {
+        Some(Value::String(m)) => m.clone(),
+        Some(_) => {
+            return Incoming::Invalid {
+                id: if id_ok {
+                    id.unwrap_or(Value::Null)
+                } else {
+                    Value::Null
+                },
+                error: RpcError::new(INVALID_REQUEST, "\"method\" must be a string"),
+            }
+        }
+        None => {
+            if obj.contains_key("result") || obj.contains_key("error") {
+                return Incoming::Response;
+            }
+            return Incoming::Invalid {
+                id: if id_ok {
+                    id.unwrap_or(Value::Null)
+                } else {
+                    Value::Null
+                },
+                error: RpcError::new(INVALID_REQUEST, "missing \"method\""),
+            };
+        }
+    };
+    let params = obj.get("params").cloned();
+    match id {
+        None => Incoming::Notification { method, params },
+        Some(id) if id_ok => Incoming::Request { id, method, params },
+        Some(_) => Incoming::Invalid {
+            id: Value::Null,
+            error: RpcError::new(INVALID_REQUEST, "\"id\" must be a string or a number"),
+        },
+    }
+}
+
+/// A success response line (without the newline).
+pub fn response_ok(id: &Value, result: Value) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string()
+}
+
+/// An error response line (without the newline).
+pub fn response_err(id: &Value, error: &RpcError) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "error": error.to_value()}).to_string()
+}
+
+/// A notification line (without the newline).
+pub fn notification(method: &str, params: Value) -> String {
+    json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string()
+}
+
+/// A map key for a request id: `1` and `"1"` are different requests.
+pub fn id_key(id: &Value) -> String {
+    id.to_string()
+}
+
+/// One line read by [`LineReader`].
+#[derive(Debug, PartialEq, Eq)]
+pub enum Line {
+    /// The bytes of a line, without the newline (and without a trailing CR).
+    Complete(Vec<u8>),
+    /// A line longer than the ceiling; it was read and dropped.
+    TooLong { bytes: usize },
+}
+
+/// Reads newline-delimited messages with a ceiling on the line length.
+#[derive(Debug)]
+pub struct LineReader<R> {
+    inner: R,
+    max: usize,
+}
+
+impl<R: BufRead> LineReader<R> {
+    pub fn new(inner: R, max: usize) -> Self {
+        LineReader { inner, max }
+    }
+
+    /// The next line, or `None` at end of input. A last line without a
+    /// newline still counts.
+    pub fn next_line(&mut self) -> io::Result<Option<Line>> {
+        let mut buf = Vec::new();
+        let mut total = 0usize;
+        let mut overflow = false;
+        loop {
+            let avail = match self.inner.fill_buf() {
+                Ok(a) => a,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if avail.is_empty() {
+                if total == 0 && buf.is_empty() {
+                    return Ok(None);
+                }
+                return Ok(Some(self.finish(buf, total, overflow)));
+            }
+            let (chunk_len, done) = match memchr::memchr(b'\n', avail) {
+                Some(i) => (i, true),
+                None => (avail.len(), false),
+            };
+            total += chunk_len;
+            if !overflow {
+                if buf.len() + chunk_len > self.max {
+                    overflow = true;
+                    buf = Vec::new();
+                } else {
+                    buf.extend_from_slice(&avail[..chunk_len]);
+                }
+            }
+            self.inner
+                .consume(if done { chunk_len + 1 } else { chunk_len });
+            if done {
+                return Ok(Some(self.finish(buf, total, overflow)));
+            }
+        }
+    }
+
+    fn finish(&self, mut buf: Vec<u8>, total: usize, overflow: bool) -> Line {
+        if overflow {
+            return Line::TooLong { bytes: total };
+        }
+        if buf.last() == Some(&b'\r') {
+            buf.pop();
+        }
+        Line::Complete(buf)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_messages() {
+        assert!(matches!(
+            parse_message(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#),
+            Incoming::Request { method, .. } if method == "ping"
+        ));
+        assert!(matches!(
+            parse_message(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
+            Incoming::Notification { .. }
+        ));
+        assert!(matches!(
+            parse_message(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#),
+            Incoming::Response
+        ));
+        match parse_message(b"{not json") {
+            Incoming::Invalid { id, error } => {
+                assert_eq!(id, Value::Null);
+                assert_eq!(error.code, PARSE_ERROR);
+            }
+            other => panic!("{other:?}"),
+        }
+        match parse_message(br#"[{"jsonrpc":"2.0","id":9,"method":"ping"}]"#) {
+            Incoming::Invalid { error, .. } => assert_eq!(error.code, INVALID_REQUEST),
+            other => panic!("{other:?}"),
+        }
+        match parse_message(br#"{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}"#) {
+            Incoming::Invalid { id, error } => {
+                assert_eq!(id, Value::Null);
+                assert_eq!(error.code, INVALID_REQUEST);
+            }
+            other => panic!("{other:?}"),
+        }
+        match parse_message(br#"{"jsonrpc":"1.0","id":"x","method":"ping"}"#) {
+            Incoming::Invalid { id, error } => {
+                assert_eq!(id, json!("x"));
+                assert_eq!(error.code, INVALID_REQUEST);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn reader_caps_long_lines_and_keeps_going() {
+        let mut input = Vec::new();
+        input.extend_from_slice(b"short\r\n");
+        input.extend(std::iter::repeat_n(b'x', 100));
+        input.extend_from_slice(b"\nafter\nlast");
+        let mut r = LineReader::new(io::BufReader::with_capacity(7, &input[..]), 50);
+        assert_eq!(
+            r.next_line().unwrap(),
+            Some(Line::Complete(b"short".to_vec()))
+        );
+        assert_eq!(r.next_line().unwrap(), Some(Line::TooLong { bytes: 100 }));
+        assert_eq!(
+            r.next_line().unwrap(),
+            Some(Line::Complete(b"after".to_vec()))
+        );
+        assert_eq!(
+            r.next_line().unwrap(),
+            Some(Line::Complete(b"last".to_vec()))
+        );
+        assert_eq!(r.next_line().unwrap(), None);
+    }
+}

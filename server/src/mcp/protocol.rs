@@ -1,0 +1,210 @@
+//! Protocol eras: the `initialize` handshake (2024-11-05 .. 2025-11-25) and
+//! the stateless 2026-07-28 surface, where every request carries its
+//! protocol version and client capabilities in `_meta`.
+//!
+//! The era is decided per request, not per connection: a request whose
+//! `_meta` names a protocol version is a modern request, anything else is a
+//! handshake-era request. That keeps one server answering clients of both
+//! eras without state to get out of sync.
+
+use serde_json::{json, Map, Value};
+
+use super::jsonrpc::{RpcError, INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION};
+
+/// Versions reachable through `initialize`, oldest first.
+pub const HANDSHAKE_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+/// Versions of the stateless surface.
+pub const MODERN_VERSIONS: &[&str] = &["2026-07-28"];
+
+pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+
+/// How long a client may cache `tools/list` and `server/discover`. The
+/// tool set is fixed for the life of the process (the tier is chosen at
+/// start), so an hour is safe; private because the tier is per operator.
+pub const LIST_TTL_MS: u64 = 3_600_000;
+
+/// Which era a request belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Era {
+    Handshake,
+    Modern { version: String },
+}
+
+impl Era {
+    pub fn is_modern(&self) -> bool {
+        matches!(self, Era::Modern { .. })
+    }
+}
+
+/// Every version we speak, for `-32022` data and `server/discover`.
+pub fn all_versions() -> Vec<&'static str> {
+    HANDSHAKE_VERSIONS
+        .iter()
+        .chain(MODERN_VERSIONS)
+        .copied()
+        .collect()
+}
+
+/// Reads the era of a request from `params._meta`, validating the modern
+/// envelope (supported version, client capabilities present).
+pub fn request_era(params: Option<&Value>) -> Result<Era, RpcError> {
+    let meta = params
+        .and_then(|p| p.get("_meta"))
+        .and_then(Value::as_object);
+    let Some(meta) = meta else {
+        return Ok(Era::Handshake);
+    };
+    let Some(version) = meta.get(META_PROTOCOL_VERSION) else {
+        return Ok(Era::Handshake);
+    };
+    let version = version.as_str().unwrap_or_default();
+    if !MODERN_VERSIONS.contains(&version) {
+        return Err(RpcError::new(
+            UNSUPPORTED_PROTOCOL_VERSION,
+            format!(
+                "unsupported protocol version {version:?}; supported: {}",
+                all_versions().join(", ")
+            ),
+        )
+        .with_data(json!({"supported": all_versions(), "requested": version})));
+    }
+    match meta.get(META_CLIENT_CAPABILITIES) {
+        Some(Value::Object(_)) => {}
+        _ => return Err(RpcError::new(
+            INVALID_PARAMS,
+            format!(
+                "a {version} request must carry _meta[\"{META_CLIENT_CAPABILITIES}\"] (an object)"
+            ),
+        )),
+    }
+    Ok(Era::Modern {
+        version: version.to_owned(),
+    })
+}
+
+/// Methods that 2026-07-28 removed: a modern request for one of them is an
+/// unknown method.
+pub fn removed_in_modern(method: &str) -> bool {
+    matches!(
+        method,
+        "initialize" | "ping" | "logging/setLevel" | "notifications/initialized"
+    )
+}
+
+pub fn server_info() -> Value {
+    json!({
+        "name": "panescan",
+        "title": "panescan (tmux)",
+        "version": env!("CARGO_PKG_VERSION"),
+    })
+}
+
+/// Tools only, no list changes (the tier is fixed at start), and no
+/// `logging`: clients that see it send `logging/setLevel`.
+pub fn capabilities() -> Value {
+    json!({"tools": {"listChanged": false}})
+}
+
+pub const INSTRUCTIONS: &str = "Read-only view of tmux: list and inspect sessions, windows and panes, \
+capture pane text (capture_since for what is new), wait for text to appear. Ids are tmux's (%pane, @window, $session). \
+Every output is bounded and says when it was cut.";
+
+/// The answer to `initialize`: the client's version when we speak it,
+/// otherwise our newest handshake version (the client then decides).
+pub fn initialize_result(params: Option<&Value>) -> Result<Value, RpcError> {
+    let params = match params {
+        None => &Value::Null,
+        Some(p) if p.is_object() => p,
+        Some(_) => {
+            return Err(RpcError::invalid_params(
+                "initialize params must be an object",
+            ))
+        }
+    };
+    let requested = params.get("protocolVersion").and_then(Value::as_str);
+    let version = match requested {
+        Some(v) if HANDSHAKE_VERSIONS.contains(&v) => v,
+        _ => HANDSHAKE_VERSIONS[HANDSHAKE_VERSIONS.len() - 1],
+    };
+    Ok(json!({
+        "protocolVersion": version,
+        "capabilities": capabilities(),
+        "serverInfo": server_info(),
+        "instructions": INSTRUCTIONS,
+    }))
+}
+
+/// The answer to `server/discover`.
+pub fn discover_result() -> Value {
+    json!({
+        "supportedVersions": all_versions(),
+        "capabilities": capabilities(),
+        "serverInfo": server_info(),
+        "instructions": INSTRUCTIONS,
+        "ttlMs": LIST_TTL_MS,
+        "cacheScope": "private",
+    })
+}
+
+/// Stamps what the modern era requires on every result: `resultType` and
+/// our identity in `_meta`. Handshake-era results stay as they were.
+pub fn finish_result(era: &Era, mut result: Value) -> Value {
+    if let (Era::Modern { .. }, Value::Object(obj)) = (era, &mut result) {
+        obj.entry("resultType")
+            .or_insert_with(|| Value::String("complete".into()));
+        let meta = obj
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(meta) = meta {
+            meta.insert(META_SERVER_INFO.into(), server_info());
+        }
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(version: &str, caps: bool) -> Value {
+        let mut m = json!({META_PROTOCOL_VERSION: version});
+        if caps {
+            m[META_CLIENT_CAPABILITIES] = json!({});
+        }
+        json!({"_meta": m})
+    }
+
+    #[test]
+    fn era_detection() {
+        assert_eq!(request_era(None).unwrap(), Era::Handshake);
+        assert_eq!(
+            request_era(Some(&json!({"_meta": {"progressToken": 1}}))).unwrap(),
+            Era::Handshake
+        );
+        assert!(request_era(Some(&meta("2026-07-28", true)))
+            .unwrap()
+            .is_modern());
+        let e = request_era(Some(&meta("1999-01-01", true))).unwrap_err();
+        assert_eq!(e.code, UNSUPPORTED_PROTOCOL_VERSION);
+        assert!(e.data.unwrap()["supported"].is_array());
+        assert_eq!(
+            request_era(Some(&meta("2026-07-28", false)))
+                .unwrap_err()
+                .code,
+            INVALID_PARAMS
+        );
+    }
+
+    #[test]
+    fn initialize_echoes_supported_versions() {
+        for v in HANDSHAKE_VERSIONS {
+            let r = initialize_result(Some(&json!({"protocolVersion": v}))).unwrap();
+            assert_eq!(r["protocolVersion"], *v);
+        }
+        let r = initialize_result(Some(&json!({"protocolVersion": "2099-01-01"}))).unwrap();
+        assert_eq!(r["protocolVersion"], "2025-11-25");
+        assert!(r["capabilities"].get("logging").is_none());
+    }
+}

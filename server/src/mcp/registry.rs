@@ -1,0 +1,327 @@
+//! The tool registry: one table is the truth for every tool.
+//!
+//! A tool is a type implementing [`Tool`] (name, title, description, tier,
+//! annotations, typed arguments and output, `run`). [`ToolEntry::of`] turns
+//! it into a row of plain data and function pointers; [`crate::tools::all`]
+//! lists the rows. `tools/list`, the batch tool's allow-list, the README's
+//! tool table and the snapshot test all read the same rows, so they cannot
+//! drift apart.
+//!
+//! Adding a tool: write a module in `server/src/tools/` with a unit struct
+//! implementing [`Tool`], and add `ToolEntry::of::<ThatStruct>()` to
+//! [`crate::tools::all`].
+
+use std::fmt;
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+
+use super::schema;
+use crate::tools::context::{ToolContext, ToolError};
+
+/// Safety tiers, each including the ones before it.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, clap::ValueEnum, Serialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Tier {
+    /// Looks, never touches.
+    #[default]
+    Readonly,
+    /// Changes tmux state but destroys nothing (send keys, rename).
+    Mutating,
+    /// Kills panes, windows, sessions.
+    Destructive,
+}
+
+impl Tier {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tier::Readonly => "readonly",
+            Tier::Mutating => "mutating",
+            Tier::Destructive => "destructive",
+        }
+    }
+}
+
+impl fmt::Display for Tier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// MCP tool annotations (hints for clients deciding what needs approval).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Annotations {
+    pub read_only: bool,
+    pub destructive: bool,
+    pub idempotent: bool,
+    /// tmux is a closed world of the user's own processes: false for every
+    /// tool here.
+    pub open_world: bool,
+}
+
+impl Annotations {
+    /// A read tool: looks only, the same call may be repeated freely.
+    pub const READ: Annotations = Annotations {
+        read_only: true,
+        destructive: false,
+        idempotent: true,
+        open_world: false,
+    };
+    /// A read tool whose answer depends on time (waits, cursors).
+    pub const READ_VOLATILE: Annotations = Annotations {
+        read_only: true,
+        destructive: false,
+        idempotent: false,
+        open_world: false,
+    };
+    pub const MUTATE: Annotations = Annotations {
+        read_only: false,
+        destructive: false,
+        idempotent: false,
+        open_world: false,
+    };
+    pub const DESTROY: Annotations = Annotations {
+        read_only: false,
+        destructive: true,
+        idempotent: true,
+        open_world: false,
+    };
+}
+
+/// A tool, described by its types.
+pub trait Tool {
+    const NAME: &'static str;
+    const TITLE: &'static str;
+    /// One paragraph: what it does, when to use it, when not.
+    const DESCRIPTION: &'static str;
+    const TIER: Tier = Tier::Readonly;
+    const ANNOTATIONS: Annotations = Annotations::READ;
+    /// May `call_read_tools_batch` call it? Read tools that return promptly.
+    const BATCHABLE: bool = true;
+
+    type Args: DeserializeOwned + JsonSchema;
+    type Output: Serialize + JsonSchema;
+
+    fn run(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError>;
+
+    /// The compact text rendering for clients that read `content` only.
+    /// Defaults to the structured result as compact JSON.
+    fn text(output: &Self::Output) -> String {
+        serde_json::to_string(output).unwrap_or_default()
+    }
+}
+
+/// What a successful call returns: the structured result and its text.
+#[derive(Debug, Clone)]
+pub struct ToolOutput {
+    pub structured: Value,
+    pub text: String,
+}
+
+/// Calls a tool with JSON arguments.
+pub type CallFn = fn(&ToolContext, Value) -> Result<ToolOutput, ToolError>;
+
+/// One row of the registry.
+#[derive(Debug, Clone)]
+pub struct ToolEntry {
+    pub name: &'static str,
+    pub title: &'static str,
+    pub description: &'static str,
+    pub tier: Tier,
+    pub annotations: Annotations,
+    pub batchable: bool,
+    pub input_schema: fn() -> Value,
+    pub output_schema: fn() -> Value,
+    pub call: CallFn,
+}
+
+impl ToolEntry {
+    /// The row for tool type `T`.
+    pub fn of<T: Tool>() -> ToolEntry {
+        ToolEntry {
+            name: T::NAME,
+            title: T::TITLE,
+            description: T::DESCRIPTION,
+            tier: T::TIER,
+            annotations: T::ANNOTATIONS,
+            batchable: T::BATCHABLE && T::TIER == Tier::Readonly,
+            input_schema: input_schema_of::<T>,
+            output_schema: schema::schema_for::<T::Output>,
+            call: call_typed::<T>,
+        }
+    }
+}
+
+fn input_schema_of<T: Tool>() -> Value {
+    let mut s = schema::schema_for::<T::Args>();
+    schema::close_object(&mut s);
+    s
+}
+
+fn call_typed<T: Tool>(ctx: &ToolContext, args: Value) -> Result<ToolOutput, ToolError> {
+    let args: T::Args = serde_json::from_value(args)
+        .map_err(|e| ToolError::new(format!("invalid arguments for {}: {e}", T::NAME)))?;
+    let output = T::run(ctx, args)?;
+    let structured = serde_json::to_value(&output)
+        .map_err(|e| ToolError::new(format!("{}: cannot encode the result: {e}", T::NAME)))?;
+    Ok(ToolOutput {
+        text: T::text(&output),
+        structured,
+    })
+}
+
+/// A registered tool with its schemas computed once.
+#[derive(Debug)]
+struct Row {
+    entry: ToolEntry,
+    input_schema: Value,
+    allowed_args: Vec<String>,
+    listing: Value,
+}
+
+/// The tools available in one tier, with their `tools/list` answer.
+#[derive(Debug)]
+pub struct Registry {
+    tier: Tier,
+    rows: Vec<Row>,
+    listing: Value,
+}
+
+impl Registry {
+    /// Keeps the entries within `tier`, computing schemas once.
+    pub fn new(entries: Vec<ToolEntry>, tier: Tier) -> Registry {
+        let rows: Vec<Row> = entries
+            .into_iter()
+            .filter(|e| e.tier <= tier)
+            .map(|entry| {
+                let input_schema = (entry.input_schema)();
+                let allowed_args = schema::property_names(&input_schema);
+                let listing = listing_of(&entry, &input_schema);
+                Row {
+                    entry,
+                    input_schema,
+                    allowed_args,
+                    listing,
+                }
+            })
+            .collect();
+        let listing = Value::Array(rows.iter().map(|r| r.listing.clone()).collect());
+        Registry {
+            tier,
+            rows,
+            listing,
+        }
+    }
+
+    /// The registry of every panescan tool in `tier`.
+    pub fn for_tier(tier: Tier) -> Registry {
+        Registry::new(crate::tools::all(), tier)
+    }
+
+    pub fn tier(&self) -> Tier {
+        self.tier
+    }
+
+    /// The tools of this tier, in table order.
+    pub fn entries(&self) -> impl Iterator<Item = &ToolEntry> {
+        self.rows.iter().map(|r| &r.entry)
+    }
+
+    /// A tool of this tier by name; tools of other tiers do not exist here.
+    pub fn get(&self, name: &str) -> Option<&ToolEntry> {
+        self.row(name).map(|r| &r.entry)
+    }
+
+    fn row(&self, name: &str) -> Option<&Row> {
+        self.rows.iter().find(|r| r.entry.name == name)
+    }
+
+    /// The input schema of a tool of this tier.
+    pub fn input_schema(&self, name: &str) -> Option<&Value> {
+        self.row(name).map(|r| &r.input_schema)
+    }
+
+    /// The `tools` array of `tools/list`.
+    pub fn listing(&self) -> &Value {
+        &self.listing
+    }
+
+    /// The names of the tools of this tier, for error messages.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.entries().map(|e| e.name).collect()
+    }
+
+    /// The names `call_read_tools_batch` may call.
+    pub fn batchable_names(&self) -> Vec<&'static str> {
+        self.entries()
+            .filter(|e| e.batchable)
+            .map(|e| e.name)
+            .collect()
+    }
+
+    /// Calls a tool of this tier. Unknown argument names are refused with
+    /// the list of valid ones (serde's `deny_unknown_fields` does not work
+    /// with the flattened common arguments).
+    pub fn call(
+        &self,
+        ctx: &ToolContext,
+        name: &str,
+        args: Value,
+    ) -> Option<Result<ToolOutput, ToolError>> {
+        let row = self.row(name)?;
+        let args = match args {
+            Value::Null => Value::Object(Map::new()),
+            other => other,
+        };
+        let Value::Object(obj) = &args else {
+            return Some(Err(ToolError::new(format!(
+                "{name}: arguments must be an object"
+            ))));
+        };
+        let unknown: Vec<&str> = obj
+            .keys()
+            .filter(|k| !row.allowed_args.iter().any(|a| a == *k))
+            .map(String::as_str)
+            .collect();
+        if !unknown.is_empty() {
+            return Some(Err(ToolError::new(format!(
+                "{name}: unknown argument{} {}; valid arguments: {}",
+                if unknown.len() > 1 { "s" } else { "" },
+                unknown.join(", "),
+                row.allowed_args.join(", ")
+            ))));
+        }
+        Some((row.entry.call)(ctx, args))
+    }
+
+    /// The README's tool table (Markdown), generated from the rows.
+    pub fn markdown_table(&self) -> String {
+        let mut out = String::from("| tool | tier | what it does |\n|---|---|---|\n");
+        for e in self.entries() {
+            let first = e.description.split(". ").next().unwrap_or(e.description);
+            let first = first.trim_end_matches('.');
+            out.push_str(&format!("| `{}` | {} | {}. |\n", e.name, e.tier, first));
+        }
+        out
+    }
+}
+
+fn listing_of(entry: &ToolEntry, input_schema: &Value) -> Value {
+    json!({
+        "name": entry.name,
+        "title": entry.title,
+        "description": entry.description,
+        "inputSchema": input_schema,
+        "outputSchema": (entry.output_schema)(),
+        "annotations": {
+            "readOnlyHint": entry.annotations.read_only,
+            "destructiveHint": entry.annotations.destructive,
+            "idempotentHint": entry.annotations.idempotent,
+            "openWorldHint": entry.annotations.open_world,
+        },
+    })
+}

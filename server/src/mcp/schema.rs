@@ -1,0 +1,132 @@
+//! JSON Schemas for tool inputs and outputs, generated from the Rust types.
+//!
+//! Clients are picky: several reject `$ref`/`$defs`, every client requires
+//! an object at the root of `outputSchema`, and every byte of a schema is
+//! context an agent pays for. So subschemas are inlined, the root is forced
+//! to `type: object`, and annotations that help no model (`$schema`,
+//! `title`, integer `format`s) are dropped.
+
+use schemars::generate::SchemaSettings;
+use schemars::JsonSchema;
+use serde_json::{Map, Value};
+
+/// The schema of `T`, inlined and trimmed.
+pub fn schema_for<T: JsonSchema>() -> Value {
+    let settings = SchemaSettings::draft2020_12().with(|s| {
+        s.inline_subschemas = true;
+        s.meta_schema = None;
+    });
+    let schema = settings.into_generator().into_root_schema_for::<T>();
+    let mut value: Value = schema.into();
+    trim(&mut value, true);
+    if let Value::Object(obj) = &mut value {
+        obj.remove("$defs");
+        obj.insert("type".into(), Value::String("object".into()));
+    }
+    value
+}
+
+/// Removes what costs bytes and tells a model nothing.
+fn trim(value: &mut Value, root: bool) {
+    match value {
+        Value::Object(obj) => {
+            obj.remove("$schema");
+            if root {
+                obj.remove("title");
+            }
+            // `format: uint32` etc. are schemars' notes on Rust widths.
+            if let Some(Value::String(f)) = obj.get("format") {
+                if f.starts_with("int") || f.starts_with("uint") || f == "double" || f == "float" {
+                    obj.remove("format");
+                }
+            }
+            for (key, child) in obj.iter_mut() {
+                // Property names are data, not schemas: recurse into each
+                // property's schema, never treat a property called `title`
+                // as an annotation.
+                if key == "properties" {
+                    if let Value::Object(props) = child {
+                        for prop in props.values_mut() {
+                            trim(prop, false);
+                        }
+                    }
+                } else {
+                    trim(child, false);
+                }
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                trim(item, false);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// True when the schema (anywhere) uses `$ref` or `$defs`.
+pub fn has_refs(value: &Value) -> bool {
+    match value {
+        Value::Object(obj) => {
+            obj.contains_key("$ref")
+                || obj.contains_key("$defs")
+                || obj.contains_key("definitions")
+                || obj.values().any(has_refs)
+        }
+        Value::Array(items) => items.iter().any(has_refs),
+        _ => false,
+    }
+}
+
+/// The property names a root object schema declares.
+pub fn property_names(schema: &Value) -> Vec<String> {
+    schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+/// Closes an input schema: tools refuse arguments they do not know, and the
+/// schema says so.
+pub fn close_object(schema: &mut Value) {
+    if let Value::Object(obj) = schema {
+        obj.insert("additionalProperties".into(), Value::Bool(false));
+        if !obj.contains_key("properties") {
+            obj.insert("properties".into(), Value::Object(Map::new()));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Serialize;
+
+    #[allow(dead_code)]
+    #[derive(JsonSchema, Serialize)]
+    struct Inner {
+        a: u32,
+    }
+
+    #[allow(dead_code)]
+    #[derive(JsonSchema, Serialize)]
+    struct Outer {
+        /// Inner things.
+        items: Vec<Inner>,
+        maybe: Option<Inner>,
+        title: String,
+    }
+
+    #[test]
+    fn inlined_and_object_rooted() {
+        let s = schema_for::<Outer>();
+        assert!(!has_refs(&s), "{s}");
+        assert_eq!(s["type"], "object");
+        assert!(s.get("$schema").is_none());
+        assert!(s["properties"]["title"].is_object());
+        assert!(s["properties"]["items"]["items"]["properties"]["a"]
+            .get("format")
+            .is_none());
+    }
+}

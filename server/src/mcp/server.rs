@@ -1,0 +1,122 @@
+//! The stdio loop: a reader thread feeds the dispatcher, a writer thread
+//! owns stdout (so protocol lines never interleave), and the main thread
+//! waits for end of input or SIGINT/SIGTERM to shut down cleanly.
+
+use std::io::{self, BufReader, Write};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crossbeam_channel::{bounded, unbounded, Receiver};
+
+use super::dispatch::{Dispatcher, Outgoing};
+use super::jsonrpc::{LineReader, MAX_LINE_BYTES};
+use super::registry::Registry;
+use crate::tools::context::ServeConfig;
+
+/// How long running calls get to notice a cancel at shutdown.
+const SHUTDOWN_GRACE: Duration = Duration::from_millis(400);
+
+#[derive(Debug)]
+enum Stop {
+    Eof,
+    Signal(i32),
+}
+
+/// Serves MCP on stdin/stdout until EOF or a signal. Returns the exit code.
+pub fn serve(config: ServeConfig) -> i32 {
+    let registry = Arc::new(Registry::for_tier(config.tier));
+    let config = Arc::new(config);
+    let (out_tx, out_rx) = unbounded::<Outgoing>();
+    let writer = std::thread::Builder::new()
+        .name("stdout".into())
+        .spawn(move || writer_loop(out_rx));
+    let Ok(writer) = writer else {
+        eprintln!("panescan: cannot start the writer thread");
+        return 1;
+    };
+    let dispatcher = Arc::new(Dispatcher::new(registry, config.clone(), out_tx.clone()));
+    let (stop_tx, stop_rx) = bounded::<Stop>(2);
+
+    match signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+    ]) {
+        Ok(mut signals) => {
+            let stop_tx = stop_tx.clone();
+            let _ = std::thread::Builder::new()
+                .name("signals".into())
+                .spawn(move || {
+                    if let Some(sig) = signals.forever().next() {
+                        let _ = stop_tx.send(Stop::Signal(sig));
+                    }
+                });
+        }
+        Err(e) => eprintln!("panescan: cannot watch SIGINT/SIGTERM: {e}"),
+    }
+
+    {
+        let dispatcher = dispatcher.clone();
+        let spawned = std::thread::Builder::new()
+            .name("stdin".into())
+            .spawn(move || {
+                let stdin = io::stdin();
+                let mut reader = LineReader::new(BufReader::new(stdin.lock()), MAX_LINE_BYTES);
+                loop {
+                    match reader.next_line() {
+                        Ok(Some(line)) => dispatcher.handle_line(line),
+                        Ok(None) => break,
+                        Err(e) => {
+                            eprintln!("panescan: stdin: {e}");
+                            break;
+                        }
+                    }
+                }
+                let _ = stop_tx.send(Stop::Eof);
+            });
+        if spawned.is_err() {
+            eprintln!("panescan: cannot start the reader thread");
+            return 1;
+        }
+    }
+
+    let reason = stop_rx.recv().unwrap_or(Stop::Eof);
+    if let Stop::Signal(sig) = reason {
+        eprintln!("panescan: signal {sig}, shutting down");
+    }
+    // Stop the work, let finished calls write their answers, flush.
+    dispatcher.shutdown(SHUTDOWN_GRACE);
+    let (ack_tx, ack_rx) = bounded(1);
+    let _ = out_tx.send(Outgoing::Flush(ack_tx));
+    let _ = ack_rx.recv_timeout(Duration::from_secs(2));
+    crate::tools::shutdown_connections();
+    drop(writer);
+    0
+}
+
+fn writer_loop(rx: Receiver<Outgoing>) {
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::with_capacity(64 * 1024, stdout.lock());
+    while let Ok(msg) = rx.recv() {
+        let mut ok = true;
+        let mut handle = |msg: Outgoing, out: &mut io::BufWriter<io::StdoutLock<'_>>| match msg {
+            Outgoing::Line(line) => {
+                ok &= out.write_all(line.as_bytes()).is_ok();
+                ok &= out.write_all(b"\n").is_ok();
+            }
+            Outgoing::Flush(ack) => {
+                let _ = out.flush();
+                let _ = ack.send(());
+            }
+        };
+        handle(msg, &mut out);
+        // Batch what is already queued, then flush once: a burst of
+        // progress notifications costs one write.
+        while let Ok(more) = rx.try_recv() {
+            handle(more, &mut out);
+        }
+        if out.flush().is_err() || !ok {
+            // The client is gone; nothing more can be said.
+            break;
+        }
+    }
+}

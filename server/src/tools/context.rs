@@ -1,0 +1,195 @@
+//! What every tool call gets: the operator's configuration, a cancel flag,
+//! a progress sink, and the way to reach a tmux server.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::mcp::registry::{Registry, Tier};
+
+/// Ceilings the operator sets for every call. Callers may ask for less,
+/// never for more.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Bytes of pane text one capture may return.
+    pub capture_bytes: usize,
+    /// Lines one capture may return.
+    pub capture_lines: usize,
+    /// Lines a capture returns when the caller does not say.
+    pub capture_default_lines: usize,
+    /// Rows a list tool returns.
+    pub list_rows: usize,
+    /// The whole JSON-RPC response of a batch.
+    pub response_bytes: usize,
+    /// `wait_for_text`: default and ceiling.
+    pub wait_default: Duration,
+    pub wait_max: Duration,
+    /// Time any one tmux round trip may take.
+    pub tmux_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            capture_bytes: 256 * 1024,
+            capture_lines: 10_000,
+            capture_default_lines: 200,
+            list_rows: 500,
+            response_bytes: 1_000_000,
+            wait_default: Duration::from_secs(8),
+            wait_max: Duration::from_secs(120),
+            tmux_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// `panescan serve`'s configuration.
+#[derive(Debug, Clone, Default)]
+pub struct ServeConfig {
+    /// The tmux server used when a call names none (`-L`).
+    pub socket_name: Option<String>,
+    /// The tmux server used when a call names none (`-S`).
+    pub socket_path: Option<PathBuf>,
+    pub tier: Tier,
+    pub limits: Limits,
+}
+
+/// The arguments every tool takes to pick a tmux server.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+pub struct ServerArgs {
+    /// tmux -L socket name. Default: the server panescan serves.
+    #[serde(default)]
+    pub socket_name: Option<String>,
+    /// tmux -S socket path (instead of socket_name).
+    #[serde(default)]
+    pub socket_path: Option<PathBuf>,
+}
+
+/// `(progress, total, message)`.
+type ProgressFn = dyn Fn(f64, Option<f64>, Option<&str>) + Send + Sync;
+
+/// Reports progress of a long call; a no-op when the client asked for none.
+#[derive(Clone, Default)]
+pub struct ProgressSink {
+    inner: Option<Arc<ProgressFn>>,
+}
+
+impl fmt::Debug for ProgressSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProgressSink")
+            .field("active", &self.inner.is_some())
+            .finish()
+    }
+}
+
+impl ProgressSink {
+    pub fn new(f: impl Fn(f64, Option<f64>, Option<&str>) + Send + Sync + 'static) -> Self {
+        ProgressSink {
+            inner: Some(Arc::new(f)),
+        }
+    }
+
+    /// A sink that drops everything.
+    pub fn none() -> Self {
+        ProgressSink { inner: None }
+    }
+
+    pub fn is_active(&self) -> bool {
+        self.inner.is_some()
+    }
+
+    /// `progress` must grow from one report to the next; the sink drops
+    /// reports that do not (the protocol requires strictly increasing).
+    pub fn report(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        if let Some(f) = &self.inner {
+            f(progress, total, message);
+        }
+    }
+}
+
+/// A tool failure the model can act on: becomes a result with
+/// `isError: true` and this sentence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolError {
+    pub message: String,
+}
+
+impl ToolError {
+    pub fn new(message: impl Into<String>) -> Self {
+        ToolError {
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ToolError {}
+
+/// Everything a tool call may use.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    pub config: Arc<ServeConfig>,
+    /// The registry of this server's tier (the batch tool calls through it).
+    pub registry: Arc<Registry>,
+    /// Set by `notifications/cancelled` (and at shutdown): stop soon.
+    pub cancel: Arc<AtomicBool>,
+    pub progress: ProgressSink,
+    /// When the call started.
+    pub started: Instant,
+}
+
+impl ToolContext {
+    pub fn new(config: Arc<ServeConfig>, registry: Arc<Registry>) -> Self {
+        ToolContext {
+            config,
+            registry,
+            cancel: Arc::new(AtomicBool::new(false)),
+            progress: ProgressSink::none(),
+            started: Instant::now(),
+        }
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.config.limits
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed)
+    }
+
+    /// An error when the call was cancelled (its result will not be sent).
+    pub fn check_cancelled(&self) -> Result<(), ToolError> {
+        if self.is_cancelled() {
+            Err(ToolError::new("cancelled"))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The deadline for one tmux round trip started now.
+    pub fn tmux_deadline(&self) -> Instant {
+        Instant::now() + self.config.limits.tmux_timeout
+    }
+
+    /// A context for one operation of a batch: same cancel flag, no
+    /// progress of its own.
+    pub fn child(&self) -> ToolContext {
+        ToolContext {
+            config: self.config.clone(),
+            registry: self.registry.clone(),
+            cancel: self.cancel.clone(),
+            progress: ProgressSink::none(),
+            started: Instant::now(),
+        }
+    }
+}
