@@ -1,0 +1,50 @@
+//! Is this pane the one panescan runs in?
+//!
+//! True only when the pane id equals `TMUX_PANE` *and* the server's socket
+//! (realpath) is the one named in `TMUX`; `None` when panescan does not run
+//! inside tmux at all.
+
+use std::path::{Path, PathBuf};
+
+use super::ids::PaneId;
+
+/// Where panescan itself runs, read from the environment once.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CallerPane {
+    /// Realpath of the socket in `TMUX` (first comma field).
+    pub socket: Option<PathBuf>,
+    /// `TMUX_PANE`.
+    pub pane: Option<PaneId>,
+}
+
+impl CallerPane {
+    /// Reads `TMUX` and `TMUX_PANE`.
+    pub fn from_env() -> Self {
+        Self::from_values(
+            std::env::var_os("TMUX").map(|v| v.to_string_lossy().into_owned()),
+            std::env::var("TMUX_PANE").ok(),
+        )
+    }
+
+    /// From explicit values of `TMUX` and `TMUX_PANE` (for tests).
+    pub fn from_values(tmux: Option<String>, tmux_pane: Option<String>) -> Self {
+        let socket = tmux.as_deref().and_then(|t| {
+            let path = t.split(',').next().unwrap_or("");
+            if path.is_empty() {
+                None
+            } else {
+                Some(std::fs::canonicalize(path).unwrap_or_else(|_| PathBuf::from(path)))
+            }
+        });
+        let pane = tmux_pane.as_deref().and_then(|p| PaneId::parse(p).ok());
+        CallerPane { socket, pane }
+    }
+
+    /// `is_caller` for `pane` of the server whose socket is `server_socket`.
+    pub fn is_caller(&self, server_socket: &Path, pane: PaneId) -> Option<bool> {
+        let mine = self.socket.as_ref()?;
+        let theirs =
+            std::fs::canonicalize(server_socket).unwrap_or_else(|_| server_socket.to_path_buf());
+        Some(*mine == theirs && self.pane == Some(pane))
+    }
+}

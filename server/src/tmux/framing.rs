@@ -1,0 +1,1 @@
+//! Control-mode reply framing that pane text cannot forge.

@@ -1,0 +1,1 @@
+//! One-shot tmux processes: the fallback when there is nothing to attach to.
