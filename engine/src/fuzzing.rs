@@ -1,0 +1,197 @@
+//! Checks shared by the grammar fuzz target and its corpus-replay test.
+//!
+//! Not part of the stable API. The fuzz target (`fuzz/fuzz_targets/grammar.rs`)
+//! and `engine/tests/fuzz_corpus.rs` both call [`check`] with an oracle built
+//! on the `regex` crate, which the engine itself does not depend on.
+//!
+//! An input is decoded as: one flag byte (bit 0: regex, bit 1: match case,
+//! bits 2-3: number of patterns - 1), then the patterns separated by `0x00`
+//! (lossy UTF-8), then after one more `0x00` the haystack (at most 4 KiB).
+
+use crate::budget::Limits;
+use crate::pattern::{Matcher, PatternOptions, MAX_NFA_BYTES};
+use crate::scan::Capture;
+use crate::search::{search_captures, SearchOptions};
+
+/// The oracle: does `pattern` (regex text, `match_case`) match `line`?
+/// `None` when it cannot build the pattern.
+pub type Oracle<'a> = &'a dyn Fn(&str, bool, &[u8]) -> Option<bool>;
+
+/// One decoded fuzz input.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Case {
+    /// The patterns.
+    pub patterns: Vec<String>,
+    /// How they are read.
+    pub options: PatternOptions,
+    /// The text to search.
+    pub haystack: Vec<u8>,
+}
+
+/// What a checked input did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// The patterns were rejected with this message.
+    Rejected(String),
+    /// The patterns compiled; the oracle agreed on every line.
+    Agreed {
+        /// Number of matching lines.
+        matched: usize,
+    },
+    /// The patterns compiled, but the oracle could not build one of them
+    /// (for example, over its own size limit), so lines were not compared.
+    NoOracle,
+}
+
+/// Decodes fuzz bytes into a case (never fails).
+pub fn decode(data: &[u8]) -> Case {
+    let Some((&flags, rest)) = data.split_first() else {
+        return Case {
+            patterns: vec![String::new()],
+            options: PatternOptions::default(),
+            haystack: Vec::new(),
+        };
+    };
+    let options = PatternOptions {
+        regex: flags & 1 != 0,
+        match_case: flags & 2 != 0,
+    };
+    let want = usize::from((flags >> 2) & 3) + 1;
+    let mut parts = rest.splitn(want + 1, |&b| b == 0);
+    let mut patterns = Vec::with_capacity(want);
+    for _ in 0..want {
+        patterns.push(String::from_utf8_lossy(parts.next().unwrap_or_default()).into_owned());
+    }
+    let mut haystack = parts.next().unwrap_or_default().to_vec();
+    haystack.truncate(4096);
+    Case {
+        patterns,
+        options,
+        haystack,
+    }
+}
+
+/// Splits text into lines the plain way: on `\n`; a final `\n` ends the last
+/// line; a `\r` before a `\n` is not part of the line.
+pub fn naive_lines(haystack: &[u8]) -> Vec<&[u8]> {
+    if haystack.is_empty() {
+        return Vec::new();
+    }
+    let body = haystack.strip_suffix(b"\n").unwrap_or(haystack);
+    let pieces: Vec<&[u8]> = body.split(|&b| b == b'\n').collect();
+    let last = pieces.len() - 1;
+    pieces
+        .into_iter()
+        .enumerate()
+        .map(|(i, line)| {
+            let ended = i < last || body.len() < haystack.len();
+            if ended {
+                line.strip_suffix(b"\r").unwrap_or(line)
+            } else {
+                line
+            }
+        })
+        .collect()
+}
+
+/// Runs one input: compile (must not panic; errors must be well formed),
+/// check the automata stay within their caps, search, and compare each
+/// line's verdict and pattern index with `oracle(pattern, match_case, line)`,
+/// which returns `None` when it cannot build the pattern.
+pub fn check(data: &[u8], oracle: Oracle<'_>) -> Result<Verdict, String> {
+    let case = decode(data);
+    let matcher = match Matcher::new(&case.patterns, case.options) {
+        Ok(m) => m,
+        Err(err) => {
+            let text = case
+                .patterns
+                .get(err.pattern_index)
+                .map_or("", String::as_str);
+            if err.pattern_index >= case.patterns.len().max(1) {
+                return Err(format!(
+                    "error names pattern {} of {}",
+                    err.pattern_index,
+                    case.patterns.len()
+                ));
+            }
+            if err.offset > text.len() {
+                return Err(format!(
+                    "error offset {} beyond pattern length {}",
+                    err.offset,
+                    text.len()
+                ));
+            }
+            if err.reason.is_empty() {
+                return Err("error without a reason".into());
+            }
+            return Ok(Verdict::Rejected(err.to_string()));
+        }
+    };
+    // Forward and reverse NFA, lazy/full DFA and prefilters for two regexes.
+    let cap = 8 * MAX_NFA_BYTES;
+    if matcher.memory_usage() > cap {
+        return Err(format!(
+            "automata use {} bytes, over {cap}",
+            matcher.memory_usage()
+        ));
+    }
+
+    let options = SearchOptions {
+        limits: Limits::unlimited(),
+        context_lines: 1,
+        strip_escapes: false,
+        max_text_bytes: 1 << 20,
+        cancel: None,
+    };
+    let outcome = search_captures(
+        &matcher,
+        &options,
+        vec![Capture::new(0, 0, case.haystack.clone())],
+    );
+    let got: Vec<(i64, usize, String)> = outcome
+        .panes
+        .iter()
+        .flat_map(|p| {
+            p.lines
+                .iter()
+                .map(|l| (l.line, l.pattern_index, l.text.clone()))
+        })
+        .collect();
+
+    let lines = naive_lines(&case.haystack);
+    let mut want = Vec::new();
+    for (index, line) in lines.iter().enumerate() {
+        let mut first = None;
+        for (p, pattern) in matcher.oracle_patterns().iter().enumerate() {
+            match oracle(pattern, case.options.match_case, line) {
+                None => return Ok(Verdict::NoOracle),
+                Some(true) => {
+                    first = Some(p);
+                    break;
+                }
+                Some(false) => {}
+            }
+        }
+        if let Some(p) = first {
+            want.push((index as i64, p, String::from_utf8_lossy(line).into_owned()));
+        }
+    }
+    if got != want {
+        return Err(format!(
+            "engine and oracle disagree for {:?} ({:?}) on {:?}:\n engine: {got:?}\n oracle: {want:?}",
+            case.patterns,
+            case.options,
+            String::from_utf8_lossy(&case.haystack)
+        ));
+    }
+    if outcome.lines_scanned != lines.len() as u64 {
+        return Err(format!(
+            "scanned {} lines of {}",
+            outcome.lines_scanned,
+            lines.len()
+        ));
+    }
+    Ok(Verdict::Agreed {
+        matched: want.len(),
+    })
+}

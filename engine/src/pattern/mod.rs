@@ -1,0 +1,479 @@
+//! Patterns: the bounded grammar and the compiled any-of [`Matcher`].
+//!
+//! A [`Matcher`] is built once per search from up to [`MAX_PATTERNS`]
+//! patterns, all literal or all regular expressions (or a mix, through
+//! [`Pattern`]). It picks the cheapest engine that gives exactly the right
+//! answer:
+//!
+//! | patterns | engine |
+//! |---|---|
+//! | one literal, case-sensitive | `memchr::memmem` |
+//! | literals, case-sensitive, or ASCII case-insensitive | `aho-corasick` (leftmost-first) |
+//! | anything else (regexes, non-ASCII case-insensitive literals) | `regex-automata`'s meta regex with the backtracker disabled: literal prefilters, a lazy DFA, and the PikeVM as a linear-time fallback |
+//!
+//! Case-insensitive matching uses Unicode simple case folding everywhere (one
+//! character to one character: `é` finds `É`, but `ß` does not find `SS`).
+//! Under simple folding `k` also finds the Kelvin sign `K` and `s` the long s
+//! `ſ`, so ASCII literals containing `k` or `s` go to the regex engine when
+//! case does not matter (aho-corasick's ASCII folding would miss those), as
+//! do literals with any non-ASCII character.
+//!
+//! Every automaton is size-capped: the NFA at [`MAX_NFA_BYTES`], the full
+//! DFA (used only for small patterns) at [`MAX_DFA_BYTES`], and the lazy DFA
+//! cache at [`MAX_CACHE_BYTES`] per thread. When the lazy DFA cache keeps
+//! filling up, the meta engine falls back to the PikeVM, which is slower but
+//! still linear in the haystack. A pattern whose NFA would exceed the cap is
+//! rejected when the matcher is built.
+
+mod grammar;
+
+use std::fmt;
+
+use aho_corasick::AhoCorasick;
+use memchr::memmem;
+use regex_automata::meta;
+use regex_automata::util::syntax;
+use regex_automata::{Input, MatchKind, PatternSet};
+
+/// The most patterns one [`Matcher`] accepts.
+pub const MAX_PATTERNS: usize = 64;
+/// The longest pattern accepted, in bytes of UTF-8.
+pub const MAX_PATTERN_BYTES: usize = 4096;
+/// The largest bound allowed in a counted repetition (`{n}`, `{n,}`, `{n,m}`).
+pub const MAX_REPETITION: u32 = 1000;
+/// How deeply groups, classes and repetitions may nest.
+pub const MAX_NESTING: u32 = 300;
+/// Cap on the compiled NFA of all patterns together, in bytes.
+pub const MAX_NFA_BYTES: usize = 4 << 20;
+/// Cap on a fully compiled DFA; bigger automata use the lazy DFA instead.
+pub const MAX_DFA_BYTES: usize = 256 << 10;
+/// Cap on each lazy DFA cache (one per thread in use), in bytes.
+pub const MAX_CACHE_BYTES: usize = 2 << 20;
+
+/// How a list of pattern strings is read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PatternOptions {
+    /// Read patterns as regular expressions of the bounded grammar
+    /// (default: literal text).
+    pub regex: bool,
+    /// Match case exactly (default: case-insensitive).
+    pub match_case: bool,
+}
+
+/// One pattern: text, and whether it is a literal or a regular expression.
+///
+/// Sugar for building a [`Matcher`] from patterns of both kinds:
+///
+/// ```
+/// use panescan_engine::pattern::{Matcher, Pattern};
+/// let m = Matcher::from_patterns(&[Pattern::literal("error["), Pattern::regex(r"^warning: \w+")], false)?;
+/// assert_eq!(m.pattern_count(), 2);
+/// # Ok::<(), panescan_engine::pattern::PatternError>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pattern {
+    /// The pattern text.
+    pub text: String,
+    /// True for a regular expression, false for literal text.
+    pub regex: bool,
+}
+
+impl Pattern {
+    /// Literal text: every character stands for itself.
+    pub fn literal(text: impl Into<String>) -> Pattern {
+        Pattern {
+            text: text.into(),
+            regex: false,
+        }
+    }
+
+    /// A regular expression of the bounded grammar.
+    pub fn regex(text: impl Into<String>) -> Pattern {
+        Pattern {
+            text: text.into(),
+            regex: true,
+        }
+    }
+
+    /// Compiles this one pattern into a [`Matcher`].
+    pub fn compile(&self, match_case: bool) -> Result<Matcher, PatternError> {
+        Matcher::from_patterns(std::slice::from_ref(self), match_case)
+    }
+}
+
+/// A pattern was rejected.
+///
+/// `Display` reads like
+/// `pattern 2: invalid regular expression at byte 5: counted repetition {5000} exceeds the limit of 1,000`,
+/// without the `pattern N: ` prefix when only one pattern was given.
+/// `pattern_index` counts from 0, like [`crate::scan::LineMatch::pattern_index`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PatternError {
+    /// Which pattern (0-based) was rejected.
+    pub pattern_index: usize,
+    /// Byte offset in that pattern's text where the problem is.
+    pub offset: usize,
+    /// What is wrong, in words.
+    pub reason: String,
+    /// How many patterns were given (the prefix is left out for one).
+    pub pattern_count: usize,
+    /// Whether the rejected pattern was a regular expression.
+    pub regex: bool,
+}
+
+impl fmt::Display for PatternError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.pattern_count > 1 {
+            write!(f, "pattern {}: ", self.pattern_index)?;
+        }
+        let what = if self.regex {
+            "regular expression"
+        } else {
+            "literal pattern"
+        };
+        write!(f, "invalid {what} at byte {}: {}", self.offset, self.reason)
+    }
+}
+
+impl std::error::Error for PatternError {}
+
+/// A compiled set of patterns, searched all at once (any-of).
+///
+/// `Matcher` is `Send + Sync`; one instance serves every scanning thread.
+/// The scanner uses three primitives: [`Matcher::find_hit`] to find the next
+/// line with a match anywhere in a buffer, [`Matcher::lowest_pattern`] to say
+/// which pattern a matching line belongs to, and [`Matcher::find_in_line`]
+/// to locate a match for clipping long lines.
+#[derive(Debug)]
+pub struct Matcher {
+    patterns: Vec<Pattern>,
+    match_case: bool,
+    imp: Imp,
+    /// For each pattern, the regex text the `regex` crate would need, line by
+    /// line, to match the same lines (used by the fuzz oracle and tests).
+    oracle: Vec<String>,
+}
+
+#[derive(Debug)]
+enum Imp {
+    /// One case-sensitive literal.
+    Memmem(Box<memmem::Finder<'static>>),
+    /// Literals: a leftmost-first automaton to find hits, and a standard one
+    /// (for overlapping search) to classify a matching line.
+    Literals {
+        find: AhoCorasick,
+        classify: Option<AhoCorasick>,
+    },
+    /// Regular expressions: leftmost-first to find hits, match-all to classify.
+    Regex {
+        find: meta::Regex,
+        classify: Option<meta::Regex>,
+    },
+}
+
+impl Matcher {
+    /// Compiles `patterns` read as `options` says.
+    pub fn new<S: AsRef<str>>(
+        patterns: &[S],
+        options: PatternOptions,
+    ) -> Result<Matcher, PatternError> {
+        let patterns: Vec<Pattern> = patterns
+            .iter()
+            .map(|p| Pattern {
+                text: p.as_ref().to_owned(),
+                regex: options.regex,
+            })
+            .collect();
+        Matcher::from_patterns(&patterns, options.match_case)
+    }
+
+    /// Compiles patterns of either kind.
+    pub fn from_patterns(patterns: &[Pattern], match_case: bool) -> Result<Matcher, PatternError> {
+        let count = patterns.len();
+        let error = |index: usize, offset: usize, reason: String| PatternError {
+            pattern_index: index,
+            offset,
+            reason,
+            pattern_count: count,
+            regex: patterns.get(index).is_some_and(|p| p.regex),
+        };
+        if patterns.is_empty() {
+            return Err(error(0, 0, "no pattern was given".into()));
+        }
+        if count > MAX_PATTERNS {
+            return Err(error(
+                MAX_PATTERNS,
+                0,
+                format!("{count} patterns were given; the limit is {MAX_PATTERNS}"),
+            ));
+        }
+
+        // Check every pattern first, so errors name the right one.
+        let mut hirs = Vec::with_capacity(count);
+        let mut oracle = Vec::with_capacity(count);
+        for (index, pattern) in patterns.iter().enumerate() {
+            if pattern.regex {
+                let checked = grammar::parse_regex(&pattern.text, match_case)
+                    .map_err(|(offset, reason)| error(index, offset, reason))?;
+                hirs.push(checked.hir);
+                oracle.push(checked.rewritten);
+            } else {
+                grammar::check_size(&pattern.text)
+                    .map_err(|(offset, reason)| error(index, offset, reason))?;
+                if let Some(offset) = pattern.text.find(['\n']) {
+                    return Err(error(
+                        index,
+                        offset,
+                        "a match lies within one line, so a pattern cannot contain a line break"
+                            .into(),
+                    ));
+                }
+                hirs.push(literal_hir(&pattern.text, match_case));
+                oracle.push(regex_syntax::escape(&pattern.text));
+            }
+        }
+
+        let all_literal = patterns.iter().all(|p| !p.regex);
+        let imp = if all_literal && match_case && count == 1 {
+            Imp::Memmem(Box::new(
+                memmem::Finder::new(patterns[0].text.as_bytes()).into_owned(),
+            ))
+        } else if all_literal
+            && (match_case || patterns.iter().all(|p| ascii_folding_is_exact(&p.text)))
+        {
+            let texts: Vec<&str> = patterns.iter().map(|p| p.text.as_str()).collect();
+            let build = |kind: aho_corasick::MatchKind| {
+                AhoCorasick::builder()
+                    .match_kind(kind)
+                    .ascii_case_insensitive(!match_case)
+                    .build(&texts)
+                    .map_err(|err| {
+                        error(
+                            0,
+                            0,
+                            format!("the literal set could not be compiled: {err}"),
+                        )
+                    })
+            };
+            let find = build(aho_corasick::MatchKind::LeftmostFirst)?;
+            let classify = if count > 1 {
+                Some(build(aho_corasick::MatchKind::Standard)?)
+            } else {
+                None
+            };
+            Imp::Literals { find, classify }
+        } else {
+            let find = build_regex(&hirs, MatchKind::LeftmostFirst)
+                .map_err(|e| attribute(&hirs, e, &error))?;
+            let classify = if count > 1 {
+                Some(build_regex(&hirs, MatchKind::All).map_err(|e| attribute(&hirs, e, &error))?)
+            } else {
+                None
+            };
+            Imp::Regex { find, classify }
+        };
+        Ok(Matcher {
+            patterns: patterns.to_vec(),
+            match_case,
+            imp,
+            oracle,
+        })
+    }
+
+    /// How many patterns this matcher searches for.
+    pub fn pattern_count(&self) -> usize {
+        self.patterns.len()
+    }
+
+    /// The patterns, as given.
+    pub fn patterns(&self) -> &[Pattern] {
+        &self.patterns
+    }
+
+    /// Whether case must match exactly.
+    pub fn match_case(&self) -> bool {
+        self.match_case
+    }
+
+    /// Which engine runs the search: `"memchr"`, `"aho-corasick"` or
+    /// `"regex-automata"` (for logs and tests).
+    pub fn engine_name(&self) -> &'static str {
+        match self.imp {
+            Imp::Memmem(_) => "memchr",
+            Imp::Literals { .. } => "aho-corasick",
+            Imp::Regex { .. } => "regex-automata",
+        }
+    }
+
+    /// Searches `haystack[start..]` for the first match of any pattern and
+    /// returns the offset where that match ends (the line containing byte
+    /// `end - 1`, or for an empty match the line containing `end`).
+    ///
+    /// `haystack` must be whole lines separated by `\n`, without the final
+    /// line end; `^`, `$` and word boundaries look at the bytes around
+    /// `start`. Matches never span a `\n`, so the line holding the returned
+    /// offset is a matching line, and no earlier line at or after `start`
+    /// matches.
+    pub fn find_hit(&self, haystack: &[u8], start: usize) -> Option<usize> {
+        if start > haystack.len() {
+            return None;
+        }
+        match &self.imp {
+            Imp::Memmem(finder) => {
+                let needle = finder.needle().len();
+                finder
+                    .find(&haystack[start..])
+                    .map(|at| start + at + needle)
+            }
+            Imp::Literals { find, .. } => {
+                let input = aho_corasick::Input::new(haystack).range(start..);
+                find.find(input).map(|m| m.end())
+            }
+            Imp::Regex { find, .. } => {
+                let input = Input::new(haystack).range(start..).earliest(true);
+                find.search_half(&input).map(|m| m.offset())
+            }
+        }
+    }
+
+    /// The lowest index of a pattern that matches somewhere in `line` (one
+    /// line, without its line end). Only meaningful for a line that matches;
+    /// returns 0 for a line that does not.
+    pub fn lowest_pattern(&self, line: &[u8]) -> usize {
+        match &self.imp {
+            Imp::Memmem(_)
+            | Imp::Literals { classify: None, .. }
+            | Imp::Regex { classify: None, .. } => 0,
+            Imp::Literals {
+                classify: Some(ac), ..
+            } => ac
+                .find_overlapping_iter(line)
+                .map(|m| m.pattern().as_usize())
+                .min()
+                .unwrap_or(0),
+            Imp::Regex {
+                classify: Some(re), ..
+            } => {
+                let mut set = PatternSet::new(re.pattern_len());
+                re.which_overlapping_matches(&Input::new(line), &mut set);
+                set.iter().next().map_or(0, |p| p.as_usize())
+            }
+        }
+    }
+
+    /// The first match (start, end) in one line, if any; used to clip long
+    /// lines around the match.
+    pub fn find_in_line(&self, line: &[u8]) -> Option<(usize, usize)> {
+        match &self.imp {
+            Imp::Memmem(finder) => finder.find(line).map(|at| (at, at + finder.needle().len())),
+            Imp::Literals { find, .. } => find.find(line).map(|m| (m.start(), m.end())),
+            Imp::Regex { find, .. } => find.find(line).map(|m| (m.start(), m.end())),
+        }
+    }
+
+    /// For each pattern, regex text that the `regex` crate, applied to each
+    /// line on its own with the same case setting, matches the same lines
+    /// with. Used by tests and the fuzz oracle.
+    #[doc(hidden)]
+    pub fn oracle_patterns(&self) -> &[String] {
+        &self.oracle
+    }
+
+    /// Heap memory used by the compiled automata, not counting per-thread
+    /// lazy DFA caches (each capped at [`MAX_CACHE_BYTES`]).
+    pub fn memory_usage(&self) -> usize {
+        match &self.imp {
+            Imp::Memmem(f) => f.needle().len(),
+            Imp::Literals { find, classify } => {
+                find.memory_usage() + classify.as_ref().map_or(0, AhoCorasick::memory_usage)
+            }
+            Imp::Regex { find, classify } => {
+                find.memory_usage() + classify.as_ref().map_or(0, meta::Regex::memory_usage)
+            }
+        }
+    }
+}
+
+/// True when aho-corasick's ASCII case folding gives exactly the answer of
+/// Unicode simple case folding for this literal: it is ASCII and has no
+/// letter that folds to a non-ASCII character (`k` <-> Kelvin sign,
+/// `s` <-> long s).
+fn ascii_folding_is_exact(text: &str) -> bool {
+    text.is_ascii()
+        && !text
+            .bytes()
+            .any(|b| matches!(b.to_ascii_lowercase(), b'k' | b's'))
+}
+
+/// The HIR of a literal, case-folded when case does not matter.
+fn literal_hir(text: &str, match_case: bool) -> regex_syntax::hir::Hir {
+    if match_case {
+        return regex_syntax::hir::Hir::literal(text.as_bytes());
+    }
+    let mut parser = regex_syntax::ParserBuilder::new()
+        .case_insensitive(true)
+        .unicode(true)
+        .utf8(true)
+        .build();
+    // An escaped literal always parses: nothing in it is syntax.
+    parser
+        .parse(&regex_syntax::escape(text))
+        .unwrap_or_else(|_| regex_syntax::hir::Hir::literal(text.as_bytes()))
+}
+
+fn build_regex(
+    hirs: &[regex_syntax::hir::Hir],
+    kind: MatchKind,
+) -> Result<meta::Regex, Box<meta::BuildError>> {
+    let config = meta::Config::new()
+        .match_kind(kind)
+        .utf8_empty(true)
+        .which_captures(regex_automata::nfa::thompson::WhichCaptures::Implicit)
+        .nfa_size_limit(Some(MAX_NFA_BYTES))
+        .onepass(false)
+        .backtrack(false)
+        .dfa_size_limit(Some(MAX_DFA_BYTES))
+        .dfa_state_limit(Some(1_000))
+        .hybrid_cache_capacity(MAX_CACHE_BYTES)
+        .line_terminator(b'\n');
+    meta::Builder::new()
+        .configure(config)
+        .syntax(
+            syntax::Config::new()
+                .multi_line(true)
+                .line_terminator(b'\n'),
+        )
+        .build_many_from_hir(hirs)
+        .map_err(Box::new)
+}
+
+/// Turns a build failure of the whole set into an error naming a pattern: the
+/// first that fails on its own, or the last one if only the set is too big.
+fn attribute(
+    hirs: &[regex_syntax::hir::Hir],
+    err: Box<meta::BuildError>,
+    error: &dyn Fn(usize, usize, String) -> PatternError,
+) -> PatternError {
+    let reason = |err: &meta::BuildError, alone: bool| {
+        match err.size_limit() {
+        Some(limit) if alone => format!(
+            "the compiled pattern would need more than the limit of {} MiB; use smaller counted repetitions or narrower classes",
+            limit >> 20
+        ),
+        Some(limit) => format!(
+            "together, the patterns would compile to more than the limit of {} MiB; use fewer or simpler patterns",
+            limit >> 20
+        ),
+        None => format!("the pattern could not be compiled: {err}"),
+    }
+    };
+    if hirs.len() > 1 {
+        for (index, hir) in hirs.iter().enumerate() {
+            if let Err(alone) = build_regex(std::slice::from_ref(hir), MatchKind::LeftmostFirst) {
+                return error(index, 0, reason(&alone, true));
+            }
+        }
+        return error(hirs.len() - 1, 0, reason(&err, false));
+    }
+    error(0, 0, reason(&err, true))
+}

@@ -1,0 +1,404 @@
+//! Scanning one capture: buffer in, matching lines out.
+//!
+//! Like ripgrep's searcher, the scanner never runs a pattern line by line.
+//! It runs the [`Matcher`] over the whole buffer, and only where a match is
+//! found does it work out which line that is (counting `\n` since the last
+//! hit with a vectorised `memchr` count), build the [`LineMatch`], and resume
+//! at the start of the next line. A buffer with no match costs one pass of
+//! the matcher and nothing else.
+//!
+//! Before scanning, a capture is [prepared](Prepared::new): `\r\n` becomes
+//! `\n` (the `\r` is not part of the line), escape sequences are stripped
+//! when asked, and its lines are counted. The haystack the matcher sees is
+//! the prepared text without its final line end, so `$` and `\z` behave at
+//! the end of the last line as anywhere else.
+
+use crate::budget::{Budget, Interrupt};
+use crate::pattern::Matcher;
+use crate::text;
+
+/// One pane's text, as captured.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Capture {
+    /// Position of this capture in request order (0, 1, 2, ...). Budgets are
+    /// charged and results are returned in this order.
+    pub key: usize,
+    /// tmux line number of the first line (0 = top of the visible screen,
+    /// negative = history).
+    pub first_line: i64,
+    /// The text: lines ended by `\n` (or `\r\n`). A final `\n` ends the last
+    /// line; it does not start an empty one.
+    pub bytes: Vec<u8>,
+    /// One tmux line number per line, when they are not consecutive (wrapped
+    /// lines were joined). Lines beyond the end of this list are numbered on
+    /// from its last entry.
+    pub line_numbers: Option<Vec<i64>>,
+}
+
+impl Capture {
+    /// A capture whose lines are numbered `first_line`, `first_line + 1`, ...
+    pub fn new(key: usize, first_line: i64, bytes: impl Into<Vec<u8>>) -> Capture {
+        Capture {
+            key,
+            first_line,
+            bytes: bytes.into(),
+            line_numbers: None,
+        }
+    }
+}
+
+/// A matching line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LineMatch {
+    /// tmux line number.
+    pub line: i64,
+    /// The line (valid UTF-8, escapes stripped, clipped around the match).
+    pub text: String,
+    /// The lowest index of a pattern that matches this line.
+    pub pattern_index: usize,
+    /// Up to `context_lines` lines before, oldest first (within the scanned
+    /// part of the capture). Context may include other matching lines.
+    pub before: Vec<String>,
+    /// Up to `context_lines` lines after.
+    pub after: Vec<String>,
+}
+
+/// How matching lines are turned into output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScanOptions {
+    /// Lines of context before and after each hit (at most 10).
+    pub context_lines: usize,
+    /// Cap on the bytes of each output text (line or context line).
+    pub max_text_bytes: usize,
+    /// Stop after this many matching lines; one more is looked for to know
+    /// whether the pane was truncated.
+    pub max_hits: u64,
+}
+
+/// The most context lines on each side.
+pub const MAX_CONTEXT_LINES: usize = 10;
+
+/// The matching lines of one capture.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PaneScan {
+    /// Matching lines in line order, at most `max_hits`.
+    pub lines: Vec<LineMatch>,
+    /// More lines matched than `max_hits`.
+    pub truncated: bool,
+    /// The scan stopped early for this reason.
+    pub interrupted: Option<Interrupt>,
+    /// Bytes actually scanned (line length + 1 each).
+    pub bytes_scanned: u64,
+    /// Lines actually scanned.
+    pub lines_scanned: u64,
+}
+
+/// A capture ready to be scanned.
+#[derive(Clone, Debug)]
+pub struct Prepared {
+    /// The capture's key.
+    pub key: usize,
+    first_line: i64,
+    line_numbers: Option<Vec<i64>>,
+    /// Prepared text: `\r\n` folded, escapes stripped if asked, final `\n`
+    /// removed.
+    haystack: Vec<u8>,
+    line_count: usize,
+}
+
+impl Prepared {
+    /// Prepares a capture for scanning.
+    pub fn new(capture: Capture, strip_escapes: bool) -> Prepared {
+        let Capture {
+            key,
+            first_line,
+            bytes,
+            line_numbers,
+        } = capture;
+        let mut haystack = if strip_escapes && text::has_escapes(&bytes) {
+            text::strip_escapes(&bytes).into_owned()
+        } else {
+            bytes
+        };
+        fold_crlf(&mut haystack);
+        let line_count = if haystack.is_empty() {
+            0
+        } else {
+            if haystack.last() == Some(&b'\n') {
+                haystack.pop();
+            }
+            memchr::memchr_iter(b'\n', &haystack).count() + 1
+        };
+        Prepared {
+            key,
+            first_line,
+            line_numbers,
+            haystack,
+            line_count,
+        }
+    }
+
+    /// The text the matcher scans (lines joined by `\n`, no final line end).
+    pub fn haystack(&self) -> &[u8] {
+        &self.haystack
+    }
+
+    /// Number of lines.
+    pub fn line_count(&self) -> usize {
+        self.line_count
+    }
+
+    /// tmux line number of line `index` (0-based within the capture).
+    pub fn line_number(&self, index: usize) -> i64 {
+        let offset = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+        match &self.line_numbers {
+            Some(numbers) if !numbers.is_empty() => match numbers.get(index) {
+                Some(&n) => n,
+                None => {
+                    let last = numbers.len() - 1;
+                    numbers[last].saturating_add(offset(index - last))
+                }
+            },
+            _ => self.first_line.saturating_add(offset(index)),
+        }
+    }
+}
+
+/// Removes each `\r` that comes right before a `\n`, in place.
+fn fold_crlf(bytes: &mut Vec<u8>) {
+    if memchr::memmem::find(bytes, b"\r\n").is_none() {
+        return;
+    }
+    let mut write = 0;
+    for read in 0..bytes.len() {
+        let b = bytes[read];
+        if b == b'\r' && bytes.get(read + 1) == Some(&b'\n') {
+            continue;
+        }
+        bytes[write] = b;
+        write += 1;
+    }
+    bytes.truncate(write);
+}
+
+/// Scan the haystack in pieces of about this many bytes (cut at line ends),
+/// checking the deadline and cancellation between pieces.
+const CHUNK_BYTES: usize = 1 << 20;
+
+/// Scans the admitted lines of a prepared capture: `lines` lines, ending at
+/// haystack offset `end` (as [`Budget::admit`] returned).
+pub fn scan(
+    matcher: &Matcher,
+    prepared: &Prepared,
+    lines: usize,
+    end: usize,
+    options: &ScanOptions,
+    budget: &Budget,
+) -> PaneScan {
+    let mut out = PaneScan::default();
+    if lines == 0 {
+        return out;
+    }
+    let end = end.min(prepared.haystack.len());
+    let hay = &prepared.haystack[..end];
+    let context = options.context_lines.min(MAX_CONTEXT_LINES);
+
+    // `line_start`/`line_index` track the start of the line where the next
+    // search begins.
+    let mut line_start = 0usize;
+    let mut line_index = 0usize;
+    'chunks: while line_start <= hay.len() {
+        if let Some(why) = budget.interrupt() {
+            out.interrupted = Some(why);
+            break;
+        }
+        let chunk_end = if hay.len() - line_start <= CHUNK_BYTES {
+            hay.len()
+        } else {
+            memchr::memchr(b'\n', &hay[line_start + CHUNK_BYTES..])
+                .map_or(hay.len(), |i| line_start + CHUNK_BYTES + i)
+        };
+        let chunk = &hay[..chunk_end];
+        while let Some(hit) = matcher.find_hit(chunk, line_start) {
+            // Which line: count line ends between here and the hit.
+            let hit = hit.min(chunk.len());
+            line_index += memchr::memchr_iter(b'\n', &chunk[line_start..hit]).count();
+            let start = memchr::memrchr(b'\n', &chunk[..hit]).map_or(0, |i| i + 1);
+            let stop = memchr::memchr(b'\n', &hay[hit..]).map_or(hay.len(), |i| hit + i);
+            if out.lines.len() as u64 >= options.max_hits {
+                out.truncated = true;
+                // Count as scanned only up to the end of the previous line.
+                line_start = start;
+                break 'chunks;
+            }
+            let line = &hay[start..stop];
+            out.lines.push(LineMatch {
+                line: prepared.line_number(line_index),
+                text: line_text(matcher, line, options.max_text_bytes, true),
+                pattern_index: matcher.lowest_pattern(line),
+                before: context_before(hay, start, context, options.max_text_bytes),
+                after: context_after(hay, stop, context, options.max_text_bytes),
+            });
+            if stop >= hay.len() {
+                line_start = hay.len() + 1;
+                line_index += 1;
+                break 'chunks;
+            }
+            line_start = stop + 1;
+            line_index += 1;
+            if line_start > chunk.len() {
+                continue 'chunks;
+            }
+        }
+        // No more hits in this chunk: move to the line after it.
+        if chunk_end >= hay.len() {
+            line_start = hay.len() + 1;
+            line_index = lines;
+            break;
+        }
+        line_index += memchr::memchr_iter(b'\n', &hay[line_start..=chunk_end]).count();
+        line_start = chunk_end + 1;
+    }
+    // Everything before `line_start` was scanned (line bytes + 1 per line).
+    if line_start > hay.len() {
+        out.bytes_scanned = hay.len() as u64 + 1;
+        out.lines_scanned = lines as u64;
+    } else {
+        out.bytes_scanned = line_start as u64;
+        out.lines_scanned = line_index as u64;
+    }
+    out
+}
+
+fn line_text(matcher: &Matcher, line: &[u8], max: usize, locate: bool) -> String {
+    if line.len() <= max / 3 {
+        // Even if every byte became U+FFFD it would fit.
+        return text::lossy(line).into_owned();
+    }
+    let span = if locate {
+        matcher.find_in_line(line)
+    } else {
+        None
+    };
+    text::clip_line(line, span, max)
+}
+
+fn context_before(hay: &[u8], start: usize, n: usize, max: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut end = start; // one past the `\n` ending the previous line
+    while lines.len() < n && end > 0 {
+        let prev_end = end - 1; // the `\n`
+        let prev_start = memchr::memrchr(b'\n', &hay[..prev_end]).map_or(0, |i| i + 1);
+        lines.push(text::clip_line(&hay[prev_start..prev_end], None, max));
+        end = prev_start;
+    }
+    lines.reverse();
+    lines
+}
+
+fn context_after(hay: &[u8], stop: usize, n: usize, max: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut at = stop; // the `\n` ending the matching line, or hay.len()
+    while lines.len() < n && at < hay.len() {
+        let next_start = at + 1;
+        let next_end =
+            memchr::memchr(b'\n', &hay[next_start..]).map_or(hay.len(), |i| next_start + i);
+        lines.push(text::clip_line(&hay[next_start..next_end], None, max));
+        at = next_end;
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use crate::budget::Limits;
+    use crate::pattern::PatternOptions;
+
+    fn run(pattern: &str, regex: bool, bytes: &[u8], context: usize) -> PaneScan {
+        let m = Matcher::new(
+            &[pattern],
+            PatternOptions {
+                regex,
+                match_case: false,
+            },
+        )
+        .unwrap();
+        let p = Prepared::new(Capture::new(0, -3, bytes.to_vec()), true);
+        let budget = Budget::new(&Limits::unlimited(), None);
+        let a = budget.admit(p.haystack(), p.line_count());
+        scan(
+            &m,
+            &p,
+            a.lines,
+            a.end,
+            &ScanOptions {
+                context_lines: context,
+                max_text_bytes: 1000,
+                max_hits: 100,
+            },
+            &budget,
+        )
+    }
+
+    #[test]
+    fn line_numbers_start_at_first_line() {
+        let s = run("x", false, b"a\nx\nb\nx", 0);
+        let lines: Vec<i64> = s.lines.iter().map(|l| l.line).collect();
+        assert_eq!(lines, vec![-2, 0]);
+        assert_eq!(s.lines_scanned, 4);
+        assert_eq!(s.bytes_scanned, 8);
+    }
+
+    #[test]
+    fn final_newline_does_not_add_a_line() {
+        let p = Prepared::new(Capture::new(0, 0, b"a\nb\n".to_vec()), false);
+        assert_eq!(p.line_count(), 2);
+        let p = Prepared::new(Capture::new(0, 0, b"\n".to_vec()), false);
+        assert_eq!(p.line_count(), 1);
+        let p = Prepared::new(Capture::new(0, 0, Vec::new()), false);
+        assert_eq!(p.line_count(), 0);
+    }
+
+    #[test]
+    fn dollar_anchors_before_crlf() {
+        let s = run("b$", true, b"ab\r\ncb\r\n", 0);
+        assert_eq!(s.lines.len(), 2);
+        assert_eq!(s.lines[0].text, "ab");
+    }
+
+    #[test]
+    fn context_is_clipped_at_buffer_edges() {
+        let s = run("first|last", true, b"first\nm1\nm2\nlast", 2);
+        assert_eq!(s.lines[0].before, Vec::<String>::new());
+        assert_eq!(s.lines[0].after, vec!["m1", "m2"]);
+        assert_eq!(s.lines[1].before, vec!["m1", "m2"]);
+        assert_eq!(s.lines[1].after, Vec::<String>::new());
+    }
+
+    #[test]
+    fn escapes_are_stripped_before_matching() {
+        let s = run("error: boom", false, b"\x1b[31merror\x1b[0m: boom\n", 0);
+        assert_eq!(s.lines.len(), 1);
+        assert_eq!(s.lines[0].text, "error: boom");
+    }
+
+    #[test]
+    fn empty_lines_match_empty_anchored_pattern() {
+        let s = run("^$", true, b"\n\na\n\n", 0);
+        let lines: Vec<i64> = s.lines.iter().map(|l| l.line).collect();
+        assert_eq!(lines, vec![-3, -2, 0]);
+    }
+
+    #[test]
+    fn explicit_line_numbers_are_used() {
+        let mut c = Capture::new(0, 0, b"a\nb\nc\nd".to_vec());
+        c.line_numbers = Some(vec![10, 12, 13]);
+        let p = Prepared::new(c, false);
+        assert_eq!(
+            (0..4).map(|i| p.line_number(i)).collect::<Vec<_>>(),
+            vec![10, 12, 13, 14]
+        );
+    }
+}

@@ -1,0 +1,373 @@
+//! The parallel driver: captures in (from a channel), ordered matches out.
+//!
+//! Captures arrive on a crossbeam channel while earlier ones are still being
+//! scanned. Each capture goes through three steps:
+//!
+//! 1. **prepare** (on the rayon pool): fold `\r\n`, strip escapes, count
+//!    lines;
+//! 2. **admit** (on the calling thread, strictly in key order): charge the
+//!    byte and line budgets, which decides how many of its lines may be
+//!    scanned;
+//! 3. **scan** (on the rayon pool): find the matching lines.
+//!
+//! The calling thread never scans; it receives, admits and collects. It stops
+//! taking captures off the channel while [`max_in_flight`] captures are
+//! being prepared or scanned, so a producer faster than the scanners is held
+//! back by the channel instead of filling memory. (A capture that arrives
+//! ahead of a missing predecessor is held until the predecessor arrives, as
+//! admission must go in key order.)
+//!
+//! Results are put back in key order. The total match budget is applied in
+//! key order at the end, and once the captures finished in key order already
+//! hold more matches than allowed, captures still waiting are skipped.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, RecvTimeoutError};
+
+use crate::budget::{Budget, ClampFlags, Interrupt, Limits};
+use crate::pattern::Matcher;
+use crate::scan::{self, Capture, LineMatch, PaneScan, Prepared, ScanOptions};
+
+/// What the capture producer sends: a capture, or the news that one failed.
+#[derive(Debug)]
+pub enum Incoming {
+    /// A capture to search.
+    Capture(Capture),
+    /// The capture with this key could not be made.
+    Failed {
+        /// The key the capture would have had.
+        key: usize,
+        /// Why, for the caller.
+        reason: String,
+    },
+}
+
+/// How to search.
+#[derive(Clone, Debug)]
+pub struct SearchOptions {
+    /// The budgets.
+    pub limits: Limits,
+    /// Lines of context before and after each hit (0 to 10; more is read as 10).
+    pub context_lines: usize,
+    /// Strip terminal escape sequences before matching (default true).
+    pub strip_escapes: bool,
+    /// Cap on the bytes of each output text; longer lines are clipped around
+    /// the match (default 1,024).
+    pub max_text_bytes: usize,
+    /// Set to true (by anyone, any time) to stop the search.
+    pub cancel: Option<Arc<AtomicBool>>,
+}
+
+impl Default for SearchOptions {
+    fn default() -> SearchOptions {
+        SearchOptions {
+            limits: Limits::default(),
+            context_lines: 0,
+            strip_escapes: true,
+            max_text_bytes: 1024,
+            cancel: None,
+        }
+    }
+}
+
+/// The matching lines of one pane.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PaneMatches {
+    /// The capture's key.
+    pub key: usize,
+    /// Matching lines in line order.
+    pub lines: Vec<LineMatch>,
+    /// More lines matched than `max_matches_per_pane` (the first ones are kept).
+    pub lines_truncated: bool,
+}
+
+/// The result of a search.
+#[derive(Clone, Debug, Default)]
+pub struct SearchOutcome {
+    /// Panes with at least one match, in key order.
+    pub panes: Vec<PaneMatches>,
+    /// Captures that failed, `(key, reason)`, in key order.
+    pub failed: Vec<(usize, String)>,
+    /// Captures that were scanned, in full or in part.
+    pub panes_searched: usize,
+    /// Bytes scanned (line length + 1 per line).
+    pub bytes_scanned: u64,
+    /// Lines scanned.
+    pub lines_scanned: u64,
+    /// Which budgets stopped the search.
+    pub flags: ClampFlags,
+    /// The search was cancelled.
+    pub cancelled: bool,
+}
+
+/// Progress of a running search, reported after each capture is scanned.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    /// Captures finished (scanned or failed).
+    pub panes_done: usize,
+    /// Bytes scanned so far.
+    pub bytes_scanned: u64,
+}
+
+/// How many captures may be preparing or scanning at once.
+pub fn max_in_flight() -> usize {
+    rayon::current_num_threads() * 2 + 2
+}
+
+/// How often the waiting driver looks at the clock and the cancel flag.
+const POLL: Duration = Duration::from_millis(20);
+
+enum Done {
+    Prepared(Prepared),
+    Scanned(usize, PaneScan),
+}
+
+enum Slot {
+    Ready(Prepared),
+    Failed(String),
+}
+
+/// Searches every capture received on `captures` until the channel closes
+/// (or a budget, the deadline or cancellation stops the search).
+pub fn search(
+    matcher: &Matcher,
+    options: &SearchOptions,
+    captures: Receiver<Incoming>,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> SearchOutcome {
+    let budget = Budget::new(&options.limits, options.cancel.clone());
+    let limits = &options.limits;
+    let scan_options = ScanOptions {
+        context_lines: options.context_lines.min(scan::MAX_CONTEXT_LINES),
+        max_text_bytes: options.max_text_bytes,
+        max_hits: limits.max_matches_per_pane.min(limits.max_matches),
+    };
+    let (done_tx, done_rx) = crossbeam_channel::unbounded::<Done>();
+    let limit = max_in_flight();
+
+    let mut waiting: BTreeMap<usize, Slot> = BTreeMap::new(); // prepared or failed, not yet admitted
+    let mut scanned: BTreeMap<usize, PaneScan> = BTreeMap::new();
+    let mut failed: BTreeMap<usize, String> = BTreeMap::new();
+    let mut next_admit = 0usize;
+    let mut in_flight = 0usize;
+    let mut input_open = true;
+    let mut stopped = false;
+    let mut done_count = 0usize;
+    let mut bytes_done = 0u64;
+    // Match budget bookkeeping over the finished prefix of keys.
+    let mut prefix_key = 0usize;
+    let mut prefix_matches = 0u64;
+
+    rayon::in_place_scope(|scope| {
+        let spawn_prepare = |capture: Capture| {
+            let tx = done_tx.clone();
+            let strip = options.strip_escapes;
+            scope.spawn(move |_| {
+                let _ = tx.send(Done::Prepared(Prepared::new(capture, strip)));
+            });
+        };
+        loop {
+            // 1. Admit, in key order, everything that can be admitted.
+            loop {
+                let key = match waiting.keys().next() {
+                    Some(&k) if k <= next_admit || (!input_open && in_flight == 0) => k,
+                    _ => break,
+                };
+                let Some(slot) = waiting.remove(&key) else {
+                    break;
+                };
+                next_admit = key + 1;
+                match slot {
+                    Slot::Failed(reason) => {
+                        failed.insert(key, reason);
+                        done_count += 1;
+                    }
+                    Slot::Ready(prepared) => {
+                        if stopped || budget.interrupt().is_some() {
+                            stopped = true;
+                            continue;
+                        }
+                        let admission = budget.admit(prepared.haystack(), prepared.line_count());
+                        let tx = done_tx.clone();
+                        let budget = &budget;
+                        in_flight += 1;
+                        scope.spawn(move |_| {
+                            let result = scan::scan(
+                                matcher,
+                                &prepared,
+                                admission.lines,
+                                admission.end,
+                                &scan_options,
+                                budget,
+                            );
+                            let _ = tx.send(Done::Scanned(prepared.key, result));
+                        });
+                    }
+                }
+            }
+            if !input_open && in_flight == 0 && waiting.is_empty() {
+                break;
+            }
+
+            // 2. Wait for a finished task or a new capture.
+            let take_input = input_open && !stopped && in_flight < limit;
+            let event = if take_input {
+                crossbeam_channel::select! {
+                    recv(captures) -> msg => Some(Ok(msg)),
+                    recv(done_rx) -> msg => Some(Err(msg)),
+                    default(POLL) => None,
+                }
+            } else {
+                match done_rx.recv_timeout(POLL) {
+                    Ok(d) => Some(Err(Ok(d))),
+                    Err(RecvTimeoutError::Timeout) => None,
+                    Err(RecvTimeoutError::Disconnected) => {
+                        Some(Err(Err(crossbeam_channel::RecvError)))
+                    }
+                }
+            };
+            match event {
+                None => {}
+                Some(Ok(Ok(Incoming::Capture(capture)))) => {
+                    in_flight += 1;
+                    spawn_prepare(capture);
+                }
+                Some(Ok(Ok(Incoming::Failed { key, reason }))) => {
+                    waiting.insert(key, Slot::Failed(reason));
+                }
+                Some(Ok(Err(_))) => input_open = false,
+                Some(Err(Ok(Done::Prepared(prepared)))) => {
+                    in_flight -= 1;
+                    if stopped {
+                        continue;
+                    }
+                    waiting.insert(prepared.key, Slot::Ready(prepared));
+                }
+                Some(Err(Ok(Done::Scanned(key, result)))) => {
+                    in_flight -= 1;
+                    done_count += 1;
+                    bytes_done += result.bytes_scanned;
+                    if result
+                        .interrupted
+                        .is_some_and(|why| why != Interrupt::Matches)
+                    {
+                        stopped = true;
+                    }
+                    scanned.insert(key, result);
+                    // Advance the finished prefix; stop early once it holds
+                    // more matches than the total budget.
+                    while let Some(r) = scanned
+                        .get(&prefix_key)
+                        .map(Some)
+                        .or_else(|| failed.get(&prefix_key).map(|_| None))
+                    {
+                        // A pane cut by the per-pane cap adds only its kept
+                        // lines; one cut below it has more matches to come.
+                        prefix_matches += r.map_or(0, |r| {
+                            let kept = r.lines.len() as u64;
+                            kept + u64::from(r.truncated && kept < limits.max_matches_per_pane)
+                        });
+                        prefix_key += 1;
+                    }
+                    if prefix_matches > limits.max_matches {
+                        budget.stop_for_matches();
+                    }
+                    progress(Progress {
+                        panes_done: done_count,
+                        bytes_scanned: bytes_done,
+                    });
+                }
+                // Cannot happen: we hold a sender of `done`.
+                Some(Err(Err(_))) => break,
+            }
+            if stopped || budget.interrupt().is_some() {
+                // Time, cancellation or the match budget: take no more
+                // captures, admit nothing more, let running scans finish.
+                stopped = true;
+                input_open = false;
+                waiting.retain(|_, slot| matches!(slot, Slot::Failed(_)));
+            }
+        }
+    });
+
+    assemble(
+        scanned,
+        failed,
+        &budget,
+        limits.max_matches,
+        limits.max_matches_per_pane,
+    )
+}
+
+/// Puts results in key order and applies the total match budget.
+fn assemble(
+    scanned: BTreeMap<usize, PaneScan>,
+    failed: BTreeMap<usize, String>,
+    budget: &Budget,
+    max_matches: u64,
+    max_per_pane: u64,
+) -> SearchOutcome {
+    let mut out = SearchOutcome {
+        failed: failed.into_iter().collect(),
+        ..SearchOutcome::default()
+    };
+    let mut total = 0u64;
+    let mut truncated = false;
+    for (key, result) in scanned {
+        if truncated {
+            break;
+        }
+        out.panes_searched += 1;
+        out.bytes_scanned += result.bytes_scanned;
+        out.lines_scanned += result.lines_scanned;
+        let mut lines = result.lines;
+        // The scan stops at min(per-pane, total) hits; it had more when
+        // `truncated`. Below the per-pane cap, that means the total cap.
+        let mut lines_truncated = result.truncated;
+        let room = max_matches.saturating_sub(total);
+        if lines.len() as u64 > room || (result.truncated && (lines.len() as u64) < max_per_pane) {
+            lines.truncate(usize::try_from(room).unwrap_or(usize::MAX));
+            lines_truncated = true;
+            truncated = true;
+        }
+        total += lines.len() as u64;
+        if !lines.is_empty() {
+            out.panes.push(PaneMatches {
+                key,
+                lines,
+                lines_truncated,
+            });
+        }
+    }
+    if truncated {
+        budget.set_matches_truncated();
+    }
+    out.flags = budget.flags();
+    out.cancelled = budget.cancelled();
+    out
+}
+
+/// Searches a list of captures (tests, benches, and searches over cached
+/// text). Captures are fed through a small bounded channel, like a live
+/// search.
+pub fn search_captures(
+    matcher: &Matcher,
+    options: &SearchOptions,
+    captures: Vec<Capture>,
+) -> SearchOutcome {
+    let (tx, rx) = crossbeam_channel::bounded(max_in_flight());
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            for capture in captures {
+                if tx.send(Incoming::Capture(capture)).is_err() {
+                    break;
+                }
+            }
+        });
+        search(matcher, options, rx, &|_| {})
+    })
+}
