@@ -72,12 +72,14 @@ pub fn request_era(params: Option<&Value>) -> Result<Era, RpcError> {
     }
     match meta.get(META_CLIENT_CAPABILITIES) {
         Some(Value::Object(_)) => {}
-        _ => return Err(RpcError::new(
-            INVALID_PARAMS,
-            format!(
+        _ => {
+            return Err(RpcError::new(
+                INVALID_PARAMS,
+                format!(
                 "a {version} request must carry _meta[\"{META_CLIENT_CAPABILITIES}\"] (an object)"
             ),
-        )),
+            ))
+        }
     }
     Ok(Era::Modern {
         version: version.to_owned(),

@@ -102,6 +102,9 @@ pub trait Tool {
     const ANNOTATIONS: Annotations = Annotations::READ;
     /// May `call_read_tools_batch` call it? Read tools that return promptly.
     const BATCHABLE: bool = true;
+    /// Does its input name other tools (`operations[].tool`)? The registry
+    /// then writes the allow-list into the schema as an enum.
+    const LISTS_BATCHABLE: bool = false;
 
     type Args: DeserializeOwned + JsonSchema;
     type Output: Serialize + JsonSchema;
@@ -134,6 +137,7 @@ pub struct ToolEntry {
     pub tier: Tier,
     pub annotations: Annotations,
     pub batchable: bool,
+    pub lists_batchable: bool,
     pub input_schema: fn() -> Value,
     pub output_schema: fn() -> Value,
     pub call: CallFn,
@@ -149,8 +153,9 @@ impl ToolEntry {
             tier: T::TIER,
             annotations: T::ANNOTATIONS,
             batchable: T::BATCHABLE && T::TIER == Tier::Readonly,
+            lists_batchable: T::LISTS_BATCHABLE,
             input_schema: input_schema_of::<T>,
-            output_schema: schema::schema_for::<T::Output>,
+            output_schema: schema::output_schema_for::<T::Output>,
             call: call_typed::<T>,
         }
     }
@@ -194,11 +199,24 @@ pub struct Registry {
 impl Registry {
     /// Keeps the entries within `tier`, computing schemas once.
     pub fn new(entries: Vec<ToolEntry>, tier: Tier) -> Registry {
+        let entries: Vec<ToolEntry> = entries.into_iter().filter(|e| e.tier <= tier).collect();
+        let batchable: Vec<Value> = entries
+            .iter()
+            .filter(|e| e.batchable)
+            .map(|e| Value::String(e.name.into()))
+            .collect();
         let rows: Vec<Row> = entries
             .into_iter()
-            .filter(|e| e.tier <= tier)
             .map(|entry| {
-                let input_schema = (entry.input_schema)();
+                let mut input_schema = (entry.input_schema)();
+                if entry.lists_batchable {
+                    if let Some(tool) = input_schema
+                        .pointer_mut("/properties/operations/items/properties/tool")
+                        .and_then(Value::as_object_mut)
+                    {
+                        tool.insert("enum".into(), Value::Array(batchable.clone()));
+                    }
+                }
                 let allowed_args = schema::property_names(&input_schema);
                 let listing = listing_of(&entry, &input_schema);
                 Row {

@@ -26,6 +26,55 @@ pub fn schema_for<T: JsonSchema>() -> Value {
     value
 }
 
+/// The schema of a tool result: like [`schema_for`], and leaner still. The
+/// server writes these values, so checks that only constrain the writer
+/// (`minimum: 0` on unsigned counts, id patterns, nested `required` lists)
+/// and the doc comments of nested structs are dropped; field descriptions
+/// stay, since they tell a model what a flag means.
+pub fn output_schema_for<T: JsonSchema>() -> Value {
+    let mut value = schema_for::<T>();
+    lean_output(&mut value, true);
+    value
+}
+
+fn lean_output(value: &mut Value, root: bool) {
+    match value {
+        Value::Object(obj) => {
+            if obj.get("minimum") == Some(&Value::from(0)) {
+                obj.remove("minimum");
+            }
+            obj.remove("pattern");
+            if !root {
+                obj.remove("required");
+                if obj.contains_key("properties") {
+                    obj.remove("description");
+                }
+            }
+            let id_doc = matches!(obj.get("description"), Some(Value::String(d)) if d.starts_with("tmux ") && d.contains(" id, e.g. "));
+            if id_doc {
+                obj.remove("description");
+            }
+            for (key, child) in obj.iter_mut() {
+                if key == "properties" {
+                    if let Value::Object(props) = child {
+                        for prop in props.values_mut() {
+                            lean_output(prop, false);
+                        }
+                    }
+                } else if key != "enum" && key != "const" {
+                    lean_output(child, false);
+                }
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                lean_output(item, false);
+            }
+        }
+        _ => {}
+    }
+}
+
 /// Removes what costs bytes and tells a model nothing.
 fn trim(value: &mut Value, root: bool) {
     match value {
@@ -33,6 +82,14 @@ fn trim(value: &mut Value, root: bool) {
             obj.remove("$schema");
             if root {
                 obj.remove("title");
+                // The tool's own description says it all; this would be the
+                // doc comment of the argument struct (or of a flattened one).
+                obj.remove("description");
+            }
+            // `default: null` on every optional field says nothing that
+            // leaving the field out of `required` does not.
+            if obj.get("default") == Some(&Value::Null) {
+                obj.remove("default");
             }
             // `format: uint32` etc. are schemars' notes on Rust widths.
             if let Some(Value::String(f)) = obj.get("format") {

@@ -1,16 +1,183 @@
 //! One module per tool family. Each tool turns validated arguments into a
 //! structured result; [`all`] is the registry's table of every tool.
+//!
+//! - [`inspect`] — list and get sessions, windows, panes, the server.
+//! - [`capture`] — capture_pane, capture_since, snapshot_pane.
+//! - [`options`] — options, environment, hooks, format variables, display_message.
+//! - [`wait`] — wait_for_text.
+//! - [`batch`] — call_read_tools_batch.
 
+pub mod batch;
+pub mod capture;
 pub mod context;
+pub mod filters;
+pub mod inspect;
+pub mod options;
+pub mod wait;
+
+use std::sync::{Mutex, OnceLock};
 
 use crate::mcp::registry::ToolEntry;
+use crate::tmux::{Inventory, Pane, PaneId, ServerSpec, SessionId, Tmux, TmuxError, WindowId};
+use context::{ServerArgs, ToolContext, ToolError};
 
 /// Every tool panescan has, in the order `tools/list` shows them. The
 /// registry keeps those of the configured tier.
 pub fn all() -> Vec<ToolEntry> {
-    vec![]
+    vec![
+        ToolEntry::of::<inspect::ListSessions>(),
+        ToolEntry::of::<inspect::ListWindows>(),
+        ToolEntry::of::<inspect::ListPanes>(),
+        ToolEntry::of::<inspect::GetServerInfo>(),
+        ToolEntry::of::<inspect::GetSessionInfo>(),
+        ToolEntry::of::<inspect::GetWindowInfo>(),
+        ToolEntry::of::<inspect::GetPaneInfo>(),
+        ToolEntry::of::<inspect::FindPaneByPosition>(),
+        ToolEntry::of::<capture::CapturePane>(),
+        ToolEntry::of::<capture::CaptureSince>(),
+        ToolEntry::of::<capture::SnapshotPane>(),
+        ToolEntry::of::<options::GetTmuxVariables>(),
+        ToolEntry::of::<options::ShowOption>(),
+        ToolEntry::of::<options::ShowEnvironment>(),
+        ToolEntry::of::<options::ShowHooks>(),
+        ToolEntry::of::<options::DisplayMessage>(),
+        ToolEntry::of::<wait::WaitForText>(),
+        ToolEntry::of::<batch::CallReadToolsBatch>(),
+    ]
+}
+
+/// Handles opened by tools, closed at shutdown.
+fn opened() -> &'static Mutex<Vec<Tmux>> {
+    static OPENED: OnceLock<Mutex<Vec<Tmux>>> = OnceLock::new();
+    OPENED.get_or_init(|| Mutex::new(Vec::new()))
 }
 
 /// Closes every tmux connection the tools opened (at shutdown), so no
 /// control client stays attached.
-pub fn shutdown_connections() {}
+pub fn shutdown_connections() {
+    let handles = match opened().lock() {
+        Ok(mut v) => std::mem::take(&mut *v),
+        Err(e) => std::mem::take(&mut *e.into_inner()),
+    };
+    for t in handles {
+        t.shutdown();
+    }
+}
+
+impl ToolContext {
+    /// The tmux server a call names, else the one panescan serves.
+    pub fn tmux(&self, server: &ServerArgs) -> Result<Tmux, ToolError> {
+        let spec = if server.socket_name.is_some() || server.socket_path.is_some() {
+            ServerSpec {
+                socket_name: server.socket_name.clone(),
+                socket_path: server.socket_path.clone(),
+            }
+        } else {
+            ServerSpec {
+                socket_name: self.config.socket_name.clone(),
+                socket_path: self.config.socket_path.clone(),
+            }
+        };
+        let tmux = Tmux::shared(&spec).map_err(ToolError::from)?;
+        if let Ok(mut v) = opened().lock() {
+            if !v.iter().any(|t| t.spec() == &spec) {
+                v.push(tmux.clone());
+            }
+        }
+        Ok(tmux)
+    }
+
+    /// Every session, window and pane of the server.
+    pub fn inventory(&self, tmux: &Tmux) -> Result<Inventory, ToolError> {
+        self.check_cancelled()?;
+        tmux.inventory(self.tmux_deadline())
+            .map_err(ToolError::from)
+    }
+}
+
+impl From<TmuxError> for ToolError {
+    fn from(e: TmuxError) -> Self {
+        ToolError::new(e.to_string())
+    }
+}
+
+/// At most this many ids are named in a "what exists" error.
+const LIST_IN_ERRORS: usize = 20;
+
+/// `"%0 %1 %2 ... (12 more)"`.
+pub fn bounded_list<I: IntoIterator<Item = String>>(items: I) -> String {
+    let items: Vec<String> = items.into_iter().collect();
+    if items.is_empty() {
+        return "none".into();
+    }
+    let shown = items.len().min(LIST_IN_ERRORS);
+    let mut s = items[..shown].join(" ");
+    if items.len() > shown {
+        s.push_str(&format!(" ... ({} more)", items.len() - shown));
+    }
+    s
+}
+
+/// Parses a pane id argument, with an error naming the form.
+pub fn parse_pane(text: &str) -> Result<PaneId, ToolError> {
+    PaneId::parse(text).map_err(ToolError::from)
+}
+
+/// The pane, or an error that lists the panes that exist.
+pub fn find_pane(inv: &Inventory, id: PaneId) -> Result<&Pane, ToolError> {
+    inv.panes.iter().find(|p| p.pane_id == id).ok_or_else(|| {
+        ToolError::new(format!(
+            "no pane {id}; panes: {}",
+            bounded_list(inv.panes.iter().map(|p| p.pane_id.to_string()))
+        ))
+    })
+}
+
+/// The window, or an error that lists the windows that exist.
+pub fn find_window(inv: &Inventory, id: WindowId) -> Result<&crate::tmux::Window, ToolError> {
+    inv.windows
+        .iter()
+        .find(|w| w.window_id == id)
+        .ok_or_else(|| {
+            ToolError::new(format!(
+                "no window {id}; windows: {}",
+                bounded_list(inv.windows.iter().map(|w| w.window_id.to_string()))
+            ))
+        })
+}
+
+/// A session by id (`$N`) or exact name, or an error listing sessions.
+pub fn find_session<'a>(
+    inv: &'a Inventory,
+    key: &str,
+) -> Result<&'a crate::tmux::Session, ToolError> {
+    let found = if key.starts_with('$') {
+        let id = SessionId::parse(key).map_err(ToolError::from)?;
+        inv.sessions.iter().find(|s| s.session_id == id)
+    } else {
+        inv.sessions.iter().find(|s| s.session_name == key)
+    };
+    found.ok_or_else(|| {
+        ToolError::new(format!(
+            "no session {key:?}; sessions: {}",
+            bounded_list(
+                inv.sessions
+                    .iter()
+                    .map(|s| format!("{} ({})", s.session_id, s.session_name))
+            )
+        ))
+    })
+}
+
+/// Cuts `text` to at most `max` bytes on a char boundary; says whether it cut.
+pub fn cut_to_bytes(text: &mut String, max: usize) -> bool {
+    if text.len() <= max {
+        return false;
+    }
+    let mut end = max;
+    while end > 0 && !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    true
+}

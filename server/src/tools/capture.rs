@@ -1,0 +1,790 @@
+//! Reading pane text: capture_pane (a range), capture_since (only what is
+//! new since a cursor), snapshot_pane (the screen plus cursor and mode).
+//!
+//! Every range is bounded before tmux is asked (lines), and every result is
+//! bounded again after (bytes, keeping the tail: the newest output is what
+//! an agent wants). Results say what was cut.
+
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::context::{ServerArgs, ToolContext, ToolError};
+use super::find_pane;
+use crate::mcp::registry::{Annotations, Tool};
+use crate::tmux::{
+    CaptureOptions, CaptureRange, CaptureRequest, CapturedText, PaneId, Tmux, TmuxCommand,
+};
+
+/// Captures one pane and waits for the reply.
+pub fn capture_one(
+    ctx: &ToolContext,
+    tmux: &Tmux,
+    pane: PaneId,
+    range: CaptureRange,
+    options: CaptureOptions,
+) -> Result<CapturedText, ToolError> {
+    ctx.check_cancelled()?;
+    let rx = tmux.capture(
+        vec![CaptureRequest { pane, range }],
+        options,
+        ctx.tmux_deadline(),
+        ctx.cancel.clone(),
+    );
+    let wait = ctx.limits().tmux_timeout + Duration::from_secs(1);
+    match rx.recv_timeout(wait) {
+        Ok(reply) => reply.result.map_err(ToolError::from),
+        Err(_) => Err(ToolError::new(format!(
+            "tmux did not return the capture of {pane} in time: retry, or capture fewer lines"
+        ))),
+    }
+}
+
+/// Captured lines with their tmux line numbers.
+#[derive(Debug, Default)]
+struct Lines {
+    lines: Vec<String>,
+    numbers: Vec<i64>,
+}
+
+impl Lines {
+    fn from_capture(cap: &CapturedText) -> Lines {
+        let text = String::from_utf8_lossy(&cap.bytes);
+        let mut lines: Vec<String> = text.split('\n').map(str::to_owned).collect();
+        // Every line ends in '\n': the split leaves one empty tail.
+        if lines.last().is_some_and(String::is_empty) {
+            lines.pop();
+        }
+        let numbers = match &cap.line_numbers {
+            Some(n) if n.len() == lines.len() => n.clone(),
+            _ => (0..lines.len() as i64)
+                .map(|i| cap.first_line + i)
+                .collect(),
+        };
+        Lines { lines, numbers }
+    }
+}
+
+/// The tail of `lines` that fits `max_bytes` (each line counts its newline).
+/// Returns (kept-from index, omitted bytes); a single line longer than the
+/// ceiling keeps its end.
+fn keep_tail_bytes(lines: &mut [String], max_bytes: usize) -> (usize, usize) {
+    let mut used = 0usize;
+    let mut from = lines.len();
+    while from > 0 {
+        let len = lines[from - 1].len() + 1;
+        if used + len > max_bytes {
+            break;
+        }
+        used += len;
+        from -= 1;
+    }
+    let mut omitted: usize = lines[..from].iter().map(|l| l.len() + 1).sum();
+    if from == lines.len() && from > 0 {
+        // Not even the last line fits: keep the end of it.
+        let last = &mut lines[from - 1];
+        let room = max_bytes.saturating_sub(1);
+        let mut cut = last.len().saturating_sub(room);
+        while cut < last.len() && !last.is_char_boundary(cut) {
+            cut += 1;
+        }
+        omitted -= last.len() + 1;
+        omitted += cut;
+        last.drain(..cut);
+        from -= 1;
+    }
+    (from, omitted)
+}
+
+fn join_lines(lines: &[String]) -> String {
+    let mut s = String::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
+    for l in lines {
+        s.push_str(l);
+        s.push('\n');
+    }
+    s
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct CapturePaneArgs {
+    /// Pane id, e.g. %1.
+    pub pane_id: PaneId,
+    /// First line: 0 = top of the visible screen, negative = history (-100 = 100 lines above). Default: 0, or all history when only end is given.
+    #[serde(default)]
+    pub start: Option<i64>,
+    /// Last line, same scale (-1 = the line just above the screen; not counted from the bottom). Default: bottom of the screen.
+    #[serde(default)]
+    pub end: Option<i64>,
+    /// Rejoin lines tmux wrapped.
+    #[serde(default)]
+    pub join_wrapped: bool,
+    /// Keep colour/attribute escape sequences.
+    #[serde(default)]
+    pub escapes: bool,
+    /// Keep at most this many lines, from the end (default 200, max 10000).
+    #[serde(default)]
+    pub max_lines: Option<usize>,
+    /// Keep at most this many bytes, from the end (max 262144).
+    #[serde(default)]
+    pub max_bytes: Option<usize>,
+    #[serde(flatten)]
+    pub server: ServerArgs,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct CapturePaneResult {
+    pub pane_id: PaneId,
+    pub text: String,
+    /// Lines in the requested range that exist.
+    pub total_lines: u64,
+    /// Lines cut from the front to fit max_lines.
+    pub dropped_lines: u64,
+    /// First and last line returned (tmux scale); null when none.
+    pub effective_start: Option<i64>,
+    pub effective_end: Option<i64>,
+    /// The requested range reached past the pane's history or screen.
+    pub range_clamped: bool,
+    /// The byte ceiling cut lines from the front.
+    pub byte_clamped: bool,
+    pub returned_bytes: u64,
+    pub omitted_bytes: u64,
+}
+
+#[derive(Debug)]
+pub struct CapturePane;
+
+impl Tool for CapturePane {
+    const NAME: &'static str = "capture_pane";
+    const TITLE: &'static str = "Capture pane text";
+    const DESCRIPTION: &'static str = "The text of one pane: the visible screen by default, or any line range of its scrollback (start/end in tmux's scale: 0 = top of screen, negative = history). Bounded to max_lines/max_bytes keeping the newest lines, with what was cut reported. For repeated reads of a pane use capture_since; to find which pane shows something use search_panes.";
+    type Args = CapturePaneArgs;
+    type Output = CapturePaneResult;
+
+    fn run(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
+        let limits = ctx.limits();
+        let max_lines = bounded_arg(
+            args.max_lines,
+            limits.capture_default_lines,
+            limits.capture_lines,
+            "max_lines",
+        )?;
+        let max_bytes = bounded_arg(
+            args.max_bytes,
+            limits.capture_bytes,
+            limits.capture_bytes,
+            "max_bytes",
+        )?;
+        let tmux = ctx.tmux(&args.server)?;
+        let inv = ctx.inventory(&tmux)?;
+        let pane = find_pane(&inv, args.pane_id)?;
+        let top = -(pane.history_size as i64);
+        let bottom = i64::from(pane.pane_height) - 1;
+        let (req_start, req_end) = match (args.start, args.end) {
+            (None, None) => (0, bottom),
+            (Some(s), None) => (s, bottom),
+            (None, Some(e)) => (top, e),
+            (Some(s), Some(e)) => (s, e),
+        };
+        if req_start > req_end {
+            return Err(ToolError::new(format!(
+                "start {req_start} is after end {req_end}; {} has lines {top}..{bottom}",
+                args.pane_id
+            )));
+        }
+        let range_clamped = req_start < top || req_end > bottom;
+        let start = req_start.clamp(top, bottom);
+        let end = req_end.clamp(top, bottom);
+        let total_lines = (end - start + 1).max(0) as u64;
+        let mut dropped_lines = 0u64;
+        let mut start = start;
+        if total_lines > max_lines as u64 {
+            dropped_lines = total_lines - max_lines as u64;
+            start = end - max_lines as i64 + 1;
+        }
+        let cap = capture_one(
+            ctx,
+            &tmux,
+            args.pane_id,
+            CaptureRange::Lines { start, end },
+            CaptureOptions {
+                join_wrapped: args.join_wrapped,
+                escapes: args.escapes,
+            },
+        )?;
+        let mut lines = Lines::from_capture(&cap);
+        // Joined lines can still exceed max_lines when tmux's numbers moved
+        // between the inventory and the capture: cut again, from the front.
+        if lines.lines.len() > max_lines {
+            let extra = lines.lines.len() - max_lines;
+            dropped_lines += extra as u64;
+            lines.lines.drain(..extra);
+            lines.numbers.drain(..extra);
+        }
+        let (from, omitted) = keep_tail_bytes(&mut lines.lines, max_bytes);
+        let kept = &lines.lines[from..];
+        let text = join_lines(kept);
+        Ok(CapturePaneResult {
+            pane_id: args.pane_id,
+            total_lines,
+            dropped_lines,
+            effective_start: lines.numbers.get(from).copied(),
+            effective_end: lines.numbers.last().copied().filter(|_| !kept.is_empty()),
+            range_clamped,
+            byte_clamped: omitted > 0,
+            returned_bytes: text.len() as u64,
+            omitted_bytes: omitted as u64,
+            text,
+        })
+    }
+
+    fn text(out: &Self::Output) -> String {
+        let mut head = format!(
+            "{} lines {}..{}",
+            out.pane_id,
+            out.effective_start.map_or("-".into(), |n| n.to_string()),
+            out.effective_end.map_or("-".into(), |n| n.to_string())
+        );
+        if out.dropped_lines > 0 {
+            head.push_str(&format!(", {} older lines dropped", out.dropped_lines));
+        }
+        if out.byte_clamped {
+            head.push_str(&format!(", {} bytes omitted", out.omitted_bytes));
+        }
+        if out.range_clamped {
+            head.push_str(", range clamped");
+        }
+        format!("{head}\n{}", out.text)
+    }
+}
+
+/// An optional count argument: default when absent, an error past the
+/// ceiling's range, never zero.
+fn bounded_arg(
+    value: Option<usize>,
+    default: usize,
+    ceiling: usize,
+    name: &str,
+) -> Result<usize, ToolError> {
+    match value {
+        None => Ok(default.min(ceiling)),
+        Some(0) => Err(ToolError::new(format!("{name} must be at least 1"))),
+        Some(n) => Ok(n.min(ceiling)),
+    }
+}
+
+// ---------------------------------------------------------------- since
+
+/// Lines hashed to re-find the cursor's place after tmux renumbers history.
+const ANCHOR_LINES: u64 = 3;
+const CURSOR_PREFIX: &str = "pc1";
+
+fn fnv(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+fn line_hash(line: &str) -> u64 {
+    fnv(line.trim_end().as_bytes())
+}
+
+/// Hash of a run of lines (the anchor).
+fn anchor_hash<'a>(lines: impl Iterator<Item = &'a String>) -> u64 {
+    let mut h = fnv(b"anchor");
+    for l in lines {
+        h = h.rotate_left(5) ^ line_hash(l);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// What a capture_since cursor records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Cursor {
+    pane: u32,
+    pid: u32,
+    /// Absolute row (0 = oldest history line when the cursor was made) of
+    /// the first line not yet returned.
+    boundary: u64,
+    /// Hash of the ANCHOR_LINES lines just before `boundary`.
+    anchor: u64,
+    /// Which tmux server (hash of its socket path).
+    server: u32,
+}
+
+impl Cursor {
+    fn encode(&self) -> String {
+        let body = format!(
+            "{CURSOR_PREFIX}.{}.{}.{}.{:016x}.{:08x}",
+            self.pane, self.pid, self.boundary, self.anchor, self.server
+        );
+        let check = fnv(body.as_bytes()) & 0xffff;
+        format!("{body}.{check:04x}")
+    }
+
+    fn decode(text: &str) -> Result<Cursor, ToolError> {
+        let bad = || {
+            ToolError::new(format!(
+                "cursor {:?} is not a capture_since cursor: pass the cursor field of an earlier capture_since result, or omit it to start over",
+                text.chars().take(80).collect::<String>()
+            ))
+        };
+        let (body, check) = text.rsplit_once('.').ok_or_else(bad)?;
+        if u64::from_str_radix(check, 16).ok() != Some(fnv(body.as_bytes()) & 0xffff) {
+            return Err(bad());
+        }
+        let parts: Vec<&str> = body.split('.').collect();
+        if parts.len() != 6 || parts[0] != CURSOR_PREFIX {
+            return Err(bad());
+        }
+        Ok(Cursor {
+            pane: parts[1].parse().map_err(|_| bad())?,
+            pid: parts[2].parse().map_err(|_| bad())?,
+            boundary: parts[3].parse().map_err(|_| bad())?,
+            anchor: u64::from_str_radix(parts[4], 16).map_err(|_| bad())?,
+            server: u32::from_str_radix(parts[5], 16).map_err(|_| bad())?,
+        })
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct CaptureSinceArgs {
+    /// Pane id, e.g. %1.
+    pub pane_id: PaneId,
+    /// The cursor of the previous capture_since on this pane; omit the first time (returns the recent tail and a cursor).
+    #[serde(default)]
+    pub cursor: Option<String>,
+    /// Keep at most this many new lines, the newest (default 200, max 10000).
+    #[serde(default)]
+    pub max_lines: Option<usize>,
+    /// Keep at most this many bytes, the newest (max 262144).
+    #[serde(default)]
+    pub max_bytes: Option<usize>,
+    #[serde(flatten)]
+    pub server: ServerArgs,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct CaptureSinceResult {
+    pub pane_id: PaneId,
+    /// Completed lines written since the cursor (the cursor's line excluded).
+    pub text: String,
+    /// Pass this to the next call.
+    pub cursor: String,
+    /// Lines in text.
+    pub lines: u64,
+    /// The line the terminal cursor is on, not yet complete (a prompt...).
+    pub pending_line: String,
+    /// New lines cut from the front to fit max_lines / max_bytes.
+    pub dropped_lines: u64,
+    pub omitted_bytes: u64,
+    /// Lines written since the cursor fell out of the history limit before this call: text starts at the oldest line still kept.
+    pub missed: bool,
+    /// How many were missed, when known.
+    pub missed_lines: Option<u64>,
+    /// The pane's process changed (respawned): text restarts from its history.
+    pub respawned: bool,
+    /// tmux line number of the first line of text.
+    pub first_line: Option<i64>,
+}
+
+#[derive(Debug)]
+pub struct CaptureSince;
+
+impl Tool for CaptureSince {
+    const NAME: &'static str = "capture_since";
+    const TITLE: &'static str = "New pane output since a cursor";
+    const DESCRIPTION: &'static str = "Only the lines a pane printed since the previous call: pass back the returned cursor each time. Survives history trimming and renumbering (says how much was missed) and pane respawns (says so). Use to follow a build or a log; for a fixed range use capture_pane; to block until text appears use wait_for_text.";
+    const ANNOTATIONS: Annotations = Annotations::READ_VOLATILE;
+    type Args = CaptureSinceArgs;
+    type Output = CaptureSinceResult;
+
+    fn run(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
+        let limits = ctx.limits();
+        let max_lines = bounded_arg(
+            args.max_lines,
+            limits.capture_default_lines,
+            limits.capture_lines,
+            "max_lines",
+        )?;
+        let max_bytes = bounded_arg(
+            args.max_bytes,
+            limits.capture_bytes,
+            limits.capture_bytes,
+            "max_bytes",
+        )?;
+        let tmux = ctx.tmux(&args.server)?;
+        let server = (fnv(tmux.socket_path().as_os_str().as_encoded_bytes()) & 0xffff_ffff) as u32;
+        let previous = match &args.cursor {
+            Some(c) if !c.is_empty() => {
+                let c = Cursor::decode(c)?;
+                if c.pane != args.pane_id.number() {
+                    return Err(ToolError::new(format!(
+                        "this cursor belongs to pane %{}, not {}: use the cursor of {}'s own last capture_since, or omit it",
+                        c.pane, args.pane_id, args.pane_id
+                    )));
+                }
+                if c.server != server {
+                    return Err(ToolError::new(
+                        "this cursor comes from another tmux server: omit it to start over on this one",
+                    ));
+                }
+                Some(c)
+            }
+            _ => None,
+        };
+        let inv = ctx.inventory(&tmux)?;
+        let pane = find_pane(&inv, args.pane_id)?;
+        let pid = pane.pane_pid.unwrap_or(0);
+        let hs = pane.history_size;
+        let now = hs + u64::from(pane.cursor_y);
+        let respawned = previous.as_ref().is_some_and(|c| c.pid != pid);
+        let previous = previous.filter(|_| !respawned);
+
+        // Capture from the earliest row we may need (the anchor before the
+        // old boundary, or the tail when starting fresh) to the cursor row.
+        let want_from = match &previous {
+            Some(c) => c
+                .boundary
+                .saturating_sub(ANCHOR_LINES)
+                .min(now.saturating_sub(ANCHOR_LINES)),
+            None if respawned => 0,
+            None => now.saturating_sub(max_lines as u64 + ANCHOR_LINES),
+        };
+        let cap_start = want_from as i64 - hs as i64;
+        let cap_end = i64::from(pane.cursor_y);
+        let options = CaptureOptions::default();
+        let cap = capture_one(
+            ctx,
+            &tmux,
+            args.pane_id,
+            CaptureRange::Lines {
+                start: cap_start,
+                end: cap_end,
+            },
+            options,
+        )?;
+        let mut got = Lines::from_capture(&cap);
+        // Absolute row of captured line i, from tmux's own numbers at
+        // capture time (exact even if output arrived since the inventory).
+        let mut abs0 = cap.first_line + cap.history_size as i64;
+
+        let mut missed = false;
+        let mut missed_lines = None;
+        let mut from_abs: i64 = match &previous {
+            None if respawned => abs0,
+            None => now as i64 - max_lines as i64,
+            Some(c) => c.boundary as i64,
+        };
+        if let Some(c) = &previous {
+            let b = c.boundary as i64;
+            let check = |lines: &Lines, abs0: i64, b: i64| -> bool {
+                let lo = (b - ANCHOR_LINES as i64).max(0);
+                if lo < abs0 {
+                    return false;
+                }
+                let i0 = (lo - abs0) as usize;
+                let i1 = (b - abs0) as usize;
+                i1 <= lines.lines.len() && anchor_hash(lines.lines[i0..i1].iter()) == c.anchor
+            };
+            if !check(&got, abs0, b) {
+                // History was trimmed or renumbered: look for the anchor in
+                // the whole history, newest first.
+                let all = capture_one(
+                    ctx,
+                    &tmux,
+                    args.pane_id,
+                    CaptureRange::Lines {
+                        start: -(hs as i64),
+                        end: cap_end,
+                    },
+                    options,
+                )?;
+                got = Lines::from_capture(&all);
+                abs0 = all.first_line + all.history_size as i64;
+                let n = got.lines.len() as i64;
+                let found = (abs0..=(abs0 + n).min(b))
+                    .rev()
+                    .find(|&cand| check(&got, abs0, cand));
+                match found {
+                    Some(cand) => from_abs = cand,
+                    None => {
+                        missed = true;
+                        from_abs = abs0;
+                        // The old boundary was at row b; nothing before the
+                        // oldest kept row can be recovered. When history did
+                        // not shrink, rows b.. were overwritten in place
+                        // (clear-history or a full-screen app): unknown.
+                        missed_lines = None;
+                    }
+                }
+            }
+        }
+        let total = got.lines.len() as i64;
+        // The row the terminal cursor is on is still being written.
+        let cursor_abs = now as i64;
+        let end_abs = (abs0 + total).min(cursor_abs);
+        let pending_line = if cursor_abs >= abs0 && cursor_abs < abs0 + total {
+            got.lines[(cursor_abs - abs0) as usize]
+                .trim_end()
+                .to_owned()
+        } else {
+            String::new()
+        };
+        let from_abs = from_abs.clamp(abs0, end_abs.max(abs0));
+        let i0 = (from_abs - abs0) as usize;
+        let i1 = (end_abs - abs0).max(0) as usize;
+        let mut new_lines: Vec<String> = if i0 < i1 {
+            got.lines[i0..i1].to_vec()
+        } else {
+            Vec::new()
+        };
+        let mut first_line = (!new_lines.is_empty()).then(|| got.numbers[i0]);
+        let mut dropped = 0u64;
+        if new_lines.len() > max_lines {
+            let extra = new_lines.len() - max_lines;
+            new_lines.drain(..extra);
+            dropped += extra as u64;
+        }
+        let (from, omitted) = keep_tail_bytes(&mut new_lines, max_bytes);
+        dropped += from as u64;
+        let kept = &new_lines[from..];
+        if let Some(f) = first_line.as_mut() {
+            *f += dropped as i64;
+        }
+        // The anchor of the new boundary: the same rows `check` will hash
+        // next time.
+        let a0 = ((end_abs - ANCHOR_LINES as i64).max(0).max(abs0) - abs0) as usize;
+        let a1 = i1.clamp(a0, got.lines.len().max(a0));
+        let anchor = anchor_hash(got.lines.get(a0..a1).unwrap_or_default().iter());
+        let cursor = Cursor {
+            pane: args.pane_id.number(),
+            pid,
+            boundary: end_abs.max(0) as u64,
+            anchor,
+            server,
+        };
+        let text = join_lines(kept);
+        Ok(CaptureSinceResult {
+            pane_id: args.pane_id,
+            lines: kept.len() as u64,
+            text,
+            cursor: cursor.encode(),
+            pending_line,
+            dropped_lines: dropped,
+            omitted_bytes: omitted as u64,
+            missed,
+            missed_lines,
+            respawned,
+            first_line: first_line.filter(|_| !kept.is_empty()),
+        })
+    }
+
+    fn text(out: &Self::Output) -> String {
+        let mut head = format!("{} {} new lines", out.pane_id, out.lines);
+        if out.respawned {
+            head.push_str(", pane respawned: starting over");
+        }
+        if out.missed {
+            head.push_str(", some output was missed (trimmed from history before it was read)");
+        }
+        if out.dropped_lines > 0 {
+            head.push_str(&format!(", {} older new lines dropped", out.dropped_lines));
+        }
+        format!(
+            "{head}\ncursor: {}\n{}{}",
+            out.cursor,
+            out.text,
+            if out.pending_line.is_empty() {
+                String::new()
+            } else {
+                format!("[pending] {}\n", out.pending_line)
+            }
+        )
+    }
+}
+
+// ---------------------------------------------------------------- snapshot
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SnapshotPaneArgs {
+    /// Pane id, e.g. %1.
+    pub pane_id: PaneId,
+    /// Keep at most this many bytes of text (max 262144).
+    #[serde(default)]
+    pub max_bytes: Option<usize>,
+    #[serde(flatten)]
+    pub server: ServerArgs,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SnapshotPaneResult {
+    pub pane_id: PaneId,
+    /// What the pane shows now (in copy mode: the scrolled-to view).
+    pub text: String,
+    pub cursor_x: u32,
+    pub cursor_y: u32,
+    pub pane_width: u32,
+    pub pane_height: u32,
+    pub pane_in_mode: bool,
+    /// e.g. copy-mode; empty when none.
+    pub pane_mode: String,
+    /// A full-screen app (vim, less, top) is on the alternate screen.
+    pub alternate_on: bool,
+    /// Lines scrolled back in copy mode; null outside copy mode.
+    pub scroll_position: Option<u64>,
+    pub copy_cursor_x: Option<u32>,
+    pub copy_cursor_y: Option<u32>,
+    pub history_size: u64,
+    pub history_limit: u64,
+    pub pane_dead: bool,
+    pub pane_dead_status: Option<i32>,
+    pub pane_current_command: String,
+    pub pane_title: String,
+    /// First line of text (tmux scale).
+    pub first_line: i64,
+    pub byte_clamped: bool,
+    pub omitted_bytes: u64,
+}
+
+#[derive(Debug)]
+pub struct SnapshotPane;
+
+impl Tool for SnapshotPane {
+    const NAME: &'static str = "snapshot_pane";
+    const TITLE: &'static str = "Pane snapshot";
+    const DESCRIPTION: &'static str = "What a pane shows now plus its state: cursor position, copy mode and scroll position, alternate screen (full-screen app), dead/exit status, size. Use to understand an interactive program's screen; for scrollback use capture_pane.";
+    const ANNOTATIONS: Annotations = Annotations::READ_VOLATILE;
+    type Args = SnapshotPaneArgs;
+    type Output = SnapshotPaneResult;
+
+    fn run(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
+        let limits = ctx.limits();
+        let max_bytes = bounded_arg(
+            args.max_bytes,
+            limits.capture_bytes,
+            limits.capture_bytes,
+            "max_bytes",
+        )?;
+        let tmux = ctx.tmux(&args.server)?;
+        let inv = ctx.inventory(&tmux)?;
+        let pane = find_pane(&inv, args.pane_id)?.clone();
+        let (mut scroll, mut ccx, mut ccy) = (None, None, None);
+        if pane.pane_in_mode {
+            let cmd = TmuxCommand::new("display-message")
+                .flag("-p")
+                .target(args.pane_id)
+                .format_arg("#{scroll_position},#{copy_cursor_x},#{copy_cursor_y}");
+            if let Ok(out) = tmux.run(&cmd, ctx.tmux_deadline()) {
+                let mut it = out.trim_end().split(',');
+                scroll = it.next().and_then(|v| v.parse::<u64>().ok());
+                ccx = it.next().and_then(|v| v.parse::<u32>().ok());
+                ccy = it.next().and_then(|v| v.parse::<u32>().ok());
+            }
+        }
+        let h = i64::from(pane.pane_height);
+        let range = match scroll {
+            Some(s) if s > 0 => CaptureRange::Lines {
+                start: -(s as i64),
+                end: -(s as i64) + h - 1,
+            },
+            _ => CaptureRange::Visible,
+        };
+        let cap = capture_one(ctx, &tmux, args.pane_id, range, CaptureOptions::default())?;
+        let mut lines = Lines::from_capture(&cap);
+        let (from, omitted) = keep_tail_bytes(&mut lines.lines, max_bytes);
+        Ok(SnapshotPaneResult {
+            pane_id: args.pane_id,
+            text: join_lines(&lines.lines[from..]),
+            cursor_x: pane.cursor_x,
+            cursor_y: pane.cursor_y,
+            pane_width: pane.pane_width,
+            pane_height: pane.pane_height,
+            pane_in_mode: pane.pane_in_mode,
+            pane_mode: pane.pane_mode,
+            alternate_on: pane.alternate_on,
+            scroll_position: scroll,
+            copy_cursor_x: ccx,
+            copy_cursor_y: ccy,
+            history_size: pane.history_size,
+            history_limit: pane.history_limit,
+            pane_dead: pane.pane_dead,
+            pane_dead_status: pane.pane_dead_status,
+            pane_current_command: pane.pane_current_command,
+            pane_title: pane.pane_title,
+            first_line: lines.numbers.get(from).copied().unwrap_or(cap.first_line),
+            byte_clamped: omitted > 0,
+            omitted_bytes: omitted as u64,
+        })
+    }
+
+    fn text(out: &Self::Output) -> String {
+        let mut head = format!(
+            "{} {}x{} cursor {},{} cmd {}",
+            out.pane_id,
+            out.pane_width,
+            out.pane_height,
+            out.cursor_x,
+            out.cursor_y,
+            out.pane_current_command
+        );
+        if out.pane_in_mode {
+            head.push_str(&format!(
+                " mode {} scroll {}",
+                out.pane_mode,
+                out.scroll_position.unwrap_or(0)
+            ));
+        }
+        if out.alternate_on {
+            head.push_str(" alternate-screen");
+        }
+        if out.pane_dead {
+            head.push_str(&format!(
+                " dead status {}",
+                out.pane_dead_status.map_or("?".into(), |s| s.to_string())
+            ));
+        }
+        format!("{head}\n{}", out.text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursor_round_trips_and_rejects_tampering() {
+        let c = Cursor {
+            pane: 3,
+            pid: 1234,
+            boundary: 77,
+            anchor: 0xdead_beef,
+            server: 9,
+        };
+        let text = c.encode();
+        assert_eq!(Cursor::decode(&text).unwrap(), c);
+        let tampered = text.replacen(".77.", ".78.", 1);
+        assert!(Cursor::decode(&tampered).is_err());
+        assert!(Cursor::decode("").is_err());
+        assert!(Cursor::decode("garbage").is_err());
+        assert!(Cursor::decode("ltxc1.1.20").is_err());
+    }
+
+    #[test]
+    fn tail_bytes_keep_the_newest() {
+        let mut lines: Vec<String> = vec!["aaaa".into(), "bb".into(), "c".into()];
+        let (from, omitted) = keep_tail_bytes(&mut lines, 5);
+        assert_eq!((from, omitted), (1, 5));
+        let mut long: Vec<String> = vec!["0123456789".into()];
+        let (from, omitted) = keep_tail_bytes(&mut long, 5);
+        assert_eq!(from, 0);
+        assert_eq!(long[0], "6789");
+        assert_eq!(omitted, 6);
+        let mut all: Vec<String> = vec!["a".into()];
+        assert_eq!(keep_tail_bytes(&mut all, 100), (0, 0));
+    }
+}
