@@ -126,8 +126,8 @@ impl Fixture {
             } else {
                 (pane * 7_919) % lines.len()
             };
-            let needle_at =
-                (shape.needle_every > 0 && pane % shape.needle_every == 0).then(|| shape.lines / 2);
+            let needle_at = (shape.needle_every > 0 && pane % shape.needle_every == 0)
+                .then_some(shape.lines / 2);
             for i in 0..shape.lines {
                 if Some(i) == needle_at {
                     let needle = format!("error: {NEEDLE} in pane {pane}");

@@ -31,6 +31,8 @@ pub struct Limits {
     pub wait_max: Duration,
     /// Time any one tmux round trip may take.
     pub tmux_timeout: Duration,
+    /// `search_panes`: defaults and ceilings of its budgets.
+    pub search: super::search::SearchLimits,
 }
 
 impl Default for Limits {
@@ -44,6 +46,7 @@ impl Default for Limits {
             wait_default: Duration::from_secs(8),
             wait_max: Duration::from_secs(120),
             tmux_timeout: Duration::from_secs(10),
+            search: super::search::SearchLimits::default(),
         }
     }
 }

@@ -4,6 +4,7 @@
 //! - [`inspect`] — list and get sessions, windows, panes, the server.
 //! - [`capture`] — capture_pane, capture_since, snapshot_pane.
 //! - [`options`] — options, environment, hooks, format variables, display_message.
+//! - [`search`] — search_panes, the reason panescan exists.
 //! - [`wait`] — wait_for_text.
 //! - [`batch`] — call_read_tools_batch.
 
@@ -13,6 +14,7 @@ pub mod context;
 pub mod filters;
 pub mod inspect;
 pub mod options;
+pub mod search;
 pub mod wait;
 
 use std::sync::{Mutex, OnceLock};
@@ -25,6 +27,7 @@ use context::{ServerArgs, ToolContext, ToolError};
 /// registry keeps those of the configured tier.
 pub fn all() -> Vec<ToolEntry> {
     vec![
+        ToolEntry::of::<search::SearchPanes>(),
         ToolEntry::of::<inspect::ListSessions>(),
         ToolEntry::of::<inspect::ListWindows>(),
         ToolEntry::of::<inspect::ListPanes>(),
