@@ -1,5 +1,6 @@
 //! The private tmux server every other test relies on: it starts on its own
 //! socket and is gone after drop.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use panescan::tmux::private_server::PrivateServer;
 

@@ -127,13 +127,6 @@ pub(crate) fn quote_into(out: &mut String, text: &str) {
     out.push('"');
 }
 
-/// `text` as one double-quoted tmux word.
-pub(crate) fn quote(text: &str) -> String {
-    let mut s = String::with_capacity(text.len() + 2);
-    quote_into(&mut s, text);
-    s
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]

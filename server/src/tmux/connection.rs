@@ -1,23 +1,252 @@
-//! The long-lived control-mode connection.
+//! The long-lived control-mode connection, and the fallback to one-shot
+//! processes.
+//!
+//! One control client per tmux server: `tmux -S SOCKET -C attach-session -r
+//! -f no-output,ignore-size -t $ID`, run with `LC_ALL=C.UTF-8` and `TMUX`
+//! removed. Commands are pipelined: a writer lock keeps the order in which
+//! requests are registered with the parser and written to tmux's stdin the
+//! same; a reader thread parses replies ([`super::framing`]) and hands each
+//! to the channel of its request. A waiter that gives up at its deadline just
+//! drops its receiver: the reply is still parsed and discarded, so later
+//! replies stay in step.
+//!
+//! When the control client exits (its session was killed, the server died)
+//! every request in flight fails with `ConnectionLost`; `run_many` then
+//! reconnects (to another session if there is one) and retries those once.
+//! A server with no sessions has nothing to attach to: commands then run as
+//! one-shot `source-file -` processes ([`super::oneshot`]), with the same
+//! answers.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
-use super::{ServerInfo, ServerSpec, TmuxCommand, TmuxError};
+use crossbeam_channel::{Receiver, Sender};
+
+use super::caller::CallerPane;
+use super::framing::{Event, Parser, RawReply};
+use super::{oneshot, ServerInfo, ServerSpec, TmuxCommand, TmuxError};
+
+type Waiter = Sender<Result<RawReply, TmuxError>>;
+
+/// Parser and waiters, in write order.
+#[derive(Debug, Default)]
+struct Book {
+    parser: Parser,
+    waiters: VecDeque<Waiter>,
+    dead: Option<String>,
+}
+
+/// One attached control client.
+#[derive(Debug)]
+pub(crate) struct Control {
+    child: Mutex<Child>,
+    stdin: Mutex<Option<ChildStdin>>,
+    book: Arc<Mutex<Book>>,
+    dead: Arc<AtomicBool>,
+    /// The session the client is attached to (`$N`).
+    pub(crate) session_id: String,
+    /// Process id of the control client (to spot it in `list-clients`).
+    pub(crate) client_pid: u32,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A fresh random nonce (hex, 128 bits).
+pub(crate) fn nonce() -> String {
+    let mut b = [0u8; 16];
+    if getrandom::fill(&mut b).is_err() {
+        // Never expected; fall back to time and a counter, still unknown to
+        // pane programs in practice.
+        use std::sync::atomic::AtomicU64;
+        static C: AtomicU64 = AtomicU64::new(0);
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let mixed = t ^ (u128::from(C.fetch_add(1, Ordering::Relaxed)) << 64);
+        b = mixed.to_le_bytes();
+    }
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+impl Control {
+    /// Attaches a control client to session `session_id`.
+    fn attach(socket: &Path, session_id: &str) -> Result<Arc<Control>, TmuxError> {
+        let mut child = oneshot::tmux(socket)
+            .args([
+                "-C",
+                "attach-session",
+                "-r",
+                "-f",
+                "no-output,ignore-size",
+                "-t",
+            ])
+            .arg(session_id)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| TmuxError::Spawn(e.to_string()))?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| TmuxError::Spawn("no stdout".into()))?;
+        let stdin = child.stdin.take();
+        let book = Arc::new(Mutex::new(Book::default()));
+        let dead = Arc::new(AtomicBool::new(false));
+        let client_pid = child.id();
+        let control = Arc::new(Control {
+            child: Mutex::new(child),
+            stdin: Mutex::new(stdin),
+            book: book.clone(),
+            dead: dead.clone(),
+            session_id: session_id.to_string(),
+            client_pid,
+        });
+        std::thread::Builder::new()
+            .name("tmux-control-reader".into())
+            .spawn(move || reader(stdout, &book, &dead))
+            .map_err(|e| TmuxError::Spawn(e.to_string()))?;
+        Ok(control)
+    }
+
+    fn is_dead(&self) -> bool {
+        self.dead.load(Ordering::Acquire)
+    }
+
+    /// Writes `lines` as pipelined requests; one receiver per line.
+    fn submit(&self, lines: &[&str]) -> Vec<Receiver<Result<RawReply, TmuxError>>> {
+        let mut stdin = lock(&self.stdin);
+        let mut out = Vec::with_capacity(lines.len());
+        let mut text = String::new();
+        {
+            let mut book = lock(&self.book);
+            for line in lines {
+                let (tx, rx) = crossbeam_channel::bounded(1);
+                if let Some(why) = &book.dead {
+                    let _ = tx.send(Err(TmuxError::ConnectionLost(why.clone())));
+                } else {
+                    let n = nonce();
+                    book.parser.expect(n.as_bytes());
+                    book.waiters.push_back(tx);
+                    text.push_str(line);
+                    text.push_str("\ndisplay-message -p ");
+                    text.push_str(&n);
+                    text.push('\n');
+                }
+                out.push(rx);
+            }
+        }
+        if !text.is_empty() {
+            let ok = stdin
+                .as_mut()
+                .is_some_and(|s| s.write_all(text.as_bytes()).and_then(|_| s.flush()).is_ok());
+            if !ok {
+                self.kill("cannot write to the tmux control client".into());
+            }
+        }
+        out
+    }
+
+    fn kill(&self, why: String) {
+        {
+            let mut book = lock(&self.book);
+            fail_all(&mut book, &why);
+        }
+        self.dead.store(true, Ordering::Release);
+        *lock(&self.stdin) = None;
+        let mut child = lock(&self.child);
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+impl Drop for Control {
+    fn drop(&mut self) {
+        // Closing stdin makes tmux detach the client; kill it if it lingers.
+        *lock(&self.stdin) = None;
+        let mut child = lock(&self.child);
+        if !matches!(child.try_wait(), Ok(Some(_))) {
+            let _ = child.kill();
+        }
+        let _ = child.wait();
+    }
+}
+
+fn fail_all(book: &mut Book, why: &str) {
+    if book.dead.is_none() {
+        book.dead = Some(why.to_string());
+    }
+    for w in book.waiters.drain(..) {
+        let _ = w.send(Err(TmuxError::ConnectionLost(why.to_string())));
+    }
+}
+
+fn reader(mut stdout: impl Read, book: &Mutex<Book>, dead: &AtomicBool) {
+    let mut buf = vec![0u8; 1 << 16];
+    let mut events = Vec::new();
+    let mut exit_reason = String::new();
+    loop {
+        let n = match stdout.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let mut b = lock(book);
+        b.parser.feed(&buf[..n], &mut events);
+        for ev in events.drain(..) {
+            match ev {
+                Event::Reply(r) => {
+                    if let Some(w) = b.waiters.pop_front() {
+                        let _ = w.send(Ok(r));
+                    }
+                }
+                Event::Exit(why) => exit_reason = why,
+            }
+        }
+    }
+    let why = if exit_reason.is_empty() {
+        "the tmux control client exited (session or server gone)".to_string()
+    } else {
+        format!("the tmux control client exited: {exit_reason}")
+    };
+    let mut b = lock(book);
+    fail_all(&mut b, &why);
+    dead.store(true, Ordering::Release);
+}
+
+/// How commands currently reach the server.
+#[derive(Debug, Clone)]
+pub(crate) enum Route {
+    Control(Arc<Control>),
+    /// No session to attach to: one process per command.
+    OneShot,
+}
 
 /// State shared by every clone of a [`super::Tmux`].
 #[derive(Debug)]
 pub struct Shared {
     spec: ServerSpec,
     socket: PathBuf,
+    control: Mutex<Option<Arc<Control>>>,
+    pub(crate) caller: CallerPane,
 }
 
 impl Shared {
     pub(crate) fn new(spec: ServerSpec) -> Result<Self, TmuxError> {
         let socket = resolve_socket(&spec)?;
-        Ok(Shared { spec, socket })
+        Ok(Shared {
+            spec,
+            socket,
+            control: Mutex::new(None),
+            caller: CallerPane::from_env(),
+        })
     }
 
     pub(crate) fn spec(&self) -> &ServerSpec {
@@ -28,29 +257,220 @@ impl Shared {
         &self.socket
     }
 
+    /// The live control client, connecting if needed; `OneShot` when the
+    /// server has no session to attach to.
+    pub(crate) fn route(&self, deadline: Instant) -> Result<Route, TmuxError> {
+        let mut slot = lock(&self.control);
+        if let Some(c) = slot.as_ref() {
+            if !c.is_dead() {
+                return Ok(Route::Control(c.clone()));
+            }
+        }
+        *slot = None;
+        if !self.socket.exists() {
+            return Err(TmuxError::NoServer {
+                socket: self.socket.display().to_string(),
+            });
+        }
+        for _attempt in 0..3 {
+            let sessions =
+                oneshot::run_line(&self.socket, "list-sessions -F \"#{session_id}\"", deadline);
+            let sessions = match sessions {
+                Ok(s) => s,
+                Err(TmuxError::Command(m)) if m.contains("no sessions") => String::new(),
+                Err(e) => return Err(e),
+            };
+            let Some(id) = sessions
+                .lines()
+                .find(|l| super::SessionId::parse(l).is_ok())
+            else {
+                return Ok(Route::OneShot);
+            };
+            let control = Control::attach(&self.socket, id)?;
+            // Handshake: the first reply proves the client is attached.
+            let rx = control.submit(&["display-message -p ok"]);
+            let ok = rx.into_iter().next().map(|rx| wait(&rx, deadline));
+            match ok {
+                Some(Ok(r)) if r.ok => {
+                    *slot = Some(control.clone());
+                    return Ok(Route::Control(control));
+                }
+                Some(Err(TmuxError::Timeout)) => return Err(TmuxError::Timeout),
+                _ => continue, // the session died under us: try another
+            }
+        }
+        Err(TmuxError::ConnectionLost(
+            "could not attach a control client to any session".into(),
+        ))
+    }
+
     pub(crate) fn run_many(
         &self,
         commands: &[TmuxCommand],
-        _deadline: Instant,
+        deadline: Instant,
     ) -> Vec<Result<String, TmuxError>> {
-        commands
+        let lines: Vec<Result<&str, TmuxError>> = commands.iter().map(|c| c.to_line()).collect();
+        let mut results: Vec<Result<String, TmuxError>> = lines
             .iter()
-            .map(|_| Err(TmuxError::ConnectionLost("not connected".into())))
-            .collect()
+            .map(|l| match l {
+                Ok(_) => Err(TmuxError::ConnectionLost("not sent".into())),
+                Err(e) => Err(e.clone()),
+            })
+            .collect();
+        let mut todo: Vec<usize> = (0..lines.len()).filter(|&i| lines[i].is_ok()).collect();
+        for attempt in 0..2 {
+            if todo.is_empty() {
+                break;
+            }
+            let route = match self.route(deadline) {
+                Ok(r) => r,
+                Err(e) => {
+                    for &i in &todo {
+                        results[i] = Err(e.clone());
+                    }
+                    break;
+                }
+            };
+            let batch: Vec<&str> = todo
+                .iter()
+                .filter_map(|&i| lines[i].as_ref().ok().copied())
+                .collect();
+            let mut retry = Vec::new();
+            match route {
+                Route::OneShot => {
+                    for (&i, line) in todo.iter().zip(&batch) {
+                        results[i] = oneshot::run_line(&self.socket, line, deadline);
+                    }
+                }
+                Route::Control(control) => {
+                    let rxs = control.submit(&batch);
+                    for (&i, rx) in todo.iter().zip(rxs) {
+                        results[i] = match wait(&rx, deadline) {
+                            Ok(r) => reply_text(r),
+                            Err(TmuxError::ConnectionLost(why)) => {
+                                if attempt == 0 {
+                                    retry.push(i);
+                                }
+                                Err(TmuxError::ConnectionLost(why))
+                            }
+                            Err(e) => Err(e),
+                        };
+                    }
+                }
+            }
+            todo = retry;
+        }
+        results
     }
 
-    pub(crate) fn server_info(&self, _deadline: Instant) -> Result<ServerInfo, TmuxError> {
-        Err(TmuxError::ConnectionLost("not connected".into()))
+    pub(crate) fn server_info(&self, deadline: Instant) -> Result<ServerInfo, TmuxError> {
+        let sep = nonce();
+        let fmt = format!("#{{pid}}{sep}#{{version}}{sep}#{{socket_path}}{sep}#{{start_time}}");
+        let cmds = [
+            TmuxCommand::new("display-message")
+                .flag("-p")
+                .format_arg(&fmt),
+            TmuxCommand::new("list-sessions").option("-F", "#{session_id}"),
+            TmuxCommand::new("list-clients").option("-F", "#{client_pid}"),
+        ];
+        let mut res = self.run_many(&cmds, deadline).into_iter();
+        let info = res
+            .next()
+            .unwrap_or(Err(TmuxError::ConnectionLost("no reply".into())))?;
+        let sessions = match res.next() {
+            Some(Ok(s)) => s,
+            Some(Err(TmuxError::Command(m))) if m.contains("no sessions") => String::new(),
+            Some(Err(e)) => return Err(e),
+            None => String::new(),
+        };
+        let clients = res.next().and_then(Result::ok).unwrap_or_default();
+        let mine = self.own_client_pid().map(|p| p.to_string());
+        let fields: Vec<&str> = info.trim_end_matches('\n').split(sep.as_str()).collect();
+        let field = |i: usize| fields.get(i).copied().unwrap_or("");
+        Ok(ServerInfo {
+            pid: field(0).parse().unwrap_or(0),
+            version: field(1).to_string(),
+            socket_path: if field(2).is_empty() {
+                self.socket.display().to_string()
+            } else {
+                field(2).to_string()
+            },
+            start_time: field(3).parse().unwrap_or(0),
+            session_count: u32::try_from(sessions.lines().filter(|l| !l.is_empty()).count())
+                .unwrap_or(u32::MAX),
+            client_count: u32::try_from(
+                clients
+                    .lines()
+                    .filter(|l| !l.is_empty() && Some(*l) != mine.as_deref())
+                    .count(),
+            )
+            .unwrap_or(u32::MAX),
+            transport: if mine.is_some() { "control" } else { "oneshot" }.to_string(),
+        })
     }
 
-    pub(crate) fn shutdown(&self) {}
+    /// The pid of our live control client, if any.
+    pub(crate) fn own_client_pid(&self) -> Option<u32> {
+        lock(&self.control)
+            .as_ref()
+            .filter(|c| !c.is_dead())
+            .map(|c| c.client_pid)
+    }
+
+    /// The session our live control client is attached to, if any.
+    pub(crate) fn own_session(&self) -> Option<String> {
+        lock(&self.control)
+            .as_ref()
+            .filter(|c| !c.is_dead())
+            .map(|c| c.session_id.clone())
+    }
+
+    pub(crate) fn shutdown(&self) {
+        let c = lock(&self.control).take();
+        if let Some(c) = c {
+            c.kill("shut down".into());
+        }
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn wait(
+    rx: &Receiver<Result<RawReply, TmuxError>>,
+    deadline: Instant,
+) -> Result<RawReply, TmuxError> {
+    match rx.recv_deadline(deadline) {
+        Ok(r) => r,
+        Err(crossbeam_channel::RecvTimeoutError::Timeout) => Err(TmuxError::Timeout),
+        Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
+            Err(TmuxError::ConnectionLost("reply channel closed".into()))
+        }
+    }
+}
+
+fn reply_text(r: RawReply) -> Result<String, TmuxError> {
+    let text = String::from_utf8_lossy(&r.output).into_owned();
+    if r.ok {
+        Ok(text)
+    } else {
+        let msg = text.trim_end().to_string();
+        if msg.starts_with("can't find") {
+            Err(TmuxError::NotFound(msg))
+        } else {
+            Err(TmuxError::Command(msg))
+        }
+    }
 }
 
 /// The process-wide handle for a server.
 pub(crate) fn shared(spec: &ServerSpec) -> Result<Arc<Shared>, TmuxError> {
     static MAP: OnceLock<Mutex<HashMap<ServerSpec, Arc<Shared>>>> = OnceLock::new();
     let map = MAP.get_or_init(|| Mutex::new(HashMap::new()));
-    let mut map = map.lock().unwrap_or_else(|e| e.into_inner());
+    let mut map = lock(map);
     if let Some(s) = map.get(spec) {
         return Ok(s.clone());
     }
@@ -64,13 +484,12 @@ pub fn resolve_socket(spec: &ServerSpec) -> Result<PathBuf, TmuxError> {
     if let Some(p) = &spec.socket_path {
         return Ok(p.clone());
     }
-    let uid = current_uid();
     let dir = || {
         let base = std::env::var_os("TMUX_TMPDIR")
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from("/tmp"));
-        base.join(format!("tmux-{uid}"))
+        base.join(format!("tmux-{}", current_uid()))
     };
     if let Some(name) = &spec.socket_name {
         if name.is_empty() || name.contains('/') {

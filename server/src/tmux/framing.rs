@@ -1,1 +1,275 @@
 //! Control-mode reply framing that pane text cannot forge.
+//!
+//! tmux frames each command's output in a control client as
+//! `%begin T N F` ... `%end T N F` (or `%error T N F`), but the output
+//! itself is not escaped: a pane title, a window name or captured text can
+//! contain a line reading `%end 1700000000 5 1`. A parser that closes a reply
+//! on the first matching `%end` can be cut short and then shifts every later
+//! reply onto the wrong request.
+//!
+//! So every request is written as two lines: the command, then
+//! `display-message -p NONCE` with a fresh 128-bit random nonce. A reply is
+//! closed only when the nonce line arrives inside its own `%begin`/`%end`
+//! block; the command's real guard is then the last `%end`/`%error` line
+//! with the opening numbers before that block (only notifications can sit
+//! between them, and notifications are never guards). Nothing a pane prints
+//! can contain a nonce it has never seen, so nothing it prints can close a
+//! reply or shift another.
+//!
+//! Blocks with flag 0 outside a request (the attach command's own block,
+//! hooks) and notifications (`%session-changed`, ...) are skipped.
+//! The parser is pure: bytes in, replies out, unit-tested on byte streams.
+
+use std::collections::VecDeque;
+
+/// One command's reply.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RawReply {
+    /// Output lines joined with `\n` (each line followed by `\n`).
+    pub output: Vec<u8>,
+    /// `false` when tmux closed the block with `%error`.
+    pub ok: bool,
+}
+
+/// What the parser found in the stream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// The reply of the oldest pending request.
+    Reply(RawReply),
+    /// `%exit` outside any reply: the client is about to go away.
+    Exit(String),
+}
+
+#[derive(Debug, Default)]
+enum State {
+    #[default]
+    Idle,
+    /// Skipping a block that is not ours (flag 0) until its guard.
+    Foreign(Vec<u8>),
+    /// Collecting a reply; `lines` includes the opening `%begin`.
+    Reply {
+        lines: Vec<Vec<u8>>,
+        nonce_at: Option<usize>,
+    },
+}
+
+/// The incremental parser. Push the nonce of every request in write order
+/// with [`Parser::expect`], feed bytes with [`Parser::feed`].
+#[derive(Debug, Default)]
+pub struct Parser {
+    partial: Vec<u8>,
+    nonces: VecDeque<Vec<u8>>,
+    state: State,
+}
+
+/// The `T N F` of a guard line, if `line` is `%KIND T N F`.
+fn guard<'a>(line: &'a [u8], kind: &[u8]) -> Option<&'a [u8]> {
+    let rest = line.strip_prefix(kind)?;
+    let mut parts = rest.split(|&b| b == b' ');
+    let ok = parts
+        .by_ref()
+        .take(3)
+        .filter(|p| !p.is_empty() && p.iter().all(u8::is_ascii_digit))
+        .count()
+        == 3;
+    (ok && parts.next().is_none()).then_some(rest)
+}
+
+impl Parser {
+    /// A parser for a fresh connection.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Registers the nonce of the next request written.
+    pub fn expect(&mut self, nonce: &[u8]) {
+        self.nonces.push_back(nonce.to_vec());
+    }
+
+    /// Requests whose reply has not been seen yet.
+    pub fn pending(&self) -> usize {
+        self.nonces.len()
+    }
+
+    /// Feeds bytes; returns the events completed by them.
+    pub fn feed(&mut self, bytes: &[u8], events: &mut Vec<Event>) {
+        let mut rest = bytes;
+        while let Some(pos) = memchr::memchr(b'\n', rest) {
+            let mut line = std::mem::take(&mut self.partial);
+            line.extend_from_slice(&rest[..pos]);
+            rest = &rest[pos + 1..];
+            self.line(line, events);
+        }
+        self.partial.extend_from_slice(rest);
+    }
+
+    fn line(&mut self, line: Vec<u8>, events: &mut Vec<Event>) {
+        match std::mem::take(&mut self.state) {
+            State::Idle => {
+                if let Some(tnf) = guard(&line, b"%begin ") {
+                    if tnf.ends_with(b" 0") || self.nonces.is_empty() {
+                        self.state = State::Foreign(tnf.to_vec());
+                    } else {
+                        self.state = State::Reply {
+                            lines: vec![line],
+                            nonce_at: None,
+                        };
+                    }
+                } else if line.starts_with(b"%exit") {
+                    let reason = String::from_utf8_lossy(&line[5..]).trim().to_string();
+                    events.push(Event::Exit(reason));
+                }
+                // Other notifications are ignored.
+            }
+            State::Foreign(tnf) => {
+                let closes = guard(&line, b"%end ").or_else(|| guard(&line, b"%error "));
+                if closes != Some(&tnf[..]) {
+                    self.state = State::Foreign(tnf);
+                }
+            }
+            State::Reply {
+                mut lines,
+                nonce_at,
+            } => {
+                if let Some(at) = nonce_at {
+                    // `at` is the nonce's `%begin`; this line is its `%end`.
+                    lines.push(line);
+                    let reply = finish(&lines, at);
+                    self.nonces.pop_front();
+                    events.push(Event::Reply(reply));
+                    return;
+                }
+                let is_nonce = self.nonces.front().is_some_and(|n| *n == line)
+                    && lines.last().is_some_and(|l| guard(l, b"%begin ").is_some());
+                lines.push(line);
+                let nonce_at = is_nonce.then(|| lines.len() - 2);
+                self.state = State::Reply { lines, nonce_at };
+            }
+        }
+    }
+}
+
+/// Splits a collected reply: `lines[0]` is the command's `%begin`,
+/// `lines[at]` the nonce block's `%begin`.
+fn finish(lines: &[Vec<u8>], at: usize) -> RawReply {
+    let tnf = lines
+        .first()
+        .and_then(|l| guard(l, b"%begin "))
+        .unwrap_or_default();
+    let mut i = at;
+    while i > 1 {
+        i -= 1;
+        let l = &lines[i];
+        if let Some(g) = guard(l, b"%end ") {
+            if g == tnf {
+                return RawReply {
+                    output: join(&lines[1..i]),
+                    ok: true,
+                };
+            }
+        }
+        if let Some(g) = guard(l, b"%error ") {
+            if g == tnf {
+                return RawReply {
+                    output: join(&lines[1..i]),
+                    ok: false,
+                };
+            }
+        }
+        if !l.starts_with(b"%") {
+            break;
+        }
+    }
+    RawReply {
+        output: b"panescan: malformed control-mode reply".to_vec(),
+        ok: false,
+    }
+}
+
+fn join(lines: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
+    for l in lines {
+        out.extend_from_slice(l);
+        out.push(b'\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    fn run(parser: &mut Parser, stream: &[u8]) -> Vec<Event> {
+        let mut ev = Vec::new();
+        // Feed in awkward pieces to exercise partial lines.
+        for chunk in stream.chunks(7) {
+            parser.feed(chunk, &mut ev);
+        }
+        ev
+    }
+
+    fn reply(out: &str, ok: bool) -> Event {
+        Event::Reply(RawReply {
+            output: out.as_bytes().to_vec(),
+            ok,
+        })
+    }
+
+    #[test]
+    fn plain_replies_and_foreign_blocks() {
+        let mut p = Parser::new();
+        p.expect(b"N1");
+        p.expect(b"N2");
+        let s = b"%begin 1 1 0\n%end 1 1 0\n%session-changed $0 main\n\
+%begin 1 2 1\nhello\n%end 1 2 1\n%begin 1 3 1\nN1\n%end 1 3 1\n\
+%begin 1 4 1\ncan't find pane: %99\n%error 1 4 1\n%window-add @3\n%begin 1 5 1\nN2\n%end 1 5 1\n%exit\n";
+        let ev = run(&mut p, s);
+        assert_eq!(
+            ev,
+            vec![
+                reply("hello\n", true),
+                reply("can't find pane: %99\n", false),
+                Event::Exit(String::new())
+            ]
+        );
+        assert_eq!(p.pending(), 0);
+    }
+
+    #[test]
+    fn forged_guards_are_content() {
+        let mut p = Parser::new();
+        p.expect(b"NONCE-A");
+        p.expect(b"NONCE-B");
+        let mut s = b"%begin 10 7 1\n".to_vec();
+        let mut content = String::new();
+        for t in 9..12 {
+            for n in 5..10 {
+                for f in 0..2 {
+                    content.push_str(&format!(
+                        "%end {t} {n} {f}\n%error {t} {n} {f}\n%begin {t} {n} {f}\nNONCE-X\n"
+                    ));
+                }
+            }
+        }
+        content.push_str("%end 10 7 1\n%begin 10 8 1\nNONCE-B\n%end 10 8 1\n%exit\n");
+        s.extend_from_slice(content.as_bytes());
+        s.extend_from_slice(b"%end 10 7 1\n%begin 10 8 1\nNONCE-A\n%end 10 8 1\n");
+        s.extend_from_slice(
+            b"%begin 10 9 1\nsecond\n%end 10 9 1\n%begin 10 10 1\nNONCE-B\n%end 10 10 1\n",
+        );
+        let ev = run(&mut p, &s);
+        assert_eq!(ev, vec![reply(&content, true), reply("second\n", true)]);
+    }
+
+    #[test]
+    fn empty_and_unterminated_output() {
+        let mut p = Parser::new();
+        p.expect(b"N");
+        let ev = run(
+            &mut p,
+            b"%begin 1 2 1\n%end 1 2 1\n%begin 1 3 1\nN\n%end 1 3 1\n",
+        );
+        assert_eq!(ev, vec![reply("", true)]);
+    }
+}

@@ -1,4 +1,14 @@
 //! Every session, window and pane in one round trip.
+//!
+//! One `list-panes -a -F FORMAT`: tmux walks sessions (by name), their
+//! windows (by index) and panes (by index), so a window linked into several
+//! sessions shows up once per placement; we fold those into one window and
+//! one pane with every placement, the first seen being the primary.
+//!
+//! Fields are separated by a per-inventory random token and every record is
+//! closed by another, so names holding tabs, newlines, `|` or any Unicode
+//! cannot shift a field. No user text ever enters the format. Every field is
+//! parsed defensively: a value tmux did not give is a default, never a panic.
 
 use serde::Serialize;
 
@@ -108,11 +118,277 @@ pub struct Pane {
     pub is_caller: Option<bool>,
 }
 
+use std::collections::HashMap;
 use std::time::Instant;
 
-use super::connection::Shared;
-use super::TmuxError;
+use super::connection::{nonce, Shared};
+use super::{TmuxCommand, TmuxError};
 
-pub(crate) fn fetch(_shared: &Shared, _deadline: Instant) -> Result<Inventory, TmuxError> {
-    Err(TmuxError::ConnectionLost("not connected".into()))
+/// The fields asked for, in order.
+const FIELDS: &[&str] = &[
+    "session_id",
+    "session_name",
+    "session_windows",
+    "session_attached",
+    "session_created",
+    "session_grouped",
+    "session_group",
+    "session_path",
+    "window_id",
+    "window_index",
+    "window_name",
+    "window_active",
+    "window_width",
+    "window_height",
+    "window_layout",
+    "window_panes",
+    "pane_id",
+    "pane_index",
+    "pane_width",
+    "pane_height",
+    "pane_left",
+    "pane_top",
+    "pane_right",
+    "pane_bottom",
+    "pane_at_top",
+    "pane_at_bottom",
+    "pane_at_left",
+    "pane_at_right",
+    "pane_tty",
+    "pane_pid",
+    "pane_current_command",
+    "pane_current_path",
+    "pane_title",
+    "pane_active",
+    "pane_dead",
+    "pane_dead_status",
+    "pane_in_mode",
+    "pane_mode",
+    "alternate_on",
+    "cursor_x",
+    "cursor_y",
+    "history_size",
+    "history_limit",
+];
+
+/// The `list-panes` format for separator `sep` and record end `end`.
+fn format(sep: &str, end: &str) -> String {
+    let mut f = String::new();
+    for (i, name) in FIELDS.iter().enumerate() {
+        if i > 0 {
+            f.push_str(sep);
+        }
+        f.push_str("#{");
+        f.push_str(name);
+        f.push('}');
+    }
+    f.push_str(end);
+    f
+}
+
+pub(crate) fn fetch(shared: &Shared, deadline: Instant) -> Result<Inventory, TmuxError> {
+    let token = nonce();
+    let (sep, end) = (format!("<{token}f>"), format!("<{token}r>"));
+    let cmd = TmuxCommand::new("list-panes")
+        .flag("-a")
+        .option("-F", &format(&sep, &end));
+    let text = match shared.run_many(std::slice::from_ref(&cmd), deadline).pop() {
+        Some(Ok(t)) => t,
+        Some(Err(TmuxError::Command(m)))
+            if m.contains("no sessions") || m.contains("no current") =>
+        {
+            String::new()
+        }
+        Some(Err(e)) => return Err(e),
+        None => return Err(TmuxError::ConnectionLost("no reply".into())),
+    };
+    let own = shared.own_session();
+    let mut inv = parse(&text, &sep, &end, own.as_deref());
+    for p in &mut inv.panes {
+        p.is_caller = shared.caller.is_caller(shared.socket_path(), p.pane_id);
+    }
+    Ok(inv)
+}
+
+fn flag(v: &str) -> bool {
+    v == "1"
+}
+fn num<T: std::str::FromStr + Default>(v: &str) -> T {
+    v.trim().parse().unwrap_or_default()
+}
+
+/// Parses `list-panes -a` output; `own_session` is the session panescan's
+/// control client is attached to (not counted in `session_attached`).
+pub(crate) fn parse(text: &str, sep: &str, end: &str, own_session: Option<&str>) -> Inventory {
+    let mut inv = Inventory::default();
+    let mut sessions: HashMap<SessionId, usize> = HashMap::new();
+    let mut windows: HashMap<WindowId, usize> = HashMap::new();
+    let mut panes: HashMap<PaneId, usize> = HashMap::new();
+    for record in text.split(end) {
+        let record = record.strip_prefix('\n').unwrap_or(record);
+        let f: Vec<&str> = record.split(sep).collect();
+        if f.len() != FIELDS.len() {
+            continue;
+        }
+        let get = |name: &str| {
+            FIELDS
+                .iter()
+                .position(|n| *n == name)
+                .and_then(|i| f.get(i).copied())
+                .unwrap_or("")
+        };
+        let (Ok(sid), Ok(wid), Ok(pid)) = (
+            SessionId::parse(get("session_id")),
+            WindowId::parse(get("window_id")),
+            PaneId::parse(get("pane_id")),
+        ) else {
+            continue;
+        };
+        let session_name = get("session_name").to_string();
+        let window_index: u32 = num(get("window_index"));
+        let window_name = get("window_name").to_string();
+        if let std::collections::hash_map::Entry::Vacant(slot) = sessions.entry(sid) {
+            let mut attached: u32 = num(get("session_attached"));
+            if own_session == Some(get("session_id")) {
+                attached = attached.saturating_sub(1);
+            }
+            slot.insert(inv.sessions.len());
+            inv.sessions.push(Session {
+                session_id: sid,
+                session_name: session_name.clone(),
+                session_windows: num(get("session_windows")),
+                session_attached: attached,
+                session_created: num(get("session_created")),
+                session_group: flag(get("session_grouped"))
+                    .then(|| get("session_group").to_string()),
+                session_path: get("session_path").to_string(),
+            });
+        }
+        match windows.get(&wid) {
+            Some(&i) => {
+                let w = &mut inv.windows[i];
+                let placement = WindowPlacement {
+                    session_id: sid,
+                    session_name: session_name.clone(),
+                    window_index,
+                };
+                if !w.placements.contains(&placement) {
+                    w.placements.push(placement);
+                }
+            }
+            None => {
+                windows.insert(wid, inv.windows.len());
+                inv.windows.push(Window {
+                    window_id: wid,
+                    window_index,
+                    window_name: window_name.clone(),
+                    window_active: flag(get("window_active")),
+                    window_width: num(get("window_width")),
+                    window_height: num(get("window_height")),
+                    window_layout: get("window_layout").to_string(),
+                    window_panes: num(get("window_panes")),
+                    session_id: sid,
+                    session_name: session_name.clone(),
+                    placements: vec![WindowPlacement {
+                        session_id: sid,
+                        session_name: session_name.clone(),
+                        window_index,
+                    }],
+                });
+            }
+        }
+        let placement = PanePlacement {
+            session_id: sid,
+            session_name: session_name.clone(),
+            window_id: wid,
+            window_index,
+            window_name: window_name.clone(),
+        };
+        match panes.get(&pid) {
+            Some(&i) => {
+                let p = &mut inv.panes[i];
+                if !p.placements.contains(&placement) {
+                    p.placements.push(placement);
+                }
+            }
+            None => {
+                let dead = flag(get("pane_dead"));
+                panes.insert(pid, inv.panes.len());
+                inv.panes.push(Pane {
+                    pane_id: pid,
+                    pane_index: num(get("pane_index")),
+                    pane_width: num(get("pane_width")),
+                    pane_height: num(get("pane_height")),
+                    pane_left: num(get("pane_left")),
+                    pane_top: num(get("pane_top")),
+                    pane_right: num(get("pane_right")),
+                    pane_bottom: num(get("pane_bottom")),
+                    pane_at_top: flag(get("pane_at_top")),
+                    pane_at_bottom: flag(get("pane_at_bottom")),
+                    pane_at_left: flag(get("pane_at_left")),
+                    pane_at_right: flag(get("pane_at_right")),
+                    pane_tty: get("pane_tty").to_string(),
+                    pane_pid: get("pane_pid").trim().parse().ok(),
+                    pane_current_command: get("pane_current_command").to_string(),
+                    pane_current_path: get("pane_current_path").to_string(),
+                    pane_title: get("pane_title").to_string(),
+                    pane_active: flag(get("pane_active")),
+                    pane_dead: dead,
+                    pane_dead_status: if dead {
+                        get("pane_dead_status").trim().parse().ok()
+                    } else {
+                        None
+                    },
+                    pane_in_mode: flag(get("pane_in_mode")),
+                    pane_mode: get("pane_mode").to_string(),
+                    alternate_on: flag(get("alternate_on")),
+                    cursor_x: num(get("cursor_x")),
+                    cursor_y: num(get("cursor_y")),
+                    history_size: num(get("history_size")),
+                    history_limit: num(get("history_limit")),
+                    window_id: wid,
+                    window_index,
+                    window_name,
+                    session_id: sid,
+                    session_name,
+                    placements: vec![placement],
+                    is_caller: None,
+                });
+            }
+        }
+    }
+    inv
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn garbage_never_panics_and_linked_panes_fold() {
+        let (sep, end) = ("<s>", "<e>");
+        let rec = |s: &str, sname: &str, w: &str, idx: &str, p: &str| {
+            let mut f: Vec<String> = FIELDS.iter().map(|_| String::new()).collect();
+            f[0] = s.into();
+            f[1] = sname.into();
+            f[8] = w.into();
+            f[9] = idx.into();
+            f[10] = "name\twith\nnewline".into();
+            f[16] = p.into();
+            f.join(sep) + end + "\n"
+        };
+        let text = rec("$0", "a;b", "@1", "0", "%1")
+            + &rec("$1", "z", "@1", "5", "%1")
+            + &rec("$1", "z", "@2", "6", "%2")
+            + "garbage<s><e>\n%end 1 2 3\n";
+        let inv = parse(&text, sep, end, Some("$1"));
+        assert_eq!(inv.sessions.len(), 2);
+        assert_eq!(inv.windows.len(), 2);
+        assert_eq!(inv.panes.len(), 2);
+        assert_eq!(inv.panes[0].placements.len(), 2);
+        assert_eq!(inv.panes[0].placements[1].window_index, 5);
+        assert_eq!(inv.panes[0].window_name, "name\twith\nnewline");
+        let _ = parse("\u{0}\n<e><s>", sep, end, None);
+    }
 }

@@ -1,1 +1,147 @@
-//! One-shot tmux processes: the fallback when there is nothing to attach to.
+//! One-shot tmux processes: `tmux -S SOCKET source-file -`.
+//!
+//! Used for every capture batch (fastest measured path, see the module docs
+//! of [`super`]) and for commands when no control client can attach (a
+//! server with no sessions). A `source-file -` client attaches to nothing:
+//! it fires no hooks, is never counted in `session_attached` and does not
+//! keep a `destroy-unattached` session alive. Its commands run one after the
+//! other in the server without yielding, so a probe and a capture written
+//! next to each other see the same pane state.
+//!
+//! Caveat: one line tmux cannot parse (an unknown command) makes tmux
+//! reject the whole script, so scripts here contain only commands built by
+//! this module, and single user commands run one per process.
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::TmuxError;
+
+/// A `tmux` command aimed at `socket`, in a UTF-8 locale, outside any tmux.
+pub(crate) fn tmux(socket: &Path) -> Command {
+    let mut cmd = Command::new("tmux");
+    cmd.arg("-S")
+        .arg(socket)
+        .env_remove("TMUX")
+        .env_remove("TMUX_PANE")
+        .env("LC_ALL", super::private_server::utf8_locale())
+        .stdin(Stdio::null());
+    cmd
+}
+
+/// Maps a failed tmux client's stderr to an error.
+pub(crate) fn client_error(socket: &Path, stderr: &str) -> TmuxError {
+    let msg = stderr.trim();
+    if msg.starts_with("no server running")
+        || msg.starts_with("error connecting to")
+        || msg.contains("No such file or directory")
+        || msg.contains("Connection refused")
+    {
+        TmuxError::NoServer {
+            socket: socket.display().to_string(),
+        }
+    } else if msg.starts_with("can't find") {
+        TmuxError::NotFound(msg.to_string())
+    } else {
+        TmuxError::Command(msg.to_string())
+    }
+}
+
+/// Starts `tmux source-file -` with `script` on its stdin (written by a
+/// thread so a large script cannot dead-lock against unread output).
+pub(crate) fn spawn_source(socket: &Path, script: String) -> Result<Child, TmuxError> {
+    let mut child = tmux(socket)
+        .args(["source-file", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| TmuxError::Spawn(e.to_string()))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        std::thread::spawn(move || {
+            let _ = stdin.write_all(script.as_bytes());
+        });
+    }
+    Ok(child)
+}
+
+/// Output of a finished one-shot client.
+#[derive(Debug)]
+pub(crate) struct Finished {
+    pub stdout: Vec<u8>,
+    pub stderr: String,
+    pub success: bool,
+}
+
+/// Waits for `child` until `deadline`, reading stdout and stderr; kills it
+/// (by its own pid) when the deadline passes.
+pub(crate) fn finish(mut child: Child, deadline: Instant) -> Result<Finished, TmuxError> {
+    let out = child.stdout.take();
+    let err = child.stderr.take();
+    let (tx, rx) = crossbeam_channel::bounded(2);
+    let tx2 = tx.clone();
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        if let Some(mut o) = out {
+            let _ = o.read_to_end(&mut buf);
+        }
+        let _ = tx.send((0u8, buf));
+    });
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        if let Some(mut e) = err {
+            let _ = e.read_to_end(&mut buf);
+        }
+        let _ = tx2.send((1u8, buf));
+    });
+    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+    for _ in 0..2 {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok((0, b)) => stdout = b,
+            Ok((_, b)) => stderr = b,
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(TmuxError::Timeout);
+            }
+        }
+    }
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break s.success(),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(1)),
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(TmuxError::Timeout);
+            }
+            Err(e) => return Err(TmuxError::Spawn(e.to_string())),
+        }
+    };
+    Ok(Finished {
+        stdout,
+        stderr: String::from_utf8_lossy(&stderr).into_owned(),
+        success: status,
+    })
+}
+
+/// Runs one command line in its own client; its stdout, or its error.
+pub(crate) fn run_line(socket: &Path, line: &str, deadline: Instant) -> Result<String, TmuxError> {
+    let child = spawn_source(socket, format!("{line}\n"))?;
+    let done = finish(child, deadline)?;
+    if done.success {
+        Ok(String::from_utf8_lossy(&done.stdout).into_owned())
+    } else {
+        Err(client_error(socket, strip_location(&done.stderr)))
+    }
+}
+
+/// `-:1: unknown command: x` -> `unknown command: x`.
+fn strip_location(msg: &str) -> &str {
+    msg.strip_prefix("-:")
+        .and_then(|rest| rest.split_once(": ").map(|(_, m)| m))
+        .unwrap_or(msg)
+}
