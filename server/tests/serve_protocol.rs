@@ -2,6 +2,8 @@
 //! tiers, the tools/list contract, shutdown. These need no tmux server
 //! except where a test says so.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use std::time::{Duration, Instant};
