@@ -320,12 +320,27 @@ impl Registry {
     pub fn markdown_table(&self) -> String {
         let mut out = String::from("| tool | tier | what it does |\n|---|---|---|\n");
         for e in self.entries() {
-            let first = e.description.split(". ").next().unwrap_or(e.description);
-            let first = first.trim_end_matches('.');
-            out.push_str(&format!("| `{}` | {} | {}. |\n", e.name, e.tier, first));
+            out.push_str(&format!(
+                "| `{}` | {} | {} |\n",
+                e.name,
+                e.tier,
+                first_sentence(e.description).replace('|', "\\|")
+            ));
         }
         out
     }
+}
+
+/// The first sentence: up to a ". " that starts a capitalised sentence
+/// ("e.g. foo" does not end one).
+fn first_sentence(text: &str) -> &str {
+    let bytes = text.as_bytes();
+    for (i, _) in text.match_indices(". ") {
+        if bytes.get(i + 2).is_some_and(|b| b.is_ascii_uppercase()) {
+            return &text[..=i];
+        }
+    }
+    text
 }
 
 fn listing_of(entry: &ToolEntry, input_schema: &Value) -> Value {

@@ -13,15 +13,19 @@ use crate::mcp::registry::Tool;
 use crate::mcp::schema;
 use crate::tmux::{Pane, PaneId, ServerInfo, Session, SessionId, Window, WindowId};
 
-/// Filters as `{field__op: value}` on any returned field. Ops: exact
-/// iexact contains icontains startswith istartswith endswith iendswith in
-/// nin regex iregex gt gte lt lte (no op = exact).
-type FilterArg = Option<serde_json::Map<String, Value>>;
+/// Filters as `{field__op: value}` on any returned field: an object, or
+/// the same object as a JSON string (some clients can only send strings).
+type FilterArg = Option<Value>;
+
+fn filters_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": ["object", "string", "null"]})
+}
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ListSessionsArgs {
     /// {field__op: value} on any returned field, e.g. {"session_name__icontains": "dev"}. Ops: exact iexact contains icontains startswith istartswith endswith iendswith in nin regex iregex gt gte lt lte.
     #[serde(default)]
+    #[schemars(schema_with = "filters_schema")]
     pub filters: FilterArg,
     #[serde(flatten)]
     pub server: ServerArgs,
@@ -43,7 +47,7 @@ fn filter_rows<T: Serialize + JsonSchema + Clone>(
     max: usize,
 ) -> Result<(Vec<T>, usize, bool), ToolError> {
     let fields = schema::property_names(&schema::schema_for::<T>());
-    let filters = Filters::compile(filters.clone().map(Value::Object).as_ref(), &fields)?;
+    let filters = Filters::compile(filters.as_ref(), &fields)?;
     let mut kept = Vec::new();
     let mut total = 0;
     for row in rows {
@@ -115,6 +119,7 @@ pub struct ListWindowsArgs {
     pub session: Option<String>,
     /// {field__op: value} on any returned field, e.g. {"window_name__contains": "log"}. Same ops as list_sessions.
     #[serde(default)]
+    #[schemars(schema_with = "filters_schema")]
     pub filters: FilterArg,
     #[serde(flatten)]
     pub server: ServerArgs,
@@ -193,6 +198,7 @@ pub struct ListPanesArgs {
     pub window_id: Option<WindowId>,
     /// {field__op: value} on any returned field, e.g. {"pane_current_command__in": ["vim","nvim"]}. Same ops as list_sessions.
     #[serde(default)]
+    #[schemars(schema_with = "filters_schema")]
     pub filters: FilterArg,
     #[serde(flatten)]
     pub server: ServerArgs,

@@ -53,6 +53,23 @@ fn target_error(ctx: &ToolContext, tmux: &crate::tmux::Tmux, e: TmuxError) -> To
     ToolError::new(msg)
 }
 
+/// Fails unless the target exists. tmux's display-message quietly falls
+/// back to no target when its target is missing, so tmux cannot be left to
+/// say so.
+fn ensure_target(
+    ctx: &ToolContext,
+    tmux: &crate::tmux::Tmux,
+    target: &Target,
+) -> Result<(), ToolError> {
+    let inv = ctx.inventory(tmux)?;
+    match target {
+        Target::Pane(p) => super::find_pane(&inv, *p).map(|_| ()),
+        Target::Window(w) => super::find_window(&inv, *w).map(|_| ()),
+        Target::Session(s) => super::find_session(&inv, &s.to_string()).map(|_| ()),
+        Target::SessionName(n) => super::find_session(&inv, n).map(|_| ()),
+    }
+}
+
 fn valid_variable(name: &str) -> bool {
     let mut chars = name.chars();
     chars.next().is_some_and(|c| c.is_ascii_alphabetic())
@@ -104,6 +121,9 @@ impl Tool for GetTmuxVariables {
         }
         let target = args.target.as_deref().map(parse_target).transpose()?;
         let tmux = ctx.tmux(&args.server)?;
+        if let Some(t) = &target {
+            ensure_target(ctx, &tmux, t)?;
+        }
         let commands: Vec<TmuxCommand> = args
             .names
             .iter()
@@ -225,6 +245,9 @@ impl Tool for ShowOption {
             ));
         }
         let tmux = ctx.tmux(&args.server)?;
+        if let Some(t) = &target {
+            ensure_target(ctx, &tmux, t)?;
+        }
         let build = |inherit: bool| {
             let mut c = TmuxCommand::new("show-options").flag("-v");
             c = match scope {
@@ -456,6 +479,9 @@ impl Tool for ShowHooks {
         }
         let target = args.target.as_deref().map(parse_target).transpose()?;
         let tmux = ctx.tmux(&args.server)?;
+        if let Some(t) = &target {
+            ensure_target(ctx, &tmux, t)?;
+        }
         let mut c = TmuxCommand::new("show-hooks");
         c = match args.scope {
             Some(Scope::Window) => c.flag("-w"),
@@ -583,6 +609,9 @@ impl Tool for DisplayMessage {
         }
         let target = args.target.as_deref().map(parse_target).transpose()?;
         let tmux = ctx.tmux(&args.server)?;
+        if let Some(t) = &target {
+            ensure_target(ctx, &tmux, t)?;
+        }
         let mut c = TmuxCommand::new("display-message").flag("-p");
         if let Some(t) = &target {
             c = c.target(t.clone());

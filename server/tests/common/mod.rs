@@ -1,0 +1,377 @@
+//! Test harness: run the built `panescan serve` and speak JSON-RPC to it.
+//!
+//! ```ignore
+//! mod common;
+//! let (tmux, mut s) = common::Serve::with_tmux("my-test");
+//! s.initialize();
+//! let panes = s.call_ok("list_panes", json!({}));
+//! ```
+//!
+//! Every read has a timeout, so a server that stops answering fails the
+//! test instead of hanging it; the server process is killed on drop.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError};
+use panescan::tmux::private_server::PrivateServer;
+use serde_json::{json, Value};
+
+/// How long a request may take before the test fails.
+pub const REPLY_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// The `_meta` of a 2026-07-28 request.
+pub fn modern_meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "panescan-tests", "version": "0"}
+    })
+}
+
+/// A running `panescan serve`.
+#[derive(Debug)]
+pub struct Serve {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    rx: Receiver<Value>,
+    /// Messages read while waiting for something else.
+    pending: VecDeque<Value>,
+    next_id: i64,
+}
+
+impl Serve {
+    /// `panescan serve --socket-name NAME`.
+    pub fn spawn(socket_name: &str) -> Serve {
+        Serve::spawn_with(&["serve", "--socket-name", socket_name], &[])
+    }
+
+    /// A private tmux server and a `panescan serve` pointed at it.
+    pub fn with_tmux(label: &str) -> (PrivateServer, Serve) {
+        Serve::with_tmux_size(label, 80, 24)
+    }
+
+    pub fn with_tmux_size(label: &str, w: u16, h: u16) -> (PrivateServer, Serve) {
+        let tmux = PrivateServer::start(label, w, h).expect("private tmux server starts");
+        let serve = Serve::spawn(tmux.socket_name());
+        (tmux, serve)
+    }
+
+    /// The binary with any arguments and extra environment.
+    pub fn spawn_with(args: &[&str], envs: &[(&str, &str)]) -> Serve {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_panescan"));
+        cmd.args(args)
+            .env_remove("TMUX")
+            .env_remove("TMUX_PANE")
+            .env_remove("PANESCAN_TIER")
+            .env("LC_ALL", "C.UTF-8")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        for (k, v) in envs {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("panescan starts");
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().expect("stdout piped");
+        let (tx, rx) = unbounded();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            let mut line = String::new();
+            loop {
+                line.clear();
+                match reader.read_line(&mut line) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        let v =
+                            serde_json::from_str::<Value>(line.trim_end()).unwrap_or_else(|_| {
+                                Value::String(format!("NOT JSON: {}", line.trim_end()))
+                            });
+                        if tx.send(v).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+        });
+        Serve {
+            child,
+            stdin,
+            rx,
+            pending: VecDeque::new(),
+            next_id: 1000,
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends one message (one line).
+    pub fn send(&mut self, msg: &Value) {
+        self.send_raw(&msg.to_string());
+    }
+
+    /// Sends raw text plus a newline.
+    pub fn send_raw(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin still open");
+        stdin.write_all(line.as_bytes()).expect("write to panescan");
+        stdin.write_all(b"\n").expect("write to panescan");
+        stdin.flush().expect("flush to panescan");
+    }
+
+    /// The next message, if one arrives within `timeout`.
+    pub fn recv(&mut self, timeout: Duration) -> Option<Value> {
+        if let Some(v) = self.pending.pop_front() {
+            return Some(v);
+        }
+        match self.rx.recv_timeout(timeout) {
+            Ok(v) => {
+                assert!(!v.is_string(), "stdout carried a non-JSON line: {v}");
+                Some(v)
+            }
+            Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => None,
+        }
+    }
+
+    /// Every message arriving within `window`.
+    pub fn drain(&mut self, window: Duration) -> Vec<Value> {
+        let until = Instant::now() + window;
+        let mut out: Vec<Value> = self.pending.drain(..).collect();
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return out;
+            }
+            match self.rx.recv_timeout(left) {
+                Ok(v) => {
+                    assert!(!v.is_string(), "stdout carried a non-JSON line: {v}");
+                    out.push(v)
+                }
+                Err(_) => return out,
+            }
+        }
+    }
+
+    /// The response with this id; other messages are kept for later.
+    pub fn response(&mut self, id: &Value, timeout: Duration) -> Value {
+        if let Some(pos) = self
+            .pending
+            .iter()
+            .position(|m| m.get("id") == Some(id) && m.get("method").is_none())
+        {
+            return self.pending.remove(pos).unwrap();
+        }
+        let until = Instant::now() + timeout;
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            let v = match self.rx.recv_timeout(left) {
+                Ok(v) => v,
+                Err(_) => panic!("no response to id {id} within {timeout:?}"),
+            };
+            assert!(!v.is_string(), "stdout carried a non-JSON line: {v}");
+            if v.get("id") == Some(id) && v.get("method").is_none() {
+                return v;
+            }
+            self.pending.push_back(v);
+        }
+    }
+
+    /// Messages already received that are not the response to anything
+    /// asked for (notifications, mostly).
+    pub fn take_pending(&mut self) -> Vec<Value> {
+        self.pending.drain(..).collect()
+    }
+
+    pub fn fresh_id(&mut self) -> Value {
+        self.next_id += 1;
+        json!(self.next_id)
+    }
+
+    /// Sends a request and returns the whole response.
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.fresh_id();
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        self.response(&id, REPLY_TIMEOUT)
+    }
+
+    /// Sends a request without params.
+    pub fn request_bare(&mut self, method: &str) -> Value {
+        let id = self.fresh_id();
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method}));
+        self.response(&id, REPLY_TIMEOUT)
+    }
+
+    pub fn notify(&mut self, method: &str, params: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    /// The handshake of the 2025-11-25 era, plus `initialized`.
+    pub fn initialize(&mut self) -> Value {
+        let r = self.request(
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "panescan-tests", "version": "0"}}),
+        );
+        self.notify("notifications/initialized", json!({}));
+        r["result"].clone()
+    }
+
+    /// `tools/call`: the `result` object (panics on a protocol error).
+    pub fn call(&mut self, tool: &str, args: Value) -> Value {
+        let r = self.request("tools/call", json!({"name": tool, "arguments": args}));
+        assert!(r.get("error").is_none(), "{tool}: protocol error {r}");
+        r["result"].clone()
+    }
+
+    /// A call that must succeed: its `structuredContent`.
+    pub fn call_ok(&mut self, tool: &str, args: Value) -> Value {
+        let r = self.call(tool, args.clone());
+        assert_eq!(r["isError"], false, "{tool} {args} failed: {r}");
+        assert!(r["content"][0]["text"].is_string(), "{tool}: no text: {r}");
+        r["structuredContent"].clone()
+    }
+
+    /// A call that must fail as a tool error: its message.
+    pub fn call_err(&mut self, tool: &str, args: Value) -> String {
+        let r = self.call(tool, args.clone());
+        assert_eq!(r["isError"], true, "{tool} {args} should fail: {r}");
+        r["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    /// Closes stdin (end of input).
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// Waits for the process to exit.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let until = Instant::now() + timeout;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            if Instant::now() >= until {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Sends a signal to the server process.
+    pub fn signal(&self, name: &str) {
+        let ok = Command::new("kill")
+            .args([&format!("-{name}"), &self.child.id().to_string()])
+            .status()
+            .expect("kill runs")
+            .success();
+        assert!(ok, "kill -{name} failed");
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Polls `f` until it returns true or `timeout` passes.
+pub fn eventually(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let until = Instant::now() + timeout;
+    loop {
+        if f() {
+            return true;
+        }
+        if Instant::now() >= until {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Checks `value` against the subset of JSON Schema our schemas use (type,
+/// properties, required, additionalProperties false, items, enum, anyOf,
+/// oneOf). Returns what does not fit.
+pub fn validate(schema: &Value, value: &Value) -> Vec<String> {
+    let mut errors = Vec::new();
+    check(schema, value, "$", &mut errors);
+    errors
+}
+
+fn type_ok(t: &str, v: &Value) -> bool {
+    match t {
+        "object" => v.is_object(),
+        "array" => v.is_array(),
+        "string" => v.is_string(),
+        "integer" => v.is_i64() || v.is_u64(),
+        "number" => v.is_number(),
+        "boolean" => v.is_boolean(),
+        "null" => v.is_null(),
+        _ => true,
+    }
+}
+
+fn check(schema: &Value, v: &Value, path: &str, errors: &mut Vec<String>) {
+    let Some(s) = schema.as_object() else { return };
+    match s.get("type") {
+        Some(Value::String(t)) if !type_ok(t, v) => {
+            errors.push(format!("{path}: expected {t}, got {v}"));
+            return;
+        }
+        Some(Value::Array(ts)) if !ts.iter().any(|t| type_ok(t.as_str().unwrap_or(""), v)) => {
+            errors.push(format!("{path}: expected one of {ts:?}, got {v}"));
+            return;
+        }
+        _ => {}
+    }
+    if let Some(Value::Array(options)) = s.get("enum") {
+        if !options.contains(v) {
+            errors.push(format!("{path}: {v} not in {options:?}"));
+        }
+    }
+    for key in ["anyOf", "oneOf"] {
+        if let Some(Value::Array(alts)) = s.get(key) {
+            if !alts.iter().any(|alt| validate(alt, v).is_empty()) {
+                errors.push(format!("{path}: matches no {key} alternative"));
+            }
+        }
+    }
+    if let (Some(obj), Some(props)) = (
+        v.as_object(),
+        s.get("properties").and_then(Value::as_object),
+    ) {
+        if let Some(Value::Array(req)) = s.get("required") {
+            for r in req {
+                let r = r.as_str().unwrap_or_default();
+                if !obj.contains_key(r) {
+                    errors.push(format!("{path}: missing required {r}"));
+                }
+            }
+        }
+        for (k, child) in obj {
+            match props.get(k) {
+                Some(ps) => check(ps, child, &format!("{path}.{k}"), errors),
+                None if s.get("additionalProperties") == Some(&Value::Bool(false)) => {
+                    errors.push(format!("{path}: unexpected property {k}"))
+                }
+                None => {
+                    if let Some(ap) = s.get("additionalProperties").filter(|a| a.is_object()) {
+                        check(ap, child, &format!("{path}.{k}"), errors);
+                    }
+                }
+            }
+        }
+    }
+    if let (Some(items), Some(arr)) = (s.get("items"), v.as_array()) {
+        for (i, item) in arr.iter().enumerate() {
+            check(items, item, &format!("{path}[{i}]"), errors);
+        }
+    }
+}

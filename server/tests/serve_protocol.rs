@@ -1,0 +1,340 @@
+//! `panescan serve` on the wire: both protocol eras, error codes, framing,
+//! tiers, the tools/list contract, shutdown. These need no tmux server
+//! except where a test says so.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{modern_meta, validate, Serve};
+use serde_json::{json, Value};
+
+/// A socket name no tmux server listens on.
+const NOBODY: &str = "panescan-test-no-server-here";
+
+#[test]
+fn initialize_echoes_every_supported_version_and_declares_tools_only() {
+    for version in ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"] {
+        let mut s = Serve::spawn(NOBODY);
+        let started = Instant::now();
+        let r = s.request(
+            "initialize",
+            json!({"protocolVersion": version, "capabilities": {},
+                   "clientInfo": {"name": "t", "version": "0"}}),
+        );
+        assert!(started.elapsed() < Duration::from_secs(2));
+        assert_eq!(r["result"]["protocolVersion"], version, "{r}");
+        assert!(r["result"]["capabilities"]["tools"].is_object());
+        assert!(r["result"]["capabilities"].get("logging").is_none());
+        assert_eq!(r["result"]["serverInfo"]["name"], "panescan");
+    }
+    let mut s = Serve::spawn(NOBODY);
+    let r = s.request(
+        "initialize",
+        json!({"protocolVersion": "2099-01-01", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}),
+    );
+    assert_eq!(r["result"]["protocolVersion"], "2025-11-25");
+}
+
+#[test]
+fn notifications_are_never_answered_and_ids_are_echoed_exactly() {
+    let mut s = Serve::spawn(NOBODY);
+    s.initialize();
+    s.notify("notifications/initialized", json!({}));
+    s.notify("notifications/cancelled", json!({"requestId": 424242}));
+    s.notify("notifications/some_unknown", json!({}));
+    assert!(s.drain(Duration::from_millis(300)).is_empty());
+    s.send(&json!({"jsonrpc": "2.0", "id": "p-1", "method": "ping"}));
+    let r = s.response(&json!("p-1"), Duration::from_secs(5));
+    assert_eq!(r["result"], json!({}));
+    // 1 and "1" are different ids.
+    s.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}));
+    let r = s.recv(Duration::from_secs(5)).unwrap();
+    assert_eq!(r["id"], json!(1));
+}
+
+#[test]
+fn protocol_errors_have_the_right_codes_and_the_server_keeps_reading() {
+    let mut s = Serve::spawn(NOBODY);
+    s.initialize();
+    let r = s.request_bare("no/such/method");
+    assert_eq!(r["error"]["code"], -32601);
+
+    s.send_raw("{not json");
+    let r = s.recv(Duration::from_secs(5)).unwrap();
+    assert_eq!(r["error"]["code"], -32700);
+    assert_eq!(r["id"], Value::Null);
+
+    s.send_raw(r#"[{"jsonrpc":"2.0","id":9,"method":"ping"}]"#);
+    let r = s.recv(Duration::from_secs(5)).unwrap();
+    assert_eq!(r["error"]["code"], -32600);
+
+    let r = s.request("ping", json!([1, 2]));
+    assert_eq!(r["error"]["code"], -32602);
+
+    let r = s.request("tools/call", json!({}));
+    assert_eq!(r["error"]["code"], -32602);
+    let r = s.request(
+        "tools/call",
+        json!({"name": "no_such_tool", "arguments": {}}),
+    );
+    assert_eq!(r["error"]["code"], -32602);
+    assert!(r["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("list_panes"));
+    let r = s.request(
+        "tools/call",
+        json!({"name": "list_panes", "arguments": [1]}),
+    );
+    assert_eq!(r["error"]["code"], -32602);
+    let r = s.request("tools/list", json!({"cursor": "%%not-a-cursor%%"}));
+    assert_eq!(r["error"]["code"], -32602);
+
+    // Schema-violating arguments are tool errors the model can read.
+    let text = s.call_err("capture_pane", json!({"__bogus__": 1, "pane_id": "%0"}));
+    assert!(
+        text.contains("__bogus__") && text.contains("pane_id"),
+        "{text}"
+    );
+    let text = s.call_err("capture_pane", json!({"pane_id": "3"}));
+    assert!(text.contains("%N"), "{text}");
+    let text = s.call_err("get_pane_info", json!({}));
+    assert!(text.contains("pane_id"), "{text}");
+
+    let r = s.request_bare("ping");
+    assert_eq!(r["result"], json!({}));
+}
+
+#[test]
+fn a_ten_megabyte_line_gets_a_clear_error_and_the_server_lives() {
+    let mut s = Serve::spawn(NOBODY);
+    s.initialize();
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":77,"method":"tools/call","params":{{"name":"list_panes","arguments":{{"filters":{{"pane_title":"{}"}}}}}}}}"#,
+        "x".repeat(10 * 1024 * 1024)
+    );
+    s.send_raw(&big);
+    let r = s.recv(Duration::from_secs(10)).unwrap();
+    assert_eq!(r["error"]["code"], -32600, "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("limit"));
+    let r = s.request_bare("ping");
+    assert_eq!(r["result"], json!({}));
+}
+
+#[test]
+fn tools_list_is_flat_object_rooted_annotated_and_small() {
+    let mut s = Serve::spawn(NOBODY);
+    s.initialize();
+    let id = s.fresh_id();
+    s.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"}));
+    let r = s.response(&id, Duration::from_secs(5));
+    let bytes = r.to_string().len();
+    assert!(bytes < 40_000, "tools/list answer is {bytes} bytes");
+    let tools = r["result"]["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    for want in [
+        "list_sessions",
+        "list_windows",
+        "list_panes",
+        "get_server_info",
+        "get_session_info",
+        "get_window_info",
+        "get_pane_info",
+        "capture_pane",
+        "capture_since",
+        "snapshot_pane",
+        "find_pane_by_position",
+        "get_tmux_variables",
+        "show_option",
+        "show_environment",
+        "show_hooks",
+        "display_message",
+        "wait_for_text",
+        "call_read_tools_batch",
+    ] {
+        assert!(names.contains(&want), "{want} missing from {names:?}");
+    }
+    assert!(r["result"].get("nextCursor").is_none());
+    for t in tools {
+        let text = t.to_string();
+        assert!(
+            !text.contains("$ref") && !text.contains("$defs"),
+            "{}",
+            t["name"]
+        );
+        assert_eq!(t["inputSchema"]["type"], "object");
+        assert_eq!(t["outputSchema"]["type"], "object");
+        let a = &t["annotations"];
+        assert_eq!(a["readOnlyHint"], true, "{}", t["name"]);
+        assert_eq!(a["destructiveHint"], false);
+        assert!(a["idempotentHint"].is_boolean() && a["openWorldHint"].is_boolean());
+        assert!(t["description"].as_str().unwrap().len() > 40);
+        for (k, _) in t["inputSchema"]["properties"].as_object().unwrap() {
+            assert_eq!(k.to_lowercase(), *k, "argument {k} is not snake_case");
+        }
+        assert!(t["inputSchema"]["properties"]["socket_name"].is_object());
+        assert!(t["inputSchema"]["properties"]["socket_path"].is_object());
+    }
+    // The batch allow-list is the registry's read tools, not the waiters.
+    let batch = tools
+        .iter()
+        .find(|t| t["name"] == "call_read_tools_batch")
+        .unwrap();
+    let allowed =
+        &batch["inputSchema"]["properties"]["operations"]["items"]["properties"]["tool"]["enum"];
+    let allowed: Vec<&str> = allowed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(allowed.contains(&"capture_pane"));
+    assert!(!allowed.contains(&"wait_for_text"));
+    assert!(!allowed.contains(&"call_read_tools_batch"));
+}
+
+#[test]
+fn tools_list_matches_the_snapshot() {
+    let mut s = Serve::spawn(NOBODY);
+    let r = s.request_bare("tools/list");
+    let got = serde_json::to_string_pretty(&r["result"]["tools"]).unwrap() + "\n";
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/snapshots/tools_list.json"
+    );
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+        std::fs::create_dir_all(std::path::Path::new(path).parent().unwrap()).unwrap();
+        std::fs::write(path, &got).unwrap();
+    }
+    let want = std::fs::read_to_string(path)
+        .expect("snapshot exists (run with UPDATE_SNAPSHOTS=1 to create it)");
+    assert!(
+        got == want,
+        "tools/list changed; review and run with UPDATE_SNAPSHOTS=1 to accept"
+    );
+}
+
+#[test]
+fn modern_era_discover_list_and_envelope_errors() {
+    let mut s = Serve::spawn(NOBODY);
+    let r = s.request("server/discover", json!({"_meta": modern_meta()}));
+    let res = &r["result"];
+    assert!(res["supportedVersions"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("2026-07-28")));
+    assert!(res["supportedVersions"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("2025-11-25")));
+    assert_eq!(res["resultType"], "complete");
+    assert!(res["ttlMs"].is_u64() && res["cacheScope"].is_string());
+    assert!(res["capabilities"]["tools"].is_object());
+    assert_eq!(
+        res["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "panescan"
+    );
+
+    let r = s.request("tools/list", json!({"_meta": modern_meta()}));
+    assert_eq!(r["result"]["resultType"], "complete");
+    assert!(r["result"]["ttlMs"].is_u64());
+    assert!(["public", "private"].contains(&r["result"]["cacheScope"].as_str().unwrap()));
+    assert!(r["result"]["tools"].as_array().unwrap().len() >= 18);
+
+    let mut meta = modern_meta();
+    meta["io.modelcontextprotocol/protocolVersion"] = json!("1999-01-01");
+    let r = s.request("tools/list", json!({"_meta": meta}));
+    assert_eq!(r["error"]["code"], -32022);
+    assert!(r["error"]["data"]["supported"].is_array());
+
+    let r = s.request(
+        "tools/list",
+        json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}),
+    );
+    assert_eq!(r["error"]["code"], -32602);
+
+    for method in ["initialize", "ping", "logging/setLevel"] {
+        let r = s.request(method, json!({"_meta": modern_meta(), "level": "info"}));
+        assert_eq!(r["error"]["code"], -32601, "{method}: {r}");
+    }
+
+    // A modern tool error is still a result, stamped complete.
+    let r = s.request(
+        "tools/call",
+        json!({"name": "get_pane_info", "arguments": {"pane_id": "%0"}, "_meta": modern_meta()}),
+    );
+    assert_eq!(r["result"]["resultType"], "complete");
+    assert_eq!(r["result"]["isError"], true);
+    assert!(r["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("no tmux server"));
+}
+
+#[test]
+fn tiers_gate_listing_and_calling() {
+    let mut s = Serve::spawn_with(
+        &["serve", "--socket-name", NOBODY, "--tier", "readonly"],
+        &[],
+    );
+    let r = s.request_bare("tools/list");
+    let n_read = r["result"]["tools"].as_array().unwrap().len();
+    let mut s = Serve::spawn_with(
+        &["serve", "--socket-name", NOBODY],
+        &[("PANESCAN_TIER", "destructive")],
+    );
+    let r = s.request_bare("tools/list");
+    let n_all = r["result"]["tools"].as_array().unwrap().len();
+    assert!(n_all >= n_read);
+    let mut bad = Serve::spawn_with(&["serve", "--tier", "godmode"], &[]);
+    let status = bad.wait_exit(Duration::from_secs(5)).expect("exits");
+    assert!(!status.success());
+}
+
+#[test]
+fn eof_ends_the_server_promptly_with_status_zero() {
+    let mut s = Serve::spawn(NOBODY);
+    s.initialize();
+    let started = Instant::now();
+    s.close_stdin();
+    let status = s.wait_exit(Duration::from_secs(5)).expect("exits on EOF");
+    assert!(status.success(), "{status}");
+    assert!(started.elapsed() < Duration::from_secs(2));
+}
+
+#[test]
+fn sigterm_and_sigint_end_the_server_with_status_zero() {
+    for sig in ["TERM", "INT"] {
+        let mut s = Serve::spawn(NOBODY);
+        s.initialize();
+        s.signal(sig);
+        let status = s
+            .wait_exit(Duration::from_secs(5))
+            .expect("exits on signal");
+        assert!(status.success(), "SIG{sig}: {status}");
+    }
+}
+
+#[test]
+fn requests_are_served_concurrently() {
+    // A slow call (a wait on a server that does not exist fails fast, so use
+    // many calls at once) must not hold up a ping.
+    let mut s = Serve::spawn(NOBODY);
+    s.initialize();
+    for i in 0..20 {
+        s.send(
+            &json!({"jsonrpc": "2.0", "id": format!("c{i}"), "method": "tools/call",
+                       "params": {"name": "list_panes", "arguments": {}}}),
+        );
+    }
+    let r = s.request_bare("ping");
+    assert_eq!(r["result"], json!({}));
+    for i in 0..20 {
+        let r = s.response(&json!(format!("c{i}")), Duration::from_secs(10));
+        assert_eq!(r["result"]["isError"], true);
+    }
+    let _ = validate(&json!({}), &json!({}));
+}
