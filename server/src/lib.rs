@@ -5,7 +5,9 @@
 //! shapes the result; [`mcp`] carries requests and results over JSON-RPC on
 //! stdio; [`cli`] is the command line for people.
 
+pub mod baseline;
 pub mod cli;
+pub mod corpus;
 pub mod fixture;
 pub mod mcp;
 pub mod tmux;

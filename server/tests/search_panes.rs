@@ -1,6 +1,6 @@
 //! search_panes against real private tmux servers, called in-process (the
 //! MCP path is covered by the end-to-end tests of the binary).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -5,6 +5,11 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
+pub mod bench;
+pub mod client;
+pub mod progress;
+pub mod search;
+
 use crate::mcp::registry::Tier;
 use crate::tools::context::{Limits, ServeConfig};
 
@@ -21,6 +26,10 @@ pub struct Cli {
 pub enum Commands {
     /// Serve MCP on stdin/stdout (JSON-RPC 2.0, one message per line).
     Serve(ServeArgs),
+    /// Search every pane of a tmux server, like grep.
+    Search(Box<search::SearchArgs>),
+    /// Time searches on a private tmux server of a given shape.
+    Bench(Box<bench::BenchArgs>),
 }
 
 /// `panescan serve` options.
@@ -51,5 +60,13 @@ pub fn main() -> ExitCode {
             let code = crate::mcp::server::serve(config);
             ExitCode::from(u8::try_from(code).unwrap_or(1))
         }
+        Commands::Search(args) => search::run(&args),
+        Commands::Bench(args) => match bench::run(&args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("panescan bench: {e}");
+                ExitCode::from(2)
+            }
+        },
     }
 }

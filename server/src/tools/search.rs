@@ -104,55 +104,55 @@ pub const MAX_CONTEXT_LINES: u8 = 10;
 /// The arguments of `search_panes`.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 pub struct SearchPanesArgs {
-    /// Text to find (literal unless regex is true); matched within one line.
+    /// Text to find (literal unless regex), within one line.
     #[serde(default)]
     pub pattern: Option<String>,
-    /// Several patterns (1-64), any of which matches; each hit says which (pattern_index).
+    /// 1-64 patterns, any of which matches (hits carry pattern_index).
     #[serde(default)]
     pub patterns: Option<Vec<String>>,
-    /// Read patterns as bounded regular expressions (RE2-like syntax, no lookaround or backreferences).
+    /// Patterns are bounded regexes (no lookaround/backreferences).
     #[serde(default)]
     pub regex: bool,
-    /// Match case exactly (default: case-insensitive).
+    /// Case-sensitive (default: insensitive).
     #[serde(default)]
     pub match_case: bool,
-    /// Only panes of this session (id $N or exact name).
+    /// Session id ($N) or name.
     #[serde(default)]
     pub session: Option<String>,
-    /// Only panes of this window (@N).
+    /// Window id (@N).
     #[serde(default)]
     pub window: Option<WindowId>,
-    /// Only these panes (%N).
+    /// Pane ids (%N).
     #[serde(default)]
     pub pane_ids: Option<Vec<PaneId>>,
-    /// History lines searched above each screen: 0 (default) = visible screen only; a large number = all history.
+    /// History lines above each screen: 0 (default) = screen only; large = all.
     #[serde(default)]
     pub scrollback_lines: Option<u64>,
-    /// Match a line wrapped by the pane width as one line (default true).
+    /// Match wrapped lines whole (default true).
     #[serde(default)]
     pub join_wrapped: Option<bool>,
-    /// Lines of context before and after each hit (0-10, default 0).
+    /// Context lines around hits (0-10).
     #[serde(default)]
     pub context_lines: Option<u8>,
-    /// Matching lines kept per pane, the first ones (default 20).
+    /// Default 20.
     #[serde(default)]
     pub max_matches_per_pane: Option<u64>,
-    /// Matching lines returned in all (default 500).
+    /// Default 500.
     #[serde(default)]
     pub max_matches: Option<u64>,
-    /// Matching panes per page (default 100).
+    /// Panes per page (default 100).
     #[serde(default)]
     pub limit: Option<usize>,
-    /// Matching panes to skip (paging).
+    /// Panes to skip.
     #[serde(default)]
     pub offset: Option<usize>,
-    /// Stop after scanning this many bytes (each line costs its length + 1).
+    /// Scan budget (line bytes + 1).
     #[serde(default)]
     pub max_scan_bytes: Option<u64>,
-    /// Stop after scanning this many lines.
+    /// Scan budget in lines.
     #[serde(default)]
     pub max_scan_lines: Option<u64>,
-    /// Stop after this many milliseconds (default 60000).
+    /// Time budget (default 60000).
     #[serde(default)]
     pub timeout_ms: Option<u64>,
     #[serde(flatten)]
@@ -162,16 +162,16 @@ pub struct SearchPanesArgs {
 /// One matching line.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct HitLine {
-    /// tmux line number: 0 = top of the visible screen, negative = history (pass it to capture_pane as start).
+    /// 0 = top of screen, negative = history; pass to capture_pane as start.
     pub line: i64,
     pub text: String,
-    /// Which of `patterns` matched (only with several patterns).
+    // Which of `patterns` matched (only with several patterns).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pattern_index: Option<usize>,
-    /// Context lines before, oldest first.
+    // Context lines before, oldest first.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub before: Vec<String>,
-    /// Context lines after.
+    // Context lines after.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub after: Vec<String>,
 }
@@ -186,14 +186,14 @@ pub struct PaneHits {
     pub window_name: String,
     pub session_id: SessionId,
     pub session_name: String,
-    /// Every session/window the pane is linked into (primary first).
+    // Every session/window the pane is linked into (primary first).
     pub placements: Vec<PanePlacement>,
     pub pane_current_command: String,
     pub pane_current_path: String,
-    /// True when panescan itself runs in this pane; null outside tmux.
+    // True when panescan itself runs in this pane; null outside tmux.
     pub is_caller: Option<bool>,
     pub lines: Vec<HitLine>,
-    /// More lines matched in this pane than are listed.
+    // More lines matched in this pane than are listed.
     pub lines_truncated: bool,
 }
 
@@ -207,37 +207,37 @@ pub struct PaneFailure {
 /// The result of `search_panes`.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct SearchPanesResult {
-    /// Matching panes of this page, ordered by session, window index, pane index.
+    // Matching panes of this page, ordered by session, window index, pane index.
     pub matches: Vec<PaneHits>,
     pub total_panes_matched: usize,
     pub offset: usize,
     pub limit: usize,
-    /// More matching panes exist beyond this page.
+    // More matching panes exist beyond this page.
     pub truncated: bool,
-    /// Matching panes beyond this page.
+    // Matching panes beyond this page.
     pub truncated_panes: Vec<PaneId>,
     pub panes_searched: usize,
     pub panes_failed: usize,
-    /// Up to 20 failed panes and why.
+    // Up to 20 failed panes and why.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub failures: Vec<PaneFailure>,
     pub bytes_scanned: u64,
     pub lines_scanned: u64,
     pub elapsed_ms: u64,
     pub effective_scrollback_lines: u64,
-    /// A pane's capture exceeded the per-pane byte ceiling: its oldest lines were not searched.
+    // A pane's capture exceeded the per-pane byte ceiling: its oldest lines were not searched.
     pub captures_byte_clamped: bool,
-    /// max_scan_bytes ran out: later lines/panes were not searched.
+    // max_scan_bytes ran out: later lines/panes were not searched.
     pub matching_byte_clamped: bool,
-    /// max_scan_lines ran out: later lines/panes were not searched.
+    // max_scan_lines ran out: later lines/panes were not searched.
     pub matching_line_clamped: bool,
-    /// timeout_ms ran out: later panes were not searched.
+    // timeout_ms ran out: later panes were not searched.
     pub matching_time_clamped: bool,
-    /// More panes were in scope than the operator allows: later panes were not searched.
+    // More panes were in scope than the operator allows: later panes were not searched.
     pub pane_limit_clamped: bool,
-    /// scrollback_lines exceeded the operator's ceiling and some pane had more history.
+    // scrollback_lines exceeded the operator's ceiling and some pane had more history.
     pub scrollback_clamped: bool,
-    /// max_matches or the response ceiling dropped matching lines.
+    // max_matches or the response ceiling dropped matching lines.
     pub matches_truncated: bool,
 }
 
@@ -248,7 +248,7 @@ pub struct SearchPanes;
 impl Tool for SearchPanes {
     const NAME: &'static str = "search_panes";
     const TITLE: &'static str = "Search all panes";
-    const DESCRIPTION: &'static str = "Find which panes show a text and where: every pane of the server (or a session, window or pane list), the visible screen by default or scrollback_lines of history too. Literal (default) or bounded regex, case-insensitive unless match_case, several patterns at once. Each hit gives its tmux line number (pass it to capture_pane as start to read around it). Work is bounded by max_scan_bytes/max_scan_lines/timeout_ms and output by max_matches; flags say exactly what was not searched or not returned. Use this instead of capturing panes one by one; to watch one pane for new output use wait_for_text.";
+    const DESCRIPTION: &'static str = "Find which panes show a text, and on which lines: every pane (or a session, window, pane list), the screen by default, scrollback_lines of history too. Literal or bounded regex, case-insensitive unless match_case. Hit line numbers go straight to capture_pane's start. Budgets (max_scan_bytes, max_scan_lines, timeout_ms, max_matches) bound the work; each *_clamped flag / matches_truncated says what a limit left out. Use instead of capturing panes one by one; to wait for new output use wait_for_text.";
     const ANNOTATIONS: Annotations = Annotations::READ;
     type Args = SearchPanesArgs;
     type Output = SearchPanesResult;

@@ -1,0 +1,333 @@
+//! `panescan bench`: how search budgets behave on a server of a given shape.
+//!
+//! Builds a private tmux server (`--panes` x `--lines` x `--width`), then
+//! times a matrix of searches through the real MCP front end beside the
+//! cost of fetching the same text raw ([`crate::baseline`]), all in the same
+//! run. Medians of `--runs` runs; ratios against the raw floor are what to
+//! read (the absolute numbers move with the machine's load).
+
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use super::client::McpClient;
+use super::progress;
+use crate::baseline::{self, median, FetchRange, Fetched};
+use crate::fixture::{FixtureShape, NEEDLE};
+
+/// `panescan bench` options.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  panescan bench\n  panescan bench --panes 1000 --lines 200\n  panescan bench --panes 50 --lines 10000 --runs 3 --json"
+)]
+pub struct BenchArgs {
+    /// Panes in the private server.
+    #[arg(long, default_value_t = 200)]
+    pub panes: usize,
+    /// Lines printed in each pane (its scrollback).
+    #[arg(long, default_value_t = 2_000)]
+    pub lines: usize,
+    /// Pane width in cells.
+    #[arg(long, default_value_t = 200)]
+    pub width: u16,
+    /// Pane height in rows.
+    #[arg(long, default_value_t = 50)]
+    pub height: u16,
+    /// Runs of each case (the median is reported).
+    #[arg(long, default_value_t = 5)]
+    pub runs: usize,
+    /// Print JSON instead of a table.
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
+    /// Print CSV instead of a table.
+    #[arg(long)]
+    pub csv: bool,
+    /// Leave out the one-process-per-pane baseline (slow on many panes).
+    #[arg(long)]
+    pub no_process_baseline: bool,
+}
+
+/// One row of the report.
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchRow {
+    pub case: String,
+    pub scope: &'static str,
+    pub median_ms: f64,
+    pub bytes_scanned: u64,
+    pub lines_scanned: u64,
+    pub matching_lines: u64,
+    pub clamps: Vec<String>,
+    /// Median time over the raw single-connection fetch of the same range.
+    pub ratio_to_raw_fetch: f64,
+}
+
+/// The whole report.
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchReport {
+    pub panes: usize,
+    pub lines: usize,
+    pub width: u16,
+    pub runs: usize,
+    pub fill_ms: f64,
+    pub raw_visible_ms: f64,
+    pub raw_visible_bytes: usize,
+    pub raw_deep_ms: f64,
+    pub raw_deep_bytes: usize,
+    pub process_per_pane_visible_ms: Option<f64>,
+    pub process_per_pane_deep_ms: Option<f64>,
+    pub rows: Vec<BenchRow>,
+}
+
+fn ms(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1e5).round() / 1e2
+}
+
+/// The searches of the matrix: (name, deep?, arguments).
+fn cases(lines: usize) -> Vec<(&'static str, bool, Value)> {
+    let deep = lines as u64;
+    vec![
+        ("rare literal", false, json!({"pattern": NEEDLE})),
+        (
+            "regex",
+            false,
+            json!({"pattern": r"error\[E\d+\]", "regex": true}),
+        ),
+        (
+            "rare literal",
+            true,
+            json!({"pattern": NEEDLE, "scrollback_lines": deep}),
+        ),
+        (
+            "case-sensitive literal",
+            true,
+            json!({"pattern": "Traceback", "match_case": true, "scrollback_lines": deep}),
+        ),
+        (
+            "regex",
+            true,
+            json!({"pattern": r"error\[E\d+\]", "regex": true, "scrollback_lines": deep}),
+        ),
+        (
+            "5 patterns",
+            true,
+            json!({"patterns": ["panicked", "Traceback", "FAILED", NEEDLE, "segfault"], "scrollback_lines": deep}),
+        ),
+        (
+            "common word (max_matches clamps)",
+            true,
+            json!({"pattern": "the", "scrollback_lines": deep}),
+        ),
+        (
+            "budget: max_scan_bytes 1 MB",
+            true,
+            json!({"pattern": NEEDLE, "scrollback_lines": deep, "max_scan_bytes": 1_000_000}),
+        ),
+        (
+            "budget: timeout_ms 20",
+            true,
+            json!({"pattern": NEEDLE, "scrollback_lines": deep, "timeout_ms": 20}),
+        ),
+    ]
+}
+
+/// Runs the bench and prints the report.
+pub fn run(args: &BenchArgs) -> Result<(), String> {
+    let shape = FixtureShape {
+        panes: args.panes,
+        lines: args.lines,
+        width: args.width,
+        height: args.height,
+        needle_every: 40,
+    };
+    let fill = Instant::now();
+    let fixture = progress::fill_fixture("bench", shape, !args.json && !args.csv)?;
+    let fill_ms = ms(fill.elapsed());
+    let socket = fixture.server.socket_name().to_owned();
+    let panes = fixture.pane_ids.clone();
+    let runs = args.runs.max(1);
+    let cases = cases(args.lines);
+    let steps = 4 + cases.len() as u64 + u64::from(!args.no_process_baseline) * 2;
+    let bar = progress::steps(steps, !args.json && !args.csv);
+
+    bar.set_message("raw fetch, visible");
+    let raw_visible = baseline::raw_floor(&socket, "main", &panes, FetchRange::Visible, runs)
+        .map_err(|e| format!("raw fetch failed: {e}"))?;
+    bar.inc(1);
+    bar.set_message("raw fetch, deep");
+    let deep_range = FetchRange::Scrollback(args.lines as u64);
+    let raw_deep = baseline::raw_floor(&socket, "main", &panes, deep_range, runs)
+        .map_err(|e| format!("raw fetch failed: {e}"))?;
+    bar.inc(1);
+    let (mut ppp_visible, mut ppp_deep) = (None, None);
+    if !args.no_process_baseline {
+        bar.set_message("one process per pane, visible");
+        ppp_visible = Some(process_baseline(&socket, &panes, FetchRange::Visible)?);
+        bar.inc(1);
+        bar.set_message("one process per pane, deep");
+        ppp_deep = Some(process_baseline(&socket, &panes, deep_range)?);
+        bar.inc(1);
+    }
+
+    let mut client = McpClient::start(&socket)?;
+    bar.set_message("warming up");
+    client.call_tool(
+        "search_panes",
+        json!({"pattern": NEEDLE}),
+        Duration::from_secs(120),
+    )?;
+    bar.inc(2);
+
+    let mut rows = Vec::new();
+    for (name, deep, arguments) in cases {
+        bar.set_message(format!("{} {name}", if deep { "deep" } else { "visible" }));
+        let mut times = Vec::with_capacity(runs);
+        let mut last = Value::Null;
+        for _ in 0..runs {
+            let start = Instant::now();
+            last = client.call_tool("search_panes", arguments.clone(), Duration::from_secs(600))?;
+            times.push(start.elapsed());
+        }
+        let median_time = median(&mut times);
+        let floor = if deep { raw_deep } else { raw_visible };
+        rows.push(row(name, deep, median_time, &last, floor));
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    drop(client);
+
+    let report = BenchReport {
+        panes: args.panes,
+        lines: args.lines,
+        width: args.width,
+        runs,
+        fill_ms,
+        raw_visible_ms: ms(raw_visible.elapsed),
+        raw_visible_bytes: raw_visible.bytes,
+        raw_deep_ms: ms(raw_deep.elapsed),
+        raw_deep_bytes: raw_deep.bytes,
+        process_per_pane_visible_ms: ppp_visible.map(|f| ms(f.elapsed)),
+        process_per_pane_deep_ms: ppp_deep.map(|f| ms(f.elapsed)),
+        rows,
+    };
+    drop(fixture);
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?
+        );
+    } else if args.csv {
+        print_csv(&report);
+    } else {
+        print_table(&report);
+    }
+    Ok(())
+}
+
+fn process_baseline(socket: &str, panes: &[String], range: FetchRange) -> Result<Fetched, String> {
+    baseline::process_per_pane(socket, panes, range).map_err(|e| format!("tmux failed: {e}"))
+}
+
+fn row(name: &str, deep: bool, time: Duration, result: &Value, floor: Fetched) -> BenchRow {
+    let number = |key: &str| result.get(key).and_then(Value::as_u64).unwrap_or(0);
+    let matching_lines = result
+        .get("matches")
+        .and_then(Value::as_array)
+        .map(|panes| {
+            panes
+                .iter()
+                .filter_map(|p| p.get("lines").and_then(Value::as_array))
+                .map(|l| l.len() as u64)
+                .sum()
+        })
+        .unwrap_or(0);
+    let clamps = [
+        "captures_byte_clamped",
+        "matching_byte_clamped",
+        "matching_line_clamped",
+        "matching_time_clamped",
+        "pane_limit_clamped",
+        "scrollback_clamped",
+        "matches_truncated",
+    ]
+    .iter()
+    .filter(|k| result.get(**k) == Some(&Value::Bool(true)))
+    .map(|k| (*k).to_owned())
+    .collect();
+    BenchRow {
+        case: name.to_owned(),
+        scope: if deep { "deep" } else { "visible" },
+        median_ms: ms(time),
+        bytes_scanned: number("bytes_scanned"),
+        lines_scanned: number("lines_scanned"),
+        matching_lines,
+        clamps,
+        ratio_to_raw_fetch: if floor.elapsed.is_zero() {
+            0.0
+        } else {
+            (time.as_secs_f64() / floor.elapsed.as_secs_f64() * 100.0).round() / 100.0
+        },
+    }
+}
+
+fn print_table(r: &BenchReport) {
+    println!(
+        "panescan bench: {} panes x {} lines, width {}, median of {} runs (fill took {:.0} ms)\n",
+        r.panes, r.lines, r.width, r.runs, r.fill_ms
+    );
+    println!(
+        "raw fetch floor (one connection): visible {:.1} ms ({} bytes), deep {:.1} ms ({} bytes)",
+        r.raw_visible_ms, r.raw_visible_bytes, r.raw_deep_ms, r.raw_deep_bytes
+    );
+    if let (Some(v), Some(d)) = (r.process_per_pane_visible_ms, r.process_per_pane_deep_ms) {
+        println!("one tmux process per pane:         visible {v:.1} ms, deep {d:.1} ms");
+    }
+    println!();
+    println!(
+        "{:<8} {:<34} {:>10} {:>8} {:>12} {:>10} {:>6}  clamps",
+        "scope", "search", "median ms", "x raw", "bytes", "lines", "hits"
+    );
+    for row in &r.rows {
+        println!(
+            "{:<8} {:<34} {:>10.1} {:>8.2} {:>12} {:>10} {:>6}  {}",
+            row.scope,
+            row.case,
+            row.median_ms,
+            row.ratio_to_raw_fetch,
+            row.bytes_scanned,
+            row.lines_scanned,
+            row.matching_lines,
+            if row.clamps.is_empty() {
+                "-".to_owned()
+            } else {
+                row.clamps.join(",")
+            }
+        );
+    }
+}
+
+fn print_csv(r: &BenchReport) {
+    println!("scope,case,median_ms,ratio_to_raw_fetch,bytes_scanned,lines_scanned,matching_lines,clamps,raw_fetch_ms,panes,lines");
+    for row in &r.rows {
+        let raw = if row.scope == "deep" {
+            r.raw_deep_ms
+        } else {
+            r.raw_visible_ms
+        };
+        println!(
+            "{},\"{}\",{},{},{},{},{},\"{}\",{},{},{}",
+            row.scope,
+            row.case,
+            row.median_ms,
+            row.ratio_to_raw_fetch,
+            row.bytes_scanned,
+            row.lines_scanned,
+            row.matching_lines,
+            row.clamps.join(" "),
+            raw,
+            r.panes,
+            r.lines
+        );
+    }
+}

@@ -1,0 +1,157 @@
+//! A small MCP client over a child `panescan serve`'s stdio.
+//!
+//! `panescan demo` and `panescan bench` search through the real front end
+//! (JSON-RPC on a pipe, exactly what an MCP client does), so what they time
+//! is what a client gets.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, RecvTimeoutError};
+use serde_json::{json, Value};
+
+/// A running `panescan serve` and the pipe to it. Dropping it closes stdin
+/// (the server exits on EOF) and reaps the child.
+#[derive(Debug)]
+pub struct McpClient {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    next_id: u64,
+}
+
+impl McpClient {
+    /// Starts `panescan serve --socket-name NAME` from this very binary and
+    /// completes the `initialize` handshake.
+    pub fn start(socket_name: &str) -> Result<McpClient, String> {
+        let exe = std::env::current_exe().map_err(|e| format!("cannot find panescan: {e}"))?;
+        let mut child = Command::new(exe)
+            .args(["serve", "--socket-name", socket_name])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("cannot start panescan serve: {e}"))?;
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let (tx, lines) = crossbeam_channel::unbounded();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut client = McpClient {
+            stdin: child.stdin.take(),
+            child,
+            lines,
+            next_id: 1,
+        };
+        client.request(
+            "initialize",
+            json!({
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "panescan-cli", "version": env!("CARGO_PKG_VERSION")}
+            }),
+            Duration::from_secs(10),
+        )?;
+        client.notify("notifications/initialized", json!({}))?;
+        Ok(client)
+    }
+
+    fn send(&mut self, message: &Value) -> Result<(), String> {
+        let stdin = self.stdin.as_mut().ok_or("the server's stdin is closed")?;
+        let mut line = serde_json::to_vec(message).map_err(|e| e.to_string())?;
+        line.push(b'\n');
+        stdin
+            .write_all(&line)
+            .and_then(|()| stdin.flush())
+            .map_err(|e| format!("cannot write to panescan serve: {e}"))
+    }
+
+    /// Sends a notification.
+    pub fn notify(&mut self, method: &str, params: Value) -> Result<(), String> {
+        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}))
+    }
+
+    /// Sends a request and waits for its response (notifications in between
+    /// are skipped). Returns `result`, or the JSON-RPC error as text.
+    pub fn request(
+        &mut self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, String> {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let line = match self.lines.recv_timeout(left) {
+                Ok(line) => line,
+                Err(RecvTimeoutError::Timeout) => {
+                    return Err(format!("no answer to {method} within {timeout:?}"))
+                }
+                Err(RecvTimeoutError::Disconnected) => return Err("panescan serve exited".into()),
+            };
+            let Ok(message) = serde_json::from_str::<Value>(&line) else {
+                return Err(format!(
+                    "panescan serve wrote a line that is not JSON: {line}"
+                ));
+            };
+            if message.get("id") != Some(&json!(id)) {
+                continue;
+            }
+            if let Some(error) = message.get("error") {
+                return Err(format!("JSON-RPC error: {error}"));
+            }
+            return Ok(message.get("result").cloned().unwrap_or(Value::Null));
+        }
+    }
+
+    /// Calls a tool; returns its `structuredContent`, or the tool's error
+    /// message when it answered `isError`.
+    pub fn call_tool(
+        &mut self,
+        name: &str,
+        arguments: Value,
+        timeout: Duration,
+    ) -> Result<Value, String> {
+        let result = self.request(
+            "tools/call",
+            json!({"name": name, "arguments": arguments}),
+            timeout,
+        )?;
+        if result.get("isError") == Some(&Value::Bool(true)) {
+            let text = result
+                .pointer("/content/0/text")
+                .and_then(Value::as_str)
+                .unwrap_or("tool error");
+            return Err(text.to_owned());
+        }
+        Ok(result
+            .get("structuredContent")
+            .cloned()
+            .unwrap_or(Value::Null))
+    }
+}
+
+impl Drop for McpClient {
+    fn drop(&mut self) {
+        // EOF asks the server to finish and exit; give it a moment, then make
+        // sure.
+        self.stdin.take();
+        for _ in 0..50 {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,232 @@
+//! `panescan search`: search_panes for people, with grep's manners.
+//!
+//! Prints one line per hit (`%3 dev:1.0 -12: text`, coloured on a
+//! terminal) and a closing summary on stderr; `--json` prints the same
+//! structured result an MCP client gets. Exit status as grep: 0 when
+//! something matched, 1 when nothing did, 2 on error.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Args;
+
+use crate::mcp::registry::{Registry, Tier};
+use crate::tmux::{PaneId, WindowId};
+use crate::tools::context::{Limits, ServeConfig, ServerArgs, ToolContext};
+use crate::tools::search::{search_panes, summary_line, SearchPanesArgs, SearchPanesResult};
+
+/// `panescan search` options (the arguments of the search_panes tool).
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  panescan search 'error['                 # visible screens of every pane\n  panescan search -n 5000 Traceback          # and 5,000 lines of history\n  panescan search -e 'error\\[E\\d+\\]' -A      # regex, all history\n  panescan search -C 2 --session dev FAILED  # two lines of context, one session\n  panescan search --json panicked | jq .     # the structured result\n\nExit status: 0 if a line matched, 1 if none did, 2 on error."
+)]
+pub struct SearchArgs {
+    /// Text to find; several PATTERNs match any of them.
+    #[arg(required = true, num_args = 1..=64)]
+    pub patterns: Vec<String>,
+    /// Read patterns as bounded regular expressions.
+    #[arg(short = 'e', long)]
+    pub regex: bool,
+    /// Match case exactly (default: case-insensitive).
+    #[arg(short = 's', long)]
+    pub match_case: bool,
+    /// Only panes of this session (id $N or name).
+    #[arg(long)]
+    pub session: Option<String>,
+    /// Only panes of this window (@N).
+    #[arg(long)]
+    pub window: Option<String>,
+    /// Only these panes (%N; repeat or separate with commas).
+    #[arg(long = "pane", value_delimiter = ',')]
+    pub panes: Vec<String>,
+    /// History lines searched above each screen (default 0: visible only).
+    #[arg(short = 'n', long, value_name = "LINES")]
+    pub scrollback_lines: Option<u64>,
+    /// Search all history (the operator's ceiling).
+    #[arg(short = 'A', long, conflicts_with = "scrollback_lines")]
+    pub all_history: bool,
+    /// Match screen rows, not lines joined across wraps.
+    #[arg(long)]
+    pub no_join: bool,
+    /// Lines of context around each hit (0-10).
+    #[arg(short = 'C', long, value_name = "LINES")]
+    pub context: Option<u8>,
+    /// Matching lines kept per pane.
+    #[arg(long)]
+    pub max_matches_per_pane: Option<u64>,
+    /// Matching lines in all.
+    #[arg(long)]
+    pub max_matches: Option<u64>,
+    /// Matching panes shown (a page).
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Matching panes skipped (paging).
+    #[arg(long)]
+    pub offset: Option<usize>,
+    /// Stop after scanning this many bytes.
+    #[arg(long)]
+    pub max_scan_bytes: Option<u64>,
+    /// Stop after scanning this many lines.
+    #[arg(long)]
+    pub max_scan_lines: Option<u64>,
+    /// Stop after this many milliseconds.
+    #[arg(long)]
+    pub timeout_ms: Option<u64>,
+    /// The tmux server, by socket name (as `tmux -L`).
+    #[arg(short = 'L', long, conflicts_with = "socket_path")]
+    pub socket_name: Option<String>,
+    /// The tmux server, by socket path (as `tmux -S`).
+    #[arg(short = 'S', long)]
+    pub socket_path: Option<PathBuf>,
+    /// Print the structured result as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Colour: auto (on a terminal), always, never.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "always", "never"])]
+    pub color: String,
+}
+
+impl SearchArgs {
+    fn to_tool_args(&self, limits: &Limits) -> Result<SearchPanesArgs, String> {
+        let (pattern, patterns) = if self.patterns.len() == 1 {
+            (self.patterns.first().cloned(), None)
+        } else {
+            (None, Some(self.patterns.clone()))
+        };
+        let window = match &self.window {
+            Some(w) => Some(WindowId::parse(w).map_err(|e| e.to_string())?),
+            None => None,
+        };
+        let pane_ids = if self.panes.is_empty() {
+            None
+        } else {
+            Some(
+                self.panes
+                    .iter()
+                    .map(|p| PaneId::parse(p).map_err(|e| e.to_string()))
+                    .collect::<Result<Vec<_>, _>>()?,
+            )
+        };
+        let scrollback_lines = if self.all_history {
+            Some(limits.search.max_scrollback_lines)
+        } else {
+            self.scrollback_lines
+        };
+        Ok(SearchPanesArgs {
+            pattern,
+            patterns,
+            regex: self.regex,
+            match_case: self.match_case,
+            session: self.session.clone(),
+            window,
+            pane_ids,
+            scrollback_lines,
+            join_wrapped: Some(!self.no_join),
+            context_lines: self.context,
+            max_matches_per_pane: self.max_matches_per_pane,
+            max_matches: self.max_matches,
+            limit: self.limit,
+            offset: self.offset,
+            max_scan_bytes: self.max_scan_bytes,
+            max_scan_lines: self.max_scan_lines,
+            timeout_ms: self.timeout_ms,
+            server: ServerArgs::default(),
+        })
+    }
+}
+
+/// Runs the search; the exit code follows grep.
+pub fn run(args: &SearchArgs) -> ExitCode {
+    let config = ServeConfig {
+        socket_name: args.socket_name.clone(),
+        socket_path: args.socket_path.clone(),
+        tier: Tier::Readonly,
+        limits: Limits::default(),
+    };
+    let tool_args = match args.to_tool_args(&config.limits) {
+        Ok(a) => a,
+        Err(e) => return fail(&e),
+    };
+    let ctx = ToolContext::new(
+        Arc::new(config),
+        Arc::new(Registry::for_tier(Tier::Readonly)),
+    );
+    let result = search_panes(&ctx, &tool_args);
+    crate::tools::shutdown_connections();
+    let result = match result {
+        Ok(r) => r,
+        Err(e) => return fail(&e.message),
+    };
+    let mut out = std::io::stdout().lock();
+    let written = if args.json {
+        serde_json::to_string_pretty(&result)
+            .map_err(std::io::Error::other)
+            .and_then(|s| writeln!(out, "{s}"))
+    } else {
+        let colour = match args.color.as_str() {
+            "always" => true,
+            "never" => false,
+            _ => std::io::stdout().is_terminal(),
+        };
+        print_hits(&mut out, &result, colour)
+    };
+    if let Err(e) = written {
+        // A closed pipe (`| head`) is not an error worth a message.
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            return fail(&e.to_string());
+        }
+    }
+    if !args.json {
+        eprintln!("{}", summary_line(&result));
+    }
+    if result.total_panes_matched > 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+fn fail(message: &str) -> ExitCode {
+    eprintln!("panescan search: {message}");
+    ExitCode::from(2)
+}
+
+const MAGENTA: &str = "\x1b[35m";
+const GREEN: &str = "\x1b[32m";
+const DIM: &str = "\x1b[2m";
+const RESET: &str = "\x1b[0m";
+
+fn print_hits(
+    out: &mut impl Write,
+    result: &SearchPanesResult,
+    colour: bool,
+) -> std::io::Result<()> {
+    let (m, g, d, r) = if colour {
+        (MAGENTA, GREEN, DIM, RESET)
+    } else {
+        ("", "", "", "")
+    };
+    for pane in &result.matches {
+        let place = format!(
+            "{m}{}{r} {}:{}.{}",
+            pane.pane_id, pane.session_name, pane.window_index, pane.pane_index
+        );
+        for hit in &pane.lines {
+            let first = hit.line - hit.before.len() as i64;
+            for (i, text) in hit.before.iter().enumerate() {
+                writeln!(out, "{place} {g}{}{r}- {d}{text}{r}", first + i as i64)?;
+            }
+            writeln!(out, "{place} {g}{}{r}: {}", hit.line, hit.text)?;
+            for (i, text) in hit.after.iter().enumerate() {
+                writeln!(
+                    out,
+                    "{place} {g}{}{r}- {d}{text}{r}",
+                    hit.line + 1 + i as i64
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
