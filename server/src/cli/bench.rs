@@ -134,6 +134,7 @@ fn cases(lines: usize) -> Vec<(&'static str, bool, Value)> {
 
 /// Runs the bench and prints the report.
 pub fn run(args: &BenchArgs) -> Result<(), String> {
+    crate::tmux::private_server::kill_on_interrupt();
     let shape = FixtureShape {
         panes: args.panes,
         lines: args.lines,

@@ -7,6 +7,7 @@ use clap::{Args, Parser, Subcommand};
 
 pub mod bench;
 pub mod client;
+pub mod demo;
 pub mod progress;
 pub mod search;
 
@@ -28,6 +29,8 @@ pub enum Commands {
     Serve(ServeArgs),
     /// Search every pane of a tmux server, like grep.
     Search(Box<search::SearchArgs>),
+    /// See it work: a private tmux server full of real output, searched.
+    Demo(Box<demo::DemoArgs>),
     /// Time searches on a private tmux server of a given shape.
     Bench(Box<bench::BenchArgs>),
 }
@@ -61,6 +64,13 @@ pub fn main() -> ExitCode {
             ExitCode::from(u8::try_from(code).unwrap_or(1))
         }
         Commands::Search(args) => search::run(&args),
+        Commands::Demo(args) => match demo::run(&args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("panescan demo: {e}");
+                ExitCode::from(2)
+            }
+        },
         Commands::Bench(args) => match bench::run(&args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {

@@ -10,6 +10,7 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// A tmux server on a unique socket name, killed on drop.
@@ -65,6 +66,9 @@ impl PrivateServer {
         let (w, h) = (width.to_string(), height.to_string());
         server.run_ok(["new-session", "-d", "-s", "main", "-x", &w, "-y", &h])?;
         server.socket_path = Some(server.socket_path()?);
+        if let Ok(mut live) = LIVE.lock() {
+            live.push(server.socket_name.clone());
+        }
         Ok(server)
     }
 
@@ -172,8 +176,52 @@ impl PrivateServer {
     }
 }
 
+/// Socket names of the private servers this process started and has not
+/// dropped yet, so a signal handler can kill them before exiting
+/// ([`kill_all_live`]).
+static LIVE: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// Kills every private server this process still has running. For
+/// SIGINT/SIGTERM handlers: exiting from a signal runs no destructor.
+pub fn kill_all_live() {
+    let names = match LIVE.lock() {
+        Ok(mut live) => std::mem::take(&mut *live),
+        Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
+    };
+    for name in names {
+        let _ = Command::new("tmux")
+            .args(["-L", &name, "kill-server"])
+            .env_remove("TMUX")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// Kills this process's private servers and exits with status 130 on
+/// SIGINT or SIGTERM, for commands (demo, bench) that start servers.
+pub fn kill_on_interrupt() {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else {
+        return;
+    };
+    let _ = std::thread::Builder::new()
+        .name("interrupt".into())
+        .spawn(move || {
+            if signals.forever().next().is_some() {
+                kill_all_live();
+                eprintln!("\ninterrupted: private tmux server killed");
+                std::process::exit(130);
+            }
+        });
+}
+
 impl Drop for PrivateServer {
     fn drop(&mut self) {
+        if let Ok(mut live) = LIVE.lock() {
+            live.retain(|n| n != &self.socket_name);
+        }
         self.kill();
         let _ = std::fs::remove_file(&self.config);
         if let Some(path) = &self.socket_path {

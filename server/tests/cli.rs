@@ -1,0 +1,160 @@
+//! The command line as a person uses it: demo, search (grep's exit codes),
+//! bench, help and version.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::process::Command;
+
+use panescan::tmux::private_server::PrivateServer;
+
+fn panescan() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_panescan"));
+    cmd.env_remove("TMUX").env_remove("TMUX_PANE");
+    cmd
+}
+
+fn server_alive(socket_name: &str) -> bool {
+    Command::new("tmux")
+        .args(["-L", socket_name, "list-sessions"])
+        .output()
+        .unwrap()
+        .status
+        .success()
+}
+
+#[test]
+fn demo_finds_lines_and_leaves_no_server_behind() {
+    let out = panescan()
+        .args(["demo", "--panes", "20", "--lines", "300"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "demo failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("error: panescan-needle in pane 0"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("clamped: matches_truncated"), "{stdout}");
+    assert!(stdout.contains("one tmux process per pane"), "{stdout}");
+    let socket = stdout
+        .split("tmux -L ")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .expect("demo names its server");
+    assert!(!server_alive(socket), "demo left {socket} running");
+}
+
+#[test]
+fn search_exit_codes_follow_grep() {
+    let server = PrivateServer::start("cli-search", 80, 20).unwrap();
+    server
+        .run_ok([
+            "new-window",
+            "-d",
+            "printf 'hello from the pane\\n'; exec sleep 100000",
+        ])
+        .unwrap();
+    let name = server.socket_name();
+    let mut found = String::new();
+    for _ in 0..100 {
+        let out = panescan()
+            .args(["search", "-L", name, "hello from"])
+            .output()
+            .unwrap();
+        found = String::from_utf8_lossy(&out.stdout).into_owned();
+        if out.status.code() == Some(0) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(found.contains(": hello from the pane"), "{found}");
+    assert!(!found.contains('\x1b'), "no colour when not on a terminal");
+
+    let none = panescan()
+        .args(["search", "-L", name, "absent-text-zzz"])
+        .output()
+        .unwrap();
+    assert_eq!(none.status.code(), Some(1));
+    assert!(none.stdout.is_empty());
+
+    let bad = panescan()
+        .args(["search", "-L", name, "-e", "a{5000}"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("1,000"));
+
+    let json = panescan()
+        .args(["search", "-L", name, "--json", "hello from"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["total_panes_matched"], 1);
+
+    let gone = panescan()
+        .args(["search", "-L", "panescan-no-such-server-x", "x"])
+        .output()
+        .unwrap();
+    assert_eq!(gone.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&gone.stderr).contains("no tmux server"));
+}
+
+#[test]
+fn bench_reports_every_case_as_json() {
+    let out = panescan()
+        .args([
+            "bench",
+            "--panes",
+            "4",
+            "--lines",
+            "200",
+            "--width",
+            "80",
+            "--runs",
+            "1",
+            "--json",
+            "--no-process-baseline",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    assert!(rows.len() >= 8);
+    assert!(v["raw_deep_ms"].as_f64().unwrap() > 0.0);
+    let clamped = rows
+        .iter()
+        .find(|r| r["case"].as_str().unwrap().contains("max_scan_bytes"))
+        .unwrap();
+    // 4 panes x 200 lines is well under 1 MB: the budget does not fire.
+    assert!(
+        clamped["clamps"].as_array().unwrap().is_empty(),
+        "{clamped}"
+    );
+    let rare = rows
+        .iter()
+        .find(|r| r["case"] == "rare literal" && r["scope"] == "deep")
+        .unwrap();
+    assert_eq!(rare["matching_lines"], 1, "{rare}");
+}
+
+#[test]
+fn help_and_version_work_everywhere() {
+    let v = panescan().arg("--version").output().unwrap();
+    assert!(String::from_utf8_lossy(&v.stdout).starts_with("panescan "));
+    for sub in ["serve", "search", "demo", "bench"] {
+        let h = panescan().args([sub, "--help"]).output().unwrap();
+        assert!(h.status.success(), "{sub} --help");
+        let text = String::from_utf8_lossy(&h.stdout);
+        assert!(text.contains("Usage"), "{sub}: {text}");
+    }
+    let h = panescan().args(["search", "--help"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&h.stdout).contains("Examples"));
+}
