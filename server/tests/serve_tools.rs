@@ -8,7 +8,7 @@ mod common;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use common::{eventually, validate, Serve};
+use common::{eventually, plain_shell, validate, Serve};
 use panescan::tmux::private_server::PrivateServer;
 use serde_json::{json, Value};
 
@@ -188,6 +188,7 @@ fn inventory_tools_list_get_filter_and_name_what_exists() {
 #[test]
 fn capture_pane_ranges_lines_and_bytes_are_bounded_and_reported() {
     let (tmux, mut s) = Serve::with_tmux("capture");
+    plain_shell(&tmux, "%0");
     type_line(&tmux, "%0", "clear; seq 1 300");
     wait_screen(&tmux, "%0", "300");
     s.initialize();
@@ -276,6 +277,7 @@ fn capture_since_follows_output_through_trimming_respawn_and_bad_cursors() {
         .unwrap();
     tmux.run_ok(["new-window", "-t", "main"]).unwrap();
     let pane = "%1";
+    plain_shell(&tmux, pane);
     type_line(&tmux, pane, "clear; echo start-marker");
     wait_screen(&tmux, pane, "start-marker");
 
@@ -392,6 +394,7 @@ fn capture_since_follows_output_through_trimming_respawn_and_bad_cursors() {
 #[test]
 fn snapshot_pane_reports_copy_mode_scroll_and_dead_panes() {
     let (tmux, mut s) = Serve::with_tmux("snapshot");
+    plain_shell(&tmux, "%0");
     type_line(&tmux, "%0", "clear; seq 1 100");
     wait_screen(&tmux, "%0", "100");
     s.initialize();
@@ -569,6 +572,7 @@ fn options_environment_hooks_variables_and_formats() {
 #[test]
 fn wait_for_text_sees_only_new_text_and_is_cancellable_with_progress() {
     let (tmux, mut s) = Serve::with_tmux("wait");
+    plain_shell(&tmux, "%0");
     type_line(&tmux, "%0", "clear; echo already-here");
     wait_screen(&tmux, "%0", "already-here");
     s.initialize();
@@ -660,6 +664,7 @@ fn wait_for_text_sees_only_new_text_and_is_cancellable_with_progress() {
 #[test]
 fn batch_runs_in_order_stops_or_continues_and_fits_the_ceiling() {
     let (tmux, mut s) = Serve::with_tmux_size("batch", 200, 40);
+    plain_shell(&tmux, "%0");
     s.initialize();
     let schemas = output_schemas(&mut s);
     let v = ok(

@@ -6,12 +6,16 @@
 //! - [`options`] — options, environment, hooks, format variables, display_message.
 //! - [`wait`] — wait_for_text.
 //! - [`batch`] — call_read_tools_batch.
+//! - [`mutate`] — send_keys, rename_window, set_pane_title (mutating tier).
+//! - [`destroy`] — kill_pane, kill_window, kill_session (destructive tier).
 
 pub mod batch;
 pub mod capture;
 pub mod context;
+pub mod destroy;
 pub mod filters;
 pub mod inspect;
+pub mod mutate;
 pub mod options;
 pub mod wait;
 
@@ -43,6 +47,12 @@ pub fn all() -> Vec<ToolEntry> {
         ToolEntry::of::<options::DisplayMessage>(),
         ToolEntry::of::<wait::WaitForText>(),
         ToolEntry::of::<batch::CallReadToolsBatch>(),
+        ToolEntry::of::<mutate::SendKeys>(),
+        ToolEntry::of::<mutate::RenameWindow>(),
+        ToolEntry::of::<mutate::SetPaneTitle>(),
+        ToolEntry::of::<destroy::KillPane>(),
+        ToolEntry::of::<destroy::KillWindow>(),
+        ToolEntry::of::<destroy::KillSession>(),
     ]
 }
 
