@@ -419,10 +419,18 @@ fn snapshot_pane_reports_copy_mode_scroll_and_dead_panes() {
         .unwrap();
     tmux.run_ok(["new-window", "-t", "main", "sh -c 'echo bye; exit 3'"])
         .unwrap();
+    // tmux marks the pane dead when its terminal closes and learns the
+    // exit status a moment later, from SIGCHLD: wait for both.
     assert!(eventually(Duration::from_secs(5), || {
-        tmux.run_ok(["display-message", "-p", "-t", "%1", "#{pane_dead}"])
-            .map(|o| o.trim() == "1")
-            .unwrap_or(false)
+        tmux.run_ok([
+            "display-message",
+            "-p",
+            "-t",
+            "%1",
+            "#{pane_dead}:#{pane_dead_status}",
+        ])
+        .map(|o| o.trim() == "1:3")
+        .unwrap_or(false)
     }));
     let v = ok(&mut s, &schemas, "snapshot_pane", json!({"pane_id": "%1"}));
     assert_eq!(v["pane_dead"], true);
