@@ -697,16 +697,26 @@ fn batch_runs_in_order_stops_or_continues_and_fits_the_ceiling() {
     assert!(rows[1]["error"].as_str().unwrap().contains("no pane %99"));
     assert_eq!(rows[2]["result"]["pane_id"], "%0");
 
-    let v = ok(
-        &mut s,
-        &schemas,
-        "call_read_tools_batch",
-        json!({"operations": [
-        {"tool": "list_sessions"},
-        {"tool": "get_pane_info", "arguments": {"pane_id": "%99"}},
-        {"tool": "capture_pane", "arguments": {"pane_id": "%0"}}]}),
+    let r = s.request(
+        "tools/call",
+        json!({"name": "call_read_tools_batch",
+        "_meta": {"progressToken": "b-1"},
+        "arguments": {"operations": [
+            {"tool": "list_sessions"},
+            {"tool": "get_pane_info", "arguments": {"pane_id": "%99"}},
+            {"tool": "capture_pane", "arguments": {"pane_id": "%0"}}]}}),
     );
+    let v = r["result"]["structuredContent"].clone();
     assert_eq!(v["stopped_at"], 1);
+    let progress: Vec<f64> = s
+        .take_pending()
+        .iter()
+        .filter(|m| {
+            m["method"] == "notifications/progress" && m["params"]["progressToken"] == "b-1"
+        })
+        .map(|m| m["params"]["progress"].as_f64().unwrap())
+        .collect();
+    assert_eq!(progress, vec![1.0, 2.0]);
     assert_eq!(v["results"].as_array().unwrap().len(), 2);
 
     let e = s.call_err("call_read_tools_batch", json!({"operations": [

@@ -83,10 +83,7 @@ impl ToolContext {
                 socket_path: server.socket_path.clone(),
             }
         } else {
-            ServerSpec {
-                socket_name: self.config.socket_name.clone(),
-                socket_path: self.config.socket_path.clone(),
-            }
+            self.config.server.clone()
         };
         let tmux = Tmux::shared(&spec).map_err(ToolError::from)?;
         if let Ok(mut v) = opened().lock() {
