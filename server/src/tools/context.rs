@@ -62,10 +62,10 @@ pub struct ServeConfig {
 /// The arguments every tool takes to pick a tmux server.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 pub struct ServerArgs {
-    /// tmux -L socket name. Default: the server panescan serves.
+    /// tmux -L socket name (default: panescan's server).
     #[serde(default)]
     pub socket_name: Option<String>,
-    /// tmux -S socket path (instead of socket_name).
+    /// tmux -S socket path.
     #[serde(default)]
     pub socket_path: Option<PathBuf>,
 }
