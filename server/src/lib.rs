@@ -6,6 +6,7 @@
 //! stdio; [`cli`] is the command line for people.
 
 pub mod cli;
+pub mod fixture;
 pub mod mcp;
 pub mod tmux;
 pub mod tools;
