@@ -497,6 +497,22 @@ fn options_environment_hooks_variables_and_formats() {
         json!({"name": "escape-time", "scope": "server"}),
     );
     assert!(v["value"].as_str().unwrap().parse::<u64>().is_ok(), "{v}");
+    let v = ok(
+        &mut s,
+        &schemas,
+        "show_option",
+        json!({"name": "@panescan_unset"}),
+    );
+    assert_eq!(v["value"], Value::Null);
+    tmux.run_ok(["set-option", "-g", "@panescan_set", "yes"])
+        .unwrap();
+    let v = ok(
+        &mut s,
+        &schemas,
+        "show_option",
+        json!({"name": "@panescan_set"}),
+    );
+    assert_eq!(v["value"], "yes");
     let e = s.call_err("show_option", json!({"name": "no-such-option"}));
     assert!(e.contains("no-such-option"), "{e}");
     let e = s.call_err("show_option", json!({"name": "x; kill-server"}));
