@@ -256,6 +256,40 @@ fn capture_pane_ranges_lines_and_bytes_are_bounded_and_reported() {
     );
     assert!(v["omitted_bytes"].as_u64().unwrap() > 100);
 
+    // A line wider than the pane wraps onto two rows; join_wrapped gives it
+    // back whole. Escapes only when asked for.
+    let long = "W".repeat(120);
+    type_line(
+        &tmux,
+        "%0",
+        &format!("clear; printf '\\033[31mred\\033[0m\\n'; echo {long}; echo wrapped-done"),
+    );
+    wait_screen(&tmux, "%0", "wrapped-done");
+    let v = ok(&mut s, &schemas, "capture_pane", json!({"pane_id": "%0"}));
+    let text = v["text"].as_str().unwrap();
+    assert!(
+        !text.contains(&long) && text.contains(&"W".repeat(80)),
+        "{text}"
+    );
+    assert!(!text.contains('\u{1b}'));
+    let v = ok(
+        &mut s,
+        &schemas,
+        "capture_pane",
+        json!({"pane_id": "%0", "join_wrapped": true}),
+    );
+    assert!(
+        v["text"].as_str().unwrap().lines().any(|l| l == long),
+        "{v}"
+    );
+    let v = ok(
+        &mut s,
+        &schemas,
+        "capture_pane",
+        json!({"pane_id": "%0", "escapes": true}),
+    );
+    assert!(v["text"].as_str().unwrap().contains("\u{1b}[31mred"), "{v}");
+
     let e = s.call_err(
         "capture_pane",
         json!({"pane_id": "%0", "start": 5, "end": 2}),
@@ -776,6 +810,12 @@ fn shutdown_leaves_no_tmux_client_attached() {
         let (tmux, mut s) = Serve::with_tmux("shutdown");
         s.initialize();
         s.call_ok("list_panes", json!({}));
+        // A long wait is in flight when the end comes: it is cancelled, and
+        // the server still exits promptly.
+        s.send(&json!({"jsonrpc": "2.0", "id": "long", "method": "tools/call", "params": {
+            "name": "wait_for_text", "arguments": {"pane_id": "%0", "pattern": "never", "timeout_ms": 60000}}}));
+        std::thread::sleep(Duration::from_millis(200));
+        let started = Instant::now();
         let clients = || {
             tmux.run_ok(["list-clients", "-F", "#{client_name}"])
                 .unwrap_or_default()
@@ -787,6 +827,10 @@ fn shutdown_leaves_no_tmux_client_attached() {
         }
         let status = s.wait_exit(Duration::from_secs(5)).expect("exits");
         assert!(status.success(), "{how}: {status}");
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{how}: slow exit"
+        );
         assert!(
             eventually(Duration::from_secs(3), || clients().trim().is_empty()),
             "{how}: clients still attached: {}",
