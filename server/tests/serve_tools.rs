@@ -8,7 +8,7 @@ mod common;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use common::{eventually, validate, Serve};
+use common::{eventually, plain_shell, validate, Serve};
 use panescan::tmux::private_server::PrivateServer;
 use serde_json::{json, Value};
 
@@ -188,6 +188,7 @@ fn inventory_tools_list_get_filter_and_name_what_exists() {
 #[test]
 fn capture_pane_ranges_lines_and_bytes_are_bounded_and_reported() {
     let (tmux, mut s) = Serve::with_tmux("capture");
+    plain_shell(&tmux, "%0");
     type_line(&tmux, "%0", "clear; seq 1 300");
     wait_screen(&tmux, "%0", "300");
     s.initialize();
@@ -255,6 +256,40 @@ fn capture_pane_ranges_lines_and_bytes_are_bounded_and_reported() {
     );
     assert!(v["omitted_bytes"].as_u64().unwrap() > 100);
 
+    // A line wider than the pane wraps onto two rows; join_wrapped gives it
+    // back whole. Escapes only when asked for.
+    let long = "W".repeat(120);
+    type_line(
+        &tmux,
+        "%0",
+        &format!("clear; printf '\\033[31mred\\033[0m\\n'; echo {long}; echo wrapped-done"),
+    );
+    wait_screen(&tmux, "%0", "wrapped-done");
+    let v = ok(&mut s, &schemas, "capture_pane", json!({"pane_id": "%0"}));
+    let text = v["text"].as_str().unwrap();
+    assert!(
+        !text.contains(&long) && text.contains(&"W".repeat(80)),
+        "{text}"
+    );
+    assert!(!text.contains('\u{1b}'));
+    let v = ok(
+        &mut s,
+        &schemas,
+        "capture_pane",
+        json!({"pane_id": "%0", "join_wrapped": true}),
+    );
+    assert!(
+        v["text"].as_str().unwrap().lines().any(|l| l == long),
+        "{v}"
+    );
+    let v = ok(
+        &mut s,
+        &schemas,
+        "capture_pane",
+        json!({"pane_id": "%0", "escapes": true}),
+    );
+    assert!(v["text"].as_str().unwrap().contains("\u{1b}[31mred"), "{v}");
+
     let e = s.call_err(
         "capture_pane",
         json!({"pane_id": "%0", "start": 5, "end": 2}),
@@ -276,6 +311,7 @@ fn capture_since_follows_output_through_trimming_respawn_and_bad_cursors() {
         .unwrap();
     tmux.run_ok(["new-window", "-t", "main"]).unwrap();
     let pane = "%1";
+    plain_shell(&tmux, pane);
     type_line(&tmux, pane, "clear; echo start-marker");
     wait_screen(&tmux, pane, "start-marker");
 
@@ -392,6 +428,7 @@ fn capture_since_follows_output_through_trimming_respawn_and_bad_cursors() {
 #[test]
 fn snapshot_pane_reports_copy_mode_scroll_and_dead_panes() {
     let (tmux, mut s) = Serve::with_tmux("snapshot");
+    plain_shell(&tmux, "%0");
     type_line(&tmux, "%0", "clear; seq 1 100");
     wait_screen(&tmux, "%0", "100");
     s.initialize();
@@ -416,10 +453,18 @@ fn snapshot_pane_reports_copy_mode_scroll_and_dead_panes() {
         .unwrap();
     tmux.run_ok(["new-window", "-t", "main", "sh -c 'echo bye; exit 3'"])
         .unwrap();
+    // tmux marks the pane dead when its terminal closes and learns the
+    // exit status a moment later, from SIGCHLD: wait for both.
     assert!(eventually(Duration::from_secs(5), || {
-        tmux.run_ok(["display-message", "-p", "-t", "%1", "#{pane_dead}"])
-            .map(|o| o.trim() == "1")
-            .unwrap_or(false)
+        tmux.run_ok([
+            "display-message",
+            "-p",
+            "-t",
+            "%1",
+            "#{pane_dead}:#{pane_dead_status}",
+        ])
+        .map(|o| o.trim() == "1:3")
+        .unwrap_or(false)
     }));
     let v = ok(&mut s, &schemas, "snapshot_pane", json!({"pane_id": "%1"}));
     assert_eq!(v["pane_dead"], true);
@@ -486,6 +531,22 @@ fn options_environment_hooks_variables_and_formats() {
         json!({"name": "escape-time", "scope": "server"}),
     );
     assert!(v["value"].as_str().unwrap().parse::<u64>().is_ok(), "{v}");
+    let v = ok(
+        &mut s,
+        &schemas,
+        "show_option",
+        json!({"name": "@panescan_unset"}),
+    );
+    assert_eq!(v["value"], Value::Null);
+    tmux.run_ok(["set-option", "-g", "@panescan_set", "yes"])
+        .unwrap();
+    let v = ok(
+        &mut s,
+        &schemas,
+        "show_option",
+        json!({"name": "@panescan_set"}),
+    );
+    assert_eq!(v["value"], "yes");
     let e = s.call_err("show_option", json!({"name": "no-such-option"}));
     assert!(e.contains("no-such-option"), "{e}");
     let e = s.call_err("show_option", json!({"name": "x; kill-server"}));
@@ -569,6 +630,7 @@ fn options_environment_hooks_variables_and_formats() {
 #[test]
 fn wait_for_text_sees_only_new_text_and_is_cancellable_with_progress() {
     let (tmux, mut s) = Serve::with_tmux("wait");
+    plain_shell(&tmux, "%0");
     type_line(&tmux, "%0", "clear; echo already-here");
     wait_screen(&tmux, "%0", "already-here");
     s.initialize();
@@ -660,6 +722,7 @@ fn wait_for_text_sees_only_new_text_and_is_cancellable_with_progress() {
 #[test]
 fn batch_runs_in_order_stops_or_continues_and_fits_the_ceiling() {
     let (tmux, mut s) = Serve::with_tmux_size("batch", 200, 40);
+    plain_shell(&tmux, "%0");
     s.initialize();
     let schemas = output_schemas(&mut s);
     let v = ok(
@@ -684,16 +747,26 @@ fn batch_runs_in_order_stops_or_continues_and_fits_the_ceiling() {
     assert!(rows[1]["error"].as_str().unwrap().contains("no pane %99"));
     assert_eq!(rows[2]["result"]["pane_id"], "%0");
 
-    let v = ok(
-        &mut s,
-        &schemas,
-        "call_read_tools_batch",
-        json!({"operations": [
-        {"tool": "list_sessions"},
-        {"tool": "get_pane_info", "arguments": {"pane_id": "%99"}},
-        {"tool": "capture_pane", "arguments": {"pane_id": "%0"}}]}),
+    let r = s.request(
+        "tools/call",
+        json!({"name": "call_read_tools_batch",
+        "_meta": {"progressToken": "b-1"},
+        "arguments": {"operations": [
+            {"tool": "list_sessions"},
+            {"tool": "get_pane_info", "arguments": {"pane_id": "%99"}},
+            {"tool": "capture_pane", "arguments": {"pane_id": "%0"}}]}}),
     );
+    let v = r["result"]["structuredContent"].clone();
     assert_eq!(v["stopped_at"], 1);
+    let progress: Vec<f64> = s
+        .take_pending()
+        .iter()
+        .filter(|m| {
+            m["method"] == "notifications/progress" && m["params"]["progressToken"] == "b-1"
+        })
+        .map(|m| m["params"]["progress"].as_f64().unwrap())
+        .collect();
+    assert_eq!(progress, vec![1.0, 2.0]);
     assert_eq!(v["results"].as_array().unwrap().len(), 2);
 
     let e = s.call_err("call_read_tools_batch", json!({"operations": [
@@ -737,6 +810,12 @@ fn shutdown_leaves_no_tmux_client_attached() {
         let (tmux, mut s) = Serve::with_tmux("shutdown");
         s.initialize();
         s.call_ok("list_panes", json!({}));
+        // A long wait is in flight when the end comes: it is cancelled, and
+        // the server still exits promptly.
+        s.send(&json!({"jsonrpc": "2.0", "id": "long", "method": "tools/call", "params": {
+            "name": "wait_for_text", "arguments": {"pane_id": "%0", "pattern": "never", "timeout_ms": 60000}}}));
+        std::thread::sleep(Duration::from_millis(200));
+        let started = Instant::now();
         let clients = || {
             tmux.run_ok(["list-clients", "-F", "#{client_name}"])
                 .unwrap_or_default()
@@ -748,6 +827,10 @@ fn shutdown_leaves_no_tmux_client_attached() {
         }
         let status = s.wait_exit(Duration::from_secs(5)).expect("exits");
         assert!(status.success(), "{how}: {status}");
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{how}: slow exit"
+        );
         assert!(
             eventually(Duration::from_secs(3), || clients().trim().is_empty()),
             "{how}: clients still attached: {}",

@@ -12,6 +12,7 @@ pub mod progress;
 pub mod search;
 
 use crate::mcp::registry::Tier;
+use crate::tmux::ServerSpec;
 use crate::tools::context::{Limits, ServeConfig};
 
 /// panescan: search every tmux pane, scrollback included.
@@ -55,8 +56,10 @@ pub fn main() -> ExitCode {
     match cli.command {
         Commands::Serve(args) => {
             let config = ServeConfig {
-                socket_name: args.socket_name,
-                socket_path: args.socket_path,
+                server: ServerSpec {
+                    socket_name: args.socket_name,
+                    socket_path: args.socket_path,
+                },
                 tier: args.tier,
                 limits: Limits::default(),
             };

@@ -323,4 +323,28 @@ mod tests {
         );
         assert_eq!(r.next_line().unwrap(), None);
     }
+
+    proptest::proptest! {
+        #[test]
+        fn any_bytes_classify_without_panicking(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..256)) {
+            let _ = parse_message(&bytes);
+        }
+
+        #[test]
+        fn reader_splits_like_split_whatever_the_buffering(
+            lines in proptest::collection::vec("[a-z{}\\\" ]{0,40}", 0..20),
+            cap in 1usize..64,
+        ) {
+            let input = lines.iter().map(|l| format!("{l}\n")).collect::<String>();
+            let mut r = LineReader::new(io::BufReader::with_capacity(cap, input.as_bytes()), 1 << 20);
+            let mut got = Vec::new();
+            while let Some(line) = r.next_line().unwrap() {
+                match line {
+                    Line::Complete(b) => got.push(String::from_utf8(b).unwrap()),
+                    Line::TooLong { .. } => panic!("no line is too long here"),
+                }
+            }
+            proptest::prop_assert_eq!(got, lines);
+        }
+    }
 }

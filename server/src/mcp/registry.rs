@@ -84,6 +84,12 @@ impl Annotations {
         idempotent: false,
         open_world: false,
     };
+    pub const MUTATE_IDEMPOTENT: Annotations = Annotations {
+        read_only: false,
+        destructive: false,
+        idempotent: true,
+        open_world: false,
+    };
     pub const DESTROY: Annotations = Annotations {
         read_only: false,
         destructive: true,

@@ -8,6 +8,8 @@
 //! either way, and while the whole response would pass the ceiling the
 //! largest result is dropped and marked.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -131,12 +133,18 @@ impl Tool for CallReadToolsBatch {
                 (op.tool.clone(), Value::Object(a))
             })
             .collect();
+        // Progress: operations finished out of n.
+        let done = AtomicUsize::new(0);
         let run_one = |tool: &str, a: Value| -> Result<Value, String> {
-            match ctx.registry.call(&ctx.child(), tool, a) {
+            let r = match ctx.registry.call(&ctx.child(), tool, a) {
                 Some(Ok(out)) => Ok(out.structured),
                 Some(Err(e)) => Err(e.message),
                 None => Err(format!("unknown tool {tool:?}")),
-            }
+            };
+            let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
+            ctx.progress
+                .report(finished as f64, Some(n as f64), Some(tool));
+            r
         };
         let mut outcomes: Vec<Result<Value, String>> = Vec::with_capacity(n);
         let mut stopped_at = None;

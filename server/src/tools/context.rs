@@ -11,6 +11,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::mcp::registry::{Registry, Tier};
+use crate::tmux::ServerSpec;
 
 /// Ceilings the operator sets for every call. Callers may ask for less,
 /// never for more.
@@ -54,10 +55,9 @@ impl Default for Limits {
 /// `panescan serve`'s configuration.
 #[derive(Debug, Clone, Default)]
 pub struct ServeConfig {
-    /// The tmux server used when a call names none (`-L`).
-    pub socket_name: Option<String>,
-    /// The tmux server used when a call names none (`-S`).
-    pub socket_path: Option<PathBuf>,
+    /// The tmux server used when a call names none (`--socket-name` /
+    /// `--socket-path`; both unset: the one `tmux` itself would use).
+    pub server: ServerSpec,
     pub tier: Tier,
     pub limits: Limits,
 }
@@ -65,10 +65,10 @@ pub struct ServeConfig {
 /// The arguments every tool takes to pick a tmux server.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 pub struct ServerArgs {
-    /// tmux -L socket name. Default: the server panescan serves.
+    /// tmux -L socket name (default: panescan's server).
     #[serde(default)]
     pub socket_name: Option<String>,
-    /// tmux -S socket path (instead of socket_name).
+    /// tmux -S socket path.
     #[serde(default)]
     pub socket_path: Option<PathBuf>,
 }

@@ -7,12 +7,16 @@
 //! - [`search`] — search_panes, the reason panescan exists.
 //! - [`wait`] — wait_for_text.
 //! - [`batch`] — call_read_tools_batch.
+//! - [`mutate`] — send_keys, rename_window, set_pane_title (mutating tier).
+//! - [`destroy`] — kill_pane, kill_window, kill_session (destructive tier).
 
 pub mod batch;
 pub mod capture;
 pub mod context;
+pub mod destroy;
 pub mod filters;
 pub mod inspect;
+pub mod mutate;
 pub mod options;
 pub mod search;
 pub mod wait;
@@ -46,6 +50,12 @@ pub fn all() -> Vec<ToolEntry> {
         ToolEntry::of::<options::DisplayMessage>(),
         ToolEntry::of::<wait::WaitForText>(),
         ToolEntry::of::<batch::CallReadToolsBatch>(),
+        ToolEntry::of::<mutate::SendKeys>(),
+        ToolEntry::of::<mutate::RenameWindow>(),
+        ToolEntry::of::<mutate::SetPaneTitle>(),
+        ToolEntry::of::<destroy::KillPane>(),
+        ToolEntry::of::<destroy::KillWindow>(),
+        ToolEntry::of::<destroy::KillSession>(),
     ]
 }
 
@@ -76,10 +86,7 @@ impl ToolContext {
                 socket_path: server.socket_path.clone(),
             }
         } else {
-            ServerSpec {
-                socket_name: self.config.socket_name.clone(),
-                socket_path: self.config.socket_path.clone(),
-            }
+            self.config.server.clone()
         };
         let tmux = Tmux::shared(&spec).map_err(ToolError::from)?;
         if let Ok(mut v) = opened().lock() {

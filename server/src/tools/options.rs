@@ -276,10 +276,19 @@ impl Tool for ShowOption {
             .next()
             .unwrap_or_else(|| Err(TmuxError::ConnectionLost("no reply".into())))
             .map_err(|e| target_error(ctx, &tmux, e))?;
-        let effective = replies
+        let effective = match replies
             .next()
             .unwrap_or_else(|| Err(TmuxError::ConnectionLost("no reply".into())))
-            .map_err(|e| target_error(ctx, &tmux, e))?;
+        {
+            // A user option (@name) nobody set is simply unset; tmux calls
+            // it invalid.
+            Err(TmuxError::Command(m))
+                if args.name.starts_with('@') && m.contains("invalid option") =>
+            {
+                String::new()
+            }
+            other => other.map_err(|e| target_error(ctx, &tmux, e))?,
+        };
         let clean = |mut s: String| {
             while s.ends_with('\n') {
                 s.pop();

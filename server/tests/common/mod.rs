@@ -375,3 +375,23 @@ fn check(schema: &Value, v: &Value, path: &str, errors: &mut Vec<String>) {
         }
     }
 }
+
+/// Restarts `pane` running a bash without rc files (prompt `$ `) and waits
+/// for its prompt: the user's shell start-up can be slow and can swallow
+/// keys typed before it is ready, which would make tests flaky.
+pub fn plain_shell(tmux: &PrivateServer, pane: &str) {
+    tmux.run_ok([
+        "respawn-pane",
+        "-k",
+        "-t",
+        pane,
+        "env PS1='$ ' bash --norc --noprofile",
+    ])
+    .expect("respawn-pane");
+    let ready = eventually(Duration::from_secs(10), || {
+        tmux.run_ok(["capture-pane", "-p", "-t", pane])
+            .map(|s| s.lines().any(|l| l.starts_with('$')))
+            .unwrap_or(false)
+    });
+    assert!(ready, "no prompt in {pane}");
+}

@@ -1,0 +1,210 @@
+//! The mutating tier: tools that change tmux state but destroy nothing.
+//! Listed and callable only with `--tier mutating` or `destructive`.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::context::{ServerArgs, ToolContext, ToolError};
+use super::{find_pane, find_window};
+use crate::mcp::registry::{Annotations, Tier, Tool};
+use crate::tmux::{PaneId, TmuxCommand, WindowId};
+
+/// Longest text send_keys types in one call.
+const MAX_TEXT_BYTES: usize = 16 * 1024;
+/// Longest window name or pane title.
+const MAX_NAME_BYTES: usize = 256;
+
+/// tmux key names: `Enter`, `C-c`, `M-x`, `F5`, `BSpace`, `Up`, `a`.
+fn valid_key(key: &str) -> bool {
+    !key.is_empty()
+        && key.len() <= 32
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'^')
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SendKeysArgs {
+    /// Pane id, e.g. %1.
+    pub pane_id: PaneId,
+    /// Text typed literally (no key names interpreted).
+    #[serde(default)]
+    pub text: Option<String>,
+    /// Key names sent after the text, e.g. ["C-c"], ["Up","Enter"].
+    #[serde(default)]
+    pub keys: Vec<String>,
+    /// Press Enter at the end.
+    #[serde(default)]
+    pub enter: bool,
+    #[serde(flatten)]
+    pub server: ServerArgs,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SendKeysResult {
+    pub pane_id: PaneId,
+    pub text_bytes: usize,
+    pub keys_sent: usize,
+}
+
+#[derive(Debug)]
+pub struct SendKeys;
+
+impl Tool for SendKeys {
+    const NAME: &'static str = "send_keys";
+    const TITLE: &'static str = "Type into a pane";
+    const DESCRIPTION: &'static str = "Type text and/or key names (C-c, Enter, Up...) into a pane, optionally pressing Enter. Use to run a command in a shell pane; follow with wait_for_text or capture_since to read the result.";
+    const TIER: Tier = Tier::Mutating;
+    const ANNOTATIONS: Annotations = Annotations::MUTATE;
+    type Args = SendKeysArgs;
+    type Output = SendKeysResult;
+
+    fn run(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
+        let text = args.text.unwrap_or_default();
+        if text.len() > MAX_TEXT_BYTES {
+            return Err(ToolError::new(format!(
+                "text is {} bytes; send at most {MAX_TEXT_BYTES} per call",
+                text.len()
+            )));
+        }
+        if let Some(bad) = args.keys.iter().find(|k| !valid_key(k)) {
+            return Err(ToolError::new(format!(
+                "{bad:?} is not a tmux key name (e.g. Enter, C-c, M-x, Up, F5); put literal text in text"
+            )));
+        }
+        if text.is_empty() && args.keys.is_empty() && !args.enter {
+            return Err(ToolError::new("nothing to send: give text, keys or enter"));
+        }
+        let tmux = ctx.tmux(&args.server)?;
+        let inv = ctx.inventory(&tmux)?;
+        find_pane(&inv, args.pane_id)?;
+        let mut commands = Vec::new();
+        if !text.is_empty() {
+            commands.push(
+                TmuxCommand::new("send-keys")
+                    .flag("-l")
+                    .target(args.pane_id)
+                    .arg(&text),
+            );
+        }
+        let mut keys = args.keys.clone();
+        if args.enter {
+            keys.push("Enter".into());
+        }
+        if !keys.is_empty() {
+            let mut c = TmuxCommand::new("send-keys").target(args.pane_id);
+            for k in &keys {
+                c = c.arg(k);
+            }
+            commands.push(c);
+        }
+        ctx.check_cancelled()?;
+        for r in tmux.run_many(&commands, ctx.tmux_deadline()) {
+            r.map_err(ToolError::from)?;
+        }
+        Ok(SendKeysResult {
+            pane_id: args.pane_id,
+            text_bytes: text.len(),
+            keys_sent: keys.len(),
+        })
+    }
+}
+
+fn check_name(what: &str, name: &str) -> Result<(), ToolError> {
+    if name.is_empty() || name.len() > MAX_NAME_BYTES || name.chars().any(char::is_control) {
+        return Err(ToolError::new(format!(
+            "{what} must be 1-{MAX_NAME_BYTES} bytes without control characters"
+        )));
+    }
+    Ok(())
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct RenameWindowArgs {
+    /// Window id, e.g. @1.
+    pub window_id: WindowId,
+    /// The new name, taken literally (#{...} is not expanded).
+    pub name: String,
+    #[serde(flatten)]
+    pub server: ServerArgs,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RenameWindowResult {
+    pub window_id: WindowId,
+    pub window_name: String,
+}
+
+#[derive(Debug)]
+pub struct RenameWindow;
+
+impl Tool for RenameWindow {
+    const NAME: &'static str = "rename_window";
+    const TITLE: &'static str = "Rename a window";
+    const DESCRIPTION: &'static str = "Give a window a new name (taken literally). Use to label windows so they are easy to find with list_windows.";
+    const TIER: Tier = Tier::Mutating;
+    const ANNOTATIONS: Annotations = Annotations::MUTATE_IDEMPOTENT;
+    type Args = RenameWindowArgs;
+    type Output = RenameWindowResult;
+
+    fn run(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
+        check_name("name", &args.name)?;
+        let tmux = ctx.tmux(&args.server)?;
+        let inv = ctx.inventory(&tmux)?;
+        find_window(&inv, args.window_id)?;
+        let c = TmuxCommand::new("rename-window")
+            .target(args.window_id)
+            .literal_arg(&args.name);
+        tmux.run(&c, ctx.tmux_deadline()).map_err(ToolError::from)?;
+        Ok(RenameWindowResult {
+            window_id: args.window_id,
+            window_name: args.name,
+        })
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SetPaneTitleArgs {
+    /// Pane id, e.g. %1.
+    pub pane_id: PaneId,
+    /// The new title, taken literally.
+    pub title: String,
+    #[serde(flatten)]
+    pub server: ServerArgs,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SetPaneTitleResult {
+    pub pane_id: PaneId,
+    pub pane_title: String,
+}
+
+#[derive(Debug)]
+pub struct SetPaneTitle;
+
+impl Tool for SetPaneTitle {
+    const NAME: &'static str = "set_pane_title";
+    const TITLE: &'static str = "Set a pane title";
+    const DESCRIPTION: &'static str =
+        "Set a pane's title (taken literally). Use to label panes; the title shows in list_panes.";
+    const TIER: Tier = Tier::Mutating;
+    const ANNOTATIONS: Annotations = Annotations::MUTATE_IDEMPOTENT;
+    type Args = SetPaneTitleArgs;
+    type Output = SetPaneTitleResult;
+
+    fn run(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
+        check_name("title", &args.title)?;
+        let tmux = ctx.tmux(&args.server)?;
+        let inv = ctx.inventory(&tmux)?;
+        find_pane(&inv, args.pane_id)?;
+        let c = TmuxCommand::new("select-pane")
+            .target(args.pane_id)
+            .flag("-T")
+            .literal_arg(&args.title);
+        tmux.run(&c, ctx.tmux_deadline()).map_err(ToolError::from)?;
+        Ok(SetPaneTitleResult {
+            pane_id: args.pane_id,
+            pane_title: args.title,
+        })
+    }
+}
