@@ -15,8 +15,10 @@ use panescan::tools::search::{search_panes, SearchPanesArgs, SearchPanesResult};
 
 fn context(socket_name: &str, limits: Limits) -> ToolContext {
     let config = ServeConfig {
-        socket_name: Some(socket_name.to_owned()),
-        socket_path: None,
+        server: panescan::tmux::ServerSpec {
+            socket_name: Some(socket_name.to_owned()),
+            socket_path: None,
+        },
         tier: Tier::Readonly,
         limits,
     };

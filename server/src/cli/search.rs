@@ -140,8 +140,10 @@ impl SearchArgs {
 /// Runs the search; the exit code follows grep.
 pub fn run(args: &SearchArgs) -> ExitCode {
     let config = ServeConfig {
-        socket_name: args.socket_name.clone(),
-        socket_path: args.socket_path.clone(),
+        server: crate::tmux::ServerSpec {
+            socket_name: args.socket_name.clone(),
+            socket_path: args.socket_path.clone(),
+        },
         tier: Tier::Readonly,
         limits: Limits::default(),
     };
