@@ -154,7 +154,20 @@ fn help_and_version_work_everywhere() {
         assert!(h.status.success(), "{sub} --help");
         let text = String::from_utf8_lossy(&h.stdout);
         assert!(text.contains("Usage"), "{sub}: {text}");
+        assert!(text.contains("Examples"), "{sub} --help has no examples");
     }
-    let h = panescan().args(["search", "--help"]).output().unwrap();
-    assert!(String::from_utf8_lossy(&h.stdout).contains("Examples"));
+}
+
+#[test]
+fn a_missing_tmux_gets_one_clear_sentence() {
+    let empty = std::env::temp_dir().join(format!("panescan-no-tmux-{}", std::process::id()));
+    std::fs::create_dir_all(&empty).unwrap();
+    for args in [&["search", "x"][..], &["demo", "--panes", "2"][..]] {
+        let out = panescan().args(args).env("PATH", &empty).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("install tmux 3.2 or newer"), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "one sentence, not a stack: {err}");
+    }
+    let _ = std::fs::remove_dir(&empty);
 }

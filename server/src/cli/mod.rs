@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand};
 pub mod bench;
 pub mod client;
 pub mod demo;
+pub mod preflight;
 pub mod progress;
 pub mod search;
 
@@ -38,6 +39,9 @@ pub enum Commands {
 
 /// `panescan serve` options.
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  panescan serve                        # the tmux server `tmux` itself would use\n  panescan serve -L work                # tmux -L work\n  panescan serve --tier mutating        # also send_keys, rename_window, set_pane_title\n  claude mcp add panescan -- panescan serve\n\nstdout carries JSON-RPC only; diagnostics go to stderr."
+)]
 pub struct ServeArgs {
     /// The default tmux server, by socket name (as `tmux -L NAME`).
     #[arg(long, short = 'L', conflicts_with = "socket_path")]
@@ -48,6 +52,63 @@ pub struct ServeArgs {
     /// Which tools exist: readonly (default), mutating, destructive.
     #[arg(long, env = "PANESCAN_TIER", value_enum, default_value_t = Tier::Readonly)]
     pub tier: Tier,
+    #[command(flatten)]
+    pub ceilings: Ceilings,
+}
+
+/// The operator's ceilings on search_panes: a caller may ask for less,
+/// never for more.
+#[derive(Debug, Args)]
+pub struct Ceilings {
+    /// Ceiling of max_scan_bytes (bytes scanned by one search).
+    #[arg(long, env = "PANESCAN_MAX_SCAN_BYTES", value_name = "BYTES")]
+    pub max_scan_bytes: Option<u64>,
+    /// Ceiling of max_scan_lines (lines scanned by one search).
+    #[arg(long, env = "PANESCAN_MAX_SCAN_LINES", value_name = "LINES")]
+    pub max_scan_lines: Option<u64>,
+    /// Ceiling of timeout_ms (one search's time budget).
+    #[arg(long, env = "PANESCAN_MAX_TIMEOUT_MS", value_name = "MS")]
+    pub max_timeout_ms: Option<u64>,
+    /// Ceiling of scrollback_lines (history lines searched per pane).
+    #[arg(long, env = "PANESCAN_MAX_SCROLLBACK_LINES", value_name = "LINES")]
+    pub max_scrollback_lines: Option<u64>,
+    /// Panes one search may cover (more set pane_limit_clamped).
+    #[arg(long, env = "PANESCAN_MAX_PANES", value_name = "N")]
+    pub max_panes: Option<usize>,
+    /// Ceiling of max_matches (matching lines returned by one search).
+    #[arg(long, env = "PANESCAN_MAX_MATCHES", value_name = "N")]
+    pub max_matches: Option<u64>,
+}
+
+impl Ceilings {
+    /// The limits with these ceilings applied; a default above a lowered
+    /// ceiling comes down to it.
+    pub fn apply(&self, mut limits: Limits) -> Limits {
+        let s = &mut limits.search;
+        if let Some(v) = self.max_scan_bytes {
+            s.max_scan_bytes = v.max(1);
+            s.default_scan_bytes = s.default_scan_bytes.min(s.max_scan_bytes);
+        }
+        if let Some(v) = self.max_scan_lines {
+            s.max_scan_lines = v.max(1);
+            s.default_scan_lines = s.default_scan_lines.min(s.max_scan_lines);
+        }
+        if let Some(v) = self.max_timeout_ms {
+            s.max_timeout = std::time::Duration::from_millis(v.max(1));
+            s.default_timeout = s.default_timeout.min(s.max_timeout);
+        }
+        if let Some(v) = self.max_scrollback_lines {
+            s.max_scrollback_lines = v;
+        }
+        if let Some(v) = self.max_panes {
+            s.max_panes = v.max(1);
+        }
+        if let Some(v) = self.max_matches {
+            s.max_matches = v.max(1);
+            s.default_matches = s.default_matches.min(s.max_matches);
+        }
+        limits
+    }
 }
 
 /// Parses the command line and runs it.
@@ -55,26 +116,39 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Commands::Serve(args) => {
+            // Off the path to the first answer: a missing tmux is worth a
+            // line on stderr, not a slower start.
+            std::thread::spawn(|| {
+                if let Err(e) = preflight::check_tmux() {
+                    eprintln!("panescan serve: {e}");
+                }
+            });
             let config = ServeConfig {
                 server: ServerSpec {
                     socket_name: args.socket_name,
                     socket_path: args.socket_path,
                 },
                 tier: args.tier,
-                limits: Limits::default(),
+                limits: args.ceilings.apply(Limits::default()),
             };
             let code = crate::mcp::server::serve(config);
             ExitCode::from(u8::try_from(code).unwrap_or(1))
         }
-        Commands::Search(args) => search::run(&args),
-        Commands::Demo(args) => match demo::run(&args) {
+        Commands::Search(args) => match preflight::check_tmux() {
+            Ok(_) => search::run(&args),
+            Err(e) => {
+                eprintln!("panescan search: {e}");
+                ExitCode::from(2)
+            }
+        },
+        Commands::Demo(args) => match preflight::check_tmux().and_then(|_| demo::run(&args)) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("panescan demo: {e}");
                 ExitCode::from(2)
             }
         },
-        Commands::Bench(args) => match bench::run(&args) {
+        Commands::Bench(args) => match preflight::check_tmux().and_then(|_| bench::run(&args)) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("panescan bench: {e}");

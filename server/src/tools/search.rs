@@ -166,13 +166,13 @@ pub struct HitLine {
     pub line: i64,
     pub text: String,
     // Which of `patterns` matched (only with several patterns).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pattern_index: Option<usize>,
     // Context lines before, oldest first.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub before: Vec<String>,
     // Context lines after.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub after: Vec<String>,
 }
 
@@ -219,7 +219,7 @@ pub struct SearchPanesResult {
     pub panes_searched: usize,
     pub panes_failed: usize,
     // Up to 20 failed panes and why.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failures: Vec<PaneFailure>,
     pub bytes_scanned: u64,
     pub lines_scanned: u64,
