@@ -717,6 +717,17 @@ fn wait_for_text_sees_only_new_text_and_is_cancellable_with_progress() {
         json!({"pane_id": "%5", "pattern": "x", "timeout_ms": 100}),
     );
     assert!(e.contains("no pane %5"), "{e}");
+
+    // The pane goes away during the wait: a clear error, not a timeout.
+    tmux.run_ok(["split-window", "-t", "%0"]).unwrap();
+    s.send(&json!({"jsonrpc": "2.0", "id": "gone", "method": "tools/call", "params": {
+        "name": "wait_for_text", "arguments": {"pane_id": "%1", "pattern": "never", "timeout_ms": 20000}}}));
+    std::thread::sleep(Duration::from_millis(300));
+    tmux.run_ok(["kill-pane", "-t", "%1"]).unwrap();
+    let r = s.response(&json!("gone"), Duration::from_secs(5));
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    let text = r["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("%1 closed while waiting"), "{text}");
 }
 
 #[test]
