@@ -81,7 +81,11 @@ fn valid_variable(name: &str) -> bool {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct GetVariablesArgs {
-    /// 1-32 format variable names matching ^[A-Za-z][A-Za-z0-9_]*$, e.g. ["pane_current_command","session_name"].
+    /// Format variable names, e.g. ["pane_current_command","session_name"].
+    #[schemars(
+        length(min = 1, max = 32),
+        inner(regex(pattern = r"^[A-Za-z][A-Za-z0-9_]*$"))
+    )]
     pub names: Vec<String>,
     /// Pane %N, window @N, session $N or session name. Default: tmux's current pane.
     #[serde(default)]
