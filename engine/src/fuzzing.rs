@@ -13,9 +13,12 @@ use crate::pattern::{Matcher, PatternOptions, MAX_NFA_BYTES};
 use crate::scan::Capture;
 use crate::search::{search_captures, SearchOptions};
 
-/// The oracle: does `pattern` (regex text, `match_case`) match `line`?
-/// `None` when it cannot build the pattern.
-pub type Oracle<'a> = &'a dyn Fn(&str, bool, &[u8]) -> Option<bool>;
+/// A compiled oracle pattern: does it match this line?
+pub type OracleLine = Box<dyn Fn(&[u8]) -> bool>;
+
+/// The oracle: builds `pattern` (regex text; case-insensitive unless
+/// `match_case`) for line-by-line use, or `None` when it cannot.
+pub type Oracle<'a> = &'a dyn Fn(&str, bool) -> Option<OracleLine>;
 
 /// One decoded fuzz input.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -96,8 +99,7 @@ pub fn naive_lines(haystack: &[u8]) -> Vec<&[u8]> {
 
 /// Runs one input: compile (must not panic; errors must be well formed),
 /// check the automata stay within their caps, search, and compare each
-/// line's verdict and pattern index with `oracle(pattern, match_case, line)`,
-/// which returns `None` when it cannot build the pattern.
+/// line's verdict and pattern index with the oracle's.
 pub fn check(data: &[u8], oracle: Oracle<'_>) -> Result<Verdict, String> {
     let case = decode(data);
     let matcher = match Matcher::new(&case.patterns, case.options) {
@@ -158,21 +160,17 @@ pub fn check(data: &[u8], oracle: Oracle<'_>) -> Result<Verdict, String> {
         })
         .collect();
 
+    let mut oracles = Vec::with_capacity(matcher.pattern_count());
+    for pattern in matcher.oracle_patterns() {
+        match oracle(pattern, case.options.match_case) {
+            Some(o) => oracles.push(o),
+            None => return Ok(Verdict::NoOracle),
+        }
+    }
     let lines = naive_lines(&case.haystack);
     let mut want = Vec::new();
     for (index, line) in lines.iter().enumerate() {
-        let mut first = None;
-        for (p, pattern) in matcher.oracle_patterns().iter().enumerate() {
-            match oracle(pattern, case.options.match_case, line) {
-                None => return Ok(Verdict::NoOracle),
-                Some(true) => {
-                    first = Some(p);
-                    break;
-                }
-                Some(false) => {}
-            }
-        }
-        if let Some(p) = first {
+        if let Some(p) = oracles.iter().position(|o| o(line)) {
             want.push((index as i64, p, String::from_utf8_lossy(line).into_owned()));
         }
     }

@@ -21,12 +21,12 @@
 //! key order at the end, and once the captures finished in key order already
 //! hold more matches than allowed, captures still waiting are skipped.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, RecvTimeoutError};
+use crossbeam_channel::{Receiver, RecvError};
 
 use crate::budget::{Budget, ClampFlags, Interrupt, Limits};
 use crate::pattern::Matcher;
@@ -148,10 +148,14 @@ pub fn search(
     };
     let (done_tx, done_rx) = crossbeam_channel::unbounded::<Done>();
     let limit = max_in_flight();
+    let never = crossbeam_channel::never::<Incoming>();
 
     let mut waiting: BTreeMap<usize, Slot> = BTreeMap::new(); // prepared or failed, not yet admitted
     let mut scanned: BTreeMap<usize, PaneScan> = BTreeMap::new();
     let mut failed: BTreeMap<usize, String> = BTreeMap::new();
+    let mut skipped: BTreeSet<usize> = BTreeSet::new();
+    // First key whose lines did not all fit in the byte/line budget.
+    let mut clamp_key: Option<usize> = None;
     let mut next_admit = 0usize;
     let mut in_flight = 0usize;
     let mut input_open = true;
@@ -192,6 +196,15 @@ pub fn search(
                             continue;
                         }
                         let admission = budget.admit(prepared.haystack(), prepared.line_count());
+                        if admission.lines < prepared.line_count() {
+                            clamp_key.get_or_insert(key);
+                            if admission.lines == 0 {
+                                // Nothing of it fits: not searched at all.
+                                skipped.insert(key);
+                                done_count += 1;
+                                continue;
+                            }
+                        }
                         let tx = done_tx.clone();
                         let budget = &budget;
                         in_flight += 1;
@@ -215,39 +228,25 @@ pub fn search(
 
             // 2. Wait for a finished task or a new capture.
             let take_input = input_open && !stopped && in_flight < limit;
-            let event = if take_input {
-                crossbeam_channel::select! {
-                    recv(captures) -> msg => Some(Ok(msg)),
-                    recv(done_rx) -> msg => Some(Err(msg)),
-                    default(POLL) => None,
-                }
-            } else {
-                match done_rx.recv_timeout(POLL) {
-                    Ok(d) => Some(Err(Ok(d))),
-                    Err(RecvTimeoutError::Timeout) => None,
-                    Err(RecvTimeoutError::Disconnected) => {
-                        Some(Err(Err(crossbeam_channel::RecvError)))
-                    }
-                }
-            };
+            let event = wait(if take_input { &captures } else { &never }, &done_rx);
             match event {
-                None => {}
-                Some(Ok(Ok(Incoming::Capture(capture)))) => {
+                Event::Timeout => {}
+                Event::Input(Ok(Incoming::Capture(capture))) => {
                     in_flight += 1;
                     spawn_prepare(capture);
                 }
-                Some(Ok(Ok(Incoming::Failed { key, reason }))) => {
+                Event::Input(Ok(Incoming::Failed { key, reason })) => {
                     waiting.insert(key, Slot::Failed(reason));
                 }
-                Some(Ok(Err(_))) => input_open = false,
-                Some(Err(Ok(Done::Prepared(prepared)))) => {
+                Event::Input(Err(_)) => input_open = false,
+                Event::Done(Done::Prepared(prepared)) => {
                     in_flight -= 1;
                     if stopped {
                         continue;
                     }
                     waiting.insert(prepared.key, Slot::Ready(prepared));
                 }
-                Some(Err(Ok(Done::Scanned(key, result)))) => {
+                Event::Done(Done::Scanned(key, result)) => {
                     in_flight -= 1;
                     done_count += 1;
                     bytes_done += result.bytes_scanned;
@@ -260,17 +259,19 @@ pub fn search(
                     scanned.insert(key, result);
                     // Advance the finished prefix; stop early once it holds
                     // more matches than the total budget.
-                    while let Some(r) = scanned
-                        .get(&prefix_key)
-                        .map(Some)
-                        .or_else(|| failed.get(&prefix_key).map(|_| None))
-                    {
-                        // A pane cut by the per-pane cap adds only its kept
-                        // lines; one cut below it has more matches to come.
-                        prefix_matches += r.map_or(0, |r| {
+                    loop {
+                        let kept = if let Some(r) = scanned.get(&prefix_key) {
+                            // A pane cut by the per-pane cap adds only its
+                            // kept lines; one cut below it has more to come.
                             let kept = r.lines.len() as u64;
                             kept + u64::from(r.truncated && kept < limits.max_matches_per_pane)
-                        });
+                        } else if failed.contains_key(&prefix_key) || skipped.contains(&prefix_key)
+                        {
+                            0
+                        } else {
+                            break;
+                        };
+                        prefix_matches += kept;
                         prefix_key += 1;
                     }
                     if prefix_matches > limits.max_matches {
@@ -281,8 +282,6 @@ pub fn search(
                         bytes_scanned: bytes_done,
                     });
                 }
-                // Cannot happen: we hold a sender of `done`.
-                Some(Err(Err(_))) => break,
             }
             if stopped || budget.interrupt().is_some() {
                 // Time, cancellation or the match budget: take no more
@@ -294,13 +293,46 @@ pub fn search(
         }
     });
 
-    assemble(
-        scanned,
-        failed,
-        &budget,
-        limits.max_matches,
-        limits.max_matches_per_pane,
-    )
+    assemble(scanned, failed, &budget, limits, clamp_key)
+}
+
+enum Event {
+    Input(Result<Incoming, RecvError>),
+    Done(Done),
+    Timeout,
+}
+
+/// Waits for a new capture or a finished task, at most [`POLL`].
+///
+/// Called from a rayon worker (say, inside `ThreadPool::install`), blocking
+/// would keep that worker from running the very tasks we wait for; so there
+/// we run pending rayon jobs while waiting.
+fn wait(input: &Receiver<Incoming>, done: &Receiver<Done>) -> Event {
+    if rayon::current_thread_index().is_none() {
+        return crossbeam_channel::select! {
+            recv(input) -> msg => Event::Input(msg),
+            recv(done) -> msg => msg.map_or(Event::Timeout, Event::Done),
+            default(POLL) => Event::Timeout,
+        };
+    }
+    let until = Instant::now() + POLL;
+    loop {
+        crossbeam_channel::select! {
+            recv(input) -> msg => return Event::Input(msg),
+            recv(done) -> msg => return msg.map_or(Event::Timeout, Event::Done),
+            default => {}
+        }
+        if Instant::now() >= until {
+            return Event::Timeout;
+        }
+        if rayon::yield_now() != Some(rayon::Yield::Executed) {
+            crossbeam_channel::select! {
+                recv(input) -> msg => return Event::Input(msg),
+                recv(done) -> msg => return msg.map_or(Event::Timeout, Event::Done),
+                default(Duration::from_millis(1)) => {}
+            }
+        }
+    }
 }
 
 /// Puts results in key order and applies the total match budget.
@@ -308,15 +340,17 @@ fn assemble(
     scanned: BTreeMap<usize, PaneScan>,
     failed: BTreeMap<usize, String>,
     budget: &Budget,
-    max_matches: u64,
-    max_per_pane: u64,
+    limits: &Limits,
+    clamp_key: Option<usize>,
 ) -> SearchOutcome {
+    let (max_matches, max_per_pane) = (limits.max_matches, limits.max_matches_per_pane);
     let mut out = SearchOutcome {
         failed: failed.into_iter().collect(),
         ..SearchOutcome::default()
     };
     let mut total = 0u64;
     let mut truncated = false;
+    let mut truncated_at = None;
     for (key, result) in scanned {
         if truncated {
             break;
@@ -333,6 +367,7 @@ fn assemble(
             lines.truncate(usize::try_from(room).unwrap_or(usize::MAX));
             lines_truncated = true;
             truncated = true;
+            truncated_at = Some(key);
         }
         total += lines.len() as u64;
         if !lines.is_empty() {
@@ -347,6 +382,15 @@ fn assemble(
         budget.set_matches_truncated();
     }
     out.flags = budget.flags();
+    // Captures after the one where the match budget cut the result may or
+    // may not have been admitted before the search stopped (that depends on
+    // timing); a byte/line clamp there changed nothing in the result.
+    if let (Some(cut), Some(clamp)) = (truncated_at, clamp_key) {
+        if clamp > cut {
+            out.flags.byte_clamped = false;
+            out.flags.line_clamped = false;
+        }
+    }
     out.cancelled = budget.cancelled();
     out
 }

@@ -1,0 +1,311 @@
+//! Budgets: deterministic clamping, exact byte/line accounting, time,
+//! cancellation, match caps, and a bounded driver.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use panescan_engine::search::{max_in_flight, search};
+use panescan_engine::{
+    search_captures, Capture, Incoming, Limits, Matcher, PatternOptions, SearchOutcome,
+};
+use proptest::prelude::*;
+
+fn in_pool<T: Send>(threads: usize, f: impl FnOnce() -> T + Send) -> T {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap()
+        .install(f)
+}
+
+fn summary(o: &SearchOutcome) -> impl PartialEq + std::fmt::Debug {
+    (
+        o.panes.clone(),
+        o.failed.clone(),
+        o.panes_searched,
+        o.bytes_scanned,
+        o.lines_scanned,
+        o.flags,
+        o.cancelled,
+    )
+}
+
+fn captures_strategy() -> impl Strategy<Value = Vec<Capture>> {
+    let line = prop::collection::vec(
+        prop::sample::select(vec!["a", "b", "ab", " ", "é", "x"]),
+        0..6,
+    )
+    .prop_map(|p| p.concat());
+    prop::collection::vec(prop::collection::vec(line, 0..20), 1..12).prop_map(|cs| {
+        cs.into_iter()
+            .enumerate()
+            .map(|(key, lines)| {
+                let mut text = lines.join("\n");
+                if key % 2 == 0 {
+                    text.push('\n');
+                }
+                Capture::new(key, -(key as i64) * 100, text)
+            })
+            .collect()
+    })
+}
+
+/// The lines a budget of `max_bytes`/`max_lines` admits, charged in key
+/// order; the first line that does not fit stops everything.
+fn admitted(captures: &[Capture], max_bytes: u64, max_lines: u64) -> Vec<Capture> {
+    let (mut bytes, mut lines) = (0u64, 0u64);
+    let mut out = Vec::new();
+    let mut stop = false;
+    for c in captures {
+        let mut kept = Vec::new();
+        for line in common::lines(&c.bytes) {
+            let cost = line.len() as u64 + 1;
+            if stop || lines + 1 > max_lines || bytes + cost > max_bytes {
+                stop = true;
+                break;
+            }
+            bytes += cost;
+            lines += 1;
+            kept.push(line);
+        }
+        let mut text = kept.join(&b'\n');
+        if !kept.is_empty() {
+            text.push(b'\n');
+        }
+        out.push(Capture::new(c.key, c.first_line, text));
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Byte and line budgets clamp to exactly the lines that fit in key
+    /// order; the result is the same for 1, 2 and 8 threads.
+    #[test]
+    fn clamped_results_are_deterministic(
+        cs in captures_strategy(),
+        max_bytes in 0u64..400,
+        max_lines in 0u64..80,
+        per_pane in 1u64..6,
+        total in 1u64..30,
+        regex in any::<bool>(),
+    ) {
+        let pattern = if regex { "a+b?" } else { "ab" };
+        let matcher = Matcher::new(&[pattern], PatternOptions { regex, match_case: false }).unwrap();
+        let mut options = common::open_options();
+        options.limits = Limits { max_scan_bytes: max_bytes, max_scan_lines: max_lines, deadline: None, max_matches: total, max_matches_per_pane: per_pane };
+        let one = in_pool(1, || search_captures(&matcher, &options, cs.clone()));
+        let two = in_pool(2, || search_captures(&matcher, &options, cs.clone()));
+        let eight = in_pool(8, || search_captures(&matcher, &options, cs.clone()));
+        prop_assert_eq!(summary(&one), summary(&two));
+        prop_assert_eq!(summary(&one), summary(&eight));
+
+        // Never more than the budget.
+        prop_assert!(one.bytes_scanned <= max_bytes);
+        prop_assert!(one.lines_scanned <= max_lines);
+
+        // Exactly the admitted lines, then the match caps.
+        let fit = admitted(&cs, max_bytes, max_lines);
+        let mut want = common::oracle(&[pattern.to_string()], regex, false, &fit);
+        let mut left = total;
+        let mut truncated = false;
+        let mut expect_pane_flags = Vec::new();
+        want.retain_mut(|(_, hits)| {
+            if truncated { return false; }
+            let mut pane_truncated = hits.len() as u64 > per_pane;
+            hits.truncate(per_pane as usize);
+            if hits.len() as u64 > left {
+                hits.truncate(left as usize);
+                truncated = true;
+                pane_truncated = true;
+            }
+            left -= hits.len() as u64;
+            expect_pane_flags.push(pane_truncated);
+            !hits.is_empty()
+        });
+        // A pane cut to zero by the total cap is dropped, along with its flag.
+        let got = common::engine_view(&one);
+        prop_assert_eq!(got, want);
+        prop_assert_eq!(one.flags.matches_truncated, truncated);
+        let all_lines: usize = cs.iter().map(|c| common::lines(&c.bytes).len()).sum();
+        let fit_lines: usize = fit.iter().map(|c| common::lines(&c.bytes).len()).sum();
+        if !truncated {
+            prop_assert_eq!(one.flags.byte_clamped || one.flags.line_clamped, fit_lines < all_lines);
+        }
+        // A pane stops scanning at its cap; otherwise every admitted line
+        // is scanned.
+        prop_assert!(one.lines_scanned <= fit_lines as u64);
+        if !truncated && !expect_pane_flags.iter().any(|&t| t) {
+            prop_assert_eq!(one.lines_scanned, fit_lines as u64);
+        }
+        let flags: Vec<bool> = one.panes.iter().map(|p| p.lines_truncated).collect();
+        let want_flags: Vec<bool> = expect_pane_flags.iter().zip(common::oracle(&[pattern.to_string()], regex, false, &fit)).filter(|(_, (_, h))| !h.is_empty()).map(|(&f, _)| f).take(flags.len()).collect();
+        prop_assert_eq!(flags, want_flags);
+    }
+}
+
+#[test]
+fn byte_budget_of_n_never_scans_more_than_n() {
+    let text = "error here\nnothing\n".repeat(1000);
+    let cs: Vec<Capture> = (0..20).map(|k| Capture::new(k, 0, text.clone())).collect();
+    let m = Matcher::new(&["error"], PatternOptions::default()).unwrap();
+    for n in [0u64, 1, 10, 11, 12, 1000, 19_000, 123_457] {
+        let mut options = common::open_options();
+        options.limits.max_scan_bytes = n;
+        let o = search_captures(&m, &options, cs.clone());
+        assert!(o.bytes_scanned <= n, "{n}: {}", o.bytes_scanned);
+        assert!(o.flags.byte_clamped);
+        // Every whole line that fits was scanned.
+        assert!(n - o.bytes_scanned < 11, "{n}: {}", o.bytes_scanned);
+    }
+}
+
+#[test]
+fn deadline_in_the_past_sets_time_clamped() {
+    let cs: Vec<Capture> = (0..50)
+        .map(|k| Capture::new(k, 0, "a\n".repeat(10_000)))
+        .collect();
+    let m = Matcher::new(&["a"], PatternOptions::default()).unwrap();
+    let mut options = common::open_options();
+    options.limits.deadline = Some(Instant::now() - Duration::from_millis(1));
+    let o = search_captures(&m, &options, cs);
+    assert!(o.flags.time_clamped);
+    assert!(!o.cancelled);
+    assert!(o.panes.is_empty());
+}
+
+#[test]
+fn deadline_stops_waiting_for_slow_captures() {
+    let m = Matcher::new(&["a"], PatternOptions::default()).unwrap();
+    let mut options = common::open_options();
+    options.limits.deadline = Some(Instant::now() + Duration::from_millis(100));
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    tx.send(Incoming::Capture(Capture::new(0, 0, "a"))).unwrap();
+    let started = Instant::now();
+    // The sender stays open: the driver must give up at the deadline.
+    let o = search(&m, &options, rx, &|_| {});
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert!(o.flags.time_clamped);
+    assert_eq!(o.panes.len(), 1);
+    drop(tx);
+}
+
+#[test]
+fn cancel_stops_the_search() {
+    let m = Matcher::new(&["a"], PatternOptions::default()).unwrap();
+    let cancel = Arc::new(AtomicBool::new(false));
+    let mut options = common::open_options();
+    options.cancel = Some(cancel.clone());
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    let producer = std::thread::spawn(move || {
+        for k in 0..1_000_000 {
+            if tx
+                .send(Incoming::Capture(Capture::new(k, 0, "a\nb\n")))
+                .is_err()
+            {
+                return k;
+            }
+            if k == 100 {
+                cancel.store(true, Ordering::SeqCst);
+            }
+        }
+        1_000_000
+    });
+    let o = search(&m, &options, rx, &|_| {});
+    assert!(o.cancelled);
+    assert!(!o.flags.time_clamped);
+    assert!(producer.join().unwrap() < 1_000_000);
+}
+
+#[test]
+fn failures_and_out_of_order_arrivals_come_back_in_key_order() {
+    let m = Matcher::new(&["x"], PatternOptions::default()).unwrap();
+    let (tx, rx) = crossbeam_channel::unbounded();
+    for k in [3usize, 1, 4, 0] {
+        tx.send(Incoming::Capture(Capture::new(k, 0, "x"))).unwrap();
+    }
+    tx.send(Incoming::Failed {
+        key: 2,
+        reason: "pane vanished".into(),
+    })
+    .unwrap();
+    drop(tx);
+    let mut options = common::open_options();
+    // Budget of 3 lines: admitted in key order, so keys 0, 1, 3 (2 failed).
+    options.limits.max_scan_lines = 3;
+    let o = search(&m, &options, rx, &|_| {});
+    assert_eq!(
+        o.panes.iter().map(|p| p.key).collect::<Vec<_>>(),
+        vec![0, 1, 3]
+    );
+    assert_eq!(o.failed, vec![(2, "pane vanished".to_string())]);
+    assert!(o.flags.line_clamped);
+}
+
+#[test]
+fn per_pane_cap_keeps_first_hits() {
+    let m = Matcher::new(&["hit"], PatternOptions::default()).unwrap();
+    let mut options = common::open_options();
+    options.limits.max_matches_per_pane = 2;
+    let o = search_captures(
+        &m,
+        &options,
+        vec![
+            Capture::new(0, 10, "hit1\nhit2\nhit3\n"),
+            Capture::new(1, 0, "hit\n"),
+        ],
+    );
+    assert_eq!(
+        o.panes[0].lines.iter().map(|l| l.line).collect::<Vec<_>>(),
+        vec![10, 11]
+    );
+    assert!(o.panes[0].lines_truncated);
+    assert!(!o.panes[1].lines_truncated);
+    assert!(!o.flags.matches_truncated);
+}
+
+/// The driver holds back a producer that is faster than the scanners.
+#[test]
+fn driver_does_not_buffer_every_capture() {
+    let m = Matcher::new(
+        &[r"\w+\d{3}z"],
+        PatternOptions {
+            regex: true,
+            match_case: false,
+        },
+    )
+    .unwrap();
+    let sent = Arc::new(AtomicUsize::new(0));
+    let big = "some words 123 and more 456 text\n".repeat(30_000);
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    let sent2 = sent.clone();
+    let producer = std::thread::spawn(move || {
+        for k in 0..60 {
+            if tx
+                .send(Incoming::Capture(Capture::new(k, 0, big.clone())))
+                .is_err()
+            {
+                return;
+            }
+            sent2.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    let worst = AtomicUsize::new(0);
+    let o = search(&m, &common::open_options(), rx, &|p| {
+        let ahead = sent.load(Ordering::SeqCst).saturating_sub(p.panes_done);
+        worst.fetch_max(ahead, Ordering::SeqCst);
+    });
+    producer.join().unwrap();
+    assert_eq!(o.panes_searched, 60);
+    // In flight, plus one in the channel, plus one being sent.
+    assert!(
+        worst.load(Ordering::SeqCst) <= max_in_flight() + 2,
+        "{} ahead",
+        worst.load(Ordering::SeqCst)
+    );
+}
