@@ -13,7 +13,7 @@
 //!   which one stopped a search ([`ClampFlags`]).
 //! * [`scan`] — one capture in, matching lines ([`LineMatch`]) out: the whole
 //!   buffer is scanned in one pass and hits are mapped to lines afterwards.
-//! * [`search`] — the parallel driver: captures arrive on a channel, are
+//! * [`search`](mod@search) — the parallel driver: captures arrive on a channel, are
 //!   scanned on rayon, results come out in capture order.
 //! * [`text`] — escape-sequence stripping, lossy UTF-8, clipping.
 //!

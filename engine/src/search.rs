@@ -355,6 +355,10 @@ fn assemble(
         if truncated {
             break;
         }
+        if result.interrupted.is_some() && result.lines_scanned == 0 && result.lines.is_empty() {
+            // Stopped (time, cancel, match budget) before scanning anything.
+            continue;
+        }
         out.panes_searched += 1;
         out.bytes_scanned += result.bytes_scanned;
         out.lines_scanned += result.lines_scanned;

@@ -50,3 +50,24 @@ fn check_reports_disagreement() {
     let never = |_: &str, _: bool| -> Option<OracleLine> { Some(Box::new(|_: &[u8]| false)) };
     assert!(check(b"\x00abc\x00xx abc\n", &never).is_err());
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+    /// A structured stand-in for the fuzzer that runs in CI: random strings
+    /// of regex syntax against random lines.
+    #[test]
+    fn random_syntax_checks_clean(
+        flags in 0u8..16,
+        pattern in r"[ab\^$.*+?()\[\]{}|\\dwsbpLk0-9,~&:=<!-]{1,14}",
+        hay in proptest::collection::vec(proptest::sample::select(vec![b'a', b'b', b'\n', b'\r', b'1', b' ', b'-', 0xff, b'k', b'~']), 0..40),
+    ) {
+        let mut data = vec![flags & 3];
+        data.extend_from_slice(pattern.as_bytes());
+        data.push(0);
+        data.extend_from_slice(&hay);
+        if let Err(problem) = check(&data, &oracle) {
+            return Err(proptest::test_runner::TestCaseError::fail(problem));
+        }
+    }
+}

@@ -1,0 +1,199 @@
+//! Engine throughput over the real-terminal corpus (corpus/), repeated to
+//! about 100 MB of pane captures, beside a baseline measured in the same run:
+//! the `regex` crate applied line by line.
+//!
+//! Run: `cargo bench -p panescan-benches --bench engine`
+//! (set PANESCAN_BENCH_MB to change the size; default 100).
+//!
+//! Each case is measured three ways:
+//! - `engine-1t`: the engine on a one-thread rayon pool (throughput per core);
+//! - `engine-all`: the engine on the global pool (all cores);
+//! - `regex-lines`: one thread, `regex::bytes::Regex::is_match` on every line.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
+use panescan_engine::{search_captures, Capture, Limits, Matcher, PatternOptions, SearchOptions};
+
+fn corpus() -> Vec<u8> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../corpus");
+    let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "txt" || e == "ansi"))
+        .collect();
+    names.sort();
+    let mut text = Vec::new();
+    for name in names {
+        text.extend(std::fs::read(name).unwrap());
+        if text.last() != Some(&b'\n') {
+            text.push(b'\n');
+        }
+    }
+    text
+}
+
+/// One capture per copy of the corpus (~80 KB, ~1,500 lines: a pane with
+/// its scrollback), enough copies for `megabytes`.
+fn captures(megabytes: usize) -> Vec<Capture> {
+    let base = corpus();
+    let count = (megabytes << 20) / base.len() + 1;
+    (0..count)
+        .map(|k| Capture::new(k, -1500, base.clone()))
+        .collect()
+}
+
+struct Case {
+    name: &'static str,
+    patterns: &'static [&'static str],
+    regex: bool,
+}
+
+const CASES: &[Case] = &[
+    Case {
+        name: "rare-literal",
+        patterns: &["ParseIntError"],
+        regex: false,
+    },
+    Case {
+        name: "case-insensitive-literal",
+        patterns: &["filenotfounderror"],
+        regex: false,
+    },
+    Case {
+        name: "common-word",
+        patterns: &["error"],
+        regex: false,
+    },
+    Case {
+        name: "10-literals",
+        patterns: &[
+            "panicked",
+            "FAILED",
+            "Traceback",
+            "RuntimeError",
+            "mismatched",
+            "warning",
+            "kworker",
+            "Compiling",
+            "ParseIntError",
+            "zombie",
+        ],
+        regex: false,
+    },
+    Case {
+        name: "simple-regex",
+        patterns: &[r"error\[E\d+\]"],
+        regex: true,
+    },
+    Case {
+        name: "complex-regex",
+        patterns: &[r"(?:warn|error|fail)\w*:\s+\w+"],
+        regex: true,
+    },
+];
+
+fn bench(c: &mut Criterion) {
+    let megabytes = std::env::var("PANESCAN_BENCH_MB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100);
+    let captures = captures(megabytes);
+    let total: usize = captures.iter().map(|c| c.bytes.len()).sum();
+    let options = SearchOptions {
+        limits: Limits::unlimited(),
+        ..SearchOptions::default()
+    };
+    let one_thread = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+
+    let mut group = c.benchmark_group("engine");
+    group.throughput(Throughput::BytesDecimal(total as u64));
+    group.sample_size(10);
+    group.warm_up_time(Duration::from_millis(500));
+    group.measurement_time(Duration::from_secs(3));
+
+    for case in CASES {
+        let matcher = Matcher::new(
+            case.patterns,
+            PatternOptions {
+                regex: case.regex,
+                match_case: false,
+            },
+        )
+        .unwrap();
+        // The baseline: same semantics, one regex, line by line.
+        let alternation = case
+            .patterns
+            .iter()
+            .map(|p| {
+                if case.regex {
+                    (*p).to_string()
+                } else {
+                    regex::escape(p)
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("|");
+        let baseline = regex::bytes::RegexBuilder::new(&alternation)
+            .case_insensitive(true)
+            .build()
+            .unwrap();
+
+        // Same answer from both before timing anything.
+        let engine_lines: usize = search_captures(&matcher, &options, captures.clone())
+            .panes
+            .iter()
+            .map(|p| p.lines.len())
+            .sum();
+        let baseline_lines: usize = captures
+            .iter()
+            .map(|c| {
+                c.bytes
+                    .split(|&b| b == b'\n')
+                    .filter(|l| baseline.is_match(l))
+                    .count()
+            })
+            .sum();
+        eprintln!(
+            "{}: {} ({}) matching lines: engine {engine_lines}, baseline {baseline_lines}",
+            case.name,
+            matcher.engine_name(),
+            total
+        );
+
+        group.bench_function(BenchmarkId::new("engine-1t", case.name), |b| {
+            b.iter_batched(
+                || captures.clone(),
+                |cs| one_thread.install(|| search_captures(&matcher, &options, cs)),
+                BatchSize::PerIteration,
+            )
+        });
+        group.bench_function(BenchmarkId::new("engine-all", case.name), |b| {
+            b.iter_batched(
+                || captures.clone(),
+                |cs| search_captures(&matcher, &options, cs),
+                BatchSize::PerIteration,
+            )
+        });
+        group.bench_function(BenchmarkId::new("regex-lines", case.name), |b| {
+            b.iter(|| {
+                let mut n = 0usize;
+                for c in &captures {
+                    for line in c.bytes.split(|&b| b == b'\n') {
+                        n += usize::from(baseline.is_match(line));
+                    }
+                }
+                n
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
