@@ -174,7 +174,8 @@ fn inventory_tools_list_get_filter_and_name_what_exists() {
     assert_eq!(v["pid"], tmux.pid().unwrap());
     assert_eq!(v["session_count"], 2);
 
-    // Another server by socket_name, per call.
+    // Another server by socket_name or socket_path, per call; and a serve
+    // whose default server is given by path.
     let other = PrivateServer::start("inventory-other", 80, 24).unwrap();
     let v = ok(
         &mut s,
@@ -183,6 +184,19 @@ fn inventory_tools_list_get_filter_and_name_what_exists() {
         json!({"socket_name": other.socket_name()}),
     );
     assert_eq!(v["pid"], other.pid().unwrap());
+    let path = other.socket_path().unwrap();
+    let v = ok(
+        &mut s,
+        &schemas,
+        "get_server_info",
+        json!({"socket_path": path}),
+    );
+    assert_eq!(v["pid"], other.pid().unwrap());
+    let mut by_path = Serve::spawn_with(&["serve", "--socket-path", path.to_str().unwrap()], &[]);
+    let v = by_path.call_ok("get_server_info", json!({}));
+    assert_eq!(v["pid"], other.pid().unwrap());
+    let e = s.call_err("list_panes", json!({"socket_name": "panescan-nobody-here"}));
+    assert!(e.contains("no tmux server"), "{e}");
 }
 
 #[test]
@@ -668,6 +682,14 @@ fn wait_for_text_sees_only_new_text_and_is_cancellable_with_progress() {
     let r = s.request_bare("ping");
     assert_eq!(r["result"], json!({}));
     assert!(t.elapsed() < Duration::from_millis(500));
+    // An id still in flight cannot be reused.
+    s.send(
+        &json!({"jsonrpc": "2.0", "id": "w1", "method": "tools/call", "params": {
+        "name": "list_panes", "arguments": {}}}),
+    );
+    let dup = s.recv(Duration::from_secs(5)).unwrap();
+    assert_eq!(dup["id"], "w1");
+    assert_eq!(dup["error"]["code"], -32600, "{dup}");
     // The typed command line holds `ready-$((6*7))`, which does not match.
     type_line(&tmux, "%0", "echo ready-$((6*7))");
     let r = s.response(&json!("w1"), Duration::from_secs(10));
