@@ -306,6 +306,18 @@ fn eof_ends_the_server_promptly_with_status_zero() {
 }
 
 #[test]
+fn a_request_followed_by_eof_still_gets_its_answer() {
+    let mut s = Serve::spawn(NOBODY);
+    s.send(&json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                   "params": {"name": "list_panes", "arguments": {}}}));
+    s.close_stdin();
+    let r = s.response(&json!(5), Duration::from_secs(5));
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    let status = s.wait_exit(Duration::from_secs(5)).expect("exits");
+    assert!(status.success());
+}
+
+#[test]
 fn sigterm_and_sigint_end_the_server_with_status_zero() {
     for sig in ["TERM", "INT"] {
         let mut s = Serve::spawn(NOBODY);

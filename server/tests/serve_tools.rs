@@ -174,7 +174,8 @@ fn inventory_tools_list_get_filter_and_name_what_exists() {
     assert_eq!(v["pid"], tmux.pid().unwrap());
     assert_eq!(v["session_count"], 2);
 
-    // Another server by socket_name, per call.
+    // Another server by socket_name or socket_path, per call; and a serve
+    // whose default server is given by path.
     let other = PrivateServer::start("inventory-other", 80, 24).unwrap();
     let v = ok(
         &mut s,
@@ -183,6 +184,19 @@ fn inventory_tools_list_get_filter_and_name_what_exists() {
         json!({"socket_name": other.socket_name()}),
     );
     assert_eq!(v["pid"], other.pid().unwrap());
+    let path = other.socket_path().unwrap();
+    let v = ok(
+        &mut s,
+        &schemas,
+        "get_server_info",
+        json!({"socket_path": path}),
+    );
+    assert_eq!(v["pid"], other.pid().unwrap());
+    let mut by_path = Serve::spawn_with(&["serve", "--socket-path", path.to_str().unwrap()], &[]);
+    let v = by_path.call_ok("get_server_info", json!({}));
+    assert_eq!(v["pid"], other.pid().unwrap());
+    let e = s.call_err("list_panes", json!({"socket_name": "panescan-nobody-here"}));
+    assert!(e.contains("no tmux server"), "{e}");
 }
 
 #[test]
@@ -371,6 +385,7 @@ fn capture_since_follows_output_through_trimming_respawn_and_bad_cursors() {
         json!({"pane_id": pane, "cursor": c3}),
     );
     assert_eq!(v["missed"], false, "{v}");
+    assert_eq!(v["missed_lines"], 0, "{v}");
     let nums: Vec<u64> = v["text"]
         .as_str()
         .unwrap()
@@ -390,6 +405,7 @@ fn capture_since_follows_output_through_trimming_respawn_and_bad_cursors() {
         json!({"pane_id": pane, "cursor": c4}),
     );
     assert_eq!(v["missed"], true, "{v}");
+    assert_eq!(v["missed_lines"], Value::Null, "{v}");
     assert!(v["text"].as_str().unwrap().contains("500\nfill-3\n"));
     let c5 = v["cursor"].as_str().unwrap().to_owned();
 
@@ -454,8 +470,10 @@ fn snapshot_pane_reports_copy_mode_scroll_and_dead_panes() {
     tmux.run_ok(["new-window", "-t", "main", "sh -c 'echo bye; exit 3'"])
         .unwrap();
     // tmux marks the pane dead when its terminal closes and learns the
-    // exit status a moment later, from SIGCHLD: wait for both.
-    assert!(eventually(Duration::from_secs(5), || {
+    // exit status from SIGCHLD, usually a moment later; under load tmux
+    // 3.3a sometimes never records it. Wait for the status a while, then
+    // compare with whatever tmux itself reports.
+    let state = || {
         tmux.run_ok([
             "display-message",
             "-p",
@@ -463,13 +481,22 @@ fn snapshot_pane_reports_copy_mode_scroll_and_dead_panes() {
             "%1",
             "#{pane_dead}:#{pane_dead_status}",
         ])
-        .map(|o| o.trim() == "1:3")
-        .unwrap_or(false)
-    }));
+        .map(|o| o.trim().to_owned())
+        .unwrap_or_default()
+    };
+    let _ = eventually(Duration::from_secs(3), || state() == "1:3");
+    let tmux_state = state();
+    assert!(tmux_state.starts_with("1:"), "{tmux_state}");
     let v = ok(&mut s, &schemas, "snapshot_pane", json!({"pane_id": "%1"}));
     assert_eq!(v["pane_dead"], true);
-    assert_eq!(v["pane_dead_status"], 3);
-    assert!(v["text"].as_str().unwrap().contains("Pane is dead"), "{v}");
+    let status = tmux_state.trim_start_matches("1:");
+    if status.is_empty() {
+        assert_eq!(v["pane_dead_status"], Value::Null);
+    } else {
+        assert_eq!(v["pane_dead_status"], 3);
+        // tmux writes its notice once it knows the status.
+        assert!(v["text"].as_str().unwrap().contains("Pane is dead"), "{v}");
+    }
 }
 
 #[test]
@@ -655,6 +682,14 @@ fn wait_for_text_sees_only_new_text_and_is_cancellable_with_progress() {
     let r = s.request_bare("ping");
     assert_eq!(r["result"], json!({}));
     assert!(t.elapsed() < Duration::from_millis(500));
+    // An id still in flight cannot be reused.
+    s.send(
+        &json!({"jsonrpc": "2.0", "id": "w1", "method": "tools/call", "params": {
+        "name": "list_panes", "arguments": {}}}),
+    );
+    let dup = s.recv(Duration::from_secs(5)).unwrap();
+    assert_eq!(dup["id"], "w1");
+    assert_eq!(dup["error"]["code"], -32600, "{dup}");
     // The typed command line holds `ready-$((6*7))`, which does not match.
     type_line(&tmux, "%0", "echo ready-$((6*7))");
     let r = s.response(&json!("w1"), Duration::from_secs(10));
@@ -717,6 +752,17 @@ fn wait_for_text_sees_only_new_text_and_is_cancellable_with_progress() {
         json!({"pane_id": "%5", "pattern": "x", "timeout_ms": 100}),
     );
     assert!(e.contains("no pane %5"), "{e}");
+
+    // The pane goes away during the wait: a clear error, not a timeout.
+    tmux.run_ok(["split-window", "-t", "%0"]).unwrap();
+    s.send(&json!({"jsonrpc": "2.0", "id": "gone", "method": "tools/call", "params": {
+        "name": "wait_for_text", "arguments": {"pane_id": "%1", "pattern": "never", "timeout_ms": 20000}}}));
+    std::thread::sleep(Duration::from_millis(300));
+    tmux.run_ok(["kill-pane", "-t", "%1"]).unwrap();
+    let r = s.response(&json!("gone"), Duration::from_secs(5));
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    let text = r["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("%1 closed while waiting"), "{text}");
 }
 
 #[test]
@@ -828,7 +874,7 @@ fn shutdown_leaves_no_tmux_client_attached() {
         let status = s.wait_exit(Duration::from_secs(5)).expect("exits");
         assert!(status.success(), "{how}: {status}");
         assert!(
-            started.elapsed() < Duration::from_secs(2),
+            started.elapsed() < Duration::from_secs(3),
             "{how}: slow exit"
         );
         assert!(

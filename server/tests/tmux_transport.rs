@@ -379,3 +379,583 @@ fn deadline_and_cancel_answer_every_request() {
         .enumerate()
         .all(|(i, r)| r.index == i && r.result.is_err()));
 }
+
+#[test]
+fn names_linked_windows_and_grouped_sessions() {
+    let server = PrivateServer::start("names", 80, 24).unwrap();
+    let tmux = connect(&server);
+    let weird = "a;b'c\"d\te🦀 #{x} $HOME";
+    // Create through our own quoting: session, window names.
+    tmux.run(
+        &TmuxCommand::new("new-session")
+            .flag("-d")
+            .flag("-s")
+            .literal_arg(weird),
+        soon(),
+    )
+    .unwrap();
+    // tmux stores the tab as `\t`; find the session by id.
+    let sid = tmux
+        .inventory(soon())
+        .unwrap()
+        .sessions
+        .iter()
+        .find(|s| s.session_name.contains("🦀"))
+        .map(|s| s.session_id)
+        .unwrap();
+    let stored = tmux
+        .inventory(soon())
+        .unwrap()
+        .sessions
+        .iter()
+        .find(|s| s.session_id == sid)
+        .unwrap()
+        .session_name
+        .clone();
+    // tmux normalises names (tab -> `\t`, `$` -> `\$`); `#{x}` stayed literal.
+    assert!(stored.starts_with("a;b'c\"d\\te🦀 #{x} "), "{stored:?}");
+    // An exact-name target reaches it (quoted, `;` and `#{}` inert).
+    tmux.run(
+        &TmuxCommand::new("rename-window")
+            .target(Target::SessionName(stored.clone()))
+            .literal_arg("win\nnl\t;tab 🦀"),
+        soon(),
+    )
+    .unwrap();
+    tmux.run(
+        &TmuxCommand::new("new-session")
+            .flag("-d")
+            .option("-s", "other"),
+        soon(),
+    )
+    .unwrap();
+    // Link main's window 0 into `other` at index 5; group `grp` with main.
+    server
+        .run_ok(["link-window", "-s", "main:0", "-t", "other:5"])
+        .unwrap();
+    server
+        .run_ok(["new-session", "-d", "-s", "grp", "-t", "main"])
+        .unwrap();
+    let inv = tmux.inventory(soon()).unwrap();
+    let names: Vec<&str> = inv
+        .sessions
+        .iter()
+        .map(|s| s.session_name.as_str())
+        .collect();
+    let expected_names = server
+        .run_ok(["list-sessions", "-F", "#{session_name}"])
+        .unwrap();
+    assert_eq!(names, expected_names.lines().collect::<Vec<_>>());
+    assert!(
+        names
+            .iter()
+            .any(|n| n.contains("🦀") && n.contains(';') && n.contains('\'')),
+        "{names:?}"
+    );
+    let shown = server
+        .run_ok(["list-windows", "-a", "-F", "#{window_name}"])
+        .unwrap();
+    let weird_window = inv
+        .windows
+        .iter()
+        .find(|w| w.window_name.contains("🦀"))
+        .unwrap();
+    assert!(shown.lines().any(|l| l == weird_window.window_name));
+    // Panes once each, with every placement.
+    let ids = pane_ids(&server);
+    let mut unique = ids.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(inv.panes.len(), unique.len());
+    let p0 = inv.panes.iter().find(|p| p.pane_id.number() == 0).unwrap();
+    let places: Vec<(&str, u32)> = p0
+        .placements
+        .iter()
+        .map(|p| (p.session_name.as_str(), p.window_index))
+        .collect();
+    assert_eq!(places.len(), 3, "{places:?}");
+    assert!(
+        places.contains(&("main", 0))
+            && places.contains(&("other", 5))
+            && places.contains(&("grp", 0))
+    );
+    let w0 = inv
+        .windows
+        .iter()
+        .find(|w| w.window_id == p0.window_id)
+        .unwrap();
+    assert_eq!(w0.placements.len(), 3);
+    let grp = inv
+        .sessions
+        .iter()
+        .find(|s| s.session_name == "grp")
+        .unwrap();
+    assert!(grp.session_group.is_some());
+    assert!(inv
+        .sessions
+        .iter()
+        .find(|s| s.session_name == "other")
+        .unwrap()
+        .session_group
+        .is_none());
+    // Our own control client is not counted as attached.
+    assert!(
+        inv.sessions.iter().all(|s| s.session_attached == 0),
+        "{:?}",
+        inv.sessions
+    );
+    let p = &inv.panes[0];
+    assert_eq!((p.pane_width, p.pane_height), (80, 24));
+    assert!(p.pane_at_top && p.pane_at_left && p.pane_active && !p.pane_dead);
+    assert!(p.pane_pid.is_some() && p.pane_tty.starts_with("/dev/"));
+    assert_eq!(p.is_caller, None.or(p.is_caller));
+    // Serde output uses tmux's ids.
+    let json = serde_json::to_value(&inv).unwrap();
+    assert_eq!(
+        json["panes"][0]["pane_id"],
+        inv.panes[0].pane_id.to_string()
+    );
+    assert!(json["panes"][0]["pane_id"]
+        .as_str()
+        .unwrap()
+        .starts_with('%'));
+    assert!(json["sessions"][0]["session_id"]
+        .as_str()
+        .unwrap()
+        .starts_with('$'));
+}
+
+#[test]
+fn attached_session_killed_mid_batch() {
+    let server = PrivateServer::start("killsess", 80, 24).unwrap();
+    server
+        .run_ok(["new-session", "-d", "-s", "zother"])
+        .unwrap();
+    let tmux = connect(&server);
+    tmux.run(
+        &TmuxCommand::new("display-message").flag("-p").arg("x"),
+        soon(),
+    )
+    .unwrap();
+    let clients = server
+        .run_ok(["list-clients", "-F", "#{client_session}"])
+        .unwrap();
+    assert_eq!(clients.trim(), "main");
+    let cmds: Vec<TmuxCommand> = (0..3000)
+        .map(|i| {
+            TmuxCommand::new("display-message")
+                .flag("-p")
+                .arg(&format!("r{i}"))
+        })
+        .collect();
+    let killer = {
+        let name = server.socket_name().to_string();
+        let conf = server.config_path().to_path_buf();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(5));
+            let _ = std::process::Command::new("tmux")
+                .args(["-L", &name, "-f"])
+                .arg(conf)
+                .args(["kill-session", "-t", "main"])
+                .env_remove("TMUX")
+                .status();
+        })
+    };
+    let res = tmux.run_many(&cmds, soon());
+    killer.join().unwrap();
+    for (i, r) in res.iter().enumerate() {
+        match r {
+            Ok(t) => assert_eq!(t, &format!("r{i}\n")),
+            Err(TmuxError::ConnectionLost(_)) => {}
+            Err(e) => panic!("request {i}: {e}"),
+        }
+    }
+    // The next request works, attached to the remaining session.
+    assert_eq!(
+        tmux.run(
+            &TmuxCommand::new("display-message").flag("-p").arg("y"),
+            soon()
+        )
+        .unwrap(),
+        "y\n"
+    );
+    let clients = server
+        .run_ok(["list-clients", "-F", "#{client_session}"])
+        .unwrap();
+    assert_eq!(clients.trim(), "zother");
+    tmux.shutdown();
+    std::thread::sleep(Duration::from_millis(100));
+    let clients = server
+        .run_ok(["list-clients", "-F", "#{client_session}"])
+        .unwrap();
+    assert_eq!(clients.trim(), "", "shutdown detaches the control client");
+}
+
+#[test]
+fn server_killed_mid_batch_and_restarted() {
+    let server = PrivateServer::start("killsrv", 80, 24).unwrap();
+    server
+        .run_ok(["set-option", "-g", "history-limit", "5000"])
+        .unwrap();
+    add_panes(&server, 40, 2000);
+    let tmux = connect(&server);
+    let ids = pane_ids(&server);
+    let mut reqs: Vec<CaptureRequest> = Vec::new();
+    for _ in 0..5 {
+        reqs.extend(ids.iter().map(|&pane| CaptureRequest {
+            pane,
+            range: CaptureRange::AllHistory,
+        }));
+    }
+    let n = reqs.len();
+    let rx = tmux.capture(
+        reqs,
+        CaptureOptions::default(),
+        soon(),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let first = rx.recv_timeout(Duration::from_secs(20)).unwrap();
+    assert_eq!(first.index, 0);
+    server.kill();
+    let start = Instant::now();
+    let mut rest = collect(rx);
+    assert!(start.elapsed() < Duration::from_secs(15));
+    rest.insert(0, first);
+    assert_eq!(rest.len(), n);
+    assert!(rest.iter().enumerate().all(|(i, r)| r.index == i));
+    assert!(rest.last().unwrap().result.is_err());
+    let err = tmux.run(
+        &TmuxCommand::new("display-message").flag("-p").arg("x"),
+        soon(),
+    );
+    assert!(matches!(err, Err(TmuxError::NoServer { .. })), "{err:?}");
+    assert!(err.unwrap_err().to_string().contains("no tmux server at"));
+    // Restart on the same socket: the next request reconnects.
+    let out = server
+        .command()
+        .args(["new-session", "-d", "-s", "again"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        tmux.run(
+            &TmuxCommand::new("display-message").flag("-p").arg("back"),
+            soon()
+        )
+        .unwrap(),
+        "back\n"
+    );
+    let info = tmux.server_info(soon()).unwrap();
+    assert_eq!(info.session_count, 1);
+    assert_eq!(info.transport, "control");
+    assert_eq!(info.client_count, 0);
+}
+
+#[test]
+fn empty_server_uses_one_shot_processes() {
+    let server = PrivateServer::start("empty", 80, 24).unwrap();
+    server
+        .run_ok(["set-option", "-g", "exit-empty", "off"])
+        .unwrap();
+    server.run_ok(["kill-session", "-t", "main"]).unwrap();
+    let tmux = connect(&server);
+    let inv = tmux.inventory(soon()).unwrap();
+    assert!(inv.sessions.is_empty() && inv.panes.is_empty());
+    assert_eq!(
+        tmux.run(
+            &TmuxCommand::new("display-message").flag("-p").arg("a;b"),
+            soon()
+        )
+        .unwrap(),
+        "a;b\n"
+    );
+    let bad = tmux.run(&TmuxCommand::new("no-such-command"), soon());
+    assert!(matches!(bad, Err(TmuxError::Command(_))), "{bad:?}");
+    let info = tmux.server_info(soon()).unwrap();
+    assert_eq!(
+        (info.session_count, info.transport.as_str()),
+        (0, "oneshot")
+    );
+    assert_eq!(info.pid, server.pid().unwrap());
+    let replies = capture_all(
+        &tmux,
+        &[PaneId::from_number(0)],
+        CaptureRange::Visible,
+        CaptureOptions::default(),
+    );
+    assert!(matches!(replies[0].result, Err(TmuxError::NotFound(_))));
+    // A session appears: the control client takes over, same answers.
+    server.run_ok(["new-session", "-d", "-s", "late"]).unwrap();
+    let inv = tmux.inventory(soon()).unwrap();
+    assert_eq!(inv.sessions.len(), 1);
+    assert_eq!(tmux.server_info(soon()).unwrap().transport, "control");
+}
+
+#[test]
+fn no_server_is_a_clear_error() {
+    let tmux = Tmux::connect(&ServerSpec {
+        socket_name: Some(format!("panescan-nothing-here-{}", std::process::id())),
+        socket_path: None,
+    })
+    .unwrap();
+    let err = tmux.inventory(soon()).unwrap_err();
+    assert!(matches!(err, TmuxError::NoServer { .. }));
+    let replies = collect(tmux.capture(
+        vec![CaptureRequest {
+            pane: PaneId::from_number(1),
+            range: CaptureRange::Visible,
+        }],
+        CaptureOptions::default(),
+        soon(),
+        Arc::new(AtomicBool::new(false)),
+    ));
+    assert!(
+        matches!(replies[0].result, Err(TmuxError::NoServer { .. })),
+        "{:?}",
+        replies[0].result
+    );
+}
+
+#[test]
+fn joined_lines_get_exact_numbers() {
+    let server = PrivateServer::start("join", 20, 10).unwrap();
+    // 45 cells (3 rows), 1 row, 24 cells of CJK (2 rows): 6 rows in all.
+    server
+        .run_ok([
+            "new-window",
+            "-d",
+            "-t",
+            "main:",
+            "sh -c 'printf \"%045d\\nb\\n一二三四五六七八九十一二\\nDONE\"; exec sleep 1000000'",
+        ])
+        .unwrap();
+    wait_printed(&server);
+    let tmux = connect(&server);
+    let pane = *pane_ids(&server).last().unwrap();
+    let opts = CaptureOptions {
+        join_wrapped: true,
+        escapes: false,
+    };
+    let r = capture_all(&tmux, &[pane], CaptureRange::Visible, opts).remove(0);
+    let t = r.result.unwrap();
+    let text = String::from_utf8_lossy(&t.bytes).to_string();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(t.joined);
+    assert_eq!(lines[0].trim_end().len(), 45, "{text:?}");
+    let nums = t.line_numbers.unwrap();
+    assert_eq!(nums.len(), lines.len());
+    assert_eq!(&nums[..4], &[0, 3, 4, 6]);
+    // Plain capture: one row per line, numbered from first_line.
+    let r = capture_all(
+        &tmux,
+        &[pane],
+        CaptureRange::Visible,
+        CaptureOptions::default(),
+    )
+    .remove(0);
+    let t = r.result.unwrap();
+    assert!(t.line_numbers.is_none() && !t.joined);
+    assert_eq!(
+        String::from_utf8_lossy(&t.bytes).lines().nth(4).unwrap(),
+        "一二三四五六七八九十"
+    );
+}
+
+#[test]
+fn joined_numbers_fall_back_when_rows_do_not_add_up() {
+    // Width 21: a wide character at column 21 wraps early, leaving a gap the
+    // width count cannot see.
+    let server = PrivateServer::start("join-odd", 21, 6).unwrap();
+    server
+        .run_ok([
+            "new-window",
+            "-d",
+            "-t",
+            "main:",
+            "sh -c 'printf \"一二三四五六七八九十一二三\\nDONE\"; exec sleep 1000000'",
+        ])
+        .unwrap();
+    wait_printed(&server);
+    let tmux = connect(&server);
+    let pane = *pane_ids(&server).last().unwrap();
+    let opts = CaptureOptions {
+        join_wrapped: true,
+        escapes: false,
+    };
+    let t = capture_all(&tmux, &[pane], CaptureRange::Visible, opts)
+        .remove(0)
+        .result
+        .unwrap();
+    if t.joined {
+        // If tmux happened to pad so the widths add up, numbers must be right.
+        let nums = t.line_numbers.unwrap();
+        assert_eq!(&nums[..2], &[0, 2]);
+    } else {
+        assert!(t.line_numbers.is_none());
+        assert_eq!(String::from_utf8_lossy(&t.bytes).lines().count(), 6);
+    }
+}
+
+#[test]
+fn shared_handles_are_one_per_server() {
+    let server = PrivateServer::start("shared", 80, 24).unwrap();
+    let spec = ServerSpec {
+        socket_name: None,
+        socket_path: Some(server.socket_path().unwrap()),
+    };
+    let a = Tmux::shared(&spec).unwrap();
+    let b = Tmux::shared(&spec).unwrap();
+    let threads: Vec<_> = (0..8)
+        .map(|t| {
+            let h = if t % 2 == 0 { a.clone() } else { b.clone() };
+            std::thread::spawn(move || {
+                for i in 0..50 {
+                    let s = format!("t{t}-{i}");
+                    let out = h.run(
+                        &TmuxCommand::new("display-message").flag("-p").arg(&s),
+                        soon(),
+                    );
+                    assert_eq!(out.unwrap(), format!("{s}\n"));
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let clients = server
+        .run_ok(["list-clients", "-F", "#{client_pid}"])
+        .unwrap();
+    assert_eq!(
+        clients.lines().count(),
+        1,
+        "one control client for both handles"
+    );
+    a.shutdown();
+}
+
+#[test]
+fn kill_server_with_control_client_attached_leaves_nothing() {
+    let server = PrivateServer::start("killclean", 80, 24).unwrap();
+    let pid = server.pid().unwrap();
+    let tmux = connect(&server);
+    tmux.run(
+        &TmuxCommand::new("display-message").flag("-p").arg("x"),
+        soon(),
+    )
+    .unwrap();
+    server.kill();
+    let start = Instant::now();
+    while std::path::Path::new(&format!("/proc/{pid}")).exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "tmux server {pid} did not exit"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(tmux);
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap()
+}
+
+#[test]
+fn two_thousand_deep_captures_do_not_grow_tmux() {
+    let server = PrivateServer::start("leak", 120, 40).unwrap();
+    server
+        .run_ok(["set-option", "-g", "history-limit", "5000"])
+        .unwrap();
+    add_panes(&server, 1, 2000);
+    let tmux = connect(&server);
+    let pane = *pane_ids(&server).last().unwrap();
+    let pid = tmux.server_info(soon()).unwrap().pid;
+    let buffers_before = server.run_ok(["list-buffers"]).unwrap();
+    // Warm up (first allocations of the capture path), then measure.
+    let reqs = |n: usize| -> Vec<CaptureRequest> {
+        (0..n)
+            .map(|_| CaptureRequest {
+                pane,
+                range: CaptureRange::AllHistory,
+            })
+            .collect()
+    };
+    for r in collect(tmux.capture(
+        reqs(50),
+        CaptureOptions::default(),
+        soon(),
+        Arc::new(AtomicBool::new(false)),
+    )) {
+        r.result.unwrap();
+    }
+    let before = rss_kib(pid);
+    let mut bytes = 0usize;
+    for _ in 0..10 {
+        let replies = collect(tmux.capture(
+            reqs(200),
+            CaptureOptions::default(),
+            soon(),
+            Arc::new(AtomicBool::new(false)),
+        ));
+        assert_eq!(replies.len(), 200);
+        for r in replies {
+            let t = r.result.unwrap();
+            assert!(t.history_size + u64::from(t.pane_height) >= 2000);
+            bytes += t.bytes.len();
+        }
+    }
+    let after = rss_kib(pid);
+    eprintln!(
+        "tmux VmRSS before {before} KiB, after 2,000 captures ({} MB) {after} KiB, delta {} KiB",
+        bytes / 1_000_000,
+        after as i64 - before as i64
+    );
+    assert!(
+        after < before + 4 * 1024,
+        "tmux grew from {before} KiB to {after} KiB"
+    );
+    assert_eq!(server.run_ok(["list-buffers"]).unwrap(), buffers_before);
+}
+
+/// The measurement above can fail: the same captures through plain
+/// control-mode `capture-pane -p` (tmux 3.2-3.5a) do grow the server.
+#[test]
+fn control_mode_capture_p_is_the_leak_we_avoid() {
+    let server = PrivateServer::start("leak-p", 120, 40).unwrap();
+    server
+        .run_ok(["set-option", "-g", "history-limit", "5000"])
+        .unwrap();
+    add_panes(&server, 1, 2000);
+    let version = server
+        .run_ok(["display-message", "-p", "#{version}"])
+        .unwrap();
+    if !["3.2", "3.3", "3.4", "3.5"]
+        .iter()
+        .any(|v| version.starts_with(v))
+    {
+        return; // fixed in tmux 3.6
+    }
+    let tmux = connect(&server);
+    let pane = *pane_ids(&server).last().unwrap();
+    let pid = tmux.server_info(soon()).unwrap().pid;
+    let cmd = TmuxCommand::new("capture-pane")
+        .flag("-p")
+        .target(pane)
+        .option("-S", "-");
+    let before = rss_kib(pid);
+    for _ in 0..4 {
+        let res = tmux.run_many(&vec![cmd.clone(); 100], soon());
+        assert!(res.iter().all(Result::is_ok));
+    }
+    let after = rss_kib(pid);
+    assert!(
+        after > before + 4 * 1024,
+        "expected the leak: {before} -> {after} KiB"
+    );
+}

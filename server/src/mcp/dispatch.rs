@@ -312,6 +312,19 @@ impl Dispatcher {
         })
     }
 
+    /// Waits up to `grace` for running calls to finish on their own (and
+    /// send their answers); returns whether they all did.
+    pub fn drain(&self, grace: Duration) -> bool {
+        let until = Instant::now() + grace;
+        while self.active.load(Ordering::SeqCst) > 0 {
+            if Instant::now() >= until {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        true
+    }
+
     /// Cancels every running call and waits up to `grace` for them to end.
     pub fn shutdown(&self, grace: Duration) {
         self.shutting_down.store(true, Ordering::SeqCst);

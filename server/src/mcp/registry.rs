@@ -179,10 +179,18 @@ fn call_typed<T: Tool>(ctx: &ToolContext, args: Value) -> Result<ToolOutput, Too
     let output = T::run(ctx, args)?;
     let structured = serde_json::to_value(&output)
         .map_err(|e| ToolError::new(format!("{}: cannot encode the result: {e}", T::NAME)))?;
-    Ok(ToolOutput {
-        text: T::text(&output),
-        structured,
-    })
+    let text = T::text(&output);
+    // Last line of defence behind each tool's own bounds: a result that
+    // would not fit one response is refused with a way forward, never sent.
+    let size = serde_json::to_string(&structured).map_or(0, |s| s.len()) + text.len();
+    let ceiling = ctx.limits().response_bytes;
+    if size > ceiling {
+        return Err(ToolError::new(format!(
+            "{}: the result would be {size} bytes, over the {ceiling}-byte response ceiling; narrow the request (filters, a smaller range, max_lines / max_bytes)",
+            T::NAME
+        )));
+    }
+    Ok(ToolOutput { text, structured })
 }
 
 /// A registered tool with its schemas computed once.
@@ -363,4 +371,124 @@ fn listing_of(entry: &ToolEntry, input_schema: &Value) -> Value {
             "openWorldHint": entry.annotations.open_world,
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::tools::context::ServeConfig;
+    use serde::Deserialize;
+
+    #[derive(Debug, Deserialize, JsonSchema)]
+    struct EchoArgs {
+        /// How many bytes to return.
+        n: usize,
+    }
+
+    #[derive(Debug, Serialize, JsonSchema)]
+    struct EchoOut {
+        text: String,
+    }
+
+    #[derive(Debug)]
+    struct Echo;
+
+    impl Tool for Echo {
+        const NAME: &'static str = "echo";
+        const TITLE: &'static str = "Echo";
+        const DESCRIPTION: &'static str = "Returns n bytes.";
+        type Args = EchoArgs;
+        type Output = EchoOut;
+        fn run(_: &ToolContext, args: EchoArgs) -> Result<EchoOut, ToolError> {
+            Ok(EchoOut {
+                text: "x".repeat(args.n),
+            })
+        }
+    }
+
+    #[derive(Debug)]
+    struct Kill;
+
+    impl Tool for Kill {
+        const NAME: &'static str = "kill";
+        const TITLE: &'static str = "Kill";
+        const DESCRIPTION: &'static str = "Destroys.";
+        const TIER: Tier = Tier::Destructive;
+        type Args = EchoArgs;
+        type Output = EchoOut;
+        fn run(_: &ToolContext, _: EchoArgs) -> Result<EchoOut, ToolError> {
+            Ok(EchoOut {
+                text: String::new(),
+            })
+        }
+    }
+
+    fn context(registry: Registry, response_bytes: usize) -> (Arc<Registry>, ToolContext) {
+        let registry = Arc::new(registry);
+        let mut config = ServeConfig::default();
+        config.limits.response_bytes = response_bytes;
+        let ctx = ToolContext::new(Arc::new(config), registry.clone());
+        (registry, ctx)
+    }
+
+    #[test]
+    fn tiers_filter_rows_and_unknown_arguments_name_the_valid_ones() {
+        let entries = vec![ToolEntry::of::<Echo>(), ToolEntry::of::<Kill>()];
+        let read = Registry::new(entries.clone(), Tier::Readonly);
+        assert_eq!(read.names(), vec!["echo"]);
+        assert!(read.get("kill").is_none());
+        assert_eq!(
+            Registry::new(entries, Tier::Destructive).names(),
+            vec!["echo", "kill"]
+        );
+        let (reg, ctx) = context(read, 1_000_000);
+        let err = reg
+            .call(&ctx, "echo", serde_json::json!({"n": 1, "m": 2}))
+            .unwrap()
+            .unwrap_err();
+        assert!(
+            err.message
+                .contains("unknown argument m; valid arguments: n"),
+            "{err}"
+        );
+        let err = reg
+            .call(&ctx, "echo", serde_json::json!({"n": "x"}))
+            .unwrap()
+            .unwrap_err();
+        assert!(
+            err.message.starts_with("invalid arguments for echo"),
+            "{err}"
+        );
+        assert!(reg
+            .call(&ctx, "kill", serde_json::json!({"n": 1}))
+            .is_none());
+    }
+
+    #[test]
+    fn results_over_the_response_ceiling_are_refused() {
+        let (reg, ctx) = context(
+            Registry::new(vec![ToolEntry::of::<Echo>()], Tier::Readonly),
+            1000,
+        );
+        let ok = reg
+            .call(&ctx, "echo", serde_json::json!({"n": 100}))
+            .unwrap();
+        assert!(ok.is_ok());
+        let err = reg
+            .call(&ctx, "echo", serde_json::json!({"n": 5000}))
+            .unwrap()
+            .unwrap_err();
+        assert!(err.message.contains("response ceiling"), "{err}");
+    }
+
+    #[test]
+    fn first_sentences_skip_abbreviations() {
+        assert_eq!(
+            first_sentence("Run it, e.g. this. Then more."),
+            "Run it, e.g. this."
+        );
+        assert_eq!(first_sentence("One sentence"), "One sentence");
+    }
 }

@@ -15,6 +15,10 @@ use crate::tools::context::ServeConfig;
 
 /// How long running calls get to notice a cancel at shutdown.
 const SHUTDOWN_GRACE: Duration = Duration::from_millis(400);
+/// At end of input, how long running calls may take to finish and answer
+/// before they are cancelled: `echo REQUEST | panescan serve` must get its
+/// answer, but a client that went away must not keep us alive.
+const EOF_GRACE: Duration = Duration::from_secs(1);
 
 #[derive(Debug)]
 enum Stop {
@@ -80,8 +84,11 @@ pub fn serve(config: ServeConfig) -> i32 {
     }
 
     let reason = stop_rx.recv().unwrap_or(Stop::Eof);
-    if let Stop::Signal(sig) = reason {
-        eprintln!("panescan: signal {sig}, shutting down");
+    match reason {
+        Stop::Signal(sig) => eprintln!("panescan: signal {sig}, shutting down"),
+        Stop::Eof => {
+            dispatcher.drain(EOF_GRACE);
+        }
     }
     // Stop the work, let finished calls write their answers, flush.
     dispatcher.shutdown(SHUTDOWN_GRACE);

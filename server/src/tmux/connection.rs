@@ -45,7 +45,8 @@ struct Book {
 #[derive(Debug)]
 pub(crate) struct Control {
     child: Mutex<Child>,
-    stdin: Mutex<Option<ChildStdin>>,
+    /// Text for the writer thread; `None` once closed.
+    writer: Mutex<Option<Sender<Vec<u8>>>>,
     book: Arc<Mutex<Book>>,
     dead: Arc<AtomicBool>,
     /// The session the client is attached to (`$N`).
@@ -98,18 +99,30 @@ impl Control {
             .stdout
             .take()
             .ok_or_else(|| TmuxError::Spawn("no stdout".into()))?;
-        let stdin = child.stdin.take();
+        let stdin = child
+            .stdin
+            .take()
+            .ok_or_else(|| TmuxError::Spawn("no stdin".into()))?;
         let book = Arc::new(Mutex::new(Book::default()));
         let dead = Arc::new(AtomicBool::new(false));
         let client_pid = child.id();
+        let (wtx, wrx) = crossbeam_channel::unbounded::<Vec<u8>>();
         let control = Arc::new(Control {
             child: Mutex::new(child),
-            stdin: Mutex::new(stdin),
+            writer: Mutex::new(Some(wtx)),
             book: book.clone(),
             dead: dead.clone(),
             session_id: session_id.to_string(),
             client_pid,
         });
+        {
+            let book = book.clone();
+            let dead = dead.clone();
+            std::thread::Builder::new()
+                .name("tmux-control-writer".into())
+                .spawn(move || writer(stdin, &wrx, &book, &dead))
+                .map_err(|e| TmuxError::Spawn(e.to_string()))?;
+        }
         std::thread::Builder::new()
             .name("tmux-control-reader".into())
             .spawn(move || reader(stdout, &book, &dead))
@@ -121,47 +134,47 @@ impl Control {
         self.dead.load(Ordering::Acquire)
     }
 
-    /// Writes `lines` as pipelined requests; one receiver per line.
+    /// Queues `lines` as pipelined requests; one receiver per line. Never
+    /// blocks on tmux: a writer thread feeds its stdin, so a stuck or dying
+    /// client cannot hold a caller past its deadline.
     fn submit(&self, lines: &[&str]) -> Vec<Receiver<Result<RawReply, TmuxError>>> {
-        let mut stdin = lock(&self.stdin);
         let mut out = Vec::with_capacity(lines.len());
         let mut text = String::new();
-        {
-            let mut book = lock(&self.book);
-            for line in lines {
-                let (tx, rx) = crossbeam_channel::bounded(1);
-                if let Some(why) = &book.dead {
-                    let _ = tx.send(Err(TmuxError::ConnectionLost(why.clone())));
-                } else {
-                    let n = nonce();
-                    book.parser.expect(n.as_bytes());
-                    book.waiters.push_back(tx);
-                    text.push_str(line);
-                    text.push_str("\ndisplay-message -p ");
-                    text.push_str(&n);
-                    text.push('\n');
-                }
-                out.push(rx);
+        // The book lock orders registration and queueing alike.
+        let mut book = lock(&self.book);
+        for line in lines {
+            let (tx, rx) = crossbeam_channel::bounded(1);
+            if let Some(why) = &book.dead {
+                let _ = tx.send(Err(TmuxError::ConnectionLost(why.clone())));
+            } else {
+                let n = nonce();
+                book.parser.expect(n.as_bytes());
+                book.waiters.push_back(tx);
+                text.push_str(line);
+                text.push_str("\ndisplay-message -p ");
+                text.push_str(&n);
+                text.push('\n');
             }
+            out.push(rx);
         }
         if !text.is_empty() {
-            let ok = stdin
-                .as_mut()
-                .is_some_and(|s| s.write_all(text.as_bytes()).and_then(|_| s.flush()).is_ok());
-            if !ok {
-                self.kill("cannot write to the tmux control client".into());
+            let queued = lock(&self.writer)
+                .as_ref()
+                .is_some_and(|w| w.send(text.into_bytes()).is_ok());
+            if !queued {
+                fail_all(&mut book, "the tmux control client is closed");
             }
         }
         out
     }
 
-    fn kill(&self, why: String) {
+    fn kill(&self, why: &str) {
         {
             let mut book = lock(&self.book);
-            fail_all(&mut book, &why);
+            fail_all(&mut book, why);
         }
         self.dead.store(true, Ordering::Release);
-        *lock(&self.stdin) = None;
+        *lock(&self.writer) = None;
         let mut child = lock(&self.child);
         let _ = child.kill();
         let _ = child.wait();
@@ -171,7 +184,7 @@ impl Control {
 impl Drop for Control {
     fn drop(&mut self) {
         // Closing stdin makes tmux detach the client; kill it if it lingers.
-        *lock(&self.stdin) = None;
+        *lock(&self.writer) = None;
         let mut child = lock(&self.child);
         if !matches!(child.try_wait(), Ok(Some(_))) {
             let _ = child.kill();
@@ -186,6 +199,17 @@ fn fail_all(book: &mut Book, why: &str) {
     }
     for w in book.waiters.drain(..) {
         let _ = w.send(Err(TmuxError::ConnectionLost(why.to_string())));
+    }
+}
+
+fn writer(mut stdin: ChildStdin, rx: &Receiver<Vec<u8>>, book: &Mutex<Book>, dead: &AtomicBool) {
+    for text in rx {
+        if stdin.write_all(&text).and_then(|_| stdin.flush()).is_err() {
+            let mut b = lock(book);
+            fail_all(&mut b, "cannot write to the tmux control client");
+            dead.store(true, Ordering::Release);
+            return;
+        }
     }
 }
 
@@ -428,7 +452,7 @@ impl Shared {
     pub(crate) fn shutdown(&self) {
         let c = lock(&self.control).take();
         if let Some(c) = c {
-            c.kill("shut down".into());
+            c.kill("shut down");
         }
     }
 }

@@ -44,7 +44,8 @@ pub struct Operation {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct BatchArgs {
-    /// 1-16 operations {tool, arguments}.
+    /// Operations {tool, arguments}, run and reported in order.
+    #[schemars(length(min = 1, max = 16))]
     pub operations: Vec<Operation>,
     /// stop (default): stop at the first failure; continue: run every operation.
     #[serde(default)]

@@ -384,7 +384,7 @@ pub struct CaptureSinceResult {
     pub omitted_bytes: u64,
     /// Lines written since the cursor fell out of the history limit before this call: text starts at the oldest line still kept.
     pub missed: bool,
-    /// How many were missed, when known.
+    /// 0 when nothing was missed; null when lines were missed (or there was no cursor) and tmux cannot tell how many.
     pub missed_lines: Option<u64>,
     /// The pane's process changed (respawned): text restarts from its history.
     pub respawned: bool,
@@ -474,7 +474,8 @@ impl Tool for CaptureSince {
         let mut abs0 = cap.first_line + cap.history_size as i64;
 
         let mut missed = false;
-        let mut missed_lines = None;
+        // Nothing is missed until the anchor proves lost.
+        let mut missed_lines = previous.as_ref().map(|_| 0u64);
         let mut from_abs: i64 = match &previous {
             None if respawned => abs0,
             None => now as i64 - max_lines as i64,
@@ -515,10 +516,10 @@ impl Tool for CaptureSince {
                     None => {
                         missed = true;
                         from_abs = abs0;
-                        // The old boundary was at row b; nothing before the
-                        // oldest kept row can be recovered. When history did
-                        // not shrink, rows b.. were overwritten in place
-                        // (clear-history or a full-screen app): unknown.
+                        // The rows after the old boundary were dropped
+                        // from history (or cleared) before this call; tmux
+                        // keeps no count of dropped rows, so how many is
+                        // unknown.
                         missed_lines = None;
                     }
                 }

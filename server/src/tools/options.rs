@@ -81,7 +81,11 @@ fn valid_variable(name: &str) -> bool {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct GetVariablesArgs {
-    /// 1-32 format variable names matching ^[A-Za-z][A-Za-z0-9_]*$, e.g. ["pane_current_command","session_name"].
+    /// Format variable names, e.g. ["pane_current_command","session_name"].
+    #[schemars(
+        length(min = 1, max = 32),
+        inner(regex(pattern = r"^[A-Za-z][A-Za-z0-9_]*$"))
+    )]
     pub names: Vec<String>,
     /// Pane %N, window @N, session $N or session name. Default: tmux's current pane.
     #[serde(default)]
@@ -95,6 +99,8 @@ pub struct VariablesResult {
     pub target: Option<String>,
     /// Each name's expansion (empty when tmux knows no such variable).
     pub values: BTreeMap<String, String>,
+    /// Some value was cut to 65536 bytes.
+    pub truncated: bool,
 }
 
 #[derive(Debug)]
@@ -139,17 +145,19 @@ impl Tool for GetTmuxVariables {
         ctx.check_cancelled()?;
         let replies = tmux.run_many(&commands, ctx.tmux_deadline());
         let mut values = BTreeMap::new();
+        let mut truncated = false;
         for (name, reply) in args.names.iter().zip(replies) {
             let mut v = reply.map_err(|e| target_error(ctx, &tmux, e))?;
             if v.ends_with('\n') {
                 v.pop();
             }
-            cut_to_bytes(&mut v, VALUE_BYTES);
+            truncated |= cut_to_bytes(&mut v, VALUE_BYTES);
             values.insert(name.clone(), v);
         }
         Ok(VariablesResult {
             target: args.target,
             values,
+            truncated,
         })
     }
 
@@ -196,6 +204,8 @@ pub struct ShowOptionResult {
     pub value: Option<String>,
     /// The value comes from a parent (global) rather than the target itself.
     pub inherited: bool,
+    /// The value was cut to 65536 bytes.
+    pub truncated: bool,
 }
 
 fn valid_option_name(name: &str) -> bool {
@@ -293,11 +303,11 @@ impl Tool for ShowOption {
             while s.ends_with('\n') {
                 s.pop();
             }
-            cut_to_bytes(&mut s, VALUE_BYTES);
-            s
+            let cut = cut_to_bytes(&mut s, VALUE_BYTES);
+            (s, cut)
         };
-        let own = clean(own);
-        let effective = clean(effective);
+        let (own, _) = clean(own);
+        let (effective, truncated) = clean(effective);
         let value = if !effective.is_empty() {
             Some(effective)
         } else if !own.is_empty() {
@@ -311,6 +321,7 @@ impl Tool for ShowOption {
             target: args.target,
             inherited: own.is_empty() && value.is_some() && target.is_some(),
             value,
+            truncated,
         })
     }
 

@@ -4,9 +4,12 @@
 //! terminal cursor at the start are old, and the cursor's own row counts
 //! only once its text changed (so a prompt already on screen does not
 //! match). The transport's control client runs with output notifications
-//! off (they would flood it with every pane's bytes), so the pane is
-//! re-captured on a short adaptive interval: 25 ms at first, backing off to
-//! 250 ms; a visible-screen capture costs tmux well under a millisecond.
+//! off (they would flood it with every pane's bytes), so there is no output
+//! event to wait on: the pane is probed on a short adaptive interval (25 ms
+//! at first, backing off to 250 ms) with one `display-message` on the
+//! long-lived connection, and captured only when the probe shows it moved
+//! (history size or cursor changed), or once a second for in-place redraws.
+//! An idle pane costs tmux a format expansion per tick, not a capture.
 
 use std::time::{Duration, Instant};
 
@@ -18,11 +21,13 @@ use super::capture::capture_one;
 use super::context::{ServerArgs, ToolContext, ToolError};
 use super::find_pane;
 use crate::mcp::registry::{Annotations, Tool};
-use crate::tmux::{CaptureOptions, CaptureRange, PaneId};
+use crate::tmux::{CaptureOptions, CaptureRange, PaneId, TmuxCommand};
 
 /// Rows scanned per check at most (a pane printing faster than this between
 /// two checks has its oldest new rows skipped).
 const MAX_SCAN_ROWS: i64 = 10_000;
+/// A pane that did not move is still captured this often.
+const RECHECK: Duration = Duration::from_secs(1);
 /// Matched line text is cut to this.
 const MAX_LINE_BYTES: usize = 4096;
 
@@ -55,7 +60,7 @@ pub struct WaitForTextResult {
     /// Its tmux line number when found (0 = top of screen).
     pub line_number: Option<i64>,
     pub elapsed_ms: u64,
-    /// How many times the pane was checked.
+    /// How many times the pane's text was captured and scanned.
     pub checks: u32,
 }
 
@@ -113,12 +118,41 @@ impl Tool for WaitForText {
         let mut checks = 0u32;
         let mut interval = Duration::from_millis(25);
         let mut last_progress = started;
+        // A cheap probe on the long-lived connection tells whether the pane
+        // moved (new output moves the cursor or grows the history); only
+        // then is it captured, which costs a tmux process. A capture every
+        // second regardless catches redraws that keep the cursor still.
+        let probe_cmd = TmuxCommand::new("display-message")
+            .flag("-p")
+            .target(args.pane_id)
+            .format_arg("#{pane_id} #{history_size} #{cursor_x} #{cursor_y} #{pane_dead}");
+        let mut last_probe = String::new();
+        let mut last_capture: Option<Instant> = None;
         loop {
             ctx.check_cancelled()?;
+            let probe = tmux
+                .run(&probe_cmd, ctx.tmux_deadline())
+                .map_err(|e| ToolError::new(format!("{} while waiting: {e}", args.pane_id)))?;
+            if probe.trim().is_empty() {
+                // tmux answers an empty line for a target that is gone.
+                return Err(ToolError::new(format!(
+                    "pane {} closed while waiting for {:?}",
+                    args.pane_id, args.pattern
+                )));
+            }
+            let moved = probe != last_probe;
+            let stale = last_capture.is_none_or(|t| t.elapsed() >= RECHECK);
+            last_probe = probe;
+            let mut cap = None;
+            if moved || stale {
+                last_capture = Some(Instant::now());
+            }
             // Capture from the start row to the bottom; re-aim once if the
             // history grew (or was trimmed) since we last knew its size.
-            let mut cap = None;
             for _ in 0..3 {
+                if !(moved || stale) {
+                    break;
+                }
                 let from = (start_abs - hs).max(-hs).max(height - 1 - MAX_SCAN_ROWS);
                 let c = capture_one(
                     ctx,
@@ -144,8 +178,8 @@ impl Tool for WaitForText {
                     break;
                 }
             }
-            checks += 1;
             if let Some(c) = cap {
+                checks += 1;
                 let text = String::from_utf8_lossy(&c.bytes);
                 let abs0 = c.first_line + c.history_size as i64;
                 for (i, line) in text.lines().enumerate() {
@@ -201,7 +235,12 @@ impl Tool for WaitForText {
                     Duration::from_millis(5).min(wake.saturating_duration_since(Instant::now())),
                 );
             }
-            interval = (interval * 3 / 2).min(Duration::from_millis(250));
+            // Back off while the pane is quiet; look again soon once it moves.
+            interval = if moved {
+                Duration::from_millis(25)
+            } else {
+                (interval * 3 / 2).min(Duration::from_millis(250))
+            };
         }
     }
 

@@ -8,7 +8,24 @@
 //! ```
 //!
 //! Every read has a timeout, so a server that stops answering fails the
-//! test instead of hanging it; the server process is killed on drop.
+//! test instead of hanging it; the server process is killed on drop. Any
+//! non-JSON line on stdout fails the test.
+//!
+//! - start: [`Serve::spawn`] (`serve --socket-name NAME`),
+//!   [`Serve::spawn_with`] (any arguments and environment),
+//!   [`Serve::with_tmux`] / [`Serve::with_tmux_size`] (a fresh
+//!   [`PrivateServer`] plus a server pointed at it).
+//! - talk: [`Serve::initialize`], [`Serve::request`] / [`Serve::request_bare`]
+//!   (whole response), [`Serve::call`] (the `result`), [`Serve::call_ok`]
+//!   (`structuredContent`, asserts success), [`Serve::call_err`] (the error
+//!   text, asserts `isError`), [`Serve::notify`], [`Serve::send`] /
+//!   [`Serve::send_raw`] with [`Serve::response`] for hand-made messages.
+//! - observe: [`Serve::recv`], [`Serve::drain`], [`Serve::take_pending`]
+//!   (notifications that arrived while waiting for a response).
+//! - end: [`Serve::close_stdin`], [`Serve::signal`], [`Serve::wait_exit`].
+//! - helpers: [`validate`] (structuredContent against an outputSchema),
+//!   [`plain_shell`] (an rc-less bash in a pane, ready to type into),
+//!   [`eventually`], [`modern_meta`].
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::VecDeque;
