@@ -168,7 +168,7 @@ impl ToolEntry {
 }
 
 fn input_schema_of<T: Tool>() -> Value {
-    let mut s = schema::schema_for::<T::Args>();
+    let mut s = schema::input_schema_for::<T::Args>();
     schema::close_object(&mut s);
     s
 }

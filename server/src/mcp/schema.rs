@@ -75,6 +75,41 @@ fn lean_output(value: &mut Value, root: bool) {
     }
 }
 
+/// The schema of tool arguments: like [`schema_for`], with optional
+/// arguments written as their plain type. A caller leaves an optional
+/// argument out rather than sending `null` (which is still accepted), so
+/// `"type": ["integer", "null"]` says nothing `"type": "integer"` does not;
+/// likewise `minimum: 0` on unsigned numbers, whose type already refuses a
+/// negative value with a clear error. Every tool pays these bytes in
+/// `tools/list`.
+pub fn input_schema_for<T: JsonSchema>() -> Value {
+    let mut value = schema_for::<T>();
+    let required: Vec<String> = value
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .unwrap_or_default();
+    if let Some(Value::Object(props)) = value.get_mut("properties") {
+        for (name, prop) in props.iter_mut() {
+            let Value::Object(obj) = prop else { continue };
+            if obj.get("minimum") == Some(&Value::from(0)) {
+                obj.remove("minimum");
+            }
+            if required.contains(name) {
+                continue;
+            }
+            if let Some(Value::Array(types)) = obj.get("type") {
+                let kept: Vec<&Value> = types.iter().filter(|t| *t != "null").collect();
+                if kept.len() == 1 && types.len() == 2 {
+                    let plain = kept[0].clone();
+                    obj.insert("type".into(), plain);
+                }
+            }
+        }
+    }
+    value
+}
+
 /// Removes what costs bytes and tells a model nothing.
 fn trim(value: &mut Value, root: bool) {
     match value {
