@@ -87,7 +87,12 @@ pub fn input_schema_for<T: JsonSchema>() -> Value {
     let required: Vec<String> = value
         .get("required")
         .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .map(|r| {
+            r.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
         .unwrap_or_default();
     if let Some(Value::Object(props)) = value.get_mut("properties") {
         for (name, prop) in props.iter_mut() {
