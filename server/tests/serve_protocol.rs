@@ -318,8 +318,8 @@ fn a_request_followed_by_eof_still_gets_its_answer() {
 }
 
 #[test]
-fn sigterm_and_sigint_end_the_server_with_status_zero() {
-    for sig in ["TERM", "INT"] {
+fn sigterm_sigint_and_sighup_end_the_server_with_status_zero() {
+    for sig in ["TERM", "INT", "HUP"] {
         let mut s = Serve::spawn(NOBODY);
         s.initialize();
         s.signal(sig);
