@@ -238,6 +238,10 @@ fn modern_era_discover_list_and_envelope_errors() {
         "panescan"
     );
 
+    let r = s.request_bare("server/discover");
+    assert_eq!(r["result"]["resultType"], "complete");
+    assert!(r["result"]["supportedVersions"].is_array());
+
     let r = s.request("tools/list", json!({"_meta": modern_meta()}));
     assert_eq!(r["result"]["resultType"], "complete");
     assert!(r["result"]["ttlMs"].is_u64());
