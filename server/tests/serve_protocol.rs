@@ -238,6 +238,10 @@ fn modern_era_discover_list_and_envelope_errors() {
         "panescan"
     );
 
+    let r = s.request_bare("server/discover");
+    assert_eq!(r["result"]["resultType"], "complete");
+    assert!(r["result"]["supportedVersions"].is_array());
+
     let r = s.request("tools/list", json!({"_meta": modern_meta()}));
     assert_eq!(r["result"]["resultType"], "complete");
     assert!(r["result"]["ttlMs"].is_u64());
@@ -318,8 +322,8 @@ fn a_request_followed_by_eof_still_gets_its_answer() {
 }
 
 #[test]
-fn sigterm_and_sigint_end_the_server_with_status_zero() {
-    for sig in ["TERM", "INT"] {
+fn sigterm_sigint_and_sighup_end_the_server_with_status_zero() {
+    for sig in ["TERM", "INT", "HUP"] {
         let mut s = Serve::spawn(NOBODY);
         s.initialize();
         s.signal(sig);

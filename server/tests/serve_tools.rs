@@ -884,3 +884,42 @@ fn shutdown_leaves_no_tmux_client_attached() {
         );
     }
 }
+
+#[test]
+fn capture_since_refinds_its_place_after_blank_lines_and_trimming() {
+    let (tmux, mut s) = Serve::with_tmux("since-blank");
+    tmux.run_ok(["set-option", "-g", "history-limit", "100"])
+        .unwrap();
+    tmux.run_ok(["new-window", "-t", "main"]).unwrap();
+    let pane = "%1";
+    plain_shell(&tmux, pane);
+    s.initialize();
+    // History nearly full, and the cursor's last lines blank: three blank
+    // lines alone would be a weak anchor.
+    type_line(
+        &tmux,
+        pane,
+        "clear; seq 1 90; echo head; printf '\\n\\n\\n'",
+    );
+    wait_screen(&tmux, pane, "head");
+    std::thread::sleep(Duration::from_millis(200));
+    let v = s.call_ok("capture_since", json!({"pane_id": pane}));
+    let cursor = v["cursor"].as_str().unwrap().to_owned();
+    // New output starting with its own blank run; tmux then drops the
+    // oldest history rows, moving that run to where the old anchor was.
+    type_line(
+        &tmux,
+        pane,
+        "printf '\\n\\n\\n'; seq 101 130; echo tail-done",
+    );
+    wait_screen(&tmux, pane, "tail-done");
+    let v = s.call_ok("capture_since", json!({"pane_id": pane, "cursor": cursor}));
+    assert_eq!(v["missed"], false, "{v}");
+    let text = v["text"].as_str().unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].contains("printf"), "{text}");
+    assert_eq!(&lines[1..4], &["", "", ""], "{text}");
+    let nums: Vec<u64> = lines.iter().filter_map(|l| l.trim().parse().ok()).collect();
+    assert_eq!(nums, (101..=130).collect::<Vec<u64>>(), "{text}");
+    assert_eq!(lines.last(), Some(&"tail-done"), "{text}");
+}

@@ -959,3 +959,114 @@ fn control_mode_capture_p_is_the_leak_we_avoid() {
         "expected the leak: {before} -> {after} KiB"
     );
 }
+
+#[test]
+fn idle_control_client_detaches_and_comes_back() {
+    let server = PrivateServer::start("idle", 80, 24).unwrap();
+    let tmux = connect(&server);
+    let x = TmuxCommand::new("display-message").flag("-p").arg("x");
+    tmux.run(&x, soon()).unwrap();
+    assert_eq!(server.run_ok(["list-clients"]).unwrap().lines().count(), 1);
+    std::thread::sleep(Duration::from_secs(12));
+    assert_eq!(
+        server.run_ok(["list-clients"]).unwrap(),
+        "",
+        "idle client still attached"
+    );
+    assert_eq!(tmux.run(&x, soon()).unwrap(), "x\n");
+    assert_eq!(server.run_ok(["list-clients"]).unwrap().lines().count(), 1);
+}
+
+#[test]
+fn first_line_is_exact_while_the_pane_prints() {
+    let server = PrivateServer::start("busy", 80, 20).unwrap();
+    server
+        .run_ok(["set-option", "-g", "history-limit", "3000"])
+        .unwrap();
+    server
+        .run_ok(["new-window", "-d", "-t", "main:", "seq 1 100000000"])
+        .unwrap();
+    let tmux = connect(&server);
+    let pane = *pane_ids(&server).last().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    for range in [
+        CaptureRange::AllHistory,
+        CaptureRange::Scrollback(1000),
+        CaptureRange::Lines {
+            start: -700,
+            end: 5,
+        },
+    ] {
+        let reqs: Vec<CaptureRequest> = (0..20).map(|_| CaptureRequest { pane, range }).collect();
+        for r in collect(tmux.capture(
+            reqs,
+            CaptureOptions::default(),
+            soon(),
+            Arc::new(AtomicBool::new(false)),
+        )) {
+            let t = r.result.unwrap();
+            let lines = t.bytes.iter().filter(|&&b| b == b'\n').count() as i64;
+            let last = match range {
+                CaptureRange::Lines { end, .. } => end,
+                _ => i64::from(t.pane_height) - 1,
+            };
+            assert_eq!(
+                lines,
+                last - t.first_line + 1,
+                "{range:?} hsize {}",
+                t.history_size
+            );
+            // Consecutive numbers: the capture is one snapshot.
+            let text = String::from_utf8_lossy(&t.bytes);
+            let mut nums: Vec<u64> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
+            nums.pop(); // the line being written may be partial
+            assert!(
+                nums.windows(2).all(|w| w[1] == w[0] + 1),
+                "{range:?}: {:?}",
+                nums.windows(2).find(|w| w[1] != w[0] + 1)
+            );
+        }
+    }
+}
+
+#[test]
+fn escapes_are_kept_only_when_asked() {
+    let server = PrivateServer::start("esc", 80, 10).unwrap();
+    server
+        .run_ok([
+            "new-window",
+            "-d",
+            "-t",
+            "main:",
+            "sh -c 'printf \"\\033[1;31mred\\033[0m plain\\nDONE\"; exec sleep 1000000'",
+        ])
+        .unwrap();
+    wait_printed(&server);
+    let tmux = connect(&server);
+    let pane = *pane_ids(&server).last().unwrap();
+    let plain = capture_all(
+        &tmux,
+        &[pane],
+        CaptureRange::Visible,
+        CaptureOptions::default(),
+    )
+    .remove(0)
+    .result
+    .unwrap();
+    assert!(String::from_utf8_lossy(&plain.bytes).starts_with("red plain\n"));
+    let opts = CaptureOptions {
+        join_wrapped: true,
+        escapes: true,
+    };
+    let esc = capture_all(&tmux, &[pane], CaptureRange::Visible, opts)
+        .remove(0)
+        .result
+        .unwrap();
+    let text = String::from_utf8_lossy(&esc.bytes);
+    assert!(
+        text.contains("\u{1b}[1m") || text.contains("\u{1b}[31m") || text.contains("\u{1b}[1;31m"),
+        "{text:?}"
+    );
+    assert!(esc.joined);
+    assert_eq!(esc.line_numbers.as_ref().unwrap()[..2], [0, 1]);
+}

@@ -130,6 +130,15 @@ impl Dispatcher {
         if era.is_modern() && protocol::removed_in_modern(method) {
             return self.send_error(id, &method_not_found(method, &era));
         }
+        // server/discover exists only in the modern era: answer it as such
+        // even when the probe carries no `_meta`.
+        let era = if method == "server/discover" && !era.is_modern() {
+            Era::Modern {
+                version: protocol::MODERN_VERSIONS[0].to_owned(),
+            }
+        } else {
+            era
+        };
         let result = match method {
             "initialize" => protocol::initialize_result(params.as_ref()),
             "ping" => Ok(json!({})),

@@ -41,9 +41,11 @@ pub fn serve(config: ServeConfig) -> i32 {
     let dispatcher = Arc::new(Dispatcher::new(registry, config.clone(), out_tx.clone()));
     let (stop_tx, stop_rx) = bounded::<Stop>(2);
 
+    // SIGHUP too: a closed terminal must not leave a control client behind.
     match signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGINT,
         signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
     ]) {
         Ok(mut signals) => {
             let stop_tx = stop_tx.clone();
@@ -55,7 +57,7 @@ pub fn serve(config: ServeConfig) -> i32 {
                     }
                 });
         }
-        Err(e) => eprintln!("panescan: cannot watch SIGINT/SIGTERM: {e}"),
+        Err(e) => eprintln!("panescan: cannot watch SIGINT/SIGTERM/SIGHUP: {e}"),
     }
 
     {

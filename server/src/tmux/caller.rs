@@ -48,3 +48,35 @@ impl CallerPane {
         Some(*mine == theirs && self.pane == Some(pane))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn caller_needs_both_socket_and_pane() {
+        let dir = std::env::temp_dir().join(format!("panescan-caller-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let sock = dir.join("sock");
+        std::fs::write(&sock, b"").unwrap();
+        let link = dir.join("link");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&sock, &link).unwrap();
+        let p3 = PaneId::parse("%3").unwrap();
+        let p4 = PaneId::parse("%4").unwrap();
+        let inside = CallerPane::from_values(
+            Some(format!("{},1234,0", link.display())),
+            Some("%3".into()),
+        );
+        assert_eq!(inside.is_caller(&sock, p3), Some(true));
+        assert_eq!(inside.is_caller(&link, p3), Some(true));
+        assert_eq!(inside.is_caller(&sock, p4), Some(false));
+        assert_eq!(inside.is_caller(&dir.join("other"), p3), Some(false));
+        let outside = CallerPane::from_values(None, Some("%3".into()));
+        assert_eq!(outside.is_caller(&sock, p3), None);
+        let no_pane = CallerPane::from_values(Some(format!("{},1,0", sock.display())), None);
+        assert_eq!(no_pane.is_caller(&sock, p3), Some(false));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

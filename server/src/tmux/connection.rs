@@ -22,10 +22,17 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Weak;
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
+
+/// An idle control client detaches after this long, so panescan is not an
+/// attached client of the user's session (hooks, `session_attached`,
+/// `destroy-unattached`) while nobody asks it anything. Re-attaching costs
+/// one `list-sessions` process and an attach (~10 ms).
+pub(crate) const IDLE_DETACH: Duration = Duration::from_secs(10);
 
 use super::caller::CallerPane;
 use super::framing::{Event, Parser, RawReply};
@@ -53,6 +60,8 @@ pub(crate) struct Control {
     pub(crate) session_id: String,
     /// Process id of the control client (to spot it in `list-clients`).
     pub(crate) client_pid: u32,
+    /// When a request was last queued.
+    last_used: Mutex<Instant>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -114,7 +123,15 @@ impl Control {
             dead: dead.clone(),
             session_id: session_id.to_string(),
             client_pid,
+            last_used: Mutex::new(Instant::now()),
         });
+        {
+            let weak = Arc::downgrade(&control);
+            std::thread::Builder::new()
+                .name("tmux-control-idle".into())
+                .spawn(move || idle_watch(&weak))
+                .map_err(|e| TmuxError::Spawn(e.to_string()))?;
+        }
         {
             let book = book.clone();
             let dead = dead.clone();
@@ -142,6 +159,7 @@ impl Control {
         let mut text = String::new();
         // The book lock orders registration and queueing alike.
         let mut book = lock(&self.book);
+        *lock(&self.last_used) = Instant::now();
         for line in lines {
             let (tx, rx) = crossbeam_channel::bounded(1);
             if let Some(why) = &book.dead {
@@ -174,10 +192,46 @@ impl Control {
             fail_all(&mut book, why);
         }
         self.dead.store(true, Ordering::Release);
+        // Closing stdin detaches the client cleanly; kill it if it lingers.
         *lock(&self.writer) = None;
         let mut child = lock(&self.child);
-        let _ = child.kill();
+        let until = Instant::now() + Duration::from_millis(300);
+        while matches!(child.try_wait(), Ok(None)) && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        if matches!(child.try_wait(), Ok(None)) {
+            let _ = child.kill();
+        }
         let _ = child.wait();
+    }
+}
+
+/// Detaches the client once it has been idle for [`IDLE_DETACH`].
+fn idle_watch(control: &Weak<Control>) {
+    loop {
+        std::thread::sleep(Duration::from_millis(500));
+        let Some(c) = control.upgrade() else { return };
+        if c.is_dead() {
+            return;
+        }
+        let detach = {
+            // Decided under the book lock, which `submit` also holds: a
+            // request either came before (and keeps the client) or finds
+            // the client closed and reconnects.
+            let mut book = lock(&c.book);
+            let idle = lock(&c.last_used).elapsed() >= IDLE_DETACH;
+            if idle && book.waiters.is_empty() && book.dead.is_none() {
+                book.dead = Some("detached after being idle".into());
+                c.dead.store(true, Ordering::Release);
+                true
+            } else {
+                false
+            }
+        };
+        if detach {
+            c.kill("detached after being idle");
+            return;
+        }
     }
 }
 

@@ -275,9 +275,14 @@ fn bounded_arg(
 
 // ---------------------------------------------------------------- since
 
-/// Lines hashed to re-find the cursor's place after tmux renumbers history.
+/// Lines hashed to re-find the cursor's place after tmux renumbers history:
+/// at least this many...
 const ANCHOR_LINES: u64 = 3;
-const CURSOR_PREFIX: &str = "pc1";
+/// ...and more while fewer than ANCHOR_TEXT_LINES of them hold text (a run
+/// of blank lines or bare prompts matches in too many places), up to this.
+const MAX_ANCHOR_LINES: u64 = 16;
+const ANCHOR_TEXT_LINES: usize = 2;
+const CURSOR_PREFIX: &str = "pc2";
 
 fn fnv(bytes: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
@@ -302,6 +307,25 @@ fn anchor_hash<'a>(lines: impl Iterator<Item = &'a String>) -> u64 {
     h
 }
 
+/// How many of the last `lines` make a distinctive anchor.
+fn anchor_length(lines: &[String]) -> u64 {
+    let mut len = 0usize;
+    let mut with_text = 0usize;
+    for line in lines.iter().rev() {
+        if len as u64 >= MAX_ANCHOR_LINES
+            || (len as u64 >= ANCHOR_LINES && with_text >= ANCHOR_TEXT_LINES)
+        {
+            break;
+        }
+        len += 1;
+        // A bare prompt ("$ ", "> ") says as little as a blank line.
+        if line.trim().len() > 2 {
+            with_text += 1;
+        }
+    }
+    len as u64
+}
+
 /// What a capture_since cursor records.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Cursor {
@@ -310,7 +334,9 @@ struct Cursor {
     /// Absolute row (0 = oldest history line when the cursor was made) of
     /// the first line not yet returned.
     boundary: u64,
-    /// Hash of the ANCHOR_LINES lines just before `boundary`.
+    /// How many lines before `boundary` the anchor covers.
+    anchor_len: u64,
+    /// Hash of those lines.
     anchor: u64,
     /// Which tmux server (hash of its socket path).
     server: u32,
@@ -319,8 +345,8 @@ struct Cursor {
 impl Cursor {
     fn encode(&self) -> String {
         let body = format!(
-            "{CURSOR_PREFIX}.{}.{}.{}.{:016x}.{:08x}",
-            self.pane, self.pid, self.boundary, self.anchor, self.server
+            "{CURSOR_PREFIX}.{}.{}.{}.{}.{:016x}.{:08x}",
+            self.pane, self.pid, self.boundary, self.anchor_len, self.anchor, self.server
         );
         let check = fnv(body.as_bytes()) & 0xffff;
         format!("{body}.{check:04x}")
@@ -338,15 +364,20 @@ impl Cursor {
             return Err(bad());
         }
         let parts: Vec<&str> = body.split('.').collect();
-        if parts.len() != 6 || parts[0] != CURSOR_PREFIX {
+        if parts.len() != 7 || parts[0] != CURSOR_PREFIX {
             return Err(bad());
         }
         Ok(Cursor {
             pane: parts[1].parse().map_err(|_| bad())?,
             pid: parts[2].parse().map_err(|_| bad())?,
             boundary: parts[3].parse().map_err(|_| bad())?,
-            anchor: u64::from_str_radix(parts[4], 16).map_err(|_| bad())?,
-            server: u32::from_str_radix(parts[5], 16).map_err(|_| bad())?,
+            anchor_len: parts[4]
+                .parse()
+                .ok()
+                .filter(|n| *n <= MAX_ANCHOR_LINES)
+                .ok_or_else(bad)?,
+            anchor: u64::from_str_radix(parts[5], 16).map_err(|_| bad())?,
+            server: u32::from_str_radix(parts[6], 16).map_err(|_| bad())?,
         })
     }
 }
@@ -450,10 +481,10 @@ impl Tool for CaptureSince {
         let want_from = match &previous {
             Some(c) => c
                 .boundary
-                .saturating_sub(ANCHOR_LINES)
-                .min(now.saturating_sub(ANCHOR_LINES)),
+                .saturating_sub(c.anchor_len)
+                .min(now.saturating_sub(MAX_ANCHOR_LINES)),
             None if respawned => 0,
-            None => now.saturating_sub(max_lines as u64 + ANCHOR_LINES),
+            None => now.saturating_sub(max_lines as u64 + MAX_ANCHOR_LINES),
         };
         let cap_start = want_from as i64 - hs as i64;
         let cap_end = i64::from(pane.cursor_y);
@@ -484,7 +515,7 @@ impl Tool for CaptureSince {
         if let Some(c) = &previous {
             let b = c.boundary as i64;
             let check = |lines: &Lines, abs0: i64, b: i64| -> bool {
-                let lo = (b - ANCHOR_LINES as i64).max(0);
+                let lo = (b - c.anchor_len as i64).max(0);
                 if lo < abs0 {
                     return false;
                 }
@@ -559,13 +590,14 @@ impl Tool for CaptureSince {
         }
         // The anchor of the new boundary: the same rows `check` will hash
         // next time.
-        let a0 = ((end_abs - ANCHOR_LINES as i64).max(0).max(abs0) - abs0) as usize;
-        let a1 = i1.clamp(a0, got.lines.len().max(a0));
-        let anchor = anchor_hash(got.lines.get(a0..a1).unwrap_or_default().iter());
+        let a1 = i1.min(got.lines.len());
+        let anchor_len = anchor_length(&got.lines[..a1]);
+        let anchor = anchor_hash(got.lines[a1 - anchor_len as usize..a1].iter());
         let cursor = Cursor {
             pane: args.pane_id.number(),
             pid,
             boundary: end_abs.max(0) as u64,
+            anchor_len,
             anchor,
             server,
         };
@@ -763,6 +795,7 @@ mod tests {
             pane: 3,
             pid: 1234,
             boundary: 77,
+            anchor_len: 3,
             anchor: 0xdead_beef,
             server: 9,
         };
@@ -773,6 +806,20 @@ mod tests {
         assert!(Cursor::decode("").is_err());
         assert!(Cursor::decode("garbage").is_err());
         assert!(Cursor::decode("ltxc1.1.20").is_err());
+        let long = Cursor {
+            anchor_len: 99,
+            ..c.clone()
+        };
+        assert!(Cursor::decode(&long.encode()).is_err());
+    }
+
+    #[test]
+    fn anchors_grow_past_blank_lines() {
+        let l = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(anchor_length(&l(&["aa1", "bb2", "cc3", "dd4"])), 3);
+        assert_eq!(anchor_length(&l(&["xx1", "yy2", "", "$ ", ""])), 5);
+        assert_eq!(anchor_length(&l(&["", ""])), 2);
+        assert_eq!(anchor_length(&vec![String::new(); 40]), MAX_ANCHOR_LINES);
     }
 
     #[test]
