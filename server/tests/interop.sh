@@ -20,8 +20,16 @@ echo "== wire_probe.py --modern"
 python3 "$SHARED/interop/wire_probe.py" --modern --tool list_panes --args '{}' \
     -- "$BIN" serve --socket-name "$SOCK" | tail -1 || rc=1
 for mode in auto legacy; do
+  # One progress check per run: search_panes in one era, wait_for_text in the other.
+  if [ "$mode" = auto ]; then
+    PROGRESS_TOOL=(search_panes '{"pattern":"x","scrollback_lines":1000}')
+  else
+    PROGRESS_TOOL=(wait_for_text '{"pane_id":"%0","pattern":"never-appears","timeout_ms":1500}')
+  fi
   echo "== mcp_client_check.py --mode $mode"
   "$PY" "$SHARED/interop/mcp_client_check.py" --mode "$mode" \
+    --call search_panes '{"pattern":"main","scrollback_lines":100,"context_lines":1}' \
+    --call search_panes '{"patterns":["a","b"],"regex":true,"max_scan_lines":5}' \
     --call list_sessions '{}' \
     --call list_windows '{"session":"main"}' \
     --call list_panes '{"filters":{"pane_index__gte":0}}' \
@@ -40,8 +48,9 @@ for mode in auto legacy; do
     --call display_message '{"format":"#{session_name}:#{window_index}","target":"%0"}' \
     --call wait_for_text '{"pane_id":"%0","pattern":"never-appears","timeout_ms":300}' \
     --call call_read_tools_batch '{"operations":[{"tool":"list_sessions"},{"tool":"get_pane_info","arguments":{"pane_id":"%0"}}],"on_error":"continue"}' \
-    --progress wait_for_text '{"pane_id":"%0","pattern":"never-appears","timeout_ms":1500}' \
+    --progress "${PROGRESS_TOOL[@]}" \
     --expect-error get_pane_info '{"pane_id":"%99"}' \
+    --expect-error search_panes '{"pattern":"a{5000}","regex":true}' \
     -- "$BIN" serve --socket-name "$SOCK" > "$CONF.json"
   r=$?
   python3 -c "
