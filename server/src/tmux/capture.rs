@@ -20,12 +20,27 @@
 //!
 //! # Why this path (measured here, tmux 3.3a, 200 panes x ~2,000 lines)
 //!
-//! | path | visible | deep (9.8 MB) | leaks in tmux |
+//! Short lines (80x50 panes, 9.8 MB deep), one-off script, quiet machine:
+//!
+//! | path | visible | deep | leaks in tmux |
 //! |---|---|---|---|
-//! | control client, `capture-pane -p` pipelined (raw) | 8 ms | 158 ms | yes: +42 MiB per sweep |
+//! | control client, `capture-pane -p` pipelined (raw) | 8 ms | 158 ms | yes: +41 MiB after 600 deep and 600 visible captures |
 //! | control client, `capture-pane -b` + `show-buffer` + `delete-buffer` | 14 ms | 235 ms | no |
-//! | one `source-file -` process (this) | 13 ms | 105 ms | no |
-//! | same, in 500-line slices | - | slower (no gain on these lines) | - |
+//! | one `source-file -` process | 13 ms | 105 ms | no |
+//!
+//! Bench `fetch` (200x50 panes, 32 MB deep, medians, busy machine):
+//!
+//! | path | visible | deep |
+//! |---|---|---|
+//! | `Tmux::capture` (this: chunked sweeps) | 33 ms | 338 ms |
+//! | one raw `source-file -` sweep | 34 ms | 280 ms |
+//! | same, in 500-line slices | - | 316 ms |
+//! | raw control client, `capture-pane -p` | 15 ms | 507 ms |
+//! | one process per pane | 635 ms | 1,352 ms |
+//!
+//! 500-line slices were no cheaper for tmux here, and slicing a range needs
+//! the history size before the script is written (breaking the atomic probe),
+//! so captures are not sliced.
 //!
 //! The `source-file` sweep is the fastest deep path (tmux writes to a plain
 //! client far cheaper than through control-mode blocks), does not leak (the

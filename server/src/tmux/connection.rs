@@ -32,7 +32,7 @@ use crossbeam_channel::{Receiver, Sender};
 /// attached client of the user's session (hooks, `session_attached`,
 /// `destroy-unattached`) while nobody asks it anything. Re-attaching costs
 /// one `list-sessions` process and an attach (~10 ms).
-pub(crate) const IDLE_DETACH: Duration = Duration::from_secs(10);
+pub const IDLE_DETACH: Duration = Duration::from_secs(10);
 
 use super::caller::CallerPane;
 use super::framing::{Event, Parser, RawReply};
