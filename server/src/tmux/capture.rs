@@ -254,11 +254,14 @@ fn span(range: CaptureRange, hsize: u64, height: u32) -> (i64, i64) {
     (a - h, b - h)
 }
 
-fn estimate_lines(range: CaptureRange) -> u64 {
+/// Lines a request is expected to return; `seen` is the mean pane size
+/// (history + screen) observed so far in this batch.
+fn estimate_lines(range: CaptureRange, seen: Option<u64>) -> u64 {
+    let pane = seen.unwrap_or(2_000).max(1);
     match range {
         CaptureRange::Visible | CaptureRange::Scrollback(0) => 60,
-        CaptureRange::Scrollback(n) => n.min(100_000) + 60,
-        CaptureRange::AllHistory => 2_000,
+        CaptureRange::Scrollback(n) => n.min(pane) + 60,
+        CaptureRange::AllHistory => pane,
         CaptureRange::Lines { start, end } => start.abs_diff(end).min(100_000) + 1,
     }
 }
@@ -275,36 +278,32 @@ impl Batch {
     }
 
     fn run(self, requests: Vec<CaptureRequest>) {
-        // Chunk boundaries.
-        let mut chunks = Vec::new();
-        let mut i = 0;
-        while i < requests.len() {
-            let budget = if chunks.is_empty() {
-                FIRST_CHUNK_LINES
-            } else {
-                CHUNK_LINES
-            };
-            let mut lines = 0;
-            let start = i;
-            while i < requests.len() && (i == start || lines < budget) && i - start < CHUNK_PANES {
-                lines += estimate_lines(requests[i].range);
-                i += 1;
-            }
-            chunks.push((start, i));
-        }
-        let mut next_chunk = 0;
+        // Chunks are cut as they are launched, sized by the pane sizes seen
+        // so far, so one sweep keeps tmux busy for a bounded time.
+        let mut next_start = 0usize;
+        let (mut seen_lines, mut seen_panes) = (0u64, 0u64);
         let mut flights: std::collections::VecDeque<Flight> = Default::default();
         let mut sent = 0usize;
         let mut failure: Option<TmuxError> = None;
         while sent < requests.len() {
             // Keep two chunks in flight.
-            while failure.is_none() && flights.len() < 2 && next_chunk < chunks.len() {
+            while failure.is_none() && flights.len() < 2 && next_start < requests.len() {
                 if self.cancel.load(Ordering::Relaxed) {
                     failure = Some(TmuxError::Cancelled);
                     break;
                 }
-                let (a, b) = chunks[next_chunk];
-                next_chunk += 1;
+                let budget = if next_start == 0 {
+                    FIRST_CHUNK_LINES
+                } else {
+                    CHUNK_LINES
+                };
+                let seen = (seen_panes > 0).then(|| seen_lines / seen_panes);
+                let (a, mut b, mut lines) = (next_start, next_start, 0);
+                while b < requests.len() && (b == a || lines < budget) && b - a < CHUNK_PANES {
+                    lines += estimate_lines(requests[b].range, seen);
+                    b += 1;
+                }
+                next_start = b;
                 flights.push_back(self.launch(&requests[a..b], a));
             }
             let Some(flight) = flights.pop_front() else {
@@ -339,6 +338,10 @@ impl Batch {
                     for (k, result) in results.into_iter().enumerate() {
                         let index = flight.start + k;
                         let result = result.and_then(|t| self.verify(&requests[index], t));
+                        if let Ok(t) = &result {
+                            seen_lines += t.history_size + u64::from(t.pane_height);
+                            seen_panes += 1;
+                        }
                         if !self.reply(index, requests[index].pane, result) {
                             self.abort(flights);
                             return;

@@ -338,7 +338,20 @@ impl Shared {
     /// The live control client, connecting if needed; `OneShot` when the
     /// server has no session to attach to.
     pub(crate) fn route(&self, deadline: Instant) -> Result<Route, TmuxError> {
-        let mut slot = lock(&self.control);
+        // Another thread may be connecting; wait for it only until our own
+        // deadline.
+        let mut slot = loop {
+            match self.control.try_lock() {
+                Ok(g) => break g,
+                Err(std::sync::TryLockError::Poisoned(e)) => break e.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => {
+                    if Instant::now() >= deadline {
+                        return Err(TmuxError::Timeout);
+                    }
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+            }
+        };
         if let Some(c) = slot.as_ref() {
             if !c.is_dead() {
                 return Ok(Route::Control(c.clone()));

@@ -191,6 +191,12 @@ impl Tmux {
     }
 
     /// One command's output (lossy UTF-8, trailing newline kept).
+    ///
+    /// Give commands explicit targets: through the control client a
+    /// target-less command acts on the session panescan attached to, through
+    /// one-shot processes (server without sessions) on none. Pass user text
+    /// only as arguments ([`TmuxCommand::arg`] / [`TmuxCommand::literal_arg`]),
+    /// never inside a `-F` format.
     pub fn run(&self, command: &TmuxCommand, deadline: Instant) -> Result<String, TmuxError> {
         self.run_many(std::slice::from_ref(command), deadline)
             .into_iter()
