@@ -304,7 +304,7 @@ impl Batch {
                     b += 1;
                 }
                 next_start = b;
-                flights.push_back(self.launch(&requests[a..b], a));
+                flights.push_back(self.launch(&requests[a..b], a, self.options));
             }
             let Some(flight) = flights.pop_front() else {
                 break;
@@ -382,12 +382,11 @@ impl Batch {
         }
     }
 
-    fn launch(&self, chunk: &[CaptureRequest], start: usize) -> Flight {
+    fn launch(&self, chunk: &[CaptureRequest], start: usize, options: CaptureOptions) -> Flight {
         let (tx, rx) = crossbeam_channel::bounded(1);
         let token = nonce();
-        let script = script(&token, chunk, self.options);
+        let script = script(&token, chunk, options);
         let meta: Vec<CaptureRequest> = chunk.to_vec();
-        let options = self.options;
         let child = oneshot::spawn_source(&self.socket, script);
         let child_pid = child.as_ref().ok().map(Child::id);
         let socket = self.socket.clone();
@@ -419,30 +418,28 @@ impl Batch {
     }
 
     /// Checks joined row numbers; captures again unjoined when they do not
-    /// add up.
+    /// add up (within the batch deadline).
     fn verify(&self, req: &CaptureRequest, text: CapturedText) -> Result<CapturedText, TmuxError> {
         if !text.joined || text.line_numbers.is_some() {
             return Ok(text);
         }
-        // Joined but unverifiable: capture this pane again, unjoined.
         let options = CaptureOptions {
             join_wrapped: false,
             ..self.options
         };
-        let token = nonce();
-        let child = oneshot::spawn_source(
-            &self.socket,
-            script(&token, std::slice::from_ref(req), options),
-        )?;
-        let mut out = read_chunk(
-            child,
-            &self.socket,
-            &token,
-            std::slice::from_ref(req),
-            options,
-        )?;
-        out.pop()
-            .unwrap_or(Err(TmuxError::ConnectionLost("no reply".into())))
+        let flight = self.launch(std::slice::from_ref(req), 0, options);
+        match flight.done.recv_deadline(self.deadline) {
+            Ok(Ok(mut results)) => results
+                .pop()
+                .unwrap_or(Err(TmuxError::ConnectionLost("no reply".into()))),
+            Ok(Err(e)) => Err(e),
+            Err(_) => {
+                if let Some(pid) = flight.child_pid {
+                    kill_own_child(pid);
+                }
+                Err(TmuxError::Timeout)
+            }
+        }
     }
 }
 

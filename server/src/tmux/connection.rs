@@ -390,9 +390,10 @@ impl Shared {
                 _ => continue, // the session died under us: try another
             }
         }
-        Err(TmuxError::ConnectionLost(
-            "could not attach a control client to any session".into(),
-        ))
+        // No control client would attach (sessions dying as we try, or a
+        // tmux too old for `-f no-output,ignore-size`): one-shot processes
+        // give the same answers.
+        Ok(Route::OneShot)
     }
 
     pub(crate) fn run_many(
