@@ -1072,3 +1072,45 @@ fn escapes_are_kept_only_when_asked() {
     assert!(esc.joined);
     assert_eq!(esc.line_numbers.as_ref().unwrap()[..2], [0, 1]);
 }
+
+#[test]
+fn control_and_one_shot_answer_the_same() {
+    let server = PrivateServer::start("same", 80, 24).unwrap();
+    add_panes(&server, 3, 20);
+    server
+        .run_ok(["new-session", "-d", "-s", "b;c 🦀"])
+        .unwrap();
+    server
+        .run_ok(["link-window", "-s", "main:1", "-t", "=b;c 🦀:7"])
+        .unwrap();
+    let tmux = connect(&server);
+    let cmds = vec![
+        TmuxCommand::new("display-message")
+            .flag("-p")
+            .target(PaneId::parse("%1").unwrap())
+            .option("-F", "#{pane_id} #{window_index}"),
+        TmuxCommand::new("capture-pane")
+            .flag("-p")
+            .target(PaneId::parse("%99").unwrap()),
+        TmuxCommand::new("show-options")
+            .flag("-gv")
+            .arg("history-limit"),
+        TmuxCommand::new("list-windows")
+            .flag("-a")
+            .option("-F", "#{window_id} #{window_name}"),
+        TmuxCommand::new("no-such-command"),
+    ];
+    let deadline = soon();
+    let via_control = tmux.run_many(&cmds, deadline);
+    let inv_control = serde_json::to_value(tmux.inventory(deadline).unwrap()).unwrap();
+    assert_eq!(tmux.server_info(deadline).unwrap().transport, "control");
+    tmux.set_oneshot_only(true);
+    let via_oneshot = tmux.run_many(&cmds, deadline);
+    let inv_oneshot = serde_json::to_value(tmux.inventory(deadline).unwrap()).unwrap();
+    assert_eq!(tmux.server_info(deadline).unwrap().transport, "oneshot");
+    assert_eq!(via_control, via_oneshot);
+    assert_eq!(inv_control, inv_oneshot);
+    assert!(matches!(via_control[1], Err(TmuxError::NotFound(_))));
+    assert!(matches!(via_control[4], Err(TmuxError::Command(_))));
+    assert_eq!(server.run_ok(["list-clients"]).unwrap(), "");
+}

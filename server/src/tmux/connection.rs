@@ -314,6 +314,8 @@ pub struct Shared {
     socket: PathBuf,
     control: Mutex<Option<Arc<Control>>>,
     pub(crate) caller: CallerPane,
+    /// Never attach: answer every command with one-shot processes.
+    pub(crate) oneshot_only: AtomicBool,
 }
 
 impl Shared {
@@ -324,6 +326,7 @@ impl Shared {
             socket,
             control: Mutex::new(None),
             caller: CallerPane::from_env(),
+            oneshot_only: AtomicBool::new(false),
         })
     }
 
@@ -358,6 +361,10 @@ impl Shared {
             }
         }
         *slot = None;
+        if self.oneshot_only.load(Ordering::Relaxed) {
+            *slot = None;
+            return Ok(Route::OneShot);
+        }
         if !self.socket.exists() {
             return Err(TmuxError::NoServer {
                 socket: self.socket.display().to_string(),
@@ -549,7 +556,10 @@ fn reply_text(r: RawReply) -> Result<String, TmuxError> {
     if r.ok {
         Ok(text)
     } else {
-        let msg = text.trim_end().to_string();
+        // "parse error: unknown command: x" -> "unknown command: x", as
+        // the one-shot path reports it.
+        let msg = text.trim_end();
+        let msg = msg.strip_prefix("parse error: ").unwrap_or(msg).to_string();
         if msg.starts_with("can't find") {
             Err(TmuxError::NotFound(msg))
         } else {

@@ -246,6 +246,18 @@ impl Tmux {
         self.inner.socket_path()
     }
 
+    /// Never attach a control client: every command runs as a one-shot
+    /// `source-file -` process (slower per command, attaches nothing).
+    /// Answers are the same either way; tests use this to prove it.
+    pub fn set_oneshot_only(&self, oneshot_only: bool) {
+        self.inner
+            .oneshot_only
+            .store(oneshot_only, std::sync::atomic::Ordering::Relaxed);
+        if oneshot_only {
+            self.inner.shutdown();
+        }
+    }
+
     /// Detaches the control client now; the next request reconnects.
     pub fn shutdown(&self) {
         self.inner.shutdown()
