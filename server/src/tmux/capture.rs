@@ -50,7 +50,7 @@
 //! batch is split into chunks (small first, then larger) with two processes
 //! in flight: tmux produces chunk k+1 while we deliver chunk k, and a cancel
 //! or deadline stops the batch between chunks (in-flight processes are
-//! killed by pid).
+//! killed through their `Child` handles).
 //!
 //! # Line numbers of joined captures
 //!
@@ -205,7 +205,9 @@ struct Batch {
 struct Flight {
     start: usize,
     len: usize,
-    child_pid: Option<u32>,
+    /// The `source-file` client, shared with its reader (which reaps it);
+    /// killed through std so a reaped pid is never signalled.
+    child: Option<SharedChild>,
     done: Receiver<Result<Vec<Result<CapturedText, TmuxError>>, TmuxError>>,
 }
 
@@ -376,8 +378,8 @@ impl Batch {
 
     fn abort(&self, flights: std::collections::VecDeque<Flight>) {
         for f in flights {
-            if let Some(pid) = f.child_pid {
-                kill_own_child(pid);
+            if let Some(c) = &f.child {
+                kill_child(c);
             }
         }
     }
@@ -387,32 +389,33 @@ impl Batch {
         let token = nonce();
         let script = script(&token, chunk, options);
         let meta: Vec<CaptureRequest> = chunk.to_vec();
-        let child = oneshot::spawn_source(&self.socket, script);
-        let child_pid = child.as_ref().ok().map(Child::id);
+        let child: Result<SharedChild, TmuxError> =
+            oneshot::spawn_source(&self.socket, script).map(|c| Arc::new(std::sync::Mutex::new(c)));
+        let shared_child = child.as_ref().ok().cloned();
         let socket = self.socket.clone();
         let spawned = std::thread::Builder::new()
             .name("tmux-capture-chunk".into())
             .spawn(move || {
-                let result = child.and_then(|c| read_chunk(c, &socket, &token, &meta, options));
+                let result = child.and_then(|c| read_chunk(&c, &socket, &token, &meta, options));
                 let _ = tx.send(result);
             });
         if let Err(e) = spawned {
-            if let Some(pid) = child_pid {
-                kill_own_child(pid);
+            if let Some(c) = &shared_child {
+                kill_child(c);
             }
             let (tx, rx2) = crossbeam_channel::bounded(1);
             let _ = tx.send(Err(TmuxError::Spawn(e.to_string())));
             return Flight {
                 start,
                 len: chunk.len(),
-                child_pid: None,
+                child: None,
                 done: rx2,
             };
         }
         Flight {
             start,
             len: chunk.len(),
-            child_pid,
+            child: shared_child,
             done: rx,
         }
     }
@@ -434,8 +437,8 @@ impl Batch {
                 .unwrap_or(Err(TmuxError::ConnectionLost("no reply".into()))),
             Ok(Err(e)) => Err(e),
             Err(_) => {
-                if let Some(pid) = flight.child_pid {
-                    kill_own_child(pid);
+                if let Some(c) = &flight.child {
+                    kill_child(c);
                 }
                 Err(TmuxError::Timeout)
             }
@@ -443,14 +446,13 @@ impl Batch {
     }
 }
 
-/// Kills a `tmux source-file` client this module started, by its pid.
-fn kill_own_child(pid: u32) {
-    // std offers no kill-by-pid; `kill` the program is always there.
-    let _ = std::process::Command::new("kill")
-        .arg("-TERM")
-        .arg(pid.to_string())
-        .stderr(std::process::Stdio::null())
-        .status();
+type SharedChild = Arc<std::sync::Mutex<Child>>;
+
+/// Kills a `tmux source-file` client this module started. std's `kill` does
+/// nothing once the child has been reaped, so no other process is hit.
+fn kill_child(child: &SharedChild) {
+    let mut c = child.lock().unwrap_or_else(|e| e.into_inner());
+    let _ = c.kill();
 }
 
 /// The `source-file` script for a chunk.
@@ -483,14 +485,17 @@ fn script(token: &str, chunk: &[CaptureRequest], options: CaptureOptions) -> Str
 
 /// Reads a chunk's output and splits it per request.
 fn read_chunk(
-    mut child: Child,
+    child: &SharedChild,
     socket: &Path,
     token: &str,
     chunk: &[CaptureRequest],
     options: CaptureOptions,
 ) -> Result<Vec<Result<CapturedText, TmuxError>>, TmuxError> {
     let mut out = Vec::new();
-    let stderr = child.stderr.take();
+    let (stdout, stderr) = {
+        let mut c = child.lock().unwrap_or_else(|e| e.into_inner());
+        (c.stdout.take(), c.stderr.take())
+    };
     let err_reader = std::thread::spawn(move || {
         let mut err = String::new();
         if let Some(mut e) = stderr {
@@ -498,10 +503,10 @@ fn read_chunk(
         }
         err
     });
-    if let Some(mut o) = child.stdout.take() {
+    if let Some(mut o) = stdout {
         let _ = o.read_to_end(&mut out);
     }
-    let _ = child.wait();
+    let _ = child.lock().unwrap_or_else(|e| e.into_inner()).wait();
     let err = err_reader.join().unwrap_or_default();
     split_output(&out, token, chunk, options).ok_or_else(|| {
         match oneshot::client_error(socket, &err) {
