@@ -1114,3 +1114,72 @@ fn control_and_one_shot_answer_the_same() {
     assert!(matches!(via_control[4], Err(TmuxError::Command(_))));
     assert_eq!(server.run_ok(["list-clients"]).unwrap(), "");
 }
+
+/// Run by `dead_owner_leaves_no_client_attached` in a child process: starts
+/// many replies and exits while they are still queued in tmux.
+#[test]
+#[ignore = "helper run in a child process"]
+fn helper_exit_with_replies_pending() {
+    let Ok(socket) = std::env::var("PANESCAN_TEST_SOCKET") else {
+        return;
+    };
+    let tmux = Tmux::connect(&ServerSpec {
+        socket_name: None,
+        socket_path: Some(socket.into()),
+    })
+    .unwrap();
+    tmux.run(
+        &TmuxCommand::new("display-message").flag("-p").arg("x"),
+        soon(),
+    )
+    .unwrap();
+    let cmd = TmuxCommand::new("capture-pane")
+        .flag("-p")
+        .target(PaneId::from_number(0))
+        .option("-S", "-");
+    std::thread::spawn(move || tmux.run_many(&vec![cmd; 200], soon()));
+    std::thread::sleep(Duration::from_millis(50));
+    std::process::exit(0);
+}
+
+#[test]
+fn dead_owner_leaves_no_client_attached() {
+    let server = PrivateServer::start("dead-owner", 200, 50).unwrap();
+    server
+        .run_ok(["set-option", "-g", "history-limit", "5000"])
+        .unwrap();
+    server
+        .run_ok([
+            "respawn-pane",
+            "-k",
+            "-t",
+            "main:",
+            "seq 1 3000; exec sleep 1000000",
+        ])
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let status = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--ignored",
+            "--exact",
+            "helper_exit_with_replies_pending",
+            "--nocapture",
+        ])
+        .env("PANESCAN_TEST_SOCKET", server.socket_path().unwrap())
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let start = Instant::now();
+    loop {
+        let clients = server.run_ok(["list-clients"]).unwrap();
+        if clients.is_empty() {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "a control client stayed attached after its owner died: {clients}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -62,7 +62,20 @@ pub(crate) struct Control {
     pub(crate) client_pid: u32,
     /// When a request was last queued.
     last_used: Mutex<Instant>,
+    /// Stdin of the guard process (see [`GUARD`]); a line on it stands the
+    /// guard down, end of file (our process died) makes it act.
+    guard: Mutex<Option<ChildStdin>>,
 }
+
+/// A watchdog for the control client, run by `sh`. If panescan dies while
+/// the client has output queued, tmux 3.3 keeps the client attached for
+/// ever (and a `kill-server` never completes): the guard sees its stdin
+/// close without a line, waits a second for a clean exit, and then kills
+/// the client — only if that pid is still a control client of this socket.
+const GUARD: &str = r#"if read -r _; then exit 0; fi
+sleep 1
+c=$(tr '\0' ' ' < /proc/$1/cmdline 2>/dev/null)
+case "$c" in *"-S $2 -C attach-session "*) kill -KILL "$1" ;; esac"#;
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -116,6 +129,27 @@ impl Control {
         let dead = Arc::new(AtomicBool::new(false));
         let client_pid = child.id();
         let (wtx, wrx) = crossbeam_channel::unbounded::<Vec<u8>>();
+        let guard = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(GUARD)
+            .arg("sh")
+            .arg(client_pid.to_string())
+            .arg(socket)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn();
+        let guard_stdin = match guard {
+            Ok(mut g) => {
+                let stdin = g.stdin.take();
+                // Reap the guard whenever it ends.
+                std::thread::spawn(move || {
+                    let _ = g.wait();
+                });
+                stdin
+            }
+            Err(_) => None,
+        };
         let control = Arc::new(Control {
             child: Mutex::new(child),
             writer: Mutex::new(Some(wtx)),
@@ -124,6 +158,7 @@ impl Control {
             session_id: session_id.to_string(),
             client_pid,
             last_used: Mutex::new(Instant::now()),
+            guard: Mutex::new(guard_stdin),
         });
         {
             let weak = Arc::downgrade(&control);
@@ -203,6 +238,13 @@ impl Control {
             let _ = child.kill();
         }
         let _ = child.wait();
+        self.stand_guard_down();
+    }
+
+    fn stand_guard_down(&self) {
+        if let Some(mut g) = lock(&self.guard).take() {
+            let _ = g.write_all(b"done\n");
+        }
     }
 }
 
@@ -244,6 +286,8 @@ impl Drop for Control {
             let _ = child.kill();
         }
         let _ = child.wait();
+        drop(child);
+        self.stand_guard_down();
     }
 }
 

@@ -37,6 +37,11 @@
 //!   the `session_attached` and `client_count` we report, and detaches after
 //!   [`connection::IDLE_DETACH`] without requests. Captures, the bulk of the
 //!   work, attach nothing.
+//! * **Dying with replies queued.** If panescan's process dies while tmux
+//!   still has control-mode output for it, tmux 3.3 keeps that client
+//!   attached for ever (and `kill-server` never completes). A small `sh`
+//!   guard per connection kills the orphaned client a second later (test
+//!   `dead_owner_leaves_no_client_attached`).
 //!
 //! # Framing nobody can forge
 //!
