@@ -20,12 +20,27 @@
 //!
 //! # Why this path (measured here, tmux 3.3a, 200 panes x ~2,000 lines)
 //!
-//! | path | visible | deep (9.8 MB) | leaks in tmux |
+//! Short lines (80x50 panes, 9.8 MB deep), one-off script, quiet machine:
+//!
+//! | path | visible | deep | leaks in tmux |
 //! |---|---|---|---|
-//! | control client, `capture-pane -p` pipelined (raw) | 8 ms | 158 ms | yes: +42 MiB per sweep |
+//! | control client, `capture-pane -p` pipelined (raw) | 8 ms | 158 ms | yes: +41 MiB after 600 deep and 600 visible captures |
 //! | control client, `capture-pane -b` + `show-buffer` + `delete-buffer` | 14 ms | 235 ms | no |
-//! | one `source-file -` process (this) | 13 ms | 105 ms | no |
-//! | same, in 500-line slices | - | slower (no gain on these lines) | - |
+//! | one `source-file -` process | 13 ms | 105 ms | no |
+//!
+//! Bench `fetch` (200x50 panes, 32 MB deep, medians, busy machine):
+//!
+//! | path | visible | deep |
+//! |---|---|---|
+//! | `Tmux::capture` (this: chunked sweeps) | 33 ms | 338 ms |
+//! | one raw `source-file -` sweep | 34 ms | 280 ms |
+//! | same, in 500-line slices | - | 316 ms |
+//! | raw control client, `capture-pane -p` | 15 ms | 507 ms |
+//! | one process per pane | 635 ms | 1,352 ms |
+//!
+//! 500-line slices were no cheaper for tmux here, and slicing a range needs
+//! the history size before the script is written (breaking the atomic probe),
+//! so captures are not sliced.
 //!
 //! The `source-file` sweep is the fastest deep path (tmux writes to a plain
 //! client far cheaper than through control-mode blocks), does not leak (the
@@ -35,7 +50,7 @@
 //! batch is split into chunks (small first, then larger) with two processes
 //! in flight: tmux produces chunk k+1 while we deliver chunk k, and a cancel
 //! or deadline stops the batch between chunks (in-flight processes are
-//! killed by pid).
+//! killed through their `Child` handles).
 //!
 //! # Line numbers of joined captures
 //!
@@ -190,7 +205,9 @@ struct Batch {
 struct Flight {
     start: usize,
     len: usize,
-    child_pid: Option<u32>,
+    /// The `source-file` client, shared with its reader (which reaps it);
+    /// killed through std so a reaped pid is never signalled.
+    child: Option<SharedChild>,
     done: Receiver<Result<Vec<Result<CapturedText, TmuxError>>, TmuxError>>,
 }
 
@@ -239,11 +256,14 @@ fn span(range: CaptureRange, hsize: u64, height: u32) -> (i64, i64) {
     (a - h, b - h)
 }
 
-fn estimate_lines(range: CaptureRange) -> u64 {
+/// Lines a request is expected to return; `seen` is the mean pane size
+/// (history + screen) observed so far in this batch.
+fn estimate_lines(range: CaptureRange, seen: Option<u64>) -> u64 {
+    let pane = seen.unwrap_or(2_000).max(1);
     match range {
         CaptureRange::Visible | CaptureRange::Scrollback(0) => 60,
-        CaptureRange::Scrollback(n) => n.min(100_000) + 60,
-        CaptureRange::AllHistory => 2_000,
+        CaptureRange::Scrollback(n) => n.min(pane) + 60,
+        CaptureRange::AllHistory => pane,
         CaptureRange::Lines { start, end } => start.abs_diff(end).min(100_000) + 1,
     }
 }
@@ -260,37 +280,33 @@ impl Batch {
     }
 
     fn run(self, requests: Vec<CaptureRequest>) {
-        // Chunk boundaries.
-        let mut chunks = Vec::new();
-        let mut i = 0;
-        while i < requests.len() {
-            let budget = if chunks.is_empty() {
-                FIRST_CHUNK_LINES
-            } else {
-                CHUNK_LINES
-            };
-            let mut lines = 0;
-            let start = i;
-            while i < requests.len() && (i == start || lines < budget) && i - start < CHUNK_PANES {
-                lines += estimate_lines(requests[i].range);
-                i += 1;
-            }
-            chunks.push((start, i));
-        }
-        let mut next_chunk = 0;
+        // Chunks are cut as they are launched, sized by the pane sizes seen
+        // so far, so one sweep keeps tmux busy for a bounded time.
+        let mut next_start = 0usize;
+        let (mut seen_lines, mut seen_panes) = (0u64, 0u64);
         let mut flights: std::collections::VecDeque<Flight> = Default::default();
         let mut sent = 0usize;
         let mut failure: Option<TmuxError> = None;
         while sent < requests.len() {
             // Keep two chunks in flight.
-            while failure.is_none() && flights.len() < 2 && next_chunk < chunks.len() {
+            while failure.is_none() && flights.len() < 2 && next_start < requests.len() {
                 if self.cancel.load(Ordering::Relaxed) {
                     failure = Some(TmuxError::Cancelled);
                     break;
                 }
-                let (a, b) = chunks[next_chunk];
-                next_chunk += 1;
-                flights.push_back(self.launch(&requests[a..b], a));
+                let budget = if next_start == 0 {
+                    FIRST_CHUNK_LINES
+                } else {
+                    CHUNK_LINES
+                };
+                let seen = (seen_panes > 0).then(|| seen_lines / seen_panes);
+                let (a, mut b, mut lines) = (next_start, next_start, 0);
+                while b < requests.len() && (b == a || lines < budget) && b - a < CHUNK_PANES {
+                    lines += estimate_lines(requests[b].range, seen);
+                    b += 1;
+                }
+                next_start = b;
+                flights.push_back(self.launch(&requests[a..b], a, self.options));
             }
             let Some(flight) = flights.pop_front() else {
                 break;
@@ -324,6 +340,10 @@ impl Batch {
                     for (k, result) in results.into_iter().enumerate() {
                         let index = flight.start + k;
                         let result = result.and_then(|t| self.verify(&requests[index], t));
+                        if let Ok(t) = &result {
+                            seen_lines += t.history_size + u64::from(t.pane_height);
+                            seen_panes += 1;
+                        }
                         if !self.reply(index, requests[index].pane, result) {
                             self.abort(flights);
                             return;
@@ -358,84 +378,81 @@ impl Batch {
 
     fn abort(&self, flights: std::collections::VecDeque<Flight>) {
         for f in flights {
-            if let Some(pid) = f.child_pid {
-                kill_own_child(pid);
+            if let Some(c) = &f.child {
+                kill_child(c);
             }
         }
     }
 
-    fn launch(&self, chunk: &[CaptureRequest], start: usize) -> Flight {
+    fn launch(&self, chunk: &[CaptureRequest], start: usize, options: CaptureOptions) -> Flight {
         let (tx, rx) = crossbeam_channel::bounded(1);
         let token = nonce();
-        let script = script(&token, chunk, self.options);
+        let script = script(&token, chunk, options);
         let meta: Vec<CaptureRequest> = chunk.to_vec();
-        let options = self.options;
-        let child = oneshot::spawn_source(&self.socket, script);
-        let child_pid = child.as_ref().ok().map(Child::id);
+        let child: Result<SharedChild, TmuxError> =
+            oneshot::spawn_source(&self.socket, script).map(|c| Arc::new(std::sync::Mutex::new(c)));
+        let shared_child = child.as_ref().ok().cloned();
         let socket = self.socket.clone();
         let spawned = std::thread::Builder::new()
             .name("tmux-capture-chunk".into())
             .spawn(move || {
-                let result = child.and_then(|c| read_chunk(c, &socket, &token, &meta, options));
+                let result = child.and_then(|c| read_chunk(&c, &socket, &token, &meta, options));
                 let _ = tx.send(result);
             });
         if let Err(e) = spawned {
-            if let Some(pid) = child_pid {
-                kill_own_child(pid);
+            if let Some(c) = &shared_child {
+                kill_child(c);
             }
             let (tx, rx2) = crossbeam_channel::bounded(1);
             let _ = tx.send(Err(TmuxError::Spawn(e.to_string())));
             return Flight {
                 start,
                 len: chunk.len(),
-                child_pid: None,
+                child: None,
                 done: rx2,
             };
         }
         Flight {
             start,
             len: chunk.len(),
-            child_pid,
+            child: shared_child,
             done: rx,
         }
     }
 
     /// Checks joined row numbers; captures again unjoined when they do not
-    /// add up.
+    /// add up (within the batch deadline).
     fn verify(&self, req: &CaptureRequest, text: CapturedText) -> Result<CapturedText, TmuxError> {
         if !text.joined || text.line_numbers.is_some() {
             return Ok(text);
         }
-        // Joined but unverifiable: capture this pane again, unjoined.
         let options = CaptureOptions {
             join_wrapped: false,
             ..self.options
         };
-        let token = nonce();
-        let child = oneshot::spawn_source(
-            &self.socket,
-            script(&token, std::slice::from_ref(req), options),
-        )?;
-        let mut out = read_chunk(
-            child,
-            &self.socket,
-            &token,
-            std::slice::from_ref(req),
-            options,
-        )?;
-        out.pop()
-            .unwrap_or(Err(TmuxError::ConnectionLost("no reply".into())))
+        let flight = self.launch(std::slice::from_ref(req), 0, options);
+        match flight.done.recv_deadline(self.deadline) {
+            Ok(Ok(mut results)) => results
+                .pop()
+                .unwrap_or(Err(TmuxError::ConnectionLost("no reply".into()))),
+            Ok(Err(e)) => Err(e),
+            Err(_) => {
+                if let Some(c) = &flight.child {
+                    kill_child(c);
+                }
+                Err(TmuxError::Timeout)
+            }
+        }
     }
 }
 
-/// Kills a `tmux source-file` client this module started, by its pid.
-fn kill_own_child(pid: u32) {
-    // std offers no kill-by-pid; `kill` the program is always there.
-    let _ = std::process::Command::new("kill")
-        .arg("-TERM")
-        .arg(pid.to_string())
-        .stderr(std::process::Stdio::null())
-        .status();
+type SharedChild = Arc<std::sync::Mutex<Child>>;
+
+/// Kills a `tmux source-file` client this module started. std's `kill` does
+/// nothing once the child has been reaped, so no other process is hit.
+fn kill_child(child: &SharedChild) {
+    let mut c = child.lock().unwrap_or_else(|e| e.into_inner());
+    let _ = c.kill();
 }
 
 /// The `source-file` script for a chunk.
@@ -468,14 +485,17 @@ fn script(token: &str, chunk: &[CaptureRequest], options: CaptureOptions) -> Str
 
 /// Reads a chunk's output and splits it per request.
 fn read_chunk(
-    mut child: Child,
+    child: &SharedChild,
     socket: &Path,
     token: &str,
     chunk: &[CaptureRequest],
     options: CaptureOptions,
 ) -> Result<Vec<Result<CapturedText, TmuxError>>, TmuxError> {
     let mut out = Vec::new();
-    let stderr = child.stderr.take();
+    let (stdout, stderr) = {
+        let mut c = child.lock().unwrap_or_else(|e| e.into_inner());
+        (c.stdout.take(), c.stderr.take())
+    };
     let err_reader = std::thread::spawn(move || {
         let mut err = String::new();
         if let Some(mut e) = stderr {
@@ -483,10 +503,10 @@ fn read_chunk(
         }
         err
     });
-    if let Some(mut o) = child.stdout.take() {
+    if let Some(mut o) = stdout {
         let _ = o.read_to_end(&mut out);
     }
-    let _ = child.wait();
+    let _ = child.lock().unwrap_or_else(|e| e.into_inner()).wait();
     let err = err_reader.join().unwrap_or_default();
     split_output(&out, token, chunk, options).ok_or_else(|| {
         match oneshot::client_error(socket, &err) {

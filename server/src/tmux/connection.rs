@@ -32,7 +32,7 @@ use crossbeam_channel::{Receiver, Sender};
 /// attached client of the user's session (hooks, `session_attached`,
 /// `destroy-unattached`) while nobody asks it anything. Re-attaching costs
 /// one `list-sessions` process and an attach (~10 ms).
-pub(crate) const IDLE_DETACH: Duration = Duration::from_secs(10);
+pub const IDLE_DETACH: Duration = Duration::from_secs(10);
 
 use super::caller::CallerPane;
 use super::framing::{Event, Parser, RawReply};
@@ -62,7 +62,20 @@ pub(crate) struct Control {
     pub(crate) client_pid: u32,
     /// When a request was last queued.
     last_used: Mutex<Instant>,
+    /// Stdin of the guard process (see [`GUARD`]); a line on it stands the
+    /// guard down, end of file (our process died) makes it act.
+    guard: Mutex<Option<ChildStdin>>,
 }
+
+/// A watchdog for the control client, run by `sh`. If panescan dies while
+/// the client has output queued, tmux 3.3 keeps the client attached for
+/// ever (and a `kill-server` never completes): the guard sees its stdin
+/// close without a line, waits a second for a clean exit, and then kills
+/// the client — only if that pid is still a control client of this socket.
+const GUARD: &str = r#"if read -r _; then exit 0; fi
+sleep 1
+c=$(tr '\0' ' ' < /proc/$1/cmdline 2>/dev/null)
+case "$c" in *"-S $2 -C attach-session "*) kill -KILL "$1" ;; esac"#;
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -116,6 +129,27 @@ impl Control {
         let dead = Arc::new(AtomicBool::new(false));
         let client_pid = child.id();
         let (wtx, wrx) = crossbeam_channel::unbounded::<Vec<u8>>();
+        let guard = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(GUARD)
+            .arg("sh")
+            .arg(client_pid.to_string())
+            .arg(socket)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn();
+        let guard_stdin = match guard {
+            Ok(mut g) => {
+                let stdin = g.stdin.take();
+                // Reap the guard whenever it ends.
+                std::thread::spawn(move || {
+                    let _ = g.wait();
+                });
+                stdin
+            }
+            Err(_) => None,
+        };
         let control = Arc::new(Control {
             child: Mutex::new(child),
             writer: Mutex::new(Some(wtx)),
@@ -124,6 +158,7 @@ impl Control {
             session_id: session_id.to_string(),
             client_pid,
             last_used: Mutex::new(Instant::now()),
+            guard: Mutex::new(guard_stdin),
         });
         {
             let weak = Arc::downgrade(&control);
@@ -203,6 +238,13 @@ impl Control {
             let _ = child.kill();
         }
         let _ = child.wait();
+        self.stand_guard_down();
+    }
+
+    fn stand_guard_down(&self) {
+        if let Some(mut g) = lock(&self.guard).take() {
+            let _ = g.write_all(b"done\n");
+        }
     }
 }
 
@@ -244,6 +286,8 @@ impl Drop for Control {
             let _ = child.kill();
         }
         let _ = child.wait();
+        drop(child);
+        self.stand_guard_down();
     }
 }
 
@@ -314,6 +358,8 @@ pub struct Shared {
     socket: PathBuf,
     control: Mutex<Option<Arc<Control>>>,
     pub(crate) caller: CallerPane,
+    /// Never attach: answer every command with one-shot processes.
+    pub(crate) oneshot_only: AtomicBool,
 }
 
 impl Shared {
@@ -324,6 +370,7 @@ impl Shared {
             socket,
             control: Mutex::new(None),
             caller: CallerPane::from_env(),
+            oneshot_only: AtomicBool::new(false),
         })
     }
 
@@ -338,13 +385,30 @@ impl Shared {
     /// The live control client, connecting if needed; `OneShot` when the
     /// server has no session to attach to.
     pub(crate) fn route(&self, deadline: Instant) -> Result<Route, TmuxError> {
-        let mut slot = lock(&self.control);
+        // Another thread may be connecting; wait for it only until our own
+        // deadline.
+        let mut slot = loop {
+            match self.control.try_lock() {
+                Ok(g) => break g,
+                Err(std::sync::TryLockError::Poisoned(e)) => break e.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => {
+                    if Instant::now() >= deadline {
+                        return Err(TmuxError::Timeout);
+                    }
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+            }
+        };
         if let Some(c) = slot.as_ref() {
             if !c.is_dead() {
                 return Ok(Route::Control(c.clone()));
             }
         }
         *slot = None;
+        if self.oneshot_only.load(Ordering::Relaxed) {
+            *slot = None;
+            return Ok(Route::OneShot);
+        }
         if !self.socket.exists() {
             return Err(TmuxError::NoServer {
                 socket: self.socket.display().to_string(),
@@ -377,9 +441,10 @@ impl Shared {
                 _ => continue, // the session died under us: try another
             }
         }
-        Err(TmuxError::ConnectionLost(
-            "could not attach a control client to any session".into(),
-        ))
+        // No control client would attach (sessions dying as we try, or a
+        // tmux too old for `-f no-output,ignore-size`): one-shot processes
+        // give the same answers.
+        Ok(Route::OneShot)
     }
 
     pub(crate) fn run_many(
@@ -535,7 +600,10 @@ fn reply_text(r: RawReply) -> Result<String, TmuxError> {
     if r.ok {
         Ok(text)
     } else {
-        let msg = text.trim_end().to_string();
+        // "parse error: unknown command: x" -> "unknown command: x", as
+        // the one-shot path reports it.
+        let msg = text.trim_end();
+        let msg = msg.strip_prefix("parse error: ").unwrap_or(msg).to_string();
         if msg.starts_with("can't find") {
             Err(TmuxError::NotFound(msg))
         } else {

@@ -272,4 +272,58 @@ mod tests {
         );
         assert_eq!(ev, vec![reply("", true)]);
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+        /// Any output, cut anywhere, with notifications between blocks:
+        /// every reply comes back whole and in order.
+        #[test]
+        fn any_output_any_cut(
+            outputs in proptest::collection::vec(
+                proptest::collection::vec(
+                    proptest::prop_oneof![
+                        "[ -~]{0,12}",
+                        proptest::strategy::Just("%end 5 10 1".to_string()),
+                        proptest::strategy::Just("%error 5 11 1".to_string()),
+                        proptest::strategy::Just("%begin 5 11 1".to_string()),
+                        proptest::strategy::Just("%exit".to_string()),
+                        proptest::strategy::Just("n1".to_string()),
+                    ],
+                    0..6,
+                ),
+                1..6,
+            ),
+            cut in 1usize..40,
+            noise in proptest::bool::ANY,
+        ) {
+            let mut p = Parser::new();
+            let mut stream = Vec::new();
+            let mut expected = Vec::new();
+            for (i, lines) in outputs.iter().enumerate() {
+                let nonce = format!("nonce-{i}-x");
+                p.expect(nonce.as_bytes());
+                let (n, m) = (10 + 2 * i, 11 + 2 * i);
+                let ok = i % 3 != 2;
+                stream.extend_from_slice(format!("%begin 5 {n} 1\n").as_bytes());
+                let mut out = String::new();
+                for l in lines {
+                    out.push_str(l);
+                    out.push('\n');
+                }
+                stream.extend_from_slice(out.as_bytes());
+                let close = if ok { "end" } else { "error" };
+                stream.extend_from_slice(format!("%{close} 5 {n} 1\n").as_bytes());
+                if noise {
+                    stream.extend_from_slice(b"%window-add @1\n%sessions-changed\n");
+                }
+                stream.extend_from_slice(format!("%begin 5 {m} 1\n{nonce}\n%end 5 {m} 1\n").as_bytes());
+                expected.push(Event::Reply(RawReply { output: out.into_bytes(), ok }));
+            }
+            let mut ev = Vec::new();
+            for chunk in stream.chunks(cut) {
+                p.feed(chunk, &mut ev);
+            }
+            proptest::prop_assert_eq!(ev, expected);
+        }
+    }
 }

@@ -135,7 +135,14 @@ pub(crate) fn run_line(socket: &Path, line: &str, deadline: Instant) -> Result<S
     if done.success {
         Ok(String::from_utf8_lossy(&done.stdout).into_owned())
     } else {
-        Err(client_error(socket, strip_location(&done.stderr)))
+        // `source-file` reports parse errors on stdout, command errors on
+        // stderr.
+        let msg = if done.stderr.trim().is_empty() {
+            String::from_utf8_lossy(&done.stdout).into_owned()
+        } else {
+            done.stderr
+        };
+        Err(client_error(socket, strip_location(msg.trim())))
     }
 }
 

@@ -20,6 +20,8 @@ pub struct PrivateServer {
     config: PathBuf,
     /// Learnt at start; tmux leaves its socket file behind when killed.
     socket_path: Option<PathBuf>,
+    /// The server's pid, learnt at start, to make sure it is gone on drop.
+    pid: Option<u32>,
 }
 
 /// Why a private server could not be used.
@@ -62,6 +64,7 @@ impl PrivateServer {
             socket_name,
             config,
             socket_path: None,
+            pid: None,
         };
         let (w, h) = (width.to_string(), height.to_string());
         server.run_ok(["new-session", "-d", "-s", "main", "-x", &w, "-y", &h])?;
@@ -69,6 +72,7 @@ impl PrivateServer {
         if let Ok(mut live) = LIVE.lock() {
             live.push(server.socket_name.clone());
         }
+        server.pid = server.pid().ok();
         Ok(server)
     }
 
@@ -217,12 +221,47 @@ pub fn kill_on_interrupt() {
         });
 }
 
+impl PrivateServer {
+    /// Waits for the server process to be gone after `kill-server`; if it
+    /// is still there after a grace period, kills it (it is ours: its command
+    /// line names our unique socket).
+    ///
+    /// Needed because tmux 3.3 does not exit while a control client it
+    /// shuts down still has output queued: if the process that read that
+    /// client's output is gone (a test binary exiting right after its
+    /// servers are dropped), the server and the client wait forever.
+    fn make_sure_dead(&self) {
+        let Some(pid) = self.pid else { return };
+        let proc_dir = PathBuf::from(format!("/proc/{pid}"));
+        let ours = || {
+            std::fs::read(proc_dir.join("cmdline"))
+                .map(|c| {
+                    c.windows(self.socket_name.len())
+                        .any(|w| w == self.socket_name.as_bytes())
+                })
+                .unwrap_or(false)
+        };
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        while ours() && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        if ours() {
+            let _ = Command::new("kill")
+                .arg("-KILL")
+                .arg(pid.to_string())
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+}
+
 impl Drop for PrivateServer {
     fn drop(&mut self) {
         if let Ok(mut live) = LIVE.lock() {
             live.retain(|n| n != &self.socket_name);
         }
         self.kill();
+        self.make_sure_dead();
         let _ = std::fs::remove_file(&self.config);
         if let Some(path) = &self.socket_path {
             let _ = std::fs::remove_file(path);
