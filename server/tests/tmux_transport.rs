@@ -437,6 +437,45 @@ fn names_linked_windows_and_grouped_sessions() {
         .run_ok(["new-session", "-d", "-s", "grp", "-t", "main"])
         .unwrap();
     let inv = tmux.inventory(soon()).unwrap();
+    // The search listing agrees with the full one on every field it fills.
+    let lean = tmux.inventory_for_search(soon()).unwrap();
+    assert_eq!(lean.panes.len(), inv.panes.len());
+    for (l, f) in lean.panes.iter().zip(&inv.panes) {
+        assert_eq!(
+            (
+                l.pane_id,
+                l.pane_index,
+                &l.placements,
+                l.pane_width,
+                l.pane_height
+            ),
+            (
+                f.pane_id,
+                f.pane_index,
+                &f.placements,
+                f.pane_width,
+                f.pane_height
+            )
+        );
+        assert_eq!(
+            (
+                l.history_size,
+                &l.pane_current_command,
+                &l.pane_current_path,
+                l.is_caller
+            ),
+            (
+                f.history_size,
+                &f.pane_current_command,
+                &f.pane_current_path,
+                f.is_caller
+            )
+        );
+        assert_eq!(
+            (&l.window_name, &l.session_name),
+            (&f.window_name, &f.session_name)
+        );
+    }
     let names: Vec<&str> = inv
         .sessions
         .iter()

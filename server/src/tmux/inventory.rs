@@ -171,10 +171,47 @@ const FIELDS: &[&str] = &[
     "history_limit",
 ];
 
+/// The fields a search needs: where each pane is (ids, indexes, names,
+/// placements), how much history it has, and what it runs. tmux spends
+/// about 2.5 µs of its single thread per field and pane, so asking for these
+/// 12 instead of all 43 makes listing 200 panes about 3x cheaper.
+const SEARCH_FIELDS: &[&str] = &[
+    "session_id",
+    "session_name",
+    "window_id",
+    "window_index",
+    "window_name",
+    "pane_id",
+    "pane_index",
+    "pane_width",
+    "pane_height",
+    "history_size",
+    "pane_current_command",
+    "pane_current_path",
+];
+
+/// Which fields to ask tmux for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Detail {
+    /// Every field of [`Session`], [`Window`] and [`Pane`].
+    Full,
+    /// [`SEARCH_FIELDS`] only; every other field is its default.
+    Search,
+}
+
+impl Detail {
+    fn fields(self) -> &'static [&'static str] {
+        match self {
+            Detail::Full => FIELDS,
+            Detail::Search => SEARCH_FIELDS,
+        }
+    }
+}
+
 /// The `list-panes` format for separator `sep` and record end `end`.
-fn format(sep: &str, end: &str) -> String {
+fn format(fields: &[&str], sep: &str, end: &str) -> String {
     let mut f = String::new();
-    for (i, name) in FIELDS.iter().enumerate() {
+    for (i, name) in fields.iter().enumerate() {
         if i > 0 {
             f.push_str(sep);
         }
@@ -186,12 +223,16 @@ fn format(sep: &str, end: &str) -> String {
     f
 }
 
-pub(crate) fn fetch(shared: &Shared, deadline: Instant) -> Result<Inventory, TmuxError> {
+pub(crate) fn fetch(
+    shared: &Shared,
+    deadline: Instant,
+    detail: Detail,
+) -> Result<Inventory, TmuxError> {
     let token = nonce();
     let (sep, end) = (format!("<{token}f>"), format!("<{token}r>"));
     let cmd = TmuxCommand::new("list-panes")
         .flag("-a")
-        .option("-F", &format(&sep, &end));
+        .option("-F", &format(detail.fields(), &sep, &end));
     let text = match shared.run_many(std::slice::from_ref(&cmd), deadline).pop() {
         Some(Ok(t)) => t,
         Some(Err(TmuxError::Command(m)))
@@ -203,7 +244,7 @@ pub(crate) fn fetch(shared: &Shared, deadline: Instant) -> Result<Inventory, Tmu
         None => return Err(TmuxError::ConnectionLost("no reply".into())),
     };
     let own = shared.own_session();
-    let mut inv = parse(&text, &sep, &end, own.as_deref());
+    let mut inv = parse_fields(detail.fields(), &text, &sep, &end, own.as_deref());
     for p in &mut inv.panes {
         p.is_caller = shared.caller.is_caller(shared.socket_path(), p.pane_id);
     }
@@ -220,6 +261,18 @@ fn num<T: std::str::FromStr + Default>(v: &str) -> T {
 /// Parses `list-panes -a` output; `own_session` is the session panescan's
 /// control client is attached to (not counted in `session_attached`).
 pub(crate) fn parse(text: &str, sep: &str, end: &str, own_session: Option<&str>) -> Inventory {
+    parse_fields(FIELDS, text, sep, end, own_session)
+}
+
+/// Parses records of `fields`; a field not in the list reads as empty (its
+/// default).
+fn parse_fields(
+    fields: &[&str],
+    text: &str,
+    sep: &str,
+    end: &str,
+    own_session: Option<&str>,
+) -> Inventory {
     let mut inv = Inventory::default();
     let mut sessions: HashMap<SessionId, usize> = HashMap::new();
     let mut windows: HashMap<WindowId, usize> = HashMap::new();
@@ -227,11 +280,11 @@ pub(crate) fn parse(text: &str, sep: &str, end: &str, own_session: Option<&str>)
     for record in text.split(end) {
         let record = record.strip_prefix('\n').unwrap_or(record);
         let f: Vec<&str> = record.split(sep).collect();
-        if f.len() != FIELDS.len() {
+        if f.len() != fields.len() {
             continue;
         }
         let get = |name: &str| {
-            FIELDS
+            fields
                 .iter()
                 .position(|n| *n == name)
                 .and_then(|i| f.get(i).copied())

@@ -456,7 +456,8 @@ pub fn search_panes(
     let deadline = started + plan.timeout;
 
     let tmux = ctx.tmux(&args.server)?;
-    let inv = ctx.inventory(&tmux)?;
+    ctx.check_cancelled()?;
+    let inv = tmux.inventory_for_search(ctx.tmux_deadline())?;
     let mut panes = resolve_scope(
         &inv,
         args.session.as_deref(),
