@@ -260,6 +260,7 @@ fn num<T: std::str::FromStr + Default>(v: &str) -> T {
 
 /// Parses `list-panes -a` output; `own_session` is the session panescan's
 /// control client is attached to (not counted in `session_attached`).
+#[cfg(test)]
 pub(crate) fn parse(text: &str, sep: &str, end: &str, own_session: Option<&str>) -> Inventory {
     parse_fields(FIELDS, text, sep, end, own_session)
 }
