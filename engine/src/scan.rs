@@ -115,12 +115,14 @@ impl Prepared {
             bytes,
             line_numbers,
         } = capture;
-        let mut haystack = if strip_escapes && text::has_escapes(&bytes) {
-            text::strip_escapes(&bytes).into_owned()
-        } else {
-            bytes
-        };
-        fold_crlf(&mut haystack);
+        // One pass finds out whether there is anything to clean up at all.
+        let mut haystack = bytes;
+        if memchr::memchr2(0x1b, b'\r', &haystack).is_some() {
+            if strip_escapes && text::has_escapes(&haystack) {
+                haystack = text::strip_escapes(&haystack).into_owned();
+            }
+            fold_crlf(&mut haystack);
+        }
         let line_count = if haystack.is_empty() {
             0
         } else {

@@ -511,22 +511,18 @@ fn assemble(
 }
 
 /// Searches a list of captures (tests, benches, and searches over cached
-/// text). Captures are fed through a small bounded channel, like a live
-/// search.
+/// text). The captures are already in memory, so they are queued all at
+/// once; the driver still scans at most [`max_in_flight`] at a time.
 pub fn search_captures(
     matcher: &Matcher,
     options: &SearchOptions,
     captures: Vec<Capture>,
 ) -> SearchOutcome {
-    let (tx, rx) = crossbeam_channel::bounded(max_in_flight());
-    std::thread::scope(|s| {
-        s.spawn(move || {
-            for capture in captures {
-                if tx.send(Incoming::Capture(capture)).is_err() {
-                    break;
-                }
-            }
-        });
-        search(matcher, options, rx, &|_| {})
-    })
+    let (tx, rx) = crossbeam_channel::unbounded();
+    for capture in captures {
+        // Cannot fail: the receiver is alive until `search` returns.
+        let _ = tx.send(Incoming::Capture(capture));
+    }
+    drop(tx);
+    search(matcher, options, rx, &|_| {})
 }
