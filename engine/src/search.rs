@@ -270,6 +270,18 @@ pub fn search(
     captures: Receiver<Incoming>,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> SearchOutcome {
+    // A live search waits on its producer (tmux) most of the time, so it is
+    // driven from the caller's thread and leaves every rayon thread to the
+    // scans.
+    drive(matcher, options, captures, progress)
+}
+
+fn drive(
+    matcher: &Matcher,
+    options: &SearchOptions,
+    captures: Receiver<Incoming>,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> SearchOutcome {
     let limits = &options.limits;
     let (done_tx, done_rx) = crossbeam_channel::unbounded::<Done>();
     let shared = Shared {
@@ -524,5 +536,13 @@ pub fn search_captures(
         let _ = tx.send(Incoming::Capture(capture));
     }
     drop(tx);
-    search(matcher, options, rx, &|_| {})
+    if rayon::current_thread_index().is_some() {
+        return drive(matcher, options, rx, &|_| {});
+    }
+    // Everything is already queued: drive from a pool thread, which runs
+    // scan tasks itself while it waits. That costs far fewer thread wake-ups
+    // than feeding sleeping workers from outside the pool one task at a time.
+    let mut outcome = None;
+    rayon::scope(|_| outcome = Some(drive(matcher, options, rx, &|_| {})));
+    outcome.unwrap_or_default()
 }
