@@ -115,12 +115,14 @@ impl Prepared {
             bytes,
             line_numbers,
         } = capture;
-        let mut haystack = if strip_escapes && text::has_escapes(&bytes) {
-            text::strip_escapes(&bytes).into_owned()
-        } else {
-            bytes
-        };
-        fold_crlf(&mut haystack);
+        // One pass finds out whether there is anything to clean up at all.
+        let mut haystack = bytes;
+        if memchr::memchr2(0x1b, b'\r', &haystack).is_some() {
+            if strip_escapes && text::has_escapes(&haystack) {
+                haystack = text::strip_escapes(&haystack).into_owned();
+            }
+            fold_crlf(&mut haystack);
+        }
         let line_count = if haystack.is_empty() {
             0
         } else {
@@ -219,7 +221,7 @@ pub fn scan(
                 .map_or(hay.len(), |i| line_start + CHUNK_BYTES + i)
         };
         let chunk = &hay[..chunk_end];
-        while let Some(hit) = matcher.find_hit(chunk, line_start) {
+        while let Some((hit, found)) = matcher.find_hit_with_pattern(chunk, line_start) {
             // Which line: count line ends between here and the hit.
             let hit = hit.min(chunk.len());
             line_index += memchr::memchr_iter(b'\n', &chunk[line_start..hit]).count();
@@ -235,7 +237,7 @@ pub fn scan(
             out.lines.push(LineMatch {
                 line: prepared.line_number(line_index),
                 text: line_text(matcher, line, options.max_text_bytes, true),
-                pattern_index: matcher.lowest_pattern(line),
+                pattern_index: matcher.lowest_pattern_from(line, found),
                 before: context_before(hay, start, context, options.max_text_bytes),
                 after: context_after(hay, stop, context, options.max_text_bytes),
             });

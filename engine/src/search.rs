@@ -1,21 +1,21 @@
 //! The parallel driver: captures in (from a channel), ordered matches out.
 //!
 //! Captures arrive on a crossbeam channel while earlier ones are still being
-//! scanned. Each capture goes through three steps:
+//! scanned. For each capture the calling thread spawns one rayon task, which
 //!
-//! 1. **prepare** (on the rayon pool): fold `\r\n`, strip escapes, count
-//!    lines;
-//! 2. **admit** (on the calling thread, strictly in key order): charge the
-//!    byte and line budgets, which decides how many of its lines may be
-//!    scanned;
-//! 3. **scan** (on the rayon pool): find the matching lines.
+//! 1. **prepares** it: folds `\r\n`, strips escapes, counts lines;
+//! 2. **admits** it, under a small lock and strictly in key order: charges
+//!    the byte and line budgets, which decides how many of its lines may be
+//!    scanned (a task that finds its capture ahead of a predecessor leaves it
+//!    waiting; the task that completes the predecessor admits both);
+//! 3. **scans** the admitted lines.
 //!
-//! The calling thread never scans; it receives, admits and collects. It stops
-//! taking captures off the channel while [`max_in_flight`] captures are
-//! being prepared or scanned, so a producer faster than the scanners is held
-//! back by the channel instead of filling memory. (A capture that arrives
-//! ahead of a missing predecessor is held until the predecessor arrives, as
-//! admission must go in key order.)
+//! The calling thread never scans; it receives captures, spawns tasks and
+//! collects results. It stops taking captures off the channel while
+//! [`max_in_flight`] tasks are running, so a producer faster than the
+//! scanners is held back by the channel instead of filling memory. (A capture
+//! that arrives ahead of a missing predecessor waits, prepared, until the
+//! predecessor arrives, as admission must go in key order.)
 //!
 //! Results are put back in key order. The total match budget is applied in
 //! key order at the end, and once the captures finished in key order already
@@ -23,12 +23,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, RecvError};
+use crossbeam_channel::{Receiver, RecvError, Sender};
 
-use crate::budget::{Budget, ClampFlags, Interrupt, Limits};
+use crate::budget::{Admission, Budget, ClampFlags, Interrupt, Limits};
 use crate::pattern::Matcher;
 use crate::scan::{self, Capture, LineMatch, PaneScan, Prepared, ScanOptions};
 
@@ -121,14 +121,145 @@ pub fn max_in_flight() -> usize {
 /// How often the waiting driver looks at the clock and the cancel flag.
 const POLL: Duration = Duration::from_millis(20);
 
+/// What a finished task reports for a capture.
 enum Done {
-    Prepared(Prepared),
+    /// Scanned (in full or in part).
     Scanned(usize, PaneScan),
+    /// Not one of its lines fit in the byte/line budget.
+    Skipped(usize),
+    /// The search stopped before it was admitted.
+    Dropped,
 }
 
 enum Slot {
     Ready(Prepared),
-    Failed(String),
+    Failed,
+}
+
+/// What admission decided for one capture.
+enum Ticket {
+    Scan(Prepared, Admission),
+    Skip(usize),
+    Drop,
+}
+
+/// Admission in key order, shared by the driver and the tasks.
+///
+/// A task that has prepared a capture puts it here and admits, in key order,
+/// every capture that can now be admitted; so admission needs no round trip
+/// through the driver thread.
+struct Gate {
+    /// Next key to admit.
+    next: usize,
+    /// Arrived (prepared, or failed) and not yet admitted.
+    waiting: BTreeMap<usize, Slot>,
+    /// Captures received and still being prepared.
+    preparing: usize,
+    /// No more captures will arrive: gaps in the keys are skipped once
+    /// nothing is being prepared.
+    closed: bool,
+    /// The search stopped (deadline, cancel, match budget): admit nothing.
+    stopped: bool,
+    /// First key whose lines did not all fit in the byte/line budget.
+    clamp_key: Option<usize>,
+}
+
+impl Gate {
+    fn admit(&mut self, budget: &Budget) -> Vec<Ticket> {
+        let mut tickets = Vec::new();
+        loop {
+            let key = match self.waiting.keys().next() {
+                Some(&k) if k <= self.next || (self.closed && self.preparing == 0) => k,
+                _ => break,
+            };
+            let Some(slot) = self.waiting.remove(&key) else {
+                break;
+            };
+            self.next = key + 1;
+            let Slot::Ready(prepared) = slot else {
+                continue;
+            };
+            if self.stopped || budget.interrupt().is_some() {
+                self.stopped = true;
+                tickets.push(Ticket::Drop);
+                continue;
+            }
+            let admission = budget.admit(prepared.haystack(), prepared.line_count());
+            if admission.lines < prepared.line_count() {
+                self.clamp_key.get_or_insert(key);
+                if admission.lines == 0 {
+                    tickets.push(Ticket::Skip(key));
+                    continue;
+                }
+            }
+            tickets.push(Ticket::Scan(prepared, admission));
+        }
+        tickets
+    }
+
+    fn ready_waiting(&self) -> usize {
+        self.waiting
+            .values()
+            .filter(|s| matches!(s, Slot::Ready(_)))
+            .count()
+    }
+}
+
+fn lock(gate: &Mutex<Gate>) -> MutexGuard<'_, Gate> {
+    gate.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Everything a task needs.
+struct Shared<'a> {
+    matcher: &'a Matcher,
+    budget: Budget,
+    scan_options: ScanOptions,
+    strip_escapes: bool,
+    gate: Mutex<Gate>,
+    done: Sender<Done>,
+}
+
+impl<'a> Shared<'a> {
+    /// Prepares one capture, then admits and scans whatever became ready.
+    fn prepare_and_scan<'s>(&'s self, scope: &rayon::Scope<'s>, capture: Capture) {
+        let prepared = Prepared::new(capture, self.strip_escapes);
+        let tickets = {
+            let mut gate = lock(&self.gate);
+            gate.preparing = gate.preparing.saturating_sub(1);
+            gate.waiting.insert(prepared.key, Slot::Ready(prepared));
+            gate.admit(&self.budget)
+        };
+        self.run(scope, tickets);
+    }
+
+    /// Scans the first ticket here and hands the rest to other threads.
+    fn run<'s>(&'s self, scope: &rayon::Scope<'s>, tickets: Vec<Ticket>) {
+        let mut tickets = tickets.into_iter();
+        let Some(first) = tickets.next() else { return };
+        for ticket in tickets {
+            scope.spawn(move |_| self.run_one(ticket));
+        }
+        self.run_one(first);
+    }
+
+    fn run_one(&self, ticket: Ticket) {
+        let done = match ticket {
+            Ticket::Scan(prepared, admission) => Done::Scanned(
+                prepared.key,
+                scan::scan(
+                    self.matcher,
+                    &prepared,
+                    admission.lines,
+                    admission.end,
+                    &self.scan_options,
+                    &self.budget,
+                ),
+            ),
+            Ticket::Skip(key) => Done::Skipped(key),
+            Ticket::Drop => Done::Dropped,
+        };
+        let _ = self.done.send(done);
+    }
 }
 
 /// Searches every capture received on `captures` until the channel closes
@@ -139,25 +270,47 @@ pub fn search(
     captures: Receiver<Incoming>,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> SearchOutcome {
-    let budget = Budget::new(&options.limits, options.cancel.clone());
+    // A live search waits on its producer (tmux) most of the time, so it is
+    // driven from the caller's thread and leaves every rayon thread to the
+    // scans.
+    drive(matcher, options, captures, progress)
+}
+
+fn drive(
+    matcher: &Matcher,
+    options: &SearchOptions,
+    captures: Receiver<Incoming>,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> SearchOutcome {
     let limits = &options.limits;
-    let scan_options = ScanOptions {
-        context_lines: options.context_lines.min(scan::MAX_CONTEXT_LINES),
-        max_text_bytes: options.max_text_bytes,
-        max_hits: limits.max_matches_per_pane.min(limits.max_matches),
-    };
     let (done_tx, done_rx) = crossbeam_channel::unbounded::<Done>();
+    let shared = Shared {
+        matcher,
+        budget: Budget::new(limits, options.cancel.clone()),
+        scan_options: ScanOptions {
+            context_lines: options.context_lines.min(scan::MAX_CONTEXT_LINES),
+            max_text_bytes: options.max_text_bytes,
+            max_hits: limits.max_matches_per_pane.min(limits.max_matches),
+        },
+        strip_escapes: options.strip_escapes,
+        gate: Mutex::new(Gate {
+            next: 0,
+            waiting: BTreeMap::new(),
+            preparing: 0,
+            closed: false,
+            stopped: false,
+            clamp_key: None,
+        }),
+        done: done_tx,
+    };
     let limit = max_in_flight();
     let never = crossbeam_channel::never::<Incoming>();
 
-    let mut waiting: BTreeMap<usize, Slot> = BTreeMap::new(); // prepared or failed, not yet admitted
     let mut scanned: BTreeMap<usize, PaneScan> = BTreeMap::new();
     let mut failed: BTreeMap<usize, String> = BTreeMap::new();
     let mut skipped: BTreeSet<usize> = BTreeSet::new();
-    // First key whose lines did not all fit in the byte/line budget.
-    let mut clamp_key: Option<usize> = None;
-    let mut next_admit = 0usize;
-    let mut in_flight = 0usize;
+    // Captures received whose `Done` has not come back yet.
+    let mut outstanding = 0usize;
     let mut input_open = true;
     let mut stopped = false;
     let mut done_count = 0usize;
@@ -166,88 +319,50 @@ pub fn search(
     let mut prefix_key = 0usize;
     let mut prefix_matches = 0u64;
 
+    let shared = &shared;
     rayon::in_place_scope(|scope| {
-        let spawn_prepare = |capture: Capture| {
-            let tx = done_tx.clone();
-            let strip = options.strip_escapes;
-            scope.spawn(move |_| {
-                let _ = tx.send(Done::Prepared(Prepared::new(capture, strip)));
-            });
-        };
         loop {
-            // 1. Admit, in key order, everything that can be admitted.
-            loop {
-                let key = match waiting.keys().next() {
-                    Some(&k) if k <= next_admit || (!input_open && in_flight == 0) => k,
-                    _ => break,
-                };
-                let Some(slot) = waiting.remove(&key) else {
-                    break;
-                };
-                next_admit = key + 1;
-                match slot {
-                    Slot::Failed(reason) => {
-                        failed.insert(key, reason);
-                        done_count += 1;
-                    }
-                    Slot::Ready(prepared) => {
-                        if stopped || budget.interrupt().is_some() {
-                            stopped = true;
-                            continue;
-                        }
-                        let admission = budget.admit(prepared.haystack(), prepared.line_count());
-                        if admission.lines < prepared.line_count() {
-                            clamp_key.get_or_insert(key);
-                            if admission.lines == 0 {
-                                // Nothing of it fits: not searched at all.
-                                skipped.insert(key);
-                                done_count += 1;
-                                continue;
-                            }
-                        }
-                        let tx = done_tx.clone();
-                        let budget = &budget;
-                        in_flight += 1;
-                        scope.spawn(move |_| {
-                            let result = scan::scan(
-                                matcher,
-                                &prepared,
-                                admission.lines,
-                                admission.end,
-                                &scan_options,
-                                budget,
-                            );
-                            let _ = tx.send(Done::Scanned(prepared.key, result));
-                        });
-                    }
-                }
-            }
-            if !input_open && in_flight == 0 && waiting.is_empty() {
+            if !input_open && outstanding == 0 {
                 break;
             }
-
-            // 2. Wait for a finished task or a new capture.
-            let take_input = input_open && !stopped && in_flight < limit;
-            let event = wait(if take_input { &captures } else { &never }, &done_rx);
-            match event {
+            // Prepared captures waiting for a predecessor hold memory but no
+            // thread; only running tasks count against the limit, or a
+            // missing predecessor could never be received.
+            let running = outstanding.saturating_sub(lock(&shared.gate).ready_waiting());
+            let take_input = input_open && !stopped && running < limit;
+            match wait(if take_input { &captures } else { &never }, &done_rx) {
                 Event::Timeout => {}
                 Event::Input(Ok(Incoming::Capture(capture))) => {
-                    in_flight += 1;
-                    spawn_prepare(capture);
+                    outstanding += 1;
+                    lock(&shared.gate).preparing += 1;
+                    scope.spawn(move |s| shared.prepare_and_scan(s, capture));
                 }
                 Event::Input(Ok(Incoming::Failed { key, reason })) => {
-                    waiting.insert(key, Slot::Failed(reason));
+                    failed.insert(key, reason);
+                    let tickets = {
+                        let mut gate = lock(&shared.gate);
+                        gate.waiting.insert(key, Slot::Failed);
+                        gate.admit(&shared.budget)
+                    };
+                    scope.spawn(move |s| shared.run(s, tickets));
                 }
-                Event::Input(Err(_)) => input_open = false,
-                Event::Done(Done::Prepared(prepared)) => {
-                    in_flight -= 1;
-                    if stopped {
-                        continue;
-                    }
-                    waiting.insert(prepared.key, Slot::Ready(prepared));
+                Event::Input(Err(_)) => {
+                    input_open = false;
+                    let tickets = {
+                        let mut gate = lock(&shared.gate);
+                        gate.closed = true;
+                        gate.admit(&shared.budget)
+                    };
+                    scope.spawn(move |s| shared.run(s, tickets));
+                }
+                Event::Done(Done::Dropped) => outstanding -= 1,
+                Event::Done(Done::Skipped(key)) => {
+                    outstanding -= 1;
+                    done_count += 1;
+                    skipped.insert(key);
                 }
                 Event::Done(Done::Scanned(key, result)) => {
-                    in_flight -= 1;
+                    outstanding -= 1;
                     done_count += 1;
                     bytes_done += result.bytes_scanned;
                     if result
@@ -257,43 +372,51 @@ pub fn search(
                         stopped = true;
                     }
                     scanned.insert(key, result);
-                    // Advance the finished prefix; stop early once it holds
-                    // more matches than the total budget.
-                    loop {
-                        let kept = if let Some(r) = scanned.get(&prefix_key) {
-                            // A pane cut by the per-pane cap adds only its
-                            // kept lines; one cut below it has more to come.
-                            let kept = r.lines.len() as u64;
-                            kept + u64::from(r.truncated && kept < limits.max_matches_per_pane)
-                        } else if failed.contains_key(&prefix_key) || skipped.contains(&prefix_key)
-                        {
-                            0
-                        } else {
-                            break;
-                        };
-                        prefix_matches += kept;
-                        prefix_key += 1;
-                    }
-                    if prefix_matches > limits.max_matches {
-                        budget.stop_for_matches();
-                    }
                     progress(Progress {
                         panes_done: done_count,
                         bytes_scanned: bytes_done,
                     });
                 }
             }
-            if stopped || budget.interrupt().is_some() {
-                // Time, cancellation or the match budget: take no more
-                // captures, admit nothing more, let running scans finish.
+            // Advance the finished prefix of keys; stop early once it holds
+            // more matches than the total budget.
+            loop {
+                let kept = if let Some(r) = scanned.get(&prefix_key) {
+                    // A pane cut by the per-pane cap adds only its kept
+                    // lines; one cut below it has more to come.
+                    let kept = r.lines.len() as u64;
+                    kept + u64::from(r.truncated && kept < limits.max_matches_per_pane)
+                } else if failed.contains_key(&prefix_key) || skipped.contains(&prefix_key) {
+                    0
+                } else {
+                    break;
+                };
+                prefix_matches += kept;
+                prefix_key += 1;
+            }
+            if prefix_matches > limits.max_matches {
+                shared.budget.stop_for_matches();
+            }
+            if !stopped && shared.budget.interrupt().is_some() {
                 stopped = true;
+            }
+            if stopped && input_open {
+                // Time, cancellation or the match budget: take no more
+                // captures; waiting ones are dropped, running scans finish.
                 input_open = false;
-                waiting.retain(|_, slot| matches!(slot, Slot::Failed(_)));
+                let tickets = {
+                    let mut gate = lock(&shared.gate);
+                    gate.stopped = true;
+                    gate.closed = true;
+                    gate.admit(&shared.budget)
+                };
+                scope.spawn(move |s| shared.run(s, tickets));
             }
         }
     });
 
-    assemble(scanned, failed, &budget, limits, clamp_key)
+    let clamp_key = lock(&shared.gate).clamp_key;
+    assemble(scanned, failed, &shared.budget, limits, clamp_key)
 }
 
 enum Event {
@@ -400,22 +523,26 @@ fn assemble(
 }
 
 /// Searches a list of captures (tests, benches, and searches over cached
-/// text). Captures are fed through a small bounded channel, like a live
-/// search.
+/// text). The captures are already in memory, so they are queued all at
+/// once; the driver still scans at most [`max_in_flight`] at a time.
 pub fn search_captures(
     matcher: &Matcher,
     options: &SearchOptions,
     captures: Vec<Capture>,
 ) -> SearchOutcome {
-    let (tx, rx) = crossbeam_channel::bounded(max_in_flight());
-    std::thread::scope(|s| {
-        s.spawn(move || {
-            for capture in captures {
-                if tx.send(Incoming::Capture(capture)).is_err() {
-                    break;
-                }
-            }
-        });
-        search(matcher, options, rx, &|_| {})
-    })
+    let (tx, rx) = crossbeam_channel::unbounded();
+    for capture in captures {
+        // Cannot fail: the receiver is alive until `search` returns.
+        let _ = tx.send(Incoming::Capture(capture));
+    }
+    drop(tx);
+    if rayon::current_thread_index().is_some() {
+        return drive(matcher, options, rx, &|_| {});
+    }
+    // Everything is already queued: drive from a pool thread, which runs
+    // scan tasks itself while it waits. That costs far fewer thread wake-ups
+    // than feeding sleeping workers from outside the pool one task at a time.
+    let mut outcome = None;
+    rayon::scope(|_| outcome = Some(drive(matcher, options, rx, &|_| {})));
+    outcome.unwrap_or_default()
 }

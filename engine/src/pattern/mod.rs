@@ -315,6 +315,14 @@ impl Matcher {
     /// offset is a matching line, and no earlier line at or after `start`
     /// matches.
     pub fn find_hit(&self, haystack: &[u8], start: usize) -> Option<usize> {
+        self.find_hit_with_pattern(haystack, start)
+            .map(|(end, _)| end)
+    }
+
+    /// Like [`Matcher::find_hit`], also returning the index of the pattern
+    /// that matched there (not necessarily the lowest that matches the line;
+    /// see [`Matcher::lowest_pattern_from`]).
+    pub fn find_hit_with_pattern(&self, haystack: &[u8], start: usize) -> Option<(usize, usize)> {
         if start > haystack.len() {
             return None;
         }
@@ -323,16 +331,27 @@ impl Matcher {
                 let needle = finder.needle().len();
                 finder
                     .find(&haystack[start..])
-                    .map(|at| start + at + needle)
+                    .map(|at| (start + at + needle, 0))
             }
             Imp::Literals { find, .. } => {
                 let input = aho_corasick::Input::new(haystack).range(start..);
-                find.find(input).map(|m| m.end())
+                find.find(input).map(|m| (m.end(), m.pattern().as_usize()))
             }
             Imp::Regex { find, .. } => {
                 let input = Input::new(haystack).range(start..).earliest(true);
-                find.search_half(&input).map(|m| m.offset())
+                find.search_half(&input)
+                    .map(|m| (m.offset(), m.pattern().as_usize()))
             }
+        }
+    }
+
+    /// The lowest index of a pattern matching `line`, given that pattern
+    /// `found` matches it: only patterns below `found` need checking.
+    pub fn lowest_pattern_from(&self, line: &[u8], found: usize) -> usize {
+        if found == 0 {
+            0
+        } else {
+            self.lowest_pattern(line).min(found)
         }
     }
 
