@@ -400,6 +400,20 @@ fn drive(
             if !stopped && shared.budget.interrupt().is_some() {
                 stopped = true;
             }
+            if input_open && !stopped && lock(&shared.gate).clamp_key.is_some() {
+                // The byte or line budget cut a capture: every later one
+                // would be admitted with no line, so stop taking them (the
+                // caller stops fetching when it sees the channel close).
+                // Waiting captures are still admitted, in key order, and
+                // skipped.
+                input_open = false;
+                let tickets = {
+                    let mut gate = lock(&shared.gate);
+                    gate.closed = true;
+                    gate.admit(&shared.budget)
+                };
+                scope.spawn(move |s| shared.run(s, tickets));
+            }
             if stopped && input_open {
                 // Time, cancellation or the match budget: take no more
                 // captures; waiting ones are dropped, running scans finish.
@@ -467,15 +481,26 @@ fn assemble(
     clamp_key: Option<usize>,
 ) -> SearchOutcome {
     let (max_matches, max_per_pane) = (limits.max_matches, limits.max_matches_per_pane);
+    // Past the capture where the byte or line budget ran out nothing is
+    // searched, and whether a later failure was received before the driver
+    // stopped taking input depends on timing: report none of them, so the
+    // answer is the same on every run.
+    let failed = failed
+        .into_iter()
+        .filter(|(key, _)| clamp_key.is_none_or(|c| *key <= c))
+        .collect();
     let mut out = SearchOutcome {
-        failed: failed.into_iter().collect(),
+        failed,
         ..SearchOutcome::default()
     };
     let mut total = 0u64;
     let mut truncated = false;
     let mut truncated_at = None;
     for (key, result) in scanned {
-        if truncated {
+        if truncated || clamp_key.is_some_and(|c| key > c) {
+            // Past the budget's cut only captures that happened to arrive
+            // before the driver stopped are here (empty ones, which need no
+            // budget): leave them out, as the ones that did not arrive.
             break;
         }
         if result.interrupted.is_some() && result.lines_scanned == 0 && result.lines.is_empty() {

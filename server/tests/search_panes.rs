@@ -374,6 +374,20 @@ fn every_clamp_flag_fires_when_its_limit_changes_the_answer() {
             }),
         );
         assert_eq!(all_lines(&again), all_lines(&bytes));
+        assert_eq!(
+            (
+                again.panes_searched,
+                again.panes_failed,
+                again.bytes_scanned,
+                again.lines_scanned
+            ),
+            (
+                bytes.panes_searched,
+                bytes.panes_failed,
+                bytes.bytes_scanned,
+                bytes.lines_scanned
+            )
+        );
     }
 
     let few = search(
