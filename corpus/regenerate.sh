@@ -102,7 +102,9 @@ sleep 2
 tmux -L "$sock" capture-pane -e -p -t corpus:0.0 > "$out/tmux-top-escapes.ansi"
 seq 1 400 | sed 's/^/log line /' > "$work/long.txt"
 cat "$out/python-traceback.txt" >> "$work/long.txt"
-tmux -L "$sock" new-window -t corpus -d "less -R '$out/cargo-build-errors.ansi'"
+# Run less from inside the corpus folder so its status line shows a relative
+# name, not the path of whoever regenerated the corpus.
+tmux -L "$sock" new-window -t corpus -d -c "$out" "less -R cargo-build-errors.ansi"
 sleep 1
 tmux -L "$sock" capture-pane -e -p -t corpus:1.0 > "$out/tmux-less-escapes.ansi"
 
