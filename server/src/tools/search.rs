@@ -599,7 +599,10 @@ fn forward_captures(
 ) -> FetchReport {
     let mut report = FetchReport::default();
     loop {
-        if cancel.load(Ordering::Relaxed) {
+        // `stop_fetch` is also set when the engine has finished (a budget
+        // ran out): the rest of the batch is not wanted, so do not wait for
+        // the chunk tmux is still producing.
+        if cancel.load(Ordering::Relaxed) || stop_fetch.load(Ordering::Relaxed) {
             stop_fetch.store(true, Ordering::Relaxed);
             return report;
         }
