@@ -479,15 +479,21 @@ pub fn search_panes(
             range: plan.capture_range(),
         })
         .collect();
-    let replies = tmux.capture(
-        requests,
-        CaptureOptions {
-            join_wrapped: plan.join_wrapped,
-            escapes: false,
-        },
-        deadline,
-        stop_fetch.clone(),
-    );
+    let capture_options = CaptureOptions {
+        join_wrapped: plan.join_wrapped,
+        escapes: false,
+    };
+    // The pane cache answers with the same text, fetching only what changed.
+    let replies = match &ctx.limits().pane_cache {
+        Some(cache) => cache.capture(
+            &tmux,
+            requests,
+            capture_options,
+            deadline,
+            stop_fetch.clone(),
+        ),
+        None => tmux.capture(requests, capture_options, deadline, stop_fetch.clone()),
+    };
     let options = SearchOptions {
         limits: EngineLimits {
             deadline: Some(deadline),
