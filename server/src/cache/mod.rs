@@ -14,11 +14,15 @@
 //!
 //! # How a pane is served
 //!
-//! One `list-panes -a` round trip (the *fingerprint*) reads, for every pane,
-//! the server's pid and start time, the pane's process id, history size and
-//! limit, size, cursor, alternate-screen and dead flags, and its window's
-//! last-activity second (tmux stamps it whenever it parses output from any
-//! pane of the window). Then, per pane:
+//! The caller's inventory gives every pane's *fingerprint* — process id,
+//! history size and limit, size, cursor, alternate-screen and dead flags —
+//! and one light `list-panes -a` round trip issued *after* it reads the
+//! server's pid and start time and each window's last-activity second (tmux
+//! stamps it whenever it parses output from any pane of the window). Output
+//! after the capture shows in that second; a change that prints nothing
+//! (clear, resize, respawn) before the inventory shows in the fingerprint;
+//! one between the inventory and the activity read leaves the answer the
+//! pane's text as the inventory saw it. Then, per pane:
 //!
 //! 1. **Reuse** — the fingerprint is identical to the one stored with the
 //!    entry and the window's last activity is in an earlier second than the
@@ -41,9 +45,11 @@
 //! Text is stored per (socket, pane, join_wrapped, escapes) as tmux produced
 //! it, with the absolute row (0 = oldest history row) each line starts at;
 //! a range is served only from a line start (or from the stored start, which
-//! a capture from there reproduces), and joined line numbers are computed by
-//! the same function the transport uses, so a served capture is the bytes
-//! and numbers a cold capture would have returned.
+//! a capture from there reproduces), and joined line numbers are the ones
+//! the transport computed and verified for those very lines, so a served
+//! capture is the bytes and numbers a cold capture would have returned. A
+//! capture the transport could not number (it fell back to unjoined rows) is
+//! passed through and never stored.
 //!
 //! # Memory
 //!
@@ -58,10 +64,9 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use crossbeam_channel::{Receiver, Sender};
 
-use crate::tmux::capture::joined_numbers;
 use crate::tmux::{
-    CaptureOptions, CaptureRange, CaptureReply, CaptureRequest, CapturedText, PaneId, Tmux,
-    TmuxCommand, TmuxError,
+    CaptureOptions, CaptureRange, CaptureReply, CaptureRequest, CapturedText, Inventory, Pane,
+    PaneId, Tmux, TmuxCommand, TmuxError,
 };
 
 /// Default memory ceiling.
@@ -134,8 +139,25 @@ struct Fingerprint {
     dead: String,
 }
 
-/// The format of a fingerprint row; `pane_id` and `window_activity` first.
-const FINGERPRINT_FORMAT: &str = "#{pane_id} #{window_activity} #{pid} #{start_time} #{pane_pid} #{history_size} #{history_limit} #{pane_width} #{pane_height} #{cursor_x},#{cursor_y} #{alternate_on} #{pane_dead}";
+/// The format of an activity row: what the inventory does not say.
+const ACTIVITY_FORMAT: &str = "#{pane_id} #{window_activity} #{pid} #{start_time}";
+
+impl Fingerprint {
+    fn of(pane: &Pane, server_pid: &str, server_start: &str) -> Fingerprint {
+        Fingerprint {
+            server_pid: server_pid.to_owned(),
+            server_start: server_start.to_owned(),
+            pane_pid: pane.pane_pid.map_or_else(String::new, |p| p.to_string()),
+            history_size: pane.history_size,
+            history_limit: pane.history_limit,
+            width: pane.pane_width,
+            height: pane.pane_height,
+            cursor: format!("{},{}", pane.cursor_x, pane.cursor_y),
+            alternate_on: pane.alternate_on.to_string(),
+            dead: format!("{}{:?}", pane.pane_dead, pane.pane_dead_status),
+        }
+    }
+}
 
 /// A pane's stored text: whole lines as tmux produced them, from
 /// `first_abs` to the bottom of the screen at capture time.
@@ -222,9 +244,18 @@ impl PaneText {
         let index = self.rows.binary_search(&start).ok()?;
         let bytes = self.bytes[self.starts[index]..].to_vec();
         let first_line = i64::try_from(start).ok()? - i64::try_from(self.history_size).ok()?;
+        // Stored rows are the transport's own joined numbers (cumulative
+        // rows per line, checked against the rows captured), and a splice
+        // keeps them cumulative across the anchor: the numbers a cold
+        // capture from this row would compute, without recomputing display
+        // widths.
         let line_numbers = if join_wrapped {
-            let last = i64::from(self.height.max(1)) - 1;
-            Some(joined_numbers(&bytes, first_line, last, self.width)?)
+            let hsize = i64::try_from(self.history_size).ok()?;
+            let numbers: Option<Vec<i64>> = self.rows[index..]
+                .iter()
+                .map(|&r| i64::try_from(r).ok().map(|r| r - hsize))
+                .collect();
+            Some(numbers?)
         } else {
             None
         };
@@ -350,12 +381,13 @@ impl PaneCache {
     pub fn capture(
         self: &Arc<Self>,
         tmux: &Tmux,
+        inventory: &Inventory,
         requests: Vec<CaptureRequest>,
         options: CaptureOptions,
         deadline: Instant,
         cancel: Arc<AtomicBool>,
     ) -> Receiver<CaptureReply> {
-        let prints = fingerprints(tmux, deadline);
+        let prints = fingerprints(tmux, inventory, deadline);
         let socket = tmux.socket_path().to_path_buf();
         let mut jobs = Vec::with_capacity(requests.len());
         let mut fetch = Vec::new();
@@ -642,45 +674,47 @@ fn splice(
     })
 }
 
-/// Reads every pane's fingerprint and window activity second.
+/// Every pane's fingerprint (from the inventory) and window activity second
+/// (read now, after the inventory).
 fn fingerprints(
     tmux: &Tmux,
+    inventory: &Inventory,
     deadline: Instant,
 ) -> Result<HashMap<PaneId, (i64, Fingerprint)>, TmuxError> {
     let command = TmuxCommand::new("list-panes")
         .flag("-a")
-        .option("-F", FINGERPRINT_FORMAT);
+        .option("-F", ACTIVITY_FORMAT);
     let out = tmux.run(&command, deadline)?;
+    let activity: HashMap<PaneId, Activity> = out.lines().filter_map(parse_activity).collect();
     let mut prints = HashMap::new();
-    for line in out.lines() {
-        if let Some((pane, activity, print)) = parse_fingerprint(line) {
-            prints.insert(pane, (activity, print));
+    for pane in &inventory.panes {
+        if let Some(a) = activity.get(&pane.pane_id) {
+            let print = Fingerprint::of(pane, &a.server_pid, &a.server_start);
+            prints.insert(pane.pane_id, (a.window_activity, print));
         }
     }
     Ok(prints)
 }
 
-fn parse_fingerprint(line: &str) -> Option<(PaneId, i64, Fingerprint)> {
+/// One row of the activity query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Activity {
+    window_activity: i64,
+    server_pid: String,
+    server_start: String,
+}
+
+fn parse_activity(line: &str) -> Option<(PaneId, Activity)> {
     let f: Vec<&str> = line.split(' ').collect();
-    if f.len() != 12 {
+    if f.len() != 4 {
         return None;
     }
-    let pane = PaneId::parse(f[0]).ok()?;
-    let activity = f[1].parse().ok()?;
     Some((
-        pane,
-        activity,
-        Fingerprint {
+        PaneId::parse(f[0]).ok()?,
+        Activity {
+            window_activity: f[1].parse().ok()?,
             server_pid: f[2].to_owned(),
             server_start: f[3].to_owned(),
-            pane_pid: f[4].to_owned(),
-            history_size: f[5].parse().ok()?,
-            history_limit: f[6].parse().ok()?,
-            width: f[7].parse().ok()?,
-            height: f[8].parse().ok()?,
-            cursor: f[9].to_owned(),
-            alternate_on: f[10].to_owned(),
-            dead: f[11].to_owned(),
         },
     ))
 }
@@ -959,13 +993,12 @@ mod tests {
     }
 
     #[test]
-    fn fingerprint_rows_parse() {
-        let (pane, activity, p) =
-            parse_fingerprint("%3 1700000000 99 1699999999 1234 10 2000 80 24 0,5 0 0").unwrap();
+    fn activity_rows_parse() {
+        let (pane, a) = parse_activity("%3 1700000000 99 1699999999").unwrap();
         assert_eq!(pane, PaneId::from_number(3));
-        assert_eq!(activity, 1_700_000_000);
-        assert_eq!(p.history_size, 10);
-        assert_eq!(p.height, 24);
-        assert!(parse_fingerprint("%3 x").is_none());
+        assert_eq!(a.window_activity, 1_700_000_000);
+        assert_eq!(a.server_pid, "99");
+        assert!(parse_activity("%3 x").is_none());
+        assert!(parse_activity("%3 x 1 2").is_none());
     }
 }

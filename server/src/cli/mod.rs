@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 pub mod bench;
+pub mod bench_cache;
 pub mod client;
 pub mod demo;
 pub mod preflight;

@@ -487,6 +487,7 @@ pub fn search_panes(
     let replies = match &ctx.limits().pane_cache {
         Some(cache) => cache.capture(
             &tmux,
+            &inv,
             requests,
             capture_options,
             deadline,
