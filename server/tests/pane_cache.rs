@@ -10,8 +10,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use panescan::cache::PaneCache;
+use panescan::mcp::registry::Tool;
 use panescan::mcp::registry::{Registry, Tier};
 use panescan::tmux::private_server::PrivateServer;
+use panescan::tools::capture::{CapturePane, CaptureSince};
 use panescan::tools::context::{Limits, ServeConfig, ToolContext};
 use panescan::tools::search::{search_panes, SearchPanesArgs};
 use proptest::prelude::*;
@@ -270,6 +272,69 @@ fn search(ctx: &ToolContext, join_wrapped: bool, scrollback: u64) -> serde_json:
     value
 }
 
+/// capture_pane of `pane` over a range, as JSON.
+fn capture_pane(ctx: &ToolContext, pane: &str, range: serde_json::Value) -> serde_json::Value {
+    let mut args = range;
+    args["pane_id"] = serde_json::json!(pane);
+    let args = serde_json::from_value(args).unwrap();
+    let result = CapturePane::run(ctx, args).unwrap_or_else(|e| panic!("capture failed: {e}"));
+    serde_json::to_value(result).unwrap()
+}
+
+/// capture_since of `pane` from `cursor`, as JSON; the new cursor is kept.
+fn capture_since(ctx: &ToolContext, pane: &str, cursor: &mut Option<String>) -> serde_json::Value {
+    let args = serde_json::from_value(serde_json::json!({
+        "pane_id": pane,
+        "cursor": cursor.clone(),
+        "max_lines": 10_000,
+    }))
+    .unwrap();
+    let result =
+        CaptureSince::run(ctx, args).unwrap_or_else(|e| panic!("capture_since failed: {e}"));
+    let value = serde_json::to_value(result).unwrap();
+    *cursor = value["cursor"].as_str().map(str::to_owned);
+    value
+}
+
+/// Cursors of capture_since, per pane, with the cache on and off.
+type Cursors = Vec<(Option<String>, Option<String>)>;
+
+fn check_captures(
+    bench: &Bench,
+    cached: &ToolContext,
+    cold: &ToolContext,
+    cursors: &mut Cursors,
+    step: &str,
+) {
+    let ranges = [
+        serde_json::json!({}),
+        serde_json::json!({"start": -40, "join_wrapped": true}),
+        serde_json::json!({"start": -1000, "end": -3}),
+        serde_json::json!({"start": -25, "end": 2, "join_wrapped": true}),
+    ];
+    for (i, pane) in bench.panes.iter().enumerate() {
+        for range in &ranges {
+            let warm = capture_pane(cached, pane, range.clone());
+            let fresh = capture_pane(cold, pane, range.clone());
+            if warm != fresh {
+                panic!(
+                    "capture_pane {pane} {range} differs after {step}: {}",
+                    first_difference(&warm, &fresh, "")
+                );
+            }
+        }
+        let (warm_cursor, cold_cursor) = &mut cursors[i];
+        let warm = capture_since(cached, pane, warm_cursor);
+        let fresh = capture_since(cold, pane, cold_cursor);
+        if warm != fresh {
+            panic!(
+                "capture_since {pane} differs after {step}: {}",
+                first_difference(&warm, &fresh, "")
+            );
+        }
+    }
+}
+
 fn check(bench: &Bench, cached: &ToolContext, cold: &ToolContext, step: &str) {
     for (join, scrollback) in [
         (true, 1_000_000),
@@ -336,10 +401,14 @@ proptest! {
         let cache = Arc::new(PaneCache::new(64 << 20));
         let cached = context(bench.socket_name(), Some(cache.clone()));
         let cold = context(bench.socket_name(), None);
+        let mut cursors: Cursors = vec![(None, None); bench.panes.len()];
         check(&bench, &cached, &cold, "start");
+        check_captures(&bench, &cached, &cold, &mut cursors, "start");
         for (n, op) in ops.iter().enumerate() {
             bench.apply(op);
-            check(&bench, &cached, &cold, &format!("step {n}: {op:?}"));
+            let step = format!("step {n}: {op:?}");
+            check(&bench, &cached, &cold, &step);
+            check_captures(&bench, &cached, &cold, &mut cursors, &step);
         }
         let stats = stats_of(&cache);
         eprintln!("cache: {stats:?}");

@@ -139,6 +139,9 @@ struct Fingerprint {
     dead: String,
 }
 
+/// Up to this many panes, activity is read pane by pane.
+const FEW_PANES: usize = 4;
+
 /// The format of an activity row: what the inventory does not say.
 const ACTIVITY_FORMAT: &str = "#{pane_id} #{window_activity} #{pid} #{start_time}";
 
@@ -236,13 +239,31 @@ impl PaneText {
     /// The capture a cold request for `range` would return, or `None` when
     /// the stored lines cannot reproduce it exactly.
     fn serve(&self, range: CaptureRange, join_wrapped: bool) -> Option<CapturedText> {
-        let start = range_start(range, self.history_size)?;
+        let (start, end) = range_rows(range, self.history_size, self.height);
         let first_abs = self.first_abs()?;
         if start < first_abs {
             return None;
         }
         let index = self.rows.binary_search(&start).ok()?;
-        let bytes = self.bytes[self.starts[index]..].to_vec();
+        // The last line is the one holding row `end`; it must end there
+        // (a joined line running past `end` would come back cut).
+        let last = match self.rows.binary_search(&end) {
+            Ok(i) => i,
+            Err(i) => i.checked_sub(1)?,
+        };
+        let end_ok = match self.rows.get(last + 1) {
+            Some(&next) => next == end + 1,
+            None => end + 1 == self.history_size + u64::from(self.height.max(1)),
+        };
+        if !end_ok || last < index {
+            return None;
+        }
+        let to = self
+            .starts
+            .get(last + 1)
+            .copied()
+            .unwrap_or(self.bytes.len());
+        let bytes = self.bytes[self.starts[index]..to].to_vec();
         let first_line = i64::try_from(start).ok()? - i64::try_from(self.history_size).ok()?;
         // Stored rows are the transport's own joined numbers (cumulative
         // rows per line, checked against the rows captured), and a splice
@@ -251,7 +272,7 @@ impl PaneText {
         // widths.
         let line_numbers = if join_wrapped {
             let hsize = i64::try_from(self.history_size).ok()?;
-            let numbers: Option<Vec<i64>> = self.rows[index..]
+            let numbers: Option<Vec<i64>> = self.rows[index..=last]
                 .iter()
                 .map(|&r| i64::try_from(r).ok().map(|r| r - hsize))
                 .collect();
@@ -282,14 +303,36 @@ fn line_starts(bytes: &[u8]) -> Vec<usize> {
     starts
 }
 
-/// The absolute first row of `range`, for ranges that end at the bottom of
-/// the screen (the only ones served from the cache).
-fn range_start(range: CaptureRange, history_size: u64) -> Option<u64> {
+/// The absolute first and last row tmux captures for `range`, clamped the
+/// way `capture-pane -S/-E` clamps (cmd-capture-pane.c).
+fn range_rows(range: CaptureRange, history_size: u64, height: u32) -> (u64, u64) {
+    let h = history_size;
+    let bottom = h + u64::from(height.max(1)) - 1;
+    let at = |n: i64| -> u64 {
+        let row = if n < 0 {
+            h.saturating_sub(n.unsigned_abs())
+        } else {
+            h.saturating_add(n.unsigned_abs())
+        };
+        row.min(bottom)
+    };
     match range {
-        CaptureRange::Visible | CaptureRange::Scrollback(0) => Some(history_size),
-        CaptureRange::Scrollback(n) => Some(history_size - n.min(history_size)),
-        CaptureRange::AllHistory => Some(0),
-        CaptureRange::Lines { .. } => None,
+        CaptureRange::Visible | CaptureRange::Scrollback(0) => (h, bottom),
+        CaptureRange::Scrollback(n) => (h - n.min(h), bottom),
+        CaptureRange::AllHistory => (0, bottom),
+        CaptureRange::Lines { start, end } => {
+            let (a, b) = (at(start), at(end));
+            (a.min(b), a.max(b))
+        }
+    }
+}
+
+/// Whether `range` runs to the bottom of the screen (only such captures
+/// are stored: a delta always fetches to the bottom).
+fn reaches_bottom(range: CaptureRange, height: u32) -> bool {
+    match range {
+        CaptureRange::Visible | CaptureRange::Scrollback(_) | CaptureRange::AllHistory => true,
+        CaptureRange::Lines { start, end } => start.max(end) >= i64::from(height.max(1)) - 1,
     }
 }
 
@@ -387,7 +430,8 @@ impl PaneCache {
         deadline: Instant,
         cancel: Arc<AtomicBool>,
     ) -> Receiver<CaptureReply> {
-        let prints = fingerprints(tmux, inventory, deadline);
+        let panes: Vec<PaneId> = requests.iter().map(|r| r.pane).collect();
+        let prints = fingerprints(tmux, inventory, &panes, deadline);
         let socket = tmux.socket_path().to_path_buf();
         let mut jobs = Vec::with_capacity(requests.len());
         let mut fetch = Vec::new();
@@ -452,9 +496,6 @@ impl PaneCache {
         options: CaptureOptions,
         prints: &HashMap<PaneId, (i64, Fingerprint)>,
     ) -> Decision {
-        if matches!(request.range, CaptureRange::Lines { .. }) {
-            return Decision::Full;
-        }
         let Some((activity, print)) = prints.get(&request.pane) else {
             return Decision::Full;
         };
@@ -564,7 +605,7 @@ fn delta_plan(
     }
     // The request must start at or below where the stored lines start,
     // else only a full fetch has the lines.
-    let wanted = range_start(request.range, hsize)?;
+    let (wanted, _) = range_rows(request.range, hsize, print.height);
     if wanted < old.first_abs()? {
         return None;
     }
@@ -679,13 +720,34 @@ fn splice(
 fn fingerprints(
     tmux: &Tmux,
     inventory: &Inventory,
+    panes: &[PaneId],
     deadline: Instant,
 ) -> Result<HashMap<PaneId, (i64, Fingerprint)>, TmuxError> {
-    let command = TmuxCommand::new("list-panes")
-        .flag("-a")
-        .option("-F", ACTIVITY_FORMAT);
-    let out = tmux.run(&command, deadline)?;
-    let activity: HashMap<PaneId, Activity> = out.lines().filter_map(parse_activity).collect();
+    // A few panes (capture_pane, capture_since): ask about those alone.
+    let activity: HashMap<PaneId, Activity> = if panes.len() <= FEW_PANES {
+        let commands: Vec<TmuxCommand> = panes
+            .iter()
+            .map(|&pane| {
+                TmuxCommand::new("display-message")
+                    .flag("-p")
+                    .target(pane)
+                    .format_arg(ACTIVITY_FORMAT)
+            })
+            .collect();
+        let mut rows = HashMap::new();
+        for out in tmux.run_many(&commands, deadline) {
+            rows.extend(out?.lines().filter_map(parse_activity));
+        }
+        rows
+    } else {
+        let command = TmuxCommand::new("list-panes")
+            .flag("-a")
+            .option("-F", ACTIVITY_FORMAT);
+        tmux.run(&command, deadline)?
+            .lines()
+            .filter_map(parse_activity)
+            .collect()
+    };
     let mut prints = HashMap::new();
     for pane in &inventory.panes {
         if let Some(a) = activity.get(&pane.pane_id) {
@@ -831,7 +893,9 @@ impl Worker {
 
     /// Stores a whole capture when it can be placed exactly.
     fn keep(&self, request: &CaptureRequest, text: &CapturedText, captured_at: i64) {
-        if text.joined != self.options.join_wrapped {
+        if text.joined != self.options.join_wrapped
+            || !reaches_bottom(request.range, text.pane_height)
+        {
             return;
         }
         let Some((_, print)) = self.prints.get(&request.pane) else {
@@ -880,6 +944,40 @@ mod tests {
         // A stored capture from row 1 cannot serve row 0.
         let partial = PaneText::from_capture(&text(3, -2, b"b\nc\nd\ne\n")).unwrap();
         assert!(partial.serve(CaptureRange::AllHistory, false).is_none());
+    }
+
+    #[test]
+    fn line_ranges_are_clamped_like_tmux_and_cut_on_line_ends() {
+        let stored = PaneText::from_capture(&text(3, -3, b"a\nb\nc\nd\ne\n")).unwrap();
+        let lines = |start, end| CaptureRange::Lines { start, end };
+        let got = stored.serve(lines(-2, -1), false).unwrap();
+        assert_eq!(got.bytes, b"b\nc\n");
+        assert_eq!(got.first_line, -2);
+        assert_eq!(
+            stored.serve(lines(-50, 0), false).unwrap().bytes,
+            b"a\nb\nc\nd\n"
+        );
+        assert_eq!(
+            stored.serve(lines(1, -1), false).unwrap().bytes,
+            b"c\nd\ne\n"
+        );
+        assert_eq!(stored.serve(lines(0, 99), false).unwrap().bytes, b"d\ne\n");
+        assert!(reaches_bottom(lines(-5, 1), 2));
+        assert!(!reaches_bottom(lines(-5, 0), 2));
+        // A joined line spanning rows 0-1 cannot end a range at row 0.
+        let mut t = text(3, -3, b"aaaaaaaaaaaaaaa\nb\nc\nd\n");
+        t.joined = true;
+        t.line_numbers = Some(vec![-3, -1, 0, 1]);
+        let joined = PaneText::from_capture(&t).unwrap();
+        assert!(joined.serve(lines(-3, -3), true).is_none());
+        assert_eq!(
+            joined.serve(lines(-3, -2), true).unwrap().bytes,
+            b"aaaaaaaaaaaaaaa\n"
+        );
+        assert_eq!(
+            joined.serve(lines(-3, -1), true).unwrap().bytes,
+            b"aaaaaaaaaaaaaaa\nb\n"
+        );
     }
 
     #[test]
