@@ -76,6 +76,10 @@ pub const DEFAULT_MAX_BYTES: usize = 256 << 20;
 /// fewer stored history rows).
 pub const ANCHOR_ROWS: u64 = 32;
 
+/// Rows a delta fetches above its anchor, so that a pane printing up to
+/// this many rows between the inventory and the capture still validates.
+pub const RACE_ROWS: i64 = 64;
+
 /// Counters of what the cache did, for the bench and tests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CacheStats {
@@ -609,7 +613,9 @@ fn delta_plan(
     if wanted < old.first_abs()? {
         return None;
     }
-    let start = i64::try_from(anchor_row).ok()? - i64::try_from(hsize).ok()?;
+    // RACE_ROWS more rows above the anchor, so output racing between the
+    // inventory and the capture leaves the anchor inside the capture.
+    let start = i64::try_from(anchor_row).ok()? - i64::try_from(hsize).ok()? - RACE_ROWS;
     let delta_request = CaptureRequest {
         pane: request.pane,
         range: CaptureRange::Lines {
@@ -666,20 +672,19 @@ fn splice(
         return None;
     }
     let new = PaneText::from_capture(fresh)?;
-    // The anchor came back at the row it was stored at...
+    // The anchor came back at the row it was stored at (the capture starts
+    // at or above it; the lines before it are dropped)...
     let anchor_row = old.rows[plan.anchor];
-    if new.first_abs()? != anchor_row {
-        return None;
-    }
+    let skip = new.rows.binary_search(&anchor_row).ok()?;
     // ... byte for byte and line for line, and the next line starts where
     // it did.
     let complete = old.history_complete();
     for (k, i) in (plan.anchor..complete).enumerate() {
-        if new.rows.get(k) != Some(&old.rows[i]) || new.line(k) != old.line(i) {
+        if new.rows.get(skip + k) != Some(&old.rows[i]) || new.line(skip + k) != old.line(i) {
             return None;
         }
     }
-    if new.rows.get(complete - plan.anchor) != Some(&old.rows[complete]) {
+    if new.rows.get(skip + complete - plan.anchor) != Some(&old.rows[complete]) {
         return None;
     }
     if let Some((lines, _rows)) = plan.top {
@@ -698,13 +703,14 @@ fn splice(
         }
     }
     let keep_bytes = old.starts[plan.anchor];
-    let mut bytes = Vec::with_capacity(keep_bytes + new.bytes.len());
+    let from = new.starts[skip];
+    let mut bytes = Vec::with_capacity(keep_bytes + new.bytes.len() - from);
     bytes.extend_from_slice(&old.bytes[..keep_bytes]);
-    bytes.extend_from_slice(&new.bytes);
+    bytes.extend_from_slice(&new.bytes[from..]);
     let mut starts = old.starts[..plan.anchor].to_vec();
-    starts.extend(new.starts.iter().map(|s| s + keep_bytes));
+    starts.extend(new.starts[skip..].iter().map(|s| s - from + keep_bytes));
     let mut rows = old.rows[..plan.anchor].to_vec();
-    rows.extend_from_slice(&new.rows);
+    rows.extend_from_slice(&new.rows[skip..]);
     Some(PaneText {
         history_size: fresh.history_size,
         width: fresh.pane_width,
@@ -1028,7 +1034,10 @@ mod tests {
         assert_eq!(old.rows[plan.anchor], 8);
         assert_eq!(
             plan.request.range,
-            CaptureRange::Lines { start: -37, end: 1 }
+            CaptureRange::Lines {
+                start: -37 - RACE_ROWS,
+                end: 1
+            }
         );
         let fresh = text(45, -37, &numbered(8, 47));
         let spliced = splice(&plan, None, &fresh, false).unwrap();
@@ -1045,6 +1054,12 @@ mod tests {
         bad[0] = b'x';
         assert!(splice(&plan, None, &text(45, -37, &bad), false).is_none());
         assert!(splice(&plan, None, &text(46, -37, &numbered(8, 47)), false).is_none());
+        // Captured from above the anchor (as with RACE_ROWS), with 3 more
+        // lines printed since the inventory: still spliced exactly.
+        let raced = splice(&plan, None, &text(48, -45, &numbered(3, 50)), false).unwrap();
+        assert_eq!(raced.bytes, numbered(0, 50));
+        assert_eq!(raced.rows, (0..50).collect::<Vec<u64>>());
+        assert_eq!(raced.history_size, 48);
     }
 
     #[test]
