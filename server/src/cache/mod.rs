@@ -16,8 +16,10 @@
 //!
 //! The caller's inventory gives every pane's *fingerprint* — process id,
 //! history size and limit, size, cursor, alternate-screen and dead flags —
-//! and one light `list-panes -a` round trip issued *after* it reads the
-//! server's pid and start time and each window's last-activity second (tmux
+//! and a light `list-panes -a` that tmux runs *after* it (pipelined in the
+//! inventory's own round trip by search_panes, see
+//! [`Tmux::inventory_and`]) reads the server's pid and start time and each
+//! window's last-activity second (tmux
 //! stamps it whenever it parses output from any pane of the window). Output
 //! after the capture shows in that second; a change that prints nothing
 //! (clear, resize, respawn) before the inventory shows in the fingerprint;
@@ -435,7 +437,53 @@ impl PaneCache {
         cancel: Arc<AtomicBool>,
     ) -> Receiver<CaptureReply> {
         let panes: Vec<PaneId> = requests.iter().map(|r| r.pane).collect();
-        let prints = fingerprints(tmux, inventory, &panes, deadline);
+        let activity = read_activity(tmux, &panes, deadline);
+        self.capture_after(
+            tmux, inventory, activity, requests, options, deadline, cancel,
+        )
+    }
+
+    /// The command whose output [`PaneCache::capture_read`] needs, to be
+    /// pipelined right after the inventory ([`Tmux::inventory_and`]): one
+    /// round trip for both.
+    pub fn activity_command() -> TmuxCommand {
+        TmuxCommand::new("list-panes")
+            .flag("-a")
+            .option("-F", ACTIVITY_FORMAT)
+    }
+
+    /// [`PaneCache::capture`] with the output of
+    /// [`PaneCache::activity_command`] already read, after `inventory`.
+    // Tmux::capture's arguments plus what was read before it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn capture_read(
+        self: &Arc<Self>,
+        tmux: &Tmux,
+        inventory: &Inventory,
+        activity_output: Result<String, TmuxError>,
+        requests: Vec<CaptureRequest>,
+        options: CaptureOptions,
+        deadline: Instant,
+        cancel: Arc<AtomicBool>,
+    ) -> Receiver<CaptureReply> {
+        let activity = activity_output.map(|out| out.lines().filter_map(parse_activity).collect());
+        self.capture_after(
+            tmux, inventory, activity, requests, options, deadline, cancel,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn capture_after(
+        self: &Arc<Self>,
+        tmux: &Tmux,
+        inventory: &Inventory,
+        activity: Result<HashMap<PaneId, Activity>, TmuxError>,
+        requests: Vec<CaptureRequest>,
+        options: CaptureOptions,
+        deadline: Instant,
+        cancel: Arc<AtomicBool>,
+    ) -> Receiver<CaptureReply> {
+        let prints = activity.map(|a| fingerprints(inventory, &a));
         let socket = tmux.socket_path().to_path_buf();
         let mut jobs = Vec::with_capacity(requests.len());
         let mut fetch = Vec::new();
@@ -721,14 +769,13 @@ fn splice(
     })
 }
 
-/// Every pane's fingerprint (from the inventory) and window activity second
-/// (read now, after the inventory).
-fn fingerprints(
+/// Window activity seconds and server identity, read now (after the
+/// caller's inventory).
+fn read_activity(
     tmux: &Tmux,
-    inventory: &Inventory,
     panes: &[PaneId],
     deadline: Instant,
-) -> Result<HashMap<PaneId, (i64, Fingerprint)>, TmuxError> {
+) -> Result<HashMap<PaneId, Activity>, TmuxError> {
     // A few panes (capture_pane, capture_since): ask about those alone.
     let activity: HashMap<PaneId, Activity> = if panes.len() <= FEW_PANES {
         let commands: Vec<TmuxCommand> = panes
@@ -746,14 +793,19 @@ fn fingerprints(
         }
         rows
     } else {
-        let command = TmuxCommand::new("list-panes")
-            .flag("-a")
-            .option("-F", ACTIVITY_FORMAT);
-        tmux.run(&command, deadline)?
+        tmux.run(&PaneCache::activity_command(), deadline)?
             .lines()
             .filter_map(parse_activity)
             .collect()
     };
+    Ok(activity)
+}
+
+/// Every pane's fingerprint (from the inventory) and window activity second.
+fn fingerprints(
+    inventory: &Inventory,
+    activity: &HashMap<PaneId, Activity>,
+) -> HashMap<PaneId, (i64, Fingerprint)> {
     let mut prints = HashMap::new();
     for pane in &inventory.panes {
         if let Some(a) = activity.get(&pane.pane_id) {
@@ -761,7 +813,7 @@ fn fingerprints(
             prints.insert(pane.pane_id, (a.window_activity, print));
         }
     }
-    Ok(prints)
+    prints
 }
 
 /// One row of the activity query.

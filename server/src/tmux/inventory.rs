@@ -187,12 +187,26 @@ fn format(sep: &str, end: &str) -> String {
 }
 
 pub(crate) fn fetch(shared: &Shared, deadline: Instant) -> Result<Inventory, TmuxError> {
+    fetch_with(shared, &[], deadline).map(|(inv, _)| inv)
+}
+
+/// The inventory and the output of `extra` commands pipelined right after
+/// it in the same round trip: tmux runs them after the inventory's own
+/// command, so they see the server no earlier than the inventory did.
+pub(crate) fn fetch_with(
+    shared: &Shared,
+    extra: &[TmuxCommand],
+    deadline: Instant,
+) -> Result<(Inventory, Vec<Result<String, TmuxError>>), TmuxError> {
     let token = nonce();
     let (sep, end) = (format!("<{token}f>"), format!("<{token}r>"));
     let cmd = TmuxCommand::new("list-panes")
         .flag("-a")
         .option("-F", &format(&sep, &end));
-    let text = match shared.run_many(std::slice::from_ref(&cmd), deadline).pop() {
+    let mut commands = vec![cmd];
+    commands.extend_from_slice(extra);
+    let mut replies = shared.run_many(&commands, deadline).into_iter();
+    let text = match replies.next() {
         Some(Ok(t)) => t,
         Some(Err(TmuxError::Command(m)))
             if m.contains("no sessions") || m.contains("no current") =>
@@ -207,7 +221,7 @@ pub(crate) fn fetch(shared: &Shared, deadline: Instant) -> Result<Inventory, Tmu
     for p in &mut inv.panes {
         p.is_caller = shared.caller.is_caller(shared.socket_path(), p.pane_id);
     }
-    Ok(inv)
+    Ok((inv, replies.collect()))
 }
 
 fn flag(v: &str) -> bool {

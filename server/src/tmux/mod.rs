@@ -153,6 +153,17 @@ impl Tmux {
         inventory::fetch(&self.inner, deadline)
     }
 
+    /// The inventory, and the output of `extra` commands that tmux runs
+    /// right after it in the same round trip (they see the server no
+    /// earlier than the inventory did).
+    pub fn inventory_and(
+        &self,
+        extra: &[TmuxCommand],
+        deadline: Instant,
+    ) -> Result<(Inventory, Vec<Result<String, TmuxError>>), TmuxError> {
+        inventory::fetch_with(&self.inner, extra, deadline)
+    }
+
     /// Captures a batch of panes. Replies arrive on the returned channel in
     /// request order, each as soon as it and all before it are in; every
     /// request gets exactly one reply (an error if cancelled or late).

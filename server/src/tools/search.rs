@@ -37,6 +37,7 @@ use serde::{Deserialize, Serialize};
 
 use super::context::{ServerArgs, ToolContext, ToolError};
 use super::{bounded_list, find_session, find_window};
+use crate::cache::PaneCache;
 use crate::mcp::registry::{Annotations, Tool};
 use crate::tmux::{
     CaptureOptions, CaptureRange, CaptureReply, CaptureRequest, Inventory, Pane, PaneId,
@@ -456,7 +457,23 @@ pub fn search_panes(
     let deadline = started + plan.timeout;
 
     let tmux = ctx.tmux(&args.server)?;
-    let inv = ctx.inventory(&tmux)?;
+    // With the pane cache, its activity read rides in the inventory's round
+    // trip.
+    let (inv, activity) = match &ctx.limits().pane_cache {
+        Some(_) => {
+            ctx.check_cancelled()?;
+            let (inv, mut extra) =
+                tmux.inventory_and(&[PaneCache::activity_command()], ctx.tmux_deadline())?;
+            let activity = extra
+                .pop()
+                .unwrap_or(Err(TmuxError::ConnectionLost("no reply".into())));
+            (inv, activity)
+        }
+        None => (
+            ctx.inventory(&tmux)?,
+            Err(TmuxError::ConnectionLost("no cache".into())),
+        ),
+    };
     let mut panes = resolve_scope(
         &inv,
         args.session.as_deref(),
@@ -485,9 +502,10 @@ pub fn search_panes(
     };
     // The pane cache answers with the same text, fetching only what changed.
     let replies = match &ctx.limits().pane_cache {
-        Some(cache) => cache.capture(
+        Some(cache) => cache.capture_read(
             &tmux,
             &inv,
+            activity,
             requests,
             capture_options,
             deadline,
