@@ -242,12 +242,11 @@ impl PaneText {
         })
     }
 
-    /// The capture a cold request for `range` would return, or `None` when
-    /// the stored lines cannot reproduce it exactly.
-    fn serve(&self, range: CaptureRange, join_wrapped: bool) -> Option<CapturedText> {
+    /// The first row of `range` and the indexes of its first and last
+    /// lines, or `None` when the stored lines cannot reproduce it exactly.
+    fn locate(&self, range: CaptureRange) -> Option<(u64, usize, usize)> {
         let (start, end) = range_rows(range, self.history_size, self.height);
-        let first_abs = self.first_abs()?;
-        if start < first_abs {
+        if start < self.first_abs()? {
             return None;
         }
         let index = self.rows.binary_search(&start).ok()?;
@@ -261,9 +260,13 @@ impl PaneText {
             Some(&next) => next == end + 1,
             None => end + 1 == self.history_size + u64::from(self.height.max(1)),
         };
-        if !end_ok || last < index {
-            return None;
-        }
+        (end_ok && last >= index).then_some((start, index, last))
+    }
+
+    /// The capture a cold request for `range` would return, or `None` when
+    /// the stored lines cannot reproduce it exactly.
+    fn serve(&self, range: CaptureRange, join_wrapped: bool) -> Option<CapturedText> {
+        let (start, index, last) = self.locate(range)?;
         let to = self
             .starts
             .get(last + 1)
@@ -351,7 +354,9 @@ fn now_secs() -> i64 {
 /// What a pane needs this time.
 #[derive(Debug)]
 enum Decision {
-    Reuse(CapturedText),
+    /// Served from these stored lines (copied out on the worker thread,
+    /// while the engine scans the panes before).
+    Reuse(Arc<PaneText>),
     Delta(DeltaPlan),
     Full,
 }
@@ -372,7 +377,7 @@ struct DeltaPlan {
 /// One unit of work of a batch, in request order.
 #[derive(Debug)]
 enum Job {
-    Ready(CapturedText),
+    Serve(Arc<PaneText>),
     Fetch {
         fetches: usize,
         delta: Option<DeltaPlan>,
@@ -493,7 +498,7 @@ impl PaneCache {
                 Err(_) => Decision::Full,
             };
             match decision {
-                Decision::Reuse(text) => jobs.push(Job::Ready(text)),
+                Decision::Reuse(text) => jobs.push(Job::Serve(text)),
                 Decision::Full => {
                     fetch.push(request.clone());
                     jobs.push(Job::Fetch {
@@ -578,7 +583,8 @@ impl PaneCache {
             return Decision::Full;
         }
         if entry.print == *print && *activity < entry.captured_at {
-            if let Some(text) = entry.text.serve(request.range, options.join_wrapped) {
+            if entry.text.locate(request.range).is_some() {
+                let text = entry.text.clone();
                 state.stats.reused += 1;
                 return Decision::Reuse(text);
             }
@@ -857,7 +863,10 @@ impl Worker {
     fn run(self, requests: Vec<CaptureRequest>, jobs: Vec<Job>, replies: Receiver<CaptureReply>) {
         for (index, (request, job)) in requests.into_iter().zip(jobs).enumerate() {
             let result = match job {
-                Job::Ready(text) => Ok(text),
+                Job::Serve(text) => match text.serve(request.range, self.options.join_wrapped) {
+                    Some(served) => Ok(served),
+                    None => self.capture_whole(&request),
+                },
                 Job::Fetch { fetches, delta } => {
                     let mut got = Vec::with_capacity(fetches);
                     for _ in 0..fetches {
@@ -925,6 +934,11 @@ impl Worker {
             s.delta_rejected += 1;
             s.full += 1;
         });
+        self.capture_whole(request)
+    }
+
+    /// One pane captured whole, as the cache-off path does, and stored.
+    fn capture_whole(&self, request: &CaptureRequest) -> Result<CapturedText, TmuxError> {
         let captured_at = now_secs();
         let replies = self.tmux.capture(
             vec![request.clone()],
