@@ -279,7 +279,10 @@ impl PaneText {
         // keeps them cumulative across the anchor: the numbers a cold
         // capture from this row would compute, without recomputing display
         // widths.
-        let line_numbers = if join_wrapped {
+        // Every line one row: no numbers needed (the transport's contract:
+        // line number = first_line + index), the same hits either way.
+        let one_row_each = self.rows[last] - self.rows[index] == (last - index) as u64;
+        let line_numbers = if join_wrapped && !one_row_each {
             let hsize = i64::try_from(self.history_size).ok()?;
             let numbers: Option<Vec<i64>> = self.rows[index..=last]
                 .iter()
@@ -1061,7 +1064,9 @@ mod tests {
         assert_eq!(stored.rows, vec![0, 2, 3, 4]);
         assert!(stored.serve(CaptureRange::Scrollback(2), true).is_none());
         let one = stored.serve(CaptureRange::Scrollback(1), true).unwrap();
-        assert_eq!(one.line_numbers, Some(vec![-1, 0, 1]));
+        // Rows 2, 3, 4: one row each, numbered by first_line.
+        assert_eq!(one.line_numbers, None);
+        assert_eq!(one.first_line, -1);
         let all = stored.serve(CaptureRange::AllHistory, true).unwrap();
         assert_eq!(all.line_numbers, Some(vec![-3, -1, 0, 1]));
     }
