@@ -10,6 +10,8 @@
 //! - **warm, 10% changed**: before each run a tenth of the panes (a
 //!   different tenth every run) print 50 new lines each.
 //!
+//! The three are interleaved run by run (a second apart, as between an
+//! agent's commands), so load drifting on a shared machine moves them alike.
 //! The searches run in-process through the same tool code `serve` runs, so
 //! the cache's memory can be read. New lines are written to the panes'
 //! terminals (`pane_tty`), exactly as if the programs in them printed.
@@ -148,28 +150,7 @@ pub fn run(fixture: &Fixture, runs: usize) -> Result<CacheBench, String> {
     let cache = Arc::new(PaneCache::new(DEFAULT_MAX_BYTES));
     let warm_ctx = context(&socket, Some(cache.clone()));
 
-    // Cold: the same search with nothing kept.
-    let reference = deep_search(&cold_ctx, lines)?;
-    let mut cold = Vec::with_capacity(runs);
-    for _ in 0..runs {
-        let start = Instant::now();
-        deep_search(&cold_ctx, lines)?;
-        cold.push(start.elapsed());
-    }
-
-    // Warm, nothing changed: prime once, a second later search again.
-    std::thread::sleep(Duration::from_millis(1_100));
-    let mut same_hits = deep_search(&warm_ctx, lines)? == reference;
-    std::thread::sleep(Duration::from_millis(1_100));
-    let mut unchanged = Vec::with_capacity(runs);
-    for _ in 0..runs {
-        let start = Instant::now();
-        let hits = deep_search(&warm_ctx, lines)?;
-        unchanged.push(start.elapsed());
-        same_hits &= hits == reference;
-    }
-
-    // Warm, a tenth of the panes printed NEW_LINES lines each.
+    // The panes' terminals, to print on.
     let listing = fixture
         .server
         .run_ok([
@@ -189,8 +170,29 @@ pub fn run(fixture: &Fixture, runs: usize) -> Result<CacheBench, String> {
         })
         .collect();
     let tenth = (ttys.len() / 10).max(1);
-    let mut changed = Vec::with_capacity(runs);
+
+    // Prime the cache a second after the fill.
+    let reference = deep_search(&cold_ctx, lines)?;
+    std::thread::sleep(Duration::from_millis(1_100));
+    let mut same_hits = deep_search(&warm_ctx, lines)? == reference;
+
+    // The cases interleaved, so load drifting on a shared machine moves
+    // them alike. A run starts a second after the last output, as between
+    // an agent's commands.
+    let (mut cold, mut unchanged, mut changed) = (Vec::new(), Vec::new(), Vec::new());
     for run in 0..runs {
+        std::thread::sleep(Duration::from_millis(1_050));
+        let start = Instant::now();
+        let cold_hits = deep_search(&cold_ctx, lines)?;
+        cold.push(start.elapsed());
+
+        // Nothing changed since the last warm search.
+        let start = Instant::now();
+        let hits = deep_search(&warm_ctx, lines)?;
+        unchanged.push(start.elapsed());
+        same_hits &= hits == cold_hits;
+
+        // A tenth of the panes (another tenth each run) print NEW_LINES.
         let chosen: Vec<(String, String)> = ttys
             .iter()
             .cycle()
@@ -206,10 +208,9 @@ pub fn run(fixture: &Fixture, runs: usize) -> Result<CacheBench, String> {
         let start = Instant::now();
         let hits = deep_search(&warm_ctx, lines)?;
         changed.push(start.elapsed());
-        // The new lines hold no needle: the hits must not change (line
-        // numbers of the changed panes move up; compare with a cold search).
-        let cold_hits = deep_search(&cold_ctx, lines)?;
-        same_hits &= hits == cold_hits;
+        // The new lines hold no needle, but the hits' line numbers move up
+        // in the changed panes: compare with a cold search of this state.
+        same_hits &= hits == deep_search(&cold_ctx, lines)?;
     }
 
     let (cold, unchanged, changed) = (
