@@ -6,6 +6,7 @@
 //! stdio; [`cli`] is the command line for people.
 
 pub mod baseline;
+pub mod cache;
 pub mod cli;
 pub mod corpus;
 pub mod fixture;

@@ -475,6 +475,24 @@ fn names_linked_windows_and_grouped_sessions() {
             (&l.window_name, &l.session_name),
             (&f.window_name, &f.session_name)
         );
+        assert_eq!(
+            (
+                l.pane_pid,
+                l.history_limit,
+                l.cursor_x,
+                l.cursor_y,
+                l.alternate_on,
+                l.pane_dead
+            ),
+            (
+                f.pane_pid,
+                f.history_limit,
+                f.cursor_x,
+                f.cursor_y,
+                f.alternate_on,
+                f.pane_dead
+            )
+        );
     }
     let names: Vec<&str> = inv
         .sessions

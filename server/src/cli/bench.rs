@@ -47,6 +47,9 @@ pub struct BenchArgs {
     /// Leave out the one-process-per-pane baseline (slow on many panes).
     #[arg(long)]
     pub no_process_baseline: bool,
+    /// Only the pane cache cases (cold vs warm deep search).
+    #[arg(long)]
+    pub cache_only: bool,
 }
 
 /// One row of the report.
@@ -78,6 +81,8 @@ pub struct BenchReport {
     pub process_per_pane_visible_ms: Option<f64>,
     pub process_per_pane_deep_ms: Option<f64>,
     pub rows: Vec<BenchRow>,
+    /// Cold vs warm deep search (the pane cache).
+    pub cache: Option<super::bench_cache::CacheBench>,
 }
 
 fn ms(d: Duration) -> f64 {
@@ -148,6 +153,19 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     let socket = fixture.server.socket_name().to_owned();
     let panes = fixture.pane_ids.clone();
     let runs = args.runs.max(1);
+    if args.cache_only {
+        let cache = super::bench_cache::run(&fixture, runs)?;
+        drop(fixture);
+        if args.json || args.csv {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&cache).map_err(|e| e.to_string())?
+            );
+        } else {
+            super::bench_cache::print(&cache);
+        }
+        return Ok(());
+    }
     let cases = cases(args.lines);
     let steps = 4 + cases.len() as u64 + u64::from(!args.no_process_baseline) * 2;
     let bar = progress::steps(steps, !args.json && !args.csv);
@@ -171,7 +189,8 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         bar.inc(1);
     }
 
-    let mut client = McpClient::start(&socket)?;
+    // The matrix measures cold searches: nothing kept between runs.
+    let mut client = McpClient::start_with(&socket, &["--no-cache"])?;
     bar.set_message("warming up");
     client.call_tool(
         "search_panes",
@@ -197,6 +216,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     }
     bar.finish_and_clear();
     drop(client);
+    let cache = Some(super::bench_cache::run(&fixture, runs)?);
 
     let report = BenchReport {
         panes: args.panes,
@@ -211,6 +231,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         process_per_pane_visible_ms: ppp_visible.map(|f| ms(f.elapsed)),
         process_per_pane_deep_ms: ppp_deep.map(|f| ms(f.elapsed)),
         rows,
+        cache,
     };
     drop(fixture);
     if args.json {
@@ -222,6 +243,9 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         print_csv(&report);
     } else {
         print_table(&report);
+        if let Some(cache) = &report.cache {
+            super::bench_cache::print(cache);
+        }
     }
     Ok(())
 }

@@ -25,9 +25,15 @@ impl McpClient {
     /// Starts `panescan serve --socket-name NAME` from this very binary and
     /// completes the `initialize` handshake.
     pub fn start(socket_name: &str) -> Result<McpClient, String> {
+        Self::start_with(socket_name, &[])
+    }
+
+    /// [`McpClient::start`] with more `serve` options (`--no-cache`).
+    pub fn start_with(socket_name: &str, serve_options: &[&str]) -> Result<McpClient, String> {
         let exe = std::env::current_exe().map_err(|e| format!("cannot find panescan: {e}"))?;
         let mut child = Command::new(exe)
             .args(["serve", "--socket-name", socket_name])
+            .args(serve_options)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

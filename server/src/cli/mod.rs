@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 pub mod bench;
+pub mod bench_cache;
 pub mod client;
 pub mod demo;
 pub mod preflight;
@@ -54,6 +55,30 @@ pub struct ServeArgs {
     pub tier: Tier,
     #[command(flatten)]
     pub ceilings: Ceilings,
+    /// Keep no pane text between calls: every search captures everything
+    /// it reads (results are the same; repeated searches are slower).
+    #[arg(long, env = "PANESCAN_NO_CACHE")]
+    pub no_cache: bool,
+    /// Memory ceiling of the pane cache; the panes searched least recently
+    /// are dropped first.
+    #[arg(
+        long,
+        env = "PANESCAN_CACHE_MB",
+        value_name = "MIB",
+        default_value_t = 256
+    )]
+    pub cache_mb: usize,
+}
+
+impl ServeArgs {
+    /// The pane cache these options ask for.
+    fn pane_cache(&self) -> Option<std::sync::Arc<crate::cache::PaneCache>> {
+        (!self.no_cache).then(|| {
+            std::sync::Arc::new(crate::cache::PaneCache::new(
+                self.cache_mb.saturating_mul(1 << 20),
+            ))
+        })
+    }
 }
 
 /// The operator's ceilings on search_panes: a caller may ask for less,
@@ -123,13 +148,17 @@ pub fn main() -> ExitCode {
                     eprintln!("panescan serve: {e}");
                 }
             });
+            let pane_cache = args.pane_cache();
             let config = ServeConfig {
                 server: ServerSpec {
                     socket_name: args.socket_name,
                     socket_path: args.socket_path,
                 },
                 tier: args.tier,
-                limits: args.ceilings.apply(Limits::default()),
+                limits: Limits {
+                    pane_cache,
+                    ..args.ceilings.apply(Limits::default())
+                },
             };
             let code = crate::mcp::server::serve(config);
             ExitCode::from(u8::try_from(code).unwrap_or(1))

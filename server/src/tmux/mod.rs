@@ -225,11 +225,34 @@ impl Tmux {
 
     /// Like [`Tmux::inventory`], with only what a search needs filled in:
     /// ids, indexes, names and placements, `pane_width`, `pane_height`,
-    /// `history_size`, `pane_current_command`, `pane_current_path` and
-    /// `is_caller`. Every other field is its default (zero, empty, false).
-    /// About 3x cheaper for tmux than the full listing.
+    /// `history_size`, `history_limit`, `pane_current_command`,
+    /// `pane_current_path`, `pane_pid`, `cursor_x`, `cursor_y`,
+    /// `alternate_on`, `pane_dead` and `is_caller`. Every other field is its
+    /// default (zero, empty, false). About 2x cheaper for tmux than the full
+    /// listing.
     pub fn inventory_for_search(&self, deadline: Instant) -> Result<Inventory, TmuxError> {
         inventory::fetch(&self.inner, deadline, inventory::Detail::Search)
+    }
+
+    /// The inventory, and the output of `extra` commands that tmux runs
+    /// right after it in the same round trip (they see the server no
+    /// earlier than the inventory did).
+    pub fn inventory_and(
+        &self,
+        extra: &[TmuxCommand],
+        deadline: Instant,
+    ) -> Result<(Inventory, Vec<Result<String, TmuxError>>), TmuxError> {
+        inventory::fetch_with(&self.inner, extra, deadline, inventory::Detail::Full)
+    }
+
+    /// [`Tmux::inventory_for_search`] and the output of `extra` commands run
+    /// right after it in the same round trip.
+    pub fn inventory_for_search_and(
+        &self,
+        extra: &[TmuxCommand],
+        deadline: Instant,
+    ) -> Result<(Inventory, Vec<Result<String, TmuxError>>), TmuxError> {
+        inventory::fetch_with(&self.inner, extra, deadline, inventory::Detail::Search)
     }
 
     /// Captures a batch of panes. Replies arrive on the returned channel in

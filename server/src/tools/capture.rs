@@ -41,6 +41,38 @@ pub fn capture_one(
     }
 }
 
+/// [`capture_one`] through the pane cache when it is on: the same text, with
+/// tmux asked only for what changed since the pane was last read.
+/// `inventory` must have been read just before.
+pub fn capture_one_cached(
+    ctx: &ToolContext,
+    tmux: &Tmux,
+    inventory: &crate::tmux::Inventory,
+    pane: PaneId,
+    range: CaptureRange,
+    options: CaptureOptions,
+) -> Result<CapturedText, ToolError> {
+    let Some(cache) = &ctx.limits().pane_cache else {
+        return capture_one(ctx, tmux, pane, range, options);
+    };
+    ctx.check_cancelled()?;
+    let rx = cache.capture(
+        tmux,
+        inventory,
+        vec![CaptureRequest { pane, range }],
+        options,
+        ctx.tmux_deadline(),
+        ctx.cancel.clone(),
+    );
+    let wait = ctx.limits().tmux_timeout + Duration::from_secs(1);
+    match rx.recv_timeout(wait) {
+        Ok(reply) => reply.result.map_err(ToolError::from),
+        Err(_) => Err(ToolError::new(format!(
+            "tmux did not return the capture of {pane} in time: retry, or capture fewer lines"
+        ))),
+    }
+}
+
 /// Captured lines with their tmux line numbers.
 #[derive(Debug, Default)]
 struct Lines {
@@ -202,9 +234,10 @@ impl Tool for CapturePane {
             dropped_lines = total_lines - max_lines as u64;
             start = end - max_lines as i64 + 1;
         }
-        let cap = capture_one(
+        let cap = capture_one_cached(
             ctx,
             &tmux,
+            &inv,
             args.pane_id,
             CaptureRange::Lines { start, end },
             CaptureOptions {
@@ -489,9 +522,10 @@ impl Tool for CaptureSince {
         let cap_start = want_from as i64 - hs as i64;
         let cap_end = i64::from(pane.cursor_y);
         let options = CaptureOptions::default();
-        let cap = capture_one(
+        let cap = capture_one_cached(
             ctx,
             &tmux,
+            &inv,
             args.pane_id,
             CaptureRange::Lines {
                 start: cap_start,
@@ -526,9 +560,10 @@ impl Tool for CaptureSince {
             if !check(&got, abs0, b) {
                 // History was trimmed or renumbered: look for the anchor in
                 // the whole history, newest first.
-                let all = capture_one(
+                let all = capture_one_cached(
                     ctx,
                     &tmux,
+                    &inv,
                     args.pane_id,
                     CaptureRange::Lines {
                         start: -(hs as i64),

@@ -34,6 +34,9 @@ pub struct Limits {
     pub tmux_timeout: Duration,
     /// `search_panes`: defaults and ceilings of its budgets.
     pub search: super::search::SearchLimits,
+    /// Pane text kept between calls (`None`: `--no-cache`, every call
+    /// captures everything it reads).
+    pub pane_cache: Option<Arc<crate::cache::PaneCache>>,
 }
 
 impl Default for Limits {
@@ -48,6 +51,9 @@ impl Default for Limits {
             wait_max: Duration::from_secs(120),
             tmux_timeout: Duration::from_secs(10),
             search: super::search::SearchLimits::default(),
+            pane_cache: Some(Arc::new(crate::cache::PaneCache::new(
+                crate::cache::DEFAULT_MAX_BYTES,
+            ))),
         }
     }
 }

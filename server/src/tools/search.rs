@@ -37,6 +37,7 @@ use serde::{Deserialize, Serialize};
 
 use super::context::{ServerArgs, ToolContext, ToolError};
 use super::{bounded_list, find_session, find_window};
+use crate::cache::PaneCache;
 use crate::mcp::registry::{Annotations, Tool};
 use crate::tmux::{
     CaptureOptions, CaptureRange, CaptureReply, CaptureRequest, Inventory, Pane, PaneId,
@@ -456,8 +457,26 @@ pub fn search_panes(
     let deadline = started + plan.timeout;
 
     let tmux = ctx.tmux(&args.server)?;
-    ctx.check_cancelled()?;
-    let inv = tmux.inventory_for_search(ctx.tmux_deadline())?;
+    // With the pane cache, its activity read rides in the inventory's round
+    // trip.
+    let (inv, activity) = match &ctx.limits().pane_cache {
+        Some(_) => {
+            ctx.check_cancelled()?;
+            let (inv, mut extra) = tmux
+                .inventory_for_search_and(&[PaneCache::activity_command()], ctx.tmux_deadline())?;
+            let activity = extra
+                .pop()
+                .unwrap_or(Err(TmuxError::ConnectionLost("no reply".into())));
+            (inv, activity)
+        }
+        None => (
+            {
+                ctx.check_cancelled()?;
+                tmux.inventory_for_search(ctx.tmux_deadline())?
+            },
+            Err(TmuxError::ConnectionLost("no cache".into())),
+        ),
+    };
     let mut panes = resolve_scope(
         &inv,
         args.session.as_deref(),
@@ -480,15 +499,23 @@ pub fn search_panes(
             range: plan.capture_range(),
         })
         .collect();
-    let replies = tmux.capture(
-        requests,
-        CaptureOptions {
-            join_wrapped: plan.join_wrapped,
-            escapes: false,
-        },
-        deadline,
-        stop_fetch.clone(),
-    );
+    let capture_options = CaptureOptions {
+        join_wrapped: plan.join_wrapped,
+        escapes: false,
+    };
+    // The pane cache answers with the same text, fetching only what changed.
+    let replies = match &ctx.limits().pane_cache {
+        Some(cache) => cache.capture_read(
+            &tmux,
+            &inv,
+            activity,
+            requests,
+            capture_options,
+            deadline,
+            stop_fetch.clone(),
+        ),
+        None => tmux.capture(requests, capture_options, deadline, stop_fetch.clone()),
+    };
     let options = SearchOptions {
         limits: EngineLimits {
             deadline: Some(deadline),

@@ -1,0 +1,266 @@
+//! `panescan bench` cache cases: a repeated deep search beside the cold one,
+//! on the same server in the same run.
+//!
+//! Three medians, each of the same deep search (every history line of every
+//! pane):
+//!
+//! - **cold**: no cache, every pane captured whole — the tmux-bound floor;
+//! - **warm, nothing changed**: the cache primed by an earlier search and no
+//!   pane printed since;
+//! - **warm, 10% changed**: before each run a tenth of the panes (a
+//!   different tenth every run) print 50 new lines each.
+//!
+//! The three are interleaved run by run (a second apart, as between an
+//! agent's commands), so load drifting on a shared machine moves them alike.
+//! The searches run in-process through the same tool code `serve` runs, so
+//! the cache's memory can be read. New lines are written to the panes'
+//! terminals (`pane_tty`), exactly as if the programs in them printed.
+
+use std::io::Write as _;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::baseline::median;
+use crate::cache::{CacheStats, PaneCache, DEFAULT_MAX_BYTES};
+use crate::fixture::{Fixture, NEEDLE};
+use crate::mcp::registry::{Registry, Tier};
+use crate::tools::context::{Limits, ServeConfig, ToolContext};
+use crate::tools::search::{search_panes, SearchPanesArgs};
+
+/// Lines each changed pane prints before a "10% changed" run.
+pub const NEW_LINES: usize = 50;
+
+/// The cache section of the bench report.
+#[derive(Debug, Clone, Serialize)]
+pub struct CacheBench {
+    pub cold_deep_ms: f64,
+    pub warm_unchanged_ms: f64,
+    pub warm_changed_ms: f64,
+    pub changed_panes: usize,
+    pub new_lines_per_changed_pane: usize,
+    pub ratio_unchanged: f64,
+    pub ratio_changed: f64,
+    pub cache_memory_bytes: usize,
+    pub cache_panes: usize,
+    pub reused: u64,
+    pub delta: u64,
+    pub full: u64,
+    pub delta_rejected: u64,
+    /// Every warm result listed the same matching lines as the cold one.
+    pub same_hits: bool,
+}
+
+fn context(socket_name: &str, cache: Option<Arc<PaneCache>>) -> ToolContext {
+    let config = ServeConfig {
+        server: crate::tmux::ServerSpec {
+            socket_name: Some(socket_name.to_owned()),
+            socket_path: None,
+        },
+        tier: Tier::Readonly,
+        limits: Limits {
+            pane_cache: cache,
+            ..Limits::default()
+        },
+    };
+    ToolContext::new(
+        Arc::new(config),
+        Arc::new(Registry::for_tier(Tier::Readonly)),
+    )
+}
+
+/// The hits of a deep search for the needle: (pane, line, text).
+fn deep_search(ctx: &ToolContext, lines: usize) -> Result<Vec<(String, i64, String)>, String> {
+    let args = SearchPanesArgs {
+        pattern: Some(NEEDLE.to_owned()),
+        scrollback_lines: Some(lines as u64 + 1_000),
+        max_matches: Some(10_000),
+        ..SearchPanesArgs::default()
+    };
+    let result = search_panes(ctx, &args).map_err(|e| format!("search failed: {e}"))?;
+    Ok(result
+        .matches
+        .iter()
+        .flat_map(|p| {
+            p.lines
+                .iter()
+                .map(move |l| (p.pane_id.to_string(), l.line, l.text.clone()))
+        })
+        .collect())
+}
+
+fn ms(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1e5).round() / 1e2
+}
+
+fn ratio(a: Duration, b: Duration) -> f64 {
+    if b.is_zero() {
+        0.0
+    } else {
+        (a.as_secs_f64() / b.as_secs_f64() * 1e3).round() / 1e3
+    }
+}
+
+/// Prints `count` new lines (ending in `mark`) on the terminal of `tty`.
+fn print_on_tty(tty: &str, run: usize, pane: &str, mark: &str) -> Result<(), String> {
+    let mut text = String::new();
+    for i in 0..NEW_LINES {
+        text.push_str(&format!(
+            "run {run} line {i} of {pane}: cargo build finished, 3 warnings, the output goes on\n"
+        ));
+    }
+    text.push_str(mark);
+    text.push('\n');
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(tty)
+        .map_err(|e| format!("cannot open {tty}: {e}"))?;
+    f.write_all(text.as_bytes())
+        .map_err(|e| format!("cannot write to {tty}: {e}"))
+}
+
+/// Waits until every pane in `panes` shows `mark`.
+fn wait_for_mark(fixture: &Fixture, panes: &[(String, String)], mark: &str) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for (pane, _) in panes {
+        loop {
+            let screen = fixture
+                .server
+                .run_ok(["capture-pane", "-p", "-t", pane])
+                .map_err(|e| e.to_string())?;
+            if screen.contains(mark) {
+                break;
+            }
+            if Instant::now() > deadline {
+                return Err(format!("{pane} never printed {mark}"));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+    Ok(())
+}
+
+/// Runs the three cases, `runs` times each.
+pub fn run(fixture: &Fixture, runs: usize) -> Result<CacheBench, String> {
+    let socket = fixture.server.socket_name().to_owned();
+    let lines = fixture.shape.lines;
+    let runs = runs.max(1);
+    let cold_ctx = context(&socket, None);
+    let cache = Arc::new(PaneCache::new(DEFAULT_MAX_BYTES));
+    let warm_ctx = context(&socket, Some(cache.clone()));
+
+    // The panes' terminals, to print on.
+    let listing = fixture
+        .server
+        .run_ok([
+            "list-panes",
+            "-s",
+            "-t",
+            "main",
+            "-F",
+            "#{pane_id} #{pane_tty}",
+        ])
+        .map_err(|e| e.to_string())?;
+    let ttys: Vec<(String, String)> = listing
+        .lines()
+        .filter_map(|l| {
+            let (pane, tty) = l.split_once(' ')?;
+            Some((pane.to_owned(), tty.to_owned()))
+        })
+        .collect();
+    let tenth = (ttys.len() / 10).max(1);
+
+    // Prime the cache a second after the fill.
+    let reference = deep_search(&cold_ctx, lines)?;
+    std::thread::sleep(Duration::from_millis(1_100));
+    let mut same_hits = deep_search(&warm_ctx, lines)? == reference;
+
+    // The cases interleaved, so load drifting on a shared machine moves
+    // them alike. A run starts a second after the last output, as between
+    // an agent's commands.
+    let (mut cold, mut unchanged, mut changed) = (Vec::new(), Vec::new(), Vec::new());
+    for run in 0..runs {
+        std::thread::sleep(Duration::from_millis(1_050));
+        let start = Instant::now();
+        let cold_hits = deep_search(&cold_ctx, lines)?;
+        cold.push(start.elapsed());
+
+        // Nothing changed since the last warm search.
+        let start = Instant::now();
+        let hits = deep_search(&warm_ctx, lines)?;
+        unchanged.push(start.elapsed());
+        same_hits &= hits == cold_hits;
+
+        // A tenth of the panes (another tenth each run) print NEW_LINES.
+        let chosen: Vec<(String, String)> = ttys
+            .iter()
+            .cycle()
+            .skip(run * tenth)
+            .take(tenth)
+            .cloned()
+            .collect();
+        let mark = format!("bench-cache-mark-{run}");
+        for (pane, tty) in &chosen {
+            print_on_tty(tty, run, pane, &mark)?;
+        }
+        wait_for_mark(fixture, &chosen, &mark)?;
+        let start = Instant::now();
+        let hits = deep_search(&warm_ctx, lines)?;
+        changed.push(start.elapsed());
+        // The new lines hold no needle, but the hits' line numbers move up
+        // in the changed panes: compare with a cold search of this state.
+        same_hits &= hits == deep_search(&cold_ctx, lines)?;
+    }
+
+    let (cold, unchanged, changed) = (
+        median(&mut cold),
+        median(&mut unchanged),
+        median(&mut changed),
+    );
+    let stats: CacheStats = cache.stats();
+    Ok(CacheBench {
+        cold_deep_ms: ms(cold),
+        warm_unchanged_ms: ms(unchanged),
+        warm_changed_ms: ms(changed),
+        changed_panes: tenth,
+        new_lines_per_changed_pane: NEW_LINES,
+        ratio_unchanged: ratio(unchanged, cold),
+        ratio_changed: ratio(changed, cold),
+        cache_memory_bytes: cache.memory_bytes(),
+        cache_panes: cache.len(),
+        reused: stats.reused,
+        delta: stats.delta,
+        full: stats.full,
+        delta_rejected: stats.delta_rejected,
+        same_hits,
+    })
+}
+
+/// The table lines of the cache section.
+pub fn print(c: &CacheBench) {
+    println!();
+    println!("pane cache (same deep search, in-process, median):");
+    println!(
+        "  cold (no cache)                 {:>9.1} ms",
+        c.cold_deep_ms
+    );
+    println!(
+        "  warm, nothing changed           {:>9.1} ms  {:.3}x cold",
+        c.warm_unchanged_ms, c.ratio_unchanged
+    );
+    println!(
+        "  warm, {} panes printed {} lines {:>9.1} ms  {:.3}x cold",
+        c.changed_panes, c.new_lines_per_changed_pane, c.warm_changed_ms, c.ratio_changed
+    );
+    println!(
+        "  cache memory {:.1} MiB for {} panes; reused {}, delta {}, full {}, delta rejected {}; hits identical to cold: {}",
+        c.cache_memory_bytes as f64 / (1u64 << 20) as f64,
+        c.cache_panes,
+        c.reused,
+        c.delta,
+        c.full,
+        c.delta_rejected,
+        c.same_hits
+    );
+}

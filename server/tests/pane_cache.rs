@@ -1,0 +1,450 @@
+//! The pane cache never changes an answer: random output, history clears,
+//! resizes, respawns and history-limit trims between searches on a private
+//! tmux server, and after every step the search with the cache on must be
+//! identical to the same search with the cache off.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use panescan::cache::PaneCache;
+use panescan::mcp::registry::Tool;
+use panescan::mcp::registry::{Registry, Tier};
+use panescan::tmux::private_server::PrivateServer;
+use panescan::tools::capture::{CapturePane, CaptureSince};
+use panescan::tools::context::{Limits, ServeConfig, ToolContext};
+use panescan::tools::search::{search_panes, SearchPanesArgs};
+use proptest::prelude::*;
+
+fn context(socket_name: &str, cache: Option<Arc<PaneCache>>) -> ToolContext {
+    let config = ServeConfig {
+        server: panescan::tmux::ServerSpec {
+            socket_name: Some(socket_name.to_owned()),
+            socket_path: None,
+        },
+        tier: Tier::Readonly,
+        limits: Limits {
+            pane_cache: cache,
+            ..Limits::default()
+        },
+    };
+    ToolContext::new(
+        Arc::new(config),
+        Arc::new(Registry::for_tier(Tier::Readonly)),
+    )
+}
+
+/// A private server whose panes each print whatever is written to their
+/// FIFO (`cat` holding it open), with different history limits.
+struct Bench {
+    server: PrivateServer,
+    panes: Vec<String>,
+    fifos: Vec<PathBuf>,
+    marks: u64,
+}
+
+impl Drop for Bench {
+    fn drop(&mut self) {
+        self.server.kill();
+        for f in &self.fifos {
+            let _ = std::fs::remove_file(f);
+        }
+    }
+}
+
+const HISTORY_LIMITS: [u64; 3] = [60, 200, 5_000];
+
+impl Bench {
+    fn start() -> Bench {
+        let server = PrivateServer::start("cache-prop", 40, 10).unwrap();
+        let mut bench = Bench {
+            server,
+            panes: Vec::new(),
+            fifos: Vec::new(),
+            marks: 0,
+        };
+        // Window names must not move under the comparison.
+        bench
+            .server
+            .run_ok(["set-option", "-g", "automatic-rename", "off"])
+            .unwrap();
+        for (i, limit) in HISTORY_LIMITS.iter().enumerate() {
+            let fifo =
+                std::env::temp_dir().join(format!("{}-{i}.fifo", bench.server.socket_name()));
+            let status = std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap();
+            assert!(status.success());
+            bench.fifos.push(fifo.clone());
+            bench
+                .server
+                .run_ok(["set-option", "-g", "history-limit", &limit.to_string()])
+                .unwrap();
+            let pane = bench
+                .server
+                .run_ok([
+                    "new-window",
+                    "-d",
+                    "-n",
+                    &format!("p{i}"),
+                    "-P",
+                    "-F",
+                    "#{pane_id}",
+                    &format!("exec 3<>'{}'; exec cat <&3", fifo.display()),
+                ])
+                .unwrap()
+                .trim()
+                .to_owned();
+            bench.panes.push(pane);
+        }
+        bench
+            .server
+            .run_ok(["kill-window", "-t", "main:0"])
+            .unwrap();
+        bench
+    }
+
+    /// Prints `lines` in pane `i` and waits until tmux has all of them.
+    fn print(&mut self, i: usize, lines: &[String]) {
+        self.marks += 1;
+        let mark = format!("MARK-{}-{}", i, self.marks);
+        let mut text = lines.join("\n");
+        text.push('\n');
+        text.push_str(&mark);
+        text.push('\n');
+        let mut fifo = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&self.fifos[i])
+            .unwrap();
+        fifo.write_all(text.as_bytes()).unwrap();
+        drop(fifo);
+        self.wait_for(i, &mark);
+    }
+
+    fn wait_for(&self, i: usize, mark: &str) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let screen = self
+                .server
+                .run_ok(["capture-pane", "-p", "-J", "-t", &self.panes[i]])
+                .unwrap();
+            if screen.contains(mark) {
+                return;
+            }
+            assert!(Instant::now() < deadline, "{mark} never showed");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn apply(&mut self, op: &Op) {
+        match op {
+            Op::Print { pane, lines } => self.print(*pane, lines),
+            Op::Clear { pane } => {
+                self.server
+                    .run_ok(["clear-history", "-t", &self.panes[*pane]])
+                    .unwrap();
+            }
+            Op::Resize {
+                pane,
+                width,
+                height,
+            } => {
+                self.server
+                    .run_ok([
+                        "resize-window",
+                        "-t",
+                        &self.panes[*pane],
+                        "-x",
+                        &width.to_string(),
+                        "-y",
+                        &height.to_string(),
+                    ])
+                    .unwrap();
+            }
+            Op::Respawn { pane } => {
+                let before = self.pid(*pane);
+                self.server
+                    .run_ok(["respawn-pane", "-k", "-t", &self.panes[*pane]])
+                    .unwrap();
+                let deadline = Instant::now() + Duration::from_secs(10);
+                while self.pid(*pane) == before || self.command(*pane) != "cat" {
+                    assert!(Instant::now() < deadline, "respawn did not happen");
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            }
+            Op::Idle => std::thread::sleep(Duration::from_millis(1_100)),
+        }
+    }
+
+    fn pid(&self, pane: usize) -> String {
+        self.server
+            .run_ok([
+                "display-message",
+                "-p",
+                "-t",
+                &self.panes[pane],
+                "#{pane_pid}",
+            ])
+            .unwrap()
+    }
+
+    fn command(&self, pane: usize) -> String {
+        self.server
+            .run_ok([
+                "display-message",
+                "-p",
+                "-t",
+                &self.panes[pane],
+                "#{pane_current_command}",
+            ])
+            .unwrap()
+            .trim()
+            .to_owned()
+    }
+
+    fn socket_name(&self) -> &str {
+        self.server.socket_name()
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Print {
+        pane: usize,
+        lines: Vec<String>,
+    },
+    Clear {
+        pane: usize,
+    },
+    Resize {
+        pane: usize,
+        width: u16,
+        height: u16,
+    },
+    Respawn {
+        pane: usize,
+    },
+    /// Wait past the second boundary, so unchanged panes are reused.
+    Idle,
+}
+
+fn line() -> impl Strategy<Value = String> {
+    prop_oneof![
+        4 => "[a-z ]{0,30}",
+        3 => "[a-z0-9]{30,90}",
+        1 => "[a-c]{0,3}[一二三四]{1,30}",
+        1 => Just("ok".to_owned()),
+        1 => Just(String::new()),
+    ]
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let pane = 0..HISTORY_LIMITS.len();
+    prop_oneof![
+        8 => (pane.clone(), prop::collection::vec(line(), 1..150))
+            .prop_map(|(pane, lines)| Op::Print { pane, lines }),
+        1 => pane.clone().prop_map(|pane| Op::Clear { pane }),
+        1 => (pane.clone(), 25u16..60, 6u16..14)
+            .prop_map(|(pane, width, height)| Op::Resize { pane, width, height }),
+        1 => pane.prop_map(|pane| Op::Respawn { pane }),
+        1 => Just(Op::Idle),
+    ]
+}
+
+/// One search, as JSON without the timing.
+fn search(ctx: &ToolContext, join_wrapped: bool, scrollback: u64) -> serde_json::Value {
+    let args = SearchPanesArgs {
+        pattern: Some(".".to_owned()),
+        regex: true,
+        join_wrapped: Some(join_wrapped),
+        scrollback_lines: Some(scrollback),
+        max_matches: Some(10_000),
+        max_matches_per_pane: Some(10_000),
+        context_lines: Some(1),
+        ..SearchPanesArgs::default()
+    };
+    let result = search_panes(ctx, &args).unwrap_or_else(|e| panic!("search failed: {e}"));
+    let mut value = serde_json::to_value(result).unwrap();
+    value.as_object_mut().unwrap().remove("elapsed_ms");
+    value
+}
+
+/// capture_pane of `pane` over a range, as JSON.
+fn capture_pane(ctx: &ToolContext, pane: &str, range: serde_json::Value) -> serde_json::Value {
+    let mut args = range;
+    args["pane_id"] = serde_json::json!(pane);
+    let args = serde_json::from_value(args).unwrap();
+    let result = CapturePane::run(ctx, args).unwrap_or_else(|e| panic!("capture failed: {e}"));
+    serde_json::to_value(result).unwrap()
+}
+
+/// capture_since of `pane` from `cursor`, as JSON; the new cursor is kept.
+fn capture_since(ctx: &ToolContext, pane: &str, cursor: &mut Option<String>) -> serde_json::Value {
+    let args = serde_json::from_value(serde_json::json!({
+        "pane_id": pane,
+        "cursor": cursor.clone(),
+        "max_lines": 10_000,
+    }))
+    .unwrap();
+    let result =
+        CaptureSince::run(ctx, args).unwrap_or_else(|e| panic!("capture_since failed: {e}"));
+    let value = serde_json::to_value(result).unwrap();
+    *cursor = value["cursor"].as_str().map(str::to_owned);
+    value
+}
+
+/// Cursors of capture_since, per pane, with the cache on and off.
+type Cursors = Vec<(Option<String>, Option<String>)>;
+
+fn check_captures(
+    bench: &Bench,
+    cached: &ToolContext,
+    cold: &ToolContext,
+    cursors: &mut Cursors,
+    step: &str,
+) {
+    let ranges = [
+        serde_json::json!({}),
+        serde_json::json!({"start": -40, "join_wrapped": true}),
+        serde_json::json!({"start": -1000, "end": -3}),
+        serde_json::json!({"start": -25, "end": 2, "join_wrapped": true}),
+    ];
+    for (i, pane) in bench.panes.iter().enumerate() {
+        for range in &ranges {
+            let warm = capture_pane(cached, pane, range.clone());
+            let fresh = capture_pane(cold, pane, range.clone());
+            if warm != fresh {
+                panic!(
+                    "capture_pane {pane} {range} differs after {step}: {}",
+                    first_difference(&warm, &fresh, "")
+                );
+            }
+        }
+        let (warm_cursor, cold_cursor) = &mut cursors[i];
+        let warm = capture_since(cached, pane, warm_cursor);
+        let fresh = capture_since(cold, pane, cold_cursor);
+        if warm != fresh {
+            panic!(
+                "capture_since {pane} differs after {step}: {}",
+                first_difference(&warm, &fresh, "")
+            );
+        }
+    }
+}
+
+fn check(bench: &Bench, cached: &ToolContext, cold: &ToolContext, step: &str) {
+    for (join, scrollback) in [
+        (true, 1_000_000),
+        (false, 1_000_000),
+        (true, 0),
+        (false, 25),
+    ] {
+        let warm = search(cached, join, scrollback);
+        let fresh = search(cold, join, scrollback);
+        if warm != fresh {
+            panic!(
+                "cache on and off differ after {step} (join {join}, scrollback {scrollback}) on {}: {}",
+                bench.socket_name(),
+                first_difference(&warm, &fresh, "")
+            );
+        }
+    }
+}
+
+/// Where two JSON values first differ, and how.
+fn first_difference(a: &serde_json::Value, b: &serde_json::Value, path: &str) -> String {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            for (k, v) in x {
+                match y.get(k) {
+                    Some(w) if v == w => {}
+                    Some(w) => return first_difference(v, w, &format!("{path}.{k}")),
+                    None => return format!("{path}.{k} only with the cache"),
+                }
+            }
+            format!("{path}: keys differ")
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            for (i, (v, w)) in x.iter().zip(y).enumerate() {
+                if v != w {
+                    return first_difference(v, w, &format!("{path}[{i}]"));
+                }
+            }
+            format!(
+                "{path}: {} items with the cache, {} without",
+                x.len(),
+                y.len()
+            )
+        }
+        _ => format!("{path}: {a} with the cache, {b} without"),
+    }
+}
+
+fn stats_of(cache: &PaneCache) -> panescan::cache::CacheStats {
+    cache.stats()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 24,
+        failure_persistence: None,
+        .. ProptestConfig::default()
+    })]
+
+    #[test]
+    fn searches_are_identical_with_the_cache_on_and_off(ops in prop::collection::vec(op(), 4..12)) {
+        let mut bench = Bench::start();
+        let cache = Arc::new(PaneCache::new(64 << 20));
+        let cached = context(bench.socket_name(), Some(cache.clone()));
+        let cold = context(bench.socket_name(), None);
+        let mut cursors: Cursors = vec![(None, None); bench.panes.len()];
+        check(&bench, &cached, &cold, "start");
+        check_captures(&bench, &cached, &cold, &mut cursors, "start");
+        for (n, op) in ops.iter().enumerate() {
+            bench.apply(op);
+            let step = format!("step {n}: {op:?}");
+            check(&bench, &cached, &cold, &step);
+            check_captures(&bench, &cached, &cold, &mut cursors, &step);
+        }
+        let stats = stats_of(&cache);
+        eprintln!("cache: {stats:?}");
+        // Every search after the first could use the cache.
+        prop_assert!(stats.reused + stats.delta > 0, "{stats:?}");
+    }
+}
+
+/// The cache does its job: after an idle second an unchanged server is
+/// served without captures, and a pane that printed is served from a delta.
+#[test]
+fn unchanged_panes_are_reused_and_printing_panes_fetch_a_delta() {
+    let mut bench = Bench::start();
+    let cache = Arc::new(PaneCache::new(64 << 20));
+    let cached = context(bench.socket_name(), Some(cache.clone()));
+    let cold = context(bench.socket_name(), None);
+    let lines: Vec<String> = (0..100).map(|i| format!("line {i}")).collect();
+    for pane in 0..HISTORY_LIMITS.len() {
+        bench.print(pane, &lines);
+    }
+    search(&cached, true, 1_000_000);
+    std::thread::sleep(Duration::from_millis(1_100));
+    let before = cache.stats();
+    check(&bench, &cached, &cold, "idle");
+    let after = cache.stats();
+    assert!(after.reused > before.reused, "{after:?}");
+    let more: Vec<String> = (0..5).map(|i| format!("more {i}")).collect();
+    bench.print(2, &more);
+    let before = cache.stats();
+    check(&bench, &cached, &cold, "print");
+    let after = cache.stats();
+    assert!(after.delta > before.delta, "{after:?}");
+    assert_eq!(after.delta_rejected, before.delta_rejected, "{after:?}");
+    // Clearing the history is noticed.
+    bench.apply(&Op::Clear { pane: 2 });
+    check(&bench, &cached, &cold, "clear");
+    assert!(cache.memory_bytes() > 0);
+    assert!(cache.memory_bytes() <= cache.max_bytes());
+}
