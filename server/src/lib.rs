@@ -9,6 +9,8 @@ pub mod baseline;
 pub mod cli;
 pub mod corpus;
 pub mod fixture;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod mcp;
 pub mod tmux;
 pub mod tools;
