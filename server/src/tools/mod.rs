@@ -99,8 +99,19 @@ impl ToolContext {
 
     /// Every session, window and pane of the server.
     pub fn inventory(&self, tmux: &Tmux) -> Result<Inventory, ToolError> {
+        self.inventory_until(tmux, self.tmux_deadline())
+    }
+
+    /// [`Self::inventory`] for a call with its own, earlier deadline (a
+    /// search's `timeout_ms`): a tmux that does not answer cannot hold the
+    /// call past it.
+    pub fn inventory_until(
+        &self,
+        tmux: &Tmux,
+        deadline: std::time::Instant,
+    ) -> Result<Inventory, ToolError> {
         self.check_cancelled()?;
-        tmux.inventory(self.tmux_deadline())
+        tmux.inventory(deadline.min(self.tmux_deadline()))
             .map_err(ToolError::from)
     }
 }

@@ -456,7 +456,7 @@ pub fn search_panes(
     let deadline = started + plan.timeout;
 
     let tmux = ctx.tmux(&args.server)?;
-    let inv = ctx.inventory(&tmux)?;
+    let inv = ctx.inventory_until(&tmux, deadline)?;
     let mut panes = resolve_scope(
         &inv,
         args.session.as_deref(),
