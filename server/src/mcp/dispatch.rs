@@ -208,7 +208,10 @@ impl Dispatcher {
             let Ok(mut map) = self.in_flight.lock() else {
                 return self.send_error(id, &internal_error("tools/call"));
             };
-            if map.len() >= MAX_IN_FLIGHT {
+            // Calls whose answers wait for a client that does not read
+            // still hold a thread: bound those too.
+            if map.len() >= MAX_IN_FLIGHT || self.active.load(Ordering::SeqCst) >= 2 * MAX_IN_FLIGHT
+            {
                 return self.send_error(
                     id,
                     &RpcError::new(
@@ -273,17 +276,18 @@ impl Dispatcher {
                             .lock()
                             .map(|mut set| set.remove(&key))
                             .unwrap_or(true);
+                    // The slot is free before the answer goes out, so a
+                    // client that sends a call per answer never meets the
+                    // limit; `active` (below) still counts this thread.
+                    if let Ok(mut map) = this.in_flight.lock() {
+                        map.remove(&key);
+                    }
                     if !by_client {
                         match response {
                             Ok(r) => this
                                 .send(jsonrpc::response_ok(&id, protocol::finish_result(&era, r))),
                             Err(e) => this.send_error(&id, &e),
                         }
-                    }
-                    // The call holds its slot until its answer is queued, so a
-                    // client that stops reading cannot pile up finished calls.
-                    if let Ok(mut map) = this.in_flight.lock() {
-                        map.remove(&key);
                     }
                     this.active.fetch_sub(1, Ordering::SeqCst);
                 }
