@@ -111,8 +111,31 @@ impl ToolContext {
         deadline: std::time::Instant,
     ) -> Result<Inventory, ToolError> {
         self.check_cancelled()?;
-        tmux.inventory(deadline.min(self.tmux_deadline()))
-            .map_err(ToolError::from)
+        let deadline = deadline.min(self.tmux_deadline());
+        // The round trip runs on a helper thread so a cancel ends the call
+        // at once, even while tmux is not answering; the helper ends by the
+        // deadline.
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let helper = tmux.clone();
+        let spawned = std::thread::Builder::new()
+            .name("tmux-inventory".into())
+            .spawn(move || {
+                let _ = tx.send(helper.inventory(deadline));
+            });
+        if spawned.is_err() {
+            return tmux.inventory(deadline).map_err(ToolError::from);
+        }
+        loop {
+            match rx.recv_timeout(std::time::Duration::from_millis(20)) {
+                Ok(inv) => return inv.map_err(ToolError::from),
+                Err(crossbeam_channel::RecvTimeoutError::Timeout) => self.check_cancelled()?,
+                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
+                    return Err(ToolError::new(
+                        "the tmux inventory request ended without an answer; retry",
+                    ))
+                }
+            }
+        }
     }
 }
 
