@@ -7,7 +7,7 @@
 
 use std::collections::HashSet;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -68,16 +68,23 @@ fn strip_sockets(v: &mut Value) -> bool {
 /// over-long line gets exactly one well-formed answer with the right id,
 /// that notifications and responses get none, and that nothing hangs.
 pub fn jsonrpc(data: &[u8]) -> Result<JsonRpcStats, String> {
-    let config = ServeConfig {
-        server: ServerSpec {
-            socket_name: None,
-            socket_path: Some(nowhere()),
-        },
-        ..ServeConfig::default()
-    };
-    let registry = Arc::new(Registry::for_tier(config.tier));
+    // Built once: the registry generates every tool's schemas.
+    static SHARED: OnceLock<(Arc<Registry>, Arc<ServeConfig>)> = OnceLock::new();
+    let (registry, config) = SHARED.get_or_init(|| {
+        let config = ServeConfig {
+            server: ServerSpec {
+                socket_name: None,
+                socket_path: Some(nowhere()),
+            },
+            ..ServeConfig::default()
+        };
+        (
+            Arc::new(Registry::for_tier(config.tier)),
+            Arc::new(config),
+        )
+    });
     let (tx, rx) = crossbeam_channel::unbounded::<Outgoing>();
-    let dispatcher = Arc::new(Dispatcher::new(registry, Arc::new(config), tx));
+    let dispatcher = Arc::new(Dispatcher::new(registry.clone(), config.clone(), tx));
     let mut reader = LineReader::new(data, FUZZ_LINE_BYTES);
     let mut stats = JsonRpcStats::default();
     let mut expected_ids: Vec<Value> = Vec::new();
