@@ -427,3 +427,51 @@ fn requests_written_just_before_eof_are_answered_then_the_server_exits() {
     let _ = std::io::Read::read_to_string(&mut s.stdout, &mut rest);
     assert!(rest.is_empty(), "output after the last answer: {rest:?}");
 }
+
+#[test]
+fn a_flood_of_unread_tool_calls_is_bounded_in_threads_and_memory() {
+    let mut s = Raw::spawn();
+    let pid = s.child.id();
+    const N: usize = 3000;
+    let mut w = s.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        for i in 0..N {
+            let line = format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"tools/call\",\"params\":{{\"name\":\"get_server_info\",\"arguments\":{{}}}}}}\n"
+            );
+            if w.write_all(line.as_bytes()).is_err() {
+                return None;
+            }
+        }
+        w.flush().ok()?;
+        Some(w)
+    });
+    std::thread::sleep(Duration::from_millis(1500));
+    let threads = |pid: u32| -> u64 {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .unwrap()
+            .lines()
+            .find_map(|l| l.strip_prefix("Threads:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap()
+    };
+    let busy = threads(pid);
+    let (mut results, mut refusals) = (0, 0);
+    for _ in 0..N {
+        let r = s.read();
+        if r.get("result").is_some() {
+            results += 1;
+        } else {
+            let msg = r["error"]["message"].as_str().unwrap();
+            assert!(msg.contains("already running"), "{r}");
+            refusals += 1;
+        }
+    }
+    s.stdin = Some(writer.join().unwrap().expect("writer finished"));
+    s.ping(N as i64);
+    let (hwm, _) = memory_kb(pid);
+    eprintln!("tool-call flood: {N} calls, {results} answered, {refusals} refused; {busy} threads while unread; VmHWM {hwm} kB");
+    assert!(busy < 2 * 64 + 32, "{busy} threads while nobody reads");
+    assert!(results >= 64, "{results}");
+    assert!(hwm < CEILING_KB, "VmHWM {hwm} kB");
+}
