@@ -102,16 +102,16 @@ impl ToolContext {
         self.inventory_until(tmux, self.tmux_deadline())
     }
 
-    /// [`Self::inventory`] for a call with its own, earlier deadline (a
-    /// search's `timeout_ms`): a tmux that does not answer cannot hold the
-    /// call past it.
+    /// [`Self::inventory`] for a call with its own time budget (a search's
+    /// `timeout_ms`): a tmux that does not answer cannot hold the call past
+    /// it, and a tmux busy with other calls' captures gets the whole budget
+    /// rather than the shorter per-round-trip timeout.
     pub fn inventory_until(
         &self,
         tmux: &Tmux,
         deadline: std::time::Instant,
     ) -> Result<Inventory, ToolError> {
         self.check_cancelled()?;
-        let deadline = deadline.min(self.tmux_deadline());
         // The round trip runs on a helper thread so a cancel ends the call
         // at once, even while tmux is not answering; the helper ends by the
         // deadline.
