@@ -78,10 +78,7 @@ pub fn jsonrpc(data: &[u8]) -> Result<JsonRpcStats, String> {
             },
             ..ServeConfig::default()
         };
-        (
-            Arc::new(Registry::for_tier(config.tier)),
-            Arc::new(config),
-        )
+        (Arc::new(Registry::for_tier(config.tier)), Arc::new(config))
     });
     let (tx, rx) = crossbeam_channel::unbounded::<Outgoing>();
     let dispatcher = Arc::new(Dispatcher::new(registry.clone(), config.clone(), tx));
