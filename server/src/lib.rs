@@ -10,6 +10,8 @@ pub mod cache;
 pub mod cli;
 pub mod corpus;
 pub mod fixture;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod mcp;
 pub mod tmux;
 pub mod tools;

@@ -3,7 +3,7 @@
 //! holds up a `ping`, a `tools/list` or a cancel. Cancellation, progress and
 //! a last-line-of-defence panic catcher live here.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -38,6 +38,9 @@ pub struct Dispatcher {
     config: Arc<ServeConfig>,
     out: Sender<Outgoing>,
     in_flight: Mutex<HashMap<String, Arc<AtomicBool>>>,
+    /// Calls the client cancelled (they get no answer); a call stopped by
+    /// our own shutdown still answers.
+    client_cancelled: Mutex<HashSet<String>>,
     active: AtomicUsize,
     shutting_down: AtomicBool,
 }
@@ -49,6 +52,7 @@ impl Dispatcher {
             config,
             out,
             in_flight: Mutex::new(HashMap::new()),
+            client_cancelled: Mutex::new(HashSet::new()),
             active: AtomicUsize::new(0),
             shutting_down: AtomicBool::new(false),
         }
@@ -108,6 +112,9 @@ impl Dispatcher {
                 let key = id_key(id);
                 if let Ok(map) = self.in_flight.lock() {
                     if let Some(flag) = map.get(&key) {
+                        if let Ok(mut by_client) = self.client_cancelled.lock() {
+                            by_client.insert(key);
+                        }
                         flag.store(true, Ordering::Relaxed);
                     }
                 }
@@ -210,7 +217,10 @@ impl Dispatcher {
             let Ok(mut map) = self.in_flight.lock() else {
                 return self.send_error(id, &internal_error("tools/call"));
             };
-            if map.len() >= MAX_IN_FLIGHT {
+            // Calls whose answers wait for a client that does not read
+            // still hold a thread: bound those too.
+            if map.len() >= MAX_IN_FLIGHT || self.active.load(Ordering::SeqCst) >= 2 * MAX_IN_FLIGHT
+            {
                 return self.send_error(
                     id,
                     &RpcError::new(
@@ -266,12 +276,22 @@ impl Dispatcher {
                         Ok(None) => Err(RpcError::invalid_params(format!("unknown tool {name:?}"))),
                         Err(_) => Err(internal_error(&name)),
                     };
+                    // A request the client cancelled gets no response at
+                    // all; one stopped by our shutdown still gets its answer.
                     let key = id_key(&id);
+                    let by_client = cancel.load(Ordering::Relaxed)
+                        && this
+                            .client_cancelled
+                            .lock()
+                            .map(|mut set| set.remove(&key))
+                            .unwrap_or(true);
+                    // The slot is free before the answer goes out, so a
+                    // client that sends a call per answer never meets the
+                    // limit; `active` (below) still counts this thread.
                     if let Ok(mut map) = this.in_flight.lock() {
                         map.remove(&key);
                     }
-                    // A cancelled request gets no response at all.
-                    if !cancel.load(Ordering::Relaxed) {
+                    if !by_client {
                         match response {
                             Ok(r) => this
                                 .send(jsonrpc::response_ok(&id, protocol::finish_result(&era, r))),
@@ -314,7 +334,9 @@ impl Dispatcher {
             if let Some(message) = message {
                 params["message"] = json!(message);
             }
-            let _ = out.send(Outgoing::Line(jsonrpc::notification(
+            // Progress is advice: when the client is not reading, drop it
+            // rather than hold the call up.
+            let _ = out.try_send(Outgoing::Line(jsonrpc::notification(
                 "notifications/progress",
                 params,
             )));

@@ -6,7 +6,7 @@ use std::io::{self, BufReader, Write};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crossbeam_channel::{bounded, unbounded, Receiver};
+use crossbeam_channel::{bounded, Receiver};
 
 use super::dispatch::{Dispatcher, Outgoing};
 use super::jsonrpc::{LineReader, MAX_LINE_BYTES};
@@ -20,6 +20,12 @@ const SHUTDOWN_GRACE: Duration = Duration::from_millis(400);
 /// answer, but a client that went away must not keep us alive.
 const EOF_GRACE: Duration = Duration::from_secs(1);
 
+/// Lines waiting for the writer. A client that stops reading fills this,
+/// then the threads that answer wait, then the reader stops reading: the
+/// client meets back-pressure on its own stdin instead of the server
+/// buffering every answer (10,000 unread `tools/list` answers were 400 MB).
+pub const OUT_QUEUE_LINES: usize = 64;
+
 #[derive(Debug)]
 enum Stop {
     Eof,
@@ -30,7 +36,7 @@ enum Stop {
 pub fn serve(config: ServeConfig) -> i32 {
     let registry = Arc::new(Registry::for_tier(config.tier));
     let config = Arc::new(config);
-    let (out_tx, out_rx) = unbounded::<Outgoing>();
+    let (out_tx, out_rx) = bounded::<Outgoing>(OUT_QUEUE_LINES);
     let writer = std::thread::Builder::new()
         .name("stdout".into())
         .spawn(move || writer_loop(out_rx));
@@ -92,10 +98,12 @@ pub fn serve(config: ServeConfig) -> i32 {
             dispatcher.drain(EOF_GRACE);
         }
     }
-    // Stop the work, let finished calls write their answers, flush.
+    // Stop the work, let every call write its answer (a call stopped here
+    // answers with what it has or an error, never silence), flush.
     dispatcher.shutdown(SHUTDOWN_GRACE);
     let (ack_tx, ack_rx) = bounded(1);
-    let _ = out_tx.send(Outgoing::Flush(ack_tx));
+    // A client that reads nothing keeps the queue full: do not wait forever.
+    let _ = out_tx.send_timeout(Outgoing::Flush(ack_tx), Duration::from_secs(2));
     let _ = ack_rx.recv_timeout(Duration::from_secs(2));
     crate::tools::shutdown_connections();
     drop(writer);

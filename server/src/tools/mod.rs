@@ -99,9 +99,48 @@ impl ToolContext {
 
     /// Every session, window and pane of the server.
     pub fn inventory(&self, tmux: &Tmux) -> Result<Inventory, ToolError> {
+        self.inventory_until(tmux, self.tmux_deadline())
+    }
+
+    /// [`Self::inventory`] for a call with its own time budget (a search's
+    /// `timeout_ms`): a tmux that does not answer cannot hold the call past
+    /// it, and a tmux busy with other calls' captures gets the whole budget
+    /// rather than the shorter per-round-trip timeout.
+    pub fn inventory_until(
+        &self,
+        tmux: &Tmux,
+        deadline: std::time::Instant,
+    ) -> Result<Inventory, ToolError> {
+        let tmux = tmux.clone();
+        self.cancellable(move || tmux.inventory(deadline))
+    }
+
+    /// Runs one tmux round trip (which ends by its own deadline) on a
+    /// helper thread, so a cancel ends the call at once even while tmux is
+    /// not answering.
+    pub fn cancellable<T: Send + 'static>(
+        &self,
+        round_trip: impl FnOnce() -> Result<T, TmuxError> + Send + 'static,
+    ) -> Result<T, ToolError> {
         self.check_cancelled()?;
-        tmux.inventory(self.tmux_deadline())
-            .map_err(ToolError::from)
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        std::thread::Builder::new()
+            .name("tmux-round-trip".into())
+            .spawn(move || {
+                let _ = tx.send(round_trip());
+            })
+            .map_err(|e| ToolError::new(format!("cannot start a thread for tmux: {e}; retry")))?;
+        loop {
+            match rx.recv_timeout(std::time::Duration::from_millis(20)) {
+                Ok(result) => return result.map_err(ToolError::from),
+                Err(crossbeam_channel::RecvTimeoutError::Timeout) => self.check_cancelled()?,
+                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
+                    return Err(ToolError::new(
+                        "the tmux request ended without an answer; retry",
+                    ))
+                }
+            }
+        }
     }
 }
 

@@ -601,6 +601,16 @@ pub fn unsafe_format(format: &str) -> Option<&'static str> {
         }
         i += 1;
     }
+    // The scan above reads the modifiers only up to the first `:`, but a
+    // modifier argument may hold one (`#{s/#{l:a}/y/;E:pane_title}` runs
+    // the `#(...)` a pane program put in its title). tmux starts every
+    // modifier right after `#{` or `;` and ends a one-letter one with `:` or
+    // `;`, so refuse E or T wherever it sits that way.
+    if bytes.windows(3).any(|w| {
+        matches!(w[0], b'{' | b';') && matches!(w[1], b'E' | b'T') && matches!(w[2], b':' | b';')
+    }) {
+        return Some("the E: and T: modifiers expand option values, which may run #(...)");
+    }
     if format.len() > 4096 {
         return Some("formats are limited to 4096 bytes");
     }
@@ -667,6 +677,8 @@ mod tests {
         assert!(unsafe_format("#(id)").is_some());
         assert!(unsafe_format("x #{E:status-right}").is_some());
         assert!(unsafe_format("#{T;=10:status-left}").is_some());
+        assert!(unsafe_format("#{s/#{l:a}/y/;E:pane_title}").is_some());
+        assert!(unsafe_format("#{=#{l:5};T:status-left}").is_some());
         assert!(unsafe_format("#{session_name}:#{window_index}").is_none());
         assert!(unsafe_format("#{?pane_active,yes,no}").is_none());
         assert!(unsafe_format("#{=10:pane_title}").is_none());

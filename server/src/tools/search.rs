@@ -457,25 +457,24 @@ pub fn search_panes(
     let deadline = started + plan.timeout;
 
     let tmux = ctx.tmux(&args.server)?;
-    // With the pane cache, its activity read rides in the inventory's round
-    // trip.
-    let (inv, activity) = match &ctx.limits().pane_cache {
-        Some(_) => {
-            ctx.check_cancelled()?;
-            let (inv, mut extra) = tmux
-                .inventory_for_search_and(&[PaneCache::activity_command()], ctx.tmux_deadline())?;
-            let activity = extra
-                .pop()
-                .unwrap_or(Err(TmuxError::ConnectionLost("no reply".into())));
-            (inv, activity)
-        }
-        None => (
-            {
-                ctx.check_cancelled()?;
-                tmux.inventory_for_search(ctx.tmux_deadline())?
-            },
+    // The listing uses the search's own deadline (a tmux busy with other
+    // calls' captures gets the whole budget, and a stopped one cannot hold
+    // the call past it); with the pane cache, its activity read rides in the
+    // same round trip.
+    let (inv, activity) = if ctx.limits().pane_cache.is_some() {
+        let (t, activity_command) = (tmux.clone(), PaneCache::activity_command());
+        let (inv, mut extra) =
+            ctx.cancellable(move || t.inventory_for_search_and(&[activity_command], deadline))?;
+        let activity = extra
+            .pop()
+            .unwrap_or(Err(TmuxError::ConnectionLost("no reply".into())));
+        (inv, activity)
+    } else {
+        let t = tmux.clone();
+        (
+            ctx.cancellable(move || t.inventory_for_search(deadline))?,
             Err(TmuxError::ConnectionLost("no cache".into())),
-        ),
+        )
     };
     let mut panes = resolve_scope(
         &inv,

@@ -1,0 +1,391 @@
+//! Injection: no argument of any tool (names, ids, targets, patterns,
+//! formats, option names, socket paths, filters) can run a tmux command or
+//! a shell command it was not meant to. Every payload tries to `touch` a
+//! marker file in a temp dir unique to the test; the tests wait for tmux's
+//! background jobs and then require the dir to be empty, and that the
+//! private server is still whole. One test first proves the markers work:
+//! the same payload sent to tmux without panescan in between does leave
+//! its marker.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::{eventually, Serve};
+use panescan::tmux::private_server::PrivateServer;
+use serde_json::{json, Value};
+
+/// A temp dir unique to one test, removed at the end.
+struct Markers {
+    dir: PathBuf,
+}
+
+impl Markers {
+    fn new(label: &str) -> Markers {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let dir = std::env::temp_dir().join(format!(
+            "panescan-harden-{label}-{}-{nanos}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        Markers { dir }
+    }
+
+    /// A shell command that leaves marker `name`.
+    fn touch(&self, name: &str) -> String {
+        format!("touch {}/{name}", self.dir.display())
+    }
+
+    fn found(&self) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(&self.dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Waits for tmux's `#()` jobs (they run in the background), then
+    /// requires no marker.
+    fn assert_none(&self, what: &str) {
+        std::thread::sleep(Duration::from_millis(1500));
+        let found = self.found();
+        assert!(found.is_empty(), "{what}: injected commands ran: {found:?}");
+    }
+}
+
+impl Drop for Markers {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Payloads that would each run `cmd` if they reached a tmux command line,
+/// a tmux format or a shell unescaped.
+fn payloads(cmd: &str) -> Vec<String> {
+    vec![
+        format!("x;run-shell \"{cmd}\""),
+        format!("x ; run-shell '{cmd}'"),
+        format!("x\nrun-shell \"{cmd}\""),
+        format!("x\rrun-shell \"{cmd}\""),
+        format!("#({cmd})"),
+        format!("##({cmd})"),
+        format!("#{{E:@evil}}#({cmd})"),
+        format!("\";run-shell \"{cmd}\";\""),
+        format!("';run-shell '{cmd}';'"),
+        format!("\\\";run-shell \\\"{cmd}\\\";\\\""),
+        format!("$({cmd})"),
+        format!("`{cmd}`"),
+        format!("-F#({cmd})"),
+        format!("-t#({cmd})"),
+        format!("{{run-shell \"{cmd}\"}}"),
+        format!("%if #({cmd})\n%endif"),
+        format!("main:0.0;run-shell \"{cmd}\""),
+        format!("=main:;run-shell \"{cmd}\""),
+        format!("\\\n run-shell \"{cmd}\""),
+        format!("\u{0};run-shell \"{cmd}\""),
+    ]
+}
+
+/// A private server where an option and a pane title hold `#()` (what a
+/// user config or a hostile program in a pane can do).
+fn hostile_server(label: &str, m: &Markers) -> (PrivateServer, Serve) {
+    let (tmux, s) = Serve::with_tmux(label);
+    tmux.run_ok([
+        "set-option",
+        "-g",
+        "@evil",
+        &format!("#({})", m.touch("via-option")),
+    ])
+    .unwrap();
+    tmux.run_ok([
+        "select-pane",
+        "-t",
+        "main:0.0",
+        "-T",
+        // select-pane -T expands formats: `##` stores a literal `#`.
+        &format!("##({})", m.touch("via-title")),
+    ])
+    .unwrap();
+    (tmux, s)
+}
+
+/// The server and its session survived (no kill-server, kill-session...).
+fn assert_whole(tmux: &PrivateServer) {
+    let sessions = tmux
+        .run_ok(["list-sessions", "-F", "#{session_name}"])
+        .unwrap();
+    assert_eq!(sessions.trim(), "main", "sessions now: {sessions}");
+    let clients = tmux
+        .run_ok(["list-clients", "-F", "#{client_pid}"])
+        .unwrap();
+    assert!(clients.lines().count() <= 1, "clients: {clients}");
+}
+
+#[test]
+fn markers_do_appear_when_the_payload_reaches_tmux_unfiltered() {
+    let m = Markers::new("inj-proof");
+    let (tmux, _s) = hostile_server("harden-inj-proof", &m);
+    // A control client, as panescan's, sending what display_message must
+    // refuse: tmux runs it.
+    let mut child = tmux
+        .command()
+        .args(["-C", "attach-session", "-r", "-t", "main"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"display-message -p \"#{s/#{l:a}/y/;E:@evil}\"\n")
+        .unwrap();
+    stdin
+        .write_all(format!("display-message -p \"#({})\"\n", m.touch("direct")).as_bytes())
+        .unwrap();
+    stdin.flush().unwrap();
+    let seen = eventually(Duration::from_secs(5), || m.found().len() == 2);
+    drop(stdin);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(seen, "markers: {:?}", m.found());
+    assert_eq!(m.found(), vec!["direct", "via-option"]);
+}
+
+#[test]
+fn display_message_runs_no_command_whatever_the_format() {
+    let m = Markers::new("inj-format");
+    let (tmux, mut s) = hostile_server("harden-inj-format", &m);
+    s.initialize();
+    let cmd = m.touch("format");
+    let mut formats = vec![
+        format!("#({cmd})"),
+        "#{E:@evil}".into(),
+        "#{T:@evil}".into(),
+        "#{E:pane_title}".into(),
+        "#{=5;E:@evil}".into(),
+        "#{T;=10:@evil}".into(),
+        "#{s/x/y/;E:@evil}".into(),
+        "#{s/#{l:a}/y/;E:@evil}".into(),
+        "#{s/#{l:a}/y/;E:pane_title}".into(),
+        "#{s/a/#{l:y}/;T:@evil}".into(),
+        "#{=#{l:5};E:@evil}".into(),
+        "#{?1,#{E:@evil},}".into(),
+        "#{S:#{E:@evil}}".into(),
+        "#{W:#{E:@evil}}".into(),
+        "#{P:#{E:pane_title}}".into(),
+        "#{l:#{E:@evil}}".into(),
+        "#{q:#{E:@evil}}".into(),
+        "#{b:#{E:@evil}}".into(),
+        "#{||:#{E:@evil},1}".into(),
+        "#{e|+|:#{E:@evil},1}".into(),
+        "#{;E:@evil}".into(),
+        "#{E;l:@evil}".into(),
+        "#{@evil}".into(),
+        "#{pane_title}".into(),
+        format!("#{{l:#({cmd})}}"),
+        format!("##({cmd})"),
+        format!("\\#({cmd})"),
+        format!("#{{s/x/#({cmd})/:@evil}}"),
+        format!("#{{session_name}}\n#({cmd})"),
+        format!("x\";run-shell \"{cmd}"),
+        format!("x\\\";run-shell \\\"{cmd}"),
+    ];
+    formats.extend(payloads(&cmd));
+    let mut refused = 0;
+    for f in &formats {
+        let r = s.call("display_message", json!({"format": f}));
+        if r["isError"] == true {
+            refused += 1;
+        }
+    }
+    m.assert_none("display_message");
+    assert_whole(&tmux);
+    // Raw values are still readable: the plain reference is not refused.
+    let r = s.call_ok("display_message", json!({"format": "#{@evil}"}));
+    assert!(r["value"].as_str().unwrap().starts_with("#(touch"), "{r}");
+    eprintln!(
+        "display_message: {} formats, {refused} refused",
+        formats.len()
+    );
+}
+
+#[test]
+fn no_argument_of_a_read_tool_reaches_a_command_line() {
+    let m = Markers::new("inj-args");
+    let (tmux, mut s) = hostile_server("harden-inj-args", &m);
+    s.initialize();
+    let cmd = m.touch("arg");
+    let payloads = payloads(&cmd);
+    let mut calls: Vec<(&str, Value)> = Vec::new();
+    for p in &payloads {
+        calls.extend([
+            ("list_windows", json!({"session": p})),
+            ("list_panes", json!({"session_id": p})),
+            (
+                "list_panes",
+                json!({"filters": {"pane_title__contains": p}}),
+            ),
+            ("list_panes", json!({"filters": {"pane_title__regex": p}})),
+            (
+                "list_sessions",
+                json!({"filters": format!("{{\"session_name\": {}}}", json!(p))}),
+            ),
+            ("get_session_info", json!({"session_id": p})),
+            ("get_window_info", json!({"window_id": p})),
+            ("get_pane_info", json!({"pane_id": p})),
+            ("capture_pane", json!({"pane_id": p})),
+            ("capture_since", json!({"pane_id": "%0", "cursor": p})),
+            ("snapshot_pane", json!({"pane_id": p})),
+            ("search_panes", json!({"pattern": p})),
+            ("search_panes", json!({"pattern": p, "regex": true})),
+            ("search_panes", json!({"patterns": [p, "x"]})),
+            ("search_panes", json!({"pattern": "x", "session": p})),
+            ("search_panes", json!({"pattern": "x", "pane_ids": [p]})),
+            (
+                "wait_for_text",
+                json!({"pane_id": "%0", "pattern": p, "timeout_ms": 1}),
+            ),
+            ("get_tmux_variables", json!({"names": [p]})),
+            (
+                "get_tmux_variables",
+                json!({"names": ["pane_id"], "target": p}),
+            ),
+            ("show_option", json!({"name": p})),
+            ("show_option", json!({"name": "@evil", "target": p})),
+            ("show_environment", json!({"name": p})),
+            ("show_environment", json!({"session": p})),
+            ("show_hooks", json!({"name": p})),
+            ("show_hooks", json!({"target": p})),
+            (
+                "display_message",
+                json!({"format": "#{pane_id}", "target": p}),
+            ),
+            ("list_sessions", json!({"socket_path": format!("/tmp/{p}")})),
+            ("list_sessions", json!({"socket_name": p})),
+            (
+                "call_read_tools_batch",
+                json!({"operations": [{"tool": "show_option", "arguments": {"name": p}},
+                                      {"tool": "capture_pane", "arguments": {"pane_id": p}}]}),
+            ),
+        ]);
+    }
+    let mut errors = 0;
+    for (tool, args) in &calls {
+        let r = s.request("tools/call", json!({"name": tool, "arguments": args}));
+        assert!(
+            r.get("error").is_none_or(|e| e["code"] != -32603),
+            "{tool} {args}: {r}"
+        );
+        if r.get("error").is_some() || r["result"]["isError"] == true {
+            errors += 1;
+        }
+    }
+    m.assert_none("read tools");
+    assert_whole(&tmux);
+    // The option and the title are as the test set them.
+    let v = tmux.run_ok(["show-option", "-gv", "@evil"]).unwrap();
+    assert!(v.starts_with("#(touch"), "{v}");
+    s.call_ok("list_panes", json!({}));
+    eprintln!(
+        "read tools: {} injection calls, {errors} refused",
+        calls.len()
+    );
+}
+
+#[test]
+fn text_given_to_mutating_tools_stays_text() {
+    let m = Markers::new("inj-mutate");
+    let (tmux, _) = Serve::with_tmux("harden-inj-mutate");
+    let mut s = Serve::spawn_with(
+        &[
+            "serve",
+            "--socket-name",
+            tmux.socket_name(),
+            "--tier",
+            "mutating",
+        ],
+        &[],
+    );
+    s.initialize();
+    tmux.run_ok([
+        "set-option",
+        "-g",
+        "@evil",
+        &format!("#({})", m.touch("via-option")),
+    ])
+    .unwrap();
+    // The pane runs cat into a file: typed text is data, never a command.
+    let out = Markers::new("inj-typed");
+    let typed = out.dir.join("typed.out");
+    tmux.run_ok([
+        "respawn-pane",
+        "-k",
+        "-t",
+        "main:0.0",
+        &format!("stty raw -echo; cat > {}", typed.display()),
+    ])
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let window = tmux
+        .run_ok(["display-message", "-p", "-t", "main:0", "#{window_id}"])
+        .unwrap()
+        .trim()
+        .to_owned();
+    let pane = tmux
+        .run_ok(["display-message", "-p", "-t", "main:0.0", "#{pane_id}"])
+        .unwrap()
+        .trim()
+        .to_owned();
+    let cmd = m.touch("mutate");
+    let mut names = payloads(&cmd);
+    names.push("#{E:@evil}".into());
+    names.push("#{s/#{l:a}/y/;E:@evil}".into());
+    for name in &names {
+        // Names tmux keeps on one line: newlines may be refused or kept.
+        let r = s.call("rename_window", json!({"window_id": window, "name": name}));
+        if r["isError"] == false {
+            let got = tmux
+                .run_ok(["display-message", "-p", "-t", &window, "#{window_name}"])
+                .unwrap();
+            // tmux itself stores a `\` in a window name as `\\`.
+            let got = got.trim_end_matches('\n').replace("\\\\", "\\");
+            if !name.contains(['\n', '\r', '\u{0}']) {
+                assert_eq!(&got, name, "window name {name:?} changed on the way");
+            }
+        }
+        let r = s.call("set_pane_title", json!({"pane_id": pane, "title": name}));
+        if r["isError"] == false && !name.contains(['\n', '\r', '\u{0}']) {
+            let got = tmux
+                .run_ok(["display-message", "-p", "-t", &pane, "#{pane_title}"])
+                .unwrap();
+            let got = got.trim_end_matches('\n').replace("\\\\", "\\");
+            assert_eq!(&got, name, "pane title {name:?} changed on the way");
+        }
+        let r = s.call("send_keys", json!({"pane_id": pane, "text": name}));
+        assert!(r.get("isError").is_some(), "{r}");
+        let r = s.call("send_keys", json!({"pane_id": pane, "keys": [name]}));
+        assert!(r.get("isError").is_some(), "{r}");
+    }
+    m.assert_none("mutating tools");
+    assert_whole(&tmux);
+    // Text typed with `;` arrived as text.
+    let _ = s.call(
+        "send_keys",
+        json!({"pane_id": pane, "text": "plain;text #(x)\n"}),
+    );
+    assert!(
+        eventually(Duration::from_secs(5), || std::fs::read_to_string(&typed)
+            .is_ok_and(|t| t.contains("plain;text #(x)"))),
+        "typed text: {:?}",
+        std::fs::read_to_string(&typed)
+    );
+    assert!(m.found().is_empty(), "{:?}", m.found());
+}
