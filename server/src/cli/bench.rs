@@ -204,14 +204,25 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         bar.set_message(format!("{} {name}", if deep { "deep" } else { "visible" }));
         let mut times = Vec::with_capacity(runs);
         let mut last = Value::Null;
+        let mut errors = Vec::new();
         for _ in 0..runs {
             let start = Instant::now();
-            last = client.call_tool("search_panes", arguments.clone(), Duration::from_secs(600))?;
+            // A tool error (a budget too small to even list the panes) is a
+            // result worth reporting, not a reason to stop the bench.
+            match client.call_tool("search_panes", arguments.clone(), Duration::from_secs(600)) {
+                Ok(result) => last = result,
+                Err(e) => errors.push(e),
+            }
             times.push(start.elapsed());
         }
         let median_time = median(&mut times);
         let floor = if deep { raw_deep } else { raw_visible };
-        rows.push(row(name, deep, median_time, &last, floor));
+        let mut r = row(name, deep, median_time, &last, floor);
+        if let Some(first) = errors.first() {
+            r.clamps
+                .push(format!("{} of {runs} runs failed: {first}", errors.len()));
+        }
+        rows.push(r);
         bar.inc(1);
     }
     bar.finish_and_clear();
