@@ -214,3 +214,23 @@ fn long_lines_are_clipped_around_the_match() {
         assert!(l.before.iter().chain(&l.after).all(|c| c.len() <= 64));
     }
 }
+
+/// ASCII literals with `k`/`s`, case-insensitive, run on aho-corasick and
+/// still find the Kelvin sign and long s that Unicode folding maps onto
+/// them, also where such a match starts before aho-corasick's own hit on
+/// the same line, or on an earlier line.
+#[test]
+fn kelvin_sign_and_long_s_are_found_by_the_folded_literal_path() {
+    let patterns = vec!["ask".to_owned(), "s".to_owned(), "kworker".to_owned()];
+    let matcher = Matcher::new(&patterns, PatternOptions::default()).unwrap();
+    assert_eq!(matcher.engine_name(), "aho-corasick");
+    let text =
+        "plain line\nas\u{212A} then s\nnothing here\n\u{212A}WORKER\nno match\n\u{17F}\nASK\n";
+    let captures = vec![Capture::new(0, -10, text.as_bytes().to_vec())];
+    let outcome = search_captures(&matcher, &common::open_options(), captures.clone());
+    let want = common::oracle(&patterns, false, false, &captures);
+    assert_eq!(common::engine_view(&outcome), want);
+    // "as\u{212A} then s": the lowest pattern matching the line is `ask`
+    // (through the Kelvin sign), not `s`, which aho-corasick sees first.
+    assert_eq!(want[0].1[0].1, 0, "{want:?}");
+}

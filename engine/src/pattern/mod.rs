@@ -169,6 +169,13 @@ enum Imp {
         find: meta::Regex,
         classify: Option<meta::Regex>,
     },
+    /// ASCII literals matched case-insensitively where a letter is `k` or
+    /// `s`: under Unicode simple case folding these also match the Kelvin
+    /// sign (U+212A) and the long s (U+017F), which aho-corasick's ASCII
+    /// folding does not know. Those two characters are rare, so `ascii`
+    /// (aho-corasick) answers wherever the text around a hit holds neither,
+    /// and `unicode` (the regex engine) only where it does.
+    FoldedLiterals { ascii: Box<Imp>, unicode: Box<Imp> },
 }
 
 impl Matcher {
@@ -238,8 +245,39 @@ impl Matcher {
             Imp::Memmem(Box::new(
                 memmem::Finder::new(patterns[0].text.as_bytes()).into_owned(),
             ))
-        } else if all_literal
-            && (match_case || patterns.iter().all(|p| ascii_folding_is_exact(&p.text)))
+        } else if all_literal && !match_case && patterns.iter().all(|p| p.text.is_ascii()) {
+            let ascii = literal_imp(patterns, match_case, &error)?;
+            if patterns.iter().all(|p| ascii_folding_is_exact(&p.text)) {
+                ascii
+            } else {
+                let unicode = regex_imp(&hirs, count, &error)?;
+                Imp::FoldedLiterals {
+                    ascii: Box::new(ascii),
+                    unicode: Box::new(unicode),
+                }
+            }
+        } else if all_literal && match_case {
+            literal_imp(patterns, match_case, &error)?
+        } else {
+            regex_imp(&hirs, count, &error)?
+        };
+        Ok(Matcher {
+            patterns: patterns.to_vec(),
+            match_case,
+            imp,
+            oracle,
+        })
+    }
+}
+
+/// The aho-corasick matcher of a literal set.
+fn literal_imp(
+    patterns: &[Pattern],
+    match_case: bool,
+    error: &dyn Fn(usize, usize, String) -> PatternError,
+) -> Result<Imp, PatternError> {
+    let count = patterns.len();
+    {
         {
             let texts: Vec<&str> = patterns.iter().map(|p| p.text.as_str()).collect();
             let build = |kind: aho_corasick::MatchKind| {
@@ -261,25 +299,28 @@ impl Matcher {
             } else {
                 None
             };
-            Imp::Literals { find, classify }
-        } else {
-            let find = build_regex(&hirs, MatchKind::LeftmostFirst)
-                .map_err(|e| attribute(&hirs, e, &error))?;
-            let classify = if count > 1 {
-                Some(build_regex(&hirs, MatchKind::All).map_err(|e| attribute(&hirs, e, &error))?)
-            } else {
-                None
-            };
-            Imp::Regex { find, classify }
-        };
-        Ok(Matcher {
-            patterns: patterns.to_vec(),
-            match_case,
-            imp,
-            oracle,
-        })
+            Ok(Imp::Literals { find, classify })
+        }
     }
+}
 
+/// The regex-automata matcher of compiled patterns.
+fn regex_imp(
+    hirs: &[regex_syntax::hir::Hir],
+    count: usize,
+    error: &dyn Fn(usize, usize, String) -> PatternError,
+) -> Result<Imp, PatternError> {
+    let find =
+        build_regex(hirs, MatchKind::LeftmostFirst).map_err(|e| attribute(hirs, e, error))?;
+    let classify = if count > 1 {
+        Some(build_regex(hirs, MatchKind::All).map_err(|e| attribute(hirs, e, error))?)
+    } else {
+        None
+    };
+    Ok(Imp::Regex { find, classify })
+}
+
+impl Matcher {
     /// How many patterns this matcher searches for.
     pub fn pattern_count(&self) -> usize {
         self.patterns.len()
@@ -300,7 +341,7 @@ impl Matcher {
     pub fn engine_name(&self) -> &'static str {
         match self.imp {
             Imp::Memmem(_) => "memchr",
-            Imp::Literals { .. } => "aho-corasick",
+            Imp::Literals { .. } | Imp::FoldedLiterals { .. } => "aho-corasick",
             Imp::Regex { .. } => "regex-automata",
         }
     }
@@ -323,26 +364,7 @@ impl Matcher {
     /// that matched there (not necessarily the lowest that matches the line;
     /// see [`Matcher::lowest_pattern_from`]).
     pub fn find_hit_with_pattern(&self, haystack: &[u8], start: usize) -> Option<(usize, usize)> {
-        if start > haystack.len() {
-            return None;
-        }
-        match &self.imp {
-            Imp::Memmem(finder) => {
-                let needle = finder.needle().len();
-                finder
-                    .find(&haystack[start..])
-                    .map(|at| (start + at + needle, 0))
-            }
-            Imp::Literals { find, .. } => {
-                let input = aho_corasick::Input::new(haystack).range(start..);
-                find.find(input).map(|m| (m.end(), m.pattern().as_usize()))
-            }
-            Imp::Regex { find, .. } => {
-                let input = Input::new(haystack).range(start..).earliest(true);
-                find.search_half(&input)
-                    .map(|m| (m.offset(), m.pattern().as_usize()))
-            }
-        }
+        self.imp.find_hit_with_pattern(haystack, start)
     }
 
     /// The lowest index of a pattern matching `line`, given that pattern
@@ -359,7 +381,75 @@ impl Matcher {
     /// line, without its line end). Only meaningful for a line that matches;
     /// returns 0 for a line that does not.
     pub fn lowest_pattern(&self, line: &[u8]) -> usize {
-        match &self.imp {
+        self.imp.lowest_pattern(line)
+    }
+
+    /// The first match (start, end) in one line, if any; used to clip long
+    /// lines around the match.
+    pub fn find_in_line(&self, line: &[u8]) -> Option<(usize, usize)> {
+        self.imp.find_in_line(line)
+    }
+
+    /// For each pattern, regex text that the `regex` crate, applied to each
+    /// line on its own with the same case setting, matches the same lines
+    /// with. Used by tests and the fuzz oracle.
+    #[doc(hidden)]
+    pub fn oracle_patterns(&self) -> &[String] {
+        &self.oracle
+    }
+
+    /// Heap memory used by the compiled automata, not counting per-thread
+    /// lazy DFA caches (each capped at [`MAX_CACHE_BYTES`]).
+    pub fn memory_usage(&self) -> usize {
+        self.imp.memory_usage()
+    }
+}
+
+impl Imp {
+    fn find_hit_with_pattern(&self, haystack: &[u8], start: usize) -> Option<(usize, usize)> {
+        if start > haystack.len() {
+            return None;
+        }
+        match self {
+            Imp::Memmem(finder) => {
+                let needle = finder.needle().len();
+                finder
+                    .find(&haystack[start..])
+                    .map(|at| (start + at + needle, 0))
+            }
+            Imp::Literals { find, .. } => {
+                let input = aho_corasick::Input::new(haystack).range(start..);
+                find.find(input).map(|m| (m.end(), m.pattern().as_usize()))
+            }
+            Imp::Regex { find, .. } => {
+                let input = Input::new(haystack).range(start..).earliest(true);
+                find.search_half(&input)
+                    .map(|m| (m.offset(), m.pattern().as_usize()))
+            }
+            Imp::FoldedLiterals { ascii, unicode } => {
+                // A match under Unicode folding that aho-corasick misses
+                // holds a Kelvin sign or long s. If none stands between
+                // `start` and the end of the line of aho-corasick's hit (or
+                // the end, without a hit), no match starts earlier than that
+                // hit, and matches never cross a line end.
+                let hit = ascii.find_hit_with_pattern(haystack, start);
+                let region_end = match hit {
+                    Some((end, _)) => {
+                        memchr::memchr(b'\n', &haystack[end..]).map_or(haystack.len(), |i| end + i)
+                    }
+                    None => haystack.len(),
+                };
+                if has_unicode_fold_of_ascii(&haystack[start..region_end]) {
+                    unicode.find_hit_with_pattern(haystack, start)
+                } else {
+                    hit
+                }
+            }
+        }
+    }
+
+    fn lowest_pattern(&self, line: &[u8]) -> usize {
+        match self {
             Imp::Memmem(_)
             | Imp::Literals { classify: None, .. }
             | Imp::Regex { classify: None, .. } => 0,
@@ -377,31 +467,33 @@ impl Matcher {
                 re.which_overlapping_matches(&Input::new(line), &mut set);
                 set.iter().next().map_or(0, |p| p.as_usize())
             }
+            Imp::FoldedLiterals { ascii, unicode } => {
+                if has_unicode_fold_of_ascii(line) {
+                    unicode.lowest_pattern(line)
+                } else {
+                    ascii.lowest_pattern(line)
+                }
+            }
         }
     }
 
-    /// The first match (start, end) in one line, if any; used to clip long
-    /// lines around the match.
-    pub fn find_in_line(&self, line: &[u8]) -> Option<(usize, usize)> {
-        match &self.imp {
+    fn find_in_line(&self, line: &[u8]) -> Option<(usize, usize)> {
+        match self {
             Imp::Memmem(finder) => finder.find(line).map(|at| (at, at + finder.needle().len())),
             Imp::Literals { find, .. } => find.find(line).map(|m| (m.start(), m.end())),
             Imp::Regex { find, .. } => find.find(line).map(|m| (m.start(), m.end())),
+            Imp::FoldedLiterals { ascii, unicode } => {
+                if has_unicode_fold_of_ascii(line) {
+                    unicode.find_in_line(line)
+                } else {
+                    ascii.find_in_line(line)
+                }
+            }
         }
     }
 
-    /// For each pattern, regex text that the `regex` crate, applied to each
-    /// line on its own with the same case setting, matches the same lines
-    /// with. Used by tests and the fuzz oracle.
-    #[doc(hidden)]
-    pub fn oracle_patterns(&self) -> &[String] {
-        &self.oracle
-    }
-
-    /// Heap memory used by the compiled automata, not counting per-thread
-    /// lazy DFA caches (each capped at [`MAX_CACHE_BYTES`]).
-    pub fn memory_usage(&self) -> usize {
-        match &self.imp {
+    fn memory_usage(&self) -> usize {
+        match self {
             Imp::Memmem(f) => f.needle().len(),
             Imp::Literals { find, classify } => {
                 find.memory_usage() + classify.as_ref().map_or(0, AhoCorasick::memory_usage)
@@ -409,8 +501,19 @@ impl Matcher {
             Imp::Regex { find, classify } => {
                 find.memory_usage() + classify.as_ref().map_or(0, meta::Regex::memory_usage)
             }
+            Imp::FoldedLiterals { ascii, unicode } => ascii.memory_usage() + unicode.memory_usage(),
         }
     }
+}
+
+/// Whether `text` holds one of the two non-ASCII characters that Unicode
+/// simple case folding maps onto ASCII letters: the Kelvin sign U+212A
+/// (`E2 84 AA`, folds to `k`) and the long s U+017F (`C5 BF`, folds to `s`).
+fn has_unicode_fold_of_ascii(text: &[u8]) -> bool {
+    memchr::memchr2_iter(0xE2, 0xC5, text).any(|i| match text[i] {
+        0xE2 => text.get(i + 1..i + 3) == Some(&[0x84, 0xAA][..]),
+        _ => text.get(i + 1) == Some(&0xBF),
+    })
 }
 
 /// True when aho-corasick's ASCII case folding gives exactly the answer of
