@@ -8,15 +8,17 @@
 //! | patterns | engine |
 //! |---|---|
 //! | one literal, case-sensitive | `memchr::memmem` |
-//! | literals, case-sensitive, or ASCII case-insensitive | `aho-corasick` (leftmost-first) |
+//! | literals, case-sensitive, or ASCII case-insensitive | `aho-corasick` (leftmost-first; the regex engine around a Kelvin sign or long s) |
 //! | anything else (regexes, non-ASCII case-insensitive literals) | `regex-automata`'s meta regex with the backtracker disabled: literal prefilters, a lazy DFA, and the PikeVM as a linear-time fallback |
 //!
 //! Case-insensitive matching uses Unicode simple case folding everywhere (one
 //! character to one character: `é` finds `É`, but `ß` does not find `SS`).
 //! Under simple folding `k` also finds the Kelvin sign `K` and `s` the long s
-//! `ſ`, so ASCII literals containing `k` or `s` go to the regex engine when
-//! case does not matter (aho-corasick's ASCII folding would miss those), as
-//! do literals with any non-ASCII character.
+//! `ſ`, which aho-corasick's ASCII folding misses: case-insensitive ASCII
+//! literals containing `k` or `s` run on aho-corasick, and on the regex
+//! engine only for the stretch of text around a hit that holds one of those
+//! two characters. Literals with any other non-ASCII character go to the
+//! regex engine.
 //!
 //! Every automaton is size-capped: the NFA at [`MAX_NFA_BYTES`], the full
 //! DFA (used only for small patterns) at [`MAX_DFA_BYTES`], and the lazy DFA
