@@ -10,7 +10,7 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::context::{ServerArgs, ToolContext, ToolError};
+use super::context::{Limits, ServerArgs, ToolContext, ToolError};
 use super::find_pane;
 use crate::mcp::registry::{Annotations, Tool};
 use crate::tmux::{
@@ -195,18 +195,7 @@ impl Tool for CapturePane {
 
     fn run(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
         let limits = ctx.limits();
-        let max_lines = bounded_arg(
-            args.max_lines,
-            limits.capture_default_lines,
-            limits.capture_lines,
-            "max_lines",
-        )?;
-        let max_bytes = bounded_arg(
-            args.max_bytes,
-            limits.capture_bytes,
-            limits.capture_bytes,
-            "max_bytes",
-        )?;
+        let (max_lines, max_bytes) = output_bounds(limits, args.max_lines, args.max_bytes)?;
         let tmux = ctx.tmux(&args.server)?;
         let inv = ctx.inventory(&tmux)?;
         let pane = find_pane(&inv, args.pane_id)?;
@@ -293,6 +282,29 @@ impl Tool for CapturePane {
 
 /// An optional count argument: default when absent, an error past the
 /// ceiling's range, never zero.
+/// A capture's `max_lines` and `max_bytes`: the caller's values within the
+/// operator's ceilings, or the defaults.
+fn output_bounds(
+    limits: &Limits,
+    max_lines: Option<usize>,
+    max_bytes: Option<usize>,
+) -> Result<(usize, usize), ToolError> {
+    Ok((
+        bounded_arg(
+            max_lines,
+            limits.capture_default_lines,
+            limits.capture_lines,
+            "max_lines",
+        )?,
+        bounded_arg(
+            max_bytes,
+            limits.capture_bytes,
+            limits.capture_bytes,
+            "max_bytes",
+        )?,
+    ))
+}
+
 fn bounded_arg(
     value: Option<usize>,
     default: usize,
@@ -469,18 +481,7 @@ impl Tool for CaptureSince {
 
     fn run(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
         let limits = ctx.limits();
-        let max_lines = bounded_arg(
-            args.max_lines,
-            limits.capture_default_lines,
-            limits.capture_lines,
-            "max_lines",
-        )?;
-        let max_bytes = bounded_arg(
-            args.max_bytes,
-            limits.capture_bytes,
-            limits.capture_bytes,
-            "max_bytes",
-        )?;
+        let (max_lines, max_bytes) = output_bounds(limits, args.max_lines, args.max_bytes)?;
         let tmux = ctx.tmux(&args.server)?;
         let server = (fnv(tmux.socket_path().as_os_str().as_encoded_bytes()) & 0xffff_ffff) as u32;
         let previous = match &args.cursor {
