@@ -278,19 +278,10 @@ fn row(name: &str, deep: bool, time: Duration, result: &Value, floor: Fetched) -
                 .sum()
         })
         .unwrap_or(0);
-    let clamps = [
-        "captures_byte_clamped",
-        "matching_byte_clamped",
-        "matching_line_clamped",
-        "matching_time_clamped",
-        "pane_limit_clamped",
-        "scrollback_clamped",
-        "matches_truncated",
-    ]
-    .iter()
-    .filter(|k| result.get(**k) == Some(&Value::Bool(true)))
-    .map(|k| (*k).to_owned())
-    .collect();
+    let clamps = crate::tools::search::clamp_names_in_json(result)
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
     BenchRow {
         case: name.to_owned(),
         scope: if deep { "deep" } else { "visible" },

@@ -156,18 +156,7 @@ fn summary(result: &Value) -> String {
                 .sum()
         })
         .unwrap_or(0);
-    let clamps: Vec<&str> = [
-        "matching_byte_clamped",
-        "matching_line_clamped",
-        "matching_time_clamped",
-        "pane_limit_clamped",
-        "scrollback_clamped",
-        "matches_truncated",
-        "captures_byte_clamped",
-    ]
-    .into_iter()
-    .filter(|k| result.get(*k) == Some(&Value::Bool(true)))
-    .collect();
+    let clamps = crate::tools::search::clamp_names_in_json(result);
     let mut s = format!(
         "{lines} lines in {} panes, {} panes and {:.1} MB searched",
         n("total_panes_matched"),

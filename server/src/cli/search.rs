@@ -15,7 +15,9 @@ use clap::Args;
 use crate::mcp::registry::{Registry, Tier};
 use crate::tmux::{PaneId, WindowId};
 use crate::tools::context::{Limits, ServeConfig, ServerArgs, ToolContext};
-use crate::tools::search::{search_panes, summary_line, SearchPanesArgs, SearchPanesResult};
+use crate::tools::search::{
+    pane_place, push_hit, search_panes, summary_line, SearchPanesArgs, SearchPanesResult, Style,
+};
 
 /// `panescan search` options (the arguments of the search_panes tool).
 #[derive(Debug, Args)]
@@ -195,40 +197,19 @@ fn fail(message: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
-const MAGENTA: &str = "\x1b[35m";
-const GREEN: &str = "\x1b[32m";
-const DIM: &str = "\x1b[2m";
-const RESET: &str = "\x1b[0m";
-
 fn print_hits(
     out: &mut impl Write,
     result: &SearchPanesResult,
     colour: bool,
 ) -> std::io::Result<()> {
-    let (m, g, d, r) = if colour {
-        (MAGENTA, GREEN, DIM, RESET)
-    } else {
-        ("", "", "", "")
-    };
+    let style = if colour { Style::COLOUR } else { Style::PLAIN };
     for pane in &result.matches {
-        let place = format!(
-            "{m}{}{r} {}:{}.{}",
-            pane.pane_id, pane.session_name, pane.window_index, pane.pane_index
-        );
+        let place = pane_place(pane, &style);
+        let mut text = String::new();
         for hit in &pane.lines {
-            let first = hit.line - hit.before.len() as i64;
-            for (i, text) in hit.before.iter().enumerate() {
-                writeln!(out, "{place} {g}{}{r}- {d}{text}{r}", first + i as i64)?;
-            }
-            writeln!(out, "{place} {g}{}{r}: {}", hit.line, hit.text)?;
-            for (i, text) in hit.after.iter().enumerate() {
-                writeln!(
-                    out,
-                    "{place} {g}{}{r}- {d}{text}{r}",
-                    hit.line + 1 + i as i64
-                )?;
-            }
+            push_hit(&mut text, &place, hit, &style);
         }
+        out.write_all(text.as_bytes())?;
     }
     Ok(())
 }

@@ -823,19 +823,9 @@ fn response_size(result: &SearchPanesResult) -> usize {
 pub fn render_text(result: &SearchPanesResult) -> String {
     let mut out = String::new();
     for pane in &result.matches {
-        let place = format!(
-            "{} {}:{}.{}",
-            pane.pane_id, pane.session_name, pane.window_index, pane.pane_index
-        );
+        let place = pane_place(pane, &Style::PLAIN);
         for hit in &pane.lines {
-            let before_start = hit.line - hit.before.len() as i64;
-            for (i, text) in hit.before.iter().enumerate() {
-                out.push_str(&format!("{place} {}- {text}\n", before_start + i as i64));
-            }
-            out.push_str(&format!("{place} {}: {}\n", hit.line, hit.text));
-            for (i, text) in hit.after.iter().enumerate() {
-                out.push_str(&format!("{place} {}- {text}\n", hit.line + 1 + i as i64));
-            }
+            push_hit(&mut out, &place, hit, &Style::PLAIN);
         }
         if pane.lines_truncated {
             out.push_str(&format!("{place} (more matching lines not shown)\n"));
@@ -843,6 +833,68 @@ pub fn render_text(result: &SearchPanesResult) -> String {
     }
     out.push_str(&summary_line(result));
     out
+}
+
+/// Terminal colours of the grep-like rendering (all empty: plain text).
+#[derive(Debug, Clone, Copy)]
+pub struct Style {
+    pub pane: &'static str,
+    pub line: &'static str,
+    pub context: &'static str,
+    pub reset: &'static str,
+}
+
+impl Style {
+    pub const PLAIN: Style = Style {
+        pane: "",
+        line: "",
+        context: "",
+        reset: "",
+    };
+    pub const COLOUR: Style = Style {
+        pane: "\x1b[35m",
+        line: "\x1b[32m",
+        context: "\x1b[2m",
+        reset: "\x1b[0m",
+    };
+}
+
+/// `%3 dev:1.0`: the pane and where it sits.
+pub fn pane_place(pane: &PaneHits, style: &Style) -> String {
+    format!(
+        "{}{}{} {}:{}.{}",
+        style.pane,
+        pane.pane_id,
+        style.reset,
+        pane.session_name,
+        pane.window_index,
+        pane.pane_index
+    )
+}
+
+/// One hit with its context: `PLACE -13- before`, `PLACE -12: text`,
+/// `PLACE -11- after`, one per line.
+pub fn push_hit(out: &mut String, place: &str, hit: &HitLine, style: &Style) {
+    let Style {
+        line: g,
+        context: d,
+        reset: r,
+        ..
+    } = *style;
+    let first = hit.line - hit.before.len() as i64;
+    for (i, text) in hit.before.iter().enumerate() {
+        out.push_str(&format!(
+            "{place} {g}{}{r}- {d}{text}{r}\n",
+            first + i as i64
+        ));
+    }
+    out.push_str(&format!("{place} {g}{}{r}: {}\n", hit.line, hit.text));
+    for (i, text) in hit.after.iter().enumerate() {
+        out.push_str(&format!(
+            "{place} {g}{}{r}- {d}{text}{r}\n",
+            hit.line + 1 + i as i64
+        ));
+    }
 }
 
 /// `-- 12 lines in 3 panes (page 1-3 of 3); searched 200 panes, ...`.
@@ -875,20 +927,41 @@ pub fn summary_line(result: &SearchPanesResult) -> String {
     s
 }
 
+/// Every clamp flag of a result, in the order they are reported.
+pub const CLAMP_FLAGS: [&str; 7] = [
+    "captures_byte_clamped",
+    "matching_byte_clamped",
+    "matching_line_clamped",
+    "matching_time_clamped",
+    "pane_limit_clamped",
+    "scrollback_clamped",
+    "matches_truncated",
+];
+
 /// The names of the clamp flags that fired.
 pub fn clamp_names(result: &SearchPanesResult) -> Vec<&'static str> {
-    [
-        (result.captures_byte_clamped, "captures_byte_clamped"),
-        (result.matching_byte_clamped, "matching_byte_clamped"),
-        (result.matching_line_clamped, "matching_line_clamped"),
-        (result.matching_time_clamped, "matching_time_clamped"),
-        (result.pane_limit_clamped, "pane_limit_clamped"),
-        (result.scrollback_clamped, "scrollback_clamped"),
-        (result.matches_truncated, "matches_truncated"),
-    ]
-    .into_iter()
-    .filter_map(|(on, name)| on.then_some(name))
-    .collect()
+    let fired = [
+        result.captures_byte_clamped,
+        result.matching_byte_clamped,
+        result.matching_line_clamped,
+        result.matching_time_clamped,
+        result.pane_limit_clamped,
+        result.scrollback_clamped,
+        result.matches_truncated,
+    ];
+    CLAMP_FLAGS
+        .into_iter()
+        .zip(fired)
+        .filter_map(|(name, on)| on.then_some(name))
+        .collect()
+}
+
+/// The clamp flags set in a result received as JSON (through MCP).
+pub fn clamp_names_in_json(result: &serde_json::Value) -> Vec<&'static str> {
+    CLAMP_FLAGS
+        .into_iter()
+        .filter(|k| result.get(*k) == Some(&serde_json::Value::Bool(true)))
+        .collect()
 }
 
 #[cfg(test)]
