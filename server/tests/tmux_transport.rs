@@ -437,54 +437,57 @@ fn names_linked_windows_and_grouped_sessions() {
         .run_ok(["new-session", "-d", "-s", "grp", "-t", "main"])
         .unwrap();
     let inv = tmux.inventory(soon()).unwrap();
-    // The search listing agrees with the full one on every field it fills.
+    // The search listings agree with the full one on every field they fill.
     let lean = tmux.inventory_for_search(soon()).unwrap();
+    let (cached, _) = tmux.inventory_for_cached_search(&[], soon()).unwrap();
     assert_eq!(lean.panes.len(), inv.panes.len());
-    for (l, f) in lean.panes.iter().zip(&inv.panes) {
+    assert_eq!(cached.panes.len(), inv.panes.len());
+    let ids: Vec<PaneId> = inv.panes.iter().map(|p| p.pane_id).collect();
+    let details = tmux.commands_and_paths(&ids, soon());
+    assert_eq!(details.len(), ids.len());
+    for (((l, c), f), d) in lean
+        .panes
+        .iter()
+        .zip(&cached.panes)
+        .zip(&inv.panes)
+        .zip(&details)
+    {
+        for p in [l, c] {
+            assert_eq!(
+                (
+                    p.pane_id,
+                    p.pane_index,
+                    &p.placements,
+                    p.history_size,
+                    p.is_caller
+                ),
+                (
+                    f.pane_id,
+                    f.pane_index,
+                    &f.placements,
+                    f.history_size,
+                    f.is_caller
+                )
+            );
+            assert_eq!(
+                (&p.window_name, &p.session_name),
+                (&f.window_name, &f.session_name)
+            );
+        }
         assert_eq!(
             (
-                l.pane_id,
-                l.pane_index,
-                &l.placements,
-                l.pane_width,
-                l.pane_height
+                c.pane_width,
+                c.pane_height,
+                c.pane_pid,
+                c.history_limit,
+                c.cursor_x,
+                c.cursor_y,
+                c.alternate_on,
+                c.pane_dead
             ),
             (
-                f.pane_id,
-                f.pane_index,
-                &f.placements,
                 f.pane_width,
-                f.pane_height
-            )
-        );
-        assert_eq!(
-            (
-                l.history_size,
-                &l.pane_current_command,
-                &l.pane_current_path,
-                l.is_caller
-            ),
-            (
-                f.history_size,
-                &f.pane_current_command,
-                &f.pane_current_path,
-                f.is_caller
-            )
-        );
-        assert_eq!(
-            (&l.window_name, &l.session_name),
-            (&f.window_name, &f.session_name)
-        );
-        assert_eq!(
-            (
-                l.pane_pid,
-                l.history_limit,
-                l.cursor_x,
-                l.cursor_y,
-                l.alternate_on,
-                l.pane_dead
-            ),
-            (
+                f.pane_height,
                 f.pane_pid,
                 f.history_limit,
                 f.cursor_x,
@@ -493,7 +496,18 @@ fn names_linked_windows_and_grouped_sessions() {
                 f.pane_dead
             )
         );
+        let (command, path) = d.clone().unwrap();
+        assert_eq!(
+            (&command, &path),
+            (&f.pane_current_command, &f.pane_current_path)
+        );
+        assert!(!command.is_empty());
     }
+    // A pane that is gone has no details; the others still do.
+    let gone = PaneId::from_number(9_999);
+    let mixed = tmux.commands_and_paths(&[gone, ids[0]], soon());
+    assert_eq!(mixed.len(), 2);
+    assert!(mixed[0].is_none() && mixed[1].is_some(), "{mixed:?}");
     let names: Vec<&str> = inv
         .sessions
         .iter()
@@ -1127,7 +1141,9 @@ fn escapes_are_kept_only_when_asked() {
         "{text:?}"
     );
     assert!(esc.joined);
-    assert_eq!(esc.line_numbers.as_ref().unwrap()[..2], [0, 1]);
+    // Each line is one row here: numbers follow from the first line.
+    assert_eq!(esc.line_numbers, None);
+    assert_eq!(esc.first_line, 0);
 }
 
 #[test]

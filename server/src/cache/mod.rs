@@ -210,7 +210,7 @@ impl PaneText {
     }
 
     /// From a capture reply: `None` when the text cannot be placed exactly
-    /// (joined lines without numbers, a line count that disagrees).
+    /// (a line count that disagrees).
     fn from_capture(text: &CapturedText) -> Option<PaneText> {
         let hsize = i64::try_from(text.history_size).ok()?;
         let starts = line_starts(&text.bytes);
@@ -225,9 +225,6 @@ impl PaneText {
                     .collect::<Option<_>>()?
             }
             None => {
-                if text.joined {
-                    return None;
-                }
                 let first = u64::try_from(hsize + text.first_line).ok()?;
                 (0..starts.len() as u64).map(|i| first + i).collect()
             }

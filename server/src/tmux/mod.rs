@@ -223,15 +223,23 @@ impl Tmux {
         inventory::fetch(&self.inner, deadline, inventory::Detail::Full)
     }
 
-    /// Like [`Tmux::inventory`], with only what a search needs filled in:
-    /// ids, indexes, names and placements, `pane_width`, `pane_height`,
-    /// `history_size`, `history_limit`, `pane_current_command`,
-    /// `pane_current_path`, `pane_pid`, `cursor_x`, `cursor_y`,
-    /// `alternate_on`, `pane_dead` and `is_caller`. Every other field is its
-    /// default (zero, empty, false). About 2x cheaper for tmux than the full
-    /// listing.
+    /// Like [`Tmux::inventory`], with only what a search needs before it
+    /// captures: ids, indexes, names, placements, `history_size` and
+    /// `is_caller`. Every other field is its default (zero, empty, false).
+    /// About 5x cheaper for tmux than the full listing; fill in what the
+    /// panes run with [`Tmux::commands_and_paths`].
     pub fn inventory_for_search(&self, deadline: Instant) -> Result<Inventory, TmuxError> {
         inventory::fetch(&self.inner, deadline, inventory::Detail::Search)
+    }
+
+    /// `pane_current_command` and `pane_current_path` of some panes, in one
+    /// round trip; `None` for a pane that is gone or did not answer.
+    pub fn commands_and_paths(
+        &self,
+        panes: &[PaneId],
+        deadline: Instant,
+    ) -> Vec<Option<(String, String)>> {
+        inventory::commands_and_paths(&self.inner, panes, deadline)
     }
 
     /// The inventory, and the output of `extra` commands that tmux runs
@@ -245,14 +253,22 @@ impl Tmux {
         inventory::fetch_with(&self.inner, extra, deadline, inventory::Detail::Full)
     }
 
-    /// [`Tmux::inventory_for_search`] and the output of `extra` commands run
-    /// right after it in the same round trip.
-    pub fn inventory_for_search_and(
+    /// [`Tmux::inventory_for_search`] plus what the pane cache checks before
+    /// it reuses text (`pane_width`, `pane_height`, `pane_pid`,
+    /// `history_limit`, `cursor_x`, `cursor_y`, `alternate_on`, `pane_dead`),
+    /// and the output of `extra` commands run right after it in the same
+    /// round trip.
+    pub fn inventory_for_cached_search(
         &self,
         extra: &[TmuxCommand],
         deadline: Instant,
     ) -> Result<(Inventory, Vec<Result<String, TmuxError>>), TmuxError> {
-        inventory::fetch_with(&self.inner, extra, deadline, inventory::Detail::Search)
+        inventory::fetch_with(
+            &self.inner,
+            extra,
+            deadline,
+            inventory::Detail::CachedSearch,
+        )
     }
 
     /// Captures a batch of panes. Replies arrive on the returned channel in

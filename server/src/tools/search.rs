@@ -437,6 +437,10 @@ pub fn resolve_scope<'a>(
         .collect())
 }
 
+/// How long past the deadline a search may take to learn what its
+/// returned panes run (one round trip).
+const DETAILS_GRACE: Duration = Duration::from_millis(100);
+
 /// What the fetch side learnt while forwarding captures.
 #[derive(Debug, Default)]
 struct FetchReport {
@@ -464,7 +468,7 @@ pub fn search_panes(
     let (inv, activity) = if ctx.limits().pane_cache.is_some() {
         let (t, activity_command) = (tmux.clone(), PaneCache::activity_command());
         let (inv, mut extra) =
-            ctx.cancellable(move || t.inventory_for_search_and(&[activity_command], deadline))?;
+            ctx.cancellable(move || t.inventory_for_cached_search(&[activity_command], deadline))?;
         let activity = extra
             .pop()
             .unwrap_or(Err(TmuxError::ConnectionLost("no reply".into())));
@@ -574,7 +578,19 @@ pub fn search_panes(
     let page_start = plan.offset.min(total_panes_matched);
     let truncated_panes: Vec<PaneId> = all_hits[page_end..].iter().map(|h| h.pane_id).collect();
     all_hits.truncate(page_end);
-    let matches: Vec<PaneHits> = all_hits.drain(page_start..).collect();
+    let mut matches: Vec<PaneHits> = all_hits.drain(page_start..).collect();
+    // What the returned panes run was left out of the listing (the costliest
+    // fields for tmux): ask for it now, for this page only. A search that
+    // ran out of time still gets a moment for it.
+    let page: Vec<PaneId> = matches.iter().map(|m| m.pane_id).collect();
+    let details_deadline = deadline.max(Instant::now() + DETAILS_GRACE);
+    let details = tmux.commands_and_paths(&page, details_deadline);
+    for (hit, detail) in matches.iter_mut().zip(details) {
+        if let Some((command, path)) = detail {
+            hit.pane_current_command = command;
+            hit.pane_current_path = path;
+        }
+    }
     let failures = outcome
         .failed
         .iter()

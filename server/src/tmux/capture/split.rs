@@ -1,0 +1,401 @@
+//! Cutting a sweep's output into panes as it arrives.
+//!
+//! A sweep's script prints, per pane, a header line and then the capture:
+//!
+//! ```text
+//! TOKEN i %P HISTORY_SIZE WIDTH HEIGHT
+//! ...the capture of request i...
+//! TOKEN end
+//! ```
+//!
+//! TOKEN is secret to the sweep, so a header can only come from the script:
+//! whatever a pane prints, its text cannot end early or be taken for another
+//! pane's. [`Splitter`] is fed the output in pieces as the pipe gives them
+//! and hands out each pane the moment the next header shows it complete, so
+//! scanning starts while tmux is still sending the rest.
+
+use memchr::memmem::Finder;
+
+use super::{span, CaptureOptions, CaptureRequest, CapturedText};
+use crate::tmux::TmuxError;
+
+/// A pane's text as cut from a sweep, before its joined rows are checked.
+#[derive(Debug)]
+pub(crate) struct Split {
+    pub text: CapturedText,
+    /// With `join_wrapped`: whether the joined lines add up to the rows
+    /// captured (if not, the pane is captured again without joining).
+    pub rows_match: bool,
+}
+
+/// Bytes before the current pane are dropped from the buffer once this many
+/// have piled up (and they are at least half of it).
+const COMPACT_AT: usize = 1 << 20;
+
+/// Cuts one sweep's output into panes, in request order.
+pub(crate) struct Splitter<'a> {
+    /// `\nTOKEN `: a header is a line that starts with the token.
+    header: Finder<'static>,
+    chunk: &'a [CaptureRequest],
+    options: CaptureOptions,
+    /// Output not yet handed out. Starts with a `\n` so that a header on
+    /// the very first line is found like any other.
+    buf: Vec<u8>,
+    /// Where the next header search starts.
+    search_from: usize,
+    /// The pane being read: its request index, header fields, text start.
+    current: Option<(usize, Vec<u8>, usize)>,
+    /// Requests before this one have been handed out.
+    next: usize,
+    ended: bool,
+}
+
+impl<'a> Splitter<'a> {
+    pub(crate) fn new(token: &str, chunk: &'a [CaptureRequest], options: CaptureOptions) -> Self {
+        Splitter {
+            header: Finder::new(format!("\n{token} ").as_bytes()).into_owned(),
+            chunk,
+            options,
+            buf: vec![b'\n'],
+            search_from: 0,
+            current: None,
+            next: 0,
+            ended: false,
+        }
+    }
+
+    /// Whether the end marker has been read: every request was handed out.
+    pub(crate) fn ended(&self) -> bool {
+        self.ended
+    }
+
+    /// Takes the next piece of output; `emit(i, result)` is called for every
+    /// request it completes, in order, each exactly once. A request whose
+    /// header never came (its pane vanished) is handed out as not found.
+    pub(crate) fn push(
+        &mut self,
+        data: &[u8],
+        emit: &mut dyn FnMut(usize, Result<Split, TmuxError>),
+    ) {
+        if self.ended {
+            return;
+        }
+        self.buf.extend_from_slice(data);
+        let pattern = self.header.needle().len();
+        loop {
+            let Some(found) = self.header.find(&self.buf[self.search_from..]) else {
+                // A header may begin in the last bytes: look there again.
+                self.search_from = self
+                    .search_from
+                    .max(self.buf.len().saturating_sub(pattern - 1));
+                break;
+            };
+            let newline = self.search_from + found;
+            let line_start = newline + 1;
+            let Some(eol) = memchr::memchr(b'\n', &self.buf[line_start..]) else {
+                // The header line is not complete yet.
+                self.search_from = newline;
+                break;
+            };
+            let text_start = line_start + eol + 1;
+            let fields = self.buf[line_start + pattern - 1..line_start + eol].to_vec();
+            // The text of the pane before ends with the header's newline.
+            self.close(newline + 1, emit);
+            if fields == b"end" {
+                self.ended = true;
+                while self.next < self.chunk.len() {
+                    let i = self.next;
+                    emit(i, Err(self.not_found(i)));
+                    self.next += 1;
+                }
+                self.buf = Vec::new();
+                return;
+            }
+            let mut parts = fields.splitn(2, |&b| b == b' ');
+            let index = parts
+                .next()
+                .and_then(|i| std::str::from_utf8(i).ok()?.parse::<usize>().ok())
+                .filter(|&i| i >= self.next && i < self.chunk.len());
+            if let Some(i) = index {
+                // Requests between have no header: their pane vanished.
+                while self.next < i {
+                    let k = self.next;
+                    emit(k, Err(self.not_found(k)));
+                    self.next += 1;
+                }
+                let header = parts.next().unwrap_or_default().to_vec();
+                self.current = Some((i, header, text_start));
+            }
+            self.search_from = text_start - 1;
+        }
+        self.compact();
+    }
+
+    /// Hands out the current pane, whose text ends at `end`.
+    fn close(&mut self, end: usize, emit: &mut dyn FnMut(usize, Result<Split, TmuxError>)) {
+        let Some((i, header, start)) = self.current.take() else {
+            return;
+        };
+        let text = self.buf.get(start..end).unwrap_or_default();
+        if let Some(req) = self.chunk.get(i) {
+            emit(i, build(req, &header, text, self.options));
+            self.next = i + 1;
+        }
+    }
+
+    /// Drops the bytes no pane needs any more.
+    fn compact(&mut self) {
+        let keep_from = match &self.current {
+            Some((_, _, start)) => self.search_from.min(*start),
+            None => self.search_from,
+        };
+        if keep_from >= COMPACT_AT && keep_from * 2 >= self.buf.len() {
+            self.buf.drain(..keep_from);
+            self.search_from -= keep_from;
+            if let Some((_, _, start)) = &mut self.current {
+                *start -= keep_from;
+            }
+        }
+    }
+
+    fn not_found(&self, i: usize) -> TmuxError {
+        let pane = self
+            .chunk
+            .get(i)
+            .map(|r| r.pane.to_string())
+            .unwrap_or_default();
+        TmuxError::NotFound(format!(
+            "pane {pane} not found (closed since it was listed?)"
+        ))
+    }
+}
+
+/// One request's result from its header fields and captured bytes.
+fn build(
+    req: &CaptureRequest,
+    header: &[u8],
+    bytes: &[u8],
+    options: CaptureOptions,
+) -> Result<Split, TmuxError> {
+    let header = String::from_utf8_lossy(header);
+    let mut f = header.split(' ');
+    let pane = f.next().unwrap_or("");
+    if pane != req.pane.to_string() {
+        return Err(TmuxError::NotFound(format!(
+            "pane {} not found (closed since it was listed?)",
+            req.pane
+        )));
+    }
+    let hsize: u64 = f.next().and_then(|v| v.parse().ok()).unwrap_or(0);
+    let width: u32 = f.next().and_then(|v| v.parse().ok()).unwrap_or(0);
+    let height: u32 = f.next().and_then(|v| v.parse().ok()).unwrap_or(0);
+    let (first, last) = span(req.range, hsize, height);
+    let (line_numbers, rows_match) = if options.join_wrapped {
+        match joined_rows(bytes, first, last, width) {
+            JoinedRows::OneEach => (None, true),
+            JoinedRows::Numbers(n) => (Some(n), true),
+            JoinedRows::Mismatch => (None, false),
+        }
+    } else {
+        (None, true)
+    };
+    Ok(Split {
+        text: CapturedText {
+            first_line: first,
+            bytes: bytes.to_vec(),
+            line_numbers,
+            history_size: hsize,
+            pane_height: height,
+            pane_width: width,
+            joined: options.join_wrapped,
+        },
+        rows_match,
+    })
+}
+
+/// How the lines of a joined capture sit on the pane's rows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum JoinedRows {
+    /// Every line is one row: line number = first line + index.
+    OneEach,
+    /// Some line spans several rows: the tmux line number of every line.
+    Numbers(Vec<i64>),
+    /// The rows do not add up to the rows captured (a wide character pushed
+    /// to the next row, ...): numbers would be guesses.
+    Mismatch,
+}
+
+/// Places the lines of a joined capture of rows `first..=last` of a pane
+/// `width` cells wide: a joined line spans `ceil(display width / width)`
+/// rows.
+pub(crate) fn joined_rows(bytes: &[u8], first: i64, last: i64, width: u32) -> JoinedRows {
+    if bytes.is_empty() {
+        return JoinedRows::OneEach;
+    }
+    let width = u64::from(width.max(1));
+    let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    // Numbers are only written down once some line spans several rows.
+    let mut numbers: Option<Vec<i64>> = None;
+    let mut row = first;
+    let mut start = 0;
+    for end in memchr::memchr_iter(b'\n', body).chain(std::iter::once(body.len())) {
+        let line = &body[start..end];
+        start = end + 1;
+        if let Some(n) = numbers.as_mut() {
+            n.push(row);
+        }
+        // A cell takes at least one byte, so a line no longer in bytes than
+        // the pane is wide fills one row: most lines never need their width.
+        let rows = if line.len() as u64 <= width {
+            1
+        } else {
+            display_width(line).div_ceil(width).max(1)
+        };
+        if rows > 1 && numbers.is_none() {
+            // Every line so far was one row: they are first..=row.
+            numbers = Some((first..=row).collect());
+        }
+        let Ok(rows) = i64::try_from(rows) else {
+            return JoinedRows::Mismatch;
+        };
+        row += rows;
+    }
+    if row != last + 1 {
+        return JoinedRows::Mismatch;
+    }
+    numbers.map_or(JoinedRows::OneEach, JoinedRows::Numbers)
+}
+
+/// Display width in cells, escape sequences skipped.
+fn display_width(line: &[u8]) -> u64 {
+    use unicode_width::UnicodeWidthChar;
+    let text = String::from_utf8_lossy(line);
+    let mut w = 0u64;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            match chars.next() {
+                Some('[') => {
+                    for c in chars.by_ref() {
+                        if ('\x40'..='\x7e').contains(&c) {
+                            break;
+                        }
+                    }
+                }
+                Some(']') => {
+                    while let Some(c) = chars.next() {
+                        if c == '\x07' {
+                            break;
+                        }
+                        if c == '\x1b' && chars.peek() == Some(&'\\') {
+                            chars.next();
+                            break;
+                        }
+                    }
+                }
+                _ => {}
+            }
+            continue;
+        }
+        w += c.width().unwrap_or(0) as u64;
+    }
+    w
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use crate::tmux::ids::PaneId;
+    use crate::tmux::CaptureRange;
+
+    #[test]
+    fn joined_rows_add_up() {
+        let bytes = b"aaaaaaaaaaaaaaa\nb\n\xe4\xb8\x80\xe4\xb8\x80\xe4\xb8\x80\xe4\xb8\x80\xe4\xb8\x80\xe4\xb8\x80\n";
+        // width 10: 15 cells -> 2 rows, 1 -> 1 row, 12 cells -> 2 rows.
+        assert_eq!(
+            joined_rows(bytes, -3, 1, 10),
+            JoinedRows::Numbers(vec![-3, -1, 0])
+        );
+        assert_eq!(joined_rows(bytes, -3, 2, 10), JoinedRows::Mismatch);
+        assert_eq!(joined_rows(b"a\nb\n\n", 4, 6, 10), JoinedRows::OneEach);
+        assert_eq!(joined_rows(b"a\nb", 4, 5, 10), JoinedRows::OneEach);
+        assert_eq!(
+            joined_rows(b"a\nbbbbb", 4, 6, 3),
+            JoinedRows::Numbers(vec![4, 5])
+        );
+        assert_eq!(joined_rows(b"a\nb\n", 4, 6, 10), JoinedRows::Mismatch);
+        assert_eq!(display_width(b"\x1b[1;31mab\x1b[0m"), 2);
+    }
+
+    fn requests(n: u32) -> Vec<CaptureRequest> {
+        (1..=n)
+            .map(|n| CaptureRequest {
+                pane: PaneId::from_number(n),
+                range: CaptureRange::Visible,
+            })
+            .collect()
+    }
+
+    /// Feeds `out` in pieces of `step` bytes; returns what was handed out.
+    fn split(
+        out: &[u8],
+        reqs: &[CaptureRequest],
+        step: usize,
+    ) -> (Vec<Result<Vec<u8>, String>>, bool) {
+        let mut s = Splitter::new("T", reqs, CaptureOptions::default());
+        let mut got = Vec::new();
+        for piece in out.chunks(step.max(1)) {
+            s.push(piece, &mut |i, r| {
+                assert_eq!(i, got.len(), "handed out in order, once each");
+                got.push(r.map(|s| s.text.bytes).map_err(|e| e.to_string()));
+            });
+        }
+        (got, s.ended())
+    }
+
+    #[test]
+    fn output_splits_at_headers_only_whatever_the_pieces() {
+        let reqs = requests(4);
+        // Pane 2 has an empty header (vanished after listing), pane 3 no
+        // header at all; lines that only look like headers stay text.
+        let out = b"list output\nT 0 %1 5 80 2\n%end 1 2 1\nT0 x\n T 0 y\nT 1  \nT 3 %4 0 80 2\nx\n\ny\nT end\ntrailing";
+        for step in [1, 2, 3, 7, 64, out.len()] {
+            let (got, ended) = split(out, &reqs, step);
+            assert!(ended, "step {step}");
+            assert_eq!(got.len(), 4, "step {step}");
+            assert_eq!(got[0].as_deref().unwrap(), b"%end 1 2 1\nT0 x\n T 0 y\n");
+            assert!(got[1].as_ref().unwrap_err().contains("%2 not found"));
+            assert!(got[2].as_ref().unwrap_err().contains("%3 not found"));
+            assert_eq!(got[3].as_deref().unwrap(), b"x\n\ny\n");
+        }
+    }
+
+    #[test]
+    fn a_missing_end_marker_leaves_the_rest_unanswered() {
+        let reqs = requests(3);
+        let (got, ended) = split(b"T 0 %1 5 80 2\nx\nT 1 %2 5 80 2\ny\n", &reqs, 5);
+        assert!(!ended);
+        // Pane 1 is complete (pane 2's header came); pane 2 may not be.
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].as_deref().unwrap(), b"x\n");
+    }
+
+    #[test]
+    fn empty_captures_and_large_texts_split_exactly() {
+        let reqs = requests(3);
+        let big: Vec<u8> = (0..300_000)
+            .flat_map(|i| format!("line {i}\n").into_bytes())
+            .collect();
+        let mut out = b"T 0 %1 0 80 2\nT 1 %2 0 80 2\n".to_vec();
+        out.extend_from_slice(&big);
+        out.extend_from_slice(b"T 2 %3 0 80 2\nT end\n");
+        for step in [4096, 65_536, 1 << 20] {
+            let (got, ended) = split(&out, &reqs, step);
+            assert!(ended);
+            assert_eq!(got[0].as_deref().unwrap(), b"");
+            assert_eq!(got[1].as_deref().unwrap(), &big[..]);
+            assert_eq!(got[2].as_deref().unwrap(), b"");
+        }
+    }
+}
