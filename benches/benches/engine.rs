@@ -12,6 +12,10 @@
 //! - `engine-1t`: the engine on a one-thread rayon pool (throughput per core);
 //! - `engine-all`: the engine on the global pool (all cores);
 //! - `regex-lines`: one thread, `regex::bytes::Regex::is_match` on every line.
+//!
+//! and once, `ceiling/one-memmem-pass`: a `memmem` search for a needle that
+//! never occurs, one thread — about the cost of reading the bytes once, the
+//! bound no case can beat.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
@@ -205,6 +209,19 @@ fn bench(c: &mut Criterion) {
             })
         });
     }
+    // The ceiling: one `memmem` pass over the same bytes for a needle that
+    // never occurs, i.e. about what reading the text once costs on one core.
+    // No search can beat it; ratios to the baseline above it are out of
+    // reach.
+    let absent = memchr::memmem::Finder::new(b"\x01panescan\x02");
+    group.bench_function(BenchmarkId::new("ceiling", "one-memmem-pass"), |b| {
+        b.iter(|| {
+            captures
+                .iter()
+                .filter(|c| absent.find(&c.bytes).is_some())
+                .count()
+        })
+    });
     group.finish();
 }
 

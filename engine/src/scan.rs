@@ -203,6 +203,41 @@ pub fn scan(
     }
     let end = end.min(prepared.haystack.len());
     let hay = &prepared.haystack[..end];
+    LOWERED.with(|scratch| {
+        let mut scratch = scratch.borrow_mut();
+        let searched = matcher.searched(hay, &mut scratch);
+        scan_text(
+            matcher, prepared, hay, searched, lines, options, budget, &mut out,
+        );
+        if scratch.capacity() > KEEP_SCRATCH_BYTES {
+            *scratch = Vec::new();
+        }
+    });
+    out
+}
+
+thread_local! {
+    /// Per-thread buffer for the lowered copy of a haystack
+    /// ([`Matcher::searched`]), reused from capture to capture.
+    static LOWERED: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A scratch buffer larger than this is given back after the scan.
+const KEEP_SCRATCH_BYTES: usize = 8 << 20;
+
+/// The scan proper: `hay` is the text (for output), `searched` the same
+/// bytes as the matcher wants them (offsets are shared).
+#[allow(clippy::too_many_arguments)]
+fn scan_text(
+    matcher: &Matcher,
+    prepared: &Prepared,
+    hay: &[u8],
+    searched: &[u8],
+    lines: usize,
+    options: &ScanOptions,
+    budget: &Budget,
+    out: &mut PaneScan,
+) {
     let context = options.context_lines.min(MAX_CONTEXT_LINES);
 
     // `line_start`/`line_index` track the start of the line where the next
@@ -220,7 +255,7 @@ pub fn scan(
             memchr::memchr(b'\n', &hay[line_start + CHUNK_BYTES..])
                 .map_or(hay.len(), |i| line_start + CHUNK_BYTES + i)
         };
-        let chunk = &hay[..chunk_end];
+        let chunk = &searched[..chunk_end];
         while let Some((hit, found)) = matcher.find_hit_with_pattern(chunk, line_start) {
             // Which line: count line ends between here and the hit.
             let hit = hit.min(chunk.len());
@@ -237,7 +272,7 @@ pub fn scan(
             out.lines.push(LineMatch {
                 line: prepared.line_number(line_index),
                 text: line_text(matcher, line, options.max_text_bytes, true),
-                pattern_index: matcher.lowest_pattern_from(line, found),
+                pattern_index: matcher.lowest_pattern_from(&searched[start..stop], found),
                 before: context_before(hay, start, context, options.max_text_bytes),
                 after: context_after(hay, stop, context, options.max_text_bytes),
             });
@@ -269,7 +304,6 @@ pub fn scan(
         out.bytes_scanned = line_start as u64;
         out.lines_scanned = line_index as u64;
     }
-    out
 }
 
 fn line_text(matcher: &Matcher, line: &[u8], max: usize, locate: bool) -> String {

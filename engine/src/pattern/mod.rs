@@ -160,12 +160,12 @@ pub struct Matcher {
 enum Imp {
     /// One case-sensitive literal.
     Memmem(Box<memmem::Finder<'static>>),
-    /// Literals: a leftmost-first automaton to find hits, and a standard one
-    /// (for overlapping search) to classify a matching line.
-    Literals {
-        find: AhoCorasick,
-        classify: Option<AhoCorasick>,
-    },
+    /// Literals: a leftmost-first automaton. It also classifies a matching
+    /// line: at each position where a match starts it reports the lowest
+    /// pattern starting there, so stepping through the line's match starts
+    /// finds the lowest pattern of the line (usually one or two steps, each
+    /// on the SIMD prefilter, where an overlapping search walks every byte).
+    Literals { find: AhoCorasick },
     /// Regular expressions: leftmost-first to find hits, match-all to classify.
     Regex {
         find: meta::Regex,
@@ -178,6 +178,12 @@ enum Imp {
     /// (aho-corasick) answers wherever the text around a hit holds neither,
     /// and `unicode` (the regex engine) only where it does.
     FoldedLiterals { ascii: Box<Imp>, unicode: Box<Imp> },
+    /// ASCII literals matched case-insensitively, run case-sensitively on
+    /// lowered patterns over text whose ASCII letters were lowered (see
+    /// [`Matcher::searched`]): an exact rewrite of ASCII case folding that
+    /// lets one literal run on `memmem` and a set on aho-corasick's SIMD
+    /// prefilter (Teddy), which case-insensitive automata cannot use.
+    Lowered(Box<Imp>),
 }
 
 impl Matcher {
@@ -248,7 +254,20 @@ impl Matcher {
                 memmem::Finder::new(patterns[0].text.as_bytes()).into_owned(),
             ))
         } else if all_literal && !match_case && patterns.iter().all(|p| p.text.is_ascii()) {
-            let ascii = literal_imp(patterns, match_case, &error)?;
+            let lowered: Vec<Pattern> = patterns
+                .iter()
+                .map(|p| Pattern {
+                    text: p.text.to_ascii_lowercase(),
+                    regex: false,
+                })
+                .collect();
+            let ascii = Imp::Lowered(Box::new(if count == 1 {
+                Imp::Memmem(Box::new(
+                    memmem::Finder::new(lowered[0].text.as_bytes()).into_owned(),
+                ))
+            } else {
+                literal_imp(&lowered, true, &error)?
+            }));
             if patterns.iter().all(|p| ascii_folding_is_exact(&p.text)) {
                 ascii
             } else {
@@ -278,32 +297,19 @@ fn literal_imp(
     match_case: bool,
     error: &dyn Fn(usize, usize, String) -> PatternError,
 ) -> Result<Imp, PatternError> {
-    let count = patterns.len();
-    {
-        {
-            let texts: Vec<&str> = patterns.iter().map(|p| p.text.as_str()).collect();
-            let build = |kind: aho_corasick::MatchKind| {
-                AhoCorasick::builder()
-                    .match_kind(kind)
-                    .ascii_case_insensitive(!match_case)
-                    .build(&texts)
-                    .map_err(|err| {
-                        error(
-                            0,
-                            0,
-                            format!("the literal set could not be compiled: {err}"),
-                        )
-                    })
-            };
-            let find = build(aho_corasick::MatchKind::LeftmostFirst)?;
-            let classify = if count > 1 {
-                Some(build(aho_corasick::MatchKind::Standard)?)
-            } else {
-                None
-            };
-            Ok(Imp::Literals { find, classify })
-        }
-    }
+    let texts: Vec<&str> = patterns.iter().map(|p| p.text.as_str()).collect();
+    let find = AhoCorasick::builder()
+        .match_kind(aho_corasick::MatchKind::LeftmostFirst)
+        .ascii_case_insensitive(!match_case)
+        .build(&texts)
+        .map_err(|err| {
+            error(
+                0,
+                0,
+                format!("the literal set could not be compiled: {err}"),
+            )
+        })?;
+    Ok(Imp::Literals { find })
 }
 
 /// The regex-automata matcher of compiled patterns.
@@ -341,11 +347,28 @@ impl Matcher {
     /// Which engine runs the search: `"memchr"`, `"aho-corasick"` or
     /// `"regex-automata"` (for logs and tests).
     pub fn engine_name(&self) -> &'static str {
-        match self.imp {
-            Imp::Memmem(_) => "memchr",
-            Imp::Literals { .. } | Imp::FoldedLiterals { .. } => "aho-corasick",
-            Imp::Regex { .. } => "regex-automata",
+        self.imp.engine_name()
+    }
+
+    /// Whether the matcher runs on text with its ASCII letters lowered.
+    pub fn lowers_text(&self) -> bool {
+        self.imp.lowers_text()
+    }
+
+    /// The bytes [`Matcher::find_hit`], [`Matcher::find_hit_with_pattern`]
+    /// and [`Matcher::lowest_pattern`] must be given for `text`: `text`
+    /// itself, or — when the matcher [lowers text](Matcher::lowers_text), for
+    /// case-insensitive ASCII literals — a copy in `scratch` with every ASCII
+    /// letter lowered. Offsets, line ends and non-ASCII bytes are unchanged,
+    /// so positions found in one are positions in the other.
+    pub fn searched<'a>(&self, text: &'a [u8], scratch: &'a mut Vec<u8>) -> &'a [u8] {
+        if !self.lowers_text() {
+            return text;
         }
+        scratch.clear();
+        scratch.extend_from_slice(text);
+        scratch.make_ascii_lowercase();
+        scratch
     }
 
     /// Searches `haystack[start..]` for the first match of any pattern and
@@ -353,8 +376,8 @@ impl Matcher {
     /// `end - 1`, or for an empty match the line containing `end`).
     ///
     /// `haystack` must be whole lines separated by `\n`, without the final
-    /// line end; `^`, `$` and word boundaries look at the bytes around
-    /// `start`. Matches never span a `\n`, so the line holding the returned
+    /// line end, as [`Matcher::searched`] gives it; `^`, `$` and word
+    /// boundaries look at the bytes around `start`. Matches never span a `\n`, so the line holding the returned
     /// offset is a matching line, and no earlier line at or after `start`
     /// matches.
     pub fn find_hit(&self, haystack: &[u8], start: usize) -> Option<usize> {
@@ -380,14 +403,15 @@ impl Matcher {
     }
 
     /// The lowest index of a pattern that matches somewhere in `line` (one
-    /// line, without its line end). Only meaningful for a line that matches;
-    /// returns 0 for a line that does not.
+    /// line, without its line end, as [`Matcher::searched`] gives it). Only
+    /// meaningful for a line that matches; returns 0 for a line that does
+    /// not.
     pub fn lowest_pattern(&self, line: &[u8]) -> usize {
         self.imp.lowest_pattern(line)
     }
 
-    /// The first match (start, end) in one line, if any; used to clip long
-    /// lines around the match.
+    /// The first match (start, end) in one line (the text as it is, not
+    /// lowered), if any; used to clip long lines around the match.
     pub fn find_in_line(&self, line: &[u8]) -> Option<(usize, usize)> {
         self.imp.find_in_line(line)
     }
@@ -408,6 +432,23 @@ impl Matcher {
 }
 
 impl Imp {
+    fn engine_name(&self) -> &'static str {
+        match self {
+            Imp::Memmem(_) => "memchr",
+            Imp::Literals { .. } | Imp::FoldedLiterals { .. } => "aho-corasick",
+            Imp::Regex { .. } => "regex-automata",
+            Imp::Lowered(inner) => inner.engine_name(),
+        }
+    }
+
+    fn lowers_text(&self) -> bool {
+        match self {
+            Imp::Lowered(_) => true,
+            Imp::FoldedLiterals { ascii, .. } => ascii.lowers_text(),
+            _ => false,
+        }
+    }
+
     fn find_hit_with_pattern(&self, haystack: &[u8], start: usize) -> Option<(usize, usize)> {
         if start > haystack.len() {
             return None;
@@ -428,6 +469,9 @@ impl Imp {
                 find.search_half(&input)
                     .map(|m| (m.offset(), m.pattern().as_usize()))
             }
+            Imp::Lowered(inner) => inner.find_hit_with_pattern(haystack, start),
+            // The regex engine folds case itself, so lowered text (which
+            // keeps every non-ASCII byte) gives it the same matches.
             Imp::FoldedLiterals { ascii, unicode } => {
                 // A match under Unicode folding that aho-corasick misses
                 // holds a Kelvin sign or long s. If none stands between
@@ -452,16 +496,27 @@ impl Imp {
 
     fn lowest_pattern(&self, line: &[u8]) -> usize {
         match self {
-            Imp::Memmem(_)
-            | Imp::Literals { classify: None, .. }
-            | Imp::Regex { classify: None, .. } => 0,
-            Imp::Literals {
-                classify: Some(ac), ..
-            } => ac
-                .find_overlapping_iter(line)
-                .map(|m| m.pattern().as_usize())
-                .min()
-                .unwrap_or(0),
+            Imp::Memmem(_) | Imp::Regex { classify: None, .. } => 0,
+            Imp::Literals { find } => {
+                let mut lowest = usize::MAX;
+                let mut at = 0;
+                while at <= line.len() {
+                    let input = aho_corasick::Input::new(line).range(at..);
+                    let Some(m) = find.find(input) else {
+                        break;
+                    };
+                    lowest = lowest.min(m.pattern().as_usize());
+                    if lowest == 0 {
+                        break;
+                    }
+                    at = m.start() + 1;
+                }
+                if lowest == usize::MAX {
+                    0
+                } else {
+                    lowest
+                }
+            }
             Imp::Regex {
                 classify: Some(re), ..
             } => {
@@ -476,6 +531,7 @@ impl Imp {
                     ascii.lowest_pattern(line)
                 }
             }
+            Imp::Lowered(inner) => inner.lowest_pattern(line),
         }
     }
 
@@ -491,19 +547,19 @@ impl Imp {
                     ascii.find_in_line(line)
                 }
             }
+            Imp::Lowered(inner) => inner.find_in_line(&line.to_ascii_lowercase()),
         }
     }
 
     fn memory_usage(&self) -> usize {
         match self {
             Imp::Memmem(f) => f.needle().len(),
-            Imp::Literals { find, classify } => {
-                find.memory_usage() + classify.as_ref().map_or(0, AhoCorasick::memory_usage)
-            }
+            Imp::Literals { find } => find.memory_usage(),
             Imp::Regex { find, classify } => {
                 find.memory_usage() + classify.as_ref().map_or(0, meta::Regex::memory_usage)
             }
             Imp::FoldedLiterals { ascii, unicode } => ascii.memory_usage() + unicode.memory_usage(),
+            Imp::Lowered(inner) => inner.memory_usage(),
         }
     }
 }

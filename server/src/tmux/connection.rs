@@ -215,6 +215,7 @@ impl Control {
                 .as_ref()
                 .is_some_and(|w| w.send(text.into_bytes()).is_ok());
             if !queued {
+                self.dead.store(true, Ordering::Release);
                 fail_all(&mut book, "the tmux control client is closed");
             }
         }
@@ -224,9 +225,9 @@ impl Control {
     fn kill(&self, why: &str) {
         {
             let mut book = lock(&self.book);
+            self.dead.store(true, Ordering::Release);
             fail_all(&mut book, why);
         }
-        self.dead.store(true, Ordering::Release);
         // Closing stdin detaches the client cleanly; kill it if it lingers.
         *lock(&self.writer) = None;
         let mut child = lock(&self.child);
@@ -291,6 +292,8 @@ impl Drop for Control {
     }
 }
 
+/// Fails every waiter. The caller marks the client dead first: a woken
+/// waiter retries at once, and must not be routed to this client again.
 fn fail_all(book: &mut Book, why: &str) {
     if book.dead.is_none() {
         book.dead = Some(why.to_string());
@@ -304,8 +307,8 @@ fn writer(mut stdin: ChildStdin, rx: &Receiver<Vec<u8>>, book: &Mutex<Book>, dea
     for text in rx {
         if stdin.write_all(&text).and_then(|_| stdin.flush()).is_err() {
             let mut b = lock(book);
-            fail_all(&mut b, "cannot write to the tmux control client");
             dead.store(true, Ordering::Release);
+            fail_all(&mut b, "cannot write to the tmux control client");
             return;
         }
     }
@@ -339,8 +342,8 @@ fn reader(mut stdout: impl Read, book: &Mutex<Book>, dead: &AtomicBool) {
         format!("the tmux control client exited: {exit_reason}")
     };
     let mut b = lock(book);
-    fail_all(&mut b, &why);
     dead.store(true, Ordering::Release);
+    fail_all(&mut b, &why);
 }
 
 /// How commands currently reach the server.
