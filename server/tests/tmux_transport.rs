@@ -329,18 +329,22 @@ fn vanished_pane_fails_alone() {
     server
         .run_ok(["kill-pane", "-t", &ids[2].to_string()])
         .unwrap();
-    let replies = capture_all(
-        &tmux,
-        &ids,
-        CaptureRange::Visible,
-        CaptureOptions::default(),
-    );
-    assert!(replies[0].result.is_ok() && replies[1].result.is_ok() && replies[3].result.is_ok());
-    assert!(
-        matches!(replies[2].result, Err(TmuxError::NotFound(_))),
-        "{:?}",
-        replies[2].result
-    );
+    // Visible screens (headed from one listing, as the server is known to
+    // be small once listed) and deep captures (each headed by its own
+    // probe) alike.
+    tmux.inventory(soon()).unwrap();
+    for range in [CaptureRange::Visible, CaptureRange::Scrollback(100)] {
+        let replies = capture_all(&tmux, &ids, range, CaptureOptions::default());
+        assert!(
+            replies[0].result.is_ok() && replies[1].result.is_ok() && replies[3].result.is_ok(),
+            "{range:?}"
+        );
+        assert!(
+            matches!(replies[2].result, Err(TmuxError::NotFound(_))),
+            "{range:?}: {:?}",
+            replies[2].result
+        );
+    }
 }
 
 #[test]

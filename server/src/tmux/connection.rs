@@ -363,6 +363,9 @@ pub struct Shared {
     pub(crate) caller: CallerPane,
     /// Never attach: answer every command with one-shot processes.
     pub(crate) oneshot_only: AtomicBool,
+    /// Panes the last listing found (0 before any): capture sweeps use it to
+    /// choose how to head their captures.
+    pub(crate) listed_panes: std::sync::atomic::AtomicUsize,
 }
 
 impl Shared {
@@ -374,6 +377,7 @@ impl Shared {
             control: Mutex::new(None),
             caller: CallerPane::from_env(),
             oneshot_only: AtomicBool::new(false),
+            listed_panes: std::sync::atomic::AtomicUsize::new(0),
         })
     }
 

@@ -288,6 +288,9 @@ pub(crate) fn fetch_with(
     };
     let own = shared.own_session();
     let mut inv = parse_fields(detail.fields(), &text, &sep, &end, own.as_deref());
+    shared
+        .listed_panes
+        .store(inv.panes.len(), std::sync::atomic::Ordering::Relaxed);
     for p in &mut inv.panes {
         p.is_caller = shared.caller.is_caller(shared.socket_path(), p.pane_id);
     }

@@ -8,6 +8,10 @@
 //! TOKEN end
 //! ```
 //!
+//! or, for a chunk of visible screens, one listing line per pane of the
+//! server first (`TOKEN L %P HISTORY_SIZE WIDTH HEIGHT`) and bare `TOKEN i`
+//! headers, each pane's fields then taken from the listing.
+//!
 //! TOKEN is secret to the sweep, so a header can only come from the script:
 //! whatever a pane prints, its text cannot end early or be taken for another
 //! pane's. [`Splitter`] is fed the output in pieces as the pipe gives them
@@ -28,6 +32,9 @@ pub(crate) struct Split {
     pub rows_match: bool,
 }
 
+/// The index field of a listing line.
+pub(crate) const LISTING: &str = "L";
+
 /// Bytes before the current pane are dropped from the buffer once this many
 /// have piled up (and they are at least half of it).
 const COMPACT_AT: usize = 1 << 20;
@@ -47,6 +54,8 @@ pub(crate) struct Splitter<'a> {
     current: Option<(usize, Vec<u8>, usize)>,
     /// Requests before this one have been handed out.
     next: usize,
+    /// Header fields by pane id, from a listing at the top of the output.
+    listed: std::collections::HashMap<Vec<u8>, Vec<u8>>,
     ended: bool,
 }
 
@@ -60,6 +69,7 @@ impl<'a> Splitter<'a> {
             search_from: 0,
             current: None,
             next: 0,
+            listed: Default::default(),
             ended: false,
         }
     }
@@ -112,6 +122,15 @@ impl<'a> Splitter<'a> {
                 return;
             }
             let mut parts = fields.splitn(2, |&b| b == b' ');
+            if let Some(rest) = fields
+                .strip_prefix(LISTING.as_bytes())
+                .and_then(|r| r.strip_prefix(b" "))
+            {
+                let pane = rest.split(|&b| b == b' ').next().unwrap_or_default();
+                self.listed.insert(pane.to_vec(), rest.to_vec());
+                self.search_from = text_start - 1;
+                continue;
+            }
             let index = parts
                 .next()
                 .and_then(|i| std::str::from_utf8(i).ok()?.parse::<usize>().ok())
@@ -123,7 +142,17 @@ impl<'a> Splitter<'a> {
                     emit(k, Err(self.not_found(k)));
                     self.next += 1;
                 }
-                let header = parts.next().unwrap_or_default().to_vec();
+                let mut header = parts.next().unwrap_or_default().to_vec();
+                if header.is_empty() {
+                    // A bare header: the pane's fields come from the
+                    // listing; a pane not listed is gone (empty header).
+                    let pane = self.chunk[i].pane.to_string();
+                    header = self
+                        .listed
+                        .get(pane.as_bytes())
+                        .cloned()
+                        .unwrap_or_default();
+                }
                 self.current = Some((i, header, text_start));
             }
             self.search_from = text_start - 1;
@@ -368,6 +397,40 @@ mod tests {
             assert!(got[1].as_ref().unwrap_err().contains("%2 not found"));
             assert!(got[2].as_ref().unwrap_err().contains("%3 not found"));
             assert_eq!(got[3].as_deref().unwrap(), b"x\n\ny\n");
+        }
+    }
+
+    #[test]
+    fn bare_headers_take_their_fields_from_the_listing() {
+        let reqs = requests(3);
+        // %2 is not listed (gone before the script ran): not found, though
+        // its bare header came.
+        let out = b"T L %1 5 80 2\nT L %3 0 80 2\nT L %9 0 80 2\nT 0\na\nb\nT 1\nT 2\nc\nT end\n";
+        for step in [1, 4, out.len()] {
+            let mut s = Splitter::new("T", &reqs, CaptureOptions::default());
+            let mut got = Vec::new();
+            for piece in out.chunks(step) {
+                s.push(piece, &mut |i, r| got.push((i, r)));
+            }
+            assert!(s.ended());
+            assert_eq!(got.iter().map(|(i, _)| *i).collect::<Vec<_>>(), [0, 1, 2]);
+            let texts: Vec<_> = got
+                .iter()
+                .map(|(_, r)| {
+                    r.as_ref()
+                        .map(|s| {
+                            (
+                                s.text.bytes.clone(),
+                                s.text.history_size,
+                                s.text.pane_height,
+                            )
+                        })
+                        .map_err(|e| e.to_string())
+                })
+                .collect();
+            assert_eq!(texts[0], Ok((b"a\nb\n".to_vec(), 5, 2)));
+            assert!(texts[1].as_ref().unwrap_err().contains("%2 not found"));
+            assert_eq!(texts[2], Ok((b"c\n".to_vec(), 0, 2)));
         }
     }
 
