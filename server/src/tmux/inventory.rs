@@ -190,17 +190,9 @@ const SEARCH_FIELDS: &[&str] = &[
     "history_size",
 ];
 
-/// [`SEARCH_FIELDS`] and what the pane cache checks before it reuses text
-/// (a respawn, trim, resize or screen switch must invalidate it).
-const CACHED_SEARCH_FIELDS: &[&str] = &[
-    "session_id",
-    "session_name",
-    "window_id",
-    "window_index",
-    "window_name",
-    "pane_id",
-    "pane_index",
-    "history_size",
+/// What the pane cache checks, besides [`SEARCH_FIELDS`], before it reuses
+/// text (a respawn, trim, resize or screen switch must invalidate it).
+const CACHE_FINGERPRINT_FIELDS: &[&str] = &[
     "pane_width",
     "pane_height",
     "pane_pid",
@@ -218,16 +210,17 @@ pub(crate) enum Detail {
     Full,
     /// [`SEARCH_FIELDS`] only; every other field is its default.
     Search,
-    /// [`CACHED_SEARCH_FIELDS`] only; every other field is its default.
+    /// [`SEARCH_FIELDS`] and [`CACHE_FINGERPRINT_FIELDS`] only; every
+    /// other field is its default.
     CachedSearch,
 }
 
 impl Detail {
-    fn fields(self) -> &'static [&'static str] {
+    fn fields(self) -> Vec<&'static str> {
         match self {
-            Detail::Full => FIELDS,
-            Detail::Search => SEARCH_FIELDS,
-            Detail::CachedSearch => CACHED_SEARCH_FIELDS,
+            Detail::Full => FIELDS.to_vec(),
+            Detail::Search => SEARCH_FIELDS.to_vec(),
+            Detail::CachedSearch => [SEARCH_FIELDS, CACHE_FINGERPRINT_FIELDS].concat(),
         }
     }
 }
@@ -270,9 +263,10 @@ pub(crate) fn fetch_with(
     let full = nonce();
     let token = full.get(..12).unwrap_or(&full);
     let (sep, end) = (format!("<{token}f>"), format!("<{token}r>"));
+    let fields = detail.fields();
     let cmd = TmuxCommand::new("list-panes")
         .flag("-a")
-        .option("-F", &format(detail.fields(), &sep, &end));
+        .option("-F", &format(&fields, &sep, &end));
     let mut commands = vec![cmd];
     commands.extend_from_slice(extra);
     let mut replies = shared.run_many(&commands, deadline).into_iter();
@@ -287,7 +281,7 @@ pub(crate) fn fetch_with(
         None => return Err(TmuxError::ConnectionLost("no reply".into())),
     };
     let own = shared.own_session();
-    let mut inv = parse_fields(detail.fields(), &text, &sep, &end, own.as_deref());
+    let mut inv = parse_fields(&fields, &text, &sep, &end, own.as_deref());
     shared
         .listed_panes
         .store(inv.panes.len(), std::sync::atomic::Ordering::Relaxed);

@@ -6,9 +6,10 @@
 //!    compile the patterns ([`Plan::new`]); nothing has touched tmux yet, so
 //!    a bad pattern costs nothing.
 //! 2. **Scope** — one inventory round trip lists every pane with all its
-//!    placements; the session / window / pane filters pick the candidates
-//!    ([`resolve_scope`]). A pane linked into several windows or sessions
-//!    is one candidate.
+//!    placements (only the fields a search needs before it captures: tmux
+//!    pays for every field of every pane); the session / window / pane
+//!    filters pick the candidates ([`resolve_scope`]). A pane linked into
+//!    several windows or sessions is one candidate.
 //! 3. **Fetch** — every capture is requested at once from the transport,
 //!    which pipelines them to tmux and hands replies back in request order
 //!    as they arrive ([`forward_captures`] turns them into engine input).
@@ -16,7 +17,9 @@
 //!    ones are still being fetched, charging the byte and line budgets in
 //!    pane order, so a clamped answer is the same on every run.
 //! 5. **Shape** — matching panes are paged (`offset`/`limit`), lines are
-//!    attributed to their pane and placements, and the result is cut to the
+//!    attributed to their pane and placements, what the page's panes run
+//!    (`pane_current_command`, `pane_current_path`: the costliest fields to
+//!    list) is asked for in one round trip, and the result is cut to the
 //!    response ceiling with flags that say so ([`fit_response`]).
 //!
 //! Text is matched in Rust, never in a tmux format: a pattern such as
