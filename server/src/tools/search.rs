@@ -3,7 +3,7 @@
 //! The whole flow of a search reads top to bottom in [`search_panes`]:
 //!
 //! 1. **Plan** — validate the arguments against the operator's ceilings and
-//!    compile the patterns ([`Plan::new`]); nothing has touched tmux yet, so
+//!    compile the patterns (`Plan::new`); nothing has touched tmux yet, so
 //!    a bad pattern costs nothing.
 //! 2. **Scope** — one inventory round trip lists every pane with all its
 //!    placements (only the fields a search needs before it captures: tmux
@@ -12,7 +12,7 @@
 //!    several windows or sessions is one candidate.
 //! 3. **Fetch** — every capture is requested at once from the transport,
 //!    which pipelines them to tmux and hands replies back in request order
-//!    as they arrive ([`forward_captures`] turns them into engine input).
+//!    as they arrive (`forward_captures` turns them into engine input).
 //! 4. **Scan** — the engine scans each capture on the rayon pool while later
 //!    ones are still being fetched, charging the byte and line budgets in
 //!    pane order, so a clamped answer is the same on every run.
@@ -20,7 +20,7 @@
 //!    attributed to their pane and placements, what the page's panes run
 //!    (`pane_current_command`, `pane_current_path`: the costliest fields to
 //!    list) is asked for in one round trip, and the result is cut to the
-//!    response ceiling with flags that say so ([`fit_response`]).
+//!    response ceiling with flags that say so (`fit_response`).
 //!
 //! Text is matched in Rust, never in a tmux format: a pattern such as
 //! `#(touch /tmp/x)` or `#{pane_id}` is searched for literally and never

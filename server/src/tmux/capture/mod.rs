@@ -13,7 +13,7 @@
 //! and ends with `display-message -p "TOKEN end"`. TOKEN is 128 random bits
 //! per chunk: no pane can print it, so the header lines split the output
 //! exactly, whatever the panes contain (no `%end` forgery possible; see
-//! [`split`], which cuts the output as it arrives). tmux
+//! `split.rs`, which cuts the output as it arrives). tmux
 //! runs a `source-file` script without yielding between its commands, so the
 //! probe's `history_size` is the one the capture saw: `first_line` is exact
 //! even while the pane prints. A vanished pane shows an empty probe and fails
@@ -29,15 +29,16 @@
 //! | control client, `capture-pane -b` + `show-buffer` + `delete-buffer` | 14 ms | 235 ms | no |
 //! | one `source-file -` process | 13 ms | 105 ms | no |
 //!
-//! Bench `fetch` (200x50 panes, 32 MB deep, medians, busy machine):
+//! Bench `fetch` (`cargo bench -p panescan-benches --bench fetch`: 200
+//! panes of 200x50, 32 MB deep; medians, quiet machine, one run):
 //!
 //! | path | visible | deep |
 //! |---|---|---|
-//! | `Tmux::capture` (this: chunked sweeps) | 33 ms | 338 ms |
-//! | one raw `source-file -` sweep | 34 ms | 280 ms |
-//! | same, in 500-line slices | - | 316 ms |
-//! | raw control client, `capture-pane -p` | 15 ms | 507 ms |
-//! | one process per pane | 635 ms | 1,352 ms |
+//! | `Tmux::capture` (this: chunked sweeps, output cut as it arrives) | 33 ms | 328 ms |
+//! | one raw `source-file -` sweep | 23 ms | 311 ms |
+//! | same, in 500-line slices | - | 352 ms |
+//! | raw control client, `capture-pane -p` | 15 ms | 462 ms |
+//! | one process per pane | 759 ms | 1,059 ms |
 //!
 //! 500-line slices were no cheaper for tmux here, and slicing a range needs
 //! the history size before the script is written (breaking the atomic probe),
@@ -56,6 +57,28 @@
 //! through their `Child` handles). Cutting the output as it arrives instead
 //! of after the whole chunk took a deep 200-pane capture from ~280 to
 //! ~240 ms (raw single sweep ~210 ms, same run).
+//!
+//! # What a command costs tmux, and why a sweep cannot match a raw fetch
+//!
+//! tmux 3.3a's source: every command from a client without a session (a
+//! `source-file` client is one) runs `cmd_find_current_client`, whose
+//! `cmd_find_inside_pane` compares the client's tty name with every pane's
+//! (cmd-find.c): each command costs O(panes) before it does anything. A
+//! `-t %P` target adds a walk over the session's winlinks to place the pane.
+//! Measured here: a no-op command ~20 µs on a 200-pane server and ~45 µs on
+//! a 1,000-pane one; a visible `capture-pane` ~55 and ~100 µs. Exact
+//! framing needs a header per capture, i.e. a second command per pane, so a
+//! visible sweep stays ~1.6x (200 panes) to ~2x (1,000 panes) the raw
+//! `capture-pane`-only sweep it is compared with; deep captures, where the
+//! capture itself dominates, come within ~1.15x. Headers cannot be dropped:
+//! without `-J` a capture's line count is exact (one line per row), but
+//! rows that wrapped can then not be told from rows that end exactly at the
+//! pane's edge; with `-J` the count depends on display widths, which a
+//! wrong guess would turn into lines attributed to the wrong pane.
+//!
+//! The control-mode leak: `capture-pane -p` hands a control client its text
+//! with `control_write()` and never frees the buffer (cmd-capture-pane.c),
+//! so every control-mode capture leaks its whole text inside tmux.
 //!
 //! # Line numbers of joined captures
 //!
