@@ -507,7 +507,9 @@ fn names_linked_windows_and_grouped_sessions() {
         );
         assert!(!command.is_empty());
     }
-    // A pane that is gone has no details; the others still do.
+    // A pane that is gone has no details; the others still do — asked in
+    // one listing (a large share of the server's panes) or pane by pane (a
+    // small share, once the server has more panes), with the same answers.
     let gone = PaneId::from_number(9_999);
     let mixed = tmux.commands_and_paths(&[gone, ids[0]], soon());
     assert_eq!(mixed.len(), 2);
@@ -598,6 +600,42 @@ fn names_linked_windows_and_grouped_sessions() {
         .as_str()
         .unwrap()
         .starts_with('$'));
+    // What the panes run, asked pane by pane once the server has more
+    // panes (a small share asked), matches the listing of them all.
+    let gone = PaneId::from_number(9_999);
+    let first = inv.panes[0].pane_id;
+    let before = tmux.commands_and_paths(&[gone, first], soon());
+    for _ in 0..12 {
+        server
+            .run_ok(["new-window", "-d", "-t", "main:", "exec sleep 1000000"])
+            .unwrap();
+    }
+    // Compare once every new pane runs its final command.
+    let settled = Instant::now() + Duration::from_secs(10);
+    let many = loop {
+        let inv = tmux.inventory(soon()).unwrap();
+        let sleeping = inv
+            .panes
+            .iter()
+            .filter(|p| p.pane_current_command == "sleep")
+            .count();
+        if sleeping >= 12 || Instant::now() > settled {
+            break inv;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(many.panes.len() >= 15);
+    let one = tmux.commands_and_paths(&[gone, first], soon());
+    assert_eq!(one, before);
+    assert!(one[0].is_none() && one[1].is_some(), "{one:?}");
+    let all: Vec<PaneId> = many.panes.iter().map(|p| p.pane_id).collect();
+    let listed = tmux.commands_and_paths(&all, soon());
+    for (p, d) in many.panes.iter().zip(&listed) {
+        assert_eq!(
+            d.clone(),
+            Some((p.pane_current_command.clone(), p.pane_current_path.clone()))
+        );
+    }
 }
 
 #[test]
