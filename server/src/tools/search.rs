@@ -651,7 +651,10 @@ fn forward_captures(
             stop_fetch.store(true, Ordering::Relaxed);
             return report;
         }
-        let reply = match replies.recv_timeout(Duration::from_millis(50)) {
+        // Short waits: the search joins this thread as soon as the engine
+        // is done (a budget or the deadline), and should not wait long for
+        // it to notice.
+        let reply = match replies.recv_timeout(Duration::from_millis(5)) {
             Ok(reply) => reply,
             Err(RecvTimeoutError::Timeout) => continue,
             Err(RecvTimeoutError::Disconnected) => return report,

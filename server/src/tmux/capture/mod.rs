@@ -187,6 +187,9 @@ const FIRST_CHUNK_LINES: u64 = 16_000;
 const CHUNK_LINES: u64 = 120_000;
 /// Most panes in one chunk.
 const CHUNK_PANES: usize = 400;
+/// Lines a second tmux is assumed to capture before a batch has measured
+/// it (here: ~2,000 lines/ms for 200-cell lines; half that, to be safe).
+const ASSUMED_LINES_PER_MS: u64 = 1_000;
 
 pub(crate) fn start(
     shared: Arc<Shared>,
@@ -332,6 +335,7 @@ impl Batch {
     fn run(self, requests: Vec<CaptureRequest>) {
         // Chunks are cut as they are launched, sized by the pane sizes seen
         // so far, so one sweep keeps tmux busy for a bounded time.
+        let started = Instant::now();
         let mut next_start = 0usize;
         let (mut seen_lines, mut seen_panes) = (0u64, 0u64);
         let mut flights: std::collections::VecDeque<Flight> = Default::default();
@@ -349,6 +353,11 @@ impl Batch {
                 } else {
                     CHUNK_LINES
                 };
+                // tmux runs a script to its end even if its client is killed,
+                // so a chunk sent to tmux is work done whatever happens: ask
+                // for no more than the time left can hold, or a search that
+                // ran out of time would leave tmux busy for the next call.
+                let budget = budget.min(self.lines_in_time_left(&started, seen_lines).max(1));
                 let seen = (seen_panes > 0).then(|| seen_lines / seen_panes);
                 let (a, mut b, mut lines) = (next_start, next_start, 0);
                 while b < requests.len() && (b == a || lines < budget) && b - a < CHUNK_PANES {
@@ -427,6 +436,20 @@ impl Batch {
                 return;
             }
         }
+    }
+
+    /// About how many lines tmux can capture before the deadline, at the
+    /// rate this batch has seen so far (`seen_lines` since `started`), or
+    /// at [`ASSUMED_LINES_PER_MS`] until it has seen enough.
+    fn lines_in_time_left(&self, started: &Instant, seen_lines: u64) -> u64 {
+        let left_ms = self
+            .deadline
+            .saturating_duration_since(Instant::now())
+            .as_millis();
+        let elapsed_ms = started.elapsed().as_millis().max(1);
+        let seen_rate = u128::from(seen_lines) / elapsed_ms;
+        let rate = seen_rate.max(u128::from(ASSUMED_LINES_PER_MS));
+        u64::try_from(left_ms.saturating_mul(rate)).unwrap_or(u64::MAX)
     }
 
     fn abort(&self, flights: std::collections::VecDeque<Flight>) {
@@ -639,6 +662,30 @@ const READ_SIZE: usize = 256 * 1024;
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
+
+    #[test]
+    fn chunks_ask_for_no_more_than_the_time_left_holds() {
+        let (tx, _rx) = crossbeam_channel::bounded(1);
+        let batch = |left: Duration| Batch {
+            socket: PathBuf::new(),
+            server_panes: 0,
+            options: CaptureOptions::default(),
+            deadline: Instant::now() + left,
+            cancel: Arc::new(AtomicBool::new(false)),
+            tx: tx.clone(),
+        };
+        let started = Instant::now();
+        // Nothing seen yet: the assumed rate.
+        let fresh = batch(Duration::from_millis(20)).lines_in_time_left(&started, 0);
+        assert!((10_000..=20_000).contains(&fresh), "{fresh}");
+        // A faster rate seen in this batch raises it; a past deadline is 0.
+        let fast = batch(Duration::from_millis(20)).lines_in_time_left(&started, 10_000_000);
+        assert!(fast > 100_000, "{fast}");
+        assert_eq!(batch(Duration::ZERO).lines_in_time_left(&started, 0), 0);
+        // A generous budget leaves the chunk sizes alone.
+        let long = batch(Duration::from_secs(30)).lines_in_time_left(&started, 0);
+        assert!(long > CHUNK_LINES);
+    }
 
     #[test]
     fn spans_follow_tmux_clamping() {
