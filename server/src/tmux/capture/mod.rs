@@ -56,7 +56,10 @@
 //! deadline stops the batch between panes (in-flight processes are killed
 //! through their `Child` handles). Cutting the output as it arrives instead
 //! of after the whole chunk took a deep 200-pane capture from ~280 to
-//! ~240 ms (raw single sweep ~210 ms, same run).
+//! ~240 ms (raw single sweep ~210 ms, same run). tmux finishes a script
+//! even when its client is killed, so a chunk is also sized to what the
+//! time left can hold (at the rate the batch has seen): a search that runs
+//! out of time does not leave tmux busy with captures nobody reads.
 //!
 //! # What a command costs tmux, and why a sweep cannot match a raw fetch
 //!
