@@ -193,6 +193,21 @@ fn finds_text_on_screen_across_a_wrap_and_in_linked_windows_once() {
         .collect();
     assert_eq!(hit.placements.len(), 2, "{sessions:?}");
     assert!(sessions.contains(&"main") && sessions.contains(&"other"));
+    // What the pane runs is filled in after the scan, for the page only.
+    let runs = server
+        .run_ok([
+            "display-message",
+            "-p",
+            "-t",
+            &pane,
+            "#{pane_current_command}|#{pane_current_path}",
+        ])
+        .unwrap();
+    assert_eq!(
+        format!("{}|{}", hit.pane_current_command, hit.pane_current_path),
+        runs.trim_end()
+    );
+    assert_eq!(hit.pane_current_command, "sleep");
 
     let unjoined = search(
         &ctx,
