@@ -42,10 +42,19 @@ impl CallerPane {
 
     /// `is_caller` for `pane` of the server whose socket is `server_socket`.
     pub fn is_caller(&self, server_socket: &Path, pane: PaneId) -> Option<bool> {
+        self.on_server(server_socket)
+            .map(|caller| caller == Some(pane))
+    }
+
+    /// The caller's pane if panescan runs on the server whose socket is
+    /// `server_socket` (`Some(None)` if it runs inside another server,
+    /// `None` if not inside tmux). Resolving the socket's realpath takes
+    /// system calls: do it once per listing, not once per pane.
+    pub fn on_server(&self, server_socket: &Path) -> Option<Option<PaneId>> {
         let mine = self.socket.as_ref()?;
         let theirs =
             std::fs::canonicalize(server_socket).unwrap_or_else(|_| server_socket.to_path_buf());
-        Some(*mine == theirs && self.pane == Some(pane))
+        Some(if *mine == theirs { self.pane } else { None })
     }
 }
 
