@@ -243,8 +243,8 @@ const TEXT_FIELDS: &[&str] = &[
 /// How a record lays `fields` out: the plain ones first, separated by
 /// single spaces, then each text field after the separator. tmux copies
 /// every literal byte of a format for every pane, so spaces instead of a
-/// 15-byte separator between plain fields make a listing cheaper (on 1,000
-/// panes, 8 search fields: 17.8 -> ~13 ms).
+/// 15-byte separator between plain fields make a listing cheaper (1,000
+/// panes: the search's 8 fields ~15 -> ~13 ms, all 43 fields ~112 -> ~86 ms).
 fn layout<'a>(fields: &[&'a str]) -> (Vec<&'a str>, Vec<&'a str>) {
     fields.iter().partition(|f| !TEXT_FIELDS.contains(f))
 }
