@@ -10,14 +10,16 @@
 //! capture-pane -p [-J] [-e] -t %P [-S s] [-E e]
 //! ```
 //!
-//! and ends with `display-message -p "TOKEN end"`. TOKEN is 128 random bits
-//! per chunk: no pane can print it, so the header lines split the output
-//! exactly, whatever the panes contain (no `%end` forgery possible; see
-//! `split.rs`, which cuts the output as it arrives). tmux
-//! runs a `source-file` script without yielding between its commands, so the
-//! probe's `history_size` is the one the capture saw: `first_line` is exact
-//! even while the pane prints. A vanished pane shows an empty probe and fails
-//! alone.
+//! and ends with `display-message -p "TOKEN end"`. (A chunk that holds a
+//! large share of the server's panes instead opens with one `list-panes -a`
+//! of those fields and heads each capture with a bare `TOKEN i` line: see
+//! `script`.) TOKEN is 128 random bits per chunk: no pane can print it, so
+//! the header lines split the output exactly, whatever the panes contain
+//! (no `%end` forgery possible; `split.rs` cuts the output as it arrives).
+//! tmux runs a `source-file` script without yielding between its commands,
+//! so the `history_size` the script read is the one the capture saw:
+//! `first_line` is exact even while the pane prints. A vanished pane shows
+//! an empty probe (or is missing from the listing) and fails alone.
 //!
 //! # Why this path (measured here, tmux 3.3a, 200 panes x ~2,000 lines)
 //!
