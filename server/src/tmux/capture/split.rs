@@ -8,9 +8,10 @@
 //! TOKEN end
 //! ```
 //!
-//! or, for a chunk of visible screens, one listing line per pane of the
-//! server first (`TOKEN L %P HISTORY_SIZE WIDTH HEIGHT`) and bare `TOKEN i`
-//! headers, each pane's fields then taken from the listing.
+//! or, for a chunk that holds a large share of the server's panes, one
+//! listing line per pane of the server first (`TOKEN L %P HISTORY_SIZE
+//! WIDTH HEIGHT`) and bare `TOKEN i` headers, each pane's fields then taken
+//! from the listing.
 //!
 //! TOKEN is secret to the sweep, so a header can only come from the script:
 //! whatever a pane prints, its text cannot end early or be taken for another
@@ -121,7 +122,6 @@ impl<'a> Splitter<'a> {
                 self.buf = Vec::new();
                 return;
             }
-            let mut parts = fields.splitn(2, |&b| b == b' ');
             if let Some(rest) = fields
                 .strip_prefix(LISTING.as_bytes())
                 .and_then(|r| r.strip_prefix(b" "))
@@ -131,6 +131,7 @@ impl<'a> Splitter<'a> {
                 self.search_from = text_start - 1;
                 continue;
             }
+            let mut parts = fields.splitn(2, |&b| b == b' ');
             let index = parts
                 .next()
                 .and_then(|i| std::str::from_utf8(i).ok()?.parse::<usize>().ok())
