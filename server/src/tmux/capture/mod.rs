@@ -353,6 +353,10 @@ impl Batch {
                     failure = Some(TmuxError::Cancelled);
                     break;
                 }
+                if Instant::now() >= self.deadline {
+                    failure = Some(TmuxError::Timeout);
+                    break;
+                }
                 let budget = if next_start == 0 {
                     FIRST_CHUNK_LINES
                 } else {
