@@ -22,6 +22,7 @@
 use memchr::memmem::Finder;
 
 use super::{span, CaptureOptions, CaptureRequest, CapturedText};
+use crate::tmux::ids::PaneId;
 use crate::tmux::TmuxError;
 
 /// A pane's text as cut from a sweep, before its joined rows are checked.
@@ -114,11 +115,7 @@ impl<'a> Splitter<'a> {
             self.close(newline + 1, emit);
             if fields == b"end" {
                 self.ended = true;
-                while self.next < self.chunk.len() {
-                    let i = self.next;
-                    emit(i, Err(self.not_found(i)));
-                    self.next += 1;
-                }
+                self.skip_to(self.chunk.len(), emit);
                 self.buf = Vec::new();
                 return;
             }
@@ -138,11 +135,7 @@ impl<'a> Splitter<'a> {
                 .filter(|&i| i >= self.next && i < self.chunk.len());
             if let Some(i) = index {
                 // Requests between have no header: their pane vanished.
-                while self.next < i {
-                    let k = self.next;
-                    emit(k, Err(self.not_found(k)));
-                    self.next += 1;
-                }
+                self.skip_to(i, emit);
                 let mut header = parts.next().unwrap_or_default().to_vec();
                 if header.is_empty() {
                     // A bare header: the pane's fields come from the
@@ -188,16 +181,23 @@ impl<'a> Splitter<'a> {
         }
     }
 
-    fn not_found(&self, i: usize) -> TmuxError {
-        let pane = self
-            .chunk
-            .get(i)
-            .map(|r| r.pane.to_string())
-            .unwrap_or_default();
-        TmuxError::NotFound(format!(
-            "pane {pane} not found (closed since it was listed?)"
-        ))
+    /// Hands out the requests before `until` that are still due as not
+    /// found: no header came for them.
+    fn skip_to(&mut self, until: usize, emit: &mut dyn FnMut(usize, Result<Split, TmuxError>)) {
+        while self.next < until {
+            if let Some(req) = self.chunk.get(self.next) {
+                emit(self.next, Err(gone(req.pane)));
+            }
+            self.next += 1;
+        }
     }
+}
+
+/// The error of a pane that was listed but is not there any more.
+fn gone(pane: PaneId) -> TmuxError {
+    TmuxError::NotFound(format!(
+        "pane {pane} not found (closed since it was listed?)"
+    ))
 }
 
 /// One request's result from its header fields and captured bytes.
@@ -211,10 +211,7 @@ fn build(
     let mut f = header.split(' ');
     let pane = f.next().unwrap_or("");
     if pane != req.pane.to_string() {
-        return Err(TmuxError::NotFound(format!(
-            "pane {} not found (closed since it was listed?)",
-            req.pane
-        )));
+        return Err(gone(req.pane));
     }
     let hsize: u64 = f.next().and_then(|v| v.parse().ok()).unwrap_or(0);
     let width: u32 = f.next().and_then(|v| v.parse().ok()).unwrap_or(0);
