@@ -197,23 +197,19 @@ pub fn scan(
     options: &ScanOptions,
     budget: &Budget,
 ) -> PaneScan {
-    let mut out = PaneScan::default();
     if lines == 0 {
-        return out;
+        return PaneScan::default();
     }
     let end = end.min(prepared.haystack.len());
-    let hay = &prepared.haystack[..end];
     LOWERED.with(|scratch| {
         let mut scratch = scratch.borrow_mut();
-        let searched = matcher.searched(hay, &mut scratch);
-        scan_text(
-            matcher, prepared, hay, searched, lines, options, budget, &mut out,
-        );
+        let searched = matcher.searched(&prepared.haystack[..end], &mut scratch);
+        let out = scan_text(matcher, prepared, searched, lines, options, budget);
         if scratch.capacity() > KEEP_SCRATCH_BYTES {
             *scratch = Vec::new();
         }
-    });
-    out
+        out
+    })
 }
 
 thread_local! {
@@ -225,19 +221,19 @@ thread_local! {
 /// A scratch buffer larger than this is given back after the scan.
 const KEEP_SCRATCH_BYTES: usize = 8 << 20;
 
-/// The scan proper: `hay` is the text (for output), `searched` the same
-/// bytes as the matcher wants them (offsets are shared).
-#[allow(clippy::too_many_arguments)]
+/// The scan proper over the admitted start of `prepared`'s haystack, which
+/// `searched` holds as the matcher wants it (same length, same offsets):
+/// matches are found in `searched`, lines are taken from the haystack.
 fn scan_text(
     matcher: &Matcher,
     prepared: &Prepared,
-    hay: &[u8],
     searched: &[u8],
     lines: usize,
     options: &ScanOptions,
     budget: &Budget,
-    out: &mut PaneScan,
-) {
+) -> PaneScan {
+    let mut out = PaneScan::default();
+    let hay = &prepared.haystack[..searched.len()];
     let context = options.context_lines.min(MAX_CONTEXT_LINES);
 
     // `line_start`/`line_index` track the start of the line where the next
@@ -304,6 +300,7 @@ fn scan_text(
         out.bytes_scanned = line_start as u64;
         out.lines_scanned = line_index as u64;
     }
+    out
 }
 
 fn line_text(matcher: &Matcher, line: &[u8], max: usize, locate: bool) -> String {
