@@ -262,18 +262,6 @@ fn format(fields: &[&str], sep: &str, end: &str) -> String {
     f
 }
 
-/// Where each field's value sits in a record laid out by [`format`]: its
-/// position among the plain fields then the text fields.
-fn positions<'a>(fields: &[&'a str]) -> HashMap<&'a str, usize> {
-    let (plain, text) = layout(fields);
-    plain
-        .into_iter()
-        .chain(text)
-        .enumerate()
-        .map(|(i, f)| (f, i))
-        .collect()
-}
-
 /// The values of one record laid out by [`format`], plain fields first;
 /// `None` for a record that does not have them all.
 fn record_values<'t>(
@@ -439,8 +427,14 @@ fn parse_fields(
     let mut sessions: HashMap<SessionId, usize> = HashMap::new();
     let mut windows: HashMap<WindowId, usize> = HashMap::new();
     let mut panes: HashMap<PaneId, usize> = HashMap::new();
-    let at = positions(fields);
     let (plain, text_fields) = layout(fields);
+    // Where each field's value sits in a record: plain fields, then text.
+    let at: HashMap<&str, usize> = plain
+        .iter()
+        .chain(&text_fields)
+        .enumerate()
+        .map(|(i, f)| (*f, i))
+        .collect();
     for record in text.split(end) {
         let record = record.strip_prefix('\n').unwrap_or(record);
         let Some(values) = record_values(plain.len(), text_fields.len(), record, sep) else {
