@@ -17,15 +17,13 @@
 //! front end, with more cases.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use panescan::baseline::{source_fetch, FetchRange};
 use panescan::fixture::{Fixture, FixtureShape, NEEDLE};
-use panescan::mcp::registry::{Registry, Tier};
 use panescan::tmux::ServerSpec;
-use panescan::tools::context::{Limits, ServeConfig, ToolContext};
+use panescan::tools::context::{Limits, ToolContext};
 use panescan::tools::search::{search_panes, SearchPanesArgs};
 
 fn env_usize(name: &str, default: usize) -> usize {
@@ -52,17 +50,7 @@ fn bench(c: &mut Criterion) {
     )
     .unwrap();
     let socket = fixture.server.socket_name().to_owned();
-    let ctx = ToolContext::new(
-        Arc::new(ServeConfig {
-            server: ServerSpec {
-                socket_name: Some(socket.clone()),
-                socket_path: None,
-            },
-            tier: Tier::Readonly,
-            limits: Limits::default(),
-        }),
-        Arc::new(Registry::for_tier(Tier::Readonly)),
-    );
+    let ctx = ToolContext::read_only(ServerSpec::named(&socket), Limits::default());
     for (name, range, scrollback) in [
         ("visible", FetchRange::Visible, 0),
         ("deep", FetchRange::Scrollback(lines as u64), lines as u64),

@@ -20,10 +20,9 @@ use std::time::{Duration, Instant};
 use panescan::baseline::{source_fetch, FetchRange};
 use panescan::corpus;
 use panescan::fixture::{Fixture, FixtureShape, NEEDLE};
-use panescan::mcp::registry::{Registry, Tier};
 use panescan::tmux::capture::{CaptureOptions, CaptureRange, CaptureRequest};
 use panescan::tmux::{ServerSpec, Tmux};
-use panescan::tools::context::{Limits, ServeConfig, ToolContext};
+use panescan::tools::context::{Limits, ToolContext};
 use panescan::tools::search::{search_panes, SearchPanesArgs};
 
 const ROUNDS: usize = 15;
@@ -49,22 +48,14 @@ fn main() -> Result<(), String> {
     )
     .map_err(|e| e.to_string())?;
     let socket = fixture.server.socket_name().to_owned();
-    let spec = ServerSpec {
-        socket_name: Some(socket.clone()),
-        socket_path: None,
-    };
+    let spec = ServerSpec::named(&socket);
     let tmux = Tmux::connect(&spec).map_err(|e| e.to_string())?;
-    let ctx = ToolContext::new(
-        Arc::new(ServeConfig {
-            server: spec,
-            tier: Tier::Readonly,
-            limits: Limits {
-                pane_cache: None,
-                ..Limits::default()
-            },
-        }),
-        Arc::new(Registry::for_tier(Tier::Readonly)),
-    );
+    // No pane cache: every search fetches its panes, like the raw sweep.
+    let limits = Limits {
+        pane_cache: None,
+        ..Limits::default()
+    };
+    let ctx = ToolContext::read_only(spec, limits);
     let (fetch, range) = if deep {
         (
             FetchRange::Scrollback(lines as u64),

@@ -11,29 +11,18 @@ use std::time::{Duration, Instant};
 
 use panescan::cache::PaneCache;
 use panescan::mcp::registry::Tool;
-use panescan::mcp::registry::{Registry, Tier};
 use panescan::tmux::private_server::PrivateServer;
 use panescan::tools::capture::{CapturePane, CaptureSince};
-use panescan::tools::context::{Limits, ServeConfig, ToolContext};
+use panescan::tools::context::{Limits, ToolContext};
 use panescan::tools::search::{search_panes, SearchPanesArgs};
 use proptest::prelude::*;
 
 fn context(socket_name: &str, cache: Option<Arc<PaneCache>>) -> ToolContext {
-    let config = ServeConfig {
-        server: panescan::tmux::ServerSpec {
-            socket_name: Some(socket_name.to_owned()),
-            socket_path: None,
-        },
-        tier: Tier::Readonly,
-        limits: Limits {
-            pane_cache: cache,
-            ..Limits::default()
-        },
+    let limits = Limits {
+        pane_cache: cache,
+        ..Limits::default()
     };
-    ToolContext::new(
-        Arc::new(config),
-        Arc::new(Registry::for_tier(Tier::Readonly)),
-    )
+    ToolContext::read_only(panescan::tmux::ServerSpec::named(socket_name), limits)
 }
 
 /// A private server whose panes each print whatever is written to their

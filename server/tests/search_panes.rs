@@ -3,29 +3,16 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use panescan::fixture::{Fixture, FixtureShape, NEEDLE};
-use panescan::mcp::registry::{Registry, Tier};
 use panescan::tmux::private_server::PrivateServer;
 use panescan::tmux::PaneId;
-use panescan::tools::context::{Limits, ServeConfig, ToolContext};
+use panescan::tools::context::{Limits, ToolContext};
 use panescan::tools::search::{search_panes, SearchPanesArgs, SearchPanesResult};
 
 fn context(socket_name: &str, limits: Limits) -> ToolContext {
-    let config = ServeConfig {
-        server: panescan::tmux::ServerSpec {
-            socket_name: Some(socket_name.to_owned()),
-            socket_path: None,
-        },
-        tier: Tier::Readonly,
-        limits,
-    };
-    ToolContext::new(
-        Arc::new(config),
-        Arc::new(Registry::for_tier(Tier::Readonly)),
-    )
+    ToolContext::read_only(panescan::tmux::ServerSpec::named(socket_name), limits)
 }
 
 fn args(pattern: &str) -> SearchPanesArgs {

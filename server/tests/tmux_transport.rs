@@ -806,11 +806,8 @@ fn empty_server_uses_one_shot_processes() {
 
 #[test]
 fn no_server_is_a_clear_error() {
-    let tmux = Tmux::connect(&ServerSpec {
-        socket_name: Some(format!("panescan-nothing-here-{}", std::process::id())),
-        socket_path: None,
-    })
-    .unwrap();
+    let name = format!("panescan-nothing-here-{}", std::process::id());
+    let tmux = Tmux::connect(&ServerSpec::named(&name)).unwrap();
     let err = tmux.inventory(soon()).unwrap_err();
     assert!(matches!(err, TmuxError::NoServer { .. }));
     let replies = collect(tmux.capture(

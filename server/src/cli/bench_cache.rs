@@ -25,8 +25,7 @@ use serde::Serialize;
 use crate::baseline::median;
 use crate::cache::{CacheStats, PaneCache, DEFAULT_MAX_BYTES};
 use crate::fixture::{Fixture, NEEDLE};
-use crate::mcp::registry::{Registry, Tier};
-use crate::tools::context::{Limits, ServeConfig, ToolContext};
+use crate::tools::context::{Limits, ToolContext};
 use crate::tools::search::{search_panes, SearchPanesArgs};
 
 /// Lines each changed pane prints before a "10% changed" run.
@@ -53,21 +52,11 @@ pub struct CacheBench {
 }
 
 fn context(socket_name: &str, cache: Option<Arc<PaneCache>>) -> ToolContext {
-    let config = ServeConfig {
-        server: crate::tmux::ServerSpec {
-            socket_name: Some(socket_name.to_owned()),
-            socket_path: None,
-        },
-        tier: Tier::Readonly,
-        limits: Limits {
-            pane_cache: cache,
-            ..Limits::default()
-        },
+    let limits = Limits {
+        pane_cache: cache,
+        ..Limits::default()
     };
-    ToolContext::new(
-        Arc::new(config),
-        Arc::new(Registry::for_tier(Tier::Readonly)),
-    )
+    ToolContext::read_only(crate::tmux::ServerSpec::named(socket_name), limits)
 }
 
 /// The hits of a deep search for the needle: (pane, line, text).

@@ -8,13 +8,11 @@
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::Args;
 
-use crate::mcp::registry::{Registry, Tier};
 use crate::tmux::{PaneId, WindowId};
-use crate::tools::context::{Limits, ServeConfig, ServerArgs, ToolContext};
+use crate::tools::context::{Limits, ServerArgs, ToolContext};
 use crate::tools::search::{
     pane_place, push_hit, search_panes, summary_line, SearchPanesArgs, SearchPanesResult, Style,
 };
@@ -141,22 +139,15 @@ impl SearchArgs {
 
 /// Runs the search; the exit code follows grep.
 pub fn run(args: &SearchArgs) -> ExitCode {
-    let config = ServeConfig {
-        server: crate::tmux::ServerSpec {
-            socket_name: args.socket_name.clone(),
-            socket_path: args.socket_path.clone(),
-        },
-        tier: Tier::Readonly,
-        limits: Limits::default(),
+    let server = crate::tmux::ServerSpec {
+        socket_name: args.socket_name.clone(),
+        socket_path: args.socket_path.clone(),
     };
-    let tool_args = match args.to_tool_args(&config.limits) {
+    let ctx = ToolContext::read_only(server, Limits::default());
+    let tool_args = match args.to_tool_args(ctx.limits()) {
         Ok(a) => a,
         Err(e) => return fail(&e),
     };
-    let ctx = ToolContext::new(
-        Arc::new(config),
-        Arc::new(Registry::for_tier(Tier::Readonly)),
-    );
     let result = search_panes(&ctx, &tool_args);
     crate::tools::shutdown_connections();
     let result = match result {

@@ -100,6 +100,16 @@ pub struct ServerSpec {
     pub socket_path: Option<PathBuf>,
 }
 
+impl ServerSpec {
+    /// The server `tmux -L socket_name` talks to.
+    pub fn named(socket_name: &str) -> ServerSpec {
+        ServerSpec {
+            socket_name: Some(socket_name.to_owned()),
+            socket_path: None,
+        }
+    }
+}
+
 /// What went wrong, in words a model can act on (see `Display`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TmuxError {

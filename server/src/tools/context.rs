@@ -168,6 +168,21 @@ impl ToolContext {
         }
     }
 
+    /// A context for calling read-tier tools in-process on `server`, with
+    /// `limits`: what the command line, the benches and tests use where
+    /// `serve` builds one per request.
+    pub fn read_only(server: ServerSpec, limits: Limits) -> Self {
+        let config = ServeConfig {
+            server,
+            tier: Tier::Readonly,
+            limits,
+        };
+        ToolContext::new(
+            Arc::new(config),
+            Arc::new(Registry::for_tier(Tier::Readonly)),
+        )
+    }
+
     pub fn limits(&self) -> &Limits {
         &self.config.limits
     }
