@@ -48,6 +48,22 @@ pub struct Fetched {
     pub bytes: usize,
 }
 
+/// One `capture-pane -p -J` line per pane: the raw fetch both single-
+/// connection paths send.
+fn capture_script(panes: &[String], range: FetchRange) -> String {
+    let mut script = String::new();
+    for pane in panes {
+        script.push_str("capture-pane -p -J -t ");
+        script.push_str(pane);
+        for a in range.args() {
+            script.push(' ');
+            script.push_str(&a);
+        }
+        script.push('\n');
+    }
+    script
+}
+
 fn tmux(socket_name: &str) -> Command {
     let mut cmd = Command::new("tmux");
     cmd.arg("-L")
@@ -102,16 +118,7 @@ pub fn control_fetch(
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()?;
-    let mut script = String::new();
-    for pane in panes {
-        script.push_str("capture-pane -p -J -t ");
-        script.push_str(pane);
-        for a in range.args() {
-            script.push(' ');
-            script.push_str(&a);
-        }
-        script.push('\n');
-    }
+    let script = capture_script(panes, range);
     let mut stdin = child
         .stdin
         .take()
@@ -159,16 +166,7 @@ pub fn source_fetch(
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()?;
-    let mut script = String::new();
-    for pane in panes {
-        script.push_str("capture-pane -p -J -t ");
-        script.push_str(pane);
-        for a in range.args() {
-            script.push(' ');
-            script.push_str(&a);
-        }
-        script.push('\n');
-    }
+    let script = capture_script(panes, range);
     if let Some(mut stdin) = child.stdin.take() {
         stdin.write_all(script.as_bytes())?;
     }
