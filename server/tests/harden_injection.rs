@@ -11,40 +11,32 @@
 mod common;
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{eventually, Serve};
+use common::{eventually, typing_sink, Serve, TempDir};
 use panescan::tmux::private_server::PrivateServer;
 use serde_json::{json, Value};
 
-/// A temp dir unique to one test, removed at the end.
+/// A temp dir where injected commands would leave markers.
 struct Markers {
-    dir: PathBuf,
+    dir: TempDir,
 }
 
 impl Markers {
     fn new(label: &str) -> Markers {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos();
-        let dir = std::env::temp_dir().join(format!(
-            "panescan-harden-{label}-{}-{nanos}",
-            std::process::id()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        Markers { dir }
+        Markers {
+            dir: TempDir::new(label),
+        }
     }
 
     /// A shell command that leaves marker `name`.
     fn touch(&self, name: &str) -> String {
-        format!("touch {}/{name}", self.dir.display())
+        format!("touch {}/{name}", self.dir.0.display())
     }
 
     fn found(&self) -> Vec<String> {
-        let mut v: Vec<String> = std::fs::read_dir(&self.dir)
+        let mut v: Vec<String> = std::fs::read_dir(&self.dir.0)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
@@ -58,12 +50,6 @@ impl Markers {
         std::thread::sleep(Duration::from_millis(1500));
         let found = self.found();
         assert!(found.is_empty(), "{what}: injected commands ran: {found:?}");
-    }
-}
-
-impl Drop for Markers {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -323,24 +309,11 @@ fn text_given_to_mutating_tools_stays_text() {
     ])
     .unwrap();
     // The pane runs cat into a file: typed text is data, never a command.
-    let out = Markers::new("inj-typed");
-    let typed = out.dir.join("typed.out");
-    tmux.run_ok([
-        "respawn-pane",
-        "-k",
-        "-t",
-        "main:0.0",
-        &format!("stty raw -echo; cat > {}", typed.display()),
-    ])
-    .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    let out = TempDir::new("inj-typed");
+    let typed = out.0.join("typed.out");
+    let pane = typing_sink(&tmux, &typed);
     let window = tmux
         .run_ok(["display-message", "-p", "-t", "main:0", "#{window_id}"])
-        .unwrap()
-        .trim()
-        .to_owned();
-    let pane = tmux
-        .run_ok(["display-message", "-p", "-t", "main:0.0", "#{pane_id}"])
         .unwrap()
         .trim()
         .to_owned();

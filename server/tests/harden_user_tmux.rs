@@ -13,10 +13,9 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use common::{eventually, Serve};
+use common::{eventually, typing_sink, Serve, TempDir};
 use panescan::tmux::private_server::PrivateServer;
 use serde_json::json;
 
@@ -28,19 +27,6 @@ fn rss_kb(pid: u32) -> u64 {
         .and_then(|v| v.split_whitespace().next())
         .and_then(|v| v.parse().ok())
         .unwrap()
-}
-
-fn temp_dir(label: &str) -> PathBuf {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let dir = std::env::temp_dir().join(format!(
-        "panescan-harden-{label}-{}-{nanos}",
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 /// Everything a read tool could leave behind, as tmux prints it.
@@ -184,8 +170,8 @@ fn the_tmux_server_does_not_grow_across_2000_searches() {
 fn read_tools_leave_buffers_options_hooks_and_environment_as_they_were() {
     let (tmux, _) = Serve::with_tmux("harden-user-state");
     // A user config with hooks and options of its own.
-    let dir = temp_dir("user-state");
-    let hook_log = dir.join("attached.log");
+    let dir = TempDir::new("user-state");
+    let hook_log = dir.0.join("attached.log");
     tmux.run_ok(["set-option", "-g", "@user", "mine"]).unwrap();
     tmux.run_ok(["set-buffer", "-b", "user-buffer", "user text"])
         .unwrap();
@@ -245,29 +231,15 @@ fn read_tools_leave_buffers_options_hooks_and_environment_as_they_were() {
         "hook fired {} times",
         attached.lines().count()
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn nothing_is_ever_typed_into_a_pane_in_the_readonly_tier() {
     let (tmux, mut s) = Serve::with_tmux("harden-user-typing");
     s.initialize();
-    let dir = temp_dir("user-typing");
-    let typed = dir.join("typed.out");
-    tmux.run_ok([
-        "respawn-pane",
-        "-k",
-        "-t",
-        "main:0.0",
-        &format!("stty raw -echo; exec cat > {}", typed.display()),
-    ])
-    .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
-    let pane = tmux
-        .run_ok(["display-message", "-p", "-t", "main:0.0", "#{pane_id}"])
-        .unwrap()
-        .trim()
-        .to_owned();
+    let dir = TempDir::new("user-typing");
+    let typed = dir.0.join("typed.out");
+    let pane = typing_sink(&tmux, &typed);
     // Mutating tools are neither listed nor callable, directly or in a batch.
     let list = s.request_bare("tools/list");
     let names = list["result"]["tools"].to_string();
@@ -299,5 +271,4 @@ fn nothing_is_ever_typed_into_a_pane_in_the_readonly_tier() {
         "typed into the pane: {:?}",
         String::from_utf8_lossy(&got)
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }

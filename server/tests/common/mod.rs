@@ -30,6 +30,7 @@
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
@@ -297,6 +298,50 @@ impl Drop for Serve {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// A temp directory unique to one test (`panescan-harden-LABEL-PID-NANOS`),
+/// removed when dropped, also when the test fails.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(label: &str) -> TempDir {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let dir = std::env::temp_dir().join(format!(
+            "panescan-harden-{label}-{}-{nanos}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Turns pane `main:0.0` into a sink for typed text: raw mode, no echo,
+/// whatever reaches it written to `file` (data, never a command). Returns
+/// its pane id once it runs.
+pub fn typing_sink(tmux: &PrivateServer, file: &Path) -> String {
+    tmux.run_ok([
+        "respawn-pane",
+        "-k",
+        "-t",
+        "main:0.0",
+        &format!("stty raw -echo; exec cat > {}", file.display()),
+    ])
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    tmux.run_ok(["display-message", "-p", "-t", "main:0.0", "#{pane_id}"])
+        .unwrap()
+        .trim()
+        .to_owned()
 }
 
 /// Polls `f` until it returns true or `timeout` passes.
