@@ -16,6 +16,19 @@ fn soon() -> Instant {
     Instant::now() + Duration::from_secs(20)
 }
 
+/// A new window in `main` (with `options`, e.g. a name) running `command`,
+/// which ends by printing DONE; once it has, a connection and its pane.
+fn window_running(server: &PrivateServer, options: &[&str], command: &str) -> (Tmux, PaneId) {
+    let mut args = vec!["new-window", "-d", "-t", "main:"];
+    args.extend_from_slice(options);
+    args.push(command);
+    server.run_ok(args).unwrap();
+    wait_printed(server);
+    let tmux = connect(server);
+    let pane = *pane_ids(server).last().unwrap();
+    (tmux, pane)
+}
+
 fn connect(server: &PrivateServer) -> Tmux {
     Tmux::connect(&ServerSpec {
         socket_name: None,
@@ -262,20 +275,11 @@ fn forged_framing_changes_nothing() {
     );
     std::fs::write(server.config_path().with_extension("forge.sh"), &script).unwrap();
     let path = server.config_path().with_extension("forge.sh");
-    server
-        .run_ok([
-            "new-window",
-            "-d",
-            "-t",
-            "main:",
-            "-n",
-            "%end 1 2 1",
-            &format!("sh {}", path.display()),
-        ])
-        .unwrap();
-    wait_printed(&server);
-    let tmux = connect(&server);
-    let forger = *pane_ids(&server).last().unwrap();
+    let (tmux, forger) = window_running(
+        &server,
+        &["-n", "%end 1 2 1"],
+        &format!("sh {}", path.display()),
+    );
     let expected = server
         .run_ok(["capture-pane", "-p", "-t", &forger.to_string(), "-S", "-"])
         .unwrap();
@@ -830,18 +834,11 @@ fn no_server_is_a_clear_error() {
 fn joined_lines_get_exact_numbers() {
     let server = PrivateServer::start("join", 20, 10).unwrap();
     // 45 cells (3 rows), 1 row, 24 cells of CJK (2 rows): 6 rows in all.
-    server
-        .run_ok([
-            "new-window",
-            "-d",
-            "-t",
-            "main:",
-            "sh -c 'printf \"%045d\\nb\\n一二三四五六七八九十一二\\nDONE\"; exec sleep 1000000'",
-        ])
-        .unwrap();
-    wait_printed(&server);
-    let tmux = connect(&server);
-    let pane = *pane_ids(&server).last().unwrap();
+    let (tmux, pane) = window_running(
+        &server,
+        &[],
+        "sh -c 'printf \"%045d\\nb\\n一二三四五六七八九十一二\\nDONE\"; exec sleep 1000000'",
+    );
     let opts = CaptureOptions {
         join_wrapped: true,
         escapes: false,
@@ -878,18 +875,11 @@ fn joined_numbers_fall_back_when_rows_do_not_add_up() {
     // 21 wide characters: 10 per row (the 21st cell stays empty), so 3
     // rows, while 42 cells / 21 says 2.
     let server = PrivateServer::start("join-odd", 21, 6).unwrap();
-    server
-        .run_ok([
-            "new-window",
-            "-d",
-            "-t",
-            "main:",
-            "sh -c 'printf \"一二三四五六七八九十一二三四五六七八九十一\\nDONE\"; exec sleep 1000000'",
-        ])
-        .unwrap();
-    wait_printed(&server);
-    let tmux = connect(&server);
-    let pane = *pane_ids(&server).last().unwrap();
+    let (tmux, pane) = window_running(
+        &server,
+        &[],
+        "sh -c 'printf \"一二三四五六七八九十一二三四五六七八九十一\\nDONE\"; exec sleep 1000000'",
+    );
     let opts = CaptureOptions {
         join_wrapped: true,
         escapes: false,
@@ -1144,18 +1134,11 @@ fn first_line_is_exact_while_the_pane_prints() {
 #[test]
 fn escapes_are_kept_only_when_asked() {
     let server = PrivateServer::start("esc", 80, 10).unwrap();
-    server
-        .run_ok([
-            "new-window",
-            "-d",
-            "-t",
-            "main:",
-            "sh -c 'printf \"\\033[1;31mred\\033[0m plain\\nDONE\"; exec sleep 1000000'",
-        ])
-        .unwrap();
-    wait_printed(&server);
-    let tmux = connect(&server);
-    let pane = *pane_ids(&server).last().unwrap();
+    let (tmux, pane) = window_running(
+        &server,
+        &[],
+        "sh -c 'printf \"\\033[1;31mred\\033[0m plain\\nDONE\"; exec sleep 1000000'",
+    );
     let plain = capture_all(
         &tmux,
         &[pane],
