@@ -215,8 +215,7 @@ impl Control {
                 .as_ref()
                 .is_some_and(|w| w.send(text.into_bytes()).is_ok());
             if !queued {
-                self.dead.store(true, Ordering::Release);
-                fail_all(&mut book, "the tmux control client is closed");
+                fail_all(&mut book, &self.dead, "the tmux control client is closed");
             }
         }
         out
@@ -225,8 +224,7 @@ impl Control {
     fn kill(&self, why: &str) {
         {
             let mut book = lock(&self.book);
-            self.dead.store(true, Ordering::Release);
-            fail_all(&mut book, why);
+            fail_all(&mut book, &self.dead, why);
         }
         // Closing stdin detaches the client cleanly; kill it if it lingers.
         *lock(&self.writer) = None;
@@ -264,8 +262,7 @@ fn idle_watch(control: &Weak<Control>) {
             let mut book = lock(&c.book);
             let idle = lock(&c.last_used).elapsed() >= IDLE_DETACH;
             if idle && book.waiters.is_empty() && book.dead.is_none() {
-                book.dead = Some("detached after being idle".into());
-                c.dead.store(true, Ordering::Release);
+                fail_all(&mut book, &c.dead, "detached after being idle");
                 true
             } else {
                 false
@@ -292,9 +289,10 @@ impl Drop for Control {
     }
 }
 
-/// Fails every waiter. The caller marks the client dead first: a woken
+/// Marks the client dead, then fails every waiter — in that order: a woken
 /// waiter retries at once, and must not be routed to this client again.
-fn fail_all(book: &mut Book, why: &str) {
+fn fail_all(book: &mut Book, dead: &AtomicBool, why: &str) {
+    dead.store(true, Ordering::Release);
     if book.dead.is_none() {
         book.dead = Some(why.to_string());
     }
@@ -307,8 +305,7 @@ fn writer(mut stdin: ChildStdin, rx: &Receiver<Vec<u8>>, book: &Mutex<Book>, dea
     for text in rx {
         if stdin.write_all(&text).and_then(|_| stdin.flush()).is_err() {
             let mut b = lock(book);
-            dead.store(true, Ordering::Release);
-            fail_all(&mut b, "cannot write to the tmux control client");
+            fail_all(&mut b, dead, "cannot write to the tmux control client");
             return;
         }
     }
@@ -342,8 +339,7 @@ fn reader(mut stdout: impl Read, book: &Mutex<Book>, dead: &AtomicBool) {
         format!("the tmux control client exited: {exit_reason}")
     };
     let mut b = lock(book);
-    dead.store(true, Ordering::Release);
-    fail_all(&mut b, &why);
+    fail_all(&mut b, dead, &why);
 }
 
 /// How commands currently reach the server.
