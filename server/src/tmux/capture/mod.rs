@@ -349,12 +349,8 @@ impl Batch {
         while sent < requests.len() {
             // Keep two chunks in flight.
             while failure.is_none() && flights.len() < 2 && next_start < requests.len() {
-                if self.cancel.load(Ordering::Relaxed) {
-                    failure = Some(TmuxError::Cancelled);
-                    break;
-                }
-                if Instant::now() >= self.deadline {
-                    failure = Some(TmuxError::Timeout);
+                failure = self.stopped();
+                if failure.is_some() {
                     break;
                 }
                 let budget = if next_start == 0 {
@@ -381,19 +377,16 @@ impl Batch {
             };
             let end = flight.start + flight.len;
             let finished = loop {
+                if failure.is_none() {
+                    failure = self.stopped();
+                }
                 if failure.is_some() {
                     break false;
                 }
-                if self.cancel.load(Ordering::Relaxed) {
-                    failure = Some(TmuxError::Cancelled);
-                    break false;
-                }
-                let now = Instant::now();
-                if now >= self.deadline {
-                    failure = Some(TmuxError::Timeout);
-                    break false;
-                }
-                let step = (self.deadline - now).min(Duration::from_millis(20));
+                let step = self
+                    .deadline
+                    .saturating_duration_since(Instant::now())
+                    .min(Duration::from_millis(20));
                 let event = match flight.events.recv_timeout(step) {
                     Ok(event) => event,
                     Err(crossbeam_channel::RecvTimeoutError::Timeout) => continue,
@@ -444,6 +437,17 @@ impl Batch {
             if !self.reply(index, r.pane, Err(why.clone())) {
                 return;
             }
+        }
+    }
+
+    /// Why the batch must stop now (cancelled, or out of time), if it must.
+    fn stopped(&self) -> Option<TmuxError> {
+        if self.cancel.load(Ordering::Relaxed) {
+            Some(TmuxError::Cancelled)
+        } else if Instant::now() >= self.deadline {
+            Some(TmuxError::Timeout)
+        } else {
+            None
         }
     }
 
