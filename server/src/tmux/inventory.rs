@@ -279,6 +279,16 @@ fn record_values<'t>(
     (values.len() == plain_count + text_count).then_some(values)
 }
 
+/// A fresh field separator and record end for one listing. 48 random bits:
+/// no pane can guess them, and tmux copies every literal byte of a format
+/// for every field and pane (a 128-bit token made listing 200 panes take
+/// half again as long).
+fn separators() -> (String, String) {
+    let full = nonce();
+    let token = full.get(..12).unwrap_or(&full);
+    (format!("<{token}f>"), format!("<{token}r>"))
+}
+
 pub(crate) fn fetch(
     shared: &Shared,
     deadline: Instant,
@@ -296,12 +306,7 @@ pub(crate) fn fetch_with(
     deadline: Instant,
     detail: Detail,
 ) -> Result<(Inventory, Vec<Result<String, TmuxError>>), TmuxError> {
-    // 48 random bits per listing: no pane can guess them, and tmux copies
-    // every literal byte of a format for every field and pane (a 128-bit
-    // token made listing 200 panes take half again as long).
-    let full = nonce();
-    let token = full.get(..12).unwrap_or(&full);
-    let (sep, end) = (format!("<{token}f>"), format!("<{token}r>"));
+    let (sep, end) = separators();
     let fields = detail.fields();
     let cmd = TmuxCommand::new("list-panes")
         .flag("-a")
@@ -346,9 +351,7 @@ pub(crate) fn commands_and_paths(
     if panes.is_empty() {
         return Vec::new();
     }
-    let full = nonce();
-    let token = full.get(..12).unwrap_or(&full);
-    let (sep, end) = (format!("<{token}f>"), format!("<{token}r>"));
+    let (sep, end) = separators();
     // tmux answers for a pane that is gone with empty fields rather than an
     // error: the pane id says whose answer it is.
     let format = format!("#{{pane_id}}{sep}#{{pane_current_command}}{sep}#{{pane_current_path}}");
