@@ -633,39 +633,16 @@ pub fn resolve_socket(spec: &ServerSpec) -> Result<PathBuf, TmuxError> {
     if let Some(p) = &spec.socket_path {
         return Ok(p.clone());
     }
-    let dir = || {
-        let base = std::env::var_os("TMUX_TMPDIR")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from("/tmp"));
-        base.join(format!("tmux-{}", current_uid()))
-    };
     if let Some(name) = &spec.socket_name {
         if name.is_empty() || name.contains('/') {
             return Err(TmuxError::Invalid(format!(
                 "socket_name {name:?} must be a plain name (use socket_path for a path)"
             )));
         }
-        return Ok(dir().join(name));
+        return Ok(super::reach::user_socket_dir().join(name));
     }
-    if let Some(t) = std::env::var_os("TMUX") {
-        let t = t.to_string_lossy();
-        if let Some(path) = t.split(',').next().filter(|p| !p.is_empty()) {
-            return Ok(PathBuf::from(path));
-        }
+    if let Some(path) = super::reach::tmux_env_socket() {
+        return Ok(path);
     }
-    Ok(dir().join("default"))
-}
-
-fn current_uid() -> u32 {
-    // The real uid from /proc (the crate denies unsafe code, so no getuid()).
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .and_then(|rest| rest.split_whitespace().next().map(str::to_owned))
-        })
-        .and_then(|u| u.parse().ok())
-        .unwrap_or(0)
+    Ok(super::reach::user_socket_dir().join("default"))
 }
