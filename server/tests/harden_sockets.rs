@@ -4,8 +4,10 @@
 //! them, to whatever listens on the socket it is given. These tests put a
 //! unix socket listener that is not tmux where a call might send a client
 //! (a path outside, symlinks inside the tmux directory, names that climb
-//! out), require that none connects to it, and that the user's own tmux
-//! sockets still answer by name and by path.
+//! out), require that none connects to it, that the user's own tmux sockets
+//! still answer by name and by path, and that panescan's environment reaches
+//! no tmux server: not a fake one that records what clients send, not a real
+//! one's session environment, not any tmux process panescan starts.
 //!
 //! Every test owns its `TMUX_TMPDIR` (a temp dir), so nothing here looks at
 //! the real `/tmp/tmux-UID`.
@@ -13,8 +15,8 @@
 
 mod common;
 
-use std::io::ErrorKind;
-use std::os::unix::fs::{symlink, MetadataExt};
+use std::io::{ErrorKind, Read};
+use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -320,4 +322,239 @@ fn an_allowed_directory_is_reachable_and_so_is_the_operators_server() {
     s.initialize();
     assert_eq!(s.call_ok("get_server_info", json!({}))["pid"], far_pid);
     assert_eq!(s.call_ok("get_server_info", at)["pid"], far_pid);
+}
+
+/// A fake tmux server: records the bytes each client sends up to its
+/// `MSG_IDENTIFY_DONE`, then hangs up (the client gives up at once).
+struct FakeTmux {
+    received: crossbeam_channel::Receiver<Vec<u8>>,
+}
+
+/// tmux's message types (tmux.h): identify messages from a client.
+const MSG_IDENTIFY_ENVIRON: u32 = 105;
+const MSG_IDENTIFY_DONE: u32 = 106;
+
+impl FakeTmux {
+    fn listen(path: &Path) -> FakeTmux {
+        let listener = UnixListener::bind(path).unwrap();
+        let (tx, received) = crossbeam_channel::unbounded();
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(mut conn) = conn else { return };
+                conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                let mut bytes = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !messages(&bytes)
+                    .iter()
+                    .any(|(t, _)| *t == MSG_IDENTIFY_DONE)
+                {
+                    match conn.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => bytes.extend_from_slice(&buf[..n]),
+                    }
+                }
+                if tx.send(bytes).is_err() {
+                    return;
+                }
+            }
+        });
+        FakeTmux { received }
+    }
+}
+
+/// imsg framing: a 16-byte header (type u32, len u16 with the header, flags
+/// u16, peer id u32, pid u32) and the payload; whole messages only.
+fn messages(bytes: &[u8]) -> Vec<(u32, &[u8])> {
+    let mut out = Vec::new();
+    let mut rest = bytes;
+    while rest.len() >= 16 {
+        let kind = u32::from_ne_bytes(rest[0..4].try_into().unwrap());
+        let len = usize::from(u16::from_ne_bytes(rest[4..6].try_into().unwrap()));
+        if len < 16 || len > rest.len() {
+            break;
+        }
+        out.push((kind, &rest[16..len]));
+        rest = &rest[len..];
+    }
+    out
+}
+
+/// The variables in a client's identify messages.
+fn environ_of(bytes: &[u8]) -> Vec<String> {
+    messages(bytes)
+        .into_iter()
+        .filter(|(t, _)| *t == MSG_IDENTIFY_ENVIRON)
+        .map(|(_, p)| String::from_utf8_lossy(p).trim_end_matches('\0').to_owned())
+        .collect()
+}
+
+fn secret(label: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("panescan-{label}-{nanos:x}")
+}
+
+/// What panescan's tmux clients may carry: [`panescan::tmux::client_env`].
+const CLIENT_VARS: [&str; 4] = ["HOME", "PATH", "TMUX_TMPDIR", "LC_ALL"];
+
+#[test]
+fn panescans_environment_reaches_no_tmux_server_through_a_read_call() {
+    let home = TempDir::new("sk-h");
+    let allowed = TempDir::new("sk-f");
+    let fake = FakeTmux::listen(&allowed.0.join("fake"));
+    let tmux = PrivateServer::start_under("sk-v", 80, 24, Some(&home.0)).unwrap();
+    tmux.run_ok([
+        "set-environment",
+        "-t",
+        "main",
+        "SSH_AUTH_SOCK",
+        "/the/users/agent",
+    ])
+    .unwrap();
+    let show = || {
+        let session = tmux.run_ok(["show-environment", "-t", "main"]).unwrap();
+        let global = tmux.run_ok(["show-environment", "-g"]).unwrap();
+        (session, global)
+    };
+    let before = show();
+    let (key, agent) = (secret("key"), secret("agent"));
+    let mut s = serve(
+        &tmux,
+        &home.0,
+        &["--allow-socket-dir", text(&allowed.0)],
+        &[
+            ("PANESCAN_TEST_KEY", &key),
+            ("SSH_AUTH_SOCK", &agent),
+            ("DISPLAY", &agent),
+        ],
+    );
+
+    // A fake server in an allowed directory: the client connects, and what
+    // it sends holds none of panescan's own variables.
+    let fake_path = allowed.0.join("fake");
+    s.call_err("list_panes", json!({"socket_path": fake_path}));
+    s.call_err(
+        "search_panes",
+        json!({"pattern": "x", "socket_path": fake_path}),
+    );
+    let sent = fake.received.recv_timeout(common::REPLY_TIMEOUT).unwrap();
+    let environ = environ_of(&sent);
+    assert!(
+        environ.iter().any(|v| v.starts_with("PATH=")),
+        "the fake server saw no environment at all: {environ:?}"
+    );
+    for needle in [&key, &agent] {
+        let leaked = sent.windows(needle.len()).any(|w| w == needle.as_bytes());
+        assert!(!leaked, "panescan's environment reached the fake server");
+    }
+    for var in &environ {
+        let name = var.split('=').next().unwrap_or_default();
+        assert!(CLIENT_VARS.contains(&name), "a client sent {name}");
+    }
+
+    // The real server: reads through the control client (attached) and
+    // capture sweeps change nothing in its environments.
+    let v = s.call_ok("get_server_info", json!({}));
+    assert_eq!(v["transport"], "control", "{v}");
+    s.call_ok("list_panes", json!({}));
+    s.call_ok("capture_pane", json!({"pane_id": "%0"}));
+    s.call_ok(
+        "search_panes",
+        json!({"pattern": "x", "scrollback_lines": 100}),
+    );
+    s.call_ok("show_environment", json!({"session": "main"}));
+    let after = show();
+    assert_eq!(before.0, after.0, "the session environment changed");
+    assert_eq!(
+        changed_lines(&before.1, &after.1),
+        Vec::<&str>::new(),
+        "the global environment changed"
+    );
+    assert!(!after.0.contains(&agent) && !after.1.contains(&key));
+}
+
+/// Lines in one text and not the other, either way.
+fn changed_lines<'a>(a: &'a str, b: &'a str) -> Vec<&'a str> {
+    let gone = a.lines().filter(|l| !b.lines().any(|m| m == *l));
+    let new = b.lines().filter(|l| !a.lines().any(|m| m == *l));
+    gone.chain(new).collect()
+}
+
+/// A `tmux` on PATH that logs each run's environment and arguments to
+/// `log`, then runs the real tmux.
+fn logging_tmux(bin: &Path, log: &Path) {
+    let real = std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .map(|d| d.join("tmux"))
+        .find(|p| p.is_file())
+        .expect("tmux on PATH");
+    let script = format!(
+        "#!/bin/sh\nenv > '{log}/env.'$$\nprintf '%s\\n' \"$@\" > '{log}/args.'$$\nexec '{real}' \"$@\"\n",
+        log = log.display(),
+        real = real.display()
+    );
+    let path = bin.join("tmux");
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// Contents of the log files whose name starts with `prefix`.
+fn logged(log: &Path, prefix: &str) -> Vec<String> {
+    std::fs::read_dir(log)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
+        .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+        .collect()
+}
+
+#[test]
+fn every_tmux_client_panescan_starts_gets_a_minimal_environment() {
+    let home = TempDir::new("sk-h");
+    let bin = TempDir::new("sk-bin");
+    let log = TempDir::new("sk-log");
+    logging_tmux(&bin.0, &log.0);
+    let tmux = PrivateServer::start_under("sk-m", 80, 24, Some(&home.0)).unwrap();
+    let path = format!("{}:{}", bin.0.display(), std::env::var("PATH").unwrap());
+    let key = secret("min");
+    let mut s = serve(
+        &tmux,
+        &home.0,
+        &[],
+        &[("PATH", &path), ("PANESCAN_TEST_KEY", &key)],
+    );
+
+    s.call_ok("list_panes", json!({}));
+    s.call_ok("capture_pane", json!({"pane_id": "%0"}));
+    s.call_ok(
+        "search_panes",
+        json!({"pattern": "x", "scrollback_lines": 100}),
+    );
+    // Each kind of client ran through the logging tmux: the version check,
+    // the control client, `source-file -` (the lookup before attaching and
+    // the capture sweeps).
+    let ran = |what: &str| logged(&log.0, "args.").iter().any(|a| a.contains(what));
+    let all_ran = eventually(Duration::from_secs(10), || {
+        ["-V", "attach-session", "source-file"]
+            .iter()
+            .all(|w| ran(w))
+    });
+    assert!(
+        all_ran,
+        "not every kind of client ran: {:?}",
+        logged(&log.0, "args.")
+    );
+    // sh itself may add these to what `env` prints.
+    let shell = ["PWD", "OLDPWD", "SHLVL", "_"];
+    for env in logged(&log.0, "env.") {
+        assert!(!env.contains(&key), "a tmux client got PANESCAN_TEST_KEY");
+        for line in env.lines() {
+            let name = line.split('=').next().unwrap_or_default();
+            assert!(
+                CLIENT_VARS.contains(&name) || shell.contains(&name),
+                "a tmux client got {name}"
+            );
+        }
+    }
 }

@@ -1,9 +1,10 @@
 //! The long-lived control-mode connection, and the fallback to one-shot
 //! processes.
 //!
-//! One control client per tmux server: `tmux -S SOCKET -C attach-session -r
-//! -f no-output,ignore-size -t $ID`, run with `LC_ALL=C.UTF-8` and `TMUX`
-//! removed. Commands are pipelined: a writer lock keeps the order in which
+//! One control client per tmux server: `tmux -S SOCKET -C attach-session -E
+//! -r -f no-output,ignore-size -t $ID`, in the client environment of
+//! [`super::client_env`] (`-E`: the attach copies nothing into the session's
+//! environment). Commands are pipelined: a writer lock keeps the order in which
 //! requests are registered with the parser and written to tmux's stdin the
 //! same; a reader thread parses replies ([`super::framing`]) and hands each
 //! to the channel of its request. A waiter that gives up at its deadline just
@@ -106,6 +107,9 @@ impl Control {
             .args([
                 "-C",
                 "attach-session",
+                // -E: attaching copies nothing into the session's
+                // environment (see `client_env`).
+                "-E",
                 "-r",
                 "-f",
                 "no-output,ignore-size",

@@ -30,7 +30,8 @@
 //! What is left: between the check and tmux's `connect`, whoever may write
 //! into the directory could put something else at the resolved path. tmux
 //! keeps its directory `0700`, so there that is the user alone; an operator
-//! who allows a directory others may write to trusts them.
+//! who allows a directory others may write to trusts them. And what a client
+//! sends no longer carries panescan's environment ([`super::client_env`]).
 
 use std::io;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
