@@ -14,6 +14,7 @@ pub mod progress;
 pub mod search;
 
 use crate::mcp::registry::Tier;
+use crate::tmux::reach::SocketPolicy;
 use crate::tmux::ServerSpec;
 use crate::tools::context::{Limits, ServeConfig};
 
@@ -50,6 +51,17 @@ pub struct ServeArgs {
     /// The default tmux server, by socket path (as `tmux -S PATH`).
     #[arg(long, short = 'S')]
     pub socket_path: Option<PathBuf>,
+    /// Let a call's socket_name / socket_path also reach this user's
+    /// sockets in DIR (repeatable; the variable takes DIR:DIR...). Without
+    /// it a call reaches this user's tmux socket directory
+    /// ($TMUX_TMPDIR/tmux-UID or /tmp/tmux-UID) and the server served.
+    #[arg(
+        long = "allow-socket-dir",
+        env = "PANESCAN_ALLOW_SOCKET_DIR",
+        value_name = "DIR",
+        value_delimiter = ':'
+    )]
+    pub allow_socket_dirs: Vec<PathBuf>,
     /// Which tools exist: readonly (default), mutating, destructive.
     #[arg(long, env = "PANESCAN_TIER", value_enum, default_value_t = Tier::Readonly)]
     pub tier: Tier,
@@ -71,6 +83,19 @@ pub struct ServeArgs {
 }
 
 impl ServeArgs {
+    /// Where tool arguments may reach: the allowed directories made
+    /// absolute (a relative one is taken from the working directory now,
+    /// not from wherever a later call happens to run).
+    fn socket_policy(&self) -> SocketPolicy {
+        SocketPolicy::new(
+            self.allow_socket_dirs
+                .iter()
+                .filter(|d| !d.as_os_str().is_empty())
+                .map(|d| std::path::absolute(d).unwrap_or_else(|_| d.clone()))
+                .collect(),
+        )
+    }
+
     /// The pane cache these options ask for.
     fn pane_cache(&self) -> Option<std::sync::Arc<crate::cache::PaneCache>> {
         (!self.no_cache).then(|| {
@@ -149,6 +174,7 @@ pub fn main() -> ExitCode {
                 }
             });
             let pane_cache = args.pane_cache();
+            let sockets = args.socket_policy();
             let config = ServeConfig {
                 server: ServerSpec {
                     socket_name: args.socket_name,
@@ -159,6 +185,7 @@ pub fn main() -> ExitCode {
                     pane_cache,
                     ..args.ceilings.apply(Limits::default())
                 },
+                sockets,
             };
             let code = crate::mcp::server::serve(config);
             ExitCode::from(u8::try_from(code).unwrap_or(1))

@@ -30,7 +30,7 @@ pub fn parse_version(text: &str) -> Option<(u32, u32)> {
 /// `Ok(version text)`, or the sentence to print.
 pub fn check_tmux() -> Result<String, String> {
     let install = "install tmux 3.2 or newer (Debian/Ubuntu: `apt install tmux`, Fedora: `dnf install tmux`, macOS: `brew install tmux`)";
-    let out = Command::new("tmux")
+    let out = crate::tmux::client_env::apply(&mut Command::new("tmux"))
         .arg("-V")
         .stdin(Stdio::null())
         .output()

@@ -1,9 +1,10 @@
 //! The long-lived control-mode connection, and the fallback to one-shot
 //! processes.
 //!
-//! One control client per tmux server: `tmux -S SOCKET -C attach-session -r
-//! -f no-output,ignore-size -t $ID`, run with `LC_ALL=C.UTF-8` and `TMUX`
-//! removed. Commands are pipelined: a writer lock keeps the order in which
+//! One control client per tmux server: `tmux -S SOCKET -C attach-session -E
+//! -r -f no-output,ignore-size -t $ID`, in the client environment of
+//! [`super::client_env`] (`-E`: the attach copies nothing into the session's
+//! environment). Commands are pipelined: a writer lock keeps the order in which
 //! requests are registered with the parser and written to tmux's stdin the
 //! same; a reader thread parses replies ([`super::framing`]) and hands each
 //! to the channel of its request. A waiter that gives up at its deadline just
@@ -106,6 +107,9 @@ impl Control {
             .args([
                 "-C",
                 "attach-session",
+                // -E: attaching copies nothing into the session's
+                // environment (see `client_env`).
+                "-E",
                 "-r",
                 "-f",
                 "no-output,ignore-size",
@@ -633,39 +637,16 @@ pub fn resolve_socket(spec: &ServerSpec) -> Result<PathBuf, TmuxError> {
     if let Some(p) = &spec.socket_path {
         return Ok(p.clone());
     }
-    let dir = || {
-        let base = std::env::var_os("TMUX_TMPDIR")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from("/tmp"));
-        base.join(format!("tmux-{}", current_uid()))
-    };
     if let Some(name) = &spec.socket_name {
         if name.is_empty() || name.contains('/') {
             return Err(TmuxError::Invalid(format!(
                 "socket_name {name:?} must be a plain name (use socket_path for a path)"
             )));
         }
-        return Ok(dir().join(name));
+        return Ok(super::reach::user_socket_dir().join(name));
     }
-    if let Some(t) = std::env::var_os("TMUX") {
-        let t = t.to_string_lossy();
-        if let Some(path) = t.split(',').next().filter(|p| !p.is_empty()) {
-            return Ok(PathBuf::from(path));
-        }
+    if let Some(path) = super::reach::tmux_env_socket() {
+        return Ok(path);
     }
-    Ok(dir().join("default"))
-}
-
-fn current_uid() -> u32 {
-    // The real uid from /proc (the crate denies unsafe code, so no getuid()).
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .and_then(|rest| rest.split_whitespace().next().map(str::to_owned))
-        })
-        .and_then(|u| u.parse().ok())
-        .unwrap_or(0)
+    Ok(super::reach::user_socket_dir().join("default"))
 }

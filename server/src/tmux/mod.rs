@@ -66,9 +66,13 @@
 //! is quoted so `;`, newlines, quotes, `{`, `$` and `~` are inert, and text
 //! for format-expanding arguments is `#`-escaped ([`command`]); formats are
 //! ours, never user text. [`caller`] says whether a pane is panescan's own.
+//! A socket a caller names is checked before any client starts ([`reach`]),
+//! and every client runs in a minimal environment ([`client_env`]): a tmux
+//! client hands its environment to whatever listens on its socket.
 
 pub mod caller;
 pub mod capture;
+pub mod client_env;
 pub mod command;
 pub mod connection;
 pub mod framing;
@@ -76,6 +80,7 @@ pub mod ids;
 pub mod inventory;
 pub mod oneshot;
 pub mod private_server;
+pub mod reach;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -130,6 +135,10 @@ pub enum TmuxError {
     NotFound(String),
     /// An argument was rejected before reaching tmux.
     Invalid(String),
+    /// A socket a caller named is not one this user's tmux listens on, or
+    /// not in a place the operator allowed ([`reach`]); the message says
+    /// how to allow it.
+    Refused(String),
     /// The tmux program could not be run.
     Spawn(String),
 }
@@ -155,6 +164,7 @@ impl fmt::Display for TmuxError {
                 "{m}: it may have been closed; list panes again to get current ids"
             ),
             TmuxError::Invalid(m) => write!(f, "invalid argument: {m}"),
+            TmuxError::Refused(m) => f.write_str(m),
             TmuxError::Spawn(m) => write!(
                 f,
                 "cannot run tmux ({m}): is tmux installed and on PATH?"

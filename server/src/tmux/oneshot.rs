@@ -19,14 +19,14 @@ use std::time::{Duration, Instant};
 
 use super::TmuxError;
 
-/// A `tmux` command aimed at `socket`, in a UTF-8 locale, outside any tmux.
+/// A `tmux` command aimed at `socket`, with the client environment of
+/// [`super::client_env`] (a UTF-8 locale, outside any tmux, none of
+/// panescan's own variables).
 pub(crate) fn tmux(socket: &Path) -> Command {
     let mut cmd = Command::new("tmux");
-    cmd.arg("-S")
+    super::client_env::apply(&mut cmd)
+        .arg("-S")
         .arg(socket)
-        .env_remove("TMUX")
-        .env_remove("TMUX_PANE")
-        .env("LC_ALL", super::private_server::utf8_locale())
         .stdin(Stdio::null());
     cmd
 }

@@ -18,6 +18,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 pub struct PrivateServer {
     socket_name: String,
     config: PathBuf,
+    /// `TMUX_TMPDIR` of every command aimed at it (`None`: as inherited).
+    tmux_tmpdir: Option<PathBuf>,
     /// Learnt at start; tmux leaves its socket file behind when killed.
     socket_path: Option<PathBuf>,
     /// The server's pid, learnt at start, to make sure it is gone on drop.
@@ -42,6 +44,18 @@ impl PrivateServer {
     /// `label` goes into the socket name so a leftover server (after a
     /// SIGKILL) says who made it.
     pub fn start(label: &str, width: u16, height: u16) -> Result<Self, PrivateServerError> {
+        Self::start_under(label, width, height, None)
+    }
+
+    /// [`PrivateServer::start`] with its socket under `tmux_tmpdir`
+    /// (`TMUX_TMPDIR/tmux-UID/NAME`) instead of the inherited directory, so
+    /// a test can own every socket a program it runs might look at.
+    pub fn start_under(
+        label: &str,
+        width: u16,
+        height: u16,
+        tmux_tmpdir: Option<&Path>,
+    ) -> Result<Self, PrivateServerError> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -63,6 +77,7 @@ impl PrivateServer {
         let mut server = PrivateServer {
             socket_name,
             config,
+            tmux_tmpdir: tmux_tmpdir.map(Path::to_path_buf),
             socket_path: None,
             pid: None,
         };
@@ -70,7 +85,7 @@ impl PrivateServer {
         server.run_ok(["new-session", "-d", "-s", "main", "-x", &w, "-y", &h])?;
         server.socket_path = Some(server.socket_path()?);
         if let Ok(mut live) = LIVE.lock() {
-            live.push(server.socket_name.clone());
+            live.push((server.socket_name.clone(), server.tmux_tmpdir.clone()));
         }
         server.pid = server.pid().ok();
         Ok(server)
@@ -108,6 +123,9 @@ impl PrivateServer {
             .env_remove("TMUX_PANE")
             .env("LC_ALL", utf8_locale())
             .stdin(Stdio::null());
+        if let Some(dir) = &self.tmux_tmpdir {
+            cmd.env("TMUX_TMPDIR", dir);
+        }
         cmd
     }
 
@@ -180,10 +198,10 @@ impl PrivateServer {
     }
 }
 
-/// Socket names of the private servers this process started and has not
-/// dropped yet, so a signal handler can kill them before exiting
-/// ([`kill_all_live`]).
-static LIVE: Mutex<Vec<String>> = Mutex::new(Vec::new());
+/// Socket names (and `TMUX_TMPDIR`) of the private servers this process
+/// started and has not dropped yet, so a signal handler can kill them before
+/// exiting ([`kill_all_live`]).
+static LIVE: Mutex<Vec<(String, Option<PathBuf>)>> = Mutex::new(Vec::new());
 
 /// Kills every private server this process still has running. For
 /// SIGINT/SIGTERM handlers: exiting from a signal runs no destructor.
@@ -192,8 +210,12 @@ pub fn kill_all_live() {
         Ok(mut live) => std::mem::take(&mut *live),
         Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
     };
-    for name in names {
-        let _ = Command::new("tmux")
+    for (name, tmux_tmpdir) in names {
+        let mut cmd = Command::new("tmux");
+        if let Some(dir) = tmux_tmpdir {
+            cmd.env("TMUX_TMPDIR", dir);
+        }
+        let _ = cmd
             .args(["-L", &name, "kill-server"])
             .env_remove("TMUX")
             .stdin(Stdio::null())
@@ -258,7 +280,7 @@ impl PrivateServer {
 impl Drop for PrivateServer {
     fn drop(&mut self) {
         if let Ok(mut live) = LIVE.lock() {
-            live.retain(|n| n != &self.socket_name);
+            live.retain(|(n, _)| n != &self.socket_name);
         }
         self.kill();
         self.make_sure_dead();

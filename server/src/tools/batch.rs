@@ -101,6 +101,9 @@ impl Tool for CallReadToolsBatch {
                 "operations must hold 1 to {MAX_OPERATIONS} operations (got {n})"
             )));
         }
+        // A server the batch names that no operation may reach fails the
+        // batch whole, before anything runs.
+        ctx.server_spec(&args.server)?;
         let allowed = ctx.registry.batchable_names();
         if let Some((i, op)) = args
             .operations

@@ -11,6 +11,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::mcp::registry::{Registry, Tier};
+use crate::tmux::reach::SocketPolicy;
 use crate::tmux::ServerSpec;
 
 /// Ceilings the operator sets for every call. Callers may ask for less,
@@ -66,6 +67,8 @@ pub struct ServeConfig {
     pub server: ServerSpec,
     pub tier: Tier,
     pub limits: Limits,
+    /// Where a socket named by a tool argument may be (`--allow-socket-dir`).
+    pub sockets: SocketPolicy,
 }
 
 /// The arguments every tool takes to pick a tmux server.
@@ -176,6 +179,7 @@ impl ToolContext {
             server,
             tier: Tier::Readonly,
             limits,
+            sockets: SocketPolicy::default(),
         };
         ToolContext::new(
             Arc::new(config),

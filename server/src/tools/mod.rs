@@ -78,16 +78,25 @@ pub fn shutdown_connections() {
 }
 
 impl ToolContext {
-    /// The tmux server a call names, else the one panescan serves.
-    pub fn tmux(&self, server: &ServerArgs) -> Result<Tmux, ToolError> {
-        let spec = if server.socket_name.is_some() || server.socket_path.is_some() {
-            ServerSpec {
-                socket_name: server.socket_name.clone(),
-                socket_path: server.socket_path.clone(),
-            }
-        } else {
-            self.config.server.clone()
+    /// The tmux server a call names, else the one panescan serves. A
+    /// server a call names is checked first ([`crate::tmux::reach`]): a
+    /// socket outside the allowed places is refused before any tmux client
+    /// starts, and tmux is given the resolved path.
+    pub fn server_spec(&self, server: &ServerArgs) -> Result<ServerSpec, ToolError> {
+        let asked = ServerSpec {
+            socket_name: server.socket_name.clone(),
+            socket_path: server.socket_path.clone(),
         };
+        self.config
+            .sockets
+            .confine(&asked, &self.config.server)
+            .map_err(ToolError::from)
+    }
+
+    /// A handle on the server [`Self::server_spec`] picks (nothing connects
+    /// until the first request).
+    pub fn tmux(&self, server: &ServerArgs) -> Result<Tmux, ToolError> {
+        let spec = self.server_spec(server)?;
         let tmux = Tmux::shared(&spec).map_err(ToolError::from)?;
         if let Ok(mut v) = opened().lock() {
             if !v.iter().any(|t| t.spec() == &spec) {

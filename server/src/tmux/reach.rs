@@ -1,0 +1,283 @@
+//! Which tmux sockets a tool argument may reach.
+//!
+//! A tmux client sends its identify messages to whatever listens on the
+//! socket it is given, before anything answers: its terminal, its working
+//! directory and its whole environment (`MSG_IDENTIFY_ENVIRON`, one message
+//! per variable). `socket_name` and `socket_path` come from the model, and
+//! text in a pane can talk a model into anything, so a socket a tool
+//! argument names must be one of this user's tmux sockets:
+//!
+//! * resolved first (`realpath`): every symlink, in the directories or at the
+//!   end, is followed, the checks look at the resolved path and tmux is given
+//!   that path, never the caller's, so a link replaced after the check
+//!   changes nothing;
+//! * inside the user's tmux socket directory (`$TMUX_TMPDIR/tmux-UID`, else
+//!   `/tmp/tmux-UID`) or a directory the operator allowed
+//!   (`--allow-socket-dir`), or exactly the socket of the server the operator
+//!   chose or panescan runs in (`$TMUX`);
+//! * a socket (`lstat`: not a regular file, directory or device) owned by
+//!   this user;
+//! * a `socket_name` is a plain name: not empty, no `/`, not `.` or `..`.
+//!
+//! Anything else is refused before any tmux client starts, with an error
+//! that says how the operator can allow it. A socket that does not exist in
+//! an allowed directory is "no tmux server" (nothing to connect to); one that
+//! does not exist elsewhere is refused like any other place outside.
+//!
+//! The operator's own `--socket-name` / `--socket-path` are not checked
+//! here: they come from the operator, not from a caller.
+//!
+//! What is left: between the check and tmux's `connect`, whoever may write
+//! into the directory could put something else at the resolved path. tmux
+//! keeps its directory `0700`, so there that is the user alone; an operator
+//! who allows a directory others may write to trusts them. And what a client
+//! sends no longer carries panescan's environment ([`super::client_env`]).
+
+use std::io;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Component, Path, PathBuf};
+
+use super::{ServerSpec, TmuxError};
+
+/// What every refusal tells the operator.
+const HOW_TO_ALLOW: &str = "the operator can allow sockets in another directory with `panescan serve --allow-socket-dir DIR` (or PANESCAN_ALLOW_SOCKET_DIR=DIR[:DIR...])";
+
+/// Where a socket named by a tool argument may be.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SocketPolicy {
+    /// Directories the operator allowed beside the user's tmux socket
+    /// directory (absolute).
+    pub allowed_dirs: Vec<PathBuf>,
+}
+
+impl SocketPolicy {
+    /// The user's tmux socket directory and `allowed_dirs`.
+    pub fn new(allowed_dirs: Vec<PathBuf>) -> Self {
+        SocketPolicy { allowed_dirs }
+    }
+
+    /// The server a call's `socket_name` / `socket_path` names, as the
+    /// checked, resolved socket path tmux is to be given; `operator` is the
+    /// server panescan serves (a call naming none gets it unchanged).
+    pub fn confine(
+        &self,
+        asked: &ServerSpec,
+        operator: &ServerSpec,
+    ) -> Result<ServerSpec, TmuxError> {
+        if let Some(name) = &asked.socket_name {
+            self.check_name(name)?;
+        }
+        let wanted = match (&asked.socket_path, &asked.socket_name) {
+            (Some(path), _) => path.clone(),
+            (None, Some(name)) => user_socket_dir().join(name),
+            (None, None) => return Ok(operator.clone()),
+        };
+        if !wanted.is_absolute() {
+            return Err(self.refuse(&wanted, "socket_path must be an absolute path"));
+        }
+        let real = match std::fs::canonicalize(&wanted) {
+            Ok(real) => real,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(self.missing(&wanted)),
+            Err(e) => return Err(self.refuse(&wanted, &format!("it cannot be resolved ({e})"))),
+        };
+        if !trusted_sockets(operator).contains(&real) {
+            if !self.holds(real.parent().unwrap_or(&real)) {
+                let why = if real == wanted {
+                    "it is outside the directories allowed".to_owned()
+                } else {
+                    format!(
+                        "it resolves to {}, outside the directories allowed",
+                        real.display()
+                    )
+                };
+                return Err(self.refuse(&wanted, &why));
+            }
+            self.check_socket(&wanted, &real)?;
+        }
+        Ok(ServerSpec {
+            socket_name: None,
+            socket_path: Some(real),
+        })
+    }
+
+    /// A socket name is a file name in the user's tmux directory, nothing
+    /// that leads out of it.
+    fn check_name(&self, name: &str) -> Result<(), TmuxError> {
+        let why = if name.is_empty() {
+            "it is empty"
+        } else if name.contains('/') {
+            "it contains `/`"
+        } else if name == "." || name == ".." {
+            "it names a directory"
+        } else if name.contains('\0') {
+            "it contains a NUL byte"
+        } else {
+            return Ok(());
+        };
+        Err(TmuxError::Refused(format!(
+            "socket_name {name:?} refused: {why}; socket_name is a plain name in this user's tmux socket directory ({}), for a socket elsewhere pass socket_path: {HOW_TO_ALLOW}",
+            user_socket_dir().display()
+        )))
+    }
+
+    /// `real` (resolved) must be a socket owned by this user.
+    fn check_socket(&self, wanted: &Path, real: &Path) -> Result<(), TmuxError> {
+        let meta = std::fs::symlink_metadata(real)
+            .map_err(|e| self.refuse(wanted, &format!("it cannot be examined ({e})")))?;
+        let kind = meta.file_type();
+        if !kind.is_socket() {
+            let what = if kind.is_dir() {
+                "a directory"
+            } else if kind.is_file() {
+                "a regular file"
+            } else if kind.is_symlink() {
+                "a symlink"
+            } else {
+                "not a file tmux listens on"
+            };
+            return Err(self.refuse(wanted, &format!("it is not a socket ({what})")));
+        }
+        match current_uid() {
+            Some(uid) if uid == meta.uid() => Ok(()),
+            Some(uid) => Err(self.refuse(
+                wanted,
+                &format!(
+                    "it is owned by uid {}, not by this user (uid {uid})",
+                    meta.uid()
+                ),
+            )),
+            None => Err(self.refuse(wanted, "this user's uid cannot be read")),
+        }
+    }
+
+    /// A path that does not exist: no server, if it would be in an allowed
+    /// directory; refused otherwise (so nothing tells a caller whether
+    /// something exists outside).
+    fn missing(&self, wanted: &Path) -> TmuxError {
+        let leaves = wanted
+            .components()
+            .any(|c| matches!(c, Component::ParentDir));
+        let parent = wanted.parent().unwrap_or(wanted);
+        let parent = std::fs::canonicalize(parent).unwrap_or_else(|_| parent.to_path_buf());
+        if !leaves && self.holds(&parent) {
+            TmuxError::NoServer {
+                socket: wanted.display().to_string(),
+            }
+        } else {
+            self.refuse(wanted, "it is outside the directories allowed")
+        }
+    }
+
+    /// Whether `dir` is an allowed directory or inside one (compared both
+    /// as given and resolved: a directory may not exist yet).
+    fn holds(&self, dir: &Path) -> bool {
+        self.dirs().iter().any(|allowed| {
+            dir.starts_with(allowed)
+                || std::fs::canonicalize(allowed).is_ok_and(|real| dir.starts_with(real))
+        })
+    }
+
+    /// The user's tmux socket directory, then the operator's.
+    fn dirs(&self) -> Vec<PathBuf> {
+        let mut dirs = vec![user_socket_dir()];
+        dirs.extend(self.allowed_dirs.iter().cloned());
+        dirs
+    }
+
+    fn refuse(&self, wanted: &Path, why: &str) -> TmuxError {
+        let dirs: Vec<String> = self
+            .dirs()
+            .iter()
+            .map(|d| d.display().to_string())
+            .collect();
+        TmuxError::Refused(format!(
+            "socket {} refused: {why}; a tool argument reaches only this user's tmux sockets in {}: {HOW_TO_ALLOW}",
+            wanted.display(),
+            dirs.join(", ")
+        ))
+    }
+}
+
+/// Sockets reachable whatever their directory: the operator's server and
+/// the one panescan runs in (resolved; those that do not exist are left
+/// out).
+fn trusted_sockets(operator: &ServerSpec) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut add = |p: PathBuf| {
+        if let Ok(real) = std::fs::canonicalize(p) {
+            out.push(real);
+        }
+    };
+    if let Ok(p) = super::connection::resolve_socket(operator) {
+        add(p);
+    }
+    if let Some(p) = tmux_env_socket() {
+        add(p);
+    }
+    out
+}
+
+/// The socket named in `$TMUX` (its first comma field), if any.
+pub(crate) fn tmux_env_socket() -> Option<PathBuf> {
+    let t = std::env::var_os("TMUX")?;
+    let t = t.to_string_lossy();
+    t.split(',')
+        .next()
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+}
+
+/// This user's tmux socket directory, as tmux itself names it:
+/// `$TMUX_TMPDIR/tmux-UID`, else `/tmp/tmux-UID`.
+pub fn user_socket_dir() -> PathBuf {
+    let base = std::env::var_os("TMUX_TMPDIR")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/tmp"));
+    base.join(format!("tmux-{}", current_uid().unwrap_or(0)))
+}
+
+/// The real uid, from /proc (the crate denies unsafe code, so no getuid()).
+pub(crate) fn current_uid() -> Option<u32> {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|rest| rest.split_whitespace().next().map(str::to_owned))
+        })
+        .and_then(|u| u.parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    fn refused(r: Result<ServerSpec, TmuxError>) -> String {
+        match r {
+            Err(TmuxError::Refused(m)) => m,
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn names_that_lead_out_are_refused_before_any_lookup() {
+        let policy = SocketPolicy::default();
+        let operator = ServerSpec::default();
+        for name in ["", "..", ".", "a/b", "../x", "/tmp/x", "a\0b"] {
+            let m = refused(policy.confine(&ServerSpec::named(name), &operator));
+            assert!(m.contains("--allow-socket-dir"), "{name:?}: {m}");
+        }
+    }
+
+    #[test]
+    fn relative_paths_are_refused() {
+        let asked = ServerSpec {
+            socket_name: None,
+            socket_path: Some(PathBuf::from("tmux-0/default")),
+        };
+        let m = refused(SocketPolicy::default().confine(&asked, &ServerSpec::default()));
+        assert!(m.contains("absolute"), "{m}");
+    }
+}
