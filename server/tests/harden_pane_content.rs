@@ -45,6 +45,20 @@ fn pane_printing(tmux: &PrivateServer, dir: &Path, name: &str, bytes: &[u8]) -> 
     pane
 }
 
+/// A call that must succeed: the bytes of its response line as written,
+/// and its `structuredContent`.
+fn call_sized(s: &mut Serve, tool: &str, args: Value) -> (usize, Value) {
+    let r = s.request_line("tools/call", json!({"name": tool, "arguments": args}));
+    let result = &r.value["result"];
+    assert_eq!(
+        result["isError"],
+        false,
+        "{tool}: {}",
+        common::head(&r.line, 500)
+    );
+    (r.line.len(), result["structuredContent"].clone())
+}
+
 /// Every string in a JSON value (keys and values).
 fn strings(v: &Value, out: &mut Vec<String>) {
     match v {
@@ -198,11 +212,11 @@ fn escapes_invalid_utf8_and_nul_come_out_as_valid_bounded_text() {
         json!({"pane_id": pane, "start": -200, "escapes": true}),
     );
     assert!(r["text"].as_str().unwrap().contains('\u{1b}'));
-    let r = s.call_ok("snapshot_pane", json!({"pane_id": pane}));
-    assert!(r.to_string().len() < 1_000_000);
+    let (bytes, _) = call_sized(&mut s, "snapshot_pane", json!({"pane_id": pane}));
+    assert!(bytes <= 1_000_000, "{bytes}");
     // The title an escape set is data, and the server is fine.
-    let info = s.call_ok("get_pane_info", json!({"pane_id": pane}));
-    assert!(info.to_string().len() < 100_000);
+    let (bytes, _) = call_sized(&mut s, "get_pane_info", json!({"pane_id": pane}));
+    assert!(bytes < 100_000, "{bytes}");
     s.call_ok("list_panes", json!({}));
 }
 
@@ -225,19 +239,19 @@ fn a_one_megabyte_line_and_a_100000_line_history_stay_bounded() {
     let deep = pane_printing(&tmux, &dir.0, "deep", lines.as_bytes());
 
     let started = Instant::now();
-    let r = s.call_ok(
+    let (bytes, r) = call_sized(
+        &mut s,
         "search_panes",
         json!({"pattern": "megaline-needle", "scrollback_lines": 200_000}),
     );
-    let bytes = r.to_string().len();
     eprintln!(
         "1 MB line: search {:?}, {bytes} bytes out, flags {}",
         started.elapsed(),
         json!({"captures_byte_clamped": r["captures_byte_clamped"], "matches_truncated": r["matches_truncated"]})
     );
-    assert!(bytes < 1_100_000, "unbounded result: {bytes} bytes");
+    assert!(bytes <= 1_000_000, "unbounded result: {bytes} bytes");
     let matches = r["matches"].as_array().unwrap();
-    assert_eq!(matches.len(), 1, "{}", &r.to_string()[..2000.min(bytes)]);
+    assert_eq!(matches.len(), 1, "{}", common::head(&r.to_string(), 2000));
     assert_eq!(matches[0]["pane_id"], json!(wide));
 
     let started = Instant::now();
@@ -284,8 +298,12 @@ fn a_one_megabyte_line_and_a_100000_line_history_stay_bounded() {
         hit["text"].as_str().unwrap()
     );
     // A capture of the whole history is clamped to the ceiling and says so.
-    let c = s.call_ok("capture_pane", json!({"pane_id": deep, "start": -200_000}));
-    assert!(c.to_string().len() < 1_100_000);
+    let (bytes, c) = call_sized(
+        &mut s,
+        "capture_pane",
+        json!({"pane_id": deep, "start": -200_000}),
+    );
+    assert!(bytes <= 1_000_000, "{bytes}");
     assert!(
         c["range_clamped"] == true
             || c["byte_clamped"] == true

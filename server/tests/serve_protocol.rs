@@ -130,9 +130,10 @@ fn tools_list_is_flat_object_rooted_annotated_and_small() {
     s.initialize();
     let id = s.fresh_id();
     s.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"}));
-    let r = s.response(&id, Duration::from_secs(5));
-    let bytes = r.to_string().len();
+    let line = s.response_line(&id, Duration::from_secs(5));
+    let bytes = line.line.len();
     assert!(bytes < 40_000, "tools/list answer is {bytes} bytes");
+    let r = line.value;
     let tools = r["result"]["tools"].as_array().unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
     for want in [

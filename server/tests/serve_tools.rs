@@ -836,10 +836,10 @@ fn batch_runs_in_order_stops_or_continues_and_fits_the_ceiling() {
     let ops: Vec<Value> = (0..16)
         .map(|_| json!({"tool": "capture_pane", "arguments": {"pane_id": "%0", "start": -2000, "max_lines": 10000}}))
         .collect();
-    let r = s.request("tools/call", json!({"name": "call_read_tools_batch", "arguments": {"operations": ops, "on_error": "continue"}}));
-    let size = r.to_string().len();
+    let r = s.request_line("tools/call", json!({"name": "call_read_tools_batch", "arguments": {"operations": ops, "on_error": "continue"}}));
+    let size = r.line.len();
     assert!(size <= 1_000_000, "response is {size} bytes");
-    let v = &r["result"]["structuredContent"];
+    let v = &r.value["result"]["structuredContent"];
     assert_eq!(v["truncated"], true);
     assert!(v["truncated_bytes"].as_u64().unwrap() > 200_000);
     assert_eq!(v["succeeded"], 16);

@@ -17,6 +17,7 @@ use super::jsonrpc::{
 };
 use super::protocol::{self, Era};
 use super::registry::Registry;
+use super::response::Responses;
 use crate::tools::context::{ProgressSink, ServeConfig, ToolContext};
 
 /// Tool calls running at once. Past this a call is refused rather than
@@ -43,12 +44,15 @@ pub struct Dispatcher {
     client_cancelled: Mutex<HashSet<String>>,
     active: AtomicUsize,
     shutting_down: AtomicBool,
+    /// Every answer's line is built, and kept within the ceiling, here.
+    responses: Responses,
 }
 
 impl Dispatcher {
     pub fn new(registry: Arc<Registry>, config: Arc<ServeConfig>, out: Sender<Outgoing>) -> Self {
         Dispatcher {
             registry,
+            responses: Responses::new(config.limits.response_bytes),
             config,
             out,
             in_flight: Mutex::new(HashMap::new()),
@@ -64,7 +68,7 @@ impl Dispatcher {
     }
 
     fn send_error(&self, id: &Value, error: &RpcError) {
-        self.send(jsonrpc::response_err(id, error));
+        self.send(self.responses.error(id, error));
     }
 
     /// Handles one input line. Never panics outward.
@@ -155,10 +159,7 @@ impl Dispatcher {
             _ => Err(method_not_found(method, &era)),
         };
         match result {
-            Ok(result) => self.send(jsonrpc::response_ok(
-                id,
-                protocol::finish_result(&era, result),
-            )),
+            Ok(result) => self.send(self.responses.result(id, &era, result)),
             Err(e) => self.send_error(id, &e),
         }
     }
@@ -206,111 +207,114 @@ impl Dispatcher {
                 &RpcError::invalid_params("tools/call \"arguments\" must be an object"),
             );
         }
+        let progress_token = match progress_token(&params) {
+            Ok(token) => token,
+            Err(e) => return self.send_error(id, &e),
+        };
         if self.shutting_down.load(Ordering::Relaxed) {
             return self.send_error(
                 id,
                 &RpcError::new(INTERNAL_ERROR, "server is shutting down"),
             );
         }
-        let cancel = Arc::new(AtomicBool::new(false));
-        {
-            let Ok(mut map) = self.in_flight.lock() else {
-                return self.send_error(id, &internal_error("tools/call"));
-            };
-            // Calls whose answers wait for a client that does not read
-            // still hold a thread: bound those too.
-            if map.len() >= MAX_IN_FLIGHT || self.active.load(Ordering::SeqCst) >= 2 * MAX_IN_FLIGHT
-            {
-                return self.send_error(
-                    id,
-                    &RpcError::new(
-                        INTERNAL_ERROR,
-                        format!("{MAX_IN_FLIGHT} tool calls already running; retry when one ends"),
-                    ),
-                );
-            }
-            let key = id_key(id);
-            if map.contains_key(&key) {
-                return self.send_error(
-                    id,
-                    &RpcError::new(
-                        INVALID_REQUEST,
-                        format!("request id {id} is already in use"),
-                    ),
-                );
-            }
-            map.insert(key, cancel.clone());
-        }
-        let progress_token = params
-            .get("_meta")
-            .and_then(|m| m.get("progressToken"))
-            .filter(|t| t.is_string() || t.is_number())
-            .cloned();
+        let cancel = match self.claim_slot(id) {
+            Ok(cancel) => cancel,
+            Err(e) => return self.send_error(id, &e),
+        };
         let mut ctx = ToolContext::new(self.config.clone(), self.registry.clone());
         ctx.cancel = cancel.clone();
+        ctx.response_room = self.responses.room_for_result(id, &era);
         if let Some(token) = progress_token {
             ctx.progress = self.progress_sink(token, cancel.clone());
         }
-        let name = name.to_owned();
-        let id = id.clone();
-        let this = self.clone();
-        this.active.fetch_add(1, Ordering::SeqCst);
+        let call = Call {
+            id: id.clone(),
+            era,
+            name: name.to_owned(),
+            cancel,
+        };
+        self.active.fetch_add(1, Ordering::SeqCst);
         let spawned = std::thread::Builder::new()
             .name(format!("call-{name}"))
             .spawn({
-                let this = this.clone();
-                let id = id.clone();
-                move || {
-                    let outcome =
-                        catch_unwind(AssertUnwindSafe(|| this.registry.call(&ctx, &name, args)));
-                    let response = match outcome {
-                        Ok(Some(Ok(out))) => Ok(json!({
-                            "content": [{"type": "text", "text": out.text}],
-                            "structuredContent": out.structured,
-                            "isError": false,
-                        })),
-                        Ok(Some(Err(e))) => Ok(json!({
-                            "content": [{"type": "text", "text": e.message}],
-                            "isError": true,
-                        })),
-                        Ok(None) => Err(RpcError::invalid_params(format!("unknown tool {name:?}"))),
-                        Err(_) => Err(internal_error(&name)),
-                    };
-                    // A request the client cancelled gets no response at
-                    // all; one stopped by our shutdown still gets its answer.
-                    let key = id_key(&id);
-                    let by_client = cancel.load(Ordering::Relaxed)
-                        && this
-                            .client_cancelled
-                            .lock()
-                            .map(|mut set| set.remove(&key))
-                            .unwrap_or(true);
-                    // The slot is free before the answer goes out, so a
-                    // client that sends a call per answer never meets the
-                    // limit; `active` (below) still counts this thread.
-                    if let Ok(mut map) = this.in_flight.lock() {
-                        map.remove(&key);
-                    }
-                    if !by_client {
-                        match response {
-                            Ok(r) => this
-                                .send(jsonrpc::response_ok(&id, protocol::finish_result(&era, r))),
-                            Err(e) => this.send_error(&id, &e),
-                        }
-                    }
-                    this.active.fetch_sub(1, Ordering::SeqCst);
-                }
+                let this = self.clone();
+                move || this.run_call(call, &ctx, args)
             });
         if spawned.is_err() {
             if let Ok(mut map) = self.in_flight.lock() {
-                map.remove(&id_key(&id));
+                map.remove(&id_key(id));
             }
             self.active.fetch_sub(1, Ordering::SeqCst);
             self.send_error(
-                &id,
+                id,
                 &RpcError::new(INTERNAL_ERROR, "cannot start a thread for this call"),
             );
         }
+    }
+
+    /// Registers a call under its id: its cancel flag, or why it may not
+    /// run now.
+    fn claim_slot(&self, id: &Value) -> Result<Arc<AtomicBool>, RpcError> {
+        let Ok(mut map) = self.in_flight.lock() else {
+            return Err(internal_error("tools/call"));
+        };
+        // Calls whose answers wait for a client that does not read
+        // still hold a thread: bound those too.
+        if map.len() >= MAX_IN_FLIGHT || self.active.load(Ordering::SeqCst) >= 2 * MAX_IN_FLIGHT {
+            return Err(RpcError::new(
+                INTERNAL_ERROR,
+                format!("{MAX_IN_FLIGHT} tool calls already running; retry when one ends"),
+            ));
+        }
+        let key = id_key(id);
+        if map.contains_key(&key) {
+            return Err(RpcError::new(
+                INVALID_REQUEST,
+                format!("request id {id} is already in use"),
+            ));
+        }
+        let cancel = Arc::new(AtomicBool::new(false));
+        map.insert(key, cancel.clone());
+        Ok(cancel)
+    }
+
+    /// Runs a tool call on its own thread and writes its answer.
+    fn run_call(&self, call: Call, ctx: &ToolContext, args: Value) {
+        let Call {
+            id,
+            era,
+            name,
+            cancel,
+        } = call;
+        let outcome = catch_unwind(AssertUnwindSafe(|| self.registry.call(ctx, &name, args)));
+        let line = match outcome {
+            Ok(Some(Ok(out))) => self.responses.tool_result(&id, &era, &out),
+            Ok(Some(Err(e))) => self.responses.tool_error(&id, &era, &e.message),
+            Ok(None) => self.responses.error(
+                &id,
+                &RpcError::invalid_params(format!("unknown tool {name:?}")),
+            ),
+            Err(_) => self.responses.error(&id, &internal_error(&name)),
+        };
+        // A request the client cancelled gets no response at all; one
+        // stopped by our shutdown still gets its answer.
+        let key = id_key(&id);
+        let by_client = cancel.load(Ordering::Relaxed)
+            && self
+                .client_cancelled
+                .lock()
+                .map(|mut set| set.remove(&key))
+                .unwrap_or(true);
+        // The slot is free before the answer goes out, so a client that
+        // sends a call per answer never meets the limit; `active` (below)
+        // still counts this thread.
+        if let Ok(mut map) = self.in_flight.lock() {
+            map.remove(&key);
+        }
+        if !by_client {
+            self.send(line);
+        }
+        self.active.fetch_sub(1, Ordering::SeqCst);
     }
 
     /// Progress notifications for one call: token echoed as given, values
@@ -373,6 +377,35 @@ impl Dispatcher {
     /// Tool calls running now.
     pub fn active_calls(&self) -> usize {
         self.active.load(Ordering::SeqCst)
+    }
+}
+
+/// A tool call on its way: what its answer needs.
+#[derive(Debug)]
+struct Call {
+    id: Value,
+    era: Era,
+    name: String,
+    cancel: Arc<AtomicBool>,
+}
+
+/// The call's `_meta.progressToken` (a string or a number; anything else
+/// asks for no progress). Every progress notification echoes it, so it
+/// has the id's limit.
+fn progress_token(params: &Value) -> Result<Option<Value>, RpcError> {
+    let token = params
+        .get("_meta")
+        .and_then(|m| m.get("progressToken"))
+        .filter(|t| t.is_string() || t.is_number());
+    match token {
+        Some(t) if jsonrpc::id_bytes(t) > jsonrpc::MAX_ID_BYTES => Err(RpcError::invalid_params(
+            format!(
+                "_meta.progressToken is {} bytes as JSON, over the limit of {}: every progress notification echoes it; use a shorter token",
+                jsonrpc::id_bytes(t),
+                jsonrpc::MAX_ID_BYTES
+            ),
+        )),
+        other => Ok(other.cloned()),
     }
 }
 

@@ -27,6 +27,13 @@ pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 /// cannot make us hold hundreds of megabytes.
 pub const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
 
+/// The longest request id, as JSON (quotes and escapes included), that a
+/// request may carry. Every answer echoes the id, so it counts against the
+/// response ceiling; a request with a longer id is refused with a null id,
+/// as JSON-RPC answers a request whose id cannot be read. (Progress tokens,
+/// echoed in every notification, have the same limit.)
+pub const MAX_ID_BYTES: usize = 4096;
+
 /// A JSON-RPC error object.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RpcError {
@@ -115,8 +122,20 @@ pub fn parse_message(line: &[u8]) -> Incoming {
         }
     };
     let id = obj.get("id").cloned();
-    // An id we cannot echo (object, array, bool, null) makes the message
-    // invalid; the error then carries a null id, as JSON-RPC says.
+    // An id we cannot echo (object, array, bool, null, or too long to fit
+    // an answer) makes the message invalid; the error then carries a null
+    // id, as JSON-RPC says.
+    if let Some(too_long) = id.as_ref().map(id_bytes).filter(|n| *n > MAX_ID_BYTES) {
+        return Incoming::Invalid {
+            id: Value::Null,
+            error: RpcError::new(
+                INVALID_REQUEST,
+                format!(
+                    "\"id\" is {too_long} bytes as JSON, over the limit of {MAX_ID_BYTES}: every answer echoes it; use a shorter id"
+                ),
+            ),
+        };
+    }
     let id_ok = matches!(id, Some(Value::String(_)) | Some(Value::Number(_)));
     if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
         return Incoming::Invalid {
@@ -178,6 +197,15 @@ pub fn response_err(id: &Value, error: &RpcError) -> String {
 /// A notification line (without the newline).
 pub fn notification(method: &str, params: Value) -> String {
     json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string()
+}
+
+/// The bytes `id` takes when echoed (as JSON).
+pub fn id_bytes(id: &Value) -> usize {
+    match id {
+        Value::String(s) => crate::tools::json_str_len(s) + 2,
+        // Numbers are short once parsed (an f64 is at most ~24 bytes).
+        other => other.to_string().len(),
+    }
 }
 
 /// A map key for a request id: `1` and `"1"` are different requests.
@@ -299,6 +327,36 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn ids_longer_than_the_limit_are_invalid_with_a_null_id() {
+        // 682 C0 controls escape to 4,092 bytes; quotes and 2 more: 4,096.
+        let at = format!("{}ab", "\u{1}".repeat(682));
+        let over = format!("{at}c");
+        assert_eq!(id_bytes(&json!(at)), MAX_ID_BYTES);
+        for (id, accepted) in [(at, true), (over, false)] {
+            let line = json!({"jsonrpc": "2.0", "id": id, "method": "ping"}).to_string();
+            match parse_message(line.as_bytes()) {
+                Incoming::Request { id: got, .. } if accepted => assert_eq!(got, json!(id)),
+                Incoming::Invalid { id: got, error } if !accepted => {
+                    assert_eq!(got, Value::Null);
+                    assert_eq!(error.code, INVALID_REQUEST);
+                    assert!(error.message.contains("4097 bytes"), "{}", error.message);
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        // Numbers echo as serde_json writes them back: short.
+        assert!(id_bytes(&json!(1.5e300)) <= 24);
+        let long = format!(
+            r#"{{"jsonrpc":"2.0","id":0.{}1,"method":"ping"}}"#,
+            "0".repeat(10_000)
+        );
+        assert!(matches!(
+            parse_message(long.as_bytes()),
+            Incoming::Request { .. }
+        ));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! - [`protocol`] — eras, `initialize` / `server/discover`, capabilities.
 //! - [`dispatch`] — concurrency, cancellation, progress.
 //! - [`registry`] — the one table of tools.
+//! - [`response`] — answer lines, measured as written, within the ceiling.
 //! - [`schema`] — schemas from Rust types, inlined.
 //! - [`server`] — the stdio loop and shutdown.
 
@@ -12,5 +13,6 @@ pub mod dispatch;
 pub mod jsonrpc;
 pub mod protocol;
 pub mod registry;
+pub mod response;
 pub mod schema;
 pub mod server;

@@ -16,6 +16,7 @@ use std::fmt;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use super::schema;
@@ -122,13 +123,60 @@ pub trait Tool {
     fn text(output: &Self::Output) -> String {
         serde_json::to_string(output).unwrap_or_default()
     }
+
+    /// Makes a result that would not fit its response smaller, where the
+    /// tool can cut it, and marks what was cut: `excess` is how many
+    /// encoded bytes (structured result plus text rendering, JSON escaping
+    /// included) are too many. Returns false when nothing more can be cut;
+    /// the call then fails with a message that says to narrow the request.
+    /// The registry measures again after each cut, so an estimate will do.
+    fn shrink(_output: &mut Self::Output, _excess: usize) -> bool {
+        false
+    }
 }
 
-/// What a successful call returns: the structured result and its text.
+/// What a successful call returns, encoded once: the structured result and
+/// its text rendering, each as the JSON that goes into the response.
 #[derive(Debug, Clone)]
 pub struct ToolOutput {
-    pub structured: Value,
-    pub text: String,
+    /// `structuredContent`.
+    pub structured: Box<RawValue>,
+    /// The text rendering, as a JSON string (quotes and escapes included).
+    pub text: Box<RawValue>,
+}
+
+impl ToolOutput {
+    /// The bytes the result takes in a response line.
+    pub fn encoded_len(&self) -> usize {
+        self.structured.get().len() + self.text.get().len()
+    }
+}
+
+/// Rounds of cutting a result before it is refused (each round encodes it
+/// again; a tool's estimate is usually right the first time).
+const MAX_FIT_ROUNDS: usize = 32;
+
+/// Encodes `output`, cutting it with [`Tool::shrink`] until it takes at
+/// most `room` bytes. `Err` carries the size of the last encoding that
+/// did not fit (or 0 when it could not be encoded at all).
+pub fn encode_within<T: Tool>(mut output: T::Output, room: usize) -> Result<ToolOutput, usize> {
+    let encode = |output: &T::Output| -> Option<ToolOutput> {
+        Some(ToolOutput {
+            structured: serde_json::value::to_raw_value(output).ok()?,
+            text: serde_json::value::to_raw_value(&T::text(output)).ok()?,
+        })
+    };
+    for _ in 0..MAX_FIT_ROUNDS {
+        let encoded = encode(&output).ok_or(0usize)?;
+        let size = encoded.encoded_len();
+        if size <= room {
+            return Ok(encoded);
+        }
+        if !T::shrink(&mut output, size - room) {
+            return Err(size);
+        }
+    }
+    Err(encode(&output).map_or(0, |e| e.encoded_len()))
 }
 
 /// Calls a tool with JSON arguments.
@@ -177,20 +225,19 @@ fn call_typed<T: Tool>(ctx: &ToolContext, args: Value) -> Result<ToolOutput, Too
     let args: T::Args = serde_json::from_value(args)
         .map_err(|e| ToolError::new(format!("invalid arguments for {}: {e}", T::NAME)))?;
     let output = T::run(ctx, args)?;
-    let structured = serde_json::to_value(&output)
-        .map_err(|e| ToolError::new(format!("{}: cannot encode the result: {e}", T::NAME)))?;
-    let text = T::text(&output);
-    // Last line of defence behind each tool's own bounds: a result that
-    // would not fit one response is refused with a way forward, never sent.
-    let size = serde_json::to_string(&structured).map_or(0, |s| s.len()) + text.len();
-    let ceiling = ctx.limits().response_bytes;
-    if size > ceiling {
-        return Err(ToolError::new(format!(
-            "{}: the result would be {size} bytes, over the {ceiling}-byte response ceiling; narrow the request (filters, a smaller range, max_lines / max_bytes)",
+    // A result that would not fit its response is cut where the tool can
+    // cut it, else refused with a way forward; never sent.
+    encode_within::<T>(output, ctx.response_room).map_err(|size| {
+        if size == 0 {
+            return ToolError::new(format!("{}: cannot encode the result", T::NAME));
+        }
+        let ceiling = ctx.limits().response_bytes;
+        let line = size + ceiling.saturating_sub(ctx.response_room);
+        ToolError::new(format!(
+            "{}: the result would make a {line}-byte response, over the {ceiling}-byte ceiling; narrow the request (filters, a smaller range, max_lines / max_bytes)",
             T::NAME
-        )));
-    }
-    Ok(ToolOutput { text, structured })
+        ))
+    })
 }
 
 /// A registered tool with its schemas computed once.
@@ -480,7 +527,85 @@ mod tests {
             .call(&ctx, "echo", serde_json::json!({"n": 5000}))
             .unwrap()
             .unwrap_err();
-        assert!(err.message.contains("response ceiling"), "{err}");
+        assert!(err.message.contains("over the 1000-byte ceiling"), "{err}");
+    }
+
+    #[derive(Debug, Serialize, JsonSchema)]
+    struct QuotesOut {
+        lines: Vec<String>,
+        cut: bool,
+    }
+
+    /// Returns n lines of 10 quotes; drops lines from the end to fit.
+    #[derive(Debug)]
+    struct Quotes;
+
+    impl Tool for Quotes {
+        const NAME: &'static str = "quotes";
+        const TITLE: &'static str = "Quotes";
+        const DESCRIPTION: &'static str = "Returns n lines of quotes.";
+        type Args = EchoArgs;
+        type Output = QuotesOut;
+        fn run(_: &ToolContext, args: EchoArgs) -> Result<QuotesOut, ToolError> {
+            Ok(QuotesOut {
+                lines: vec!["\"".repeat(10); args.n],
+                cut: false,
+            })
+        }
+        fn shrink(out: &mut QuotesOut, excess: usize) -> bool {
+            let mut saved = 0;
+            while saved < excess {
+                let Some(line) = out.lines.pop() else {
+                    return saved > 0;
+                };
+                // Its JSON (and a comma) in the result, and that JSON
+                // escaped again in the text.
+                let json = serde_json::to_string(&line).unwrap_or_default();
+                saved += json.len() + 1 + crate::tools::json_str_len(&json) + 1;
+                out.cut = true;
+            }
+            true
+        }
+    }
+
+    #[test]
+    fn results_are_cut_to_their_encoded_size_in_the_room_the_line_leaves() {
+        let (reg, mut ctx) = context(
+            Registry::new(vec![ToolEntry::of::<Quotes>()], Tier::Readonly),
+            10_000,
+        );
+        ctx.response_room = 8_000;
+        let out = reg
+            .call(&ctx, "quotes", serde_json::json!({"n": 1000}))
+            .unwrap()
+            .unwrap();
+        assert!(out.encoded_len() <= 8_000, "{}", out.encoded_len());
+        assert!(out.encoded_len() > 8_000 - 100, "{}", out.encoded_len());
+        let v: Value = serde_json::from_str(out.structured.get()).unwrap();
+        assert_eq!(v["cut"], true);
+        let text: String = serde_json::from_str(out.text.get()).unwrap();
+        assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), v);
+        let small = reg
+            .call(&ctx, "quotes", serde_json::json!({"n": 3}))
+            .unwrap()
+            .unwrap();
+        let v: Value = serde_json::from_str(small.structured.get()).unwrap();
+        assert_eq!(v["cut"], false);
+        // A tool that cannot cut is refused, naming the whole line.
+        let (reg, mut ctx) = context(
+            Registry::new(vec![ToolEntry::of::<Echo>()], Tier::Readonly),
+            10_000,
+        );
+        ctx.response_room = 8_000;
+        let err = reg
+            .call(&ctx, "echo", serde_json::json!({"n": 9_000}))
+            .unwrap()
+            .unwrap_err();
+        assert!(
+            err.message
+                .contains("would make a 20028-byte response, over the 10000-byte ceiling"),
+            "{err}"
+        );
     }
 
     #[test]

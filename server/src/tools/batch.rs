@@ -5,21 +5,21 @@
 //! rejects the whole batch before anything runs. With `on_error: continue`
 //! the operations run at once (each is an independent read); with `stop`
 //! they run in order and stop at the first failure. Rows stay in order
-//! either way, and while the whole response would pass the ceiling the
-//! largest result is dropped and marked.
+//! either way. Each operation's result arrives encoded and is nested as
+//! is; while the whole response would pass the ceiling the largest result
+//! is dropped and marked ([`Tool::shrink`]).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::context::{ServerArgs, ToolContext, ToolError};
+use super::json_str_len;
 use crate::mcp::registry::{Annotations, Tool};
 
-/// Room for the JSON-RPC envelope around the result (id, content wrapper,
-/// `_meta`), counted generously.
-const ENVELOPE_BYTES: usize = 1024;
 pub const MAX_OPERATIONS: usize = 16;
 
 /// What to do when an operation fails.
@@ -63,7 +63,8 @@ pub struct BatchRow {
     pub success: bool,
     pub error: Option<String>,
     /// The tool's structured result; null on failure or when dropped for size.
-    pub result: Option<Value>,
+    #[schemars(with = "Option<Value>")]
+    pub result: Option<Box<RawValue>>,
     /// The result was dropped to keep the response under 1,000,000 bytes.
     pub result_truncated: bool,
 }
@@ -139,7 +140,7 @@ impl Tool for CallReadToolsBatch {
             .collect();
         // Progress: operations finished out of n.
         let done = AtomicUsize::new(0);
-        let run_one = |tool: &str, a: Value| -> Result<Value, String> {
+        let run_one = |tool: &str, a: Value| -> Result<Box<RawValue>, String> {
             let r = match ctx.registry.call(&ctx.child(), tool, a) {
                 Some(Ok(out)) => Ok(out.structured),
                 Some(Err(e)) => Err(e.message),
@@ -150,7 +151,7 @@ impl Tool for CallReadToolsBatch {
                 .report(finished as f64, Some(n as f64), Some(tool));
             r
         };
-        let mut outcomes: Vec<Result<Value, String>> = Vec::with_capacity(n);
+        let mut outcomes: Vec<Result<Box<RawValue>, String>> = Vec::with_capacity(n);
         let mut stopped_at = None;
         match args.on_error {
             OnError::Continue => {
@@ -208,7 +209,7 @@ impl Tool for CallReadToolsBatch {
             })
             .collect();
         let succeeded = results.iter().filter(|r| r.success).count();
-        let mut out = BatchResult {
+        Ok(BatchResult {
             failed: results.len() - succeeded,
             succeeded,
             results,
@@ -216,9 +217,11 @@ impl Tool for CallReadToolsBatch {
             stopped_at,
             truncated: false,
             truncated_bytes: 0,
-        };
-        fit_response(&mut out, ctx.limits().response_bytes);
-        Ok(out)
+        })
+    }
+
+    fn shrink(out: &mut Self::Output, excess: usize) -> bool {
+        drop_largest(out, excess)
     }
 
     fn text(out: &Self::Output) -> String {
@@ -237,7 +240,7 @@ impl Tool for CallReadToolsBatch {
         for r in &out.results {
             match (&r.result, &r.error) {
                 (_, Some(e)) => s.push_str(&format!("[{}] {} error: {e}\n", r.index, r.tool)),
-                (Some(v), None) => s.push_str(&format!("[{}] {} {v}\n", r.index, r.tool)),
+                (Some(v), None) => s.push_str(&format!("[{}] {} {}\n", r.index, r.tool, v.get())),
                 (None, None) => s.push_str(&format!(
                     "[{}] {} ok, result dropped for size\n",
                     r.index, r.tool
@@ -248,73 +251,82 @@ impl Tool for CallReadToolsBatch {
     }
 }
 
-/// The size of the whole response: structured content plus its text
-/// rendering (as a JSON string) plus the envelope.
-fn response_size(out: &BatchResult) -> usize {
-    let structured = serde_json::to_string(out).map_or(0, |s| s.len());
-    let text =
-        serde_json::to_string(&Value::String(CallReadToolsBatch::text(out))).map_or(0, |s| s.len());
-    structured + text + ENVELOPE_BYTES
-}
-
-/// Drops the largest result while the response is over `limit`.
-fn fit_response(out: &mut BatchResult, limit: usize) {
-    while response_size(out) > limit {
+/// Drops the largest results until about `excess` encoded bytes are
+/// saved; false when no result is left to drop.
+fn drop_largest(out: &mut BatchResult, excess: usize) -> bool {
+    let mut saved = 0usize;
+    while saved < excess {
         let largest = out
             .results
-            .iter()
-            .enumerate()
-            .filter_map(|(i, r)| {
-                r.result
-                    .as_ref()
-                    .map(|v| (i, serde_json::to_string(v).map_or(0, |s| s.len())))
-            })
-            .max_by_key(|(_, size)| *size);
-        let Some((i, size)) = largest else { break };
-        out.results[i].result = None;
-        out.results[i].result_truncated = true;
+            .iter_mut()
+            .filter(|r| r.result.is_some())
+            .max_by_key(|r| r.result.as_ref().map_or(0, |v| v.get().len()));
+        let Some(row) = largest else {
+            return saved > 0;
+        };
+        let Some(result) = row.result.take() else {
+            return saved > 0;
+        };
+        row.result_truncated = true;
+        let size = result.get().len();
+        // It was in the structured result once and, escaped again, in the
+        // text rendering.
+        saved += size + json_str_len(result.get());
         out.truncated = true;
         out.truncated_bytes += size as u64;
     }
+    true
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::mcp::registry::encode_within;
+    use serde_json::value::to_raw_value;
 
-    fn row(i: usize, v: Value) -> BatchRow {
+    fn row(i: usize, text: &str) -> BatchRow {
         BatchRow {
             index: i,
             tool: "capture_pane".into(),
             success: true,
             error: None,
-            result: Some(v),
+            result: Some(to_raw_value(&serde_json::json!({ "text": text })).unwrap()),
             result_truncated: false,
         }
     }
 
     #[test]
-    fn drops_largest_until_it_fits() {
-        let big = "x".repeat(300_000);
-        let mut out = BatchResult {
+    fn drops_the_largest_until_the_encoded_result_fits() {
+        // Quotes take 2 bytes in the structured result and 4 more in the
+        // text rendering (the result's JSON, escaped again).
+        let big = "\"".repeat(100_000);
+        let out = BatchResult {
             results: vec![
-                row(0, json!({"text": big.clone()})),
-                row(1, json!({"text": "small"})),
-                row(2, json!({"text": big[..200_000].to_owned()})),
+                row(0, &big),
+                row(1, "small"),
+                row(2, &big[..60_000]),
+                row(3, &big[..50_000]),
             ],
             on_error: OnError::Stop,
-            succeeded: 3,
+            succeeded: 4,
             failed: 0,
             stopped_at: None,
             truncated: false,
             truncated_bytes: 0,
         };
-        fit_response(&mut out, 1_000_000);
-        assert!(response_size(&out) <= 1_000_000);
-        assert!(out.results[0].result_truncated);
-        assert!(!out.results[1].result_truncated);
-        assert!(out.truncated);
-        assert!(out.truncated_bytes >= 300_000);
+        let room = 500_000;
+        let encoded = encode_within::<CallReadToolsBatch>(out, room).unwrap();
+        assert!(encoded.encoded_len() <= room, "{}", encoded.encoded_len());
+        let v: Value = serde_json::from_str(encoded.structured.get()).unwrap();
+        let dropped: Vec<bool> = v["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["result_truncated"] == true)
+            .collect();
+        assert_eq!(dropped, vec![true, false, true, false]);
+        assert_eq!(v["truncated"], true);
+        assert!(v["truncated_bytes"].as_u64().unwrap() > 320_000);
+        assert_eq!(v["results"][3]["result"]["text"], big[..50_000]);
     }
 }

@@ -11,7 +11,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::context::{Limits, ServerArgs, ToolContext, ToolError};
-use super::find_pane;
+use super::{find_pane, json_str_len};
 use crate::mcp::registry::{Annotations, Tool};
 use crate::tmux::{
     CaptureOptions, CaptureRange, CaptureRequest, CapturedText, PaneId, Tmux, TmuxCommand,
@@ -129,6 +129,52 @@ fn keep_tail_bytes(lines: &mut [String], max_bytes: usize) -> (usize, usize) {
     (from, omitted)
 }
 
+/// What [`cut_front`] took from a text.
+#[derive(Debug, PartialEq, Eq)]
+struct FrontCut {
+    /// Whole lines removed.
+    lines: usize,
+    /// Bytes removed (newlines included).
+    bytes: usize,
+}
+
+/// Cuts the oldest lines of `text` until about `excess` encoded bytes are
+/// saved in a response that carries `text` in `copies` places (the
+/// structured result and its rendering): whole lines first; the last line
+/// is cut within, keeping its end, only when it alone is too much. `None`
+/// when there is nothing to cut.
+fn cut_front(text: &mut String, excess: usize, copies: usize) -> Option<FrontCut> {
+    let mut saved = 0usize;
+    let mut cut = 0usize;
+    let mut lines = 0usize;
+    for line in text.split_inclusive('\n') {
+        if saved >= excess {
+            break;
+        }
+        if cut + line.len() < text.len() {
+            saved += copies * json_str_len(line);
+            cut += line.len();
+            lines += 1;
+            continue;
+        }
+        let mut within = line.len();
+        for (i, c) in line.char_indices() {
+            if saved >= excess {
+                within = i;
+                break;
+            }
+            saved += copies * json_str_len(c.encode_utf8(&mut [0; 4]));
+        }
+        cut += within;
+        lines += usize::from(within == line.len());
+    }
+    if cut == 0 {
+        return None;
+    }
+    text.drain(..cut);
+    Some(FrontCut { lines, bytes: cut })
+}
+
 fn join_lines(lines: &[String]) -> String {
     let mut s = String::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
     for l in lines {
@@ -181,6 +227,10 @@ pub struct CapturePaneResult {
     pub byte_clamped: bool,
     pub returned_bytes: u64,
     pub omitted_bytes: u64,
+    /// tmux's number of each line of `text` (not sent: joined lines skip
+    /// numbers, and cutting the result to fit a response renumbers from it).
+    #[serde(skip)]
+    numbers: Vec<i64>,
 }
 
 #[derive(Debug)]
@@ -247,6 +297,7 @@ impl Tool for CapturePane {
         let kept = &lines.lines[from..];
         let text = join_lines(kept);
         Ok(CapturePaneResult {
+            numbers: lines.numbers[from..].to_vec(),
             pane_id: args.pane_id,
             total_lines,
             dropped_lines,
@@ -277,6 +328,24 @@ impl Tool for CapturePane {
             head.push_str(", range clamped");
         }
         format!("{head}\n{}", out.text)
+    }
+
+    /// Keeps the newest lines, as max_bytes does.
+    fn shrink(out: &mut Self::Output, excess: usize) -> bool {
+        let Some(cut) = cut_front(&mut out.text, excess, 2) else {
+            return false;
+        };
+        out.numbers.drain(..cut.lines.min(out.numbers.len()));
+        out.byte_clamped = true;
+        out.omitted_bytes += cut.bytes as u64;
+        out.returned_bytes = out.text.len() as u64;
+        if out.text.is_empty() {
+            out.effective_start = None;
+            out.effective_end = None;
+        } else {
+            out.effective_start = out.numbers.first().copied();
+        }
+        true
     }
 }
 
@@ -675,6 +744,22 @@ impl Tool for CaptureSince {
             }
         )
     }
+
+    /// Keeps the newest lines, as max_bytes does (the cursor stays at the
+    /// end of what was printed).
+    fn shrink(out: &mut Self::Output, excess: usize) -> bool {
+        let Some(cut) = cut_front(&mut out.text, excess, 2) else {
+            return false;
+        };
+        out.lines = out.lines.saturating_sub(cut.lines as u64);
+        out.dropped_lines += cut.lines as u64;
+        out.omitted_bytes += cut.bytes as u64;
+        out.first_line = out
+            .first_line
+            .map(|f| f + cut.lines as i64)
+            .filter(|_| !out.text.is_empty());
+        true
+    }
 }
 
 // ---------------------------------------------------------------- snapshot
@@ -819,6 +904,17 @@ impl Tool for SnapshotPane {
         }
         format!("{head}\n{}", out.text)
     }
+
+    /// Keeps the bottom of the screen, as max_bytes does.
+    fn shrink(out: &mut Self::Output, excess: usize) -> bool {
+        let Some(cut) = cut_front(&mut out.text, excess, 2) else {
+            return false;
+        };
+        out.byte_clamped = true;
+        out.omitted_bytes += cut.bytes as u64;
+        out.first_line += cut.lines as i64;
+        true
+    }
 }
 
 #[cfg(test)]
@@ -856,6 +952,41 @@ mod tests {
         assert_eq!(anchor_length(&l(&["xx1", "yy2", "", "$ ", ""])), 5);
         assert_eq!(anchor_length(&l(&["", ""])), 2);
         assert_eq!(anchor_length(&vec![String::new(); 40]), MAX_ANCHOR_LINES);
+    }
+
+    #[test]
+    fn cutting_the_front_counts_escaped_bytes_and_keeps_the_newest() {
+        // Each quote costs 2 bytes per copy: 3 quotes + newline = 8 per
+        // copy, 16 in a response carrying the text twice.
+        let mut text = "\"\"\"\nabc\n\"\"\"\n".to_owned();
+        assert_eq!(
+            cut_front(&mut text, 16, 2),
+            Some(FrontCut { lines: 1, bytes: 4 })
+        );
+        assert_eq!(text, "abc\n\"\"\"\n");
+        assert_eq!(
+            cut_front(&mut text, 10, 2),
+            Some(FrontCut { lines: 1, bytes: 4 })
+        );
+        // The last line alone is too much: its end is kept.
+        assert_eq!(text, "\"\"\"\n");
+        assert_eq!(
+            cut_front(&mut text, 5, 2),
+            Some(FrontCut { lines: 0, bytes: 2 })
+        );
+        assert_eq!(text, "\"\n");
+        assert_eq!(
+            cut_front(&mut text, 100, 2),
+            Some(FrontCut { lines: 1, bytes: 2 })
+        );
+        assert_eq!(text, "");
+        assert_eq!(cut_front(&mut text, 1, 2), None);
+        let mut wide = "\u{1}\u{20ac}\u{20ac}".to_owned();
+        assert_eq!(
+            cut_front(&mut wide, 7, 1),
+            Some(FrontCut { lines: 0, bytes: 4 })
+        );
+        assert_eq!(wide, "\u{20ac}");
     }
 
     #[test]

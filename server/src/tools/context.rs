@@ -26,7 +26,7 @@ pub struct Limits {
     pub capture_default_lines: usize,
     /// Rows a list tool returns.
     pub list_rows: usize,
-    /// The whole JSON-RPC response of a batch.
+    /// One line `serve` writes (a whole JSON-RPC response, as encoded).
     pub response_bytes: usize,
     /// `wait_for_text`: default and ceiling.
     pub wait_default: Duration,
@@ -158,16 +158,22 @@ pub struct ToolContext {
     pub progress: ProgressSink,
     /// When the call started.
     pub started: Instant,
+    /// Bytes the result may take in its response (structured content plus
+    /// text, as encoded JSON): the response ceiling less the rest of the
+    /// line, which the front end measures per request (the echoed id
+    /// counts). In-process callers have no line around the result.
+    pub response_room: usize,
 }
 
 impl ToolContext {
     pub fn new(config: Arc<ServeConfig>, registry: Arc<Registry>) -> Self {
         ToolContext {
-            config,
             registry,
             cancel: Arc::new(AtomicBool::new(false)),
             progress: ProgressSink::none(),
             started: Instant::now(),
+            response_room: config.limits.response_bytes,
+            config,
         }
     }
 
@@ -218,6 +224,7 @@ impl ToolContext {
             cancel: self.cancel.clone(),
             progress: ProgressSink::none(),
             started: Instant::now(),
+            response_room: self.response_room,
         }
     }
 }

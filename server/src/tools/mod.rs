@@ -239,3 +239,39 @@ pub fn cut_to_bytes(text: &mut String, max: usize) -> bool {
     text.truncate(end);
     true
 }
+
+/// The bytes `text` takes inside a JSON string as serde_json writes it
+/// (its quotes aside): `"`, `\` and the short escapes 2, other C0 controls
+/// 6 (`\u0001`), every other byte 1. What a result costs in a response,
+/// for tools that cut their result to fit one.
+pub fn json_str_len(text: &str) -> usize {
+    text.bytes()
+        .map(|b| match b {
+            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
+            0x00..=0x1f => 6,
+            _ => 1,
+        })
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    proptest::proptest! {
+        #[test]
+        fn json_str_len_is_what_serde_json_writes(text in "(?s).{0,64}") {
+            let encoded = serde_json::to_string(&text).unwrap_or_default();
+            proptest::prop_assert_eq!(json_str_len(&text) + 2, encoded.len());
+        }
+    }
+
+    #[test]
+    fn json_str_len_counts_every_ascii_byte_as_serde_json_does() {
+        for b in 0u8..0x80 {
+            let text = char::from(b).to_string();
+            let encoded = serde_json::to_string(&text).unwrap_or_default();
+            assert_eq!(json_str_len(&text) + 2, encoded.len(), "byte {b:#04x}");
+        }
+    }
+}

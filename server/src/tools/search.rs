@@ -19,8 +19,9 @@
 //! 5. **Shape** — matching panes are paged (`offset`/`limit`), lines are
 //!    attributed to their pane and placements, what the page's panes run
 //!    (`pane_current_command`, `pane_current_path`: the costliest fields to
-//!    list) is asked for in one round trip, and the result is cut to the
-//!    response ceiling with flags that say so (`fit_response`).
+//!    list) is asked for in one round trip. A result too large for its
+//!    response is cut from the end by the registry (`cut_to_size`, through
+//!    [`Tool::shrink`]), with flags that say so.
 //!
 //! Text is matched in Rust, never in a tmux format: a pattern such as
 //! `#(touch /tmp/x)` or `#{pane_id}` is searched for literally and never
@@ -263,6 +264,10 @@ impl Tool for SearchPanes {
 
     fn text(output: &Self::Output) -> String {
         render_text(output)
+    }
+
+    fn shrink(output: &mut Self::Output, excess: usize) -> bool {
+        cut_to_size(output, excess)
     }
 }
 
@@ -629,7 +634,6 @@ pub fn search_panes(
         matches_truncated: outcome.flags.matches_truncated,
     };
     result.elapsed_ms = started.elapsed().as_millis() as u64;
-    fit_response(&mut result, ctx.limits().response_bytes);
     Ok(result)
 }
 
@@ -776,67 +780,54 @@ impl<'a> ProgressThrottle<'a> {
     }
 }
 
-/// Room kept for the JSON-RPC envelope around the result.
-const ENVELOPE_BYTES: usize = 2_048;
-
-/// Drops matching lines from the end of the page until the whole response
-/// (structured result + text rendering, both JSON-encoded) fits
-/// `max_bytes`; marks the panes that lost lines and `matches_truncated`.
-fn fit_response(result: &mut SearchPanesResult, max_bytes: usize) {
-    let budget = max_bytes.saturating_sub(ENVELOPE_BYTES);
-    loop {
-        let size = response_size(result);
-        if size <= budget {
-            return;
-        }
-        let mut excess = size - budget;
-        result.matches_truncated = true;
-        // Remove lines from the last pane backwards, estimating each line's
-        // share, then measure again.
-        while excess > 0 {
-            let Some(pane) = result
-                .matches
-                .iter_mut()
-                .rev()
-                .find(|p| !p.lines.is_empty())
-            else {
-                // No lines left: drop whole panes into truncated_panes.
-                match result.matches.pop() {
-                    Some(p) => {
-                        result.truncated = true;
-                        result.truncated_panes.insert(0, p.pane_id);
-                        excess = excess.saturating_sub(600);
-                        continue;
-                    }
-                    None => {
-                        // Only the page of truncated ids is left; cut it.
-                        let keep = result.truncated_panes.len() / 2;
-                        result.truncated_panes.truncate(keep);
-                        break;
-                    }
-                }
-            };
-            if let Some(line) = pane.lines.pop() {
-                pane.lines_truncated = true;
-                excess = excess.saturating_sub(line_cost(&line));
+/// Drops matching lines from the end of the page (then whole panes, then
+/// the ids of the panes beyond it) until about `excess` encoded bytes are
+/// saved; marks the panes that lost lines and `matches_truncated`. False
+/// when nothing is left to drop.
+fn cut_to_size(result: &mut SearchPanesResult, excess: usize) -> bool {
+    let mut saved = 0usize;
+    while saved < excess {
+        let Some(pane) = result
+            .matches
+            .iter_mut()
+            .rev()
+            .find(|p| !p.lines.is_empty())
+        else {
+            // No lines left: drop whole panes into truncated_panes.
+            if let Some(pane) = result.matches.pop() {
+                saved += encoded_len(&pane);
+                result.truncated = true;
+                result.truncated_panes.insert(0, pane.pane_id);
+                continue;
             }
+            // Only the page of truncated ids is left; cut it.
+            let keep = result.truncated_panes.len() / 2;
+            if keep == result.truncated_panes.len() {
+                return saved > 0;
+            }
+            result.truncated_panes.truncate(keep);
+            continue;
+        };
+        let place = pane_place(pane, &Style::PLAIN);
+        if let Some(line) = pane.lines.pop() {
+            pane.lines_truncated = true;
+            result.matches_truncated = true;
+            saved += line_cost(&place, &line);
         }
     }
+    true
 }
 
-/// Bytes a line adds to the response: its JSON and its text rendering.
-fn line_cost(line: &HitLine) -> usize {
-    let json = serde_json::to_string(line).map_or(0, |s| s.len());
-    let text: usize = line.text.len()
-        + line.before.iter().map(String::len).sum::<usize>()
-        + line.after.iter().map(String::len).sum::<usize>();
-    json + text + 40 * (1 + line.before.len() + line.after.len())
+/// The bytes a line takes in the response: its JSON in the structured
+/// result and its escaped rendering in the text.
+fn line_cost(place: &str, line: &HitLine) -> usize {
+    let mut rendered = String::new();
+    push_hit(&mut rendered, place, line, &Style::PLAIN);
+    encoded_len(line) + 1 + super::json_str_len(&rendered)
 }
 
-fn response_size(result: &SearchPanesResult) -> usize {
-    let structured = serde_json::to_string(result).map_or(usize::MAX / 2, |s| s.len());
-    let text = serde_json::to_string(&render_text(result)).map_or(usize::MAX / 2, |s| s.len());
-    structured + text
+fn encoded_len<T: Serialize>(value: &T) -> usize {
+    serde_json::to_string(value).map_or(0, |s| s.len())
 }
 
 /// The grep-like rendering: one line per hit, `%3 dev:1.0 -12: text`,
@@ -989,6 +980,7 @@ pub fn clamp_names_in_json(result: &serde_json::Value) -> Vec<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mcp::registry::encode_within;
 
     #[test]
     fn keep_newest_cuts_on_a_line_boundary_and_renumbers() {
@@ -1076,26 +1068,37 @@ mod tests {
     }
 
     #[test]
-    fn fit_response_keeps_small_results_whole() {
-        let mut r = empty_result(vec![hit(1, 3, 10)]);
-        fit_response(&mut r, 1_000_000);
-        assert!(!r.matches_truncated);
-        assert_eq!(r.matches[0].lines.len(), 3);
+    fn small_results_are_not_cut() {
+        let r = empty_result(vec![hit(1, 3, 10)]);
+        let out = encode_within::<SearchPanes>(r, 1_000_000).unwrap();
+        let v: serde_json::Value = serde_json::from_str(out.structured.get()).unwrap();
+        assert_eq!(v["matches_truncated"], false);
+        assert_eq!(v["matches"][0]["lines"].as_array().unwrap().len(), 3);
     }
 
     #[test]
-    fn fit_response_cuts_from_the_end_under_the_ceiling() {
+    fn large_results_are_cut_from_the_end_to_the_encoded_size() {
+        // Quotes double under JSON escaping, in the result and its text.
         let mut r = empty_result((0..100).map(|p| hit(p, 20, 1000)).collect());
-        fit_response(&mut r, 1_000_000);
-        assert!(response_size(&r) + ENVELOPE_BYTES <= 1_000_000);
-        assert!(r.matches_truncated);
+        for line in r.matches.iter_mut().flat_map(|p| p.lines.iter_mut()) {
+            line.text = "\"".repeat(1000);
+        }
+        let room = 1_000_000;
+        let out = encode_within::<SearchPanes>(r, room).unwrap();
+        assert!(out.encoded_len() <= room, "{}", out.encoded_len());
+        // Lines are dropped one by one: not much room is left over.
+        assert!(out.encoded_len() > room - 10_000, "{}", out.encoded_len());
+        let v: serde_json::Value = serde_json::from_str(out.structured.get()).unwrap();
+        assert_eq!(v["matches_truncated"], true);
+        let panes = v["matches"].as_array().unwrap();
         // The first panes keep all their lines; the cut is at the end.
-        assert_eq!(r.matches[0].lines.len(), 20);
-        assert!(!r.matches[0].lines_truncated);
-        let last_with_lines = r.matches.iter().rposition(|p| !p.lines.is_empty()).unwrap();
-        assert!(r.matches[last_with_lines + 1..]
+        assert_eq!(panes[0]["lines"].as_array().unwrap().len(), 20);
+        assert_eq!(panes[0]["lines_truncated"], false);
+        let with_lines = |p: &serde_json::Value| !p["lines"].as_array().unwrap().is_empty();
+        let last_with_lines = panes.iter().rposition(with_lines).unwrap();
+        assert!(panes[last_with_lines + 1..]
             .iter()
-            .all(|p| p.lines_truncated));
+            .all(|p| p["lines_truncated"] == true));
     }
 
     #[test]

@@ -9,14 +9,18 @@
 //!
 //! Every read has a timeout, so a server that stops answering fails the
 //! test instead of hanging it; the server process is killed on drop. Any
-//! non-JSON line on stdout fails the test.
+//! non-JSON line on stdout fails the test, and so does any line longer than
+//! [`RESPONSE_CEILING`]: the harness keeps each line as it was written
+//! ([`Received`]), so sizes are measured on the bytes the server sent, not
+//! on a re-serialisation.
 //!
 //! - start: [`Serve::spawn`] (`serve --socket-name NAME`),
 //!   [`Serve::spawn_with`] (any arguments and environment),
 //!   [`Serve::with_tmux`] / [`Serve::with_tmux_size`] (a fresh
 //!   [`PrivateServer`] plus a server pointed at it).
 //! - talk: [`Serve::initialize`], [`Serve::request`] / [`Serve::request_bare`]
-//!   (whole response), [`Serve::call`] (the `result`), [`Serve::call_ok`]
+//!   (whole response), [`Serve::request_line`] / [`Serve::response_line`]
+//!   (the same, with the line as written), [`Serve::call`] (the `result`), [`Serve::call_ok`]
 //!   (`structuredContent`, asserts success), [`Serve::call_err`] (the error
 //!   text, asserts `isError`), [`Serve::notify`], [`Serve::send`] /
 //!   [`Serve::send_raw`] with [`Serve::response`] for hand-made messages.
@@ -41,6 +45,59 @@ use serde_json::{json, Value};
 /// How long a request may take before the test fails.
 pub const REPLY_TIMEOUT: Duration = Duration::from_secs(15);
 
+/// The most bytes one line of `panescan serve` may hold (its newline
+/// aside): the README's "a whole response".
+pub const RESPONSE_CEILING: usize = 1_000_000;
+
+/// One line of the server's stdout: as written, and parsed.
+#[derive(Debug, Clone)]
+pub struct Received {
+    pub value: Value,
+    /// The line without its newline, byte for byte.
+    pub line: String,
+    parsed: bool,
+}
+
+impl Received {
+    fn new(line: String) -> Received {
+        let parsed = serde_json::from_str::<Value>(&line);
+        Received {
+            parsed: parsed.is_ok(),
+            value: parsed.unwrap_or(Value::Null),
+            line,
+        }
+    }
+
+    /// The line, once it is known to be JSON within the ceiling.
+    fn checked(self) -> Received {
+        assert!(
+            self.parsed,
+            "stdout carried a non-JSON line: {}",
+            head(&self.line, 2000)
+        );
+        assert!(
+            self.line.len() <= RESPONSE_CEILING,
+            "stdout carried a line of {} bytes, over the {RESPONSE_CEILING}-byte ceiling: {}...",
+            self.line.len(),
+            head(&self.line, 300)
+        );
+        self
+    }
+
+    fn answers(&self, id: &Value) -> bool {
+        self.value.get("id") == Some(id) && self.value.get("method").is_none()
+    }
+}
+
+/// At most the first `max` bytes of `text`, cut on a char boundary.
+pub fn head(text: &str, max: usize) -> &str {
+    let mut end = max.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
 /// The `_meta` of a 2026-07-28 request.
 pub fn modern_meta() -> Value {
     json!({
@@ -55,9 +112,9 @@ pub fn modern_meta() -> Value {
 pub struct Serve {
     child: Child,
     stdin: Option<ChildStdin>,
-    rx: Receiver<Value>,
+    rx: Receiver<Received>,
     /// Messages read while waiting for something else.
-    pending: VecDeque<Value>,
+    pending: VecDeque<Received>,
     next_id: i64,
 }
 
@@ -105,11 +162,9 @@ impl Serve {
                 match reader.read_line(&mut line) {
                     Ok(0) | Err(_) => break,
                     Ok(_) => {
-                        let v =
-                            serde_json::from_str::<Value>(line.trim_end()).unwrap_or_else(|_| {
-                                Value::String(format!("NOT JSON: {}", line.trim_end()))
-                            });
-                        if tx.send(v).is_err() {
+                        let end = line.trim_end_matches(['\n', '\r']).len();
+                        line.truncate(end);
+                        if tx.send(Received::new(std::mem::take(&mut line))).is_err() {
                             break;
                         }
                     }
@@ -144,14 +199,11 @@ impl Serve {
 
     /// The next message, if one arrives within `timeout`.
     pub fn recv(&mut self, timeout: Duration) -> Option<Value> {
-        if let Some(v) = self.pending.pop_front() {
-            return Some(v);
+        if let Some(m) = self.pending.pop_front() {
+            return Some(m.value);
         }
         match self.rx.recv_timeout(timeout) {
-            Ok(v) => {
-                assert!(!v.is_string(), "stdout carried a non-JSON line: {v}");
-                Some(v)
-            }
+            Ok(m) => Some(m.checked().value),
             Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => None,
         }
     }
@@ -159,17 +211,14 @@ impl Serve {
     /// Every message arriving within `window`.
     pub fn drain(&mut self, window: Duration) -> Vec<Value> {
         let until = Instant::now() + window;
-        let mut out: Vec<Value> = self.pending.drain(..).collect();
+        let mut out: Vec<Value> = self.pending.drain(..).map(|m| m.value).collect();
         loop {
             let left = until.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return out;
             }
             match self.rx.recv_timeout(left) {
-                Ok(v) => {
-                    assert!(!v.is_string(), "stdout carried a non-JSON line: {v}");
-                    out.push(v)
-                }
+                Ok(m) => out.push(m.checked().value),
                 Err(_) => return out,
             }
         }
@@ -177,32 +226,32 @@ impl Serve {
 
     /// The response with this id; other messages are kept for later.
     pub fn response(&mut self, id: &Value, timeout: Duration) -> Value {
-        if let Some(pos) = self
-            .pending
-            .iter()
-            .position(|m| m.get("id") == Some(id) && m.get("method").is_none())
-        {
+        self.response_line(id, timeout).value
+    }
+
+    /// [`Serve::response`] with the line as the server wrote it.
+    pub fn response_line(&mut self, id: &Value, timeout: Duration) -> Received {
+        if let Some(pos) = self.pending.iter().position(|m| m.answers(id)) {
             return self.pending.remove(pos).unwrap();
         }
         let until = Instant::now() + timeout;
         loop {
             let left = until.saturating_duration_since(Instant::now());
-            let v = match self.rx.recv_timeout(left) {
-                Ok(v) => v,
+            let m = match self.rx.recv_timeout(left) {
+                Ok(m) => m.checked(),
                 Err(_) => panic!("no response to id {id} within {timeout:?}"),
             };
-            assert!(!v.is_string(), "stdout carried a non-JSON line: {v}");
-            if v.get("id") == Some(id) && v.get("method").is_none() {
-                return v;
+            if m.answers(id) {
+                return m;
             }
-            self.pending.push_back(v);
+            self.pending.push_back(m);
         }
     }
 
     /// Messages already received that are not the response to anything
     /// asked for (notifications, mostly).
     pub fn take_pending(&mut self) -> Vec<Value> {
-        self.pending.drain(..).collect()
+        self.pending.drain(..).map(|m| m.value).collect()
     }
 
     pub fn fresh_id(&mut self) -> Value {
@@ -212,9 +261,14 @@ impl Serve {
 
     /// Sends a request and returns the whole response.
     pub fn request(&mut self, method: &str, params: Value) -> Value {
+        self.request_line(method, params).value
+    }
+
+    /// [`Serve::request`] with the line as the server wrote it.
+    pub fn request_line(&mut self, method: &str, params: Value) -> Received {
         let id = self.fresh_id();
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        self.response(&id, REPLY_TIMEOUT)
+        self.response_line(&id, REPLY_TIMEOUT)
     }
 
     /// Sends a request without params.
