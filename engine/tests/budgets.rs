@@ -195,6 +195,39 @@ fn deadline_stops_waiting_for_slow_captures() {
     drop(tx);
 }
 
+/// Once the byte budget cut a capture, no later one can be searched: the
+/// driver stops taking captures and returns while the producer still has
+/// more to send (it stops fetching when the channel closes).
+#[test]
+fn byte_budget_stops_taking_captures_while_the_producer_is_open() {
+    let m = Matcher::new(&["a"], PatternOptions::default()).unwrap();
+    let mut options = common::open_options();
+    options.limits.max_scan_bytes = 2;
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    let (release, released) = crossbeam_channel::bounded::<()>(1);
+    let producer = std::thread::spawn(move || {
+        tx.send(Incoming::Capture(Capture::new(
+            0, 0, "a
+a
+",
+        )))
+        .unwrap();
+        // Holds the channel open until the search is over; the bound only
+        // keeps a broken driver from hanging the test.
+        let by_the_test = released.recv_timeout(Duration::from_secs(60)).is_ok();
+        drop(tx);
+        by_the_test
+    });
+    let o = search(&m, &options, rx, &|_| {});
+    let _ = release.send(());
+    assert!(
+        producer.join().unwrap(),
+        "the search returned only once the producer gave up"
+    );
+    assert!(o.flags.byte_clamped);
+    assert_eq!(o.lines_scanned, 1);
+}
+
 #[test]
 fn cancel_stops_the_search() {
     let m = Matcher::new(&["a"], PatternOptions::default()).unwrap();

@@ -257,3 +257,46 @@ fn wait(input: &Receiver<Incoming>, done: &Receiver<Done>) -> Event {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use crate::scan::LineMatch;
+
+    fn scanned(hits: usize, truncated: bool) -> PaneScan {
+        let hit = LineMatch {
+            line: 0,
+            text: "hit".into(),
+            pattern_index: 0,
+            before: Vec::new(),
+            after: Vec::new(),
+        };
+        PaneScan {
+            lines: vec![hit; hits],
+            truncated,
+            ..PaneScan::default()
+        }
+    }
+
+    #[test]
+    fn the_prefix_stops_at_the_first_key_not_finished() {
+        let mut finished = Finished::default();
+        finished.scanned.insert(0, scanned(2, false));
+        finished.failed.insert(1, "gone".into());
+        finished.scanned.insert(3, scanned(5, false));
+        assert_eq!(finished.prefix_matches(10), 2, "key 2 is not finished");
+        finished.skipped.insert(2);
+        assert_eq!(finished.prefix_matches(10), 7);
+    }
+
+    #[test]
+    fn a_pane_cut_below_the_per_pane_cap_counts_one_more_match() {
+        let mut finished = Finished::default();
+        // Cut at the per-pane cap (3): its other matches are dropped.
+        finished.scanned.insert(0, scanned(3, true));
+        // Cut below it (by the total cap): it had at least one more.
+        finished.scanned.insert(1, scanned(2, true));
+        assert_eq!(finished.prefix_matches(3), 6);
+    }
+}

@@ -192,3 +192,81 @@ impl<'a> Tasks<'a> {
         let _ = self.done.send(done);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use crate::budget::Limits;
+
+    /// What each ticket says, by key (`Drop` carries none).
+    fn decisions(tickets: Vec<Ticket>) -> Vec<(&'static str, Option<usize>)> {
+        tickets
+            .into_iter()
+            .map(|t| match t {
+                Ticket::Scan(p, _) => ("scan", Some(p.key)),
+                Ticket::Skip(key) => ("skip", Some(key)),
+                Ticket::Drop => ("drop", None),
+            })
+            .collect()
+    }
+
+    fn arrive(gate: &mut Gate, key: usize, text: &str) {
+        let prepared = Prepared::new(Capture::new(key, 0, text), false);
+        gate.waiting.insert(key, Slot::Ready(prepared));
+    }
+
+    #[test]
+    fn a_capture_waits_for_its_predecessor_then_both_are_admitted_in_order() {
+        let budget = Budget::new(&Limits::unlimited(), None);
+        let mut gate = Gate::default();
+        arrive(&mut gate, 1, "b\n");
+        assert!(gate.admit(&budget).is_empty());
+        assert_eq!(gate.ready_waiting(), 1);
+        arrive(&mut gate, 0, "a\n");
+        let got = decisions(gate.admit(&budget));
+        assert_eq!(got, [("scan", Some(0)), ("scan", Some(1))]);
+        assert_eq!(budget.lines_charged(), 2);
+    }
+
+    #[test]
+    fn a_closed_gate_skips_missing_keys_once_nothing_is_being_prepared() {
+        let budget = Budget::new(&Limits::unlimited(), None);
+        let mut gate = Gate::default();
+        arrive(&mut gate, 2, "c\n");
+        gate.closed = true;
+        gate.preparing = 1;
+        assert!(gate.admit(&budget).is_empty(), "key 0 or 1 may still come");
+        gate.preparing = 0;
+        assert_eq!(decisions(gate.admit(&budget)), [("scan", Some(2))]);
+    }
+
+    #[test]
+    fn the_byte_budget_cuts_one_capture_and_skips_the_next() {
+        // "ab" and "cd" cost 3 bytes each: 4 bytes admit one line of key 0.
+        let limits = Limits {
+            max_scan_bytes: 4,
+            ..Limits::unlimited()
+        };
+        let budget = Budget::new(&limits, None);
+        let mut gate = Gate::default();
+        arrive(&mut gate, 0, "ab\ncd\n");
+        arrive(&mut gate, 1, "e\n");
+        gate.waiting.insert(2, Slot::Failed);
+        let got = decisions(gate.admit(&budget));
+        assert_eq!(got, [("scan", Some(0)), ("skip", Some(1))]);
+        assert_eq!(gate.clamp_key, Some(0));
+    }
+
+    #[test]
+    fn a_stopped_gate_drops_what_it_admits() {
+        let budget = Budget::new(&Limits::unlimited(), None);
+        let mut gate = Gate {
+            stopped: true,
+            ..Gate::default()
+        };
+        arrive(&mut gate, 0, "a\n");
+        assert_eq!(decisions(gate.admit(&budget)), [("drop", None)]);
+        assert_eq!(budget.lines_charged(), 0);
+    }
+}
