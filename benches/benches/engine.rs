@@ -37,7 +37,7 @@ fn corpus() -> Vec<u8> {
         // Both sides search the visible text: escapes are stripped here, as
         // the engine would strip them, so the baseline sees the same lines.
         let bytes = std::fs::read(name).unwrap();
-        text.extend_from_slice(&panescan_engine::text::strip_escapes(&bytes));
+        text.extend_from_slice(&panescan_engine::strip_escapes(&bytes));
         if text.last() != Some(&b'\n') {
             text.push(b'\n');
         }

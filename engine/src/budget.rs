@@ -86,19 +86,19 @@ impl ClampFlags {
 
 /// How much of one capture a budget lets through.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Admission {
+pub(crate) struct Admission {
     /// Lines admitted (a prefix of the capture).
-    pub lines: usize,
+    pub(crate) lines: usize,
     /// End offset (exclusive, without the line end) of the last admitted line
     /// in the haystack; 0 when no line is admitted.
-    pub end: usize,
+    pub(crate) end: usize,
     /// Bytes charged: sum of (line length + 1).
-    pub bytes: u64,
+    pub(crate) bytes: u64,
 }
 
 /// Why a running scan must stop early.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Interrupt {
+pub(crate) enum Interrupt {
     /// The deadline passed.
     Time,
     /// The caller cancelled.
@@ -109,7 +109,7 @@ pub enum Interrupt {
 
 /// The live, shared state of the budgets of one search.
 #[derive(Debug)]
-pub struct Budget {
+pub(crate) struct Budget {
     limits: Limits,
     bytes: AtomicU64,
     lines: AtomicU64,
@@ -125,7 +125,7 @@ pub struct Budget {
 
 impl Budget {
     /// Fresh budgets; `cancel`, when set to true by anyone, stops the search.
-    pub fn new(limits: &Limits, cancel: Option<Arc<AtomicBool>>) -> Budget {
+    pub(crate) fn new(limits: &Limits, cancel: Option<Arc<AtomicBool>>) -> Budget {
         Budget {
             limits: limits.clone(),
             bytes: AtomicU64::new(0),
@@ -142,7 +142,7 @@ impl Budget {
     }
 
     /// The limits this budget enforces.
-    pub fn limits(&self) -> &Limits {
+    pub(crate) fn limits(&self) -> &Limits {
         &self.limits
     }
 
@@ -152,7 +152,7 @@ impl Budget {
     ///
     /// Callers must charge captures one at a time in key order; that is what
     /// makes clamped results deterministic.
-    pub fn admit(&self, haystack: &[u8], line_count: usize) -> Admission {
+    pub(crate) fn admit(&self, haystack: &[u8], line_count: usize) -> Admission {
         let none = Admission {
             lines: 0,
             end: 0,
@@ -209,14 +209,9 @@ impl Budget {
         admission
     }
 
-    /// True once the byte or line budget has stopped admitting lines.
-    pub fn exhausted(&self) -> bool {
-        self.exhausted.load(Ordering::Acquire)
-    }
-
     /// Checks the deadline and the cancel flag (and the early match stop);
     /// raises the matching flag and says why to stop, if so.
-    pub fn interrupt(&self) -> Option<Interrupt> {
+    pub(crate) fn interrupt(&self) -> Option<Interrupt> {
         if self.cancelled.load(Ordering::Acquire) {
             return Some(Interrupt::Cancelled);
         }
@@ -243,32 +238,34 @@ impl Budget {
 
     /// Records that the matches of the captures already finished, in key
     /// order, exceed `max_matches`: later captures need not be scanned.
-    pub fn stop_for_matches(&self) {
+    pub(crate) fn stop_for_matches(&self) {
         self.matches_done.store(true, Ordering::Release);
     }
 
     /// Records that the total match budget truncated the result.
-    pub fn set_matches_truncated(&self) {
+    pub(crate) fn set_matches_truncated(&self) {
         self.matches_truncated.store(true, Ordering::Release);
     }
 
     /// Whether the search was cancelled.
-    pub fn cancelled(&self) -> bool {
+    pub(crate) fn cancelled(&self) -> bool {
         self.cancelled.load(Ordering::Acquire)
     }
 
-    /// Bytes charged so far.
-    pub fn bytes_charged(&self) -> u64 {
+    /// Bytes charged so far (for tests).
+    #[cfg(test)]
+    pub(crate) fn bytes_charged(&self) -> u64 {
         self.bytes.load(Ordering::Acquire)
     }
 
-    /// Lines charged so far.
-    pub fn lines_charged(&self) -> u64 {
+    /// Lines charged so far (for tests).
+    #[cfg(test)]
+    pub(crate) fn lines_charged(&self) -> u64 {
         self.lines.load(Ordering::Acquire)
     }
 
     /// The flags raised so far.
-    pub fn flags(&self) -> ClampFlags {
+    pub(crate) fn flags(&self) -> ClampFlags {
         ClampFlags {
             byte_clamped: self.byte_clamped.load(Ordering::Acquire),
             line_clamped: self.line_clamped.load(Ordering::Acquire),

@@ -8,9 +8,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use panescan_engine::search::{max_in_flight, search};
 use panescan_engine::{
-    search_captures, Capture, Incoming, Limits, Matcher, PatternOptions, SearchOutcome,
+    max_in_flight, search, search_captures, Capture, Incoming, Limits, Matcher, PatternOptions,
+    SearchOutcome,
 };
 use proptest::prelude::*;
 

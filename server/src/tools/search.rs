@@ -31,10 +31,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
-use panescan_engine::budget::Limits as EngineLimits;
-use panescan_engine::pattern::{Matcher, PatternOptions, MAX_PATTERNS};
-use panescan_engine::scan::{Capture, LineMatch};
-use panescan_engine::search::{self as engine, Incoming, Progress, SearchOptions};
+use panescan_engine::{
+    self as engine, Capture, Incoming, Limits as EngineLimits, LineMatch, Matcher, PatternOptions,
+    Progress, SearchOptions, MAX_PATTERNS,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
