@@ -1,9 +1,9 @@
 //! Budgets: how much work a search may do, shared by every thread.
 //!
-//! A search has five budgets ([`Limits`]): scanned bytes, scanned lines, a
-//! wall-clock deadline, total matching lines, and matching lines per pane.
-//! Each budget that stops a search sets its own flag in [`ClampFlags`], so a
-//! caller can say exactly why a result is partial.
+//! A search has five budgets ([`SearchBudgets`]): scanned bytes, scanned
+//! lines, a wall-clock deadline, total matching lines, and matching lines per
+//! pane. Each budget that stops a search sets its own flag in
+//! [`ClampFlags`], so a caller can say exactly why a result is partial.
 //!
 //! **Determinism.** Bytes and lines are charged in *capture order* (by
 //! [`Capture::key`](crate::scan::Capture::key)), before a capture is
@@ -24,7 +24,7 @@ use std::time::Instant;
 
 /// The budgets of one search.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Limits {
+pub struct SearchBudgets {
     /// Bytes that may be scanned; a line costs its length + 1.
     pub max_scan_bytes: u64,
     /// Lines that may be scanned.
@@ -37,11 +37,11 @@ pub struct Limits {
     pub max_matches_per_pane: u64,
 }
 
-impl Default for Limits {
-    /// Generous limits: 4 GiB, 64 Mi lines, no deadline, 100,000 matching
+impl Default for SearchBudgets {
+    /// Generous budgets: 4 GiB, 64 Mi lines, no deadline, 100,000 matching
     /// lines in all and 10,000 per pane.
-    fn default() -> Limits {
-        Limits {
+    fn default() -> SearchBudgets {
+        SearchBudgets {
             max_scan_bytes: 4 << 30,
             max_scan_lines: 64 << 20,
             deadline: None,
@@ -51,10 +51,10 @@ impl Default for Limits {
     }
 }
 
-impl Limits {
-    /// No limit at all (for benches and tests).
-    pub fn unlimited() -> Limits {
-        Limits {
+impl SearchBudgets {
+    /// No budget at all (for benches and tests).
+    pub fn unlimited() -> SearchBudgets {
+        SearchBudgets {
             max_scan_bytes: u64::MAX,
             max_scan_lines: u64::MAX,
             deadline: None,
@@ -110,7 +110,7 @@ pub(crate) enum Interrupt {
 /// The live, shared state of the budgets of one search.
 #[derive(Debug)]
 pub(crate) struct Budget {
-    limits: Limits,
+    budgets: SearchBudgets,
     bytes: AtomicU64,
     lines: AtomicU64,
     exhausted: AtomicBool,
@@ -125,9 +125,9 @@ pub(crate) struct Budget {
 
 impl Budget {
     /// Fresh budgets; `cancel`, when set to true by anyone, stops the search.
-    pub(crate) fn new(limits: &Limits, cancel: Option<Arc<AtomicBool>>) -> Budget {
+    pub(crate) fn new(budgets: &SearchBudgets, cancel: Option<Arc<AtomicBool>>) -> Budget {
         Budget {
-            limits: limits.clone(),
+            budgets: budgets.clone(),
             bytes: AtomicU64::new(0),
             lines: AtomicU64::new(0),
             exhausted: AtomicBool::new(false),
@@ -141,9 +141,9 @@ impl Budget {
         }
     }
 
-    /// The limits this budget enforces.
-    pub(crate) fn limits(&self) -> &Limits {
-        &self.limits
+    /// The budgets this state enforces.
+    pub(crate) fn budgets(&self) -> &SearchBudgets {
+        &self.budgets
     }
 
     /// Charges the next capture in key order and says how many of its lines
@@ -163,8 +163,8 @@ impl Budget {
         }
         let used_bytes = self.bytes.load(Ordering::Acquire);
         let used_lines = self.lines.load(Ordering::Acquire);
-        let bytes_left = self.limits.max_scan_bytes.saturating_sub(used_bytes);
-        let lines_left = self.limits.max_scan_lines.saturating_sub(used_lines);
+        let bytes_left = self.budgets.max_scan_bytes.saturating_sub(used_bytes);
+        let lines_left = self.budgets.max_scan_lines.saturating_sub(used_lines);
         let whole_cost = haystack.len() as u64 + 1;
         let admission = if whole_cost <= bytes_left && line_count as u64 <= lines_left {
             Admission {
@@ -226,7 +226,7 @@ impl Budget {
         if self.time_clamped.load(Ordering::Acquire) {
             return Some(Interrupt::Time);
         }
-        if self.limits.deadline.is_some_and(|d| Instant::now() >= d) {
+        if self.budgets.deadline.is_some_and(|d| Instant::now() >= d) {
             self.time_clamped.store(true, Ordering::Release);
             return Some(Interrupt::Time);
         }
@@ -280,17 +280,17 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
 
-    fn limits(bytes: u64, lines: u64) -> Limits {
-        Limits {
+    fn budgets(bytes: u64, lines: u64) -> SearchBudgets {
+        SearchBudgets {
             max_scan_bytes: bytes,
             max_scan_lines: lines,
-            ..Limits::unlimited()
+            ..SearchBudgets::unlimited()
         }
     }
 
     #[test]
     fn admits_whole_capture_when_it_fits() {
-        let b = Budget::new(&limits(100, 100), None);
+        let b = Budget::new(&budgets(100, 100), None);
         let a = b.admit(b"ab\ncd", 2);
         assert_eq!(
             a,
@@ -306,7 +306,7 @@ mod tests {
     #[test]
     fn byte_budget_admits_prefix_of_lines_and_stops() {
         // "ab" costs 3, "cd" costs 3: 5 bytes admit one line.
-        let b = Budget::new(&limits(5, 100), None);
+        let b = Budget::new(&budgets(5, 100), None);
         assert_eq!(
             b.admit(b"ab\ncd", 2),
             Admission {
@@ -323,7 +323,7 @@ mod tests {
 
     #[test]
     fn line_budget_counts_across_captures() {
-        let b = Budget::new(&limits(1000, 3), None);
+        let b = Budget::new(&budgets(1000, 3), None);
         assert_eq!(b.admit(b"a\nb", 2).lines, 2);
         assert_eq!(
             b.admit(b"c\nd", 2),
@@ -339,9 +339,9 @@ mod tests {
 
     #[test]
     fn deadline_in_the_past_interrupts() {
-        let l = Limits {
+        let l = SearchBudgets {
             deadline: Some(Instant::now()),
-            ..Limits::unlimited()
+            ..SearchBudgets::unlimited()
         };
         let b = Budget::new(&l, None);
         assert_eq!(b.interrupt(), Some(Interrupt::Time));
@@ -351,7 +351,7 @@ mod tests {
     #[test]
     fn cancel_flag_interrupts() {
         let flag = Arc::new(AtomicBool::new(false));
-        let b = Budget::new(&Limits::unlimited(), Some(flag.clone()));
+        let b = Budget::new(&SearchBudgets::unlimited(), Some(flag.clone()));
         assert_eq!(b.interrupt(), None);
         flag.store(true, Ordering::SeqCst);
         assert_eq!(b.interrupt(), Some(Interrupt::Cancelled));

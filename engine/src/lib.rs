@@ -17,13 +17,13 @@
 //!   arrive on a channel (as [`Incoming`]) or in a list, are scanned on
 //!   rayon while later ones arrive, and come back in key order as a
 //!   [`SearchOutcome`] of [`PaneMatches`] and [`LineMatch`]es.
-//! * [`SearchOptions`] — the budgets ([`Limits`]: bytes, lines, deadline,
-//!   matches) and the output shape; the [`ClampFlags`] of the outcome say
-//!   which budget stopped a search.
+//! * [`SearchOptions`] — the budgets ([`SearchBudgets`]: bytes, lines,
+//!   deadline, matches) and the output shape; the [`ClampFlags`] of the
+//!   outcome say which budget stopped a search.
 //! * [`strip_escapes`] — the escape-sequence stripping the scanner applies
 //!   before matching, for callers that want the same visible text.
 //!
-//! Inside, in source order: `pattern/` (grammar and matcher), `budget.rs`
+//! Inside, in the order a search uses them: `pattern/` (grammar and matcher), `budget.rs`
 //! (the shared atomic budgets, charged in key order), `scan.rs` (one
 //! capture: the whole buffer in one pass, hits mapped to lines afterwards),
 //! `search/` (the driver, the tasks and the final assembly) and `text.rs`
@@ -58,7 +58,7 @@
 //!   [`SearchOptions::strip_escapes`] is on), and every text is clipped to
 //!   [`SearchOptions::max_text_bytes`] around the match, marked with `…`.
 //! * Byte and line budgets are charged in key order, so clamped results are
-//!   identical for any number of threads; see [`Limits`].
+//!   identical for any number of threads; see [`SearchBudgets`].
 
 mod budget;
 #[doc(hidden)]
@@ -68,7 +68,7 @@ mod scan;
 mod search;
 mod text;
 
-pub use budget::{ClampFlags, Limits};
+pub use budget::{ClampFlags, SearchBudgets};
 pub use pattern::{
     Matcher, Pattern, PatternError, PatternOptions, MAX_NESTING, MAX_NFA_BYTES, MAX_PATTERNS,
     MAX_PATTERN_BYTES, MAX_REPETITION,

@@ -346,7 +346,7 @@ fn context_after(hay: &[u8], stop: usize, n: usize, max: usize) -> Vec<String> {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
-    use crate::budget::Limits;
+    use crate::budget::SearchBudgets;
     use crate::pattern::PatternOptions;
 
     fn run(pattern: &str, regex: bool, bytes: &[u8], context: usize) -> PaneScan {
@@ -359,7 +359,7 @@ mod tests {
         )
         .unwrap();
         let p = Prepared::new(Capture::new(0, -3, bytes.to_vec()), true);
-        let budget = Budget::new(&Limits::unlimited(), None);
+        let budget = Budget::new(&SearchBudgets::unlimited(), None);
         let a = budget.admit(p.haystack(), p.line_count());
         scan(
             &m,

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use panescan_engine::{
-    max_in_flight, search, search_captures, Capture, Incoming, Limits, Matcher, PatternOptions,
-    SearchOutcome,
+    max_in_flight, search, search_captures, Capture, Incoming, Matcher, PatternOptions,
+    SearchBudgets, SearchOutcome,
 };
 use proptest::prelude::*;
 
@@ -98,7 +98,7 @@ proptest! {
         let pattern = if regex { "a+b?" } else { "ab" };
         let matcher = Matcher::new(&[pattern], PatternOptions { regex, match_case: false }).unwrap();
         let mut options = common::open_options();
-        options.limits = Limits { max_scan_bytes: max_bytes, max_scan_lines: max_lines, deadline: None, max_matches: total, max_matches_per_pane: per_pane };
+        options.limits = SearchBudgets { max_scan_bytes: max_bytes, max_scan_lines: max_lines, deadline: None, max_matches: total, max_matches_per_pane: per_pane };
         let one = in_pool(1, || search_captures(&matcher, &options, cs.clone()));
         let two = in_pool(2, || search_captures(&matcher, &options, cs.clone()));
         let eight = in_pool(8, || search_captures(&matcher, &options, cs.clone()));

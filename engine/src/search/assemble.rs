@@ -16,8 +16,8 @@ pub(super) fn assemble(
     let Finished {
         scanned, failed, ..
     } = finished;
-    let limits = budget.limits();
-    let (max_matches, max_per_pane) = (limits.max_matches, limits.max_matches_per_pane);
+    let budgets = budget.budgets();
+    let (max_matches, max_per_pane) = (budgets.max_matches, budgets.max_matches_per_pane);
     // Past the capture where the byte or line budget ran out nothing is
     // searched, and whether a later failure was received before the driver
     // stopped taking input depends on timing: report none of them, so the

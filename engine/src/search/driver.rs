@@ -180,8 +180,8 @@ impl<'d, 's> Driver<'d, 's> {
     /// budget says no later capture can be searched.
     fn check_budgets(&mut self) {
         let budget = &self.tasks.budget;
-        let limits = budget.limits();
-        if self.finished.prefix_matches(limits.max_matches_per_pane) > limits.max_matches {
+        let budgets = budget.budgets();
+        if self.finished.prefix_matches(budgets.max_matches_per_pane) > budgets.max_matches {
             budget.stop_for_matches();
         }
         if !self.stopped && budget.interrupt().is_some() {

@@ -35,7 +35,7 @@ use std::sync::Arc;
 
 use crossbeam_channel::Receiver;
 
-use crate::budget::{ClampFlags, Limits};
+use crate::budget::{ClampFlags, SearchBudgets};
 use crate::pattern::Matcher;
 use crate::scan::{Capture, LineMatch};
 
@@ -61,7 +61,7 @@ pub enum Incoming {
 #[derive(Clone, Debug)]
 pub struct SearchOptions {
     /// The budgets.
-    pub limits: Limits,
+    pub limits: SearchBudgets,
     /// Lines of context before and after each hit (0 to 10; more is read as 10).
     pub context_lines: usize,
     /// Strip terminal escape sequences before matching (default true).
@@ -76,7 +76,7 @@ pub struct SearchOptions {
 impl Default for SearchOptions {
     fn default() -> SearchOptions {
         SearchOptions {
-            limits: Limits::default(),
+            limits: SearchBudgets::default(),
             context_lines: 0,
             strip_escapes: true,
             max_text_bytes: 1024,

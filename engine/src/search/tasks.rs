@@ -121,15 +121,15 @@ impl<'a> Tasks<'a> {
         matcher: &'a Matcher,
         options: &SearchOptions,
     ) -> (Tasks<'a>, Receiver<Done>) {
-        let limits = &options.limits;
+        let budgets = &options.limits;
         let (done, done_rx) = crossbeam_channel::unbounded();
         let tasks = Tasks {
             matcher,
-            budget: Budget::new(limits, options.cancel.clone()),
+            budget: Budget::new(budgets, options.cancel.clone()),
             scan_options: ScanOptions {
                 context_lines: options.context_lines.min(scan::MAX_CONTEXT_LINES),
                 max_text_bytes: options.max_text_bytes,
-                max_hits: limits.max_matches_per_pane.min(limits.max_matches),
+                max_hits: budgets.max_matches_per_pane.min(budgets.max_matches),
             },
             strip_escapes: options.strip_escapes,
             gate: Mutex::new(Gate::default()),
@@ -197,7 +197,7 @@ impl<'a> Tasks<'a> {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
-    use crate::budget::Limits;
+    use crate::budget::SearchBudgets;
 
     /// What each ticket says, by key (`Drop` carries none).
     fn decisions(tickets: Vec<Ticket>) -> Vec<(&'static str, Option<usize>)> {
@@ -218,7 +218,7 @@ mod tests {
 
     #[test]
     fn a_capture_waits_for_its_predecessor_then_both_are_admitted_in_order() {
-        let budget = Budget::new(&Limits::unlimited(), None);
+        let budget = Budget::new(&SearchBudgets::unlimited(), None);
         let mut gate = Gate::default();
         arrive(&mut gate, 1, "b\n");
         assert!(gate.admit(&budget).is_empty());
@@ -231,7 +231,7 @@ mod tests {
 
     #[test]
     fn a_closed_gate_skips_missing_keys_once_nothing_is_being_prepared() {
-        let budget = Budget::new(&Limits::unlimited(), None);
+        let budget = Budget::new(&SearchBudgets::unlimited(), None);
         let mut gate = Gate::default();
         arrive(&mut gate, 2, "c\n");
         gate.closed = true;
@@ -244,11 +244,11 @@ mod tests {
     #[test]
     fn the_byte_budget_cuts_one_capture_and_skips_the_next() {
         // "ab" and "cd" cost 3 bytes each: 4 bytes admit one line of key 0.
-        let limits = Limits {
+        let budgets = SearchBudgets {
             max_scan_bytes: 4,
-            ..Limits::unlimited()
+            ..SearchBudgets::unlimited()
         };
-        let budget = Budget::new(&limits, None);
+        let budget = Budget::new(&budgets, None);
         let mut gate = Gate::default();
         arrive(&mut gate, 0, "ab\ncd\n");
         arrive(&mut gate, 1, "e\n");
@@ -260,7 +260,7 @@ mod tests {
 
     #[test]
     fn a_stopped_gate_drops_what_it_admits() {
-        let budget = Budget::new(&Limits::unlimited(), None);
+        let budget = Budget::new(&SearchBudgets::unlimited(), None);
         let mut gate = Gate {
             stopped: true,
             ..Gate::default()
