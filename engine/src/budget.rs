@@ -1,19 +1,6 @@
-//! Budgets: how much work a search may do, shared by every thread.
-//!
-//! A search has five budgets ([`SearchBudgets`]): scanned bytes, scanned
-//! lines, a wall-clock deadline, total matching lines, and matching lines per
-//! pane. Each budget that stops a search sets its own flag in
-//! [`ClampFlags`], so a caller can say exactly why a result is partial.
-//!
-//! **Determinism.** Bytes and lines are charged in *capture order* (by
-//! [`Capture::key`](crate::scan::Capture::key)), before a capture is
-//! scanned: capture `k` is admitted only after every capture before it, and
-//! may be admitted in part (the lines that fit). The set of scanned lines,
-//! and so the result, is therefore the same on every run and for any number
-//! of threads. A line costs its bytes plus one (for its line end), after
-//! `\r\n` is folded to `\n` and escape sequences are stripped. Once a byte or
-//! line budget runs out, nothing after it is admitted, even a shorter line.
-//! Only the deadline (and cancellation) depend on the machine.
+//! Budgets: how much work a search may do ([`SearchBudgets`], which says
+//! why they are deterministic), and their live state shared by every thread
+//! ([`Budget`]).
 //!
 //! The counters are atomics: any thread may read them, check the deadline
 //! and raise a flag without locks.
@@ -22,7 +9,21 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// The budgets of one search.
+/// The budgets of one search: scanned bytes, scanned lines, a wall-clock
+/// deadline, total matching lines, and matching lines per pane.
+///
+/// Each budget that stops a search sets its own flag in [`ClampFlags`], so
+/// a caller can say exactly why a result is partial.
+///
+/// **Determinism.** Bytes and lines are charged in *capture order* (by
+/// [`Capture::key`](crate::Capture::key)), before a capture is scanned:
+/// capture `k` is admitted only after every capture before it, and may be
+/// admitted in part (the lines that fit). The set of scanned lines, and so
+/// the result, is therefore the same on every run and for any number of
+/// threads. A line costs its bytes plus one (for its line end), after `\r\n`
+/// is folded to `\n` and escape sequences are stripped. Once a byte or line
+/// budget runs out, nothing after it is admitted, even a shorter line. Only
+/// the deadline (and cancellation) depend on the machine.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SearchBudgets {
     /// Bytes that may be scanned; a line costs its length + 1.

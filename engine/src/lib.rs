@@ -13,7 +13,7 @@
 //!   backtracker), built from pattern strings and [`PatternOptions`] or from
 //!   [`Pattern`]s; a rejected pattern is a [`PatternError`] naming the byte
 //!   and the limit.
-//! * [`search`] and [`search_captures`] — the parallel driver: [`Capture`]s
+//! * [`search()`] and [`search_captures`] — the parallel driver: [`Capture`]s
 //!   arrive on a channel (as [`Incoming`]) or in a list, are scanned on
 //!   rayon while later ones arrive, and come back in key order as a
 //!   [`SearchOutcome`] of [`PaneMatches`] and [`LineMatch`]es.
@@ -60,6 +60,8 @@
 //! * Byte and line budgets are charged in key order, so clamped results are
 //!   identical for any number of threads; see [`SearchBudgets`].
 
+#![warn(missing_docs)]
+
 mod budget;
 #[doc(hidden)]
 pub mod fuzzing;
@@ -70,8 +72,8 @@ mod text;
 
 pub use budget::{ClampFlags, SearchBudgets};
 pub use pattern::{
-    Matcher, Pattern, PatternError, PatternOptions, MAX_NESTING, MAX_NFA_BYTES, MAX_PATTERNS,
-    MAX_PATTERN_BYTES, MAX_REPETITION,
+    Matcher, Pattern, PatternError, PatternOptions, MAX_CACHE_BYTES, MAX_DFA_BYTES, MAX_NESTING,
+    MAX_NFA_BYTES, MAX_PATTERNS, MAX_PATTERN_BYTES, MAX_REPETITION,
 };
 pub use scan::{Capture, LineMatch};
 pub use search::{

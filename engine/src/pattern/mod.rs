@@ -1,31 +1,5 @@
-//! Patterns: the bounded grammar and the compiled any-of [`Matcher`].
-//!
-//! A [`Matcher`] is built once per search from up to [`MAX_PATTERNS`]
-//! patterns, all literal or all regular expressions (or a mix, through
-//! [`Pattern`]). It picks the cheapest engine that gives exactly the right
-//! answer:
-//!
-//! | patterns | engine |
-//! |---|---|
-//! | one literal, case-sensitive | `memchr::memmem` |
-//! | literals, case-sensitive, or ASCII case-insensitive | `aho-corasick` (leftmost-first; the regex engine around a Kelvin sign or long s) |
-//! | anything else (regexes, non-ASCII case-insensitive literals) | `regex-automata`'s meta regex with the backtracker disabled: literal prefilters, a lazy DFA, and the PikeVM as a linear-time fallback |
-//!
-//! Case-insensitive matching uses Unicode simple case folding everywhere (one
-//! character to one character: `é` finds `É`, but `ß` does not find `SS`).
-//! Under simple folding `k` also finds the Kelvin sign `K` and `s` the long s
-//! `ſ`, which aho-corasick's ASCII folding misses: case-insensitive ASCII
-//! literals containing `k` or `s` run on aho-corasick, and on the regex
-//! engine only for the stretch of text around a hit that holds one of those
-//! two characters. Literals with any other non-ASCII character go to the
-//! regex engine.
-//!
-//! Every automaton is size-capped: the NFA at [`MAX_NFA_BYTES`], the full
-//! DFA (used only for small patterns) at [`MAX_DFA_BYTES`], and the lazy DFA
-//! cache at [`MAX_CACHE_BYTES`] per thread. When the lazy DFA cache keeps
-//! filling up, the meta engine falls back to the PikeVM, which is slower but
-//! still linear in the haystack. A pattern whose NFA would exceed the cap is
-//! rejected when the matcher is built.
+//! Patterns: the bounded grammar (`grammar.rs`) and the compiled any-of
+//! [`Matcher`], whose doc says which engine runs which patterns.
 
 mod grammar;
 
@@ -48,9 +22,9 @@ pub const MAX_NESTING: u32 = 300;
 /// Cap on the compiled NFA of all patterns together, in bytes.
 pub const MAX_NFA_BYTES: usize = 4 << 20;
 /// Cap on a fully compiled DFA; bigger automata use the lazy DFA instead.
-pub(crate) const MAX_DFA_BYTES: usize = 256 << 10;
+pub const MAX_DFA_BYTES: usize = 256 << 10;
 /// Cap on each lazy DFA cache (one per thread in use), in bytes.
-pub(crate) const MAX_CACHE_BYTES: usize = 2 << 20;
+pub const MAX_CACHE_BYTES: usize = 2 << 20;
 
 /// How a list of pattern strings is read.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -140,6 +114,33 @@ impl fmt::Display for PatternError {
 impl std::error::Error for PatternError {}
 
 /// A compiled set of patterns, searched all at once (any-of).
+///
+/// A [`Matcher`] is built once per search from up to [`MAX_PATTERNS`]
+/// patterns, all literal or all regular expressions (or a mix, through
+/// [`Pattern`]). It picks the cheapest engine that gives exactly the right
+/// answer:
+///
+/// | patterns | engine |
+/// |---|---|
+/// | one literal, case-sensitive | `memchr::memmem` |
+/// | literals, case-sensitive, or ASCII case-insensitive | `aho-corasick` (leftmost-first; the regex engine around a Kelvin sign or long s) |
+/// | anything else (regexes, non-ASCII case-insensitive literals) | `regex-automata`'s meta regex with the backtracker disabled: literal prefilters, a lazy DFA, and the PikeVM as a linear-time fallback |
+///
+/// Case-insensitive matching uses Unicode simple case folding everywhere (one
+/// character to one character: `é` finds `É`, but `ß` does not find `SS`).
+/// Under simple folding `k` also finds the Kelvin sign `K` and `s` the long s
+/// `ſ`, which aho-corasick's ASCII folding misses: case-insensitive ASCII
+/// literals containing `k` or `s` run on aho-corasick, and on the regex
+/// engine only for the stretch of text around a hit that holds one of those
+/// two characters. Literals with any other non-ASCII character go to the
+/// regex engine.
+///
+/// Every automaton is size-capped: the NFA at [`MAX_NFA_BYTES`], the full
+/// DFA (used only for small patterns) at [`MAX_DFA_BYTES`], and the lazy DFA
+/// cache at [`MAX_CACHE_BYTES`] per thread. When the lazy DFA cache keeps
+/// filling up, the meta engine falls back to the PikeVM, which is slower but
+/// still linear in the haystack. A pattern whose NFA would exceed the cap is
+/// rejected when the matcher is built.
 ///
 /// `Matcher` is `Send + Sync`; one instance serves every scanning thread.
 /// The search runs it over whole captures; [`Matcher::find_in_line`] asks

@@ -57,10 +57,10 @@ pub enum Incoming {
     },
 }
 
-/// How to search.
+/// How to search: the budgets and the shape of the output.
 #[derive(Clone, Debug)]
 pub struct SearchOptions {
-    /// The budgets.
+    /// The budgets (default: [`SearchBudgets::default`]).
     pub limits: SearchBudgets,
     /// Lines of context before and after each hit (0 to 10; more is read as 10).
     pub context_lines: usize,
@@ -118,19 +118,31 @@ pub struct SearchOutcome {
 /// Progress of a running search, reported after each capture is scanned.
 #[derive(Clone, Copy, Debug)]
 pub struct Progress {
-    /// Captures finished (scanned or failed).
+    /// Captures finished: scanned, or skipped because the byte or line
+    /// budget had no room for any of their lines.
     pub panes_done: usize,
     /// Bytes scanned so far.
     pub bytes_scanned: u64,
 }
 
-/// How many captures may be preparing or scanning at once.
+/// How many captures a search prepares or scans at once (twice the rayon
+/// threads, plus two). The driver stops taking captures off the channel at
+/// that number, so a bounded channel about this size keeps a faster
+/// producer's lead small.
 pub fn max_in_flight() -> usize {
     rayon::current_num_threads() * 2 + 2
 }
 
 /// Searches every capture received on `captures` until the channel closes
 /// (or a budget, the deadline or cancellation stops the search).
+///
+/// Captures are scanned on rayon while later ones arrive, charged to the
+/// byte and line budgets in key order ([`SearchBudgets`]), and returned in
+/// key order. Once no later capture could be searched (a budget ran out,
+/// the deadline passed, the search was cancelled), the search stops taking
+/// captures and returns without waiting for the channel to close: a
+/// producer should stop when a send fails. `progress` is called on the
+/// calling thread after each capture is scanned.
 pub fn search(
     matcher: &Matcher,
     options: &SearchOptions,
