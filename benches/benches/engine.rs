@@ -22,7 +22,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
-use panescan_engine::{search_captures, Capture, Limits, Matcher, PatternOptions, SearchOptions};
+use panescan_engine::{
+    search_captures, Capture, Matcher, PatternOptions, SearchBudgets, SearchOptions,
+};
 
 fn corpus() -> Vec<u8> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../corpus");
@@ -37,7 +39,7 @@ fn corpus() -> Vec<u8> {
         // Both sides search the visible text: escapes are stripped here, as
         // the engine would strip them, so the baseline sees the same lines.
         let bytes = std::fs::read(name).unwrap();
-        text.extend_from_slice(&panescan_engine::text::strip_escapes(&bytes));
+        text.extend_from_slice(&panescan_engine::strip_escapes(&bytes));
         if text.last() != Some(&b'\n') {
             text.push(b'\n');
         }
@@ -120,7 +122,7 @@ fn bench(c: &mut Criterion) {
     let captures = captures(megabytes);
     let total: usize = captures.iter().map(|c| c.bytes.len()).sum();
     let options = SearchOptions {
-        limits: Limits::unlimited(),
+        limits: SearchBudgets::unlimited(),
         ..SearchOptions::default()
     };
     let one_thread = rayon::ThreadPoolBuilder::new()

@@ -1,19 +1,6 @@
-//! Budgets: how much work a search may do, shared by every thread.
-//!
-//! A search has five budgets ([`Limits`]): scanned bytes, scanned lines, a
-//! wall-clock deadline, total matching lines, and matching lines per pane.
-//! Each budget that stops a search sets its own flag in [`ClampFlags`], so a
-//! caller can say exactly why a result is partial.
-//!
-//! **Determinism.** Bytes and lines are charged in *capture order* (by
-//! [`Capture::key`](crate::scan::Capture::key)), before a capture is
-//! scanned: capture `k` is admitted only after every capture before it, and
-//! may be admitted in part (the lines that fit). The set of scanned lines,
-//! and so the result, is therefore the same on every run and for any number
-//! of threads. A line costs its bytes plus one (for its line end), after
-//! `\r\n` is folded to `\n` and escape sequences are stripped. Once a byte or
-//! line budget runs out, nothing after it is admitted, even a shorter line.
-//! Only the deadline (and cancellation) depend on the machine.
+//! Budgets: how much work a search may do ([`SearchBudgets`], which says
+//! why they are deterministic), and their live state shared by every thread
+//! ([`Budget`]).
 //!
 //! The counters are atomics: any thread may read them, check the deadline
 //! and raise a flag without locks.
@@ -22,9 +9,23 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// The budgets of one search.
+/// The budgets of one search: scanned bytes, scanned lines, a wall-clock
+/// deadline, total matching lines, and matching lines per pane.
+///
+/// Each budget that stops a search sets its own flag in [`ClampFlags`], so
+/// a caller can say exactly why a result is partial.
+///
+/// **Determinism.** Bytes and lines are charged in *capture order* (by
+/// [`Capture::key`](crate::Capture::key)), before a capture is scanned:
+/// capture `k` is admitted only after every capture before it, and may be
+/// admitted in part (the lines that fit). The set of scanned lines, and so
+/// the result, is therefore the same on every run and for any number of
+/// threads. A line costs its bytes plus one (for its line end), after `\r\n`
+/// is folded to `\n` and escape sequences are stripped. Once a byte or line
+/// budget runs out, nothing after it is admitted, even a shorter line. Only
+/// the deadline (and cancellation) depend on the machine.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Limits {
+pub struct SearchBudgets {
     /// Bytes that may be scanned; a line costs its length + 1.
     pub max_scan_bytes: u64,
     /// Lines that may be scanned.
@@ -37,11 +38,11 @@ pub struct Limits {
     pub max_matches_per_pane: u64,
 }
 
-impl Default for Limits {
-    /// Generous limits: 4 GiB, 64 Mi lines, no deadline, 100,000 matching
+impl Default for SearchBudgets {
+    /// Generous budgets: 4 GiB, 64 Mi lines, no deadline, 100,000 matching
     /// lines in all and 10,000 per pane.
-    fn default() -> Limits {
-        Limits {
+    fn default() -> SearchBudgets {
+        SearchBudgets {
             max_scan_bytes: 4 << 30,
             max_scan_lines: 64 << 20,
             deadline: None,
@@ -51,10 +52,10 @@ impl Default for Limits {
     }
 }
 
-impl Limits {
-    /// No limit at all (for benches and tests).
-    pub fn unlimited() -> Limits {
-        Limits {
+impl SearchBudgets {
+    /// No budget at all (for benches and tests).
+    pub fn unlimited() -> SearchBudgets {
+        SearchBudgets {
             max_scan_bytes: u64::MAX,
             max_scan_lines: u64::MAX,
             deadline: None,
@@ -86,19 +87,19 @@ impl ClampFlags {
 
 /// How much of one capture a budget lets through.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Admission {
+pub(crate) struct Admission {
     /// Lines admitted (a prefix of the capture).
-    pub lines: usize,
+    pub(crate) lines: usize,
     /// End offset (exclusive, without the line end) of the last admitted line
     /// in the haystack; 0 when no line is admitted.
-    pub end: usize,
+    pub(crate) end: usize,
     /// Bytes charged: sum of (line length + 1).
-    pub bytes: u64,
+    pub(crate) bytes: u64,
 }
 
 /// Why a running scan must stop early.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Interrupt {
+pub(crate) enum Interrupt {
     /// The deadline passed.
     Time,
     /// The caller cancelled.
@@ -109,8 +110,8 @@ pub enum Interrupt {
 
 /// The live, shared state of the budgets of one search.
 #[derive(Debug)]
-pub struct Budget {
-    limits: Limits,
+pub(crate) struct Budget {
+    budgets: SearchBudgets,
     bytes: AtomicU64,
     lines: AtomicU64,
     exhausted: AtomicBool,
@@ -125,9 +126,9 @@ pub struct Budget {
 
 impl Budget {
     /// Fresh budgets; `cancel`, when set to true by anyone, stops the search.
-    pub fn new(limits: &Limits, cancel: Option<Arc<AtomicBool>>) -> Budget {
+    pub(crate) fn new(budgets: &SearchBudgets, cancel: Option<Arc<AtomicBool>>) -> Budget {
         Budget {
-            limits: limits.clone(),
+            budgets: budgets.clone(),
             bytes: AtomicU64::new(0),
             lines: AtomicU64::new(0),
             exhausted: AtomicBool::new(false),
@@ -141,9 +142,9 @@ impl Budget {
         }
     }
 
-    /// The limits this budget enforces.
-    pub fn limits(&self) -> &Limits {
-        &self.limits
+    /// The budgets this state enforces.
+    pub(crate) fn budgets(&self) -> &SearchBudgets {
+        &self.budgets
     }
 
     /// Charges the next capture in key order and says how many of its lines
@@ -152,7 +153,7 @@ impl Budget {
     ///
     /// Callers must charge captures one at a time in key order; that is what
     /// makes clamped results deterministic.
-    pub fn admit(&self, haystack: &[u8], line_count: usize) -> Admission {
+    pub(crate) fn admit(&self, haystack: &[u8], line_count: usize) -> Admission {
         let none = Admission {
             lines: 0,
             end: 0,
@@ -163,8 +164,8 @@ impl Budget {
         }
         let used_bytes = self.bytes.load(Ordering::Acquire);
         let used_lines = self.lines.load(Ordering::Acquire);
-        let bytes_left = self.limits.max_scan_bytes.saturating_sub(used_bytes);
-        let lines_left = self.limits.max_scan_lines.saturating_sub(used_lines);
+        let bytes_left = self.budgets.max_scan_bytes.saturating_sub(used_bytes);
+        let lines_left = self.budgets.max_scan_lines.saturating_sub(used_lines);
         let whole_cost = haystack.len() as u64 + 1;
         let admission = if whole_cost <= bytes_left && line_count as u64 <= lines_left {
             Admission {
@@ -209,14 +210,9 @@ impl Budget {
         admission
     }
 
-    /// True once the byte or line budget has stopped admitting lines.
-    pub fn exhausted(&self) -> bool {
-        self.exhausted.load(Ordering::Acquire)
-    }
-
     /// Checks the deadline and the cancel flag (and the early match stop);
     /// raises the matching flag and says why to stop, if so.
-    pub fn interrupt(&self) -> Option<Interrupt> {
+    pub(crate) fn interrupt(&self) -> Option<Interrupt> {
         if self.cancelled.load(Ordering::Acquire) {
             return Some(Interrupt::Cancelled);
         }
@@ -231,7 +227,7 @@ impl Budget {
         if self.time_clamped.load(Ordering::Acquire) {
             return Some(Interrupt::Time);
         }
-        if self.limits.deadline.is_some_and(|d| Instant::now() >= d) {
+        if self.budgets.deadline.is_some_and(|d| Instant::now() >= d) {
             self.time_clamped.store(true, Ordering::Release);
             return Some(Interrupt::Time);
         }
@@ -243,32 +239,34 @@ impl Budget {
 
     /// Records that the matches of the captures already finished, in key
     /// order, exceed `max_matches`: later captures need not be scanned.
-    pub fn stop_for_matches(&self) {
+    pub(crate) fn stop_for_matches(&self) {
         self.matches_done.store(true, Ordering::Release);
     }
 
     /// Records that the total match budget truncated the result.
-    pub fn set_matches_truncated(&self) {
+    pub(crate) fn set_matches_truncated(&self) {
         self.matches_truncated.store(true, Ordering::Release);
     }
 
     /// Whether the search was cancelled.
-    pub fn cancelled(&self) -> bool {
+    pub(crate) fn cancelled(&self) -> bool {
         self.cancelled.load(Ordering::Acquire)
     }
 
-    /// Bytes charged so far.
-    pub fn bytes_charged(&self) -> u64 {
+    /// Bytes charged so far (for tests).
+    #[cfg(test)]
+    pub(crate) fn bytes_charged(&self) -> u64 {
         self.bytes.load(Ordering::Acquire)
     }
 
-    /// Lines charged so far.
-    pub fn lines_charged(&self) -> u64 {
+    /// Lines charged so far (for tests).
+    #[cfg(test)]
+    pub(crate) fn lines_charged(&self) -> u64 {
         self.lines.load(Ordering::Acquire)
     }
 
     /// The flags raised so far.
-    pub fn flags(&self) -> ClampFlags {
+    pub(crate) fn flags(&self) -> ClampFlags {
         ClampFlags {
             byte_clamped: self.byte_clamped.load(Ordering::Acquire),
             line_clamped: self.line_clamped.load(Ordering::Acquire),
@@ -283,17 +281,17 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
 
-    fn limits(bytes: u64, lines: u64) -> Limits {
-        Limits {
+    fn budgets(bytes: u64, lines: u64) -> SearchBudgets {
+        SearchBudgets {
             max_scan_bytes: bytes,
             max_scan_lines: lines,
-            ..Limits::unlimited()
+            ..SearchBudgets::unlimited()
         }
     }
 
     #[test]
     fn admits_whole_capture_when_it_fits() {
-        let b = Budget::new(&limits(100, 100), None);
+        let b = Budget::new(&budgets(100, 100), None);
         let a = b.admit(b"ab\ncd", 2);
         assert_eq!(
             a,
@@ -309,7 +307,7 @@ mod tests {
     #[test]
     fn byte_budget_admits_prefix_of_lines_and_stops() {
         // "ab" costs 3, "cd" costs 3: 5 bytes admit one line.
-        let b = Budget::new(&limits(5, 100), None);
+        let b = Budget::new(&budgets(5, 100), None);
         assert_eq!(
             b.admit(b"ab\ncd", 2),
             Admission {
@@ -326,7 +324,7 @@ mod tests {
 
     #[test]
     fn line_budget_counts_across_captures() {
-        let b = Budget::new(&limits(1000, 3), None);
+        let b = Budget::new(&budgets(1000, 3), None);
         assert_eq!(b.admit(b"a\nb", 2).lines, 2);
         assert_eq!(
             b.admit(b"c\nd", 2),
@@ -342,9 +340,9 @@ mod tests {
 
     #[test]
     fn deadline_in_the_past_interrupts() {
-        let l = Limits {
+        let l = SearchBudgets {
             deadline: Some(Instant::now()),
-            ..Limits::unlimited()
+            ..SearchBudgets::unlimited()
         };
         let b = Budget::new(&l, None);
         assert_eq!(b.interrupt(), Some(Interrupt::Time));
@@ -354,7 +352,7 @@ mod tests {
     #[test]
     fn cancel_flag_interrupts() {
         let flag = Arc::new(AtomicBool::new(false));
-        let b = Budget::new(&Limits::unlimited(), Some(flag.clone()));
+        let b = Budget::new(&SearchBudgets::unlimited(), Some(flag.clone()));
         assert_eq!(b.interrupt(), None);
         flag.store(true, Ordering::SeqCst);
         assert_eq!(b.interrupt(), Some(Interrupt::Cancelled));

@@ -8,7 +8,7 @@
 //! bits 2-3: number of patterns - 1), then the patterns separated by `0x00`
 //! (lossy UTF-8), then after one more `0x00` the haystack (at most 4 KiB).
 
-use crate::budget::Limits;
+use crate::budget::SearchBudgets as Limits;
 use crate::pattern::{Matcher, PatternOptions, MAX_NFA_BYTES};
 use crate::scan::Capture;
 use crate::search::{search_captures, SearchOptions};

@@ -6,16 +6,28 @@
 //!
 //! # Pieces
 //!
-//! * [`pattern`] — the bounded grammar and the compiled [`Matcher`]
+//! The public API is at the crate root; the modules behind it are private.
+//!
+//! * [`Matcher`] — the bounded grammar compiled into an any-of matcher
 //!   (memchr, aho-corasick, or a regex-automata lazy DFA; never a
-//!   backtracker).
-//! * [`budget`] — shared atomic budgets ([`Limits`]) and the flags that say
-//!   which one stopped a search ([`ClampFlags`]).
-//! * [`scan`] — one capture in, matching lines ([`LineMatch`]) out: the whole
-//!   buffer is scanned in one pass and hits are mapped to lines afterwards.
-//! * [`search`](mod@search) — the parallel driver: captures arrive on a channel, are
-//!   scanned on rayon, results come out in capture order.
-//! * [`text`] — escape-sequence stripping, lossy UTF-8, clipping.
+//!   backtracker), built from pattern strings and [`PatternOptions`] or from
+//!   [`Pattern`]s; a rejected pattern is a [`PatternError`] naming the byte
+//!   and the limit.
+//! * [`search()`] and [`search_captures`] — the parallel driver: [`Capture`]s
+//!   arrive on a channel (as [`Incoming`]) or in a list, are scanned on
+//!   rayon while later ones arrive, and come back in key order as a
+//!   [`SearchOutcome`] of [`PaneMatches`] and [`LineMatch`]es.
+//! * [`SearchOptions`] — the budgets ([`SearchBudgets`]: bytes, lines,
+//!   deadline, matches) and the output shape; the [`ClampFlags`] of the
+//!   outcome say which budget stopped a search.
+//! * [`strip_escapes`] — the escape-sequence stripping the scanner applies
+//!   before matching, for callers that want the same visible text.
+//!
+//! Inside, in the order a search uses them: `pattern/` (grammar and matcher), `budget.rs`
+//! (the shared atomic budgets, charged in key order), `scan.rs` (one
+//! capture: the whole buffer in one pass, hits mapped to lines afterwards),
+//! `search/` (the driver, the tasks and the final assembly) and `text.rs`
+//! (escape stripping, lossy UTF-8, clipping).
 //!
 //! ```
 //! use panescan_engine::{search_captures, Capture, Matcher, PatternOptions, SearchOptions};
@@ -46,21 +58,26 @@
 //!   [`SearchOptions::strip_escapes`] is on), and every text is clipped to
 //!   [`SearchOptions::max_text_bytes`] around the match, marked with `…`.
 //! * Byte and line budgets are charged in key order, so clamped results are
-//!   identical for any number of threads; see [`budget`].
+//!   identical for any number of threads; see [`SearchBudgets`].
 
-pub mod budget;
+#![warn(missing_docs)]
+
+mod budget;
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod pattern;
-pub mod scan;
-pub mod search;
-pub mod text;
+mod pattern;
+mod scan;
+mod search;
+mod text;
 
-pub use budget::{ClampFlags, Limits};
+pub use budget::{ClampFlags, SearchBudgets};
 pub use pattern::{
-    Matcher, Pattern, PatternError, PatternOptions, MAX_PATTERNS, MAX_PATTERN_BYTES, MAX_REPETITION,
+    Matcher, Pattern, PatternError, PatternOptions, MAX_CACHE_BYTES, MAX_DFA_BYTES, MAX_NESTING,
+    MAX_NFA_BYTES, MAX_PATTERNS, MAX_PATTERN_BYTES, MAX_REPETITION,
 };
 pub use scan::{Capture, LineMatch};
 pub use search::{
-    search, search_captures, Incoming, PaneMatches, Progress, SearchOptions, SearchOutcome,
+    max_in_flight, search, search_captures, Incoming, PaneMatches, Progress, SearchOptions,
+    SearchOutcome,
 };
+pub use text::strip_escapes;

@@ -65,39 +65,39 @@ pub struct LineMatch {
 
 /// How matching lines are turned into output.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ScanOptions {
+pub(crate) struct ScanOptions {
     /// Lines of context before and after each hit (at most 10).
-    pub context_lines: usize,
+    pub(crate) context_lines: usize,
     /// Cap on the bytes of each output text (line or context line).
-    pub max_text_bytes: usize,
+    pub(crate) max_text_bytes: usize,
     /// Stop after this many matching lines; one more is looked for to know
     /// whether the pane was truncated.
-    pub max_hits: u64,
+    pub(crate) max_hits: u64,
 }
 
 /// The most context lines on each side.
-pub const MAX_CONTEXT_LINES: usize = 10;
+pub(crate) const MAX_CONTEXT_LINES: usize = 10;
 
 /// The matching lines of one capture.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct PaneScan {
+pub(crate) struct PaneScan {
     /// Matching lines in line order, at most `max_hits`.
-    pub lines: Vec<LineMatch>,
+    pub(crate) lines: Vec<LineMatch>,
     /// More lines matched than `max_hits`.
-    pub truncated: bool,
+    pub(crate) truncated: bool,
     /// The scan stopped early for this reason.
-    pub interrupted: Option<Interrupt>,
+    pub(crate) interrupted: Option<Interrupt>,
     /// Bytes actually scanned (line length + 1 each).
-    pub bytes_scanned: u64,
+    pub(crate) bytes_scanned: u64,
     /// Lines actually scanned.
-    pub lines_scanned: u64,
+    pub(crate) lines_scanned: u64,
 }
 
 /// A capture ready to be scanned.
 #[derive(Clone, Debug)]
-pub struct Prepared {
+pub(crate) struct Prepared {
     /// The capture's key.
-    pub key: usize,
+    pub(crate) key: usize,
     first_line: i64,
     line_numbers: Option<Vec<i64>>,
     /// Prepared text: `\r\n` folded, escapes stripped if asked, final `\n`
@@ -108,7 +108,7 @@ pub struct Prepared {
 
 impl Prepared {
     /// Prepares a capture for scanning.
-    pub fn new(capture: Capture, strip_escapes: bool) -> Prepared {
+    pub(crate) fn new(capture: Capture, strip_escapes: bool) -> Prepared {
         let Capture {
             key,
             first_line,
@@ -141,17 +141,17 @@ impl Prepared {
     }
 
     /// The text the matcher scans (lines joined by `\n`, no final line end).
-    pub fn haystack(&self) -> &[u8] {
+    pub(crate) fn haystack(&self) -> &[u8] {
         &self.haystack
     }
 
     /// Number of lines.
-    pub fn line_count(&self) -> usize {
+    pub(crate) fn line_count(&self) -> usize {
         self.line_count
     }
 
     /// tmux line number of line `index` (0-based within the capture).
-    pub fn line_number(&self, index: usize) -> i64 {
+    pub(crate) fn line_number(&self, index: usize) -> i64 {
         let offset = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
         match &self.line_numbers {
             Some(numbers) if !numbers.is_empty() => match numbers.get(index) {
@@ -189,7 +189,7 @@ const CHUNK_BYTES: usize = 1 << 20;
 
 /// Scans the admitted lines of a prepared capture: `lines` lines, ending at
 /// haystack offset `end` (as [`Budget::admit`] returned).
-pub fn scan(
+pub(crate) fn scan(
     matcher: &Matcher,
     prepared: &Prepared,
     lines: usize,
@@ -346,7 +346,7 @@ fn context_after(hay: &[u8], stop: usize, n: usize, max: usize) -> Vec<String> {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
-    use crate::budget::Limits;
+    use crate::budget::SearchBudgets;
     use crate::pattern::PatternOptions;
 
     fn run(pattern: &str, regex: bool, bytes: &[u8], context: usize) -> PaneScan {
@@ -359,7 +359,7 @@ mod tests {
         )
         .unwrap();
         let p = Prepared::new(Capture::new(0, -3, bytes.to_vec()), true);
-        let budget = Budget::new(&Limits::unlimited(), None);
+        let budget = Budget::new(&SearchBudgets::unlimited(), None);
         let a = budget.admit(p.haystack(), p.line_count());
         scan(
             &m,

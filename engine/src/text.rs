@@ -12,7 +12,7 @@ const ESC: u8 = 0x1b;
 const BEL: u8 = 0x07;
 
 /// True if `bytes` contain an escape character (cheap, vectorised check).
-pub fn has_escapes(bytes: &[u8]) -> bool {
+pub(crate) fn has_escapes(bytes: &[u8]) -> bool {
     memchr::memchr(ESC, bytes).is_some()
 }
 
@@ -94,12 +94,12 @@ fn skip_sequence(bytes: &[u8], at: usize) -> usize {
 }
 
 /// Valid UTF-8 for `bytes`, with U+FFFD for each invalid sequence.
-pub fn lossy(bytes: &[u8]) -> Cow<'_, str> {
+pub(crate) fn lossy(bytes: &[u8]) -> Cow<'_, str> {
     String::from_utf8_lossy(bytes)
 }
 
 /// The marker put where text was cut.
-pub const CLIP_MARK: &str = "…";
+pub(crate) const CLIP_MARK: &str = "…";
 
 /// Turns one line into output text of at most `max_bytes` bytes.
 ///
@@ -107,7 +107,7 @@ pub const CLIP_MARK: &str = "…";
 /// kept window is centred on the match, and each cut side is marked with
 /// [`CLIP_MARK`] (the marks count towards `max_bytes`). Without a span the
 /// start of the line is kept.
-pub fn clip_line(line: &[u8], span: Option<(usize, usize)>, max_bytes: usize) -> String {
+pub(crate) fn clip_line(line: &[u8], span: Option<(usize, usize)>, max_bytes: usize) -> String {
     let text = lossy(line);
     if text.len() <= max_bytes {
         return text.into_owned();

@@ -8,9 +8,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use panescan_engine::search::{max_in_flight, search};
 use panescan_engine::{
-    search_captures, Capture, Incoming, Limits, Matcher, PatternOptions, SearchOutcome,
+    max_in_flight, search, search_captures, Capture, Incoming, Matcher, PatternOptions,
+    SearchBudgets, SearchOutcome,
 };
 use proptest::prelude::*;
 
@@ -98,7 +98,7 @@ proptest! {
         let pattern = if regex { "a+b?" } else { "ab" };
         let matcher = Matcher::new(&[pattern], PatternOptions { regex, match_case: false }).unwrap();
         let mut options = common::open_options();
-        options.limits = Limits { max_scan_bytes: max_bytes, max_scan_lines: max_lines, deadline: None, max_matches: total, max_matches_per_pane: per_pane };
+        options.limits = SearchBudgets { max_scan_bytes: max_bytes, max_scan_lines: max_lines, deadline: None, max_matches: total, max_matches_per_pane: per_pane };
         let one = in_pool(1, || search_captures(&matcher, &options, cs.clone()));
         let two = in_pool(2, || search_captures(&matcher, &options, cs.clone()));
         let eight = in_pool(8, || search_captures(&matcher, &options, cs.clone()));
@@ -193,6 +193,39 @@ fn deadline_stops_waiting_for_slow_captures() {
     assert!(o.flags.time_clamped);
     assert_eq!(o.panes.len(), 1);
     drop(tx);
+}
+
+/// Once the byte budget cut a capture, no later one can be searched: the
+/// driver stops taking captures and returns while the producer still has
+/// more to send (it stops fetching when the channel closes).
+#[test]
+fn byte_budget_stops_taking_captures_while_the_producer_is_open() {
+    let m = Matcher::new(&["a"], PatternOptions::default()).unwrap();
+    let mut options = common::open_options();
+    options.limits.max_scan_bytes = 2;
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    let (release, released) = crossbeam_channel::bounded::<()>(1);
+    let producer = std::thread::spawn(move || {
+        tx.send(Incoming::Capture(Capture::new(
+            0, 0, "a
+a
+",
+        )))
+        .unwrap();
+        // Holds the channel open until the search is over; the bound only
+        // keeps a broken driver from hanging the test.
+        let by_the_test = released.recv_timeout(Duration::from_secs(60)).is_ok();
+        drop(tx);
+        by_the_test
+    });
+    let o = search(&m, &options, rx, &|_| {});
+    let _ = release.send(());
+    assert!(
+        producer.join().unwrap(),
+        "the search returned only once the producer gave up"
+    );
+    assert!(o.flags.byte_clamped);
+    assert_eq!(o.lines_scanned, 1);
 }
 
 #[test]

@@ -1,31 +1,5 @@
-//! Patterns: the bounded grammar and the compiled any-of [`Matcher`].
-//!
-//! A [`Matcher`] is built once per search from up to [`MAX_PATTERNS`]
-//! patterns, all literal or all regular expressions (or a mix, through
-//! [`Pattern`]). It picks the cheapest engine that gives exactly the right
-//! answer:
-//!
-//! | patterns | engine |
-//! |---|---|
-//! | one literal, case-sensitive | `memchr::memmem` |
-//! | literals, case-sensitive, or ASCII case-insensitive | `aho-corasick` (leftmost-first; the regex engine around a Kelvin sign or long s) |
-//! | anything else (regexes, non-ASCII case-insensitive literals) | `regex-automata`'s meta regex with the backtracker disabled: literal prefilters, a lazy DFA, and the PikeVM as a linear-time fallback |
-//!
-//! Case-insensitive matching uses Unicode simple case folding everywhere (one
-//! character to one character: `é` finds `É`, but `ß` does not find `SS`).
-//! Under simple folding `k` also finds the Kelvin sign `K` and `s` the long s
-//! `ſ`, which aho-corasick's ASCII folding misses: case-insensitive ASCII
-//! literals containing `k` or `s` run on aho-corasick, and on the regex
-//! engine only for the stretch of text around a hit that holds one of those
-//! two characters. Literals with any other non-ASCII character go to the
-//! regex engine.
-//!
-//! Every automaton is size-capped: the NFA at [`MAX_NFA_BYTES`], the full
-//! DFA (used only for small patterns) at [`MAX_DFA_BYTES`], and the lazy DFA
-//! cache at [`MAX_CACHE_BYTES`] per thread. When the lazy DFA cache keeps
-//! filling up, the meta engine falls back to the PikeVM, which is slower but
-//! still linear in the haystack. A pattern whose NFA would exceed the cap is
-//! rejected when the matcher is built.
+//! Patterns: the bounded grammar (`grammar.rs`) and the compiled any-of
+//! [`Matcher`], whose doc says which engine runs which patterns.
 
 mod grammar;
 
@@ -67,10 +41,10 @@ pub struct PatternOptions {
 /// Sugar for building a [`Matcher`] from patterns of both kinds:
 ///
 /// ```
-/// use panescan_engine::pattern::{Matcher, Pattern};
+/// use panescan_engine::{Matcher, Pattern};
 /// let m = Matcher::from_patterns(&[Pattern::literal("error["), Pattern::regex(r"^warning: \w+")], false)?;
 /// assert_eq!(m.pattern_count(), 2);
-/// # Ok::<(), panescan_engine::pattern::PatternError>(())
+/// # Ok::<(), panescan_engine::PatternError>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Pattern {
@@ -108,7 +82,7 @@ impl Pattern {
 /// `Display` reads like
 /// `pattern 2: invalid regular expression at byte 5: counted repetition {5000} exceeds the limit of 1,000`,
 /// without the `pattern N: ` prefix when only one pattern was given.
-/// `pattern_index` counts from 0, like [`crate::scan::LineMatch::pattern_index`].
+/// `pattern_index` counts from 0, like [`LineMatch::pattern_index`](crate::LineMatch::pattern_index).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PatternError {
     /// Which pattern (0-based) was rejected.
@@ -141,11 +115,36 @@ impl std::error::Error for PatternError {}
 
 /// A compiled set of patterns, searched all at once (any-of).
 ///
+/// A [`Matcher`] is built once per search from up to [`MAX_PATTERNS`]
+/// patterns, all literal or all regular expressions (or a mix, through
+/// [`Pattern`]). It picks the cheapest engine that gives exactly the right
+/// answer:
+///
+/// | patterns | engine |
+/// |---|---|
+/// | one literal, case-sensitive | `memchr::memmem` |
+/// | literals, case-sensitive, or ASCII case-insensitive | `aho-corasick` (leftmost-first; the regex engine around a Kelvin sign or long s) |
+/// | anything else (regexes, non-ASCII case-insensitive literals) | `regex-automata`'s meta regex with the backtracker disabled: literal prefilters, a lazy DFA, and the PikeVM as a linear-time fallback |
+///
+/// Case-insensitive matching uses Unicode simple case folding everywhere (one
+/// character to one character: `é` finds `É`, but `ß` does not find `SS`).
+/// Under simple folding `k` also finds the Kelvin sign `K` and `s` the long s
+/// `ſ`, which aho-corasick's ASCII folding misses: case-insensitive ASCII
+/// literals containing `k` or `s` run on aho-corasick, and on the regex
+/// engine only for the stretch of text around a hit that holds one of those
+/// two characters. Literals with any other non-ASCII character go to the
+/// regex engine.
+///
+/// Every automaton is size-capped: the NFA at [`MAX_NFA_BYTES`], the full
+/// DFA (used only for small patterns) at [`MAX_DFA_BYTES`], and the lazy DFA
+/// cache at [`MAX_CACHE_BYTES`] per thread. When the lazy DFA cache keeps
+/// filling up, the meta engine falls back to the PikeVM, which is slower but
+/// still linear in the haystack. A pattern whose NFA would exceed the cap is
+/// rejected when the matcher is built.
+///
 /// `Matcher` is `Send + Sync`; one instance serves every scanning thread.
-/// The scanner uses three primitives: [`Matcher::find_hit`] to find the next
-/// line with a match anywhere in a buffer, [`Matcher::lowest_pattern`] to say
-/// which pattern a matching line belongs to, and [`Matcher::find_in_line`]
-/// to locate a match for clipping long lines.
+/// The search runs it over whole captures; [`Matcher::find_in_line`] asks
+/// it about one line.
 #[derive(Debug)]
 pub struct Matcher {
     patterns: Vec<Pattern>,
@@ -351,17 +350,17 @@ impl Matcher {
     }
 
     /// Whether the matcher runs on text with its ASCII letters lowered.
-    pub fn lowers_text(&self) -> bool {
+    pub(crate) fn lowers_text(&self) -> bool {
         self.imp.lowers_text()
     }
 
-    /// The bytes [`Matcher::find_hit`], [`Matcher::find_hit_with_pattern`]
-    /// and [`Matcher::lowest_pattern`] must be given for `text`: `text`
+    /// The bytes [`Matcher::find_hit_with_pattern`] and
+    /// [`Matcher::lowest_pattern`] must be given for `text`: `text`
     /// itself, or — when the matcher [lowers text](Matcher::lowers_text), for
     /// case-insensitive ASCII literals — a copy in `scratch` with every ASCII
     /// letter lowered. Offsets, line ends and non-ASCII bytes are unchanged,
     /// so positions found in one are positions in the other.
-    pub fn searched<'a>(&self, text: &'a [u8], scratch: &'a mut Vec<u8>) -> &'a [u8] {
+    pub(crate) fn searched<'a>(&self, text: &'a [u8], scratch: &'a mut Vec<u8>) -> &'a [u8] {
         if !self.lowers_text() {
             return text;
         }
@@ -373,28 +372,26 @@ impl Matcher {
 
     /// Searches `haystack[start..]` for the first match of any pattern and
     /// returns the offset where that match ends (the line containing byte
-    /// `end - 1`, or for an empty match the line containing `end`).
+    /// `end - 1`, or for an empty match the line containing `end`), and the
+    /// index of the pattern that matched there (not necessarily the lowest
+    /// that matches the line; see [`Matcher::lowest_pattern_from`]).
     ///
     /// `haystack` must be whole lines separated by `\n`, without the final
     /// line end, as [`Matcher::searched`] gives it; `^`, `$` and word
-    /// boundaries look at the bytes around `start`. Matches never span a `\n`, so the line holding the returned
-    /// offset is a matching line, and no earlier line at or after `start`
-    /// matches.
-    pub fn find_hit(&self, haystack: &[u8], start: usize) -> Option<usize> {
-        self.find_hit_with_pattern(haystack, start)
-            .map(|(end, _)| end)
-    }
-
-    /// Like [`Matcher::find_hit`], also returning the index of the pattern
-    /// that matched there (not necessarily the lowest that matches the line;
-    /// see [`Matcher::lowest_pattern_from`]).
-    pub fn find_hit_with_pattern(&self, haystack: &[u8], start: usize) -> Option<(usize, usize)> {
+    /// boundaries look at the bytes around `start`. Matches never span a
+    /// `\n`, so the line holding the returned offset is a matching line, and
+    /// no earlier line at or after `start` matches.
+    pub(crate) fn find_hit_with_pattern(
+        &self,
+        haystack: &[u8],
+        start: usize,
+    ) -> Option<(usize, usize)> {
         self.imp.find_hit_with_pattern(haystack, start)
     }
 
     /// The lowest index of a pattern matching `line`, given that pattern
     /// `found` matches it: only patterns below `found` need checking.
-    pub fn lowest_pattern_from(&self, line: &[u8], found: usize) -> usize {
+    pub(crate) fn lowest_pattern_from(&self, line: &[u8], found: usize) -> usize {
         if found == 0 {
             0
         } else {
@@ -406,7 +403,7 @@ impl Matcher {
     /// line, without its line end, as [`Matcher::searched`] gives it). Only
     /// meaningful for a line that matches; returns 0 for a line that does
     /// not.
-    pub fn lowest_pattern(&self, line: &[u8]) -> usize {
+    pub(crate) fn lowest_pattern(&self, line: &[u8]) -> usize {
         self.imp.lowest_pattern(line)
     }
 
@@ -419,14 +416,13 @@ impl Matcher {
     /// For each pattern, regex text that the `regex` crate, applied to each
     /// line on its own with the same case setting, matches the same lines
     /// with. Used by tests and the fuzz oracle.
-    #[doc(hidden)]
-    pub fn oracle_patterns(&self) -> &[String] {
+    pub(crate) fn oracle_patterns(&self) -> &[String] {
         &self.oracle
     }
 
     /// Heap memory used by the compiled automata, not counting per-thread
     /// lazy DFA caches (each capped at [`MAX_CACHE_BYTES`]).
-    pub fn memory_usage(&self) -> usize {
+    pub(crate) fn memory_usage(&self) -> usize {
         self.imp.memory_usage()
     }
 }

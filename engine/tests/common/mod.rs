@@ -1,7 +1,7 @@
 //! A naive reference: split into lines, run the `regex` crate on each line.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-use panescan_engine::{Capture, Limits, SearchOptions, SearchOutcome};
+use panescan_engine::{Capture, SearchBudgets, SearchOptions, SearchOutcome};
 
 /// Lines as tmux gives them: split on `\n`, a final `\n` ends the last
 /// line, `\r` before `\n` dropped.
@@ -83,7 +83,7 @@ pub fn engine_view(outcome: &SearchOutcome) -> View {
 
 pub fn open_options() -> SearchOptions {
     SearchOptions {
-        limits: Limits::unlimited(),
+        limits: SearchBudgets::unlimited(),
         context_lines: 0,
         strip_escapes: false,
         max_text_bytes: 1 << 20,

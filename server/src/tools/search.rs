@@ -32,10 +32,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
-use panescan_engine::budget::Limits as EngineLimits;
-use panescan_engine::pattern::{Matcher, PatternOptions, MAX_PATTERNS};
-use panescan_engine::scan::{Capture, LineMatch};
-use panescan_engine::search::{self as engine, Incoming, Progress, SearchOptions};
+use panescan_engine::{
+    self as engine, Capture, Incoming, LineMatch, Matcher, PatternOptions, Progress, SearchBudgets,
+    SearchOptions, MAX_PATTERNS,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -283,7 +283,7 @@ struct Plan {
     limit: usize,
     offset: usize,
     timeout: Duration,
-    engine_limits: EngineLimits,
+    engine_limits: SearchBudgets,
 }
 
 impl Plan {
@@ -345,7 +345,7 @@ impl Plan {
             limit,
             offset: args.offset.unwrap_or(0),
             timeout: Duration::from_millis(timeout_ms),
-            engine_limits: EngineLimits {
+            engine_limits: SearchBudgets {
                 max_scan_bytes: capped(
                     args.max_scan_bytes,
                     limits.default_scan_bytes,
@@ -528,7 +528,7 @@ pub fn search_panes(
         None => tmux.capture(requests, capture_options, deadline, stop_fetch.clone()),
     };
     let options = SearchOptions {
-        limits: EngineLimits {
+        limits: SearchBudgets {
             deadline: Some(deadline),
             ..plan.engine_limits.clone()
         },

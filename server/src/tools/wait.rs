@@ -13,7 +13,7 @@
 
 use std::time::{Duration, Instant};
 
-use panescan_engine::pattern::{Matcher, PatternOptions};
+use panescan_engine::{Matcher, PatternOptions};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
