@@ -71,6 +71,7 @@ pub mod caller;
 pub mod capture;
 pub mod command;
 pub mod connection;
+pub mod format;
 pub mod framing;
 pub mod ids;
 pub mod inventory;
