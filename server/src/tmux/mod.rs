@@ -65,7 +65,9 @@
 //! Ids are parsed (`%N`, `@N`, `$N`) before use ([`ids`]); every argument
 //! is quoted so `;`, newlines, quotes, `{`, `$` and `~` are inert, and text
 //! for format-expanding arguments is `#`-escaped ([`command`]); formats are
-//! ours, never user text. [`caller`] says whether a pane is panescan's own.
+//! ours, but for the one a caller gives display_message, which is parsed
+//! with tmux's grammar ([`mod@format`]) and judged before it is sent.
+//! [`caller`] says whether a pane is panescan's own.
 
 pub mod caller;
 pub mod capture;
