@@ -15,7 +15,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::Serve;
+use common::{memory_kb, Serve};
 use serde_json::{json, Value};
 
 /// A socket name no server listens on: protocol tests need no tmux.
@@ -80,20 +80,6 @@ impl Drop for Raw {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// VmHWM (peak) and VmRSS of a process, in kB.
-fn memory_kb(pid: u32) -> (u64, u64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|v| v.parse().ok())
-            .unwrap()
-    };
-    (field("VmHWM:"), field("VmRSS:"))
 }
 
 #[test]

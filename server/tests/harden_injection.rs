@@ -183,6 +183,10 @@ fn display_message_runs_no_command_whatever_the_format() {
         format!("#{{session_name}}\n#({cmd})"),
         format!("x\";run-shell \"{cmd}"),
         format!("x\\\";run-shell \\\"{cmd}"),
+        // tmux expands s/// arguments twice: the #() in the title or option
+        // would run on the second pass.
+        "#{s/#{pane_title}/x/:session_name}".into(),
+        "#{s/m/#{@evil}/:session_name}".into(),
     ];
     formats.extend(payloads(&cmd));
     let mut refused = 0;

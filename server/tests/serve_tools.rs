@@ -649,7 +649,7 @@ fn options_environment_hooks_variables_and_formats() {
         "#{T;=5:status-left}",
     ] {
         let e = s.call_err("display_message", json!({"format": bad}));
-        assert!(e.contains("refused"), "{bad}: {e}");
+        assert!(e.contains("display_message refuses"), "{bad}: {e}");
     }
     assert!(!std::path::Path::new("/tmp/panescan-pwned").exists());
 }

@@ -65,16 +65,19 @@
 //! Ids are parsed (`%N`, `@N`, `$N`) before use ([`ids`]); every argument
 //! is quoted so `;`, newlines, quotes, `{`, `$` and `~` are inert, and text
 //! for format-expanding arguments is `#`-escaped ([`command`]); formats are
-//! ours, never user text. [`caller`] says whether a pane is panescan's own.
-//! A socket a caller names is checked before any client starts ([`reach`]),
-//! and every client runs in a minimal environment ([`client_env`]): a tmux
-//! client hands its environment to whatever listens on its socket.
+//! ours, but for the one a caller gives display_message, which is parsed
+//! with tmux's grammar ([`mod@format`]) and judged before it is sent.
+//! [`caller`] says whether a pane is panescan's own. A socket a caller
+//! names is checked before any client starts ([`reach`]), and every client
+//! runs in a minimal environment ([`client_env`]): a tmux client hands its
+//! environment to whatever listens on its socket.
 
 pub mod caller;
 pub mod capture;
 pub mod client_env;
 pub mod command;
 pub mod connection;
+pub mod format;
 pub mod framing;
 pub mod ids;
 pub mod inventory;

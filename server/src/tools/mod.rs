@@ -9,12 +9,16 @@
 //! - [`batch`] — call_read_tools_batch.
 //! - [`mutate`] — send_keys, rename_window, set_pane_title (mutating tier).
 //! - [`destroy`] — kill_pane, kill_window, kill_session (destructive tier).
+//!
+//! [`format_guard`] decides which caller formats display_message may hand
+//! to tmux.
 
 pub mod batch;
 pub mod capture;
 pub mod context;
 pub mod destroy;
 pub mod filters;
+pub mod format_guard;
 pub mod inspect;
 pub mod mutate;
 pub mod options;

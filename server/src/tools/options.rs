@@ -1,9 +1,9 @@
 //! Options, environment, hooks, format variables and format expansion.
 //!
 //! Every name is validated before it reaches tmux; user text never becomes
-//! a format except in display_message, which refuses the constructs that
-//! run commands (`#(...)`, and the E:/T: modifiers that re-expand option
-//! values that may contain `#(...)`).
+//! a format except in display_message, whose formats pass
+//! [`super::format_guard`] first: nothing that runs a command, nothing
+//! whose cost to tmux is unbounded.
 
 use std::collections::BTreeMap;
 
@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::context::{ServerArgs, ToolContext, ToolError};
 use super::cut_to_bytes;
+use super::format_guard::{self, LoopSizes};
 use crate::mcp::registry::{Annotations, Tool};
 use crate::tmux::{Target, TmuxCommand, TmuxError};
 
@@ -560,7 +561,7 @@ impl Tool for ShowHooks {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct DisplayMessageArgs {
-    /// A tmux format, e.g. "#{session_name}:#{window_index} #{pane_current_command}". #() and the E:/T: modifiers are refused.
+    /// A tmux format, e.g. "#{session_name}:#{window_index} #{pane_current_command}". Refused, with the construct and its byte offset: #(), the E:/T: modifiers, a loop inside a loop, widths over 1000, and other constructs whose cost tmux could not bound.
     pub format: String,
     /// Pane %N, window @N, session $N or session name. Default: tmux's current pane.
     #[serde(default)]
@@ -576,77 +577,38 @@ pub struct DisplayMessageResult {
     pub truncated: bool,
 }
 
-/// Why a format could run a command, if it could.
-pub fn unsafe_format(format: &str) -> Option<&'static str> {
-    if format.contains("#(") {
-        return Some("#(...) runs a shell command");
-    }
-    // Modifiers sit between `#{` and the first `:`; E (expand a value as a
-    // format) and T (the same, plus strftime) would expand `#(...)` hidden in
-    // an option value.
-    let bytes = format.as_bytes();
-    let mut i = 0;
-    while i + 1 < bytes.len() {
-        if bytes[i] == b'#' && bytes[i + 1] == b'{' {
-            let rest = &format[i + 2..];
-            let head_end = rest.find([':', '}']).unwrap_or(rest.len());
-            let head = &rest[..head_end];
-            if rest[head_end..].starts_with(':')
-                && head
-                    .split(';')
-                    .any(|m| m.starts_with('E') || m.starts_with('T'))
-            {
-                return Some("the E: and T: modifiers expand option values, which may run #(...)");
-            }
-        }
-        i += 1;
-    }
-    // The scan above reads the modifiers only up to the first `:`, but a
-    // modifier argument may hold one (`#{s/#{l:a}/y/;E:pane_title}` runs
-    // the `#(...)` a pane program put in its title). tmux starts every
-    // modifier right after `#{` or `;` and ends a one-letter one with `:` or
-    // `;`, so refuse E or T wherever it sits that way.
-    if bytes.windows(3).any(|w| {
-        matches!(w[0], b'{' | b';') && matches!(w[1], b'E' | b'T') && matches!(w[2], b':' | b';')
-    }) {
-        return Some("the E: and T: modifiers expand option values, which may run #(...)");
-    }
-    if format.len() > 4096 {
-        return Some("formats are limited to 4096 bytes");
-    }
-    None
-}
-
 #[derive(Debug)]
 pub struct DisplayMessage;
 
 impl Tool for DisplayMessage {
     const NAME: &'static str = "display_message";
     const TITLE: &'static str = "Expand a tmux format";
-    const DESCRIPTION: &'static str = "Expand a tmux format string (#{...} variables and conditionals) for a target, as `tmux display-message -p` does; #() command execution is refused. Use to compose several fields in one string; for plain variables get_tmux_variables is simpler.";
+    const DESCRIPTION: &'static str = "Expand a tmux format string (#{...} variables, conditionals, comparisons, one level of loops) for a target, as `tmux display-message -p` does; formats that would run a command or cost tmux unbounded work are refused. Use to compose several fields in one string; for plain variables get_tmux_variables is simpler.";
     const ANNOTATIONS: Annotations = Annotations::READ_VOLATILE;
     type Args = DisplayMessageArgs;
     type Output = DisplayMessageResult;
 
     fn run(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
-        if let Some(why) = unsafe_format(&args.format) {
-            return Err(ToolError::new(format!(
-                "format refused: {why}; use plain #{{variable}} references"
-            )));
-        }
-        if args.format.chars().any(|c| c == '\n' || c == '\r') {
-            return Err(ToolError::new("format must be one line"));
-        }
+        // Everything but the cost of loops is judged before any tmux is
+        // reached; loops are then judged on the server's real sizes.
+        let guard = |sizes: &LoopSizes| {
+            format_guard::check(&args.format, sizes)
+                .map_err(|r| ToolError::new(format!("display_message refuses {r}")))
+        };
+        guard(&LoopSizes::default())?;
         let target = args.target.as_deref().map(parse_target).transpose()?;
         let tmux = ctx.tmux(&args.server)?;
         if let Some(t) = &target {
             ensure_target(ctx, &tmux, t)?;
         }
+        if format_guard::visits_sets(&args.format) {
+            guard(&LoopSizes::of(&ctx.inventory(&tmux)?))?;
+        }
         let mut c = TmuxCommand::new("display-message").flag("-p");
         if let Some(t) = &target {
             c = c.target(t.clone());
         }
-        // Deliberately expanded by tmux: the format was checked above.
+        // Deliberately expanded by tmux: the guard accepted the format.
         c = c.arg(&args.format);
         ctx.check_cancelled()?;
         let mut value = tmux
@@ -671,18 +633,6 @@ impl Tool for DisplayMessage {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn refuses_command_execution() {
-        assert!(unsafe_format("#(id)").is_some());
-        assert!(unsafe_format("x #{E:status-right}").is_some());
-        assert!(unsafe_format("#{T;=10:status-left}").is_some());
-        assert!(unsafe_format("#{s/#{l:a}/y/;E:pane_title}").is_some());
-        assert!(unsafe_format("#{=#{l:5};T:status-left}").is_some());
-        assert!(unsafe_format("#{session_name}:#{window_index}").is_none());
-        assert!(unsafe_format("#{?pane_active,yes,no}").is_none());
-        assert!(unsafe_format("#{=10:pane_title}").is_none());
-    }
 
     #[test]
     fn names() {

@@ -29,7 +29,8 @@
 //! - end: [`Serve::close_stdin`], [`Serve::signal`], [`Serve::wait_exit`].
 //! - helpers: [`validate`] (structuredContent against an outputSchema),
 //!   [`plain_shell`] (an rc-less bash in a pane, ready to type into),
-//!   [`eventually`], [`modern_meta`].
+//!   [`eventually`], [`modern_meta`], [`memory_kb`] (a process's peak and
+//!   resident memory).
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::VecDeque;
@@ -397,6 +398,20 @@ pub fn typing_sink(tmux: &PrivateServer, file: &Path) -> String {
         .unwrap()
         .trim()
         .to_owned()
+}
+
+/// VmHWM (peak) and VmRSS of a process, in kB.
+pub fn memory_kb(pid: u32) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap()
+    };
+    (field("VmHWM:"), field("VmRSS:"))
 }
 
 /// Polls `f` until it returns true or `timeout` passes.

@@ -1,0 +1,1045 @@
+//! Which caller formats may reach tmux: those whose cost is bounded before
+//! tmux sees them.
+//!
+//! tmux expands a format inside its server, which is single-threaded: while
+//! it works, every client, keystroke and redraw of the user waits. Left
+//! alone, one format can freeze it for as long as the caller likes (loops
+//! inside loops: `#{S:#{S:...}}` multiplies by the number of sessions per
+//! level) or make it allocate gigabytes (`#{p2147483647:x}`), and some
+//! constructs run commands (`#()`, and a value expanded again by `E`/`T`
+//! or by the arguments of `s/.../.../`, which tmux expands twice). So a
+//! format is parsed with tmux's own grammar ([`crate::tmux::format`]) and
+//! accepted only when every construct in it has a known cost:
+//!
+//! * no `#(...)`, no `E`/`T`, and modifier arguments are plain text;
+//! * no loop (`S`, `W`, `P`, `L`) or name search (`N`) inside a loop;
+//! * widths and pads (`=`, `p`) within ±1,000, expression precision (`e`)
+//!   at most 100, repeat counts (`R`) from 1 to 100, all literal numbers;
+//! * patterns (`s`, `m`, `C`) plain text of at most 256 bytes; regular
+//!   expressions without backreferences or counted repetition (glibc
+//!   matches the first by backtracking and compiles the second by copying);
+//!   globs with at most one `*` before the last character (`C`: none, tmux
+//!   wraps the term in `*...*`), since fnmatch backtracks once per `*`;
+//! * at most 16 levels of `#{`, 4,096 bytes, one line.
+//!
+//! What remains is bounded by an estimate of the bytes tmux builds and
+//! handles, counting every value as 64 bytes, with loops taken over the
+//! sets they visit on the server at hand ([`LoopSizes`]), and of how often
+//! a text a program in a pane controls (a title: up to 1 MiB) ends up
+//! copied or read. One loop is allowed on any server whose size keeps the
+//! estimate within the limits: it costs what one `list-sessions -F` of the
+//! same format costs.
+
+use std::fmt;
+
+use crate::tmux::format::{self, Expansion, Modifier, Modifiers, Piece};
+use crate::tmux::Inventory;
+
+/// Longest format accepted.
+pub const MAX_FORMAT_BYTES: usize = 4096;
+/// Deepest nesting of `#{` accepted.
+pub const MAX_DEPTH: usize = 16;
+/// Largest width or pad (`=`, `p`), either sign.
+pub const MAX_WIDTH: i64 = 1000;
+/// Largest precision of an expression (`e|op|f|N`).
+pub const MAX_PRECISION: i64 = 100;
+/// Largest repeat count (`R`, tmux 3.4+).
+pub const MAX_REPEAT: i64 = 100;
+/// Longest pattern (`s`, `m`, `C`).
+pub const MAX_PATTERN_BYTES: usize = 256;
+
+/// The most a format may make tmux build, in bytes.
+pub const MAX_OUTPUT: f64 = 1024.0 * 1024.0;
+/// The most a format may make tmux handle (build, copy, scan), in bytes
+/// of format work: 2 MiB is ~30 ms of tmux 3.3a on the busy 2-core machine
+/// here (a loop estimated at 1.7 MB cost it 27 ms of CPU).
+pub const MAX_WORK: f64 = 2.0 * 1024.0 * 1024.0;
+/// How many copies of one pane-set text may end up in the result.
+pub const MAX_PANE_TEXT_COPIES: f64 = 16.0;
+/// How many times tmux may read (copy or scan) one pane-set text.
+pub const MAX_PANE_TEXT_READS: f64 = 64.0;
+
+/// What a value counts for in bytes.
+const VALUE_BYTES: f64 = 64.0;
+/// Work of looking a variable up (option tables, format tree, environment).
+const LOOKUP_WORK: f64 = 64.0;
+/// Work of setting up one loop item (tmux builds a format tree for it:
+/// ~0.3 µs measured, 24,000 items in 7 ms).
+const ITEM_WORK: f64 = 128.0;
+/// Work of comparing one name in a name search (`N`).
+const NAME_WORK: f64 = 64.0;
+/// A loop appends each item's text with strlcat, which rescans the text so
+/// far: quadratic, but at strlen's speed (320 MB of it cost tmux ~86 ms
+/// here, ~35 times less per byte than building text).
+const STRLCAT_SHARE: f64 = 1.0 / 32.0;
+/// Largest text of a number tmux prints for an expression, before its
+/// decimals (a double's 309 digits, sign and point).
+const NUMBER_BYTES: f64 = 330.0;
+
+/// Values a program in a pane can set to any text with an escape sequence
+/// (tmux keeps up to 1 MiB of it) or that hold its screen's text: the ones
+/// an estimate cannot count as small.
+const PANE_TEXT: [&str; 11] = [
+    "pane_title",
+    "pane_path",
+    "window_name",
+    "copy_cursor_line",
+    "copy_cursor_word",
+    "copy_cursor_hyperlink",
+    "mouse_line",
+    "mouse_word",
+    "mouse_hyperlink",
+    "search_match",
+    "pane_search_string",
+];
+
+/// How many items each kind of loop visits on a server: `S` its sessions,
+/// `W` the windows of its largest session, `P` the panes of its largest
+/// window, `L` its clients.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LoopSizes {
+    pub sessions: u64,
+    pub windows: u64,
+    pub panes: u64,
+    pub clients: u64,
+}
+
+impl LoopSizes {
+    /// The sizes of the server `inv` lists.
+    pub fn of(inv: &Inventory) -> LoopSizes {
+        let mut panes_per_window = std::collections::HashMap::new();
+        for p in &inv.panes {
+            *panes_per_window.entry(p.window_id).or_insert(0u64) += 1;
+        }
+        LoopSizes {
+            sessions: inv.sessions.len() as u64,
+            windows: inv
+                .sessions
+                .iter()
+                .map(|s| u64::from(s.session_windows))
+                .max()
+                .unwrap_or(0),
+            panes: panes_per_window.values().copied().max().unwrap_or(0),
+            // Attached clients, plus panescan's own and some room for
+            // clients attached to nothing (one-shot `tmux` commands).
+            clients: inv
+                .sessions
+                .iter()
+                .map(|s| u64::from(s.session_attached))
+                .sum::<u64>()
+                + 8,
+        }
+    }
+
+    /// How many items the loop or name search `name` visits, and what.
+    fn visited_by(&self, name: &str) -> (f64, &'static str) {
+        let (n, what) = match name {
+            "S" => (self.sessions, "sessions"),
+            "W" => (self.windows, "windows in a session"),
+            "P" => (self.panes, "panes in a window"),
+            _ => (self.clients, "clients"),
+        };
+        (n as f64, what)
+    }
+}
+
+/// What tmux does for a piece of format: bytes it builds (`out`) and
+/// handles (`work`), each value counted as [`VALUE_BYTES`]; copies of a
+/// pane-set text in the result, and how often tmux reads such a text.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Cost {
+    out: f64,
+    work: f64,
+    copies: f64,
+    reads: f64,
+}
+
+impl Cost {
+    /// Text copied as it is.
+    fn text(len: usize) -> Cost {
+        let n = len as f64;
+        Cost {
+            out: n,
+            work: n,
+            ..Cost::default()
+        }
+    }
+
+    /// The variable `name`, `copies` times in the result (`q` escapes
+    /// double it), plus `extra` bytes (a time tmux prints instead).
+    fn lookup(name: &str, copies: f64, extra: f64) -> Cost {
+        let out = VALUE_BYTES * copies + extra;
+        let pane_text = PANE_TEXT.contains(&name);
+        Cost {
+            out,
+            work: LOOKUP_WORK + VALUE_BYTES + out,
+            copies: if pane_text { copies } else { 0.0 },
+            reads: if pane_text { 1.0 + copies } else { 0.0 },
+        }
+    }
+
+    fn plus(self, o: Cost) -> Cost {
+        Cost {
+            out: self.out + o.out,
+            work: self.work + o.work,
+            copies: self.copies + o.copies,
+            reads: self.reads + o.reads,
+        }
+    }
+
+    fn times(self, k: f64) -> Cost {
+        Cost {
+            out: self.out * k,
+            work: self.work * k,
+            copies: self.copies * k,
+            reads: self.reads * k,
+        }
+    }
+
+    /// Copied once more, into the text around it.
+    fn copied(self) -> Cost {
+        Cost {
+            work: self.work + self.out,
+            reads: self.reads + self.copies,
+            ..self
+        }
+    }
+
+    /// Scanned by a pattern costing `factor` per byte.
+    fn scanned(self, factor: f64) -> Cost {
+        Cost {
+            work: self.work + self.out * factor,
+            reads: self.reads + self.copies * factor,
+            ..self
+        }
+    }
+
+    /// Read once to compute a result of at most `bytes` (a number, a flag).
+    fn reduced(self, bytes: f64) -> Cost {
+        Cost {
+            out: bytes,
+            work: self.work + self.out,
+            copies: 0.0,
+            reads: self.reads + self.copies,
+        }
+    }
+}
+
+/// Why a format is refused: the construct, where it starts, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub at: usize,
+    pub construct: String,
+    pub why: String,
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} at byte {}: {}", self.construct, self.at, self.why)
+    }
+}
+
+impl std::error::Error for Refusal {}
+
+fn refuse(at: usize, construct: impl Into<String>, why: impl Into<String>) -> Refusal {
+    Refusal {
+        at,
+        construct: construct.into(),
+        why: why.into(),
+    }
+}
+
+/// Accepts `format` when tmux can expand it, on a server of `sizes`, at a
+/// bounded cost and without running anything. With no sizes known
+/// ([`LoopSizes::default`]) every rule but the loops' cost applies.
+pub fn check(format: &str, sizes: &LoopSizes) -> Result<(), Refusal> {
+    check_text(format)?;
+    let pieces =
+        format::parse(format, MAX_DEPTH).map_err(|e| refuse(e.at(), e.construct(), e.why()))?;
+    let scope = Scope {
+        sizes,
+        within: None,
+    };
+    format_cost(&pieces, &scope).map(|_| ())
+}
+
+/// Whether `format` loops over sessions, windows, panes or clients (or
+/// searches their names): its cost depends on [`LoopSizes`].
+pub fn visits_sets(format: &str) -> bool {
+    fn any(pieces: &[Piece]) -> bool {
+        pieces.iter().any(|p| match p {
+            Piece::Expansion(e) => {
+                let visits = match &e.modifiers {
+                    Modifiers::List(l) => l
+                        .iter()
+                        .any(|m| matches!(m.name, "S" | "W" | "P" | "L" | "N")),
+                    _ => false,
+                };
+                visits || any(&e.parts)
+            }
+            _ => false,
+        })
+    }
+    format::parse(format, MAX_DEPTH).is_ok_and(|p| any(&p))
+}
+
+/// What is refused on sight, before parsing.
+fn check_text(format: &str) -> Result<(), Refusal> {
+    if format.len() > MAX_FORMAT_BYTES {
+        return Err(refuse(
+            MAX_FORMAT_BYTES,
+            format!("a format of {} bytes", format.len()),
+            "formats are limited to 4,096 bytes",
+        ));
+    }
+    if let Some(at) = format.find(['\n', '\r', '\0']) {
+        let what = if format.as_bytes()[at] == 0 {
+            "a NUL byte"
+        } else {
+            "a line break"
+        };
+        return Err(refuse(at, what, "a format is one line of text"));
+    }
+    if let Some(at) = format.find("#(") {
+        return Err(refuse(at, "#(...)", "it runs a shell command"));
+    }
+    // E and T wherever a modifier could start (after `{` or `;`) and end
+    // (`:` or `;`), also where the parser reads no modifier: a tmux newer
+    // than the grammar here may read one.
+    let b = format.as_bytes();
+    if let Some(i) = b.windows(3).position(|w| {
+        matches!(w[0], b'{' | b';') && matches!(w[1], b'E' | b'T') && matches!(w[2], b':' | b';')
+    }) {
+        return Err(re_expansion(i + 1, b[i + 1]));
+    }
+    Ok(())
+}
+
+fn re_expansion(at: usize, letter: u8) -> Refusal {
+    refuse(
+        at,
+        format!("the {}: modifier", letter as char),
+        "it expands a value again as a format, which runs any #(...) a pane title or option holds",
+    )
+}
+
+/// `#{...}` as the caller wrote it, shortened: `#{S:...}`, `#{pane_title}`.
+fn describe(e: &Expansion) -> String {
+    let head = &e.key[..e.body_at - (e.at + 2)];
+    if head.is_empty() {
+        format!("#{{{}}}", clip(e.key, 40))
+    } else {
+        format!("#{{{}...}}", clip(head, 40))
+    }
+}
+
+fn clip(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_owned();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &s[..end])
+}
+
+fn describe_piece(p: &Piece) -> (usize, String) {
+    match p {
+        Piece::Text { at, .. } => (*at, "the text".to_owned()),
+        Piece::Job { at } => (*at, "#(...)".to_owned()),
+        Piece::Alias { at, name } => (*at, format!("the alias for {name}")),
+        Piece::Expansion(e) => (e.at, describe(e)),
+    }
+}
+
+/// Where a piece sits: the server's sizes and the loop around it, if any.
+struct Scope<'s> {
+    sizes: &'s LoopSizes,
+    within: Option<usize>,
+}
+
+/// The cost of a run of pieces.
+fn format_cost(pieces: &[Piece], scope: &Scope) -> Result<Cost, Refusal> {
+    let mut total = Cost::default();
+    for p in pieces {
+        let c = match p {
+            Piece::Text { text, .. } => Cost::text(text.len()),
+            Piece::Job { at } => return Err(refuse(*at, "#(...)", "it runs a shell command")),
+            Piece::Alias { name, .. } => Cost::lookup(name, 1.0, 0.0),
+            Piece::Expansion(e) => expansion_cost(e, scope)?,
+        };
+        // tmux copies every piece's result into the text it builds.
+        total = total.plus(c.copied());
+        if let Some(why) = over_limit(&total, "") {
+            let (at, construct) = describe_piece(p);
+            return Err(refuse(at, construct, why));
+        }
+    }
+    Ok(total)
+}
+
+/// Why a cost is past the limits, if it is (`over` says on what, for a
+/// loop).
+fn over_limit(c: &Cost, over: &str) -> Option<String> {
+    let checks = [
+        (c.out, MAX_OUTPUT, "build about {n} bytes"),
+        (c.work, MAX_WORK, "handle about {n} bytes"),
+        (
+            c.copies,
+            MAX_PANE_TEXT_COPIES,
+            "copy a pane title (or other text a program in a pane sets) {n} times into the result",
+        ),
+        (
+            c.reads,
+            MAX_PANE_TEXT_READS,
+            "read a pane title (or other text a program in a pane sets) {n} times",
+        ),
+    ];
+    for (n, limit, what) in checks {
+        if n > limit {
+            let what = what.replace("{n}", &format!("{n:.0}"));
+            let over = if over.is_empty() {
+                String::new()
+            } else {
+                format!("over {over}, ")
+            };
+            return Some(format!(
+                "{over}it could make tmux {what} (limit {limit:.0})"
+            ));
+        }
+    }
+    None
+}
+
+fn expansion_cost(e: &Expansion, scope: &Scope) -> Result<Cost, Refusal> {
+    let mods: &[Modifier] = match &e.modifiers {
+        Modifiers::List(list) => list,
+        Modifiers::None => &[],
+        Modifiers::Unreadable { at } => {
+            return Err(refuse(
+                *at,
+                format!("the modifiers of {}", describe(e)),
+                "tmux (3.2-3.6) does not read them as modifiers and would expand the whole text instead",
+            ))
+        }
+    };
+    for m in mods {
+        check_modifier(e, m)?;
+    }
+    let body = body_cost(e, mods, scope)?;
+    let c = finish_cost(mods, body);
+    match over_limit(&c, "") {
+        Some(why) => Err(refuse(e.at, describe(e), why)),
+        None => Ok(c),
+    }
+}
+
+/// The rules each modifier obeys on its own.
+fn check_modifier(e: &Expansion, m: &Modifier) -> Result<(), Refusal> {
+    if let Some((a, i)) = m
+        .args
+        .iter()
+        .find_map(|a| unescaped_hash(a.text).map(|i| (a, i)))
+    {
+        return Err(refuse(
+            a.at + i,
+            format!("the argument of {} in {}", m.name, describe(e)),
+            "tmux expands modifier arguments as formats (those of s/// twice, so a pane title in one would run as a format): arguments must be plain text",
+        ));
+    }
+    let first = m.args.first();
+    match m.name {
+        "E" | "T" => Err(re_expansion(m.at, m.name.as_bytes()[0])),
+        "=" | "p" => match first {
+            Some(a) if !in_range(a.text, -MAX_WIDTH, MAX_WIDTH) => Err(refuse(
+                a.at,
+                format!("the width of {}", describe(e)),
+                "widths and pads must be whole numbers from -1000 to 1000 (tmux allocates whatever it is asked for)",
+            )),
+            _ => Ok(()),
+        },
+        "e" => match m.args.get(2) {
+            Some(a) if !in_range(a.text, 0, MAX_PRECISION) => Err(refuse(
+                a.at,
+                format!("the precision of {}", describe(e)),
+                "an expression's precision must be a whole number from 0 to 100 (tmux prints that many digits)",
+            )),
+            _ => Ok(()),
+        },
+        "s" => match first {
+            Some(a) => check_regex(a.text, a.at, &describe(e)).map(|_| ()),
+            None => Ok(()),
+        },
+        _ => Ok(()),
+    }
+}
+
+/// Where `text` has a `#` other than the escapes `#,` `#:` `#}`, which
+/// expand to themselves or to one character and so stay plain text however
+/// often tmux expands them.
+fn unescaped_hash(text: &str) -> Option<usize> {
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'#' {
+            if !matches!(b.get(i + 1), Some(b',' | b':' | b'}')) {
+                return Some(i);
+            }
+            i += 1;
+        }
+        i += 1;
+    }
+    None
+}
+
+/// A literal whole number within `lo..=hi`.
+fn in_range(text: &str, lo: i64, hi: i64) -> bool {
+    literal_number(text).is_some_and(|n| (lo..=hi).contains(&n))
+}
+
+fn literal_number(text: &str) -> Option<i64> {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    if digits.is_empty() || digits.len() > 9 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}
+
+/// A regular expression tmux hands to glibc's regcomp/regexec. Returns its
+/// cost per byte matched against.
+fn check_regex(pattern: &str, at: usize, construct: &str) -> Result<f64, Refusal> {
+    check_pattern_length(pattern, at, construct)?;
+    let b = pattern.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'\\' if b.get(i + 1).is_some_and(|c| (b'1'..=b'9').contains(c)) => {
+                return Err(refuse(
+                    at + i,
+                    format!("the backreference in {construct}"),
+                    "glibc matches backreferences by backtracking, which can take exponential time",
+                ))
+            }
+            b'\\' => i += 1,
+            b'{' => return Err(refuse(
+                at + i,
+                format!("the counted repetition in {construct}"),
+                "glibc compiles {n} by copying the repeated expression n times (nested: n times n)",
+            )),
+            _ => {}
+        }
+        i += 1;
+    }
+    Ok(pattern.len().max(1) as f64)
+}
+
+/// An fnmatch pattern; `inner` is how many `*` it may have before its last
+/// character (all of them count when `inner` is 0: tmux wraps a pane
+/// search's term in `*...*`). Returns its cost per byte matched against.
+fn check_glob(pattern: &str, at: usize, construct: &str, inner: usize) -> Result<f64, Refusal> {
+    check_pattern_length(pattern, at, construct)?;
+    let stars = pattern
+        .bytes()
+        .take(pattern.len().saturating_sub(1))
+        .filter(|&c| c == b'*')
+        .count()
+        + usize::from(inner == 0 && pattern.ends_with('*'));
+    if stars > inner {
+        return Err(refuse(
+            at,
+            format!("the pattern of {construct}"),
+            format!("fnmatch tries every position once per *, so a pattern here may have at most {inner} * before its last character"),
+        ));
+    }
+    Ok(pattern.len().max(1) as f64)
+}
+
+fn check_pattern_length(pattern: &str, at: usize, construct: &str) -> Result<(), Refusal> {
+    if pattern.len() > MAX_PATTERN_BYTES {
+        return Err(refuse(
+            at,
+            format!("the pattern of {construct}"),
+            format!(
+                "patterns are limited to {MAX_PATTERN_BYTES} bytes ({} given)",
+                pattern.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// What the body costs under the modifier that decides how tmux treats it
+/// (in tmux's order: literal, character, colour, loop, name search, pane
+/// search, repeat, boolean or comparison, conditional, expression, plain).
+fn body_cost(e: &Expansion, mods: &[Modifier], scope: &Scope) -> Result<Cost, Refusal> {
+    let find = |names: &[&str]| mods.iter().find(|m| names.contains(&m.name));
+    if find(&["l"]).is_some() {
+        // Literal: copied, not expanded; read as a format all the same, to
+        // be safe where an older tmux reads the modifier list differently.
+        return Ok(format_cost(&e.parts, scope)?.plus(Cost::text(e.body.len())));
+    }
+    if find(&["a", "c"]).is_some() {
+        return Ok(format_cost(&e.parts, scope)?.reduced(6.0));
+    }
+    if let Some(m) = find(&["S", "W", "P", "L"]) {
+        return loop_cost(e, m, scope);
+    }
+    if let Some(m) = find(&["N"]) {
+        return name_search_cost(e, m, scope);
+    }
+    if let Some(m) = find(&["C"]) {
+        return pane_search_cost(e, m);
+    }
+    if find(&["R"]).is_some() {
+        return repeat_cost(e, scope);
+    }
+    let body = format_cost(&e.parts, scope)?;
+    let bools = ["!", "!!", "&&", "||", "==", "!=", "<", ">", "<=", ">=", "m"];
+    if find(&bools).is_some() {
+        let scan = match find(&["m"]) {
+            Some(m) => match_pattern_factor(e, m)?,
+            None => 0.0,
+        };
+        return Ok(body.scanned(scan).reduced(1.0));
+    }
+    if e.body.starts_with('?') {
+        // The condition is looked up (or expanded), then one branch is
+        // expanded; both branches count.
+        let condition = Cost::lookup("", 1.0, 0.0).reduced(0.0);
+        return Ok(body.plus(condition));
+    }
+    if let Some(m) = find(&["e"]).filter(|m| (1..=3).contains(&m.args.len())) {
+        let precision = m.args.get(2).and_then(|a| literal_number(a.text));
+        return Ok(body.reduced(NUMBER_BYTES + precision.unwrap_or(2) as f64));
+    }
+    if e.body.contains("#{") {
+        return Ok(body);
+    }
+    // A variable (none for an empty name): `q` escapes it (at most doubling
+    // it), `t` prints a time instead (strftime into 512 bytes).
+    let copies = match (e.body.is_empty(), find(&["q"]).is_some()) {
+        (true, _) => 0.0,
+        (false, true) => 2.0,
+        (false, false) => 1.0,
+    };
+    let time = if find(&["t"]).is_some() { 512.0 } else { 0.0 };
+    Ok(Cost::lookup(e.body, copies, time))
+}
+
+fn loop_cost(e: &Expansion, m: &Modifier, scope: &Scope) -> Result<Cost, Refusal> {
+    if let Some(outer) = scope.within {
+        return Err(refuse(
+            e.at,
+            format!("nested loop {}", describe(e)),
+            format!("a loop inside a loop (the one at byte {outer}) multiplies tmux's work"),
+        ));
+    }
+    let inside = Scope {
+        sizes: scope.sizes,
+        within: Some(e.at),
+    };
+    let body = format_cost(&e.parts, &inside)?;
+    let (n, what) = scope.sizes.visited_by(m.name);
+    // Each item's text is built, then appended to all before it. Each item
+    // has its own values, so pane texts are not multiplied.
+    let c = Cost {
+        out: body.out * n,
+        work: (body.work + ITEM_WORK) * n + body.out * n * (n + 1.0) / 2.0 * STRLCAT_SHARE,
+        ..body
+    };
+    match over_limit(&c, &format!("this server's {n} {what}")) {
+        Some(why) => Err(refuse(e.at, describe(e), why)),
+        None => Ok(c),
+    }
+}
+
+fn name_search_cost(e: &Expansion, m: &Modifier, scope: &Scope) -> Result<Cost, Refusal> {
+    if let Some(outer) = scope.within {
+        return Err(refuse(
+            e.at,
+            format!("name search {}", describe(e)),
+            format!("it compares every window or session name, so inside a loop (the one at byte {outer}) it multiplies tmux's work"),
+        ));
+    }
+    let sessions = m.args.first().is_some_and(|a| a.text.contains('s'));
+    let (n, _) = scope.sizes.visited_by(if sessions { "S" } else { "W" });
+    let mut c = format_cost(&e.parts, scope)?.reduced(1.0);
+    c.work += n * NAME_WORK;
+    Ok(c)
+}
+
+/// `C`: tmux searches the pane's visible screen, line by line.
+fn pane_search_cost(e: &Expansion, m: &Modifier) -> Result<Cost, Refusal> {
+    let construct = format!("pane search {}", describe(e));
+    if let Some(i) = unescaped_hash(e.body) {
+        return Err(refuse(
+            e.body_at + i,
+            construct,
+            "the search term must be plain text (a value as the term could be any pattern)",
+        ));
+    }
+    let regex = m.args.first().is_some_and(|a| a.text.contains('r'));
+    let factor = if regex {
+        check_regex(e.body, e.body_at, &construct)?
+    } else {
+        check_glob(e.body, e.body_at, &construct, 0)?
+    };
+    // The screen is text a program in the pane controls.
+    Ok(Cost::lookup("pane_title", 1.0, 0.0)
+        .scanned(factor)
+        .reduced(10.0))
+}
+
+/// `m`: the left side is the pattern, matched against the right side.
+/// Returns its cost per byte matched against.
+fn match_pattern_factor(e: &Expansion, m: &Modifier) -> Result<f64, Refusal> {
+    let Some(comma) = format::skip(e.body.as_bytes(), 0, b",") else {
+        return Ok(1.0); // tmux refuses a match without two sides
+    };
+    let pattern = &e.body[..comma];
+    let construct = format!("match {}", describe(e));
+    if let Some(i) = unescaped_hash(pattern) {
+        return Err(refuse(
+            e.body_at + i,
+            construct,
+            "the pattern (left of the comma) must be plain text (a value as the pattern could be any pattern)",
+        ));
+    }
+    if m.args.first().is_some_and(|a| a.text.contains('r')) {
+        check_regex(pattern, e.body_at, &construct)
+    } else {
+        check_glob(pattern, e.body_at, &construct, 1)
+    }
+}
+
+/// `R` (tmux 3.4+): `#{R:text,count}` repeats text; tmux rebuilds the
+/// whole result on every repetition.
+fn repeat_cost(e: &Expansion, scope: &Scope) -> Result<Cost, Refusal> {
+    let count = format::skip(e.body.as_bytes(), 0, b",")
+        .and_then(|comma| literal_number(&e.body[comma + 1..]))
+        .filter(|n| (1..=MAX_REPEAT).contains(n));
+    let Some(n) = count else {
+        return Err(refuse(
+            e.at,
+            format!("repeat {}", describe(e)),
+            "the count (after the comma) must be a whole number from 1 to 100",
+        ));
+    };
+    let text = format_cost(&e.parts, scope)?;
+    let n = n as f64;
+    let rebuilt = text.times(n * (n + 1.0) / 2.0);
+    Ok(Cost {
+        out: text.out * n,
+        work: text.work + rebuilt.out,
+        copies: text.copies * n,
+        reads: text.reads + rebuilt.copies,
+    })
+}
+
+/// What tmux does to every result afterwards: substitutions, trimming,
+/// padding, length.
+fn finish_cost(mods: &[Modifier], mut c: Cost) -> Cost {
+    for m in mods {
+        match m.name {
+            "s" if m.args.len() >= 2 => {
+                // Every match (at most one per byte) becomes the
+                // replacement, whose \N copies the match.
+                let with = m.args[1].text.len() as f64;
+                let scan = m.args[0].text.len().max(1) as f64;
+                let scanned = c.scanned(scan);
+                let grown = c.times(with + 1.0);
+                c = Cost {
+                    out: grown.out + with,
+                    work: scanned.work + grown.out + with,
+                    copies: grown.copies,
+                    reads: scanned.reads + grown.copies,
+                };
+            }
+            "=" => {
+                let marker = m.args.get(1).map_or(0, |a| a.text.len()) as f64;
+                c = c.copied();
+                c.out += marker;
+            }
+            "p" => {
+                let width = m.args.first().and_then(|a| literal_number(a.text));
+                c.out += width.unwrap_or(0).abs() as f64;
+                c = c.copied();
+            }
+            "n" | "w" => c = c.reduced(20.0),
+            _ => {}
+        }
+    }
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A modest server: 20 sessions of 20 windows of 20 panes.
+    const SIZES: LoopSizes = LoopSizes {
+        sessions: 20,
+        windows: 20,
+        panes: 20,
+        clients: 10,
+    };
+
+    fn refused(format: &str) -> Refusal {
+        match check(format, &SIZES) {
+            Err(r) => r,
+            Ok(()) => panic!("{format:?} was accepted"),
+        }
+    }
+
+    fn accepted(format: &str) {
+        if let Err(r) = check(format, &SIZES) {
+            panic!("{format:?} refused: {r}");
+        }
+    }
+
+    #[test]
+    fn benign_formats_pass() {
+        for f in [
+            "",
+            "plain text, no format",
+            "#{session_name}:#{window_index}.#{pane_index} #{pane_current_command}",
+            "#S:#I.#P #T ##{not_expanded} #[fg=red]x#[default]",
+            "#{?pane_active,yes,no}",
+            "#{?#{==:#{pane_mode},copy-mode},copying,#{pane_current_command}}",
+            "#{=10:pane_title}",
+            "#{=/-20/.../:pane_current_path}",
+            "#{p-8:pane_index}|#{p8:window_name}",
+            "#{s/bash/sh/:pane_current_command}",
+            "#{s/^([a-z]+)-.*$/\\1/i:session_name}",
+            "#{m:*vim*,#{pane_current_command}}",
+            "#{m/ri:^(n?vim|emacs)$,#{pane_current_command}}",
+            "#{C:error}#{C/ri:fail(ed|ure)}",
+            "#{e|+|:#{pane_index},1} #{e|/|f|4:#{pane_width},3}",
+            "#{||:#{pane_dead},#{pane_in_mode}} #{&&:1,#{pane_active}}",
+            "#{!=:#{pane_title},} #{<=:a,b}",
+            "#{t:window_activity} #{t/f/%H#:%M:session_created} #{t/p:session_created}",
+            "#{q:pane_current_path} #{b:pane_current_path} #{d:pane_current_path}",
+            "#{n:pane_title} #{w:pane_title} #{a:65} #{c:red}",
+            "#{l:#{literal}}",
+            "#{S:#{session_name} }",
+            "#{W:#{window_index}:#{window_name}#{?window_active,*,} ,}",
+            "#{P:#{p4:pane_index} #{=20:pane_title} #{pane_current_command}\\n,[active] }",
+            "#{S/nr:#{session_name},}#{W/t:x}#{L:#{client_name}}",
+            "#{N/s:main} #{N/w:editor}",
+            "#{R:-,40} #{!:#{pane_dead}} #{!!:1}",
+            "#{status-left} #{@user_option} #{status-format[0]}",
+        ] {
+            accepted(f);
+        }
+    }
+
+    #[test]
+    fn the_default_status_line_without_re_expansion_passes() {
+        // tmux 3.3a's default status-format[0] with its E:/T: modifiers
+        // and computed widths taken out: a realistic, busy format.
+        let f = "#[align=left range=left]#[push-default]#{=/20:status-left}#[pop-default]#[norange default]#[list=on align=left]#[list=left-marker]<#[list=right-marker]>#[list=on]#{W:#[range=window|#{window_index}]#{?#{&&:#{window_last_flag},#{!=:default,default}}, default,}#{?#{&&:#{window_bell_flag},#{!=:x,default}}, x,#{?#{&&:#{||:#{window_activity_flag},#{window_silence_flag}},#{!=:y,default}}, y,}}]#[push-default]#{window-status-format}#[pop-default]#[norange default]#{?window_end_flag,,#{window-status-separator}},#[range=window|#{window_index} list=focus]#{window-status-current-format}#[norange list=on default]#{?window_end_flag,,#{window-status-separator}}}#[nolist align=right range=right]#[push-default]#{=/40:status-right}#[pop-default]#[norange default]";
+        accepted(f);
+    }
+
+    #[test]
+    fn commands_and_re_expansion_are_refused() {
+        assert_eq!(refused("x #(id)").at, 2);
+        assert_eq!(refused("##(id)").construct, "#(...)");
+        for f in [
+            "x #{E:status-right}",
+            "#{T;=10:status-left}",
+            "#{s/#{l:a}/y/;E:pane_title}",
+            "#{=#{l:5};T:status-left}",
+            "#{;E:@evil}",
+            "#{E;zz:@evil}",
+        ] {
+            let r = refused(f);
+            assert!(
+                r.why.contains("expand") || r.why.contains("plain text"),
+                "{f}: {r}"
+            );
+        }
+        assert!(refused("#{E:@evil}").construct.contains("E:"));
+    }
+
+    #[test]
+    fn substitution_arguments_are_plain_text() {
+        // tmux expands s/// arguments twice: a title holding #(...) would
+        // run.
+        let r = refused("#{s/#{pane_title}/x/:session_name}");
+        assert_eq!(r.at, 4);
+        assert!(r.why.contains("twice"), "{r}");
+        assert_eq!(refused("#{s/m/#{pane_title}/:session_name}").at, 6);
+        assert_eq!(refused("#{=#{pane_width}:pane_title}").at, 3);
+    }
+
+    #[test]
+    fn nested_loops_are_refused_where_the_inner_loop_starts() {
+        let r = refused("#{n:#{S:#{S:x}}}");
+        assert_eq!(r.to_string(), "nested loop #{S:...} at byte 8: a loop inside a loop (the one at byte 4) multiplies tmux's work");
+        assert_eq!(refused("#{W:#{?1,#{P:x},}}").at, 9);
+        assert_eq!(refused("#{S:#{l:#{W:x}}}").at, 8);
+        assert_eq!(refused("#{P:#{N/w:x}}").at, 4);
+        let deep = format!("#{{n:{}x{}}}", "#{S:".repeat(8), "}".repeat(8));
+        assert!(refused(&deep).construct.starts_with("nested loop"));
+        let deeper = format!("#{{n:{}x{}}}", "#{S:".repeat(24), "}".repeat(24));
+        assert!(refused(&deeper).construct.contains("nested more than 16"));
+    }
+
+    #[test]
+    fn widths_pads_precisions_and_repeats_are_bounded() {
+        let r = refused("#{n:#{p2147483647:x}}");
+        assert_eq!(
+            (r.at, r.construct.as_str()),
+            (7, "the width of #{p2147483647:...}")
+        );
+        assert_eq!(refused("#{=1001:pane_title}").at, 3);
+        assert_eq!(refused("#{=/-99999/x/:pane_title}").at, 4);
+        assert_eq!(refused("#{p/-5000/:x}").at, 4);
+        accepted("#{p+5:x}");
+        assert_eq!(refused("#{pabc:x}").at, 3);
+        accepted("#{p1000:x}#{p-1000:x}#{=-1000:x}");
+        assert!(refused("#{e|*|f|2147483647:1,1}")
+            .construct
+            .contains("precision"));
+        accepted("#{e|*|f|100:1,1}");
+        assert!(refused("#{R:x,101}").construct.starts_with("repeat"));
+        assert!(refused("#{R:x,#{pane_index}}")
+            .construct
+            .starts_with("repeat"));
+        assert!(refused("#{R:x}").construct.starts_with("repeat"));
+    }
+
+    #[test]
+    fn patterns_are_bounded() {
+        assert!(refused("#{C:#{pane_title}}")
+            .construct
+            .starts_with("pane search"));
+        assert!(refused("#{C:a*b}").why.contains("fnmatch"));
+        assert!(refused("#{C/r:(a)\\1}").construct.contains("backreference"));
+        assert!(refused("#{C/r:a{1000}}")
+            .construct
+            .contains("counted repetition"));
+        assert!(refused(&format!("#{{C:{}}}", "a".repeat(257)))
+            .why
+            .contains("256"));
+        assert!(refused("#{m:#{pane_title},x}")
+            .construct
+            .starts_with("match"));
+        assert!(refused("#{m:*a*b*,x}").why.contains("fnmatch"));
+        accepted("#{m:*a*,x}#{m:a*b*,x}");
+        assert!(refused("#{m/r:(a*)*\\1,x}")
+            .construct
+            .contains("backreference"));
+        assert!(refused("#{m/r:a{1000#},x}")
+            .construct
+            .contains("counted repetition"));
+        assert!(refused("#{s/(ab)\\1/x/:y}")
+            .construct
+            .contains("backreference"));
+        assert!(refused("#{m:a##b,x}").construct.starts_with("match"));
+        accepted("#{m:a#,b#:c#}d,x}");
+    }
+
+    #[test]
+    fn amplification_is_bounded() {
+        // Pads in a loop body, on a server big enough.
+        let body = "#{p1000:}".repeat(4);
+        accepted(&format!("#{{S:{body}}}"));
+        let big = LoopSizes {
+            sessions: 2000,
+            ..SIZES
+        };
+        let r = check(&format!("#{{S:{body}}}"), &big).unwrap_err();
+        assert!(
+            r.why
+                .starts_with("over this server's 2000 sessions, it could make tmux build"),
+            "{r}"
+        );
+        // A substitution that turns every byte into 100: multiplies.
+        let r = refused(&format!(
+            "#{{s/x*/{}/;s/x*/{}/:#{{l:{}}}}}",
+            "y".repeat(100),
+            "y".repeat(100),
+            "x".repeat(100)
+        ));
+        assert!(r.why.contains("bytes"), "{r}");
+        // Chained repeats.
+        let r = refused("#{R:#{R:#{R:#{l:x},100},100},100}");
+        assert!(r.why.contains("bytes"), "{r}");
+        // Loops one after another: the work adds up.
+        let many = "#{n:#{S:x}}".repeat(200);
+        let r = check(&many, &big).unwrap_err();
+        assert!(r.why.contains("handle"), "{r}");
+        // A pane title read or copied over and over: it may hold 1 MiB.
+        assert!(refused(&"#{pane_title}".repeat(17))
+            .why
+            .contains("17 times into the result"));
+        assert!(refused(&"#{n:#{pane_title}}".repeat(40))
+            .why
+            .contains("read a pane title"));
+        accepted(&"#{pane_index}".repeat(100));
+        let r = refused("#{s/x*/yyyyyyyyyyyyyyyy/:pane_title}");
+        assert!(
+            r.why.contains("copy a pane title 17 times") || r.why.contains("times into"),
+            "{r}"
+        );
+    }
+
+    #[test]
+    fn loop_sizes_come_from_the_listing() {
+        assert!(visits_sets("#{?1,#{S:x},}"));
+        assert!(visits_sets("#{N/s:x}"));
+        assert!(!visits_sets("#{session_name}#{l:S:x}"));
+        assert!(!visits_sets("#{S:"));
+        assert_eq!(LoopSizes::of(&Inventory::default()).sessions, 0);
+    }
+
+    #[test]
+    fn syntax_limits() {
+        assert_eq!(refused("a#").construct, "a lone # at the end");
+        assert_eq!(refused("x#{pane_id").at, 1);
+        assert!(refused("#{l;}").why.contains("past the end"));
+        let deep = format!("{}x{}", "#{?1,".repeat(17), ",}".repeat(17));
+        assert!(refused(&deep).construct.contains("nested more than 16"));
+        let ok = format!("{}x{}", "#{?1,".repeat(16), ",}".repeat(16));
+        accepted(&ok);
+        assert!(refused(&"x".repeat(4097)).construct.contains("4097 bytes"));
+        assert_eq!(refused("a\nb").at, 1);
+        assert_eq!(refused("a\0b").construct, "a NUL byte");
+        assert!(refused("#{x:y}").construct.starts_with("the modifiers"));
+    }
+
+    #[test]
+    fn refusals_say_where_and_why() {
+        let r = refused("ab#{=5:x}#{S:#{W:y}}");
+        assert_eq!(r.at, 13);
+        assert!(r
+            .to_string()
+            .starts_with("nested loop #{W:...} at byte 13: "));
+        let r = refused(&format!("é#{{p{}:x}}", "9".repeat(60)));
+        assert!(r.construct.ends_with("...}"), "{r}");
+    }
+
+    mod never_panics {
+        use super::super::{check, visits_sets};
+        use super::SIZES;
+        use proptest::prelude::*;
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(4000))]
+
+            #[test]
+            fn on_format_like_text(s in "([#{}:;,/=?()SWPLNCREmspel0-9xé\\\\*|!<>-]|#\\{|#,|##){0,80}") {
+                let _ = check(&s, &SIZES);
+                let _ = visits_sets(&s);
+            }
+
+            #[test]
+            fn on_any_text(s in "\\PC{0,200}") {
+                let _ = check(&s, &SIZES);
+            }
+        }
+    }
+}
