@@ -71,9 +71,11 @@ pub mod caller;
 pub mod capture;
 pub mod command;
 pub mod connection;
+pub mod events;
 pub mod framing;
 pub mod ids;
 pub mod inventory;
+pub mod notification;
 pub mod oneshot;
 pub mod private_server;
 
@@ -292,6 +294,16 @@ impl Tmux {
         cancel: Arc<AtomicBool>,
     ) -> crossbeam_channel::Receiver<CaptureReply> {
         capture::start(self.inner.clone(), requests, options, deadline, cancel)
+    }
+
+    /// Subscribes to the server's event stream: pane output (as "pane
+    /// printed" triggers or bytes) and/or structure events, as `interest`
+    /// says. Sets the stream up before it returns (a listing and one
+    /// command, waited for until `deadline`); when it cannot (no session to
+    /// attach to, tmux not answering), [`events::Subscription::coverage`]
+    /// says so and the caller polls. See [`events`].
+    pub fn subscribe(&self, interest: events::Interest, deadline: Instant) -> events::Subscription {
+        events::subscribe(&self.inner, interest, deadline)
     }
 
     /// pid, version, socket path, start time, session count.
