@@ -783,7 +783,9 @@ fn better_session(
     if counts.keys().any(|s| s.to_string() == current) {
         return None;
     }
-    let best = counts.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))?;
+    let best = counts
+        .iter()
+        .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))?;
     Some(*best.0)
 }
 
@@ -847,7 +849,11 @@ impl Drop for Subscription {
 }
 
 /// Subscribes to `shared`'s stream (see [`super::Tmux::subscribe`]).
-pub(crate) fn subscribe(shared: &Arc<Shared>, interest: Interest, deadline: Instant) -> Subscription {
+pub(crate) fn subscribe(
+    shared: &Arc<Shared>,
+    interest: Interest,
+    deadline: Instant,
+) -> Subscription {
     shared.hub().subscribe(shared, interest, deadline)
 }
 
@@ -957,7 +963,10 @@ mod tests {
             ..Wants::default()
         };
         assert_eq!(better_session(&listing, "$0", &wants(&[1, 3])), None);
-        assert_eq!(better_session(&listing, "$0", &wants(&[2, 3, 4])), Some(s(2)));
+        assert_eq!(
+            better_session(&listing, "$0", &wants(&[2, 3, 4])),
+            Some(s(2))
+        );
         assert_eq!(better_session(&listing, "$0", &wants(&[2, 3])), Some(s(1)));
         assert_eq!(better_session(&listing, "$0", &wants(&[77])), None);
         let every = Wants {

@@ -142,10 +142,12 @@ fn parse_line(line: &[u8]) -> Option<Notification<'_>> {
 fn extended_output(rest: &[u8]) -> Option<Notification<'_>> {
     let (pane, rest) = split_word(rest);
     let pane = pane_id(pane)?;
-    let colon = memchr::memmem::find(rest, b" : ").map(|i| i + 3).or_else(|| {
-        // An empty payload may end the line right after the colon.
-        rest.ends_with(b" :").then_some(rest.len())
-    })?;
+    let colon = memchr::memmem::find(rest, b" : ")
+        .map(|i| i + 3)
+        .or_else(|| {
+            // An empty payload may end the line right after the colon.
+            rest.ends_with(b" :").then_some(rest.len())
+        })?;
     Some(Notification::Output {
         pane,
         escaped: &rest[colon..],

@@ -20,8 +20,9 @@
 //!   (`structuredContent`, asserts success), [`Serve::call_err`] (the error
 //!   text, asserts `isError`), [`Serve::notify`], [`Serve::send`] /
 //!   [`Serve::send_raw`] with [`Serve::response`] for hand-made messages.
-//! - observe: [`Serve::recv`], [`Serve::drain`], [`Serve::take_pending`]
-//!   (notifications that arrived while waiting for a response).
+//! - observe: [`Serve::recv`], [`Serve::drain`], [`Serve::message`] (the
+//!   first message that fits), [`Serve::take_pending`] (notifications that
+//!   arrived while waiting for a response).
 //! - end: [`Serve::close_stdin`], [`Serve::signal`], [`Serve::wait_exit`].
 //! - helpers: [`validate`] (structuredContent against an outputSchema),
 //!   [`plain_shell`] (an rc-less bash in a pane, ready to type into),
@@ -192,6 +193,26 @@ impl Serve {
             };
             assert!(!v.is_string(), "stdout carried a non-JSON line: {v}");
             if v.get("id") == Some(id) && v.get("method").is_none() {
+                return v;
+            }
+            self.pending.push_back(v);
+        }
+    }
+
+    /// The first message `want` accepts; others are kept for later.
+    pub fn message(&mut self, timeout: Duration, mut want: impl FnMut(&Value) -> bool) -> Value {
+        if let Some(pos) = self.pending.iter().position(&mut want) {
+            return self.pending.remove(pos).unwrap();
+        }
+        let until = Instant::now() + timeout;
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            let v = match self.rx.recv_timeout(left) {
+                Ok(v) => v,
+                Err(_) => panic!("no such message within {timeout:?}"),
+            };
+            assert!(!v.is_string(), "stdout carried a non-JSON line: {v}");
+            if want(&v) {
                 return v;
             }
             self.pending.push_back(v);

@@ -192,7 +192,8 @@ impl Plan {
             regex: args.regex,
             match_case: args.match_case,
         };
-        let matcher = Matcher::new(&patterns, options).map_err(|e| ToolError::new(e.to_string()))?;
+        let matcher =
+            Matcher::new(&patterns, options).map_err(|e| ToolError::new(e.to_string()))?;
         let timeout = Duration::from_millis(timeout_ms);
         let started = Instant::now();
         Ok(Plan {

@@ -179,8 +179,7 @@ impl Waker {
         let mut moved_any = false;
         for (&i, reply) in which.iter().zip(replies) {
             let pane = self.panes[i];
-            let probe =
-                reply.map_err(|e| ToolError::new(format!("{pane} while waiting: {e}")))?;
+            let probe = reply.map_err(|e| ToolError::new(format!("{pane} while waiting: {e}")))?;
             if probe.trim().is_empty() {
                 // tmux answers an empty line for a target that is gone.
                 return Err(closed(pane));
