@@ -38,25 +38,25 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(500);
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct WaitForTextArgs {
-    /// Pane id, e.g. %1 (or pane_ids / session / window for several).
+    /// Pane id, e.g. %1.
     #[serde(default)]
     pub pane_id: Option<PaneId>,
-    /// Pane ids (%N), any of which may show the text.
+    /// Pane ids (%N).
     #[serde(default)]
     pub pane_ids: Option<Vec<PaneId>>,
-    /// Session id ($N) or name: its panes.
+    /// Session id ($N) or name.
     #[serde(default)]
     pub session: Option<String>,
-    /// Window id (@N): its panes.
+    /// Window id (@N).
     #[serde(default)]
     pub window: Option<WindowId>,
     /// Text to wait for (literal unless regex is true); matched within one line.
     #[serde(default)]
     pub pattern: Option<String>,
-    /// 1-64 patterns, any of which matches (the result says which).
+    /// 1-64 patterns, any of which matches.
     #[serde(default)]
     pub patterns: Option<Vec<String>>,
-    /// Read patterns as bounded regular expressions.
+    /// Patterns are bounded regexes.
     #[serde(default)]
     pub regex: bool,
     /// Match case exactly (default: case-insensitive).
@@ -71,24 +71,24 @@ pub struct WaitForTextArgs {
 
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct WaitForTextResult {
-    /// The pane whose line matched; with one pane watched, that pane.
+    // The pane whose line matched; with one pane watched, that pane.
     pub pane_id: Option<PaneId>,
     pub found: bool,
     pub timed_out: bool,
-    /// The first new line that matched (same as text).
+    /// The first new line that matched.
     pub line: Option<String>,
-    /// The matching line's text.
+    // The same text (named as in search_panes).
     pub text: Option<String>,
     /// Its tmux line number when found (0 = top of screen).
     pub line_number: Option<i64>,
-    /// Which of patterns matched (0 with one pattern).
+    // Which of patterns matched (0 with one pattern).
     pub pattern_index: Option<usize>,
     pub elapsed_ms: u64,
-    /// How many times panes were captured and scanned.
+    /// Capture rounds.
     pub checks: u32,
-    /// Panes watched.
+    // Panes watched.
     pub panes_watched: usize,
-    /// Of those, panes tmux's event stream did not cover (probed instead).
+    // Of those, panes tmux's event stream did not cover (probed instead).
     pub panes_polled: usize,
 }
 
@@ -98,7 +98,7 @@ pub struct WaitForText;
 impl Tool for WaitForText {
     const NAME: &'static str = "wait_for_text";
     const TITLE: &'static str = "Wait for text in panes";
-    const DESCRIPTION: &'static str = "Block until a literal or regex pattern (or any of 1-64 patterns) appears in the new output of a pane (pane_id) or of any of several (pane_ids, or a session / window), or until timeout_ms (default 8 s, max 120 s). Text already there when the call starts does not count. Wakes on tmux's output events, not a poll interval; says which pane, pattern and line matched. Use after sending a command to wait for its prompt or result; cancellable. Not for searching existing text: use search_panes or capture_pane.";
+    const DESCRIPTION: &'static str = "Block until a literal or regex pattern (or any of 1-64) appears in the new output of a pane (pane_id) or of any of several (pane_ids, session, window), or until timeout_ms (default 8 s, max 120 s); text there before the call does not count. Wakes on tmux output events; says which pane, pattern and line matched. Cancellable. To search existing text use search_panes.";
     const ANNOTATIONS: Annotations = Annotations::READ_VOLATILE;
     const BATCHABLE: bool = false;
     type Args = WaitForTextArgs;
