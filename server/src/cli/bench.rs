@@ -20,7 +20,7 @@ use crate::fixture::{FixtureShape, NEEDLE};
 /// `panescan bench` options.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  panescan bench\n  panescan bench --panes 1000 --lines 200\n  panescan bench --panes 50 --lines 10000 --runs 3 --json"
+    after_help = "Examples:\n  panescan bench\n  panescan bench --panes 1000 --lines 200\n  panescan bench --panes 50 --lines 10000 --runs 3 --json\n  panescan bench --wait-only --runs 15"
 )]
 pub struct BenchArgs {
     /// Panes in the private server.
@@ -48,8 +48,11 @@ pub struct BenchArgs {
     #[arg(long)]
     pub no_process_baseline: bool,
     /// Only the pane cache cases (cold vs warm deep search).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "wait_only")]
     pub cache_only: bool,
+    /// Only the wait_for_text latency cases (event stream vs polling).
+    #[arg(long)]
+    pub wait_only: bool,
 }
 
 /// One row of the report.
@@ -83,6 +86,8 @@ pub struct BenchReport {
     pub rows: Vec<BenchRow>,
     /// Cold vs warm deep search (the pane cache).
     pub cache: Option<super::bench_cache::CacheBench>,
+    /// wait_for_text latency, event stream vs polling.
+    pub wait: Option<super::bench_wait::WaitBench>,
 }
 
 fn ms(d: Duration) -> f64 {
@@ -140,6 +145,18 @@ fn cases(lines: usize) -> Vec<(&'static str, bool, Value)> {
 /// Runs the bench and prints the report.
 pub fn run(args: &BenchArgs) -> Result<(), String> {
     crate::tmux::private_server::kill_on_interrupt();
+    if args.wait_only {
+        let wait = super::bench_wait::run(args.runs)?;
+        if args.json || args.csv {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&wait).map_err(|e| e.to_string())?
+            );
+        } else {
+            super::bench_wait::print(&wait);
+        }
+        return Ok(());
+    }
     let shape = FixtureShape {
         panes: args.panes,
         lines: args.lines,
@@ -228,6 +245,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     bar.finish_and_clear();
     drop(client);
     let cache = Some(super::bench_cache::run(&fixture, runs)?);
+    let wait = Some(super::bench_wait::run(runs)?);
 
     let report = BenchReport {
         panes: args.panes,
@@ -243,6 +261,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         process_per_pane_deep_ms: ppp_deep.map(|f| ms(f.elapsed)),
         rows,
         cache,
+        wait,
     };
     drop(fixture);
     if args.json {
@@ -256,6 +275,9 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         print_table(&report);
         if let Some(cache) = &report.cache {
             super::bench_cache::print(cache);
+        }
+        if let Some(wait) = &report.wait {
+            super::bench_wait::print(wait);
         }
     }
     Ok(())

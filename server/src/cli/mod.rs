@@ -7,6 +7,7 @@ use clap::{Args, Parser, Subcommand};
 
 pub mod bench;
 pub mod bench_cache;
+pub mod bench_wait;
 pub mod client;
 pub mod demo;
 pub mod preflight;
