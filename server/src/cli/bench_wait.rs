@@ -79,7 +79,9 @@ fn measure(server: &PrivateServer, dir: &Path, runs: usize) -> Result<WaitBench,
         return Err("mkfifo failed".into());
     }
     for _ in 0..IDLE_PANES {
-        server.run_ok(["new-window", "-d"]).map_err(|e| e.to_string())?;
+        server
+            .run_ok(["new-window", "-d"])
+            .map_err(|e| e.to_string())?;
     }
     let script = format!("while :; do cat '{}'; done", fifo.display());
     let pane = server
@@ -187,8 +189,5 @@ pub fn print(w: &WaitBench) {
         "  polling (--no-events)   {:>7.1} ms  ({:.1}-{:.1})",
         w.polling_median_ms, w.polling_min_ms, w.polling_max_ms
     );
-    println!(
-        "  one capture of the pane {:>7.1} ms",
-        w.capture_median_ms
-    );
+    println!("  one capture of the pane {:>7.1} ms", w.capture_median_ms);
 }

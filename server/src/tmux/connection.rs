@@ -8,7 +8,9 @@
 //! same; a reader thread parses replies ([`super::framing`]) and hands each
 //! to the channel of its request. A waiter that gives up at its deadline just
 //! drops its receiver: the reply is still parsed and discarded, so later
-//! replies stay in step.
+//! replies stay in step. Notification lines go to the server's event
+//! stream ([`super::events`]), which may turn output on, and keeps the
+//! client attached while anyone listens.
 //!
 //! When the control client exits (its session was killed, the server died)
 //! every request in flight fails with `ConnectionLost`; `run_many` then
@@ -30,8 +32,9 @@ use crossbeam_channel::{Receiver, Sender};
 
 /// An idle control client detaches after this long, so panescan is not an
 /// attached client of the user's session (hooks, `session_attached`,
-/// `destroy-unattached`) while nobody asks it anything. Re-attaching costs
-/// one `list-sessions` process and an attach (~10 ms).
+/// `destroy-unattached`) while nobody asks it anything and nobody listens to
+/// its events. Re-attaching costs one `list-sessions` process and an attach
+/// (~10 ms).
 pub const IDLE_DETACH: Duration = Duration::from_secs(10);
 
 use super::caller::CallerPane;

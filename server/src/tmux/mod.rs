@@ -33,15 +33,26 @@
 //! * **Attaching.** An attached control client fires `client-attached` /
 //!   `client-detached` hooks, counts in `session_attached` and `list-clients`
 //!   and keeps a `destroy-unattached` session alive. Ours is read-only
-//!   (`-r`), sized out (`ignore-size`), silent (`no-output`), excluded from
-//!   the `session_attached` and `client_count` we report, and detaches after
-//!   [`connection::IDLE_DETACH`] without requests. Captures, the bulk of the
-//!   work, attach nothing.
+//!   (`-r`), sized out (`ignore-size`), silent (`no-output`) unless someone
+//!   inside panescan watches pane output ([`events`]: then only the
+//!   watched panes send, and tmux pauses a pane rather than stall it),
+//!   excluded from the `session_attached` and `client_count` we report, and
+//!   detaches after [`connection::IDLE_DETACH`] without requests and
+//!   without listeners. The event stream reuses it rather than attach a
+//!   second client (which would fire `client-attached` again). Captures,
+//!   the bulk of the work, attach nothing.
 //! * **Dying with replies queued.** If panescan's process dies while tmux
 //!   still has control-mode output for it, tmux 3.3 keeps that client
 //!   attached for ever (and `kill-server` never completes). A small `sh`
 //!   guard per connection kills the orphaned client a second later (test
 //!   `dead_owner_leaves_no_client_attached`).
+//!
+//! # Events
+//!
+//! [`Tmux::subscribe`] delivers pane output (as "pane printed" triggers or
+//! bytes) and structure changes to subscribers inside panescan, from the
+//! same control client ([`events`]; notification lines are parsed by
+//! [`notification`]). Output is a trigger: answers come from captures.
 //!
 //! # Framing nobody can forge
 //!
