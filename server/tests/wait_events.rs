@@ -121,27 +121,99 @@ fn wakes_on_output_in_one_of_several_panes_and_says_which() {
 fn the_client_follows_the_watched_session_and_polls_the_rest() {
     let (tmux, mut s) = Serve::with_tmux("events-sessions");
     plain_shell(&tmux, "%0");
+    let quiet = new_pane(&tmux, &["split-window", "-t", "main"]);
     let other = new_pane(&tmux, &["new-session", "-d", "-s", "other"]);
     s.initialize();
-    s.call_ok("list_panes", json!({})); // attaches to the first session
-
+    let found = |s: &mut Serve, args: Value, pane: &str, needle: &str| {
+        let id = start_wait(s, args);
+        type_line(&tmux, pane, &format!("echo {needle}-o''k"));
+        let v = result(s, &id);
+        assert_eq!(v["found"], true, "{v}");
+        assert_eq!(v["pane_id"], pane, "{v}");
+        v
+    };
+    // A pane of the first session: the other pane there is turned off.
+    let v = found(
+        &mut s,
+        json!({"pane_id": "%0", "pattern": "alpha-ok"}),
+        "%0",
+        "alpha",
+    );
+    assert_eq!(v["panes_polled"], 0, "{v}");
     // Only panes of another session: the client moves there.
-    let id = start_wait(&mut s, json!({"session": "other", "pattern": "gamma-ok"}));
-    type_line(&tmux, &other, "echo gamma-o''k");
-    let v = result(&mut s, &id);
-    assert_eq!((&v["found"], &v["panes_polled"]), (&json!(true), &json!(0)));
-
+    let v = found(
+        &mut s,
+        json!({"session": "other", "pattern": "gamma-ok"}),
+        &other,
+        "gamma",
+    );
+    assert_eq!(v["panes_polled"], 0, "{v}");
+    // Back to the pane that was turned off: it is turned on again.
+    let v = found(
+        &mut s,
+        json!({"pane_id": quiet, "pattern": "beta-ok"}),
+        &quiet,
+        "beta",
+    );
+    assert_eq!(v["panes_polled"], 0, "{v}");
     // Panes of two sessions: the client stays; the other pane is polled,
     // and still found.
-    let id = start_wait(
+    let v = found(
         &mut s,
         json!({"pane_ids": ["%0", other], "pattern": "delta-ok"}),
+        &other,
+        "delta",
     );
-    type_line(&tmux, "%0", "echo delta-o''k");
-    let v = result(&mut s, &id);
-    assert_eq!(v["found"], true, "{v}");
-    assert_eq!(v["pane_id"], "%0", "{v}");
     assert_eq!(v["panes_polled"], 1, "{v}");
+}
+
+/// The session panescan's client shows.
+fn client_session(tmux: &PrivateServer) -> String {
+    tmux.run_ok(["list-clients", "-F", "#{client_session}"])
+        .unwrap_or_default()
+        .trim()
+        .to_owned()
+}
+
+#[test]
+fn overlapping_waits_hand_the_client_between_sessions() {
+    let (tmux, mut s) = Serve::with_tmux("events-handover");
+    plain_shell(&tmux, "%0");
+    let quiet = new_pane(&tmux, &["split-window", "-t", "main"]);
+    let other = new_pane(&tmux, &["new-session", "-d", "-s", "other"]);
+    s.initialize();
+    // w1 holds the client in main (its other pane turned off); w2, in the
+    // other session, is polled until w1 ends and the client moves to it.
+    let w1 = start_wait(&mut s, json!({"pane_id": "%0", "pattern": "one-ok"}));
+    let w2 = start_wait(&mut s, json!({"pane_id": other, "pattern": "two-ok"}));
+    type_line(&tmux, "%0", "echo one-o''k");
+    assert_eq!(result(&mut s, &w1)["found"], true);
+    assert!(eventually(Duration::from_secs(5), || client_session(&tmux) == "other"));
+    // w3 waits on the pane that was turned off in main; when w2 ends the
+    // client moves back, and that pane must report again.
+    let w3 = start_wait(&mut s, json!({"pane_id": quiet, "pattern": "three-ok"}));
+    type_line(&tmux, &other, "echo two-o''k");
+    let v = result(&mut s, &w2);
+    assert_eq!(
+        (&v["found"], &v["panes_polled"]),
+        (&json!(true), &json!(0)),
+        "{v}"
+    );
+    // w3 reports (in its progress) that the stream covers its pane now.
+    s.message(Duration::from_secs(5), |m| {
+        m["params"]["progressToken"] == format!("progress-{w3}").as_str()
+            && m["params"]["message"]
+                .as_str()
+                .is_some_and(|t| t.ends_with("(0 polled)"))
+    });
+    assert_eq!(client_session(&tmux), "main");
+    type_line(&tmux, &quiet, "echo three-o''k");
+    let v = result(&mut s, &w3);
+    assert_eq!(
+        (&v["found"], &v["panes_polled"]),
+        (&json!(true), &json!(0)),
+        "{v}"
+    );
 }
 
 /// Resident memory of a process, in kB.

@@ -255,6 +255,17 @@ struct HubState {
     flows: HashMap<PaneId, Flow>,
 }
 
+/// The panes a reconcile found.
+#[derive(Debug)]
+struct Panes<'a> {
+    /// In the session the client shows.
+    in_session: &'a BTreeSet<PaneId>,
+    /// Anywhere on the server.
+    on_server: &'a HashSet<PaneId>,
+    /// The client just moved to that session.
+    moved: bool,
+}
+
 /// Every subscriber's wishes, merged.
 #[derive(Debug, Default)]
 struct Wants {
@@ -593,7 +604,8 @@ impl Hub {
             return Ok(());
         }
         let listing = session_panes(&control, deadline)?;
-        if let Some(target) = better_session(&listing, &control.session_id(), &wants) {
+        let moved = better_session(&listing, &control.session_id(), &wants);
+        if let Some(target) = moved {
             let cmd = TmuxCommand::new("attach-session")
                 .flag("-E")
                 .option("-t", &target.to_string());
@@ -607,7 +619,13 @@ impl Hub {
             .filter(|(s, _)| s.to_string() == session)
             .map(|(_, p)| *p)
             .collect();
-        self.apply_flows(&in_session, &wants, deadline)?;
+        let on_server: HashSet<PaneId> = listing.iter().map(|(_, p)| *p).collect();
+        let panes = Panes {
+            in_session: &in_session,
+            on_server: &on_server,
+            moved: moved.is_some(),
+        };
+        self.apply_flows(&panes, &wants, deadline)?;
         self.publish(SessionId::parse(&session).ok(), &in_session);
         Ok(())
     }
@@ -643,10 +661,13 @@ impl Hub {
     }
 
     /// Turns output on (if it is not) and each pane of the session on or
-    /// off as it is watched or not, in one command.
+    /// off as it is watched or not, in one command. After a move every
+    /// pane of the new session is set explicitly: tmux kept whatever state
+    /// they had when the client was last there. Flows of panes gone from
+    /// the server are forgotten.
     fn apply_flows(
         &self,
-        in_session: &BTreeSet<PaneId>,
+        panes: &Panes,
         wants: &Wants,
         deadline: Instant,
     ) -> Result<(), TmuxError> {
@@ -659,18 +680,20 @@ impl Hub {
                 st.enabled = true;
             }
             let mut changes = Changes::default();
-            for &pane in in_session {
-                let flow = st.flows.get(&pane).copied().unwrap_or(Flow::Armed);
+            for &pane in panes.in_session {
+                let known = st.flows.get(&pane).copied().filter(|_| !panes.moved);
+                // Unknown to tmux (never printed since output went on): on.
+                let flow = known.unwrap_or(if panes.moved { Flow::Off } else { Flow::Armed });
                 if wants.pane(pane) && flow == Flow::Off {
                     changes.push(pane, "on");
                     changes.push(pane, "continue");
                     st.flows.insert(pane, Flow::Armed);
-                } else if !wants.pane(pane) && flow != Flow::Off {
+                } else if !wants.pane(pane) && (flow != Flow::Off || known.is_none()) {
                     changes.push(pane, "off");
                     st.flows.insert(pane, Flow::Off);
                 }
             }
-            st.flows.retain(|p, _| in_session.contains(p));
+            st.flows.retain(|p, _| panes.on_server.contains(p));
             st.send(changes.command(flags))
         };
         match reply {

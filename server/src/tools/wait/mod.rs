@@ -273,10 +273,17 @@ impl Wait<'_> {
             }
             if now >= next_progress {
                 next_progress = now + PROGRESS_EVERY;
+                // Says how the panes are watched: callers (and tests) can
+                // see when the event stream took over from polling.
+                let how = format!(
+                    "waiting for text in {} panes ({} polled)",
+                    self.watches.len(),
+                    self.waker.polled()
+                );
                 self.ctx.progress.report(
                     self.plan.started.elapsed().as_millis() as f64,
                     Some(self.plan.timeout.as_millis() as f64),
-                    Some("waiting for text"),
+                    Some(&how),
                 );
             }
             let until = self.plan.deadline.min(next_progress);
