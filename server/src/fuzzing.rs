@@ -244,26 +244,7 @@ fn feed_chunked(parser: &mut Parser, stream: &[u8], sizes: &[u8], events: &mut V
 pub fn framing(data: &[u8]) -> Result<FramingStats, String> {
     let mut stats = FramingStats::default();
 
-    // Phase 1: anything at all.
-    let mut parser = Parser::new();
-    for i in 0..3 {
-        parser.expect(&fuzz_nonce(i));
-    }
-    let mut events = Vec::new();
-    let sizes = data.get(..4).unwrap_or(&[7]);
-    feed_chunked(&mut parser, data, sizes, &mut events);
-    let replies = events
-        .iter()
-        .filter(|e| matches!(e, Event::Reply(_)))
-        .count();
-    if replies + parser.pending() != 3 {
-        return Err(format!(
-            "{replies} replies and {} pending for 3 requests",
-            parser.pending()
-        ));
-    }
-    stats.raw_replies = replies;
-    stats.notifications = parse_notifications(&events);
+    raw_bytes(data, &mut stats)?;
 
     // Phase 2: framed replies with hostile content.
     let mut records = data.split(|&b| b == 0xFF);
@@ -353,6 +334,32 @@ pub fn framing(data: &[u8]) -> Result<FramingStats, String> {
         .count();
     stats.notifications += parse_notifications(&events);
     Ok(stats)
+}
+
+/// Phase 1 of [`framing`]: anything at all, fed in pieces to a parser
+/// expecting three replies, never gives more; every notification it hands
+/// out parses.
+fn raw_bytes(data: &[u8], stats: &mut FramingStats) -> Result<(), String> {
+    let mut parser = Parser::new();
+    for i in 0..3 {
+        parser.expect(&fuzz_nonce(i));
+    }
+    let mut events = Vec::new();
+    let sizes = data.get(..4).unwrap_or(&[7]);
+    feed_chunked(&mut parser, data, sizes, &mut events);
+    let replies = events
+        .iter()
+        .filter(|e| matches!(e, Event::Reply(_)))
+        .count();
+    if replies + parser.pending() != 3 {
+        return Err(format!(
+            "{replies} replies and {} pending for 3 requests",
+            parser.pending()
+        ));
+    }
+    stats.raw_replies = replies;
+    stats.notifications = parse_notifications(&events);
+    Ok(())
 }
 
 /// Parses every notification among `events` and unescapes any output (a

@@ -147,15 +147,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     crate::tmux::private_server::kill_on_interrupt();
     if args.wait_only {
         let wait = super::bench_wait::run(args.runs)?;
-        if args.json || args.csv {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&wait).map_err(|e| e.to_string())?
-            );
-        } else {
-            super::bench_wait::print(&wait);
-        }
-        return Ok(());
+        return print_section(args, &wait, super::bench_wait::print);
     }
     let shape = FixtureShape {
         panes: args.panes,
@@ -173,15 +165,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     if args.cache_only {
         let cache = super::bench_cache::run(&fixture, runs)?;
         drop(fixture);
-        if args.json || args.csv {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&cache).map_err(|e| e.to_string())?
-            );
-        } else {
-            super::bench_cache::print(&cache);
-        }
-        return Ok(());
+        return print_section(args, &cache, super::bench_cache::print);
     }
     let cases = cases(args.lines);
     let steps = 4 + cases.len() as u64 + u64::from(!args.no_process_baseline) * 2;
@@ -264,15 +248,29 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         wait,
     };
     drop(fixture);
-    if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?
-        );
-    } else if args.csv {
-        print_csv(&report);
+    print_report(args, &report)
+}
+
+/// One section alone (`--cache-only`, `--wait-only`): JSON for `--json` and
+/// `--csv`, else its table.
+fn print_section<T: Serialize>(args: &BenchArgs, section: &T, table: fn(&T)) -> Result<(), String> {
+    if args.json || args.csv {
+        let text = serde_json::to_string_pretty(section).map_err(|e| e.to_string())?;
+        println!("{text}");
     } else {
-        print_table(&report);
+        table(section);
+    }
+    Ok(())
+}
+
+fn print_report(args: &BenchArgs, report: &BenchReport) -> Result<(), String> {
+    if args.json {
+        let text = serde_json::to_string_pretty(report).map_err(|e| e.to_string())?;
+        println!("{text}");
+    } else if args.csv {
+        print_csv(report);
+    } else {
+        print_table(report);
         if let Some(cache) = &report.cache {
             super::bench_cache::print(cache);
         }
