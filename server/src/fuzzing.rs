@@ -16,6 +16,7 @@ use crate::mcp::dispatch::{Dispatcher, Outgoing};
 use crate::mcp::jsonrpc::{self, Incoming, Line, LineReader};
 use crate::mcp::registry::Registry;
 use crate::tmux::framing::{Event, Parser, RawReply};
+use crate::tmux::notification;
 use crate::tmux::ServerSpec;
 use crate::tools::context::ServeConfig;
 
@@ -206,6 +207,8 @@ pub struct FramingStats {
     pub framed_replies: usize,
     /// Content lines that looked like control-mode framing (`%...`).
     pub forged_lines: usize,
+    /// Notification lines handed out and parsed (both phases).
+    pub notifications: usize,
 }
 
 /// The nonce of request `i` (fixed, so inputs replay the same way).
@@ -241,25 +244,7 @@ fn feed_chunked(parser: &mut Parser, stream: &[u8], sizes: &[u8], events: &mut V
 pub fn framing(data: &[u8]) -> Result<FramingStats, String> {
     let mut stats = FramingStats::default();
 
-    // Phase 1: anything at all.
-    let mut parser = Parser::new();
-    for i in 0..3 {
-        parser.expect(&fuzz_nonce(i));
-    }
-    let mut events = Vec::new();
-    let sizes = data.get(..4).unwrap_or(&[7]);
-    feed_chunked(&mut parser, data, sizes, &mut events);
-    let replies = events
-        .iter()
-        .filter(|e| matches!(e, Event::Reply(_)))
-        .count();
-    if replies + parser.pending() != 3 {
-        return Err(format!(
-            "{replies} replies and {} pending for 3 requests",
-            parser.pending()
-        ));
-    }
-    stats.raw_replies = replies;
+    raw_bytes(data, &mut stats)?;
 
     // Phase 2: framed replies with hostile content.
     let mut records = data.split(|&b| b == 0xFF);
@@ -268,7 +253,7 @@ pub fn framing(data: &[u8]) -> Result<FramingStats, String> {
     let nonces: Vec<Vec<u8>> = (0..contents.len()).map(fuzz_nonce).collect();
     let mut stream =
         b"%begin 1700000000 1 0\n%end 1700000000 1 0\n%session-changed $0 main\n".to_vec();
-    let mut expected = Vec::new();
+    let mut expected = vec![Event::Notification(b"%session-changed $0 main".to_vec())];
     let mut cmd = 2u64;
     for (i, content) in contents.iter().enumerate() {
         let (flags, body) = content
@@ -310,7 +295,15 @@ pub fn framing(data: &[u8]) -> Result<FramingStats, String> {
             stream.extend_from_slice(b"%sessions-changed\n");
         }
         cmd += 2;
+        // Only the real notifications come out, after the reply whose
+        // nonce showed them to be outside its content.
         expected.push(Event::Reply(RawReply { output, ok }));
+        if flags & 2 != 0 {
+            expected.push(Event::Notification(b"%window-add @7".to_vec()));
+        }
+        if flags & 8 != 0 {
+            expected.push(Event::Notification(b"%sessions-changed".to_vec()));
+        }
     }
     let mut parser = Parser::new();
     for n in &nonces {
@@ -335,6 +328,53 @@ pub fn framing(data: &[u8]) -> Result<FramingStats, String> {
     if parser.pending() != 0 {
         return Err(format!("{} requests left pending", parser.pending()));
     }
-    stats.framed_replies = expected.len();
+    stats.framed_replies = expected
+        .iter()
+        .filter(|e| matches!(e, Event::Reply(_)))
+        .count();
+    stats.notifications += parse_notifications(&events);
     Ok(stats)
+}
+
+/// Phase 1 of [`framing`]: anything at all, fed in pieces to a parser
+/// expecting three replies, never gives more; every notification it hands
+/// out parses.
+fn raw_bytes(data: &[u8], stats: &mut FramingStats) -> Result<(), String> {
+    let mut parser = Parser::new();
+    for i in 0..3 {
+        parser.expect(&fuzz_nonce(i));
+    }
+    let mut events = Vec::new();
+    let sizes = data.get(..4).unwrap_or(&[7]);
+    feed_chunked(&mut parser, data, sizes, &mut events);
+    let replies = events
+        .iter()
+        .filter(|e| matches!(e, Event::Reply(_)))
+        .count();
+    if replies + parser.pending() != 3 {
+        return Err(format!(
+            "{replies} replies and {} pending for 3 requests",
+            parser.pending()
+        ));
+    }
+    stats.raw_replies = replies;
+    stats.notifications = parse_notifications(&events);
+    Ok(())
+}
+
+/// Parses every notification among `events` and unescapes any output (a
+/// panic here is a finding); returns how many there were.
+fn parse_notifications(events: &[Event]) -> usize {
+    let mut scratch = Vec::new();
+    let mut n = 0;
+    for e in events {
+        if let Event::Notification(line) = e {
+            n += 1;
+            if let notification::Notification::Output { escaped, .. } = notification::parse(line) {
+                scratch.clear();
+                notification::unescape(escaped, &mut scratch);
+            }
+        }
+    }
+    n
 }

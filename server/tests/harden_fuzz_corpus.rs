@@ -54,10 +54,14 @@ fn framing_seed_corpus_replays_clean() {
         total.raw_replies += s.raw_replies;
         total.framed_replies += s.framed_replies;
         total.forged_lines += s.forged_lines;
+        total.notifications += s.notifications;
     }
     eprintln!("framing corpus: {} inputs, {total:?}", seeds.len());
     assert!(total.framed_replies >= 50, "{total:?}");
     assert!(total.forged_lines >= 45, "{total:?}");
+    // Every input's own session-changed at least, and the real ones between
+    // replies: handed out and parsed.
+    assert!(total.notifications >= seeds.len(), "{total:?}");
 }
 
 #[test]

@@ -407,6 +407,16 @@ impl Matcher {
         self.imp.lowest_pattern(line)
     }
 
+    /// The lowest index of a pattern that matches `line` (one line, without
+    /// its line end, the text as it is), or `None` when none does: the
+    /// pattern a search would report for that line.
+    pub fn matching_pattern(&self, line: &[u8]) -> Option<usize> {
+        let mut scratch = Vec::new();
+        let searched = self.searched(line, &mut scratch);
+        let (_, found) = self.find_hit_with_pattern(searched, 0)?;
+        Some(self.lowest_pattern_from(searched, found))
+    }
+
     /// The first match (start, end) in one line (the text as it is, not
     /// lowered), if any; used to clip long lines around the match.
     pub fn find_in_line(&self, line: &[u8]) -> Option<(usize, usize)> {

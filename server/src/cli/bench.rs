@@ -20,7 +20,7 @@ use crate::fixture::{FixtureShape, NEEDLE};
 /// `panescan bench` options.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  panescan bench\n  panescan bench --panes 1000 --lines 200\n  panescan bench --panes 50 --lines 10000 --runs 3 --json"
+    after_help = "Examples:\n  panescan bench\n  panescan bench --panes 1000 --lines 200\n  panescan bench --panes 50 --lines 10000 --runs 3 --json\n  panescan bench --wait-only --runs 15"
 )]
 pub struct BenchArgs {
     /// Panes in the private server.
@@ -48,8 +48,11 @@ pub struct BenchArgs {
     #[arg(long)]
     pub no_process_baseline: bool,
     /// Only the pane cache cases (cold vs warm deep search).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "wait_only")]
     pub cache_only: bool,
+    /// Only the wait_for_text latency cases (event stream vs polling).
+    #[arg(long)]
+    pub wait_only: bool,
 }
 
 /// One row of the report.
@@ -83,6 +86,8 @@ pub struct BenchReport {
     pub rows: Vec<BenchRow>,
     /// Cold vs warm deep search (the pane cache).
     pub cache: Option<super::bench_cache::CacheBench>,
+    /// wait_for_text latency, event stream vs polling.
+    pub wait: Option<super::bench_wait::WaitBench>,
 }
 
 fn ms(d: Duration) -> f64 {
@@ -140,6 +145,10 @@ fn cases(lines: usize) -> Vec<(&'static str, bool, Value)> {
 /// Runs the bench and prints the report.
 pub fn run(args: &BenchArgs) -> Result<(), String> {
     crate::tmux::private_server::kill_on_interrupt();
+    if args.wait_only {
+        let wait = super::bench_wait::run(args.runs)?;
+        return print_section(args, &wait, super::bench_wait::print);
+    }
     let shape = FixtureShape {
         panes: args.panes,
         lines: args.lines,
@@ -156,15 +165,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     if args.cache_only {
         let cache = super::bench_cache::run(&fixture, runs)?;
         drop(fixture);
-        if args.json || args.csv {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&cache).map_err(|e| e.to_string())?
-            );
-        } else {
-            super::bench_cache::print(&cache);
-        }
-        return Ok(());
+        return print_section(args, &cache, super::bench_cache::print);
     }
     let cases = cases(args.lines);
     let steps = 4 + cases.len() as u64 + u64::from(!args.no_process_baseline) * 2;
@@ -228,6 +229,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     bar.finish_and_clear();
     drop(client);
     let cache = Some(super::bench_cache::run(&fixture, runs)?);
+    let wait = Some(super::bench_wait::run(runs)?);
 
     let report = BenchReport {
         panes: args.panes,
@@ -243,19 +245,37 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         process_per_pane_deep_ms: ppp_deep.map(|f| ms(f.elapsed)),
         rows,
         cache,
+        wait,
     };
     drop(fixture);
-    if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?
-        );
-    } else if args.csv {
-        print_csv(&report);
+    print_report(args, &report)
+}
+
+/// One section alone (`--cache-only`, `--wait-only`): JSON for `--json` and
+/// `--csv`, else its table.
+fn print_section<T: Serialize>(args: &BenchArgs, section: &T, table: fn(&T)) -> Result<(), String> {
+    if args.json || args.csv {
+        let text = serde_json::to_string_pretty(section).map_err(|e| e.to_string())?;
+        println!("{text}");
     } else {
-        print_table(&report);
+        table(section);
+    }
+    Ok(())
+}
+
+fn print_report(args: &BenchArgs, report: &BenchReport) -> Result<(), String> {
+    if args.json {
+        let text = serde_json::to_string_pretty(report).map_err(|e| e.to_string())?;
+        println!("{text}");
+    } else if args.csv {
+        print_csv(report);
+    } else {
+        print_table(report);
         if let Some(cache) = &report.cache {
             super::bench_cache::print(cache);
+        }
+        if let Some(wait) = &report.wait {
+            super::bench_wait::print(wait);
         }
     }
     Ok(())

@@ -7,6 +7,7 @@ use clap::{Args, Parser, Subcommand};
 
 pub mod bench;
 pub mod bench_cache;
+pub mod bench_wait;
 pub mod client;
 pub mod demo;
 pub mod preflight;
@@ -71,6 +72,10 @@ pub struct ServeArgs {
     /// it reads (results are the same; repeated searches are slower).
     #[arg(long, env = "PANESCAN_NO_CACHE")]
     pub no_cache: bool,
+    /// wait_for_text polls panes instead of listening to tmux's output
+    /// events (the control client then never turns pane output on).
+    #[arg(long, env = "PANESCAN_NO_EVENTS")]
+    pub no_events: bool,
     /// Memory ceiling of the pane cache; the panes searched least recently
     /// are dropped first.
     #[arg(
@@ -183,6 +188,7 @@ pub fn main() -> ExitCode {
                 tier: args.tier,
                 limits: Limits {
                     pane_cache,
+                    wait_events: !args.no_events,
                     ..args.ceilings.apply(Limits::default())
                 },
                 sockets,

@@ -9,7 +9,9 @@
 //! same; a reader thread parses replies ([`super::framing`]) and hands each
 //! to the channel of its request. A waiter that gives up at its deadline just
 //! drops its receiver: the reply is still parsed and discarded, so later
-//! replies stay in step.
+//! replies stay in step. Notification lines go to the server's event
+//! stream ([`super::events`]), which may turn output on, and keeps the
+//! client attached while anyone listens.
 //!
 //! When the control client exits (its session was killed, the server died)
 //! every request in flight fails with `ConnectionLost`; `run_many` then
@@ -31,11 +33,13 @@ use crossbeam_channel::{Receiver, Sender};
 
 /// An idle control client detaches after this long, so panescan is not an
 /// attached client of the user's session (hooks, `session_attached`,
-/// `destroy-unattached`) while nobody asks it anything. Re-attaching costs
-/// one `list-sessions` process and an attach (~10 ms).
+/// `destroy-unattached`) while nobody asks it anything and nobody listens to
+/// its events. Re-attaching costs one `list-sessions` process and an attach
+/// (~10 ms).
 pub const IDLE_DETACH: Duration = Duration::from_secs(10);
 
 use super::caller::CallerPane;
+use super::events::Hub;
 use super::framing::{Event, Parser, RawReply};
 use super::{oneshot, ServerInfo, ServerSpec, TmuxCommand, TmuxError};
 
@@ -47,7 +51,12 @@ struct Book {
     parser: Parser,
     waiters: VecDeque<Waiter>,
     dead: Option<String>,
+    /// panescan closed the client itself (shut down, idle).
+    shut: bool,
 }
+
+/// The receiving end of one request's reply.
+pub(crate) type ReplyRx = Receiver<Result<RawReply, TmuxError>>;
 
 /// One attached control client.
 #[derive(Debug)]
@@ -57,8 +66,12 @@ pub(crate) struct Control {
     writer: Mutex<Option<Sender<Vec<u8>>>>,
     book: Arc<Mutex<Book>>,
     dead: Arc<AtomicBool>,
-    /// The session the client is attached to (`$N`).
-    pub(crate) session_id: String,
+    /// The session the client is attached to (`$N`); the event stream may
+    /// move it to another.
+    session_id: Mutex<String>,
+    /// The server's event stream: gets the notifications this client reads,
+    /// and keeps it attached while anyone listens.
+    hub: Arc<Hub>,
     /// Process id of the control client (to spot it in `list-clients`).
     pub(crate) client_pid: u32,
     /// When a request was last queued.
@@ -102,7 +115,7 @@ pub(crate) fn nonce() -> String {
 
 impl Control {
     /// Attaches a control client to session `session_id`.
-    fn attach(socket: &Path, session_id: &str) -> Result<Arc<Control>, TmuxError> {
+    fn attach(socket: &Path, session_id: &str, hub: &Arc<Hub>) -> Result<Arc<Control>, TmuxError> {
         let mut child = oneshot::tmux(socket)
             .args([
                 "-C",
@@ -159,7 +172,8 @@ impl Control {
             writer: Mutex::new(Some(wtx)),
             book: book.clone(),
             dead: dead.clone(),
-            session_id: session_id.to_string(),
+            session_id: Mutex::new(session_id.to_string()),
+            hub: hub.clone(),
             client_pid,
             last_used: Mutex::new(Instant::now()),
             guard: Mutex::new(guard_stdin),
@@ -179,11 +193,35 @@ impl Control {
                 .spawn(move || writer(stdin, &wrx, &book, &dead))
                 .map_err(|e| TmuxError::Spawn(e.to_string()))?;
         }
-        std::thread::Builder::new()
-            .name("tmux-control-reader".into())
-            .spawn(move || reader(stdout, &book, &dead))
-            .map_err(|e| TmuxError::Spawn(e.to_string()))?;
+        {
+            let hub = hub.clone();
+            std::thread::Builder::new()
+                .name("tmux-control-reader".into())
+                .spawn(move || {
+                    let on_purpose = reader(stdout, &book, &dead, &hub, client_pid);
+                    hub.on_closed(client_pid, on_purpose);
+                })
+                .map_err(|e| TmuxError::Spawn(e.to_string()))?;
+        }
         Ok(control)
+    }
+
+    /// The session the client is attached to (`$N`).
+    pub(crate) fn session_id(&self) -> String {
+        lock(&self.session_id).clone()
+    }
+
+    /// Records that the client now shows session `id`.
+    pub(crate) fn set_session(&self, id: &str) {
+        *lock(&self.session_id) = id.to_string();
+    }
+
+    /// Queues one command without waiting; `None` if it has no valid line.
+    /// The reply (or its failure) arrives on the receiver, which may be
+    /// dropped unread.
+    pub(crate) fn send(&self, command: &TmuxCommand) -> Option<ReplyRx> {
+        let line = command.to_line().ok()?;
+        self.submit(&[line]).into_iter().next()
     }
 
     fn is_dead(&self) -> bool {
@@ -228,6 +266,7 @@ impl Control {
     fn kill(&self, why: &str) {
         {
             let mut book = lock(&self.book);
+            book.shut = true;
             fail_all(&mut book, &self.dead, why);
         }
         // Closing stdin detaches the client cleanly; kill it if it lingers.
@@ -264,7 +303,7 @@ fn idle_watch(control: &Weak<Control>) {
             // request either came before (and keeps the client) or finds
             // the client closed and reconnects.
             let mut book = lock(&c.book);
-            let idle = lock(&c.last_used).elapsed() >= IDLE_DETACH;
+            let idle = lock(&c.last_used).elapsed() >= IDLE_DETACH && !c.hub.listening();
             if idle && book.waiters.is_empty() && book.dead.is_none() {
                 fail_all(&mut book, &c.dead, "detached after being idle");
                 true
@@ -281,6 +320,7 @@ fn idle_watch(control: &Weak<Control>) {
 
 impl Drop for Control {
     fn drop(&mut self) {
+        lock(&self.book).shut = true;
         // Closing stdin makes tmux detach the client; kill it if it lingers.
         *lock(&self.writer) = None;
         let mut child = lock(&self.child);
@@ -315,26 +355,43 @@ fn writer(mut stdin: ChildStdin, rx: &Receiver<Vec<u8>>, book: &Mutex<Book>, dea
     }
 }
 
-fn reader(mut stdout: impl Read, book: &Mutex<Book>, dead: &AtomicBool) {
+/// Reads the client's output until it ends: replies to their waiters,
+/// notifications to the event stream (outside the book's lock: the stream
+/// may queue commands). Returns whether panescan closed the client itself.
+fn reader(
+    mut stdout: impl Read,
+    book: &Mutex<Book>,
+    dead: &AtomicBool,
+    hub: &Hub,
+    pid: u32,
+) -> bool {
     let mut buf = vec![0u8; 1 << 16];
     let mut events = Vec::new();
+    let mut notes = Vec::new();
     let mut exit_reason = String::new();
     loop {
         let n = match stdout.read(&mut buf) {
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
-        let mut b = lock(book);
-        b.parser.feed(&buf[..n], &mut events);
-        for ev in events.drain(..) {
-            match ev {
-                Event::Reply(r) => {
-                    if let Some(w) = b.waiters.pop_front() {
-                        let _ = w.send(Ok(r));
+        {
+            let mut b = lock(book);
+            b.parser.feed(&buf[..n], &mut events);
+            for ev in events.drain(..) {
+                match ev {
+                    Event::Reply(r) => {
+                        if let Some(w) = b.waiters.pop_front() {
+                            let _ = w.send(Ok(r));
+                        }
                     }
+                    Event::Exit(why) => exit_reason = why,
+                    Event::Notification(line) => notes.push(line),
                 }
-                Event::Exit(why) => exit_reason = why,
             }
+        }
+        if !notes.is_empty() {
+            hub.on_lines(pid, &notes);
+            notes.clear();
         }
     }
     let why = if exit_reason.is_empty() {
@@ -344,6 +401,7 @@ fn reader(mut stdout: impl Read, book: &Mutex<Book>, dead: &AtomicBool) {
     };
     let mut b = lock(book);
     fail_all(&mut b, dead, &why);
+    b.shut
 }
 
 /// How commands currently reach the server.
@@ -366,6 +424,8 @@ pub struct Shared {
     /// Panes the last listing found (0 before any): capture sweeps use it to
     /// choose how to head their captures.
     pub(crate) listed_panes: std::sync::atomic::AtomicUsize,
+    /// The server's event stream.
+    hub: Arc<Hub>,
 }
 
 impl Shared {
@@ -378,7 +438,13 @@ impl Shared {
             caller: CallerPane::from_env(),
             oneshot_only: AtomicBool::new(false),
             listed_panes: std::sync::atomic::AtomicUsize::new(0),
+            hub: Arc::default(),
         })
+    }
+
+    /// The server's event stream.
+    pub(crate) fn hub(&self) -> &Arc<Hub> {
+        &self.hub
     }
 
     pub(crate) fn spec(&self) -> &ServerSpec {
@@ -435,7 +501,7 @@ impl Shared {
             else {
                 return Ok(Route::OneShot);
             };
-            let control = Control::attach(&self.socket, id)?;
+            let control = Control::attach(&self.socket, id, &self.hub)?;
             // Handshake: the first reply proves the client is attached.
             let rx = control.submit(&["display-message -p ok"]);
             let ok = rx.into_iter().next().map(|rx| wait(&rx, deadline));
@@ -572,7 +638,7 @@ impl Shared {
         lock(&self.control)
             .as_ref()
             .filter(|c| !c.is_dead())
-            .map(|c| c.session_id.clone())
+            .map(|c| c.session_id())
     }
 
     pub(crate) fn shutdown(&self) {
@@ -600,6 +666,11 @@ fn wait(
             Err(TmuxError::ConnectionLost("reply channel closed".into()))
         }
     }
+}
+
+/// Waits for one reply and turns it into text (or tmux's error).
+pub(crate) fn wait_text(rx: &ReplyRx, deadline: Instant) -> Result<String, TmuxError> {
+    wait(rx, deadline).and_then(reply_text)
 }
 
 fn reply_text(r: RawReply) -> Result<String, TmuxError> {

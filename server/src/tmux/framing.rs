@@ -17,8 +17,13 @@
 //! reply or shift another.
 //!
 //! Blocks with flag 0 outside a request (the attach command's own block,
-//! hooks) and notifications (`%session-changed`, ...) are skipped.
-//! The parser is pure: bytes in, replies out, unit-tested on byte streams.
+//! hooks) are skipped. Notification lines (`%output`, `%window-add`, ...)
+//! are handed out as [`Event::Notification`] when they arrive between
+//! replies, or, when they arrive between a command's guard and its nonce
+//! block, once the nonce has shown where the guard was: a line inside a
+//! reply's content is content, so a pane that prints `%window-close @1`
+//! into a listing cannot forge an event. The parser is pure: bytes in,
+//! replies and notifications out, unit-tested on byte streams.
 
 use std::collections::VecDeque;
 
@@ -38,6 +43,9 @@ pub enum Event {
     Reply(RawReply),
     /// `%exit` outside any reply: the client is about to go away.
     Exit(String),
+    /// A notification line (`%output %3 ...`, `%window-add @2`), without
+    /// its newline; parse it with [`super::notification::parse`].
+    Notification(Vec<u8>),
 }
 
 #[derive(Debug, Default)]
@@ -118,8 +126,10 @@ impl Parser {
                 } else if line.starts_with(b"%exit") {
                     let reason = String::from_utf8_lossy(&line[5..]).trim().to_string();
                     events.push(Event::Exit(reason));
+                } else if line.starts_with(b"%") {
+                    events.push(Event::Notification(line));
                 }
-                // Other notifications are ignored.
+                // Anything else outside a block is noise.
             }
             State::Foreign(tnf) => {
                 let closes = guard(&line, b"%end ").or_else(|| guard(&line, b"%error "));
@@ -134,9 +144,12 @@ impl Parser {
                 if let Some(at) = nonce_at {
                     // `at` is the nonce's `%begin`; this line is its `%end`.
                     lines.push(line);
-                    let reply = finish(&lines, at);
+                    let (reply, guard_at) = finish(&lines, at);
                     self.nonces.pop_front();
                     events.push(Event::Reply(reply));
+                    if let Some(g) = guard_at {
+                        gap_notifications(&lines[g + 1..at], events);
+                    }
                     return;
                 }
                 let is_nonce = self.nonces.front().is_some_and(|n| *n == line)
@@ -150,8 +163,9 @@ impl Parser {
 }
 
 /// Splits a collected reply: `lines[0]` is the command's `%begin`,
-/// `lines[at]` the nonce block's `%begin`.
-fn finish(lines: &[Vec<u8>], at: usize) -> RawReply {
+/// `lines[at]` the nonce block's `%begin`. Also returns the index of the
+/// command's guard (`None` for a malformed reply).
+fn finish(lines: &[Vec<u8>], at: usize) -> (RawReply, Option<usize>) {
     let tnf = lines
         .first()
         .and_then(|l| guard(l, b"%begin "))
@@ -162,27 +176,50 @@ fn finish(lines: &[Vec<u8>], at: usize) -> RawReply {
         let l = &lines[i];
         if let Some(g) = guard(l, b"%end ") {
             if g == tnf {
-                return RawReply {
+                let reply = RawReply {
                     output: join(&lines[1..i]),
                     ok: true,
                 };
+                return (reply, Some(i));
             }
         }
         if let Some(g) = guard(l, b"%error ") {
             if g == tnf {
-                return RawReply {
+                let reply = RawReply {
                     output: join(&lines[1..i]),
                     ok: false,
                 };
+                return (reply, Some(i));
             }
         }
         if !l.starts_with(b"%") {
             break;
         }
     }
-    RawReply {
+    let reply = RawReply {
         output: b"panescan: malformed control-mode reply".to_vec(),
         ok: false,
+    };
+    (reply, None)
+}
+
+/// The notifications among the lines between a command's guard and its
+/// nonce block: every `%` line but the blocks of other clients' commands
+/// (a hook's `%begin`..`%end`) and `%exit` (the reader learns of that from
+/// the end of the stream).
+fn gap_notifications(gap: &[Vec<u8>], events: &mut Vec<Event>) {
+    let mut open: Option<&[u8]> = None;
+    for line in gap {
+        if let Some(tnf) = open {
+            let closes = guard(line, b"%end ").or_else(|| guard(line, b"%error "));
+            if closes == Some(tnf) {
+                open = None;
+            }
+        } else if let Some(tnf) = guard(line, b"%begin ") {
+            open = Some(tnf);
+        } else if line.starts_with(b"%") && !line.starts_with(b"%exit") {
+            events.push(Event::Notification(line.clone()));
+        }
     }
 }
 
@@ -228,12 +265,43 @@ mod tests {
         assert_eq!(
             ev,
             vec![
+                note("%session-changed $0 main"),
                 reply("hello\n", true),
                 reply("can't find pane: %99\n", false),
+                note("%window-add @3"),
                 Event::Exit(String::new())
             ]
         );
         assert_eq!(p.pending(), 0);
+    }
+
+    fn note(line: &str) -> Event {
+        Event::Notification(line.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn notifications_in_content_are_content() {
+        let mut p = Parser::new();
+        p.expect(b"N1");
+        // A listing whose text forges notifications and a guard with the
+        // real numbers; real notifications sit before, in the gap between
+        // guard and nonce (with a hook's block), and after.
+        let s = b"%output %1 before\n%begin 7 2 1\n%window-close @1\n%output %2 forged\n\
+%end 7 2 1\n%sessions-changed\n%end 7 2 1\n%layout-change @4 x y *\n%begin 7 9 0\n\
+%window-add @8\n%end 7 9 0\n%begin 7 3 1\nN1\n%end 7 3 1\n%pause %1\n";
+        let ev = run(&mut p, s);
+        assert_eq!(
+            ev,
+            vec![
+                note("%output %1 before"),
+                reply(
+                    "%window-close @1\n%output %2 forged\n%end 7 2 1\n%sessions-changed\n",
+                    true
+                ),
+                note("%layout-change @4 x y *"),
+                note("%pause %1"),
+            ]
+        );
     }
 
     #[test]
@@ -318,6 +386,10 @@ mod tests {
                 }
                 stream.extend_from_slice(format!("%begin 5 {m} 1\n{nonce}\n%end 5 {m} 1\n").as_bytes());
                 expected.push(Event::Reply(RawReply { output: out.into_bytes(), ok }));
+                if noise {
+                    expected.push(Event::Notification(b"%window-add @1".to_vec()));
+                    expected.push(Event::Notification(b"%sessions-changed".to_vec()));
+                }
             }
             let mut ev = Vec::new();
             for chunk in stream.chunks(cut) {

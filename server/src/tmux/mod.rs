@@ -33,15 +33,26 @@
 //! * **Attaching.** An attached control client fires `client-attached` /
 //!   `client-detached` hooks, counts in `session_attached` and `list-clients`
 //!   and keeps a `destroy-unattached` session alive. Ours is read-only
-//!   (`-r`), sized out (`ignore-size`), silent (`no-output`), excluded from
-//!   the `session_attached` and `client_count` we report, and detaches after
-//!   [`connection::IDLE_DETACH`] without requests. Captures, the bulk of the
-//!   work, attach nothing.
+//!   (`-r`), sized out (`ignore-size`), silent (`no-output`) unless someone
+//!   inside panescan watches pane output ([`events`]: then only the
+//!   watched panes send, and tmux pauses a pane rather than stall it),
+//!   excluded from the `session_attached` and `client_count` we report, and
+//!   detaches after [`connection::IDLE_DETACH`] without requests and
+//!   without listeners. The event stream reuses it rather than attach a
+//!   second client (which would fire `client-attached` again). Captures,
+//!   the bulk of the work, attach nothing.
 //! * **Dying with replies queued.** If panescan's process dies while tmux
 //!   still has control-mode output for it, tmux 3.3 keeps that client
 //!   attached for ever (and `kill-server` never completes). A small `sh`
 //!   guard per connection kills the orphaned client a second later (test
 //!   `dead_owner_leaves_no_client_attached`).
+//!
+//! # Events
+//!
+//! [`Tmux::subscribe`] delivers pane output (as "pane printed" triggers or
+//! bytes) and structure changes to subscribers inside panescan, from the
+//! same control client ([`events`]; notification lines are parsed by
+//! [`notification`]). Output is a trigger: answers come from captures.
 //!
 //! # Framing nobody can forge
 //!
@@ -78,9 +89,11 @@ pub mod client_env;
 pub mod command;
 pub mod connection;
 pub mod format;
+pub mod events;
 pub mod framing;
 pub mod ids;
 pub mod inventory;
+pub mod notification;
 pub mod oneshot;
 pub mod private_server;
 pub mod reach;
@@ -305,6 +318,16 @@ impl Tmux {
         cancel: Arc<AtomicBool>,
     ) -> crossbeam_channel::Receiver<CaptureReply> {
         capture::start(self.inner.clone(), requests, options, deadline, cancel)
+    }
+
+    /// Subscribes to the server's event stream: pane output (as "pane
+    /// printed" triggers or bytes) and/or structure events, as `interest`
+    /// says. Sets the stream up before it returns (a listing and one
+    /// command, waited for until `deadline`); when it cannot (no session to
+    /// attach to, tmux not answering), [`events::Subscription::coverage`]
+    /// says so and the caller polls. See [`events`].
+    pub fn subscribe(&self, interest: events::Interest, deadline: Instant) -> events::Subscription {
+        events::subscribe(&self.inner, interest, deadline)
     }
 
     /// pid, version, socket path, start time, session count.

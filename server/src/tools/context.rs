@@ -31,6 +31,9 @@ pub struct Limits {
     /// `wait_for_text`: default and ceiling.
     pub wait_default: Duration,
     pub wait_max: Duration,
+    /// `wait_for_text` wakes on tmux's output events (`false`:
+    /// `--no-events`, every watched pane is polled).
+    pub wait_events: bool,
     /// Time any one tmux round trip may take.
     pub tmux_timeout: Duration,
     /// `search_panes`: defaults and ceilings of its budgets.
@@ -50,6 +53,7 @@ impl Default for Limits {
             response_bytes: 1_000_000,
             wait_default: Duration::from_secs(8),
             wait_max: Duration::from_secs(120),
+            wait_events: true,
             tmux_timeout: Duration::from_secs(10),
             search: super::search::SearchLimits::default(),
             pane_cache: Some(Arc::new(crate::cache::PaneCache::new(

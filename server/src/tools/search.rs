@@ -387,7 +387,12 @@ impl Plan {
 /// A caller's value, or the default; above the operator's ceiling is an
 /// error that names the ceiling (silently searching less would look like
 /// "not found").
-fn capped(value: Option<u64>, default: u64, ceiling: u64, name: &str) -> Result<u64, ToolError> {
+pub(crate) fn capped(
+    value: Option<u64>,
+    default: u64,
+    ceiling: u64,
+    name: &str,
+) -> Result<u64, ToolError> {
     match value {
         None => Ok(default.min(ceiling)),
         Some(0) => Err(ToolError::new(format!("{name} must be at least 1"))),

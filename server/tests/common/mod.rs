@@ -24,8 +24,9 @@
 //!   (`structuredContent`, asserts success), [`Serve::call_err`] (the error
 //!   text, asserts `isError`), [`Serve::notify`], [`Serve::send`] /
 //!   [`Serve::send_raw`] with [`Serve::response`] for hand-made messages.
-//! - observe: [`Serve::recv`], [`Serve::drain`], [`Serve::take_pending`]
-//!   (notifications that arrived while waiting for a response).
+//! - observe: [`Serve::recv`], [`Serve::drain`], [`Serve::message`] (the
+//!   first message that fits), [`Serve::take_pending`] (notifications that
+//!   arrived while waiting for a response).
 //! - end: [`Serve::close_stdin`], [`Serve::signal`], [`Serve::wait_exit`].
 //! - helpers: [`validate`] (structuredContent against an outputSchema),
 //!   [`plain_shell`] (an rc-less bash in a pane, ready to type into),
@@ -244,6 +245,25 @@ impl Serve {
             };
             if m.answers(id) {
                 return m;
+            }
+            self.pending.push_back(m);
+        }
+    }
+
+    /// The first message `want` accepts; others are kept for later.
+    pub fn message(&mut self, timeout: Duration, mut want: impl FnMut(&Value) -> bool) -> Value {
+        if let Some(pos) = self.pending.iter().position(|m| want(&m.value)) {
+            return self.pending.remove(pos).unwrap().value;
+        }
+        let until = Instant::now() + timeout;
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            let m = match self.rx.recv_timeout(left) {
+                Ok(m) => m.checked(),
+                Err(_) => panic!("no such message within {timeout:?}"),
+            };
+            if want(&m.value) {
+                return m.value;
             }
             self.pending.push_back(m);
         }

@@ -1,0 +1,193 @@
+//! `panescan bench` wait cases: how long `wait_for_text` takes from the
+//! moment the text appears in a pane to its answer, on tmux's event stream
+//! and on the polling path (`serve --no-events`), in the same run, beside
+//! the cost of one capture of that pane.
+//!
+//! A private server runs `cat` on a FIFO in one pane (plus a few idle
+//! panes). Each run starts a wait for a fresh needle, lets it settle (so the
+//! polling path is at its steady interval, as for a wait that lasts), then
+//! writes the needle to the FIFO and times until the wait returns: `cat`
+//! prints it at once, so that moment is when the text appears. Event and
+//! polling runs alternate, so load drifting on a shared machine moves both
+//! alike. The waits run in-process through the same tool code `serve` runs.
+
+use std::io::Write as _;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::json;
+
+use crate::baseline::median;
+use crate::mcp::registry::Tool;
+use crate::tmux::private_server::PrivateServer;
+use crate::tmux::{CaptureOptions, CaptureRange, CaptureRequest, PaneId, ServerSpec, Tmux};
+use crate::tools::context::{Limits, ToolContext};
+use crate::tools::wait::{WaitForText, WaitForTextArgs};
+
+/// How long a wait runs before the text appears.
+const SETTLE: Duration = Duration::from_millis(700);
+/// Idle panes beside the one waited on.
+const IDLE_PANES: usize = 8;
+
+/// The wait section of the bench report (milliseconds).
+#[derive(Debug, Clone, Serialize)]
+pub struct WaitBench {
+    pub runs: usize,
+    /// Text appearing -> answer, event stream: median, best, worst.
+    pub events_median_ms: f64,
+    pub events_min_ms: f64,
+    pub events_max_ms: f64,
+    /// The same through the polling path.
+    pub polling_median_ms: f64,
+    pub polling_min_ms: f64,
+    pub polling_max_ms: f64,
+    /// One capture of the pane's screen, as a wait makes it.
+    pub capture_median_ms: f64,
+    /// Panes the event runs had to poll (0: the stream covered the pane).
+    pub events_panes_polled: u64,
+}
+
+fn ms(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1e5).round() / 1e2
+}
+
+fn spread(times: &mut [Duration]) -> (f64, f64, f64) {
+    let mid = median(times);
+    let min = times.iter().min().copied().unwrap_or_default();
+    let max = times.iter().max().copied().unwrap_or_default();
+    (ms(mid), ms(min), ms(max))
+}
+
+/// Runs the wait cases (`runs` of each) on a server of their own.
+pub fn run(runs: usize) -> Result<WaitBench, String> {
+    let server = PrivateServer::start("bench-wait", 120, 30).map_err(|e| e.to_string())?;
+    let dir = std::env::temp_dir().join(format!("{}.d", server.socket_name()));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let result = measure(&server, &dir, runs.max(1));
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+fn measure(server: &PrivateServer, dir: &Path, runs: usize) -> Result<WaitBench, String> {
+    let fifo = dir.join("text");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .map_err(|e| format!("cannot run mkfifo: {e}"))?;
+    if !made.success() {
+        return Err("mkfifo failed".into());
+    }
+    for _ in 0..IDLE_PANES {
+        server
+            .run_ok(["new-window", "-d"])
+            .map_err(|e| e.to_string())?;
+    }
+    let script = format!("while :; do cat '{}'; done", fifo.display());
+    let pane = server
+        .run_ok(["new-window", "-d", "-P", "-F", "#{pane_id}", &script])
+        .map_err(|e| e.to_string())?;
+    let pane = PaneId::parse(pane.trim()).map_err(|e| e.to_string())?;
+    let spec = ServerSpec::named(server.socket_name());
+    let (mut events, mut polling, mut captures) = (Vec::new(), Vec::new(), Vec::new());
+    let mut polled = 0;
+    for k in 0..runs {
+        let (t, p) = one_wait(&spec, pane, &fifo, &format!("needle-e{k}"), true)?;
+        events.push(t);
+        polled += p;
+        polling.push(one_wait(&spec, pane, &fifo, &format!("needle-p{k}"), false)?.0);
+        captures.push(one_capture(&spec, pane)?);
+    }
+    let (events_median_ms, events_min_ms, events_max_ms) = spread(&mut events);
+    let (polling_median_ms, polling_min_ms, polling_max_ms) = spread(&mut polling);
+    Ok(WaitBench {
+        runs,
+        events_median_ms,
+        events_min_ms,
+        events_max_ms,
+        polling_median_ms,
+        polling_min_ms,
+        polling_max_ms,
+        capture_median_ms: ms(median(&mut captures)),
+        events_panes_polled: polled,
+    })
+}
+
+/// One wait for `needle`: the time from writing it to the answer, and how
+/// many panes the wait polled.
+fn one_wait(
+    spec: &ServerSpec,
+    pane: PaneId,
+    fifo: &Path,
+    needle: &str,
+    events: bool,
+) -> Result<(Duration, u64), String> {
+    let limits = Limits {
+        wait_events: events,
+        ..Limits::default()
+    };
+    let ctx = ToolContext::read_only(spec.clone(), limits);
+    let args: WaitForTextArgs = serde_json::from_value(json!({
+        "pane_id": pane.to_string(), "pattern": needle, "timeout_ms": 10_000
+    }))
+    .map_err(|e| e.to_string())?;
+    let waiter = std::thread::spawn(move || {
+        let out = WaitForText::run(&ctx, args);
+        (out, Instant::now())
+    });
+    std::thread::sleep(SETTLE);
+    let written = Instant::now();
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(fifo)
+        .map_err(|e| format!("cannot open the FIFO: {e}"))?;
+    writeln!(f, "{needle}").map_err(|e| e.to_string())?;
+    drop(f);
+    let (out, answered) = waiter.join().map_err(|_| "the wait panicked".to_string())?;
+    let out = out.map_err(|e| format!("wait_for_text failed: {e}"))?;
+    if !out.found {
+        return Err(format!("wait_for_text did not see {needle}"));
+    }
+    Ok((
+        answered.saturating_duration_since(written),
+        out.panes_polled as u64,
+    ))
+}
+
+/// One capture of the pane's screen through the transport.
+fn one_capture(spec: &ServerSpec, pane: PaneId) -> Result<Duration, String> {
+    let tmux = Tmux::shared(spec).map_err(|e| e.to_string())?;
+    let started = Instant::now();
+    let rx = tmux.capture(
+        vec![CaptureRequest {
+            pane,
+            range: CaptureRange::Visible,
+        }],
+        CaptureOptions::default(),
+        started + Duration::from_secs(10),
+        std::sync::Arc::default(),
+    );
+    match rx.recv_timeout(Duration::from_secs(11)) {
+        Ok(reply) => reply.result.map_err(|e| e.to_string())?,
+        Err(_) => return Err("the capture did not come back".into()),
+    };
+    Ok(started.elapsed())
+}
+
+/// The wait section of the table.
+pub fn print(w: &WaitBench) {
+    println!();
+    println!(
+        "wait_for_text, text appearing -> answer (median of {} runs, min-max):",
+        w.runs
+    );
+    println!(
+        "  event stream            {:>7.1} ms  ({:.1}-{:.1})",
+        w.events_median_ms, w.events_min_ms, w.events_max_ms
+    );
+    println!(
+        "  polling (--no-events)   {:>7.1} ms  ({:.1}-{:.1})",
+        w.polling_median_ms, w.polling_min_ms, w.polling_max_ms
+    );
+    println!("  one capture of the pane {:>7.1} ms", w.capture_median_ms);
+}

@@ -1,0 +1,378 @@
+//! wait_for_text: block until one of some patterns appears in the new
+//! output of one of some panes, or a timeout.
+//!
+//! - [`watch`] — what counts as new text in a pane (only text that appears
+//!   after the call started), and the check of a capture against it.
+//! - [`wake`] — what wakes the wait: tmux's event stream for the panes it
+//!   covers ([`crate::tmux::events`]), a probe on an adaptive interval for
+//!   the others.
+//!
+//! The flow: list the panes, pick those in scope, subscribe to their
+//! output, capture each from its cursor row down (the start rows, and
+//! anything printed since the listing), then capture a pane again only when
+//! it printed, until a line matches or the time is up. The text returned
+//! always comes from a capture, never from the event stream.
+
+mod wake;
+mod watch;
+
+use std::time::{Duration, Instant};
+
+use panescan_engine::{Matcher, PatternOptions, MAX_PATTERNS};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::context::{ServerArgs, ToolContext, ToolError};
+use super::search::{capped, resolve_scope};
+use crate::mcp::registry::{Annotations, Tool};
+use crate::tmux::events::Interest;
+use crate::tmux::{
+    CaptureOptions, CaptureRequest, CapturedText, Inventory, PaneId, Tmux, TmuxError, WindowId,
+};
+use watch::{Hit, PaneWatch};
+
+/// Panes one wait may watch.
+pub const MAX_WAIT_PANES: usize = 256;
+/// Progress is reported this often.
+const PROGRESS_EVERY: Duration = Duration::from_millis(500);
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct WaitForTextArgs {
+    /// Pane id, e.g. %1.
+    #[serde(default)]
+    pub pane_id: Option<PaneId>,
+    /// Pane ids (%N).
+    #[serde(default)]
+    pub pane_ids: Option<Vec<PaneId>>,
+    /// Session id ($N) or name.
+    #[serde(default)]
+    pub session: Option<String>,
+    /// Window id (@N).
+    #[serde(default)]
+    pub window: Option<WindowId>,
+    /// Text to wait for (literal unless regex is true); matched within one line.
+    #[serde(default)]
+    pub pattern: Option<String>,
+    /// 1-64 patterns, any of which matches.
+    #[serde(default)]
+    pub patterns: Option<Vec<String>>,
+    /// Patterns are bounded regexes.
+    #[serde(default)]
+    pub regex: bool,
+    /// Match case exactly (default: case-insensitive).
+    #[serde(default)]
+    pub match_case: bool,
+    /// Give up after this many ms (default 8000, max 120000).
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    #[serde(flatten)]
+    pub server: ServerArgs,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct WaitForTextResult {
+    // The pane whose line matched; with one pane watched, that pane.
+    pub pane_id: Option<PaneId>,
+    pub found: bool,
+    pub timed_out: bool,
+    /// The first new line that matched.
+    pub line: Option<String>,
+    // The same text (named as in search_panes).
+    pub text: Option<String>,
+    /// Its tmux line number when found (0 = top of screen).
+    pub line_number: Option<i64>,
+    // Which of patterns matched (0 with one pattern).
+    pub pattern_index: Option<usize>,
+    pub elapsed_ms: u64,
+    /// Capture rounds.
+    pub checks: u32,
+    // Panes watched.
+    pub panes_watched: usize,
+    // Of those, panes tmux's event stream did not cover (probed instead).
+    pub panes_polled: usize,
+}
+
+#[derive(Debug)]
+pub struct WaitForText;
+
+impl Tool for WaitForText {
+    const NAME: &'static str = "wait_for_text";
+    const TITLE: &'static str = "Wait for text in panes";
+    const DESCRIPTION: &'static str = "Block until a literal or regex pattern (or any of 1-64) appears in the new output of a pane (pane_id) or of any of several (pane_ids, session, window), or until timeout_ms (default 8 s, max 120 s); text there before the call does not count. Wakes on tmux output events; says which pane, pattern and line matched. Cancellable. To search existing text use search_panes.";
+    const ANNOTATIONS: Annotations = Annotations::READ_VOLATILE;
+    const BATCHABLE: bool = false;
+    type Args = WaitForTextArgs;
+    type Output = WaitForTextResult;
+
+    fn run(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
+        let plan = Plan::new(ctx, &args)?;
+        let tmux = ctx.tmux(&args.server)?;
+        let inv = listing(ctx, &tmux)?;
+        let watches = scope(&inv, &args)?;
+        let ids: Vec<PaneId> = watches.iter().map(|w| w.pane).collect();
+        let sub = ctx
+            .limits()
+            .wait_events
+            .then(|| tmux.subscribe(Interest::printed(ids.iter().copied()), ctx.tmux_deadline()));
+        let mut wait = Wait {
+            ctx,
+            tmux: &tmux,
+            plan,
+            watches,
+            waker: wake::Waker::new(sub, ids),
+            checks: 0,
+        };
+        wait.run()
+    }
+
+    fn text(out: &Self::Output) -> String {
+        let pane = out
+            .pane_id
+            .map_or_else(|| format!("{} panes", out.panes_watched), |p| p.to_string());
+        if out.found {
+            let which = match out.pattern_index {
+                Some(i) if i > 0 => format!(" (pattern {i})"),
+                _ => String::new(),
+            };
+            format!(
+                "found in {pane} at line {} after {} ms{which}: {}",
+                out.line_number.unwrap_or(0),
+                out.elapsed_ms,
+                out.text.as_deref().unwrap_or("")
+            )
+        } else {
+            format!(
+                "not found in {pane} within {} ms ({} checks)",
+                out.elapsed_ms, out.checks
+            )
+        }
+    }
+}
+
+/// Validated arguments.
+#[derive(Debug)]
+struct Plan {
+    matcher: Matcher,
+    started: Instant,
+    deadline: Instant,
+    timeout: Duration,
+}
+
+impl Plan {
+    fn new(ctx: &ToolContext, args: &WaitForTextArgs) -> Result<Plan, ToolError> {
+        let limits = ctx.limits();
+        let timeout_ms = capped(
+            args.timeout_ms,
+            limits.wait_default.as_millis() as u64,
+            limits.wait_max.as_millis() as u64,
+            "timeout_ms",
+        )?;
+        let patterns = match (&args.pattern, &args.patterns) {
+            (Some(_), Some(_)) => {
+                return Err(ToolError::new("give either pattern or patterns, not both"))
+            }
+            (None, None) => {
+                return Err(ToolError::new(
+                    "pattern is required: the text to wait for (or patterns, a list of 1-64)",
+                ))
+            }
+            (Some(p), None) => vec![p.clone()],
+            (None, Some(list)) => list.clone(),
+        };
+        if patterns.is_empty() || patterns.len() > MAX_PATTERNS {
+            return Err(ToolError::new(format!(
+                "patterns must hold 1 to {MAX_PATTERNS} patterns, got {}",
+                patterns.len()
+            )));
+        }
+        if patterns.iter().any(String::is_empty) {
+            return Err(ToolError::new("a pattern must not be empty"));
+        }
+        let options = PatternOptions {
+            regex: args.regex,
+            match_case: args.match_case,
+        };
+        let matcher =
+            Matcher::new(&patterns, options).map_err(|e| ToolError::new(e.to_string()))?;
+        let timeout = Duration::from_millis(timeout_ms);
+        let started = Instant::now();
+        Ok(Plan {
+            matcher,
+            started,
+            deadline: started + timeout,
+            timeout,
+        })
+    }
+}
+
+/// Every pane with what a wait needs (history size, cursor, height).
+fn listing(ctx: &ToolContext, tmux: &Tmux) -> Result<Inventory, ToolError> {
+    let tmux = tmux.clone();
+    let deadline = ctx.tmux_deadline();
+    ctx.cancellable(move || {
+        tmux.inventory_for_cached_search(&[], deadline)
+            .map(|(inv, _)| inv)
+    })
+}
+
+/// The watched panes, in listing order: `pane_id`, `pane_ids`, `session`
+/// and `window` select together (at least one is required).
+fn scope(inv: &Inventory, args: &WaitForTextArgs) -> Result<Vec<PaneWatch>, ToolError> {
+    let ids: Option<Vec<PaneId>> = match (&args.pane_id, &args.pane_ids) {
+        (Some(_), Some(_)) => {
+            return Err(ToolError::new("give either pane_id or pane_ids, not both"))
+        }
+        (Some(p), None) => Some(vec![*p]),
+        (None, Some(list)) if list.is_empty() => {
+            return Err(ToolError::new("pane_ids must name at least one pane"))
+        }
+        (None, list) => list.clone(),
+    };
+    if ids.is_none() && args.session.is_none() && args.window.is_none() {
+        return Err(ToolError::new(
+            "say where to wait: pane_id, pane_ids, session or window",
+        ));
+    }
+    let panes = resolve_scope(inv, args.session.as_deref(), args.window, ids.as_deref())?;
+    if panes.is_empty() {
+        return Err(ToolError::new("no pane is in that scope"));
+    }
+    if panes.len() > MAX_WAIT_PANES {
+        return Err(ToolError::new(format!(
+            "a wait may watch at most {MAX_WAIT_PANES} panes, the scope holds {}: narrow it",
+            panes.len()
+        )));
+    }
+    Ok(panes.into_iter().map(PaneWatch::new).collect())
+}
+
+/// One wait in progress.
+struct Wait<'a> {
+    ctx: &'a ToolContext,
+    tmux: &'a Tmux,
+    plan: Plan,
+    watches: Vec<PaneWatch>,
+    waker: wake::Waker,
+    checks: u32,
+}
+
+impl Wait<'_> {
+    fn run(&mut self) -> Result<WaitForTextResult, ToolError> {
+        // The first check captures every pane: it records the start rows
+        // and finds anything printed between the listing and the
+        // subscription.
+        let mut due: Vec<usize> = (0..self.watches.len()).collect();
+        let mut next_progress = self.plan.started + PROGRESS_EVERY;
+        loop {
+            if let Some(hit) = self.check(&due)? {
+                return Ok(self.result(Some(hit)));
+            }
+            let now = Instant::now();
+            if now >= self.plan.deadline {
+                return Ok(self.result(None));
+            }
+            if now >= next_progress {
+                next_progress = now + PROGRESS_EVERY;
+                // Says how the panes are watched: callers (and tests) can
+                // see when the event stream took over from polling.
+                let how = format!(
+                    "waiting for text in {} panes ({} polled)",
+                    self.watches.len(),
+                    self.waker.polled()
+                );
+                self.ctx.progress.report(
+                    self.plan.started.elapsed().as_millis() as f64,
+                    Some(self.plan.timeout.as_millis() as f64),
+                    Some(&how),
+                );
+            }
+            let until = self.plan.deadline.min(next_progress);
+            due = self.waker.wait(self.ctx, self.tmux, until)?;
+        }
+    }
+
+    /// Captures panes `due` (one batch, re-aimed up to twice for panes
+    /// whose history moved meanwhile) and returns the first hit, in scope
+    /// order.
+    fn check(&mut self, due: &[usize]) -> Result<Option<Hit>, ToolError> {
+        if due.is_empty() {
+            return Ok(None);
+        }
+        self.checks += 1;
+        let mut hits: Vec<(usize, Hit)> = Vec::new();
+        let mut todo = due.to_vec();
+        for attempt in 0..3 {
+            let caps = self.capture(&todo)?;
+            let mut again = Vec::new();
+            for (i, cap) in todo.iter().copied().zip(caps) {
+                self.waker.captured(i);
+                let aimed = self.watches[i].absorb(&cap);
+                if !aimed && attempt < 2 {
+                    again.push(i);
+                } else if let Some(hit) = self.watches[i].scan(&cap, &self.plan.matcher) {
+                    hits.push((i, hit));
+                }
+            }
+            if again.is_empty() {
+                break;
+            }
+            todo = again;
+        }
+        Ok(hits.into_iter().min_by_key(|(i, _)| *i).map(|(_, h)| h))
+    }
+
+    /// One capture batch of the watches `which`, in that order.
+    fn capture(&self, which: &[usize]) -> Result<Vec<CapturedText>, ToolError> {
+        self.ctx.check_cancelled()?;
+        let requests: Vec<CaptureRequest> = which
+            .iter()
+            .map(|&i| CaptureRequest {
+                pane: self.watches[i].pane,
+                range: self.watches[i].range(),
+            })
+            .collect();
+        let rx = self.tmux.capture(
+            requests,
+            CaptureOptions::default(),
+            self.ctx.tmux_deadline(),
+            self.ctx.cancel.clone(),
+        );
+        let wait = self.ctx.limits().tmux_timeout + Duration::from_secs(1);
+        let mut out = Vec::with_capacity(which.len());
+        for &i in which {
+            let pane = self.watches[i].pane;
+            match rx.recv_timeout(wait) {
+                Ok(reply) => match reply.result {
+                    Ok(cap) => out.push(cap),
+                    Err(TmuxError::NotFound(_)) => return Err(wake::closed(pane)),
+                    Err(e) => return Err(ToolError::new(format!("{pane} while waiting: {e}"))),
+                },
+                Err(_) => {
+                    self.ctx.check_cancelled()?;
+                    return Err(ToolError::new(format!(
+                        "tmux did not return the capture of {pane} in time: retry"
+                    )));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn result(&self, hit: Option<Hit>) -> WaitForTextResult {
+        let single = (self.watches.len() == 1).then(|| self.watches[0].pane);
+        let found = hit.is_some();
+        WaitForTextResult {
+            pane_id: hit.as_ref().map(|h| h.pane).or(single),
+            found,
+            timed_out: !found,
+            line: hit.as_ref().map(|h| h.text.clone()),
+            text: hit.as_ref().map(|h| h.text.clone()),
+            line_number: hit.as_ref().map(|h| h.line_number),
+            pattern_index: hit.as_ref().map(|h| h.pattern_index),
+            elapsed_ms: self.plan.started.elapsed().as_millis() as u64,
+            checks: self.checks,
+            panes_watched: self.watches.len(),
+            panes_polled: self.waker.polled(),
+        }
+    }
+}

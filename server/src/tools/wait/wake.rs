@@ -1,0 +1,204 @@
+//! What wakes a wait: tmux's event stream for the panes it covers, a cheap
+//! probe on an adaptive interval for the rest.
+//!
+//! A covered pane is captured only after tmux reported output from it (a
+//! `Printed` trigger, re-armed before the capture so nothing printed after
+//! it goes unreported), so the time from text appearing to the answer is
+//! one event plus one capture. A pane the stream does not cover (another
+//! session than the one the client shows, a server without sessions, events
+//! turned off by the operator) is probed with one `display-message` per
+//! pane on the long-lived connection, 25 ms at first and backing off to
+//! 250 ms while it is quiet, and captured only when the probe shows it
+//! moved (history size or cursor changed), or once a second for in-place
+//! redraws: an idle pane costs tmux a format expansion per tick, not a
+//! capture.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use crate::tmux::events::{StreamEvent, Subscription};
+use crate::tmux::{PaneId, Tmux, TmuxCommand};
+use crate::tools::context::{ToolContext, ToolError};
+
+/// First and longest probe interval of a polled pane.
+const POLL_FIRST: Duration = Duration::from_millis(25);
+const POLL_MAX: Duration = Duration::from_millis(250);
+/// A polled pane that did not move is still captured this often.
+const RECHECK: Duration = Duration::from_secs(1);
+/// A wait looks at its cancel flag at least this often.
+const CANCEL_SLICE: Duration = Duration::from_millis(50);
+
+/// The error for a pane that went away during the wait.
+pub fn closed(pane: PaneId) -> ToolError {
+    ToolError::new(format!(
+        "pane {pane} closed while waiting: list panes again to get current ids"
+    ))
+}
+
+/// The panes a wait watches and what wakes it.
+#[derive(Debug)]
+pub struct Waker {
+    sub: Option<Subscription>,
+    panes: Vec<PaneId>,
+    /// Per pane: polled (not covered by the stream).
+    polled: Vec<bool>,
+    interval: Duration,
+    next_poll: Instant,
+    last_probe: Vec<String>,
+    last_capture: Vec<Option<Instant>>,
+    /// Output events taken.
+    pub wakeups: u32,
+}
+
+impl Waker {
+    /// Watches `panes` through `sub` where it covers them (all polled
+    /// without one).
+    pub fn new(sub: Option<Subscription>, panes: Vec<PaneId>) -> Waker {
+        let n = panes.len();
+        let mut waker = Waker {
+            sub,
+            panes,
+            polled: vec![true; n],
+            interval: POLL_FIRST,
+            next_poll: Instant::now(),
+            last_probe: vec![String::new(); n],
+            last_capture: vec![None; n],
+            wakeups: 0,
+        };
+        waker.refresh_coverage();
+        waker
+    }
+
+    /// Panes that are polled.
+    pub fn polled(&self) -> usize {
+        self.polled.iter().filter(|&&p| p).count()
+    }
+
+    fn refresh_coverage(&mut self) {
+        let covered = match &self.sub {
+            Some(sub) => sub.coverage(),
+            None => Default::default(),
+        };
+        for (i, pane) in self.panes.iter().enumerate() {
+            self.polled[i] = !(covered.live && covered.panes.contains(pane));
+        }
+    }
+
+    /// Records that pane `i` was just captured.
+    pub fn captured(&mut self, i: usize) {
+        if let Some(slot) = self.last_capture.get_mut(i) {
+            *slot = Some(Instant::now());
+        }
+    }
+
+    /// Blocks until some panes may hold new text (their indices) or
+    /// `until` (none).
+    pub fn wait(
+        &mut self,
+        ctx: &ToolContext,
+        tmux: &Tmux,
+        until: Instant,
+    ) -> Result<Vec<usize>, ToolError> {
+        loop {
+            ctx.check_cancelled()?;
+            let now = Instant::now();
+            if now >= until {
+                return Ok(Vec::new());
+            }
+            let poll_at = (self.polled() > 0).then_some(self.next_poll);
+            if poll_at.is_some_and(|t| t <= now) {
+                let due = self.probe(ctx, tmux)?;
+                if !due.is_empty() {
+                    return Ok(due);
+                }
+                continue;
+            }
+            let slice = poll_at.unwrap_or(until).min(until).min(now + CANCEL_SLICE);
+            let event = match &self.sub {
+                Some(sub) => sub.recv_deadline(slice),
+                None => {
+                    std::thread::sleep(slice.saturating_duration_since(now));
+                    None
+                }
+            };
+            if let Some(first) = event {
+                let due = self.take_events(first, ctx);
+                if !due.is_empty() {
+                    return Ok(due);
+                }
+            }
+        }
+    }
+
+    /// `first` and every event already waiting, as pane indices; printed
+    /// panes are re-armed before they are returned (and so captured).
+    fn take_events(&mut self, first: StreamEvent, ctx: &ToolContext) -> Vec<usize> {
+        let mut printed = BTreeSet::new();
+        let mut resync = false;
+        let mut next = Some(first);
+        while let Some(event) = next {
+            match event {
+                StreamEvent::Printed(pane) => {
+                    self.wakeups += 1;
+                    printed.insert(pane);
+                }
+                StreamEvent::Resync => resync = true,
+                StreamEvent::Output { .. } | StreamEvent::Structure(_) => {}
+            }
+            next = self.sub.as_ref().and_then(Subscription::try_recv);
+        }
+        if let Some(sub) = &self.sub {
+            let panes: Vec<PaneId> = printed.iter().copied().collect();
+            // A failed re-arm shows up as a resync later.
+            let _ = sub.rearm(&panes, ctx.tmux_deadline());
+        }
+        if resync {
+            self.refresh_coverage();
+            return (0..self.panes.len()).collect();
+        }
+        (0..self.panes.len())
+            .filter(|&i| printed.contains(&self.panes[i]))
+            .collect()
+    }
+
+    /// Probes the polled panes (one pipelined round trip); returns those
+    /// that moved or were not captured for a while.
+    fn probe(&mut self, ctx: &ToolContext, tmux: &Tmux) -> Result<Vec<usize>, ToolError> {
+        let which: Vec<usize> = (0..self.panes.len()).filter(|&i| self.polled[i]).collect();
+        let cmds: Vec<TmuxCommand> = which
+            .iter()
+            .map(|&i| {
+                TmuxCommand::new("display-message")
+                    .flag("-p")
+                    .target(self.panes[i])
+                    .format_arg("#{pane_id} #{history_size} #{cursor_x} #{cursor_y} #{pane_dead}")
+            })
+            .collect();
+        let replies = tmux.run_many(&cmds, ctx.tmux_deadline());
+        let mut due = Vec::new();
+        let mut moved_any = false;
+        for (&i, reply) in which.iter().zip(replies) {
+            let pane = self.panes[i];
+            let probe = reply.map_err(|e| ToolError::new(format!("{pane} while waiting: {e}")))?;
+            if probe.trim().is_empty() {
+                // tmux answers an empty line for a target that is gone.
+                return Err(closed(pane));
+            }
+            let moved = probe != self.last_probe[i];
+            let stale = self.last_capture[i].is_none_or(|t| t.elapsed() >= RECHECK);
+            self.last_probe[i] = probe;
+            moved_any |= moved;
+            if moved || stale {
+                due.push(i);
+            }
+        }
+        // Back off while the panes are quiet; look again soon once one moves.
+        self.interval = if moved_any {
+            POLL_FIRST
+        } else {
+            (self.interval * 3 / 2).min(POLL_MAX)
+        };
+        self.next_poll = Instant::now() + self.interval;
+        Ok(due)
+    }
+}

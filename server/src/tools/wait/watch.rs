@@ -1,0 +1,216 @@
+//! What counts as new text in one pane, and the check of a capture
+//! against it.
+//!
+//! Only text that appears after the call started counts: rows above the
+//! terminal cursor at the start are old, and the cursor's own row counts
+//! only once its text changed (so a prompt already on screen does not
+//! match). Rows are tracked as absolute positions (history rows count from
+//! 0, the screen follows), which stay put while a pane prints and move up
+//! by as many rows as tmux drops from a full history.
+
+use panescan_engine::Matcher;
+
+use crate::tmux::{CaptureRange, CapturedText, Pane, PaneId};
+
+/// Rows scanned per check at most (a pane printing faster than this between
+/// two checks has its oldest new rows skipped).
+pub const MAX_SCAN_ROWS: i64 = 10_000;
+/// Matched line text is cut to this.
+const MAX_LINE_BYTES: usize = 4096;
+
+/// A line that matched.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hit {
+    /// The pane.
+    pub pane: PaneId,
+    /// Its text (right-trimmed, cut to 4,096 bytes).
+    pub text: String,
+    /// Its tmux line number (0 = top of screen).
+    pub line_number: i64,
+    /// Which pattern matched (the lowest index that matches the line).
+    pub pattern_index: usize,
+}
+
+/// One watched pane.
+#[derive(Clone, Debug)]
+pub struct PaneWatch {
+    /// The pane.
+    pub pane: PaneId,
+    /// Absolute row of the cursor when the call started.
+    start_abs: i64,
+    /// That row's text then (right-trimmed); `None` until the first capture.
+    start_row: Option<String>,
+    /// History size last seen.
+    history: i64,
+    /// Pane height last seen.
+    height: i64,
+}
+
+impl PaneWatch {
+    /// The pane as listed when the call started.
+    pub fn new(pane: &Pane) -> PaneWatch {
+        PaneWatch::at(
+            pane.pane_id,
+            pane.history_size,
+            pane.cursor_y,
+            pane.pane_height,
+        )
+    }
+
+    /// A pane with this history size, cursor row and height at the start.
+    pub fn at(pane: PaneId, history_size: u64, cursor_y: u32, height: u32) -> PaneWatch {
+        let history = i64::try_from(history_size).unwrap_or(i64::MAX / 2);
+        PaneWatch {
+            pane,
+            start_abs: history + i64::from(cursor_y),
+            start_row: None,
+            history,
+            height: i64::from(height.max(1)),
+        }
+    }
+
+    /// The lines to capture: from the start row (at most
+    /// [`MAX_SCAN_ROWS`] back) to the bottom of the screen.
+    pub fn range(&self) -> CaptureRange {
+        let bottom = self.height - 1;
+        let from = (self.start_abs - self.history)
+            .max(-self.history)
+            .max(bottom - MAX_SCAN_ROWS);
+        CaptureRange::Lines {
+            start: from.min(bottom),
+            end: bottom,
+        }
+    }
+
+    /// Takes in a capture of [`PaneWatch::range`]: returns whether it was
+    /// aimed right (the history size had not changed since the range was
+    /// worked out); if not, capture again with the new range.
+    pub fn absorb(&mut self, cap: &CapturedText) -> bool {
+        let now = i64::try_from(cap.history_size).unwrap_or(i64::MAX / 2);
+        if now < self.history {
+            // tmux dropped the oldest history rows: every absolute row
+            // moved up by as many.
+            self.start_abs -= self.history - now;
+        }
+        let aimed = now == self.history;
+        self.history = now;
+        self.height = i64::from(cap.pane_height.max(1));
+        aimed
+    }
+
+    /// The first new line of `cap` that `matcher` matches. The first
+    /// capture also records the start row's text.
+    pub fn scan(&mut self, cap: &CapturedText, matcher: &Matcher) -> Option<Hit> {
+        let text = String::from_utf8_lossy(&cap.bytes);
+        let abs0 = cap.first_line + i64::try_from(cap.history_size).unwrap_or(0);
+        if self.start_row.is_none() {
+            let at = usize::try_from(self.start_abs - abs0).ok();
+            let row = at.and_then(|i| text.lines().nth(i)).unwrap_or("");
+            self.start_row = Some(row.trim_end().to_owned());
+        }
+        let start_row = self.start_row.as_deref().unwrap_or("");
+        for (i, line) in text.lines().enumerate() {
+            let abs = abs0 + i as i64;
+            if abs < self.start_abs || (abs == self.start_abs && line.trim_end() == start_row) {
+                continue;
+            }
+            let Some(pattern_index) = matcher.matching_pattern(line.as_bytes()) else {
+                continue;
+            };
+            let mut text = line.trim_end().to_owned();
+            crate::tools::cut_to_bytes(&mut text, MAX_LINE_BYTES);
+            return Some(Hit {
+                pane: self.pane,
+                text,
+                line_number: cap.first_line + i as i64,
+                pattern_index,
+            });
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use panescan_engine::PatternOptions;
+
+    fn watch(history: u64, cursor_y: u32, height: u32) -> PaneWatch {
+        PaneWatch::at(PaneId::from_number(4), history, cursor_y, height)
+    }
+
+    fn cap(first_line: i64, history: u64, height: u32, lines: &[&str]) -> CapturedText {
+        let mut bytes = Vec::new();
+        for l in lines {
+            bytes.extend_from_slice(l.as_bytes());
+            bytes.push(b'\n');
+        }
+        CapturedText {
+            first_line,
+            bytes,
+            history_size: history,
+            pane_height: height,
+            ..CapturedText::default()
+        }
+    }
+
+    fn matcher(patterns: &[&str]) -> Matcher {
+        Matcher::new(patterns, PatternOptions::default()).unwrap()
+    }
+
+    #[test]
+    fn old_rows_and_the_unchanged_cursor_row_do_not_count() {
+        let mut w = watch(10, 2, 5);
+        assert_eq!(w.range(), CaptureRange::Lines { start: 2, end: 4 });
+        let m = matcher(&["done"]);
+        let first = cap(2, 10, 5, &["$ echo done", "", ""]);
+        assert!(w.absorb(&first));
+        assert_eq!(w.scan(&first, &m), None);
+        // The command ran: its output is below the old cursor row.
+        let later = cap(2, 10, 5, &["$ echo done", "done", "$"]);
+        assert!(w.absorb(&later));
+        let hit = w.scan(&later, &m).unwrap();
+        assert_eq!((hit.line_number, hit.text.as_str()), (3, "done"));
+        // The cursor row itself counts once its text changed.
+        let mut w = watch(0, 0, 3);
+        let first = cap(0, 0, 3, &["$ ", "", ""]);
+        w.absorb(&first);
+        assert_eq!(w.scan(&first, &m), None);
+        let typed = cap(0, 0, 3, &["$ done", "", ""]);
+        w.absorb(&typed);
+        assert_eq!(w.scan(&typed, &m).unwrap().line_number, 0);
+    }
+
+    #[test]
+    fn history_growth_reaims_and_trimming_moves_the_start() {
+        let mut w = watch(100, 4, 5);
+        // The pane scrolled by 3 rows before the capture: aimed wrong.
+        let c = cap(4, 103, 5, &["x"]);
+        assert!(!w.absorb(&c));
+        assert_eq!(w.range(), CaptureRange::Lines { start: 1, end: 4 });
+        // A full history drops 2 rows: in absolute rows the start moved up
+        // by 2, so on screen it stays where it was.
+        let c = cap(1, 101, 5, &["$ go", "", "", ""]);
+        assert!(!w.absorb(&c));
+        assert_eq!(w.range(), CaptureRange::Lines { start: 1, end: 4 });
+        let m = matcher(&["go"]);
+        assert!(w.absorb(&c));
+        assert_eq!(w.scan(&c, &m), None);
+        let c = cap(1, 101, 5, &["$ go", "go", "", ""]);
+        assert_eq!(w.scan(&c, &m).unwrap().line_number, 2);
+    }
+
+    #[test]
+    fn the_lowest_matching_pattern_is_reported() {
+        let mut w = watch(0, 0, 4);
+        let first = cap(0, 0, 4, &["", "", "", ""]);
+        w.absorb(&first);
+        let m = matcher(&["zeta", "alpha", "beta"]);
+        assert_eq!(w.scan(&first, &m), None);
+        let c = cap(0, 0, 4, &["", "beta then alpha", "zeta", ""]);
+        let hit = w.scan(&c, &m).unwrap();
+        assert_eq!(hit.pattern_index, 1);
+        assert_eq!(hit.line_number, 1);
+    }
+}
