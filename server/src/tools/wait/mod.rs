@@ -98,7 +98,7 @@ pub struct WaitForText;
 impl Tool for WaitForText {
     const NAME: &'static str = "wait_for_text";
     const TITLE: &'static str = "Wait for text in panes";
-    const DESCRIPTION: &'static str = "Block until a literal or regex pattern (or any of 1-64) appears in the new output of a pane (pane_id) or of any of several (pane_ids, session, window), or until timeout_ms (default 8 s, max 120 s); text there before the call does not count. Wakes on tmux output events; says which pane, pattern and line matched. Cancellable. To search existing text use search_panes.";
+    const DESCRIPTION: &'static str = "Block until any of 1-64 literal or regex patterns appears in new output of a pane (pane_id) or of several (pane_ids, session, window), or until timeout_ms (default 8 s, max 120 s); earlier text does not count. Says which pane, pattern and line matched. For existing text use search_panes.";
     const ANNOTATIONS: Annotations = Annotations::READ_VOLATILE;
     const BATCHABLE: bool = false;
     type Args = WaitForTextArgs;
