@@ -217,7 +217,7 @@ pub struct ListPanes;
 impl Tool for ListPanes {
     const NAME: &'static str = "list_panes";
     const TITLE: &'static str = "List panes";
-    const DESCRIPTION: &'static str = "List tmux panes (all, or one session's or window's) with id, geometry, command, path, title, mode, cursor, history size and is_caller. Searches metadata only: to find text shown in panes use search_panes; to read a pane use capture_pane.";
+    const DESCRIPTION: &'static str = "List tmux panes (all, or one session's or window's) with id, geometry, command, path, title, mode, cursor, history size and is_caller. To find text in panes use search_panes; to read one, capture_pane.";
     type Args = ListPanesArgs;
     type Output = PaneList;
 
@@ -294,7 +294,7 @@ pub struct GetServerInfo;
 impl Tool for GetServerInfo {
     const NAME: &'static str = "get_server_info";
     const TITLE: &'static str = "tmux server info";
-    const DESCRIPTION: &'static str = "The tmux server's pid, version, socket path, start time and session/client counts. Use to check which server panescan talks to, or that one runs at all.";
+    const DESCRIPTION: &'static str = "The tmux server's pid, version, socket path, start time and session/client counts. Use to check which server panescan talks to.";
     type Args = ServerOnlyArgs;
     type Output = ServerInfo;
 
@@ -488,7 +488,7 @@ pub struct FindPaneByPosition;
 impl Tool for FindPaneByPosition {
     const NAME: &'static str = "find_pane_by_position";
     const TITLE: &'static str = "Pane at a window corner";
-    const DESCRIPTION: &'static str = "The pane occupying a corner (top-left, top-right, bottom-left, bottom-right) of a window. Use for requests like 'the bottom-right pane'; otherwise list_panes gives every pane's edges.";
+    const DESCRIPTION: &'static str = "The pane occupying a corner (top-left, top-right, bottom-left, bottom-right) of a window. Use for requests like 'the bottom-right pane'.";
     type Args = FindPaneArgs;
     type Output = Pane;
 

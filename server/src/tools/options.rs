@@ -583,7 +583,7 @@ pub struct DisplayMessage;
 impl Tool for DisplayMessage {
     const NAME: &'static str = "display_message";
     const TITLE: &'static str = "Expand a tmux format";
-    const DESCRIPTION: &'static str = "Expand a tmux format string (#{...} variables, conditionals, comparisons, one level of loops) for a target, as `tmux display-message -p` does; formats that would run a command or cost tmux unbounded work are refused. Use to compose several fields in one string; for plain variables get_tmux_variables is simpler.";
+    const DESCRIPTION: &'static str = "Expand a tmux format string (#{...} variables, conditionals, comparisons, one level of loops) for a target, as `tmux display-message -p` does; formats that run commands or cost tmux unbounded work are refused. Use to compose several fields in one string; for plain variables get_tmux_variables is simpler.";
     const ANNOTATIONS: Annotations = Annotations::READ_VOLATILE;
     type Args = DisplayMessageArgs;
     type Output = DisplayMessageResult;

@@ -84,7 +84,7 @@ pub struct WaitForTextResult {
     // Which of patterns matched (0 with one pattern).
     pub pattern_index: Option<usize>,
     pub elapsed_ms: u64,
-    /// Capture rounds.
+    /// Captures taken.
     pub checks: u32,
     // Panes watched.
     pub panes_watched: usize,
