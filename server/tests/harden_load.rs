@@ -198,15 +198,7 @@ fn cancelling_a_load_of_searches_frees_the_work() {
     s.call_ok("search_panes", json!({"pattern": NEEDLE}));
     let idle_threads = status_field(pid, "Threads:");
     // Freeze tmux so nothing can finish, fill every call slot, cancel all.
-    let tmux_pid = fx.server.pid().unwrap().to_string();
-    let kill = |sig: &str| {
-        assert!(std::process::Command::new("kill")
-            .args([sig, &tmux_pid])
-            .status()
-            .unwrap()
-            .success());
-    };
-    kill("-STOP");
+    let frozen = fx.server.stop().unwrap();
     let ids: Vec<Value> = (0..64)
         .map(|_| {
             let id = s.fresh_id();
@@ -252,7 +244,7 @@ fn cancelling_a_load_of_searches_frees_the_work() {
             break;
         }
     }
-    kill("-CONT");
+    drop(frozen);
     let r = s.response(&id, Duration::from_secs(15));
     assert_eq!(r["result"]["isError"], false, "{r}");
     // Once tmux is back, every thread of the cancelled work ends.

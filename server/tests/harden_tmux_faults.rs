@@ -276,9 +276,8 @@ fn a_stopped_tmux_makes_calls_end_by_their_deadline_and_the_next_works() {
     s.initialize();
     fill(&tmux, 2, 500);
     s.call_ok("search_panes", json!({"pattern": "x"}));
-    let pid = tmux.pid().unwrap();
     // Stopped for 1 s: a call waits it out and succeeds.
-    signal(pid, "STOP");
+    let frozen = tmux.stop().unwrap();
     let started = Instant::now();
     let id = start(
         &mut s,
@@ -286,7 +285,7 @@ fn a_stopped_tmux_makes_calls_end_by_their_deadline_and_the_next_works() {
         json!({"pattern": "fault-fill 1 500", "scrollback_lines": 1000}),
     );
     std::thread::sleep(Duration::from_secs(1));
-    signal(pid, "CONT");
+    drop(frozen);
     let r = s.response(&id, Duration::from_secs(15));
     assert!(outcome(&r).is_none(), "{r}");
     let sc = &r["result"]["structuredContent"];
@@ -295,7 +294,7 @@ fn a_stopped_tmux_makes_calls_end_by_their_deadline_and_the_next_works() {
 
     // Stopped past a search's own timeout: it ends near its deadline with
     // a clear error or a result flagged as cut by time.
-    signal(pid, "STOP");
+    let frozen = tmux.stop().unwrap();
     let started = Instant::now();
     let id = start(
         &mut s,
@@ -304,7 +303,7 @@ fn a_stopped_tmux_makes_calls_end_by_their_deadline_and_the_next_works() {
     );
     let r = s.response(&id, Duration::from_secs(15));
     let waited = started.elapsed();
-    signal(pid, "CONT");
+    drop(frozen);
     match outcome(&r) {
         Some(text) => eprintln!("stopped past deadline: error after {waited:?}: {text}"),
         None => {

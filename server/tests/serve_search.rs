@@ -139,15 +139,7 @@ fn progress_is_reported_and_cancel_stops_a_search_with_no_response() {
     assert_eq!(progress.last(), Some(&30.0), "{progress:?}");
 
     // Freeze tmux so the search cannot finish, cancel it, then thaw.
-    let pid = fx.server.pid().unwrap().to_string();
-    let stop = |sig: &str| {
-        assert!(std::process::Command::new("kill")
-            .args([sig, &pid])
-            .status()
-            .unwrap()
-            .success());
-    };
-    stop("-STOP");
+    let frozen = fx.server.stop().unwrap();
     let id = s.fresh_id();
     s.send(
         &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
@@ -163,7 +155,7 @@ fn progress_is_reported_and_cancel_stops_a_search_with_no_response() {
         started.elapsed() < Duration::from_secs(2),
         "ping blocked by a search"
     );
-    stop("-CONT");
+    drop(frozen);
     let late = s.drain(Duration::from_secs(2));
     assert!(
         late.iter().all(|m| m.get("id") != Some(&id)),
