@@ -457,3 +457,58 @@ pub fn plain_shell(tmux: &PrivateServer, pane: &str) {
     });
     assert!(ready, "no prompt in {pane}");
 }
+
+/// A process seen in `/proc`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProcessInfo {
+    pub pid: u32,
+    /// `R`, `S`, `T` (stopped), `Z` (zombie: exited, not reaped)...
+    pub state: char,
+    /// Its arguments joined by spaces (empty for a zombie).
+    pub cmdline: String,
+}
+
+/// The pid the kernel handed out last, to pass to [`new_children`].
+pub fn last_pid() -> u32 {
+    std::fs::read_to_string("/proc/sys/kernel/ns_last_pid")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// The processes whose parent is `parent` among those started after
+/// `since` (a [`last_pid`]): only the new pids are read, so it stays fast
+/// enough to see a process that lives a few milliseconds on a loaded
+/// machine. Pids wrap at `pid_max` back to 300.
+pub fn new_children(parent: u32, since: u32) -> Vec<ProcessInfo> {
+    let max: u32 = std::fs::read_to_string("/proc/sys/kernel/pid_max")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(32_768);
+    let now = last_pid();
+    let mut out = Vec::new();
+    let mut pid = since;
+    let mut steps = 0;
+    while pid != now && steps < max {
+        pid = if pid + 1 >= max { 300 } else { pid + 1 };
+        steps += 1;
+        out.extend(process_of(pid, parent));
+    }
+    out
+}
+
+/// Process `pid`, if it exists and its parent is `parent`.
+fn process_of(pid: u32, parent: u32) -> Option<ProcessInfo> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ppid ...`: comm may hold spaces and `)`.
+    let mut rest = stat.rsplit_once(')')?.1.split_whitespace();
+    let state = rest.next()?.chars().next()?;
+    let ppid: u32 = rest.next()?.parse().ok()?;
+    (ppid == parent).then(|| ProcessInfo {
+        pid,
+        state,
+        cmdline: std::fs::read(format!("/proc/{pid}/cmdline"))
+            .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+            .unwrap_or_default(),
+    })
+}
