@@ -44,10 +44,10 @@ impl Markers {
         v
     }
 
-    /// Waits for tmux's `#()` jobs (they run in the background), then
-    /// requires no marker.
-    fn assert_none(&self, what: &str) {
-        std::thread::sleep(Duration::from_millis(1500));
+    /// Waits for tmux's `#()` jobs (they run in the background: until one
+    /// started now has run), then requires no marker.
+    fn assert_none(&self, tmux: &PrivateServer, what: &str) {
+        common::tmux_jobs_settled(tmux, &self.dir.0);
         let found = self.found();
         assert!(found.is_empty(), "{what}: injected commands ran: {found:?}");
     }
@@ -208,7 +208,7 @@ fn display_message_runs_no_command_whatever_the_format() {
             refused += 1;
         }
     }
-    m.assert_none("display_message");
+    m.assert_none(&tmux, "display_message");
     assert_whole(&tmux);
     // Raw values are still readable: the plain reference is not refused.
     let r = s.call_ok("display_message", json!({"format": "#{@evil}"}));
@@ -296,7 +296,7 @@ fn no_argument_of_a_read_tool_reaches_a_command_line() {
             errors += 1;
         }
     }
-    m.assert_none("read tools");
+    m.assert_none(&tmux, "read tools");
     assert_whole(&tmux);
     // The option and the title are as the test set them.
     let v = tmux.run_ok(["show-option", "-gv", "@evil"]).unwrap();
@@ -445,7 +445,7 @@ fn text_given_to_mutating_tools_stays_text() {
         let e = s.call_err("send_keys", json!({"pane_id": pane, "keys": [name]}));
         assert!(e.contains("is not a tmux key name"), "{name:?}: {e}");
     }
-    m.assert_none("mutating tools");
+    m.assert_none(&tmux, "mutating tools");
     assert_whole(&tmux);
     // Text typed with `;` arrived as text.
     let _ = s.call(

@@ -337,11 +337,67 @@ pub fn typing_sink(tmux: &PrivateServer, file: &Path) -> String {
         &format!("stty raw -echo; exec cat > {}", file.display()),
     ])
     .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    // Ready once `cat` runs (stty has set the terminal up before it).
+    let command = || {
+        tmux.run_ok([
+            "display-message",
+            "-p",
+            "-t",
+            "main:0.0",
+            "#{pane_current_command}",
+        ])
+        .unwrap_or_default()
+    };
+    assert!(
+        eventually(Duration::from_secs(10), || command().trim() == "cat"),
+        "the sink pane runs {:?}",
+        command()
+    );
     tmux.run_ok(["display-message", "-p", "-t", "main:0.0", "#{pane_id}"])
         .unwrap()
         .trim()
         .to_owned()
+}
+
+/// Everything a [`typing_sink`] pane received so far: types a unique
+/// sentinel into it through tmux and waits for it in `file`. The terminal
+/// is a queue, so whatever was typed earlier arrived before the sentinel:
+/// no sleep can tell "nothing was typed" as surely.
+pub fn typed_so_far(tmux: &PrivateServer, pane: &str, file: &Path) -> Vec<u8> {
+    static COUNT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let sentinel = format!("<sentinel-{}-{n}>", std::process::id());
+    tmux.run_ok(["send-keys", "-l", "-t", pane, "--", &sentinel])
+        .unwrap();
+    let mut got = Vec::new();
+    let arrived = eventually(REPLY_TIMEOUT, || {
+        got = std::fs::read(file).unwrap_or_default();
+        got.ends_with(sentinel.as_bytes())
+    });
+    assert!(
+        arrived,
+        "the sentinel never reached {pane}: {:?}",
+        String::from_utf8_lossy(&got)
+    );
+    got.truncate(got.len() - sentinel.len());
+    got
+}
+
+/// Waits until tmux has run a job started now (`run-shell` of a `touch`
+/// in `dir`, removed again): tmux forks its jobs (`#()` ones too) the
+/// moment it starts them, so any started earlier, by a payload that got
+/// through, has been forked before it and had as long to run.
+pub fn tmux_jobs_settled(tmux: &PrivateServer, dir: &Path) {
+    static COUNT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let flag = dir.join(format!(".jobs-settled-{}-{n}", std::process::id()));
+    let command = format!("touch '{}'", flag.display());
+    tmux.run_ok(["run-shell", &command]).unwrap();
+    assert!(
+        eventually(REPLY_TIMEOUT, || flag.exists()),
+        "tmux never ran the job {command}"
+    );
+    let _ = std::fs::remove_file(&flag);
 }
 
 /// Polls `f` until it returns true or `timeout` passes.
