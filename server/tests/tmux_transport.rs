@@ -2,6 +2,8 @@
 //! when a test fails).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -399,6 +401,124 @@ fn deadline_and_cancel_answer_every_request() {
         .iter()
         .enumerate()
         .all(|(i, r)| r.index == i && r.result.is_err()));
+}
+
+/// Records, until stopped, the pids of this process's children whose
+/// command line names `socket` and `source-file` (the capture sweeps).
+struct SweepWatch {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<std::collections::BTreeSet<u32>>,
+}
+
+impl SweepWatch {
+    fn start(socket: &str) -> SweepWatch {
+        let stop = Arc::new(AtomicBool::new(false));
+        let since = common::last_pid();
+        let me = std::process::id();
+        let socket = socket.to_owned();
+        let thread = std::thread::spawn({
+            let stop = stop.clone();
+            move || {
+                let mut seen = std::collections::BTreeSet::new();
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    for c in common::new_children(me, since) {
+                        if c.cmdline.contains(&socket) && c.cmdline.contains("source-file") {
+                            seen.insert(c.pid);
+                        }
+                    }
+                    // A sweep lives for tens of milliseconds at least.
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                seen
+            }
+        });
+        SweepWatch { stop, thread }
+    }
+
+    fn stop(self) -> std::collections::BTreeSet<u32> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.join().unwrap()
+    }
+}
+
+#[test]
+fn cancel_mid_stream_reaps_the_sweeps_and_the_next_capture_is_exact() {
+    let server = PrivateServer::start("cancel-stream", 80, 24).unwrap();
+    server
+        .run_ok(["set-option", "-g", "history-limit", "5000"])
+        .unwrap();
+    add_panes(&server, 40, 2000);
+    let tmux = connect(&server);
+    let ids = pane_ids(&server);
+    let socket = server.socket_path().unwrap().display().to_string();
+    let mut reqs: Vec<CaptureRequest> = Vec::new();
+    for _ in 0..5 {
+        reqs.extend(ids.iter().map(|&pane| CaptureRequest {
+            pane,
+            range: CaptureRange::AllHistory,
+        }));
+    }
+    let n = reqs.len();
+    let watch = SweepWatch::start(&socket);
+    let cancel = Arc::new(AtomicBool::new(false));
+    let rx = tmux.capture(reqs, CaptureOptions::default(), soon(), cancel.clone());
+    // The flag flips once the first pane's bytes are in, while the sweep
+    // streams the rest.
+    let first = rx.recv_timeout(Duration::from_secs(20)).unwrap();
+    assert_eq!(first.index, 0);
+    assert!(!first.result.as_ref().unwrap().bytes.is_empty());
+    cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut replies = collect(rx);
+    replies.insert(0, first);
+    let sweeps = watch.stop();
+    // Every request answered once, in order: what came in before the flag,
+    // then cancelled ones only.
+    assert_eq!(replies.len(), n);
+    assert!(replies.iter().enumerate().all(|(i, r)| r.index == i));
+    let delivered = replies.iter().take_while(|r| r.result.is_ok()).count();
+    assert!(
+        replies[delivered..]
+            .iter()
+            .all(|r| matches!(r.result, Err(TmuxError::Cancelled))),
+        "after the first cancelled reply: {:?}",
+        replies[delivered..]
+            .iter()
+            .find(|r| !matches!(r.result, Err(TmuxError::Cancelled)))
+    );
+    assert!(delivered < n, "the cancel landed after the whole sweep");
+    // Every sweep process is reaped: gone, not a zombie of ours.
+    assert!(!sweeps.is_empty(), "no sweep process seen");
+    let me = std::process::id();
+    let left = || -> Vec<common::ProcessInfo> {
+        sweeps
+            .iter()
+            .filter_map(|&pid| common::child_process(pid, me))
+            .filter(|p| p.state == 'Z' || p.cmdline.contains(&socket))
+            .collect()
+    };
+    assert!(
+        wait_until(Duration::from_secs(10), || left().is_empty()),
+        "sweeps not reaped: {:?}",
+        left()
+    );
+    // The next capture of every pane is tmux's own text, byte for byte.
+    let again = capture_all(
+        &tmux,
+        &ids,
+        CaptureRange::AllHistory,
+        CaptureOptions::default(),
+    );
+    for r in &again {
+        let want = server
+            .run_ok(["capture-pane", "-p", "-t", &r.pane.to_string(), "-S", "-"])
+            .unwrap();
+        let got = &r.result.as_ref().unwrap().bytes;
+        assert_eq!(String::from_utf8_lossy(got), want, "{}", r.pane);
+    }
+    eprintln!(
+        "cancel mid-stream: {delivered} of {n} captures delivered, {} sweeps reaped",
+        sweeps.len()
+    );
 }
 
 #[test]

@@ -548,13 +548,13 @@ pub fn new_children(parent: u32, since: u32) -> Vec<ProcessInfo> {
     while pid != now && steps < max {
         pid = if pid + 1 >= max { 300 } else { pid + 1 };
         steps += 1;
-        out.extend(process_of(pid, parent));
+        out.extend(child_process(pid, parent));
     }
     out
 }
 
 /// Process `pid`, if it exists and its parent is `parent`.
-fn process_of(pid: u32, parent: u32) -> Option<ProcessInfo> {
+pub fn child_process(pid: u32, parent: u32) -> Option<ProcessInfo> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // `pid (comm) state ppid ...`: comm may hold spaces and `)`.
     let mut rest = stat.rsplit_once(')')?.1.split_whitespace();
