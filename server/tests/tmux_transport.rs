@@ -1021,12 +1021,61 @@ fn joined_lines_get_exact_numbers() {
     );
 }
 
+/// Checks a joined capture of `pane` line by line against tmux's own rows:
+/// each line's number is the row it starts on, and the rows from there to
+/// the next line's number hold exactly its text (spaces aside: tmux trims
+/// each row's end). Returns whether the capture was joined.
+fn check_numbers_against_rows(
+    server: &PrivateServer,
+    pane: PaneId,
+    t: &panescan::tmux::CapturedText,
+    what: &str,
+) -> bool {
+    let target = pane.to_string();
+    let rows_text = server
+        .run_ok(["capture-pane", "-p", "-t", &target, "-S", "-"])
+        .unwrap();
+    let rows: Vec<&str> = rows_text.lines().collect();
+    let text = String::from_utf8_lossy(&t.bytes).into_owned();
+    let lines: Vec<&str> = text.lines().collect();
+    let numbers: Vec<i64> = match &t.line_numbers {
+        Some(n) => n.clone(),
+        None => (0..lines.len() as i64).map(|i| t.first_line + i).collect(),
+    };
+    assert_eq!(numbers.len(), lines.len(), "{what}");
+    assert_eq!(t.first_line, -(t.history_size as i64), "{what}");
+    if t.joined {
+        let tmux_joined = server
+            .run_ok(["capture-pane", "-p", "-J", "-t", &target, "-S", "-"])
+            .unwrap();
+        assert_eq!(text, tmux_joined, "{what}");
+    }
+    let squeeze = |s: &str| s.replace(' ', "");
+    for (i, line) in lines.iter().enumerate() {
+        let row = |n: i64| usize::try_from(n - t.first_line).unwrap();
+        let (from, to) = (
+            row(numbers[i]),
+            numbers.get(i + 1).map_or(rows.len(), |&n| row(n)),
+        );
+        assert!(
+            from < to && to <= rows.len(),
+            "{what}, line {i}: rows {from}..{to}"
+        );
+        assert_eq!(
+            squeeze(&rows[from..to].concat()),
+            squeeze(line),
+            "{what}: line {i} {line:?} numbered {}",
+            numbers[i]
+        );
+    }
+    t.joined
+}
+
 #[test]
-fn joined_numbers_fall_back_when_rows_do_not_add_up() {
-    // Width 21: a wide character at column 21 wraps early, leaving a gap the
-    // width count cannot see.
-    // 21 wide characters: 10 per row (the 21st cell stays empty), so 3
-    // rows, while 42 cells / 21 says 2.
+fn joined_numbers_count_the_cell_a_wide_character_leaves_empty() {
+    // Width 21: 21 wide characters take 10 per row (the 21st cell stays
+    // empty, the 11th cannot straddle the edge), so 3 rows, while 42 cells
+    // / 21 would say 2.
     let server = PrivateServer::start("join-odd", 21, 6).unwrap();
     let (tmux, pane) = window_running(
         &server,
@@ -1041,14 +1090,34 @@ fn joined_numbers_fall_back_when_rows_do_not_add_up() {
         .remove(0)
         .result
         .unwrap();
-    assert!(
-        !t.joined,
-        "rows cannot be verified: the pane is captured unjoined"
+    assert!(t.joined);
+    assert_eq!(&t.line_numbers.as_ref().unwrap()[..2], &[0, 3]);
+    assert!(check_numbers_against_rows(&server, pane, &t, "width 21"));
+}
+
+#[test]
+fn joined_numbers_fall_back_when_a_width_may_be_seen_otherwise() {
+    // ZWJ families: tmux 3.3a draws each in 2 cells (the line fits one row
+    // here), a width table counts 6 (two rows); the pane is captured
+    // unjoined, one row a line.
+    let server = PrivateServer::start("join-zwj", 20, 6).unwrap();
+    let (tmux, pane) = window_running(
+        &server,
+        &[],
+        "sh -c 'printf \"family:👨\u{200D}👩\u{200D}👧👨\u{200D}👩\u{200D}👧👨\u{200D}👩\u{200D}👧👨\u{200D}👩\u{200D}👧\\nDONE\"; exec sleep 1000000'",
     );
+    let opts = CaptureOptions {
+        join_wrapped: true,
+        escapes: false,
+    };
+    let t = capture_all(&tmux, &[pane], CaptureRange::Visible, opts)
+        .remove(0)
+        .result
+        .unwrap();
+    assert!(!t.joined, "a ZWJ sequence's width is not certain: unjoined");
     assert!(t.line_numbers.is_none());
-    let text = String::from_utf8_lossy(&t.bytes).to_string();
-    assert_eq!(text.lines().count(), 6);
-    assert_eq!(text.lines().nth(2).unwrap(), "一");
+    assert_eq!(String::from_utf8_lossy(&t.bytes).lines().count(), 6);
+    assert!(!check_numbers_against_rows(&server, pane, &t, "zwj"));
 }
 
 #[test]

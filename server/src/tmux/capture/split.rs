@@ -253,8 +253,8 @@ pub(crate) enum JoinedRows {
 }
 
 /// Places the lines of a joined capture of rows `first..=last` of a pane
-/// `width` cells wide: a joined line spans `ceil(display width / width)`
-/// rows.
+/// `width` cells wide: a joined line spans the rows tmux wraps it onto
+/// ([`rows_spanned`]).
 pub(crate) fn joined_rows(bytes: &[u8], first: i64, last: i64, width: u32) -> JoinedRows {
     if bytes.is_empty() {
         return JoinedRows::OneEach;
@@ -276,7 +276,12 @@ pub(crate) fn joined_rows(bytes: &[u8], first: i64, last: i64, width: u32) -> Jo
         let rows = if line.len() as u64 <= width {
             1
         } else {
-            display_width(line).div_ceil(width).max(1)
+            match rows_spanned(line, width) {
+                Some(rows) => rows,
+                // Widths tmux may see otherwise: numbers would be guesses,
+                // even where the rows happen to add up.
+                None => return JoinedRows::Mismatch,
+            }
         };
         if rows > 1 && numbers.is_none() {
             // Every line so far was one row: they are first..=row.
@@ -293,11 +298,40 @@ pub(crate) fn joined_rows(bytes: &[u8], first: i64, last: i64, width: u32) -> Jo
     numbers.map_or(JoinedRows::OneEach, JoinedRows::Numbers)
 }
 
-/// Display width in cells, escape sequences skipped.
-fn display_width(line: &[u8]) -> u64 {
+/// The rows a line takes on a pane `width` cells wide, wrapped as tmux
+/// wraps it: a character that does not fit in what is left of a row starts
+/// the next one, so a wide character never straddles the edge (it leaves
+/// the last cell empty, which a count of cells divided by the width would
+/// miss). `None` when the line holds a character whose width tmux may see
+/// otherwise than the table: a zero-width joiner (tmux 3.3a draws a whole
+/// ZWJ sequence in one cell or two, the table counts every part) or a
+/// variation selector (tmux versions differ on the width it gives).
+/// Counts that disagree one way on one line and the other way on another
+/// would add up and number every line between them wrongly.
+fn rows_spanned(line: &[u8], width: u64) -> Option<u64> {
     use unicode_width::UnicodeWidthChar;
+    let (mut rows, mut col) = (1u64, 0u64);
+    for c in visible_text(line).chars() {
+        if matches!(c, '\u{200D}' | '\u{FE0E}' | '\u{FE0F}') {
+            return None;
+        }
+        let w = c.width().unwrap_or(0) as u64;
+        if w == 0 {
+            continue;
+        }
+        if col + w > width {
+            rows += 1;
+            col = 0;
+        }
+        col += w;
+    }
+    Some(rows)
+}
+
+/// The text of a line as shown, escape sequences left out.
+fn visible_text(line: &[u8]) -> String {
     let text = String::from_utf8_lossy(line);
-    let mut w = 0u64;
+    let mut shown = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
         if c == '\x1b' {
@@ -324,9 +358,9 @@ fn display_width(line: &[u8]) -> u64 {
             }
             continue;
         }
-        w += c.width().unwrap_or(0) as u64;
+        shown.push(c);
     }
-    w
+    shown
 }
 
 #[cfg(test)]
@@ -352,7 +386,28 @@ mod tests {
             JoinedRows::Numbers(vec![4, 5])
         );
         assert_eq!(joined_rows(b"a\nb\n", 4, 6, 10), JoinedRows::Mismatch);
-        assert_eq!(display_width(b"\x1b[1;31mab\x1b[0m"), 2);
+        assert_eq!(visible_text(b"\x1b[1;31mab\x1b[0m"), "ab");
+    }
+
+    #[test]
+    fn rows_are_counted_as_tmux_wraps() {
+        let cjk = "\u{4e00}".repeat(21);
+        // 42 cells at width 21: 10 per row, the 21st cell of each empty.
+        assert_eq!(rows_spanned(cjk.as_bytes(), 21), Some(3));
+        assert_eq!(rows_spanned(cjk.as_bytes(), 42), Some(1));
+        assert_eq!(rows_spanned("a\u{4e00}".repeat(7).as_bytes(), 3), Some(7));
+        assert_eq!(rows_spanned(b"\x1b[31mabcd\x1b[0m", 2), Some(2));
+        // e + combining acute: one cell each.
+        assert_eq!(rows_spanned("e\u{301}".repeat(4).as_bytes(), 2), Some(2));
+        let family = "\u{1F468}\u{200D}\u{1F469}";
+        assert_eq!(rows_spanned(family.as_bytes(), 2), None);
+        assert_eq!(rows_spanned("\u{263A}\u{FE0F}".as_bytes(), 1), None);
+        // The two errors that cancel out: now the second is not a guess.
+        let bytes = format!("{cjk}\nbetween\n{}\n", family.repeat(4));
+        assert_eq!(
+            joined_rows(bytes.as_bytes(), 0, 4, 21),
+            JoinedRows::Mismatch
+        );
     }
 
     fn requests(n: u32) -> Vec<CaptureRequest> {
