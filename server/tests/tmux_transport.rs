@@ -1021,6 +1021,35 @@ fn joined_lines_get_exact_numbers() {
     );
 }
 
+/// Kinds of text whose display width tmux and a width table may see
+/// differently: emoji, emoji with a variation selector (U+FE0F), ZWJ
+/// sequences, flags, combining marks, ambiguous-width and CJK characters.
+const TRICKY: [(&str, &str); 10] = [
+    ("ascii", "x"),
+    ("emoji", "😀"),
+    ("vs16", "☺\u{FE0F}"),
+    ("heart", "❤\u{FE0F}"),
+    ("zwj", "👨\u{200D}👩\u{200D}👧"),
+    ("ambiguous", "±§¶×÷αβγ─│"),
+    ("flag", "🇫🇷"),
+    ("combining", "e\u{301}"),
+    ("cjk", "中"),
+    ("mixed", "a😀b❤\u{FE0F}c"),
+];
+
+/// Lines of `units`, each repeated so that lines wrap onto 1-5 rows, with
+/// blank and plain lines between.
+fn tricky_lines(units: &[&str]) -> String {
+    let mut out = String::new();
+    for (i, unit) in units.iter().enumerate() {
+        for reps in [1, 4, 9, 17] {
+            out.push_str(&format!("L{i}-{reps}:{}\n\n", unit.repeat(reps)));
+        }
+        out.push_str(&format!("{}\n", "y".repeat(37)));
+    }
+    out
+}
+
 /// Checks a joined capture of `pane` line by line against tmux's own rows:
 /// each line's number is the row it starts on, and the rows from there to
 /// the next line's number hold exactly its text (spaces aside: tmux trims
@@ -1069,6 +1098,66 @@ fn check_numbers_against_rows(
         );
     }
     t.joined
+}
+
+#[test]
+fn joined_line_numbers_match_tmux_rows_line_by_line() {
+    let mut joined = Vec::new();
+    for width in [20u16, 21, 33, 57] {
+        let server = PrivateServer::start("join-rows", width, 12).unwrap();
+        server
+            .run_ok(["set-option", "-g", "history-limit", "5000"])
+            .unwrap();
+        // One pane per kind of text, and one with them all.
+        let mut texts: Vec<(String, String)> = TRICKY
+            .iter()
+            .map(|(name, unit)| (name.to_string(), tricky_lines(&[unit])))
+            .collect();
+        let all: Vec<&str> = TRICKY.iter().map(|(_, u)| *u).collect();
+        texts.push(("all".into(), tricky_lines(&all)));
+        // Two errors of a width count that cancel out in the row total: 21
+        // CJK characters take 3 rows at width 21 (the 11th cannot straddle
+        // the edge), not 42 / 21 = 2; a ZWJ family is 2 cells to tmux 3.3a,
+        // not the 6 of its parts.
+        texts.push((
+            "compensating".into(),
+            format!(
+                "{}\nbetween\n{}\nafter\n",
+                "中".repeat(21),
+                "👨\u{200D}👩\u{200D}👧".repeat(4)
+            ),
+        ));
+        let mut script = String::new();
+        for (name, text) in &texts {
+            let file = server.config_path().with_extension(format!("{name}.txt"));
+            std::fs::write(&file, text).unwrap();
+            script.push_str(&format!(
+                "new-window -d -t main: \"sh -c 'cat {}; echo DONE; exec sleep 1000000'\"\n",
+                file.display()
+            ));
+        }
+        server.source(&script).unwrap();
+        wait_printed(&server);
+        let tmux = connect(&server);
+        let panes = pane_ids(&server);
+        let opts = CaptureOptions {
+            join_wrapped: true,
+            escapes: false,
+        };
+        let replies = capture_all(&tmux, &panes[1..], CaptureRange::AllHistory, opts);
+        for ((name, _), r) in texts.iter().zip(&replies) {
+            let what = format!("{name} at width {width}");
+            if check_numbers_against_rows(&server, r.pane, r.result.as_ref().unwrap(), &what) {
+                joined.push(what);
+            }
+        }
+        for (name, _) in &texts {
+            let _ =
+                std::fs::remove_file(server.config_path().with_extension(format!("{name}.txt")));
+        }
+    }
+    eprintln!("joined: {joined:?}");
+    assert!(!joined.is_empty(), "no pane was captured joined");
 }
 
 #[test]
