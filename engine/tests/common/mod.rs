@@ -136,7 +136,7 @@ impl Rng {
 /// A string that `pattern` (regex syntax) matches within one line, built by
 /// walking its HIR: a random branch of each alternation, a random count of
 /// each repetition (at most 3 over its minimum), a random character of each
-/// class (never a line end). Anchors and word boundaries are not arranged
+/// class (never a line end, `\n` or `\r`). Anchors and word boundaries are not arranged
 /// for, so a sample may still fail to match where it is put. `None` if the
 /// pattern does not parse or a class holds nothing usable.
 pub fn sample_matching(pattern: &str, case_insensitive: bool, rng: &mut Rng) -> Option<String> {
@@ -161,7 +161,7 @@ fn walk(hir: &regex_syntax::hir::Hir, rng: &mut Rng, out: &mut String) -> Option
                 let r = ranges.get(rng.below(ranges.len() as u64) as usize)?;
                 let span = u64::from(r.end()) - u64::from(r.start()) + 1;
                 let c = char::from_u32(r.start() as u32 + rng.below(span) as u32)?;
-                (c != '\n').then_some(c)
+                (c != '\n' && c != '\r').then_some(c)
             })?;
             out.push(c);
         }
@@ -170,7 +170,7 @@ fn walk(hir: &regex_syntax::hir::Hir, rng: &mut Rng, out: &mut String) -> Option
             let c = (0..16).find_map(|_| {
                 let r = ranges.get(rng.below(ranges.len() as u64) as usize)?;
                 let b = r.start() + rng.below(u64::from(r.end() - r.start()) + 1) as u8;
-                (b.is_ascii() && b != b'\n').then_some(b as char)
+                (b.is_ascii() && b != b'\n' && b != b'\r').then_some(b as char)
             })?;
             out.push(c);
         }
