@@ -704,7 +704,8 @@ fn names_linked_windows_and_grouped_sessions() {
         .iter()
         .find(|s| s.session_name == "grp")
         .unwrap();
-    assert!(grp.session_group.is_some());
+    // `new-session -t main` puts both in a group named after main.
+    assert_eq!(grp.session_group.as_deref(), Some("main"));
     assert!(inv
         .sessions
         .iter()
@@ -721,7 +722,21 @@ fn names_linked_windows_and_grouped_sessions() {
     let p = &inv.panes[0];
     assert_eq!((p.pane_width, p.pane_height), (80, 24));
     assert!(p.pane_at_top && p.pane_at_left && p.pane_active && !p.pane_dead);
-    assert!(p.pane_pid.is_some() && p.pane_tty.starts_with("/dev/"));
+    let (pid, tty) = {
+        let out = server
+            .run_ok([
+                "display-message",
+                "-p",
+                "-t",
+                &p.pane_id.to_string(),
+                "#{pane_pid} #{pane_tty}",
+            ])
+            .unwrap();
+        let (pid, tty) = out.trim().split_once(' ').unwrap();
+        (pid.parse::<u32>().unwrap(), tty.to_owned())
+    };
+    assert_eq!((p.pane_pid, &p.pane_tty), (Some(pid), &tty));
+    assert!(tty.starts_with("/dev/"), "{tty}");
     // The tests run outside this private server: no pane is the caller's.
     // Inside some other tmux (TMUX names its socket) that is known for sure
     // (false); outside tmux it cannot be said (None).
