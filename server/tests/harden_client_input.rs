@@ -208,146 +208,72 @@ fn a_100_megabyte_line_is_dropped_within_the_memory_ceiling() {
     assert!(hwm < CEILING_KB, "VmHWM {hwm} kB after a 100 MB line");
 }
 
+/// Calls with hostile arguments, one a line: tool | arguments | what its
+/// refusal must name (the value or the rule it broke, so a model can act
+/// on it).
+const HOSTILE_ARGUMENTS: &str = r#"
+search_panes | {"pattern": "x", "max_matches": -1} | `-1`
+search_panes | {"pattern": "x", "max_matches": 1e300} | 1e+300
+search_panes | {"pattern": "x", "max_matches": 7.378697629483821e19} | e+19
+search_panes | {"pattern": "x", "context_lines": 300} | `300`
+search_panes | {"pattern": "x", "context_lines": 11} | must be 0 to 10, got 11
+search_panes | {"pattern": "x", "limit": -5} | `-5`
+search_panes | {"pattern": "x", "scrollback_lines": "all"} | "all"
+search_panes | {"pattern": 7} | `7`
+search_panes | {"pattern": ["a"]} | sequence
+search_panes | {"patterns": []} | 1 to 64 patterns, got 0
+search_panes | {"pattern": "x", "regex": "yes"} | "yes"
+search_panes | {"pattern": "x", "pane_ids": "%0"} | "%0"
+search_panes | {"pattern": "x", "pane_ids": ["%-1"]} | "%-1" must look like %N
+search_panes | {"pattern": "x", "window": "@99999999999999999999"} | must look like @N
+search_panes | {"pattern": "x", "nope": true} | unknown argument nope
+search_panes | {"pattern": "(", "regex": true} | at byte 0
+search_panes | {"pattern": "x{100000}", "regex": true} | {100000} exceeds the limit
+capture_pane | {"pane_id": "%0", "start": 9223372036854775807, "end": -9223372036854775807} | is after end
+capture_pane | {"pane_id": "%0", "start": 1e40} | 1e+40
+capture_pane | {"pane_id": "%0", "max_lines": -1} | `-1`
+capture_pane | {"pane_id": "%0", "max_lines": 0} | max_lines must be at least 1
+capture_pane | {"pane_id": 0} | `0`
+capture_pane | {"pane_id": null} | null
+capture_since | {"pane_id": "%0", "cursor": "\u0000\uffff"} | is not a capture_since cursor
+wait_for_text | {"pane_id": "%0", "pattern": "x", "timeout_ms": -1} | `-1`
+list_panes | {"filters": "x"} | filters must be an object
+list_panes | {"socket_name": "a/b"} | "a/b" must be a plain name
+list_panes | {"socket_name": 5} | `5`
+find_pane_by_position | {"x": -1, "y": 1e12} | unknown arguments x, y
+call_read_tools_batch | {"operations": "x"} | "x"
+"#;
+
+/// [`HOSTILE_ARGUMENTS`], and the cases too long to write out.
+fn hostile_arguments() -> Vec<(String, Value, String)> {
+    let mut cases: Vec<(String, Value, String)> = HOSTILE_ARGUMENTS
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let parts: Vec<&str> = l.split(" | ").collect();
+            assert_eq!(parts.len(), 3, "{l}");
+            let args = serde_json::from_str(parts[1]).unwrap();
+            (parts[0].to_owned(), args, parts[2].to_owned())
+        })
+        .collect();
+    cases.push((
+        "search_panes".into(),
+        json!({"pattern": "a".repeat(100_000)}),
+        "over the limit of 4,096 bytes".into(),
+    ));
+    cases.push((
+        "get_tmux_variables".into(),
+        json!({"names": vec!["a"; 100]}),
+        "100".into(),
+    ));
+    cases
+}
+
 #[test]
 fn out_of_range_numbers_wrong_types_and_unknown_fields_are_tool_errors() {
     let (_tmux, mut s) = Serve::with_tmux("harden-input-args");
     s.initialize();
-    // Each call, and what its refusal must name (the value or the rule it
-    // broke), so a model can act on it.
-    let cases = [
-        (
-            "search_panes",
-            json!({"pattern": "x", "max_matches": -1}),
-            "`-1`",
-        ),
-        (
-            "search_panes",
-            json!({"pattern": "x", "max_matches": 1e300}),
-            "1e+300",
-        ),
-        (
-            "search_panes",
-            json!({"pattern": "x", "max_matches": 18_446_744_073_709_551_615u64 as f64 * 4.0}),
-            "e+19",
-        ),
-        (
-            "search_panes",
-            json!({"pattern": "x", "context_lines": 300}),
-            "`300`",
-        ),
-        (
-            "search_panes",
-            json!({"pattern": "x", "context_lines": 11}),
-            "context_lines must be 0 to 10, got 11",
-        ),
-        ("search_panes", json!({"pattern": "x", "limit": -5}), "`-5`"),
-        (
-            "search_panes",
-            json!({"pattern": "x", "scrollback_lines": "all"}),
-            "\"all\"",
-        ),
-        ("search_panes", json!({"pattern": 7}), "`7`"),
-        ("search_panes", json!({"pattern": ["a"]}), "sequence"),
-        (
-            "search_panes",
-            json!({"patterns": []}),
-            "1 to 64 patterns, got 0",
-        ),
-        (
-            "search_panes",
-            json!({"pattern": "x", "regex": "yes"}),
-            "\"yes\"",
-        ),
-        (
-            "search_panes",
-            json!({"pattern": "x", "pane_ids": "%0"}),
-            "\"%0\"",
-        ),
-        (
-            "search_panes",
-            json!({"pattern": "x", "pane_ids": ["%-1"]}),
-            "\"%-1\" must look like %N",
-        ),
-        (
-            "search_panes",
-            json!({"pattern": "x", "window": "@99999999999999999999"}),
-            "\"@99999999999999999999\" must look like @N",
-        ),
-        (
-            "search_panes",
-            json!({"pattern": "x", "nope": true}),
-            "unknown argument nope",
-        ),
-        (
-            "search_panes",
-            json!({"pattern": "(", "regex": true}),
-            "at byte 0",
-        ),
-        (
-            "search_panes",
-            json!({"pattern": "x{100000}", "regex": true}),
-            "{100000} exceeds the limit of 1,000",
-        ),
-        (
-            "search_panes",
-            json!({"pattern": "a".repeat(100_000)}),
-            "over the limit of 4,096 bytes",
-        ),
-        (
-            "capture_pane",
-            json!({"pane_id": "%0", "start": 9_223_372_036_854_775_807i64, "end": -9_223_372_036_854_775_807i64}),
-            "is after end",
-        ),
-        (
-            "capture_pane",
-            json!({"pane_id": "%0", "start": 1e40}),
-            "1e+40",
-        ),
-        (
-            "capture_pane",
-            json!({"pane_id": "%0", "max_lines": -1}),
-            "`-1`",
-        ),
-        (
-            "capture_pane",
-            json!({"pane_id": "%0", "max_lines": 0}),
-            "max_lines must be at least 1",
-        ),
-        ("capture_pane", json!({"pane_id": 0}), "`0`"),
-        ("capture_pane", json!({"pane_id": null}), "null"),
-        (
-            "capture_since",
-            json!({"pane_id": "%0", "cursor": "\u{0}\u{ffff}"}),
-            "is not a capture_since cursor",
-        ),
-        (
-            "wait_for_text",
-            json!({"pane_id": "%0", "pattern": "x", "timeout_ms": -1}),
-            "`-1`",
-        ),
-        (
-            "list_panes",
-            json!({"filters": "x"}),
-            "filters must be an object",
-        ),
-        (
-            "list_panes",
-            json!({"socket_name": "a/b"}),
-            "\"a/b\" must be a plain name",
-        ),
-        ("list_panes", json!({"socket_name": 5}), "`5`"),
-        (
-            "get_tmux_variables",
-            json!({"names": vec!["a"; 100]}),
-            "100",
-        ),
-        (
-            "find_pane_by_position",
-            json!({"x": -1, "y": 1e12}),
-            "unknown arguments x, y",
-        ),
-        ("call_read_tools_batch", json!({"operations": "x"}), "\"x\""),
-    ];
+    let cases = hostile_arguments();
     for (tool, args, names) in &cases {
         let r = s.request("tools/call", json!({"name": tool, "arguments": args}));
         assert!(r.get("error").is_none(), "{tool} {args}: {r}");

@@ -92,6 +92,47 @@ fn until_progress(s: &mut Serve, token: &str) {
     }
 }
 
+/// A capture of `%0` asked from -100000 to 5 reached past the history:
+/// clamped to it, and the text is what tmux itself has in that range, byte
+/// for byte.
+fn assert_clamped_to_history(tmux: &PrivateServer, v: &Value) {
+    assert_eq!(v["range_clamped"], true);
+    let hs = tmux
+        .run_ok(["display-message", "-p", "-t", "%0", "#{history_size}"])
+        .unwrap();
+    let hs: i64 = hs.trim().parse().unwrap();
+    assert!(hs > 0, "no history: the range could not reach past it");
+    assert_eq!(v["effective_start"], -hs);
+    assert_eq!(v["effective_end"], 5);
+    let want = tmux
+        .run_ok(["capture-pane", "-p", "-t", "%0", "-S", "-100000", "-E", "5"])
+        .unwrap();
+    assert_eq!(v["text"], want);
+}
+
+/// Cancels a wait on `%0` once it runs (its first progress came): no
+/// response at all, also past its timeout.
+fn cancel_a_running_wait(s: &mut Serve) {
+    let started = Instant::now();
+    s.send(
+        &json!({"jsonrpc": "2.0", "id": "w-cancel", "method": "tools/call", "params": {
+        "name": "wait_for_text",
+        "arguments": {"pane_id": "%0", "pattern": "never", "timeout_ms": 1500},
+        "_meta": {"progressToken": "tok-c"}}}),
+    );
+    until_progress(s, "tok-c");
+    s.notify(
+        "notifications/cancelled",
+        json!({"requestId": "w-cancel", "reason": "test"}),
+    );
+    let past_its_timeout = started + Duration::from_millis(2500);
+    let after = s.drain(past_its_timeout.saturating_duration_since(Instant::now()));
+    assert!(
+        !after.iter().any(|m| m["id"] == json!("w-cancel")),
+        "a cancelled request was answered: {after:?}"
+    );
+}
+
 #[test]
 fn inventory_tools_list_get_filter_and_name_what_exists() {
     let (tmux, mut s) = Serve::with_tmux("inventory");
@@ -284,19 +325,7 @@ fn capture_pane_ranges_lines_and_bytes_are_bounded_and_reported() {
         "capture_pane",
         json!({"pane_id": "%0", "start": -100000, "end": 5, "max_lines": 10000}),
     );
-    assert_eq!(v["range_clamped"], true);
-    let hs = tmux
-        .run_ok(["display-message", "-p", "-t", "%0", "#{history_size}"])
-        .unwrap();
-    let hs: i64 = hs.trim().parse().unwrap();
-    assert!(hs > 0, "no history: the range could not reach past it");
-    assert_eq!(v["effective_start"], -hs);
-    assert_eq!(v["effective_end"], 5);
-    // The text is what tmux itself has in that range, byte for byte.
-    let want = tmux
-        .run_ok(["capture-pane", "-p", "-t", "%0", "-S", "-100000", "-E", "5"])
-        .unwrap();
-    assert_eq!(v["text"], want);
+    assert_clamped_to_history(&tmux, &v);
 
     let v = ok(
         &mut s,
@@ -764,26 +793,7 @@ fn wait_for_text_sees_only_new_text_and_is_cancellable_with_progress() {
         .collect();
     assert!(values.windows(2).all(|w| w[1] > w[0]), "{values:?}");
 
-    // Cancel, once the wait runs (its first progress came): no response at
-    // all, also past its timeout, and the server goes on.
-    let started = Instant::now();
-    s.send(
-        &json!({"jsonrpc": "2.0", "id": "w-cancel", "method": "tools/call", "params": {
-        "name": "wait_for_text",
-        "arguments": {"pane_id": "%0", "pattern": "never", "timeout_ms": 1500},
-        "_meta": {"progressToken": "tok-c"}}}),
-    );
-    until_progress(&mut s, "tok-c");
-    s.notify(
-        "notifications/cancelled",
-        json!({"requestId": "w-cancel", "reason": "test"}),
-    );
-    let after =
-        s.drain((started + Duration::from_millis(2500)).saturating_duration_since(Instant::now()));
-    assert!(
-        !after.iter().any(|m| m["id"] == json!("w-cancel")),
-        "a cancelled request was answered: {after:?}"
-    );
+    cancel_a_running_wait(&mut s);
     let r = s.request_bare("ping");
     assert_eq!(r["result"], json!({}));
 

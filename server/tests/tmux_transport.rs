@@ -521,6 +521,42 @@ fn cancel_mid_stream_reaps_the_sweeps_and_the_next_capture_is_exact() {
     );
 }
 
+/// A pane's pid and tty are tmux's own; no pane is the caller's: the tests
+/// run outside this private server. Inside some other tmux (TMUX names its
+/// socket) that is known for sure (false); outside tmux it cannot be said
+/// (None).
+fn assert_process_and_caller(server: &PrivateServer, inv: &panescan::tmux::Inventory) {
+    let p = &inv.panes[0];
+    let (pid, tty) = {
+        let out = server
+            .run_ok([
+                "display-message",
+                "-p",
+                "-t",
+                &p.pane_id.to_string(),
+                "#{pane_pid} #{pane_tty}",
+            ])
+            .unwrap();
+        let (pid, tty) = out.trim().split_once(' ').unwrap();
+        (pid.parse::<u32>().unwrap(), tty.to_owned())
+    };
+    assert_eq!((p.pane_pid, &p.pane_tty), (Some(pid), &tty));
+    assert!(tty.starts_with("/dev/"), "{tty}");
+    let inside_tmux = std::env::var_os("TMUX").is_some_and(|t| {
+        !t.to_string_lossy()
+            .split(',')
+            .next()
+            .unwrap_or("")
+            .is_empty()
+    });
+    let expected = inside_tmux.then_some(false);
+    assert!(
+        inv.panes.iter().all(|p| p.is_caller == expected),
+        "expected is_caller {expected:?}: {:?}",
+        inv.panes.iter().map(|p| p.is_caller).collect::<Vec<_>>()
+    );
+}
+
 #[test]
 fn names_linked_windows_and_grouped_sessions() {
     let server = PrivateServer::start("names", 80, 24).unwrap();
@@ -722,37 +758,7 @@ fn names_linked_windows_and_grouped_sessions() {
     let p = &inv.panes[0];
     assert_eq!((p.pane_width, p.pane_height), (80, 24));
     assert!(p.pane_at_top && p.pane_at_left && p.pane_active && !p.pane_dead);
-    let (pid, tty) = {
-        let out = server
-            .run_ok([
-                "display-message",
-                "-p",
-                "-t",
-                &p.pane_id.to_string(),
-                "#{pane_pid} #{pane_tty}",
-            ])
-            .unwrap();
-        let (pid, tty) = out.trim().split_once(' ').unwrap();
-        (pid.parse::<u32>().unwrap(), tty.to_owned())
-    };
-    assert_eq!((p.pane_pid, &p.pane_tty), (Some(pid), &tty));
-    assert!(tty.starts_with("/dev/"), "{tty}");
-    // The tests run outside this private server: no pane is the caller's.
-    // Inside some other tmux (TMUX names its socket) that is known for sure
-    // (false); outside tmux it cannot be said (None).
-    let inside_tmux = std::env::var_os("TMUX").is_some_and(|t| {
-        !t.to_string_lossy()
-            .split(',')
-            .next()
-            .unwrap_or("")
-            .is_empty()
-    });
-    let expected = inside_tmux.then_some(false);
-    assert!(
-        inv.panes.iter().all(|p| p.is_caller == expected),
-        "expected is_caller {expected:?}: {:?}",
-        inv.panes.iter().map(|p| p.is_caller).collect::<Vec<_>>()
-    );
+    assert_process_and_caller(&server, &inv);
     // Serde output uses tmux's ids.
     let json = serde_json::to_value(&inv).unwrap();
     assert_eq!(
