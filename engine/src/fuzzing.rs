@@ -97,9 +97,13 @@ pub fn naive_lines(haystack: &[u8]) -> Vec<&[u8]> {
         .collect()
 }
 
+/// A matching line as compared: (line, pattern index, text, the line
+/// before, the line after).
+type Hit = (i64, usize, String, Vec<String>, Vec<String>);
+
 /// Runs one input: compile (must not panic; errors must be well formed),
 /// check the automata stay within their caps, search, and compare each
-/// line's verdict and pattern index with the oracle's.
+/// line's verdict, pattern index, text and context with the oracle's.
 pub fn check(data: &[u8], oracle: Oracle<'_>) -> Result<Verdict, String> {
     let case = decode(data);
     let matcher = match Matcher::new(&case.patterns, case.options) {
@@ -150,13 +154,19 @@ pub fn check(data: &[u8], oracle: Oracle<'_>) -> Result<Verdict, String> {
         &options,
         vec![Capture::new(0, 0, case.haystack.clone())],
     );
-    let got: Vec<(i64, usize, String)> = outcome
+    let got: Vec<Hit> = outcome
         .panes
         .iter()
         .flat_map(|p| {
-            p.lines
-                .iter()
-                .map(|l| (l.line, l.pattern_index, l.text.clone()))
+            p.lines.iter().map(|l| {
+                (
+                    l.line,
+                    l.pattern_index,
+                    l.text.clone(),
+                    l.before.clone(),
+                    l.after.clone(),
+                )
+            })
         })
         .collect();
 
@@ -168,10 +178,16 @@ pub fn check(data: &[u8], oracle: Oracle<'_>) -> Result<Verdict, String> {
         }
     }
     let lines = naive_lines(&case.haystack);
+    let text = |i: usize| String::from_utf8_lossy(lines[i]).into_owned();
     let mut want = Vec::new();
     for (index, line) in lines.iter().enumerate() {
         if let Some(p) = oracles.iter().position(|o| o(line)) {
-            want.push((index as i64, p, String::from_utf8_lossy(line).into_owned()));
+            // One line of context either side, as searched.
+            let before = (index.saturating_sub(1)..index).map(text).collect();
+            let after = (index + 1..(index + 2).min(lines.len()))
+                .map(text)
+                .collect();
+            want.push((index as i64, p, text(index), before, after));
         }
     }
     if got != want {

@@ -15,7 +15,8 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{memory_kb, Serve};
+use common::{eventually, memory_kb, Serve};
+use panescan::tmux::private_server::PrivateServer;
 use serde_json::{json, Value};
 
 /// A socket name no server listens on: protocol tests need no tmux.
@@ -193,113 +194,185 @@ fn a_100_megabyte_line_is_dropped_within_the_memory_ceiling() {
     assert!(hwm < CEILING_KB, "VmHWM {hwm} kB after a 100 MB line");
 }
 
+/// Calls with hostile arguments, one a line: tool | arguments | what its
+/// refusal must name (the value or the rule it broke, so a model can act
+/// on it).
+const HOSTILE_ARGUMENTS: &str = r#"
+search_panes | {"pattern": "x", "max_matches": -1} | `-1`
+search_panes | {"pattern": "x", "max_matches": 1e300} | 1e+300
+search_panes | {"pattern": "x", "max_matches": 7.378697629483821e19} | e+19
+search_panes | {"pattern": "x", "context_lines": 300} | `300`
+search_panes | {"pattern": "x", "context_lines": 11} | must be 0 to 10, got 11
+search_panes | {"pattern": "x", "limit": -5} | `-5`
+search_panes | {"pattern": "x", "scrollback_lines": "all"} | "all"
+search_panes | {"pattern": 7} | `7`
+search_panes | {"pattern": ["a"]} | sequence
+search_panes | {"patterns": []} | 1 to 64 patterns, got 0
+search_panes | {"pattern": "x", "regex": "yes"} | "yes"
+search_panes | {"pattern": "x", "pane_ids": "%0"} | "%0"
+search_panes | {"pattern": "x", "pane_ids": ["%-1"]} | "%-1" must look like %N
+search_panes | {"pattern": "x", "window": "@99999999999999999999"} | must look like @N
+search_panes | {"pattern": "x", "nope": true} | unknown argument nope
+search_panes | {"pattern": "(", "regex": true} | at byte 0
+search_panes | {"pattern": "x{100000}", "regex": true} | {100000} exceeds the limit
+capture_pane | {"pane_id": "%0", "start": 9223372036854775807, "end": -9223372036854775807} | is after end
+capture_pane | {"pane_id": "%0", "start": 1e40} | 1e+40
+capture_pane | {"pane_id": "%0", "max_lines": -1} | `-1`
+capture_pane | {"pane_id": "%0", "max_lines": 0} | max_lines must be at least 1
+capture_pane | {"pane_id": 0} | `0`
+capture_pane | {"pane_id": null} | null
+capture_since | {"pane_id": "%0", "cursor": "\u0000\uffff"} | is not a capture_since cursor
+wait_for_text | {"pane_id": "%0", "pattern": "x", "timeout_ms": -1} | `-1`
+list_panes | {"filters": "x"} | filters must be an object
+list_panes | {"socket_name": "a/b"} | "a/b" must be a plain name
+list_panes | {"socket_name": 5} | `5`
+find_pane_by_position | {"x": -1, "y": 1e12} | unknown arguments x, y
+call_read_tools_batch | {"operations": "x"} | "x"
+"#;
+
+/// [`HOSTILE_ARGUMENTS`], and the cases too long to write out.
+fn hostile_arguments() -> Vec<(String, Value, String)> {
+    let mut cases: Vec<(String, Value, String)> = HOSTILE_ARGUMENTS
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let parts: Vec<&str> = l.split(" | ").collect();
+            assert_eq!(parts.len(), 3, "{l}");
+            let args = serde_json::from_str(parts[1]).unwrap();
+            (parts[0].to_owned(), args, parts[2].to_owned())
+        })
+        .collect();
+    cases.push((
+        "search_panes".into(),
+        json!({"pattern": "a".repeat(100_000)}),
+        "over the limit of 4,096 bytes".into(),
+    ));
+    cases.push((
+        "get_tmux_variables".into(),
+        json!({"names": vec!["a"; 100]}),
+        "100".into(),
+    ));
+    cases
+}
+
 #[test]
 fn out_of_range_numbers_wrong_types_and_unknown_fields_are_tool_errors() {
     let (_tmux, mut s) = Serve::with_tmux("harden-input-args");
     s.initialize();
-    let cases = [
-        ("search_panes", json!({"pattern": "x", "max_matches": -1})),
-        (
-            "search_panes",
-            json!({"pattern": "x", "max_matches": 1e300}),
-        ),
-        (
-            "search_panes",
-            json!({"pattern": "x", "max_matches": 18_446_744_073_709_551_615u64 as f64 * 4.0}),
-        ),
-        (
-            "search_panes",
-            json!({"pattern": "x", "context_lines": 300}),
-        ),
-        ("search_panes", json!({"pattern": "x", "context_lines": 11})),
-        ("search_panes", json!({"pattern": "x", "limit": -5})),
-        (
-            "search_panes",
-            json!({"pattern": "x", "scrollback_lines": "all"}),
-        ),
-        ("search_panes", json!({"pattern": 7})),
-        ("search_panes", json!({"pattern": ["a"]})),
-        ("search_panes", json!({"patterns": []})),
-        ("search_panes", json!({"pattern": "x", "regex": "yes"})),
-        ("search_panes", json!({"pattern": "x", "pane_ids": "%0"})),
-        ("search_panes", json!({"pattern": "x", "pane_ids": ["%-1"]})),
-        (
-            "search_panes",
-            json!({"pattern": "x", "window": "@99999999999999999999"}),
-        ),
-        ("search_panes", json!({"pattern": "x", "nope": true})),
-        ("search_panes", json!({"pattern": "(", "regex": true})),
-        (
-            "search_panes",
-            json!({"pattern": "x{100000}", "regex": true}),
-        ),
-        ("search_panes", json!({"pattern": "a".repeat(100_000)})),
-        (
-            "capture_pane",
-            json!({"pane_id": "%0", "start": 9_223_372_036_854_775_807i64, "end": -9_223_372_036_854_775_807i64}),
-        ),
-        ("capture_pane", json!({"pane_id": "%0", "start": 1e40})),
-        ("capture_pane", json!({"pane_id": "%0", "max_lines": -1})),
-        ("capture_pane", json!({"pane_id": 0})),
-        ("capture_pane", json!({"pane_id": null})),
-        (
-            "capture_since",
-            json!({"pane_id": "%0", "cursor": "\u{0}\u{ffff}"}),
-        ),
-        (
-            "wait_for_text",
-            json!({"pane_id": "%0", "pattern": "x", "timeout_ms": -1}),
-        ),
-        ("list_panes", json!({"filters": "x"})),
-        ("list_panes", json!({"socket_name": "a/b"})),
-        ("list_panes", json!({"socket_name": 5})),
-        ("get_tmux_variables", json!({"names": vec!["a"; 100]})),
-        ("find_pane_by_position", json!({"x": -1, "y": 1e12})),
-        ("call_read_tools_batch", json!({"operations": "x"})),
-        (
-            "call_read_tools_batch",
-            json!({"operations": [{"tool": "search_panes", "arguments": {"pattern": 1}}]}),
-        ),
-    ];
-    let mut tool_errors = 0;
-    for (tool, args) in &cases {
+    let cases = hostile_arguments();
+    for (tool, args, names) in &cases {
         let r = s.request("tools/call", json!({"name": tool, "arguments": args}));
-        let message = if let Some(e) = r.get("error") {
-            assert!(e["code"].as_i64().unwrap() != -32603, "{tool} {args}: {r}");
-            e["message"].as_str().unwrap().to_owned()
-        } else {
-            let result = &r["result"];
-            if result["isError"] == false {
-                // Accepted: only when the value was clamped to something
-                // sensible; a batch reports a failed operation inside.
-                assert!(
-                    *tool == "call_read_tools_batch"
-                        || *tool == "capture_pane"
-                        || *tool == "search_panes",
-                    "{tool} {args} accepted: {r}"
-                );
-                continue;
-            }
-            tool_errors += 1;
-            result["content"][0]["text"].as_str().unwrap().to_owned()
-        };
+        assert!(r.get("error").is_none(), "{tool} {args}: {r}");
+        assert_eq!(r["result"]["isError"], true, "{tool} {args} accepted: {r}");
+        let message = r["result"]["content"][0]["text"].as_str().unwrap();
         assert!(
-            !message.is_empty() && message.len() < 4096,
-            "{tool}: {message}"
+            message.contains(names) && message.len() < 4096,
+            "{tool} {args}: the refusal does not name {names:?}: {message}"
         );
     }
-    // Almost all of them are refused with words the model can act on.
-    assert!(
-        tool_errors >= cases.len() - 6,
-        "{tool_errors} of {}",
-        cases.len()
+    // A batch is itself a success that reports its failed operation.
+    let v = s.call_ok(
+        "call_read_tools_batch",
+        json!({"operations": [{"tool": "search_panes", "arguments": {"pattern": 1}}]}),
     );
+    assert_eq!(
+        (&v["succeeded"], &v["failed"]),
+        (&json!(0), &json!(1)),
+        "{v}"
+    );
+    let error = v["results"][0]["error"].as_str().unwrap();
+    assert!(error.contains("`1`, expected a string"), "{v}");
     let panes = s.call_ok("list_panes", json!({}));
     assert!(panes.to_string().contains("%0"), "{panes}");
-    eprintln!(
-        "arguments: {} hostile calls, {tool_errors} tool errors",
-        cases.len()
+    eprintln!("arguments: {} hostile calls, all refused", cases.len() + 1);
+}
+
+#[test]
+fn values_past_a_ceiling_are_clamped_to_it_and_the_result_says_so() {
+    let (tmux, mut s) = Serve::with_tmux("harden-input-clamp");
+    tmux.run_ok(["set-option", "-g", "history-limit", "20000"])
+        .unwrap();
+    // 12,000 short lines (more than the 10,000-line capture ceiling), and
+    // 3,000 lines of 101 bytes (more than the 262,144-byte one).
+    let short = filled_pane(&tmux, "seq 1 12000");
+    let long = filled_pane(&tmux, "seq -f '%0100g' 3000");
+    let history = |pane: &str| -> i64 {
+        tmux.run_ok(["display-message", "-p", "-t", pane, "#{history_size}"])
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    s.initialize();
+    let far = 9_223_372_036_854_775_807i64;
+
+    // A range past both ends: clamped to the history and the screen.
+    let all = history(&short) + 24;
+    let v = s.call_ok(
+        "capture_pane",
+        json!({"pane_id": short, "start": -far, "end": far, "max_lines": 5}),
     );
+    assert_eq!(v["range_clamped"], true, "{v}");
+    assert_eq!(v["total_lines"], all, "{v}");
+    assert_eq!(v["effective_end"], 23, "{v}");
+    assert_eq!(v["dropped_lines"], all - 5, "{v}");
+
+    // max_lines past its ceiling: the newest 10,000 lines.
+    let v = s.call_ok(
+        "capture_pane",
+        json!({"pane_id": short, "start": -far, "max_lines": far}),
+    );
+    assert_eq!(v["byte_clamped"], false, "{}", v["returned_bytes"]);
+    assert_eq!(v["total_lines"], all);
+    assert_eq!(v["dropped_lines"], all - 10_000);
+    assert_eq!(v["effective_start"], 23 - 9_999);
+    assert_eq!(v["text"].as_str().unwrap().lines().count(), 10_000);
+
+    // max_bytes past its ceiling: 262,144 bytes, whole lines, the newest.
+    let v = s.call_ok(
+        "capture_pane",
+        json!({"pane_id": long, "start": -far, "max_lines": 10_000, "max_bytes": far}),
+    );
+    assert_eq!(v["byte_clamped"], true, "{}", v["returned_bytes"]);
+    let returned = v["returned_bytes"].as_u64().unwrap();
+    assert!(
+        returned <= 262_144 && returned > 262_144 - 101,
+        "{returned}"
+    );
+    assert_eq!(returned as usize, v["text"].as_str().unwrap().len());
+
+    // scrollback_lines past the operator's ceiling: searched to it, and
+    // flagged only if some pane had more history than that.
+    let v = s.call_ok(
+        "search_panes",
+        json!({"pattern": "filled", "scrollback_lines": u64::MAX}),
+    );
+    assert_eq!(v["effective_scrollback_lines"], 1_000_000, "{v}");
+    assert_eq!(v["scrollback_clamped"], false, "{v}");
+    assert_eq!(v["total_panes_matched"], 2, "{v}");
+}
+
+/// A new window running `command`, then printing `filled`; its pane id once
+/// it has.
+fn filled_pane(tmux: &PrivateServer, command: &str) -> String {
+    let pane = tmux
+        .run_ok([
+            "new-window",
+            "-d",
+            "-P",
+            "-F",
+            "#{pane_id}",
+            &format!("{command}; echo filled; exec sleep 100000"),
+        ])
+        .unwrap()
+        .trim()
+        .to_owned();
+    let printed = eventually(Duration::from_secs(20), || {
+        tmux.run_ok(["capture-pane", "-p", "-t", &pane])
+            .is_ok_and(|t| t.contains("filled"))
+    });
+    assert!(printed, "{pane} never printed");
+    pane
 }
 
 #[test]
@@ -316,7 +389,7 @@ fn duplicate_ids_are_refused_while_in_flight_and_both_calls_end() {
         "params": {"name": "wait_for_text", "arguments":
             {"pane_id": pane, "pattern": "never-printed-here", "timeout_ms": 1500}}});
     s.send(&wait);
-    std::thread::sleep(Duration::from_millis(200));
+    // No pause needed: ids are registered as lines are read, in order.
     s.send(&json!({"jsonrpc": "2.0", "id": 42, "method": "tools/call",
         "params": {"name": "list_panes", "arguments": {}}}));
     let first = s.response(&json!(42), Duration::from_secs(5));
@@ -326,7 +399,10 @@ fn duplicate_ids_are_refused_while_in_flight_and_both_calls_end() {
         .unwrap()
         .contains("already in use"));
     let second = s.response(&json!(42), Duration::from_secs(10));
-    assert!(second.get("result").is_some(), "{second}");
+    assert_eq!(
+        second["result"]["structuredContent"]["timed_out"], true,
+        "{second}"
+    );
     // The same id twice for cheap methods: both answered.
     for _ in 0..2 {
         s.send(&json!({"jsonrpc": "2.0", "id": "same", "method": "ping"}));

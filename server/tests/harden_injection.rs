@@ -44,10 +44,10 @@ impl Markers {
         v
     }
 
-    /// Waits for tmux's `#()` jobs (they run in the background), then
-    /// requires no marker.
-    fn assert_none(&self, what: &str) {
-        std::thread::sleep(Duration::from_millis(1500));
+    /// Waits for tmux's `#()` jobs (they run in the background: until one
+    /// started now has run), then requires no marker.
+    fn assert_none(&self, tmux: &PrivateServer, what: &str) {
+        common::tmux_jobs_settled(tmux, &self.dir.0);
         let found = self.found();
         assert!(found.is_empty(), "{what}: injected commands ran: {found:?}");
     }
@@ -187,16 +187,32 @@ fn display_message_runs_no_command_whatever_the_format() {
         // would run on the second pass.
         "#{s/#{pane_title}/x/:session_name}".into(),
         "#{s/m/#{@evil}/:session_name}".into(),
+        "-v plain text".into(),
     ];
+    // Every format above but the two plain references is refused: each
+    // one runs a command or expands a value that may.
+    let plain = ["#{@evil}", "#{pane_title}"];
     formats.extend(payloads(&cmd));
     let mut refused = 0;
     for f in &formats {
         let r = s.call("display_message", json!({"format": f}));
+        // A payload without `#(` is plain text to a format: answered as
+        // written, unless it is not one line.
+        let harmless = plain.contains(&f.as_str()) || !f.contains(['#', '\n', '\r']);
+        assert_eq!(r["isError"], !harmless, "{f:?}: {r}");
+        if harmless && !f.contains(['#', '\0']) {
+            assert_eq!(r["structuredContent"]["value"], json!(f), "{f:?}: {r}");
+        }
         if r["isError"] == true {
+            let text = r["content"][0]["text"].as_str().unwrap();
+            assert!(
+                text.contains("refused") || text.contains("one line"),
+                "{f:?}: {text}"
+            );
             refused += 1;
         }
     }
-    m.assert_none("display_message");
+    m.assert_none(&tmux, "display_message");
     assert_whole(&tmux);
     // Raw values are still readable: the plain reference is not refused.
     let r = s.call_ok("display_message", json!({"format": "#{@evil}"}));
@@ -270,15 +286,21 @@ fn no_argument_of_a_read_tool_reaches_a_command_line() {
     let mut errors = 0;
     for (tool, args) in &calls {
         let r = s.request("tools/call", json!({"name": tool, "arguments": args}));
-        assert!(
-            r.get("error").is_none_or(|e| e["code"] != -32603),
-            "{tool} {args}: {r}"
-        );
-        if r.get("error").is_some() || r["result"]["isError"] == true {
+        assert!(r.get("error").is_none(), "{tool} {args}: {r}");
+        let result = &r["result"];
+        match expected_outcome(tool, args) {
+            Outcome::Refused => assert_eq!(result["isError"], true, "{tool} {args}: {r}"),
+            Outcome::NothingFound => {
+                assert_eq!(result["isError"], false, "{tool} {args}: {r}");
+                assert_found_nothing(tool, &result["structuredContent"]);
+            }
+            Outcome::Either => {}
+        }
+        if result["isError"] == true {
             errors += 1;
         }
     }
-    m.assert_none("read tools");
+    m.assert_none(&tmux, "read tools");
     assert_whole(&tmux);
     // The option and the title are as the test set them.
     let v = tmux.run_ok(["show-option", "-gv", "@evil"]).unwrap();
@@ -288,6 +310,67 @@ fn no_argument_of_a_read_tool_reaches_a_command_line() {
         "read tools: {} injection calls, {errors} refused",
         calls.len()
     );
+}
+
+/// What a read tool must do with a payload in its arguments.
+#[derive(Debug)]
+enum Outcome {
+    /// A tool error: ids, names, targets and sockets are validated.
+    Refused,
+    /// Taken as text to look for, which no pane, title or session holds.
+    NothingFound,
+    /// A regex payload: valid or not depending on its characters.
+    Either,
+}
+
+fn expected_outcome(tool: &str, args: &Value) -> Outcome {
+    let text = |v: &Value| v.as_str().map(str::to_owned);
+    let patterns: Vec<String> = args["patterns"]
+        .as_array()
+        .map(|ps| ps.iter().filter_map(text).collect())
+        .unwrap_or_default();
+    let pattern = text(&args["pattern"]);
+    let scoped = args.get("session").is_some() || args.get("pane_ids").is_some();
+    match tool {
+        "search_panes" | "wait_for_text" if !scoped => {
+            let all: Vec<String> = pattern.into_iter().chain(patterns).collect();
+            if all.iter().any(|p| p.contains('\n')) {
+                // A match lies within one line.
+                Outcome::Refused
+            } else if args["regex"] == true {
+                Outcome::Either
+            } else {
+                Outcome::NothingFound
+            }
+        }
+        "list_panes" if args["filters"]["pane_title__regex"].is_string() => Outcome::Either,
+        "list_panes" | "list_sessions" if args.get("filters").is_some() => Outcome::NothingFound,
+        // The batch reports its failed operations inside a result.
+        "call_read_tools_batch" => Outcome::NothingFound,
+        _ => Outcome::Refused,
+    }
+}
+
+/// A result that was accepted found nothing matching the payload.
+fn assert_found_nothing(tool: &str, v: &Value) {
+    match tool {
+        "search_panes" => assert_eq!(v["total_panes_matched"], 0, "{v}"),
+        "wait_for_text" => assert_eq!(v["found"], false, "{v}"),
+        "list_panes" => assert_eq!(v["panes"], json!([]), "{v}"),
+        "list_sessions" => assert_eq!(v["sessions"], json!([]), "{v}"),
+        "call_read_tools_batch" => {
+            assert_eq!(v["succeeded"], 0, "{v}");
+            assert_eq!(v["results"][0]["success"], false, "{v}");
+        }
+        _ => panic!("{tool} accepted a payload: {v}"),
+    }
+}
+
+/// Waits until `file` holds exactly `want`.
+fn holds(file: &std::path::Path, want: &[u8]) -> bool {
+    eventually(Duration::from_secs(5), || {
+        std::fs::read(file).is_ok_and(|got| got == want)
+    })
 }
 
 #[test]
@@ -325,33 +408,48 @@ fn text_given_to_mutating_tools_stays_text() {
     let mut names = payloads(&cmd);
     names.push("#{E:@evil}".into());
     names.push("#{s/#{l:a}/y/;E:@evil}".into());
+    let mut typed_so_far: Vec<u8> = Vec::new();
     for name in &names {
-        // Names tmux keeps on one line: newlines may be refused or kept.
+        // Names and titles are one line of printable text: control
+        // characters are refused, anything else is stored as written.
+        let storable = !name.chars().any(char::is_control);
         let r = s.call("rename_window", json!({"window_id": window, "name": name}));
-        if r["isError"] == false {
+        assert_eq!(r["isError"], !storable, "rename_window {name:?}: {r}");
+        if storable {
             let got = tmux
                 .run_ok(["display-message", "-p", "-t", &window, "#{window_name}"])
                 .unwrap();
             // tmux itself stores a `\` in a window name as `\\`.
             let got = got.trim_end_matches('\n').replace("\\\\", "\\");
-            if !name.contains(['\n', '\r', '\u{0}']) {
-                assert_eq!(&got, name, "window name {name:?} changed on the way");
-            }
+            assert_eq!(&got, name, "window name {name:?} changed on the way");
         }
         let r = s.call("set_pane_title", json!({"pane_id": pane, "title": name}));
-        if r["isError"] == false && !name.contains(['\n', '\r', '\u{0}']) {
+        assert_eq!(r["isError"], !storable, "set_pane_title {name:?}: {r}");
+        if storable {
             let got = tmux
                 .run_ok(["display-message", "-p", "-t", &pane, "#{pane_title}"])
                 .unwrap();
             let got = got.trim_end_matches('\n').replace("\\\\", "\\");
             assert_eq!(&got, name, "pane title {name:?} changed on the way");
         }
+        // Text is typed byte for byte (the sink is raw, so `\r` and `\n`
+        // arrive as they are); a NUL cannot be, and is refused.
         let r = s.call("send_keys", json!({"pane_id": pane, "text": name}));
-        assert!(r.get("isError").is_some(), "{r}");
-        let r = s.call("send_keys", json!({"pane_id": pane, "keys": [name]}));
-        assert!(r.get("isError").is_some(), "{r}");
+        let typable = !name.contains('\u{0}');
+        assert_eq!(r["isError"], !typable, "send_keys text {name:?}: {r}");
+        if typable {
+            typed_so_far.extend_from_slice(name.as_bytes());
+            assert!(
+                holds(&typed, &typed_so_far),
+                "typed {name:?}, the pane got {:?}",
+                String::from_utf8_lossy(&std::fs::read(&typed).unwrap_or_default())
+            );
+        }
+        // No payload is a key name.
+        let e = s.call_err("send_keys", json!({"pane_id": pane, "keys": [name]}));
+        assert!(e.contains("is not a tmux key name"), "{name:?}: {e}");
     }
-    m.assert_none("mutating tools");
+    m.assert_none(&tmux, "mutating tools");
     assert_whole(&tmux);
     // Text typed with `;` arrived as text.
     let _ = s.call(

@@ -280,11 +280,17 @@ fn a_one_megabyte_line_and_a_100000_line_history_stay_bounded() {
         .filter(|m| m["pane_id"] == json!(deep))
         .flat_map(|m| m["lines"].as_array().unwrap())
         .collect();
+    // Nothing here is near a byte, line or match limit; only time depends
+    // on the machine, and a search cut by time still found what it found.
+    assert!(
+        clamped.iter().all(|f| *f == "matching_time_clamped"),
+        "{clamped:?}"
+    );
     if clamped.is_empty() {
         // Every thousandth line, exactly once.
         assert_eq!(hits.len(), 100, "{} hits", hits.len());
     } else {
-        assert!(!hits.is_empty());
+        assert!(!hits.is_empty() && hits.len() <= 100, "{} hits", hits.len());
     }
     // A hit's line number goes straight to capture_pane.
     let hit = hits[hits.len() / 2];
@@ -304,12 +310,16 @@ fn a_one_megabyte_line_and_a_100000_line_history_stay_bounded() {
         json!({"pane_id": deep, "start": -200_000}),
     );
     assert!(bytes <= 1_000_000, "{bytes}");
-    assert!(
-        c["range_clamped"] == true
-            || c["byte_clamped"] == true
-            || c["dropped_lines"].as_u64().unwrap() > 0,
-        "{}",
-        json!({"range_clamped": c["range_clamped"], "byte_clamped": c["byte_clamped"], "total": c["total_lines"]})
+    // The range reaches past the history; the default max_lines (200)
+    // keeps the newest lines and counts the rest as dropped.
+    assert_eq!(c["range_clamped"], true);
+    let total = c["total_lines"].as_u64().unwrap();
+    assert!(total > 100_000, "{total}");
+    assert_eq!(c["dropped_lines"], total - 200);
+    assert_eq!(c["text"].as_str().unwrap().lines().count(), 200);
+    assert_eq!(
+        c["effective_end"].as_i64().unwrap() - c["effective_start"].as_i64().unwrap(),
+        199
     );
 }
 
@@ -354,7 +364,7 @@ fn wide_and_combining_characters_come_back_whole() {
             .chars()
             .filter(|c| !matches!(c, '\u{200d}' | '\u{fe0f}'))
             .collect();
-        if needle == "emoji" || needle == "zwj-needle" {
+        if needle == "zwj-needle" {
             assert!(got.contains("zwj-needle") && got.contains('😀'), "{got}");
         } else {
             assert_eq!(got_kept.trim_end(), keep, "{needle}");

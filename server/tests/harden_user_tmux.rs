@@ -264,8 +264,7 @@ fn nothing_is_ever_typed_into_a_pane_in_the_readonly_tier() {
         .run_ok(["display-message", "-p", "-t", &pane, "#{pane_in_mode}"])
         .unwrap();
     assert_eq!(mode.trim(), "0");
-    std::thread::sleep(Duration::from_millis(300));
-    let got = std::fs::read(&typed).unwrap();
+    let got = common::typed_so_far(&tmux, &pane, &typed);
     assert!(
         got.is_empty(),
         "typed into the pane: {:?}",

@@ -2,6 +2,8 @@
 //! MCP path is covered by the end-to-end tests of the binary).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -326,7 +328,7 @@ fn format_and_command_syntax_is_searched_literally_and_never_run() {
         );
         assert!(r.matches.iter().all(|p| p.pane_id.to_string() == pane));
     }
-    std::thread::sleep(Duration::from_millis(200));
+    common::tmux_jobs_settled(&server, &std::env::temp_dir());
     assert!(!marker.exists(), "a pattern ran a command");
 }
 

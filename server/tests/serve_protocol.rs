@@ -14,17 +14,39 @@ use serde_json::{json, Value};
 /// A socket name no tmux server listens on.
 const NOBODY: &str = "panescan-test-no-server-here";
 
+/// How long a fresh server takes to answer its first `ping`, start-up
+/// included: the yardstick for "promptly" on this machine, now.
+fn startup_and_ping() -> Duration {
+    let started = Instant::now();
+    let mut s = Serve::spawn(NOBODY);
+    assert_eq!(s.request_bare("ping")["result"], json!({}));
+    started.elapsed()
+}
+
+/// `took` is of the order of a fresh server's start and first answer
+/// (`yardstick`), not of a tmux time-out: a relative bound that holds on a
+/// loaded machine as well as on a quiet one.
+fn assert_prompt(took: Duration, yardstick: Duration, what: &str) {
+    let bound = yardstick * 5 + Duration::from_millis(250);
+    assert!(
+        took < bound,
+        "{what} took {took:?}; start and first ping took {yardstick:?}"
+    );
+}
+
 #[test]
 fn initialize_echoes_every_supported_version_and_declares_tools_only() {
     for version in ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"] {
-        let mut s = Serve::spawn(NOBODY);
+        let yardstick = startup_and_ping();
         let started = Instant::now();
+        let mut s = Serve::spawn(NOBODY);
         let r = s.request(
             "initialize",
             json!({"protocolVersion": version, "capabilities": {},
                    "clientInfo": {"name": "t", "version": "0"}}),
         );
-        assert!(started.elapsed() < Duration::from_secs(2));
+        // It touches no tmux server before it answers.
+        assert_prompt(started.elapsed(), yardstick, "start and initialize");
         assert_eq!(r["result"]["protocolVersion"], version, "{r}");
         assert!(r["result"]["capabilities"]["tools"].is_object());
         assert!(r["result"]["capabilities"].get("logging").is_none());
@@ -49,10 +71,14 @@ fn notifications_are_never_answered_and_ids_are_echoed_exactly() {
     s.send(&json!({"jsonrpc": "2.0", "id": "p-1", "method": "ping"}));
     let r = s.response(&json!("p-1"), Duration::from_secs(5));
     assert_eq!(r["result"], json!({}));
-    // 1 and "1" are different ids.
+    // Ids are echoed with their type: 1 and "1" (see also
+    // the_number_1_and_the_string_1_are_different_ids).
     s.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}));
     let r = s.recv(Duration::from_secs(5)).unwrap();
     assert_eq!(r["id"], json!(1));
+    s.send(&json!({"jsonrpc": "2.0", "id": "1", "method": "ping"}));
+    let r = s.recv(Duration::from_secs(5)).unwrap();
+    assert_eq!(r["id"], json!("1"));
 }
 
 #[test]
@@ -301,13 +327,14 @@ fn tiers_gate_listing_and_calling() {
 
 #[test]
 fn eof_ends_the_server_promptly_with_status_zero() {
+    let yardstick = startup_and_ping();
     let mut s = Serve::spawn(NOBODY);
     s.initialize();
     let started = Instant::now();
     s.close_stdin();
-    let status = s.wait_exit(Duration::from_secs(5)).expect("exits on EOF");
+    let status = s.wait_exit(common::REPLY_TIMEOUT).expect("exits on EOF");
     assert!(status.success(), "{status}");
-    assert!(started.elapsed() < Duration::from_secs(2));
+    assert_prompt(started.elapsed(), yardstick, "exit on EOF");
 }
 
 #[test]
@@ -335,23 +362,107 @@ fn sigterm_sigint_and_sighup_end_the_server_with_status_zero() {
     }
 }
 
+/// A `wait_for_text` on `%0` for text nobody prints: in flight until its
+/// timeout or a cancel; progress goes to `token`.
+fn long_wait(id: &Value, token: &str, timeout_ms: u64) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "name": "wait_for_text",
+        "arguments": {"pane_id": "%0", "pattern": "never-printed-here", "timeout_ms": timeout_ms},
+        "_meta": {"progressToken": token}}})
+}
+
+/// Reads messages until the first progress notification for `token` (the
+/// call is running); returns the ids of the responses read meanwhile.
+fn until_progress(s: &mut Serve, token: &str) -> Vec<Value> {
+    let mut answered = Vec::new();
+    loop {
+        let m = s
+            .recv(common::REPLY_TIMEOUT)
+            .unwrap_or_else(|| panic!("no progress for {token}"));
+        if m["method"] == "notifications/progress" && m["params"]["progressToken"] == token {
+            return answered;
+        }
+        if m.get("method").is_none() {
+            answered.push(m["id"].clone());
+        }
+    }
+}
+
+/// Ids of the next `n` responses, in the order they arrive.
+fn next_answers(s: &mut Serve, n: usize) -> Vec<Value> {
+    let mut ids = Vec::new();
+    while ids.len() < n {
+        let m = s
+            .recv(common::REPLY_TIMEOUT)
+            .unwrap_or_else(|| panic!("only {ids:?} answered"));
+        if m.get("method").is_none() {
+            ids.push(m["id"].clone());
+        }
+    }
+    ids
+}
+
 #[test]
 fn requests_are_served_concurrently() {
-    // A slow call (a wait on a server that does not exist fails fast, so use
-    // many calls at once) must not hold up a ping.
-    let mut s = Serve::spawn(NOBODY);
+    let (_tmux, mut s) = Serve::with_tmux("proto-concurrent");
     s.initialize();
-    for i in 0..20 {
-        s.send(
-            &json!({"jsonrpc": "2.0", "id": format!("c{i}"), "method": "tools/call",
-                       "params": {"name": "list_panes", "arguments": {}}}),
-        );
-    }
+    // A call that waits 20 s, running (its first progress arrived) ...
+    let slow = json!("slow");
+    s.send(&long_wait(&slow, "slow", 20_000));
+    assert_eq!(until_progress(&mut s, "slow"), Vec::<Value>::new());
+    // ... does not hold up a ping or another call: both are answered while
+    // it still runs, so before it (a server serving one request at a time
+    // would answer the wait first, 20 s later).
+    s.send(&json!({"jsonrpc": "2.0", "id": "p", "method": "ping"}));
+    s.send(&json!({"jsonrpc": "2.0", "id": "l", "method": "tools/call",
+        "params": {"name": "list_panes", "arguments": {}}}));
+    let mut order = next_answers(&mut s, 2);
+    order.sort_by_key(Value::to_string);
+    assert_eq!(order, vec![json!("l"), json!("p")]);
+    // The wait then ends (by cancel: no answer) and the server still serves.
+    s.notify("notifications/cancelled", json!({"requestId": slow}));
     let r = s.request_bare("ping");
     assert_eq!(r["result"], json!({}));
-    for i in 0..20 {
-        let r = s.response(&json!(format!("c{i}")), Duration::from_secs(10));
-        assert_eq!(r["result"]["isError"], true);
-    }
     let _ = validate(&json!({}), &json!({}));
+}
+
+#[test]
+fn the_number_1_and_the_string_1_are_different_ids() {
+    let (_tmux, mut s) = Serve::with_tmux("proto-ids");
+    s.initialize();
+    // Both in flight at once: neither is refused as a duplicate.
+    s.send(&long_wait(&json!(1), "number", 20_000));
+    until_progress(&mut s, "number");
+    s.send(&long_wait(&json!("1"), "string", 20_000));
+    until_progress(&mut s, "string");
+    // Cancelling "1" ends the string's call only ...
+    s.notify("notifications/cancelled", json!({"requestId": "1"}));
+    // ... so a new "1" is accepted (once the cancelled call has let go of
+    // its id) while 1 still runs and is refused.
+    let mut reused = Value::Null;
+    let freed = common::eventually(common::REPLY_TIMEOUT, || {
+        s.send(&json!({"jsonrpc": "2.0", "id": "1", "method": "tools/call",
+            "params": {"name": "list_panes", "arguments": {}}}));
+        reused = s.response(&json!("1"), common::REPLY_TIMEOUT);
+        reused.get("error").is_none()
+    });
+    assert!(freed, "\"1\" still in use after its cancel: {reused}");
+    assert_eq!(reused["result"]["isError"], false, "{reused}");
+    s.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "list_panes", "arguments": {}}}));
+    let r = s.response(&json!(1), common::REPLY_TIMEOUT);
+    assert_eq!(r["error"]["code"], -32600, "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("already in use"),
+        "{r}"
+    );
+    // The number's call is still running: cancelling 1 ends it, unanswered.
+    s.notify("notifications/cancelled", json!({"requestId": 1}));
+    let r = s.request_bare("ping");
+    assert_eq!(r["result"], json!({}));
+    let late = s.drain(Duration::from_millis(300));
+    assert!(late.iter().all(|m| m.get("id").is_none()), "{late:?}");
 }

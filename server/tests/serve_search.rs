@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{validate, Serve};
 use panescan::fixture::{Fixture, FixtureShape, NEEDLE};
@@ -25,6 +25,16 @@ fn fixture(label: &str, panes: usize, lines: usize) -> Fixture {
         &mut |_, _| {},
     )
     .unwrap()
+}
+
+/// Threads of process `pid`.
+fn threads(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap()
 }
 
 fn output_schema(s: &mut Serve) -> Value {
@@ -139,32 +149,29 @@ fn progress_is_reported_and_cancel_stops_a_search_with_no_response() {
     assert_eq!(progress.last(), Some(&30.0), "{progress:?}");
 
     // Freeze tmux so the search cannot finish, cancel it, then thaw.
-    let pid = fx.server.pid().unwrap().to_string();
-    let stop = |sig: &str| {
-        assert!(std::process::Command::new("kill")
-            .args([sig, &pid])
-            .status()
-            .unwrap()
-            .success());
-    };
-    stop("-STOP");
+    let idle_threads = threads(s.pid());
+    let frozen = fx.server.stop().unwrap();
     let id = s.fresh_id();
     s.send(
         &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
             "name": "search_panes", "arguments": {"pattern": NEEDLE, "scrollback_lines": 1000}
         }}),
     );
-    std::thread::sleep(Duration::from_millis(200));
+    // (Lines are read in order: the search is registered when its cancel
+    // is read, whenever that is.)
     s.notify("notifications/cancelled", json!({"requestId": id}));
-    let started = Instant::now();
+    // A ping is answered while tmux is frozen, so while the search cannot
+    // have ended: it was not blocked by it.
     let ping = s.request_bare("ping");
     assert_eq!(ping["result"], json!({}));
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "ping blocked by a search"
-    );
-    stop("-CONT");
-    let late = s.drain(Duration::from_secs(2));
+    drop(frozen);
+    // Once the search's thread is gone, any answer it wrote was read before
+    // the answer to a ping sent after that.
+    let gone = common::eventually(common::REPLY_TIMEOUT, || threads(s.pid()) <= idle_threads);
+    assert!(gone, "threads: {} (idle {idle_threads})", threads(s.pid()));
+    let ping = s.request_bare("ping");
+    assert_eq!(ping["result"], json!({}));
+    let late = s.take_pending();
     assert!(
         late.iter().all(|m| m.get("id") != Some(&id)),
         "a cancelled request was answered: {late:?}"

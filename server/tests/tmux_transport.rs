@@ -2,10 +2,13 @@
 //! when a test fails).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use panescan::tmux::connection::IDLE_DETACH;
 use panescan::tmux::private_server::PrivateServer;
 use panescan::tmux::{
     CaptureOptions, CaptureRange, CaptureReply, CaptureRequest, PaneId, ServerSpec, Target, Tmux,
@@ -79,6 +82,18 @@ fn wait_printed(server: &PrivateServer) {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// Polls `f` until it holds or `timeout` passes; whether it held.
+fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let until = Instant::now() + timeout;
+    while !f() {
+        if Instant::now() >= until {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
 }
 
 fn pane_ids(server: &PrivateServer) -> Vec<PaneId> {
@@ -388,6 +403,160 @@ fn deadline_and_cancel_answer_every_request() {
         .all(|(i, r)| r.index == i && r.result.is_err()));
 }
 
+/// Records, until stopped, the pids of this process's children whose
+/// command line names `socket` and `source-file` (the capture sweeps).
+struct SweepWatch {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<std::collections::BTreeSet<u32>>,
+}
+
+impl SweepWatch {
+    fn start(socket: &str) -> SweepWatch {
+        let stop = Arc::new(AtomicBool::new(false));
+        let since = common::last_pid();
+        let me = std::process::id();
+        let socket = socket.to_owned();
+        let thread = std::thread::spawn({
+            let stop = stop.clone();
+            move || {
+                let mut seen = std::collections::BTreeSet::new();
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    for c in common::new_children(me, since) {
+                        if c.cmdline.contains(&socket) && c.cmdline.contains("source-file") {
+                            seen.insert(c.pid);
+                        }
+                    }
+                    // A sweep lives for tens of milliseconds at least.
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                seen
+            }
+        });
+        SweepWatch { stop, thread }
+    }
+
+    fn stop(self) -> std::collections::BTreeSet<u32> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.join().unwrap()
+    }
+}
+
+#[test]
+fn cancel_mid_stream_reaps_the_sweeps_and_the_next_capture_is_exact() {
+    let server = PrivateServer::start("cancel-stream", 80, 24).unwrap();
+    server
+        .run_ok(["set-option", "-g", "history-limit", "5000"])
+        .unwrap();
+    add_panes(&server, 40, 2000);
+    let tmux = connect(&server);
+    let ids = pane_ids(&server);
+    let socket = server.socket_path().unwrap().display().to_string();
+    let mut reqs: Vec<CaptureRequest> = Vec::new();
+    for _ in 0..5 {
+        reqs.extend(ids.iter().map(|&pane| CaptureRequest {
+            pane,
+            range: CaptureRange::AllHistory,
+        }));
+    }
+    let n = reqs.len();
+    let watch = SweepWatch::start(&socket);
+    let cancel = Arc::new(AtomicBool::new(false));
+    let rx = tmux.capture(reqs, CaptureOptions::default(), soon(), cancel.clone());
+    // The flag flips once the first pane's bytes are in, while the sweep
+    // streams the rest.
+    let first = rx.recv_timeout(Duration::from_secs(20)).unwrap();
+    assert_eq!(first.index, 0);
+    assert!(!first.result.as_ref().unwrap().bytes.is_empty());
+    cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut replies = collect(rx);
+    replies.insert(0, first);
+    let sweeps = watch.stop();
+    // Every request answered once, in order: what came in before the flag,
+    // then cancelled ones only.
+    assert_eq!(replies.len(), n);
+    assert!(replies.iter().enumerate().all(|(i, r)| r.index == i));
+    let delivered = replies.iter().take_while(|r| r.result.is_ok()).count();
+    assert!(
+        replies[delivered..]
+            .iter()
+            .all(|r| matches!(r.result, Err(TmuxError::Cancelled))),
+        "after the first cancelled reply: {:?}",
+        replies[delivered..]
+            .iter()
+            .find(|r| !matches!(r.result, Err(TmuxError::Cancelled)))
+    );
+    assert!(delivered < n, "the cancel landed after the whole sweep");
+    // Every sweep process is reaped: gone, not a zombie of ours.
+    assert!(!sweeps.is_empty(), "no sweep process seen");
+    let me = std::process::id();
+    let left = || -> Vec<common::ProcessInfo> {
+        sweeps
+            .iter()
+            .filter_map(|&pid| common::child_process(pid, me))
+            .filter(|p| p.state == 'Z' || p.cmdline.contains(&socket))
+            .collect()
+    };
+    assert!(
+        wait_until(Duration::from_secs(10), || left().is_empty()),
+        "sweeps not reaped: {:?}",
+        left()
+    );
+    // The next capture of every pane is tmux's own text, byte for byte.
+    let again = capture_all(
+        &tmux,
+        &ids,
+        CaptureRange::AllHistory,
+        CaptureOptions::default(),
+    );
+    for r in &again {
+        let want = server
+            .run_ok(["capture-pane", "-p", "-t", &r.pane.to_string(), "-S", "-"])
+            .unwrap();
+        let got = &r.result.as_ref().unwrap().bytes;
+        assert_eq!(String::from_utf8_lossy(got), want, "{}", r.pane);
+    }
+    eprintln!(
+        "cancel mid-stream: {delivered} of {n} captures delivered, {} sweeps reaped",
+        sweeps.len()
+    );
+}
+
+/// A pane's pid and tty are tmux's own; no pane is the caller's: the tests
+/// run outside this private server. Inside some other tmux (TMUX names its
+/// socket) that is known for sure (false); outside tmux it cannot be said
+/// (None).
+fn assert_process_and_caller(server: &PrivateServer, inv: &panescan::tmux::Inventory) {
+    let p = &inv.panes[0];
+    let (pid, tty) = {
+        let out = server
+            .run_ok([
+                "display-message",
+                "-p",
+                "-t",
+                &p.pane_id.to_string(),
+                "#{pane_pid} #{pane_tty}",
+            ])
+            .unwrap();
+        let (pid, tty) = out.trim().split_once(' ').unwrap();
+        (pid.parse::<u32>().unwrap(), tty.to_owned())
+    };
+    assert_eq!((p.pane_pid, &p.pane_tty), (Some(pid), &tty));
+    assert!(tty.starts_with("/dev/"), "{tty}");
+    let inside_tmux = std::env::var_os("TMUX").is_some_and(|t| {
+        !t.to_string_lossy()
+            .split(',')
+            .next()
+            .unwrap_or("")
+            .is_empty()
+    });
+    let expected = inside_tmux.then_some(false);
+    assert!(
+        inv.panes.iter().all(|p| p.is_caller == expected),
+        "expected is_caller {expected:?}: {:?}",
+        inv.panes.iter().map(|p| p.is_caller).collect::<Vec<_>>()
+    );
+}
+
 #[test]
 fn names_linked_windows_and_grouped_sessions() {
     let server = PrivateServer::start("names", 80, 24).unwrap();
@@ -571,7 +740,8 @@ fn names_linked_windows_and_grouped_sessions() {
         .iter()
         .find(|s| s.session_name == "grp")
         .unwrap();
-    assert!(grp.session_group.is_some());
+    // `new-session -t main` puts both in a group named after main.
+    assert_eq!(grp.session_group.as_deref(), Some("main"));
     assert!(inv
         .sessions
         .iter()
@@ -588,8 +758,7 @@ fn names_linked_windows_and_grouped_sessions() {
     let p = &inv.panes[0];
     assert_eq!((p.pane_width, p.pane_height), (80, 24));
     assert!(p.pane_at_top && p.pane_at_left && p.pane_active && !p.pane_dead);
-    assert!(p.pane_pid.is_some() && p.pane_tty.starts_with("/dev/"));
-    assert_eq!(p.is_caller, None.or(p.is_caller));
+    assert_process_and_caller(&server, &inv);
     // Serde output uses tmux's ids.
     let json = serde_json::to_value(&inv).unwrap();
     assert_eq!(
@@ -701,11 +870,16 @@ fn attached_session_killed_mid_batch() {
         .unwrap();
     assert_eq!(clients.trim(), "zother");
     tmux.shutdown();
-    std::thread::sleep(Duration::from_millis(100));
-    let clients = server
-        .run_ok(["list-clients", "-F", "#{client_session}"])
-        .unwrap();
-    assert_eq!(clients.trim(), "", "shutdown detaches the control client");
+    let clients = || {
+        server
+            .run_ok(["list-clients", "-F", "#{client_session}"])
+            .unwrap()
+    };
+    assert!(
+        wait_until(Duration::from_secs(10), || clients().trim().is_empty()),
+        "shutdown did not detach the control client: {}",
+        clients()
+    );
 }
 
 #[test]
@@ -868,12 +1042,150 @@ fn joined_lines_get_exact_numbers() {
     );
 }
 
+/// Kinds of text whose display width tmux and a width table may see
+/// differently: emoji, emoji with a variation selector (U+FE0F), ZWJ
+/// sequences, flags, combining marks, ambiguous-width and CJK characters.
+const TRICKY: [(&str, &str); 10] = [
+    ("ascii", "x"),
+    ("emoji", "😀"),
+    ("vs16", "☺\u{FE0F}"),
+    ("heart", "❤\u{FE0F}"),
+    ("zwj", "👨\u{200D}👩\u{200D}👧"),
+    ("ambiguous", "±§¶×÷αβγ─│"),
+    ("flag", "🇫🇷"),
+    ("combining", "e\u{301}"),
+    ("cjk", "中"),
+    ("mixed", "a😀b❤\u{FE0F}c"),
+];
+
+/// Lines of `units`, each repeated so that lines wrap onto 1-5 rows, with
+/// blank and plain lines between.
+fn tricky_lines(units: &[&str]) -> String {
+    let mut out = String::new();
+    for (i, unit) in units.iter().enumerate() {
+        for reps in [1, 4, 9, 17] {
+            out.push_str(&format!("L{i}-{reps}:{}\n\n", unit.repeat(reps)));
+        }
+        out.push_str(&format!("{}\n", "y".repeat(37)));
+    }
+    out
+}
+
+/// Checks a joined capture of `pane` line by line against tmux's own rows:
+/// each line's number is the row it starts on, and the rows from there to
+/// the next line's number hold exactly its text (spaces aside: tmux trims
+/// each row's end). Returns whether the capture was joined.
+fn check_numbers_against_rows(
+    server: &PrivateServer,
+    pane: PaneId,
+    t: &panescan::tmux::CapturedText,
+    what: &str,
+) -> bool {
+    let target = pane.to_string();
+    let rows_text = server
+        .run_ok(["capture-pane", "-p", "-t", &target, "-S", "-"])
+        .unwrap();
+    let rows: Vec<&str> = rows_text.lines().collect();
+    let text = String::from_utf8_lossy(&t.bytes).into_owned();
+    let lines: Vec<&str> = text.lines().collect();
+    let numbers: Vec<i64> = match &t.line_numbers {
+        Some(n) => n.clone(),
+        None => (0..lines.len() as i64).map(|i| t.first_line + i).collect(),
+    };
+    assert_eq!(numbers.len(), lines.len(), "{what}");
+    assert_eq!(t.first_line, -(t.history_size as i64), "{what}");
+    if t.joined {
+        let tmux_joined = server
+            .run_ok(["capture-pane", "-p", "-J", "-t", &target, "-S", "-"])
+            .unwrap();
+        assert_eq!(text, tmux_joined, "{what}");
+    }
+    let squeeze = |s: &str| s.replace(' ', "");
+    for (i, line) in lines.iter().enumerate() {
+        let row = |n: i64| usize::try_from(n - t.first_line).unwrap();
+        let (from, to) = (
+            row(numbers[i]),
+            numbers.get(i + 1).map_or(rows.len(), |&n| row(n)),
+        );
+        assert!(
+            from < to && to <= rows.len(),
+            "{what}, line {i}: rows {from}..{to}"
+        );
+        assert_eq!(
+            squeeze(&rows[from..to].concat()),
+            squeeze(line),
+            "{what}: line {i} {line:?} numbered {}",
+            numbers[i]
+        );
+    }
+    t.joined
+}
+
 #[test]
-fn joined_numbers_fall_back_when_rows_do_not_add_up() {
-    // Width 21: a wide character at column 21 wraps early, leaving a gap the
-    // width count cannot see.
-    // 21 wide characters: 10 per row (the 21st cell stays empty), so 3
-    // rows, while 42 cells / 21 says 2.
+fn joined_line_numbers_match_tmux_rows_line_by_line() {
+    let mut joined = Vec::new();
+    for width in [20u16, 21, 33, 57] {
+        let server = PrivateServer::start("join-rows", width, 12).unwrap();
+        server
+            .run_ok(["set-option", "-g", "history-limit", "5000"])
+            .unwrap();
+        // One pane per kind of text, and one with them all.
+        let mut texts: Vec<(String, String)> = TRICKY
+            .iter()
+            .map(|(name, unit)| (name.to_string(), tricky_lines(&[unit])))
+            .collect();
+        let all: Vec<&str> = TRICKY.iter().map(|(_, u)| *u).collect();
+        texts.push(("all".into(), tricky_lines(&all)));
+        // Two errors of a width count that cancel out in the row total: 21
+        // CJK characters take 3 rows at width 21 (the 11th cannot straddle
+        // the edge), not 42 / 21 = 2; a ZWJ family is 2 cells to tmux 3.3a,
+        // not the 6 of its parts.
+        texts.push((
+            "compensating".into(),
+            format!(
+                "{}\nbetween\n{}\nafter\n",
+                "中".repeat(21),
+                "👨\u{200D}👩\u{200D}👧".repeat(4)
+            ),
+        ));
+        let mut script = String::new();
+        for (name, text) in &texts {
+            let file = server.config_path().with_extension(format!("{name}.txt"));
+            std::fs::write(&file, text).unwrap();
+            script.push_str(&format!(
+                "new-window -d -t main: \"sh -c 'cat {}; echo DONE; exec sleep 1000000'\"\n",
+                file.display()
+            ));
+        }
+        server.source(&script).unwrap();
+        wait_printed(&server);
+        let tmux = connect(&server);
+        let panes = pane_ids(&server);
+        let opts = CaptureOptions {
+            join_wrapped: true,
+            escapes: false,
+        };
+        let replies = capture_all(&tmux, &panes[1..], CaptureRange::AllHistory, opts);
+        for ((name, _), r) in texts.iter().zip(&replies) {
+            let what = format!("{name} at width {width}");
+            if check_numbers_against_rows(&server, r.pane, r.result.as_ref().unwrap(), &what) {
+                joined.push(what);
+            }
+        }
+        for (name, _) in &texts {
+            let _ =
+                std::fs::remove_file(server.config_path().with_extension(format!("{name}.txt")));
+        }
+    }
+    eprintln!("joined: {joined:?}");
+    assert!(!joined.is_empty(), "no pane was captured joined");
+}
+
+#[test]
+fn joined_numbers_count_the_cell_a_wide_character_leaves_empty() {
+    // Width 21: 21 wide characters take 10 per row (the 21st cell stays
+    // empty, the 11th cannot straddle the edge), so 3 rows, while 42 cells
+    // / 21 would say 2.
     let server = PrivateServer::start("join-odd", 21, 6).unwrap();
     let (tmux, pane) = window_running(
         &server,
@@ -888,14 +1200,34 @@ fn joined_numbers_fall_back_when_rows_do_not_add_up() {
         .remove(0)
         .result
         .unwrap();
-    assert!(
-        !t.joined,
-        "rows cannot be verified: the pane is captured unjoined"
+    assert!(t.joined);
+    assert_eq!(&t.line_numbers.as_ref().unwrap()[..2], &[0, 3]);
+    assert!(check_numbers_against_rows(&server, pane, &t, "width 21"));
+}
+
+#[test]
+fn joined_numbers_fall_back_when_a_width_may_be_seen_otherwise() {
+    // ZWJ families: tmux 3.3a draws each in 2 cells (the line fits one row
+    // here), a width table counts 6 (two rows); the pane is captured
+    // unjoined, one row a line.
+    let server = PrivateServer::start("join-zwj", 20, 6).unwrap();
+    let (tmux, pane) = window_running(
+        &server,
+        &[],
+        "sh -c 'printf \"family:👨\u{200D}👩\u{200D}👧👨\u{200D}👩\u{200D}👧👨\u{200D}👩\u{200D}👧👨\u{200D}👩\u{200D}👧\\nDONE\"; exec sleep 1000000'",
     );
+    let opts = CaptureOptions {
+        join_wrapped: true,
+        escapes: false,
+    };
+    let t = capture_all(&tmux, &[pane], CaptureRange::Visible, opts)
+        .remove(0)
+        .result
+        .unwrap();
+    assert!(!t.joined, "a ZWJ sequence's width is not certain: unjoined");
     assert!(t.line_numbers.is_none());
-    let text = String::from_utf8_lossy(&t.bytes).to_string();
-    assert_eq!(text.lines().count(), 6);
-    assert_eq!(text.lines().nth(2).unwrap(), "一");
+    assert_eq!(String::from_utf8_lossy(&t.bytes).lines().count(), 6);
+    assert!(!check_numbers_against_rows(&server, pane, &t, "zwj"));
 }
 
 #[test]
@@ -1068,12 +1400,17 @@ fn idle_control_client_detaches_and_comes_back() {
     let tmux = connect(&server);
     let x = TmuxCommand::new("display-message").flag("-p").arg("x");
     tmux.run(&x, soon()).unwrap();
+    let used = Instant::now();
     assert_eq!(server.run_ok(["list-clients"]).unwrap().lines().count(), 1);
-    std::thread::sleep(Duration::from_secs(12));
-    assert_eq!(
-        server.run_ok(["list-clients"]).unwrap(),
-        "",
-        "idle client still attached"
+    let detached = wait_until(IDLE_DETACH * 3, || {
+        server.run_ok(["list-clients"]).unwrap().is_empty()
+    });
+    assert!(detached, "idle client still attached");
+    // Not before it was idle that long (a lower bound: load only delays).
+    assert!(
+        used.elapsed() >= IDLE_DETACH,
+        "detached after {:?}",
+        used.elapsed()
     );
     assert_eq!(tmux.run(&x, soon()).unwrap(), "x\n");
     assert_eq!(server.run_ok(["list-clients"]).unwrap().lines().count(), 1);
@@ -1090,7 +1427,19 @@ fn first_line_is_exact_while_the_pane_prints() {
         .unwrap();
     let tmux = connect(&server);
     let pane = *pane_ids(&server).last().unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    // The history fills up while the captures run.
+    let printing = wait_until(Duration::from_secs(20), || {
+        server
+            .run_ok([
+                "display-message",
+                "-p",
+                "-t",
+                &pane.to_string(),
+                "#{history_size}",
+            ])
+            .is_ok_and(|h| h.trim().parse::<u64>().is_ok_and(|h| h >= 1000))
+    });
+    assert!(printing, "the pane never printed 1,000 lines");
     for range in [
         CaptureRange::AllHistory,
         CaptureRange::Scrollback(1000),
@@ -1252,7 +1601,12 @@ fn dead_owner_leaves_no_client_attached() {
             "seq 1 3000; exec sleep 1000000",
         ])
         .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    let printed = wait_until(Duration::from_secs(20), || {
+        server
+            .run_ok(["capture-pane", "-p", "-t", "main:"])
+            .is_ok_and(|t| t.lines().any(|l| l == "3000"))
+    });
+    assert!(printed, "the pane never printed its 3,000 lines");
     let status = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
             "--ignored",

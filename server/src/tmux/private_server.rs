@@ -5,13 +5,26 @@
 //! empty configuration file, so the user's default server and their
 //! `~/.tmux.conf` are never involved. Dropping the value kills the server,
 //! also when a test fails or a command is interrupted.
+//!
+//! Killing cannot hang: a server that was stopped (SIGSTOP, to play a tmux
+//! that stops answering) never reads `kill-server`, so the known pid is
+//! continued first, `kill-server` gets a time limit, and a server still
+//! there after a grace period is killed outright. [`PrivateServer::stop`]
+//! hands out a guard that continues the server when dropped, also when a
+//! test panics while tmux is stopped.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// How long `kill-server` may take before its client is abandoned (the
+/// server is then killed by pid).
+const KILL_SERVER_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a server may take to exit after `kill-server` before SIGKILL.
+const EXIT_GRACE: Duration = Duration::from_secs(2);
 
 /// A tmux server on a unique socket name, killed on drop.
 #[derive(Debug)]
@@ -84,10 +97,14 @@ impl PrivateServer {
         let (w, h) = (width.to_string(), height.to_string());
         server.run_ok(["new-session", "-d", "-s", "main", "-x", &w, "-y", &h])?;
         server.socket_path = Some(server.socket_path()?);
-        if let Ok(mut live) = LIVE.lock() {
-            live.push((server.socket_name.clone(), server.tmux_tmpdir.clone()));
-        }
         server.pid = server.pid().ok();
+        if let Ok(mut live) = LIVE.lock() {
+            live.push((
+                server.socket_name.clone(),
+                server.tmux_tmpdir.clone(),
+                server.pid,
+            ));
+        }
         Ok(server)
     }
 
@@ -187,9 +204,50 @@ impl PrivateServer {
         Ok(())
     }
 
-    /// Kills the server now (also done on drop).
+    /// Kills the server now (also done on drop). Never blocks for long: a
+    /// stopped server is continued first, and `kill-server` is abandoned
+    /// after [`KILL_SERVER_TIMEOUT`].
     pub fn kill(&self) {
-        let _ = self.run(["kill-server"]);
+        if let Some(pid) = self.pid.filter(|&pid| self.owns(pid)) {
+            let _ = signal(pid, "CONT");
+        }
+        kill_server(self.command(), KILL_SERVER_TIMEOUT);
+    }
+
+    /// Stops the server process (SIGSTOP), as a tmux that stops answering,
+    /// and returns once it is stopped. It runs again when the returned
+    /// guard is dropped, so a failing test cannot leave it stopped.
+    pub fn stop(&self) -> Result<Stopped<'_>, PrivateServerError> {
+        let pid = self
+            .pid
+            .ok_or_else(|| PrivateServerError("the server's pid is not known".into()))?;
+        if !signal(pid, "STOP") {
+            return Err(PrivateServerError(format!("cannot stop tmux server {pid}")));
+        }
+        // Built before waiting, so an error below still continues tmux.
+        let stopped = Stopped { server: self, pid };
+        // The signal is delivered asynchronously: wait until it took.
+        let until = Instant::now() + KILL_SERVER_TIMEOUT;
+        while process_state(pid) != Some('T') {
+            if Instant::now() >= until {
+                return Err(PrivateServerError(format!(
+                    "tmux server {pid} did not stop"
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        Ok(stopped)
+    }
+
+    /// Whether `pid` is still this server's process (its command line names
+    /// our unique socket), so a reused pid is never signalled.
+    fn owns(&self, pid: u32) -> bool {
+        std::fs::read(format!("/proc/{pid}/cmdline"))
+            .map(|c| {
+                c.windows(self.socket_name.len())
+                    .any(|w| w == self.socket_name.as_bytes())
+            })
+            .unwrap_or(false)
     }
 
     /// The empty configuration file the server was started with.
@@ -198,10 +256,75 @@ impl PrivateServer {
     }
 }
 
-/// Socket names (and `TMUX_TMPDIR`) of the private servers this process
-/// started and has not dropped yet, so a signal handler can kill them before
-/// exiting ([`kill_all_live`]).
-static LIVE: Mutex<Vec<(String, Option<PathBuf>)>> = Mutex::new(Vec::new());
+/// A stopped private server (see [`PrivateServer::stop`]); dropping it
+/// continues the server.
+#[derive(Debug)]
+#[must_use = "the server runs again as soon as the guard is dropped"]
+pub struct Stopped<'a> {
+    server: &'a PrivateServer,
+    pid: u32,
+}
+
+impl Stopped<'_> {
+    /// Lets the server run again now (the same as dropping the guard).
+    pub fn resume(self) {}
+}
+
+impl Drop for Stopped<'_> {
+    fn drop(&mut self) {
+        if self.server.owns(self.pid) {
+            let _ = signal(self.pid, "CONT");
+        }
+    }
+}
+
+/// The state letter of process `pid` in `/proc` (`T` when stopped).
+pub fn process_state(pid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The state follows the command name, which is in parentheses.
+    stat.rsplit_once(") ")?.1.chars().next()
+}
+
+/// Sends `sig` (a name such as `CONT`) to `pid`; whether it was delivered.
+fn signal(pid: u32, sig: &str) -> bool {
+    Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(pid.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Runs `tmux ... kill-server` through `cmd`, abandoning (killing) the
+/// client if it has not finished within `timeout`.
+fn kill_server(mut cmd: Command, timeout: Duration) {
+    let child = cmd
+        .arg("kill-server")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn();
+    let Ok(mut child) = child else { return };
+    let until = Instant::now() + timeout;
+    while Instant::now() < until {
+        match child.try_wait() {
+            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+            Ok(Some(_)) | Err(_) => return,
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// A private server this process started and has not dropped yet.
+type Live = (String, Option<PathBuf>, Option<u32>);
+
+/// Socket names, `TMUX_TMPDIR` and pids (when known) of the private servers
+/// this process started and has not dropped yet, so a signal handler can
+/// kill them before exiting ([`kill_all_live`]).
+static LIVE: Mutex<Vec<Live>> = Mutex::new(Vec::new());
 
 /// Kills every private server this process still has running. For
 /// SIGINT/SIGTERM handlers: exiting from a signal runs no destructor.
@@ -210,18 +333,16 @@ pub fn kill_all_live() {
         Ok(mut live) => std::mem::take(&mut *live),
         Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
     };
-    for (name, tmux_tmpdir) in names {
+    for (name, tmux_tmpdir, pid) in names {
+        if let Some(pid) = pid {
+            let _ = signal(pid, "CONT");
+        }
         let mut cmd = Command::new("tmux");
         if let Some(dir) = tmux_tmpdir {
             cmd.env("TMUX_TMPDIR", dir);
         }
-        let _ = cmd
-            .args(["-L", &name, "kill-server"])
-            .env_remove("TMUX")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
+        cmd.args(["-L", &name]).env_remove("TMUX");
+        kill_server(cmd, KILL_SERVER_TIMEOUT);
     }
 }
 
@@ -254,25 +375,12 @@ impl PrivateServer {
     /// servers are dropped), the server and the client wait forever.
     fn make_sure_dead(&self) {
         let Some(pid) = self.pid else { return };
-        let proc_dir = PathBuf::from(format!("/proc/{pid}"));
-        let ours = || {
-            std::fs::read(proc_dir.join("cmdline"))
-                .map(|c| {
-                    c.windows(self.socket_name.len())
-                        .any(|w| w == self.socket_name.as_bytes())
-                })
-                .unwrap_or(false)
-        };
-        let until = std::time::Instant::now() + std::time::Duration::from_secs(2);
-        while ours() && std::time::Instant::now() < until {
-            std::thread::sleep(std::time::Duration::from_millis(10));
+        let until = Instant::now() + EXIT_GRACE;
+        while self.owns(pid) && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(10));
         }
-        if ours() {
-            let _ = Command::new("kill")
-                .arg("-KILL")
-                .arg(pid.to_string())
-                .stderr(Stdio::null())
-                .status();
+        if self.owns(pid) {
+            let _ = signal(pid, "KILL");
         }
     }
 }
@@ -280,7 +388,7 @@ impl PrivateServer {
 impl Drop for PrivateServer {
     fn drop(&mut self) {
         if let Ok(mut live) = LIVE.lock() {
-            live.retain(|(n, _)| n != &self.socket_name);
+            live.retain(|(n, _, _)| n != &self.socket_name);
         }
         self.kill();
         self.make_sure_dead();

@@ -67,6 +67,13 @@ impl Tool for SendKeys {
                 text.len()
             )));
         }
+        if text.contains('\0') {
+            // tmux reads its arguments as C strings: the text would end
+            // there, silently.
+            return Err(ToolError::new(
+                "text contains a NUL character, which tmux cannot type; remove it",
+            ));
+        }
         if let Some(bad) = args.keys.iter().find(|k| !valid_key(k)) {
             return Err(ToolError::new(format!(
                 "{bad:?} is not a tmux key name (e.g. Enter, C-c, M-x, Up, F5); put literal text in text"
@@ -80,10 +87,12 @@ impl Tool for SendKeys {
         find_pane(&inv, args.pane_id)?;
         let mut commands = Vec::new();
         if !text.is_empty() {
+            // `--`: text (or a key) starting with `-` is not a flag.
             commands.push(
                 TmuxCommand::new("send-keys")
                     .flag("-l")
                     .target(args.pane_id)
+                    .arg("--")
                     .arg(&text),
             );
         }
@@ -92,7 +101,7 @@ impl Tool for SendKeys {
             keys.push("Enter".into());
         }
         if !keys.is_empty() {
-            let mut c = TmuxCommand::new("send-keys").target(args.pane_id);
+            let mut c = TmuxCommand::new("send-keys").target(args.pane_id).arg("--");
             for k in &keys {
                 c = c.arg(k);
             }
@@ -152,8 +161,10 @@ impl Tool for RenameWindow {
         let tmux = ctx.tmux(&args.server)?;
         let inv = ctx.inventory(&tmux)?;
         find_window(&inv, args.window_id)?;
+        // `--`: a name starting with `-` is not a flag.
         let c = TmuxCommand::new("rename-window")
             .target(args.window_id)
+            .arg("--")
             .literal_arg(&args.name);
         tmux.run(&c, ctx.tmux_deadline()).map_err(ToolError::from)?;
         Ok(RenameWindowResult {

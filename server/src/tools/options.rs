@@ -608,8 +608,9 @@ impl Tool for DisplayMessage {
         if let Some(t) = &target {
             c = c.target(t.clone());
         }
-        // Deliberately expanded by tmux: the guard accepted the format.
-        c = c.arg(&args.format);
+        // Deliberately expanded by tmux: the guard accepted the format. `--`:
+        // a format starting with `-` is not a flag.
+        c = c.arg("--").arg(&args.format);
         ctx.check_cancelled()?;
         let mut value = tmux
             .run(&c, ctx.tmux_deadline())

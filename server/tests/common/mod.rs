@@ -413,7 +413,22 @@ pub fn typing_sink(tmux: &PrivateServer, file: &Path) -> String {
         &format!("stty raw -echo; exec cat > {}", file.display()),
     ])
     .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    // Ready once `cat` runs (stty has set the terminal up before it).
+    let command = || {
+        tmux.run_ok([
+            "display-message",
+            "-p",
+            "-t",
+            "main:0.0",
+            "#{pane_current_command}",
+        ])
+        .unwrap_or_default()
+    };
+    assert!(
+        eventually(Duration::from_secs(10), || command().trim() == "cat"),
+        "the sink pane runs {:?}",
+        command()
+    );
     tmux.run_ok(["display-message", "-p", "-t", "main:0.0", "#{pane_id}"])
         .unwrap()
         .trim()
@@ -432,6 +447,47 @@ pub fn memory_kb(pid: u32) -> (u64, u64) {
             .unwrap()
     };
     (field("VmHWM:"), field("VmRSS:"))
+}
+
+/// Everything a [`typing_sink`] pane received so far: types a unique
+/// sentinel into it through tmux and waits for it in `file`. The terminal
+/// is a queue, so whatever was typed earlier arrived before the sentinel:
+/// no sleep can tell "nothing was typed" as surely.
+pub fn typed_so_far(tmux: &PrivateServer, pane: &str, file: &Path) -> Vec<u8> {
+    static COUNT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let sentinel = format!("<sentinel-{}-{n}>", std::process::id());
+    tmux.run_ok(["send-keys", "-l", "-t", pane, "--", &sentinel])
+        .unwrap();
+    let mut got = Vec::new();
+    let arrived = eventually(REPLY_TIMEOUT, || {
+        got = std::fs::read(file).unwrap_or_default();
+        got.ends_with(sentinel.as_bytes())
+    });
+    assert!(
+        arrived,
+        "the sentinel never reached {pane}: {:?}",
+        String::from_utf8_lossy(&got)
+    );
+    got.truncate(got.len() - sentinel.len());
+    got
+}
+
+/// Waits until tmux has run a job started now (`run-shell` of a `touch`
+/// in `dir`, removed again): tmux forks its jobs (`#()` ones too) the
+/// moment it starts them, so any started earlier, by a payload that got
+/// through, has been forked before it and had as long to run.
+pub fn tmux_jobs_settled(tmux: &PrivateServer, dir: &Path) {
+    static COUNT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let flag = dir.join(format!(".jobs-settled-{}-{n}", std::process::id()));
+    let command = format!("touch '{}'", flag.display());
+    tmux.run_ok(["run-shell", &command]).unwrap();
+    assert!(
+        eventually(REPLY_TIMEOUT, || flag.exists()),
+        "tmux never ran the job {command}"
+    );
+    let _ = std::fs::remove_file(&flag);
 }
 
 /// Polls `f` until it returns true or `timeout` passes.
@@ -546,4 +602,59 @@ pub fn plain_shell(tmux: &PrivateServer, pane: &str) {
             .unwrap_or(false)
     });
     assert!(ready, "no prompt in {pane}");
+}
+
+/// A process seen in `/proc`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProcessInfo {
+    pub pid: u32,
+    /// `R`, `S`, `T` (stopped), `Z` (zombie: exited, not reaped)...
+    pub state: char,
+    /// Its arguments joined by spaces (empty for a zombie).
+    pub cmdline: String,
+}
+
+/// The pid the kernel handed out last, to pass to [`new_children`].
+pub fn last_pid() -> u32 {
+    std::fs::read_to_string("/proc/sys/kernel/ns_last_pid")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// The processes whose parent is `parent` among those started after
+/// `since` (a [`last_pid`]): only the new pids are read, so it stays fast
+/// enough to see a process that lives a few milliseconds on a loaded
+/// machine. Pids wrap at `pid_max` back to 300.
+pub fn new_children(parent: u32, since: u32) -> Vec<ProcessInfo> {
+    let max: u32 = std::fs::read_to_string("/proc/sys/kernel/pid_max")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(32_768);
+    let now = last_pid();
+    let mut out = Vec::new();
+    let mut pid = since;
+    let mut steps = 0;
+    while pid != now && steps < max {
+        pid = if pid + 1 >= max { 300 } else { pid + 1 };
+        steps += 1;
+        out.extend(child_process(pid, parent));
+    }
+    out
+}
+
+/// Process `pid`, if it exists and its parent is `parent`.
+pub fn child_process(pid: u32, parent: u32) -> Option<ProcessInfo> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ppid ...`: comm may hold spaces and `)`.
+    let mut rest = stat.rsplit_once(')')?.1.split_whitespace();
+    let state = rest.next()?.chars().next()?;
+    let ppid: u32 = rest.next()?.parse().ok()?;
+    (ppid == parent).then(|| ProcessInfo {
+        pid,
+        state,
+        cmdline: std::fs::read(format!("/proc/{pid}/cmdline"))
+            .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+            .unwrap_or_default(),
+    })
 }

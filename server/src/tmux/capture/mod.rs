@@ -87,13 +87,16 @@
 //!
 //! # Line numbers of joined captures
 //!
-//! With `join_wrapped`, a joined line spans `ceil(width / pane_width)` rows
-//! (display width, escape sequences skipped; a line no longer in bytes than
-//! the pane is wide is one row, uncounted). The rows are summed and checked
-//! against the rows the range covers; if they disagree (a wide character
-//! pushed to the next row, ...), the pane is captured again without joining
-//! and that capture is returned (`joined = false`), so numbers are never
-//! guessed.
+//! With `join_wrapped`, a joined line spans the rows tmux wraps it onto:
+//! its characters placed cell by cell (display widths, escape sequences
+//! skipped), a wide character that does not fit in a row's last cell
+//! starting the next row; a line no longer in bytes than the pane is wide
+//! is one row, uncounted. The rows are summed and checked against the rows
+//! the range covers; if they disagree, or a line holds a character whose
+//! width tmux may see otherwise (a zero-width joiner, a variation selector:
+//! two such errors of opposite sign would add up and misnumber every line
+//! between them), the pane is captured again without joining and that
+//! capture is returned (`joined = false`), so numbers are never guessed.
 
 mod split;
 

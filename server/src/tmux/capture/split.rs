@@ -253,8 +253,8 @@ pub(crate) enum JoinedRows {
 }
 
 /// Places the lines of a joined capture of rows `first..=last` of a pane
-/// `width` cells wide: a joined line spans `ceil(display width / width)`
-/// rows.
+/// `width` cells wide: a joined line spans the rows tmux wraps it onto
+/// ([`rows_spanned`]).
 pub(crate) fn joined_rows(bytes: &[u8], first: i64, last: i64, width: u32) -> JoinedRows {
     if bytes.is_empty() {
         return JoinedRows::OneEach;
@@ -276,7 +276,12 @@ pub(crate) fn joined_rows(bytes: &[u8], first: i64, last: i64, width: u32) -> Jo
         let rows = if line.len() as u64 <= width {
             1
         } else {
-            display_width(line).div_ceil(width).max(1)
+            match rows_spanned(line, width) {
+                Some(rows) => rows,
+                // Widths tmux may see otherwise: numbers would be guesses,
+                // even where the rows happen to add up.
+                None => return JoinedRows::Mismatch,
+            }
         };
         if rows > 1 && numbers.is_none() {
             // Every line so far was one row: they are first..=row.
@@ -293,11 +298,78 @@ pub(crate) fn joined_rows(bytes: &[u8], first: i64, last: i64, width: u32) -> Jo
     numbers.map_or(JoinedRows::OneEach, JoinedRows::Numbers)
 }
 
-/// Display width in cells, escape sequences skipped.
-fn display_width(line: &[u8]) -> u64 {
+/// The rows a line takes on a pane `width` cells wide, wrapped as tmux
+/// wraps it: a character that does not fit in what is left of a row starts
+/// the next one, so a wide character never straddles the edge (it leaves
+/// the last cell empty, which a count of cells divided by the width would
+/// miss). Some widths tmux may see otherwise than the table: a zero-width
+/// joiner sequence (tmux 3.3a draws it in the cells of its first part, the
+/// table counts every part) and variation selectors (tmux versions differ
+/// on the width they give). The line is wrapped with the narrowest and the
+/// widest reading of those; `None` when the two give different rows, as two
+/// such errors of opposite sign would add up to the right total and number
+/// every line between them wrongly.
+fn rows_spanned(line: &[u8], width: u64) -> Option<u64> {
+    let chars: Vec<char> = visible_text(line).chars().collect();
+    let narrowest = wrap(&cell_widths(&chars, Reading::Narrowest), width);
+    let widest = wrap(&cell_widths(&chars, Reading::Widest), width);
+    (narrowest == widest).then_some(widest)
+}
+
+/// How to read the characters whose width tmux and the table may differ
+/// on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reading {
+    /// A part after a joiner takes no cell; U+FE0E narrows what it follows.
+    Narrowest,
+    /// Every part counts; U+FE0F widens what it follows to two cells.
+    Widest,
+}
+
+/// The cells each character takes, in `reading`.
+fn cell_widths(chars: &[char], reading: Reading) -> Vec<u64> {
     use unicode_width::UnicodeWidthChar;
+    let mut widths: Vec<u64> = Vec::with_capacity(chars.len());
+    let mut joined = false;
+    for &c in chars {
+        let selected = match (c, reading) {
+            ('\u{FE0F}', Reading::Widest) => Some(2),
+            ('\u{FE0E}', Reading::Narrowest) => Some(1),
+            _ => None,
+        };
+        if let Some(w) = selected {
+            if let Some(last) = widths.iter_mut().rev().find(|w| **w > 0) {
+                *last = w;
+            }
+        }
+        let w = if joined && reading == Reading::Narrowest {
+            0
+        } else {
+            c.width().unwrap_or(0) as u64
+        };
+        joined = c == '\u{200D}';
+        widths.push(w);
+    }
+    widths
+}
+
+/// Rows taken by cells of these widths on a pane `width` cells wide.
+fn wrap(widths: &[u64], width: u64) -> u64 {
+    let (mut rows, mut col) = (1u64, 0u64);
+    for &w in widths.iter().filter(|w| **w > 0) {
+        if col > 0 && col + w > width {
+            rows += 1;
+            col = 0;
+        }
+        col += w;
+    }
+    rows
+}
+
+/// The text of a line as shown, escape sequences left out.
+fn visible_text(line: &[u8]) -> String {
     let text = String::from_utf8_lossy(line);
-    let mut w = 0u64;
+    let mut shown = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
         if c == '\x1b' {
@@ -324,9 +396,9 @@ fn display_width(line: &[u8]) -> u64 {
             }
             continue;
         }
-        w += c.width().unwrap_or(0) as u64;
+        shown.push(c);
     }
-    w
+    shown
 }
 
 #[cfg(test)]
@@ -352,7 +424,41 @@ mod tests {
             JoinedRows::Numbers(vec![4, 5])
         );
         assert_eq!(joined_rows(b"a\nb\n", 4, 6, 10), JoinedRows::Mismatch);
-        assert_eq!(display_width(b"\x1b[1;31mab\x1b[0m"), 2);
+        assert_eq!(visible_text(b"\x1b[1;31mab\x1b[0m"), "ab");
+    }
+
+    #[test]
+    fn rows_are_counted_as_tmux_wraps() {
+        let cjk = "\u{4e00}".repeat(21);
+        // 42 cells at width 21: 10 per row, the 21st cell of each empty.
+        assert_eq!(rows_spanned(cjk.as_bytes(), 21), Some(3));
+        assert_eq!(rows_spanned(cjk.as_bytes(), 42), Some(1));
+        assert_eq!(rows_spanned("a\u{4e00}".repeat(7).as_bytes(), 3), Some(7));
+        assert_eq!(rows_spanned(b"\x1b[31mabcd\x1b[0m", 2), Some(2));
+        // e + combining acute: one cell each.
+        assert_eq!(rows_spanned("e\u{301}".repeat(4).as_bytes(), 2), Some(2));
+        // A ZWJ family: 2 cells to tmux 3.3a, 4 to the table.
+        let family = "\u{1F468}\u{200D}\u{1F469}";
+        assert_eq!(rows_spanned(family.repeat(3).as_bytes(), 8), None);
+        assert_eq!(rows_spanned(family.repeat(3).as_bytes(), 12), Some(1));
+        let smiley = "\u{263A}\u{FE0F}".repeat(3);
+        assert_eq!(rows_spanned(smiley.as_bytes(), 4), None);
+        assert_eq!(rows_spanned(smiley.as_bytes(), 6), Some(1));
+        // After 21 CJK characters (3 rows at width 21), four two-part
+        // families take one row whatever tmux makes of them ...
+        let bytes = format!("{cjk}\nbetween\n{}\n", family.repeat(4));
+        assert_eq!(
+            joined_rows(bytes.as_bytes(), 0, 4, 21),
+            JoinedRows::Numbers(vec![0, 3, 4])
+        );
+        // ... four three-part ones one (tmux 3.3a) or two (the table): no
+        // number is made, whatever the total.
+        let three = "\u{1F468}\u{200D}\u{1F469}\u{200D}\u{1F467}".repeat(4);
+        let bytes = format!("{}\nbetween\n{three}\n", "\u{4e00}".repeat(20));
+        assert_eq!(
+            joined_rows(bytes.as_bytes(), 0, 4, 21),
+            JoinedRows::Mismatch
+        );
     }
 
     fn requests(n: u32) -> Vec<CaptureRequest> {
