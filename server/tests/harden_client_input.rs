@@ -224,7 +224,7 @@ capture_pane | {"pane_id": null} | null
 capture_since | {"pane_id": "%0", "cursor": "\u0000\uffff"} | is not a capture_since cursor
 wait_for_text | {"pane_id": "%0", "pattern": "x", "timeout_ms": -1} | `-1`
 list_panes | {"filters": "x"} | filters must be an object
-list_panes | {"socket_name": "a/b"} | "a/b" must be a plain name
+list_panes | {"socket_name": "a/b"} | socket_name "a/b" refused: it contains `/`
 list_panes | {"socket_name": 5} | `5`
 find_pane_by_position | {"x": -1, "y": 1e12} | unknown arguments x, y
 call_read_tools_batch | {"operations": "x"} | "x"
