@@ -56,8 +56,10 @@ pub struct WaitForTextResult {
     pub found: bool,
     pub timed_out: bool,
     /// The first new line that matched.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub line: Option<String>,
     /// Its tmux line number when found (0 = top of screen).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub line_number: Option<i64>,
     pub elapsed_ms: u64,
     /// How many times the pane's text was captured and scanned.
