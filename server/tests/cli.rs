@@ -160,10 +160,17 @@ fn help_and_version_work_everywhere() {
 
 #[test]
 fn a_missing_tmux_gets_one_clear_sentence() {
+    // tmux is looked for beyond PATH too (cli_setup.rs); one named that is
+    // not there stands for a machine without it.
     let empty = std::env::temp_dir().join(format!("panescan-no-tmux-{}", std::process::id()));
     std::fs::create_dir_all(&empty).unwrap();
     for args in [&["search", "x"][..], &["demo", "--panes", "2"][..]] {
-        let out = panescan().args(args).env("PATH", &empty).output().unwrap();
+        let out = panescan()
+            .args(args)
+            .env("PATH", &empty)
+            .env("PANESCAN_TMUX", empty.join("tmux"))
+            .output()
+            .unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("install tmux 3.2 or newer"), "{args:?}: {err}");

@@ -67,6 +67,7 @@
 //! for format-expanding arguments is `#`-escaped ([`command`]); formats are
 //! ours, never user text. [`caller`] says whether a pane is panescan's own.
 
+pub mod binary;
 pub mod caller;
 pub mod capture;
 pub mod command;
@@ -155,10 +156,10 @@ impl fmt::Display for TmuxError {
                 "{m}: it may have been closed; list panes again to get current ids"
             ),
             TmuxError::Invalid(m) => write!(f, "invalid argument: {m}"),
-            TmuxError::Spawn(m) => write!(
-                f,
-                "cannot run tmux ({m}): is tmux installed and on PATH?"
-            ),
+            TmuxError::Spawn(m) => match binary::not_found() {
+                Some(where_looked) => write!(f, "cannot run tmux ({m}): {where_looked}"),
+                None => write!(f, "cannot run {} ({m})", binary::program().display()),
+            },
         }
     }
 }

@@ -21,7 +21,7 @@ use super::TmuxError;
 
 /// A `tmux` command aimed at `socket`, in a UTF-8 locale, outside any tmux.
 pub(crate) fn tmux(socket: &Path) -> Command {
-    let mut cmd = Command::new("tmux");
+    let mut cmd = Command::new(super::binary::program());
     cmd.arg("-S")
         .arg(socket)
         .env_remove("TMUX")

@@ -99,7 +99,7 @@ impl PrivateServer {
     /// locale, with the caller's `TMUX` removed so tmux never refuses to
     /// nest.
     pub fn command(&self) -> Command {
-        let mut cmd = Command::new("tmux");
+        let mut cmd = Command::new(super::binary::program());
         cmd.arg("-L")
             .arg(&self.socket_name)
             .arg("-f")
@@ -193,7 +193,7 @@ pub fn kill_all_live() {
         Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
     };
     for name in names {
-        let _ = Command::new("tmux")
+        let _ = Command::new(super::binary::program())
             .args(["-L", &name, "kill-server"])
             .env_remove("TMUX")
             .stdin(Stdio::null())
