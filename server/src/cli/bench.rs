@@ -20,7 +20,7 @@ use crate::fixture::{FixtureShape, NEEDLE};
 /// `panescan bench` options.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  panescan bench\n  panescan bench --panes 1000 --lines 200\n  panescan bench --panes 50 --lines 10000 --runs 3 --json"
+    after_help = "Examples:\n  panescan bench\n  panescan bench --panes 1000 --lines 200\n  panescan bench --panes 50 --lines 10000 --runs 3 --json\n  panescan bench --svg bench.svg"
 )]
 pub struct BenchArgs {
     /// Panes in the private server.
@@ -50,6 +50,10 @@ pub struct BenchArgs {
     /// Only the pane cache cases (cold vs warm deep search).
     #[arg(long)]
     pub cache_only: bool,
+    /// Also draw the report as an SVG chart: each search's median beside
+    /// the raw fetch floor and the one-process-per-pane fetch.
+    #[arg(long, value_name = "FILE", conflicts_with = "cache_only")]
+    pub svg: Option<std::path::PathBuf>,
 }
 
 /// One row of the report.
@@ -245,6 +249,9 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         cache,
     };
     drop(fixture);
+    if let Some(path) = &args.svg {
+        super::bench_chart::write(&report, path)?;
+    }
     if args.json {
         println!(
             "{}",

@@ -7,6 +7,7 @@ use clap::{Args, CommandFactory, Parser, Subcommand};
 
 pub mod bench;
 pub mod bench_cache;
+pub mod bench_chart;
 pub mod client;
 pub mod demo;
 pub mod preflight;
