@@ -43,7 +43,7 @@ result() { # NAME STATUS
     if [ "$2" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAILED: $1"; fi
 }
 
-echo "== panescan $("$BIN" --version 2>/dev/null | head -1), tmux $(tmux -V | cut -d' ' -f2), node $(node --version)"
+echo "== $("$BIN" --version 2>/dev/null | head -1), tmux $(tmux -V | cut -d' ' -f2), node $(node --version)"
 for era in "legacy 2025-11-25" "auto 2026-07-28"; do
     set -- $era
     "$DIR/venv/bin/python" "$HERE/client.py" --mode "$1" --expect-protocol "$2" --bin "$BIN"

@@ -77,7 +77,7 @@ pub fn render(title: &str, rows: &[ChartRow]) -> Result<String, String> {
     let mut svg = String::new();
     {
         let height = 190 + 34 * rows.len() as u32;
-        let root = SVGBackend::with_string(&mut svg, (1300, height)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (1440, height)).into_drawing_area();
         let (plot, legend) = root.split_vertically(height - 60);
         let drawn = root
             .fill(&WHITE)
@@ -120,7 +120,7 @@ fn draw(area: &Area<'_>, title: &str, rows: &[ChartRow]) -> DrawResult {
         .margin(16)
         .x_label_area_size(40)
         .y_label_area_size(300)
-        .right_y_label_area_size(270)
+        .right_y_label_area_size(400)
         .build_cartesian_2d((lo..hi).log_scale(), (0..n as i32).into_segmented())?
         .set_secondary_coord((lo..hi).log_scale(), (0..n as i32).into_segmented());
     chart
@@ -178,12 +178,20 @@ fn note(r: &ChartRow) -> String {
     } else {
         0.0
     };
-    let text = format!("{:.0} ms, {ratio:.1}x floor", r.median_ms);
+    // Two digits for what is far under the floor (a cache hit, a budget).
+    let digits = if ratio < 0.1 { 2 } else { 1 };
+    let text = format!("{:.0} ms, {ratio:.digits$}x floor", r.median_ms);
     if r.clamps.is_empty() {
-        text
-    } else {
-        format!("{text}: {}", r.clamps.join(", "))
+        return text;
     }
+    // A note on failed runs keeps its first clause ("4 of 5 runs
+    // failed"), not the whole error.
+    let flags: Vec<&str> = r
+        .clamps
+        .iter()
+        .map(|c| c.split(':').next().unwrap_or(c).trim())
+        .collect();
+    format!("{text}: {}", flags.join(", "))
 }
 
 /// The key, in a strip under the chart (inside the plot it would hide
@@ -245,7 +253,14 @@ mod tests {
         let rows = [
             row("visible: rare literal", 29.0, &[]),
             row("deep: common word", 260.0, &["matches_truncated"]),
-            row("deep: budget", 21.0, &["matching_time_clamped"]),
+            row(
+                "deep: budget",
+                21.0,
+                &[
+                    "matching_time_clamped",
+                    "4 of 5 runs failed: tmux did not answer",
+                ],
+            ),
         ];
         let svg = render("test chart", &rows).unwrap();
         assert!(
@@ -260,6 +275,11 @@ mod tests {
         assert!(svg.contains("29 ms, 2.1x floor"), "{svg}");
         assert!(
             svg.contains("260 ms, 18.6x floor: matches_truncated"),
+            "{svg}"
+        );
+        assert!(
+            svg.contains("1.5x floor: matching_time_clamped, 4 of 5 runs failed")
+                && !svg.contains("did not answer"),
             "{svg}"
         );
         // Bars in two colours: one plain, two clamped, and one of each in
