@@ -41,7 +41,7 @@ fn setup() -> (PrivateServer, Vec<PaneId>) {
     let script = server.config_path().with_extension("fill.sh");
     std::fs::write(
         &script,
-        "awk 'BEGIN { for (i = 1; i <= 2100; i++) printf \"%05d Compiling panescan-engine v0.1.0 (/work/engine) step %d of 2100 ... ok\\n\", i, i }'\nexec sleep 1000000\n",
+        "awk 'BEGIN { for (i = 1; i <= 2100; i++) printf \"%05d Compiling panescan-engine v0.1.0 (/repo/engine) step %d of 2100 ... ok\\n\", i, i }'\nexec sleep 1000000\n",
     )
     .unwrap();
     // Fresh panes only: the first pane was made before the history limit

@@ -65,7 +65,7 @@ fn capture_script(panes: &[String], range: FetchRange) -> String {
 }
 
 fn tmux(socket_name: &str) -> Command {
-    let mut cmd = Command::new("tmux");
+    let mut cmd = Command::new(crate::tmux::binary::program());
     cmd.arg("-L")
         .arg(socket_name)
         .env_remove("TMUX")

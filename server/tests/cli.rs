@@ -103,7 +103,8 @@ fn search_exit_codes_follow_grep() {
 }
 
 #[test]
-fn bench_reports_every_case_as_json() {
+fn bench_reports_every_case_as_json_and_as_a_chart() {
+    let chart = std::env::temp_dir().join(format!("panescan-bench-{}.svg", std::process::id()));
     let out = panescan()
         .args([
             "bench",
@@ -118,6 +119,8 @@ fn bench_reports_every_case_as_json() {
             "--json",
             "--no-process-baseline",
         ])
+        .arg("--svg")
+        .arg(&chart)
         .output()
         .unwrap();
     assert!(
@@ -143,6 +146,19 @@ fn bench_reports_every_case_as_json() {
         .find(|r| r["case"] == "rare literal" && r["scope"] == "deep")
         .unwrap();
     assert_eq!(rare["matching_lines"], 1, "{rare}");
+    // The chart: one bar label per case, beside the raw fetch floor.
+    let svg = std::fs::read_to_string(&chart).unwrap_or_default();
+    let _ = std::fs::remove_file(&chart);
+    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    for r in rows {
+        let label = format!(
+            "{}: {}",
+            r["scope"].as_str().unwrap(),
+            r["case"].as_str().unwrap()
+        );
+        assert!(svg.contains(&label), "{label} not in the chart");
+    }
+    assert!(svg.contains("(the floor)") && svg.contains("x floor"));
 }
 
 #[test]
@@ -160,10 +176,17 @@ fn help_and_version_work_everywhere() {
 
 #[test]
 fn a_missing_tmux_gets_one_clear_sentence() {
+    // tmux is looked for beyond PATH too (cli_setup.rs); one named that is
+    // not there stands for a machine without it.
     let empty = std::env::temp_dir().join(format!("panescan-no-tmux-{}", std::process::id()));
     std::fs::create_dir_all(&empty).unwrap();
     for args in [&["search", "x"][..], &["demo", "--panes", "2"][..]] {
-        let out = panescan().args(args).env("PATH", &empty).output().unwrap();
+        let out = panescan()
+            .args(args)
+            .env("PATH", &empty)
+            .env("PANESCAN_TMUX", empty.join("tmux"))
+            .output()
+            .unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("install tmux 3.2 or newer"), "{args:?}: {err}");

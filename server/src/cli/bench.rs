@@ -20,7 +20,7 @@ use crate::fixture::{FixtureShape, NEEDLE};
 /// `panescan bench` options.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  panescan bench\n  panescan bench --panes 1000 --lines 200\n  panescan bench --panes 50 --lines 10000 --runs 3 --json\n  panescan bench --wait-only --runs 15"
+    after_help = "Examples:\n  panescan bench\n  panescan bench --panes 1000 --lines 200\n  panescan bench --panes 50 --lines 10000 --runs 3 --json\n  panescan bench --wait-only --runs 15\n  panescan bench --svg bench.svg"
 )]
 pub struct BenchArgs {
     /// Panes in the private server.
@@ -53,6 +53,10 @@ pub struct BenchArgs {
     /// Only the wait_for_text latency cases (event stream vs polling).
     #[arg(long)]
     pub wait_only: bool,
+    /// Also draw the report as an SVG chart: each search's median beside
+    /// the raw fetch floor and the one-process-per-pane fetch.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["cache_only", "wait_only"])]
+    pub svg: Option<std::path::PathBuf>,
 }
 
 /// One row of the report.
@@ -248,6 +252,9 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         wait,
     };
     drop(fixture);
+    if let Some(path) = &args.svg {
+        super::bench_chart::write(&report, path)?;
+    }
     print_report(args, &report)
 }
 

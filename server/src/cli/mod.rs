@@ -1,13 +1,14 @@
-//! The command line: `panescan serve | search | demo | bench`.
+//! The command line: `panescan serve | search | demo | bench | completions | man`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 
 pub mod bench;
 pub mod bench_cache;
 pub mod bench_wait;
+pub mod bench_chart;
 pub mod client;
 pub mod demo;
 pub mod preflight;
@@ -19,10 +20,20 @@ use crate::tmux::reach::SocketPolicy;
 use crate::tmux::ServerSpec;
 use crate::tools::context::{Limits, ServeConfig};
 
+/// The version and, when built from a git checkout or a cargo package, the
+/// commit (server/build.rs).
+pub const VERSION: &str = env!("PANESCAN_VERSION");
+
 /// panescan: search every tmux pane, scrollback included.
 #[derive(Debug, Parser)]
-#[command(name = "panescan", version, about, long_about = None)]
+#[command(name = "panescan", version = VERSION, about, long_about = None)]
 pub struct Cli {
+    /// The tmux program to run. Default: `tmux` on PATH, else the first
+    /// found in ~/.nix-profile/bin, /run/current-system/sw/bin,
+    /// /opt/homebrew/bin, /opt/local/bin, /usr/local/bin, /usr/bin (for
+    /// clients that start panescan with a short PATH).
+    #[arg(long, global = true, env = "PANESCAN_TMUX", value_name = "PATH")]
+    pub tmux: Option<PathBuf>,
     #[command(subcommand)]
     pub command: Commands,
 }
@@ -38,6 +49,18 @@ pub enum Commands {
     Demo(Box<demo::DemoArgs>),
     /// Time searches on a private tmux server of a given shape.
     Bench(Box<bench::BenchArgs>),
+    /// Print a shell completion script (source it, or install it where
+    /// your shell loads completions).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff): `panescan man | man -l -`; with a
+    /// subcommand, that subcommand's page.
+    Man {
+        /// serve, search, demo, bench, completions or man.
+        command: Option<String>,
+    },
 }
 
 /// `panescan serve` options.
@@ -169,6 +192,9 @@ impl Ceilings {
 /// Parses the command line and runs it.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Fixed before anything runs tmux; a tmux found nowhere is reported by
+    // the preflight check and by every call that needs it.
+    let _ = crate::tmux::binary::init(cli.tmux.as_deref().map(|p| p.as_os_str()));
     match cli.command {
         Commands::Serve(args) => {
             // Off the path to the first answer: a missing tmux is worth a
@@ -217,5 +243,54 @@ pub fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+        Commands::Completions { shell } => {
+            let mut text = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "panescan", &mut text);
+            print_generated("completions", Ok(text))
+        }
+        Commands::Man { command } => print_generated("man", man_page(command.as_deref())),
+    }
+}
+
+/// The roff page of the program, or of one of its subcommands.
+fn man_page(subcommand: Option<&str>) -> Result<Vec<u8>, String> {
+    let mut cmd = Cli::command();
+    cmd.build();
+    if let Some(name) = subcommand {
+        let names: Vec<String> = cmd
+            .get_subcommands()
+            .map(|c| c.get_name().to_owned())
+            .collect();
+        cmd = cmd
+            .find_subcommand(name)
+            // Built, a subcommand is displayed as `panescan-NAME`.
+            .map(|c| c.clone().version(VERSION))
+            .ok_or_else(|| format!("no subcommand {name:?}; pages: {}", names.join(", ")))?;
+    }
+    let mut text = Vec::new();
+    clap_mangen::Man::new(cmd)
+        .render(&mut text)
+        .map_err(|e| e.to_string())?;
+    Ok(text)
+}
+
+/// Prints generated text (made in memory first: the generators panic on a
+/// failed write); a closed pipe (`| head`) is no error.
+fn print_generated(what: &str, text: Result<Vec<u8>, String>) -> ExitCode {
+    let written = text.and_then(|text| {
+        let mut out = std::io::stdout().lock();
+        match std::io::Write::write_all(&mut out, &text)
+            .and_then(|()| std::io::Write::flush(&mut out))
+        {
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.to_string()),
+            _ => Ok(()),
+        }
+    });
+    match written {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("panescan {what}: {e}");
+            ExitCode::from(2)
+        }
     }
 }

@@ -7,6 +7,8 @@
 
 use std::process::{Command, Stdio};
 
+use crate::tmux::binary;
+
 /// The oldest tmux panescan supports.
 pub const MIN_TMUX: (u32, u32) = (3, 2);
 
@@ -30,11 +32,12 @@ pub fn parse_version(text: &str) -> Option<(u32, u32)> {
 /// `Ok(version text)`, or the sentence to print.
 pub fn check_tmux() -> Result<String, String> {
     let install = "install tmux 3.2 or newer (Debian/Ubuntu: `apt install tmux`, Fedora: `dnf install tmux`, macOS: `brew install tmux`)";
-    let out = crate::tmux::client_env::apply(&mut Command::new("tmux"))
+    let program = binary::init(None).map_err(|e| format!("{e}; {install}"))?;
+    let out = crate::tmux::client_env::apply(&mut Command::new(program))
         .arg("-V")
         .stdin(Stdio::null())
         .output()
-        .map_err(|e| format!("tmux is not on PATH ({e}): {install}"))?;
+        .map_err(|e| format!("cannot run {} ({e}): {install}", program.display()))?;
     let text = String::from_utf8_lossy(&out.stdout).trim().to_owned();
     match parse_version(&text) {
         Some(v) if v < MIN_TMUX => Err(format!(

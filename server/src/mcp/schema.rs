@@ -5,16 +5,28 @@
 //! context an agent pays for. So subschemas are inlined, the root is forced
 //! to `type: object`, and annotations that help no model (`$schema`,
 //! `title`, integer `format`s) are dropped.
+//!
+//! Clients also convert schemas for model providers whose dialect has one
+//! `type` per schema and no `null` type (the OpenAPI subset of function
+//! declarations). So no schema has an array-valued `type`: an optional
+//! argument is written as its plain type (the caller leaves it out), an
+//! output field that may be absent is left out when it has no value rather
+//! than sent as `null`, and real alternatives are `anyOf` branches.
 
-use schemars::generate::SchemaSettings;
+use schemars::generate::{Contract, SchemaSettings};
 use schemars::JsonSchema;
 use serde_json::{Map, Value};
 
 /// The schema of `T`, inlined and trimmed.
 pub fn schema_for<T: JsonSchema>() -> Value {
+    generate::<T>(Contract::Deserialize)
+}
+
+fn generate<T: JsonSchema>(contract: Contract) -> Value {
     let settings = SchemaSettings::draft2020_12().with(|s| {
         s.inline_subschemas = true;
         s.meta_schema = None;
+        s.contract = contract;
     });
     let schema = settings.into_generator().into_root_schema_for::<T>();
     let mut value: Value = schema.into();
@@ -30,11 +42,70 @@ pub fn schema_for<T: JsonSchema>() -> Value {
 /// server writes these values, so checks that only constrain the writer
 /// (`minimum: 0` on unsigned counts, id patterns, nested `required` lists)
 /// and the doc comments of nested structs are dropped; field descriptions
-/// stay, since they tell a model what a flag means.
+/// stay, since they tell a model what a flag means. It describes what the
+/// server writes (the serialize contract): a field skipped when `None` is
+/// optional and never `null`.
 pub fn output_schema_for<T: JsonSchema>() -> Value {
-    let mut value = schema_for::<T>();
+    let mut value = generate::<T>(Contract::Serialize);
+    drop_null_of_optional(&mut value);
     lean_output(&mut value, true);
     value
+}
+
+/// Takes `null` out of the types (and enums) of every property that is not
+/// required, at any depth: such a property is left out instead of sent as
+/// `null` (an argument by the caller, an output field by the server's
+/// `skip_serializing_if`). Two or more types left become `anyOf` branches.
+fn drop_null_of_optional(value: &mut Value) {
+    match value {
+        Value::Object(obj) => {
+            let required: Vec<String> = obj
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|r| {
+                    r.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default();
+            if let Some(Value::Object(props)) = obj.get_mut("properties") {
+                for (name, prop) in props.iter_mut() {
+                    if !required.contains(name) {
+                        if let Value::Object(p) = prop {
+                            drop_null(p);
+                        }
+                    }
+                }
+            }
+            for child in obj.values_mut() {
+                drop_null_of_optional(child);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_null_of_optional),
+        _ => {}
+    }
+}
+
+fn drop_null(prop: &mut Map<String, Value>) {
+    if let Some(Value::Array(values)) = prop.get_mut("enum") {
+        values.retain(|v| !v.is_null());
+    }
+    let Some(Value::Array(types)) = prop.get("type") else {
+        return;
+    };
+    let kept: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
+    match kept.as_slice() {
+        [one] => {
+            prop.insert("type".into(), one.clone());
+        }
+        [] => {}
+        _ => {
+            prop.remove("type");
+            let branches = kept.into_iter().map(|t| serde_json::json!({ "type": t }));
+            prop.insert("anyOf".into(), Value::Array(branches.collect()));
+        }
+    }
 }
 
 fn lean_output(value: &mut Value, root: bool) {
@@ -84,30 +155,12 @@ fn lean_output(value: &mut Value, root: bool) {
 /// `tools/list`.
 pub fn input_schema_for<T: JsonSchema>() -> Value {
     let mut value = schema_for::<T>();
-    let required: Vec<String> = value
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| {
-            r.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default();
+    drop_null_of_optional(&mut value);
     if let Some(Value::Object(props)) = value.get_mut("properties") {
-        for (name, prop) in props.iter_mut() {
-            let Value::Object(obj) = prop else { continue };
-            if obj.get("minimum") == Some(&Value::from(0)) {
-                obj.remove("minimum");
-            }
-            if required.contains(name) {
-                continue;
-            }
-            if let Some(Value::Array(types)) = obj.get("type") {
-                let kept: Vec<&Value> = types.iter().filter(|t| *t != "null").collect();
-                if kept.len() == 1 && types.len() == 2 {
-                    let plain = kept[0].clone();
-                    obj.insert("type".into(), plain);
+        for prop in props.values_mut() {
+            if let Value::Object(obj) = prop {
+                if obj.get("minimum") == Some(&Value::from(0)) {
+                    obj.remove("minimum");
                 }
             }
         }

@@ -36,6 +36,7 @@ pub struct Session {
     /// Creation time, seconds since the epoch.
     pub session_created: i64,
     /// Session group name, if the session is grouped.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub session_group: Option<String>,
     pub session_path: String,
 }
@@ -92,12 +93,14 @@ pub struct Pane {
     pub pane_at_left: bool,
     pub pane_at_right: bool,
     pub pane_tty: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub pane_pid: Option<u32>,
     pub pane_current_command: String,
     pub pane_current_path: String,
     pub pane_title: String,
     pub pane_active: bool,
     pub pane_dead: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub pane_dead_status: Option<i32>,
     pub pane_in_mode: bool,
     /// Mode name (`copy-mode`, ...), empty when not in a mode.
@@ -114,7 +117,8 @@ pub struct Pane {
     pub session_name: String,
     /// Every placement (primary first).
     pub placements: Vec<PanePlacement>,
-    /// Whether panescan itself runs in this pane; `None` outside tmux.
+    /// Whether panescan itself runs in this pane; absent outside tmux.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub is_caller: Option<bool>,
 }
 

@@ -83,6 +83,7 @@
 //! runs in a minimal environment ([`client_env`]): a tmux client hands its
 //! environment to whatever listens on its socket.
 
+pub mod binary;
 pub mod caller;
 pub mod capture;
 pub mod client_env;
@@ -181,10 +182,10 @@ impl fmt::Display for TmuxError {
             ),
             TmuxError::Invalid(m) => write!(f, "invalid argument: {m}"),
             TmuxError::Refused(m) => f.write_str(m),
-            TmuxError::Spawn(m) => write!(
-                f,
-                "cannot run tmux ({m}): is tmux installed and on PATH?"
-            ),
+            TmuxError::Spawn(m) => match binary::not_found() {
+                Some(where_looked) => write!(f, "cannot run tmux ({m}): {where_looked}"),
+                None => write!(f, "cannot run {} ({m})", binary::program().display()),
+            },
         }
     }
 }

@@ -23,7 +23,7 @@ use super::TmuxError;
 /// [`super::client_env`] (a UTF-8 locale, outside any tmux, none of
 /// panescan's own variables).
 pub(crate) fn tmux(socket: &Path) -> Command {
-    let mut cmd = Command::new("tmux");
+    let mut cmd = Command::new(super::binary::program());
     super::client_env::apply(&mut cmd)
         .arg("-S")
         .arg(socket)

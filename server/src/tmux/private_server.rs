@@ -131,7 +131,7 @@ impl PrivateServer {
     /// locale, with the caller's `TMUX` removed so tmux never refuses to
     /// nest.
     pub fn command(&self) -> Command {
-        let mut cmd = Command::new("tmux");
+        let mut cmd = Command::new(super::binary::program());
         cmd.arg("-L")
             .arg(&self.socket_name)
             .arg("-f")
@@ -337,7 +337,7 @@ pub fn kill_all_live() {
         if let Some(pid) = pid {
             let _ = signal(pid, "CONT");
         }
-        let mut cmd = Command::new("tmux");
+        let mut cmd = Command::new(super::binary::program());
         if let Some(dir) = tmux_tmpdir {
             cmd.env("TMUX_TMPDIR", dir);
         }

@@ -55,15 +55,23 @@ pub struct BatchArgs {
     pub server: ServerArgs,
 }
 
+/// A tool's result is always an object (its structuredContent); saying so
+/// constrains the field, which a schema of any JSON value would not.
+fn any_object(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "object"})
+}
+
 /// One operation's outcome.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct BatchRow {
     pub index: usize,
     pub tool: String,
     pub success: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-    /// The tool's structured result; null on failure or when dropped for size.
-    #[schemars(with = "Option<Value>")]
+    /// The tool's structured result; absent on failure or when dropped for size.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "any_object")]
     pub result: Option<Box<RawValue>>,
     /// The result was dropped to keep the response under 1,000,000 bytes.
     pub result_truncated: bool,
@@ -76,6 +84,7 @@ pub struct BatchResult {
     pub succeeded: usize,
     pub failed: usize,
     /// Index of the failed operation that stopped the batch.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub stopped_at: Option<usize>,
     /// Some results were dropped for size.
     pub truncated: bool,

@@ -218,8 +218,10 @@ pub struct CapturePaneResult {
     pub total_lines: u64,
     /// Lines cut from the front to fit max_lines.
     pub dropped_lines: u64,
-    /// First and last line returned (tmux scale); null when none.
+    /// First and last line returned (tmux scale); absent when none.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub effective_start: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub effective_end: Option<i64>,
     /// The requested range reached past the pane's history or screen.
     pub range_clamped: bool,
@@ -529,11 +531,13 @@ pub struct CaptureSinceResult {
     pub omitted_bytes: u64,
     /// Lines written since the cursor fell out of the history limit before this call: text starts at the oldest line still kept.
     pub missed: bool,
-    /// 0 when nothing was missed; null when lines were missed (or there was no cursor) and tmux cannot tell how many.
+    /// 0 when nothing was missed; absent when lines were missed (or there was no cursor) and tmux cannot tell how many.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub missed_lines: Option<u64>,
     /// The pane's process changed (respawned): text restarts from its history.
     pub respawned: bool,
     /// tmux line number of the first line of text.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub first_line: Option<i64>,
 }
 
@@ -789,13 +793,17 @@ pub struct SnapshotPaneResult {
     pub pane_mode: String,
     /// A full-screen app (vim, less, top) is on the alternate screen.
     pub alternate_on: bool,
-    /// Lines scrolled back in copy mode; null outside copy mode.
+    /// Lines scrolled back in copy mode; absent outside copy mode.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub scroll_position: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub copy_cursor_x: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub copy_cursor_y: Option<u32>,
     pub history_size: u64,
     pub history_limit: u64,
     pub pane_dead: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub pane_dead_status: Option<i32>,
     pub pane_current_command: String,
     pub pane_title: String,

@@ -18,7 +18,7 @@ use crate::tmux::{Pane, PaneId, ServerInfo, Session, SessionId, Window, WindowId
 type FilterArg = Option<Value>;
 
 fn filters_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({"type": ["object", "string", "null"]})
+    schemars::json_schema!({"anyOf": [{"type": "object"}, {"type": "string"}]})
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

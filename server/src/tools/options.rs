@@ -97,6 +97,7 @@ pub struct GetVariablesArgs {
 
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct VariablesResult {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
     /// Each name's expansion (empty when tmux knows no such variable).
     pub values: BTreeMap<String, String>,
@@ -200,8 +201,10 @@ pub struct ShowOptionArgs {
 pub struct ShowOptionResult {
     pub name: String,
     pub scope: Scope,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
-    /// The value in effect (own or inherited); null when unset.
+    /// The value in effect (own or inherited); absent when unset.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
     /// The value comes from a parent (global) rather than the target itself.
     pub inherited: bool,
@@ -352,6 +355,7 @@ pub struct ShowEnvironmentArgs {
 
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct EnvironmentResult {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
     /// Variable names (values withheld), when no name was asked for.
     pub names: Vec<String>,
@@ -359,8 +363,10 @@ pub struct EnvironmentResult {
     pub removed: Vec<String>,
     pub truncated: bool,
     /// The variable asked for, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    /// Its value; null when unset or removed.
+    /// Its value; absent when unset or removed.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
 }
 
@@ -572,6 +578,7 @@ pub struct DisplayMessageArgs {
 
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct DisplayMessageResult {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
     pub value: String,
     pub truncated: bool,

@@ -195,7 +195,8 @@ pub struct PaneHits {
     pub placements: Vec<PanePlacement>,
     pub pane_current_command: String,
     pub pane_current_path: String,
-    // True when panescan itself runs in this pane; null outside tmux.
+    // True when panescan itself runs in this pane; absent outside tmux.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub is_caller: Option<bool>,
     pub lines: Vec<HitLine>,
     // More lines matched in this pane than are listed.

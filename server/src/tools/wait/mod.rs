@@ -72,16 +72,21 @@ pub struct WaitForTextArgs {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct WaitForTextResult {
     // The pane whose line matched; with one pane watched, that pane.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub pane_id: Option<PaneId>,
     pub found: bool,
     pub timed_out: bool,
     /// The first new line that matched.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub line: Option<String>,
     // The same text (named as in search_panes).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
     /// Its tmux line number when found (0 = top of screen).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub line_number: Option<i64>,
     // Which of patterns matched (0 with one pattern).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub pattern_index: Option<usize>,
     pub elapsed_ms: u64,
     /// Captures taken.

@@ -1,0 +1,291 @@
+#!/usr/bin/env node
+// panescan through the official TypeScript MCP SDK: 1.x
+// (@modelcontextprotocol/sdk, what most desktop clients ship) or 2.x
+// (@modelcontextprotocol/client, which also speaks 2026-07-28).
+//
+// Starts a private tmux server (tmux_fixture.sh), runs `panescan serve` on
+// it through the SDK's stdio transport (which, like desktop clients, passes
+// the server only HOME, PATH, SHELL, TERM, USER, LOGNAME), and checks: the
+// negotiated protocol era, tools/list, every read tool called as calls.json
+// says with structuredContent validated against outputSchema (by the SDK
+// itself and independently by ajv), invalid calls and their errors,
+// progress, and cancelling a search (no answer for it on the wire). The
+// tmux server is killed at the end, also on failure or a signal.
+//
+// usage: node client.mjs --sdk 1|2 --mode legacy|auto --expect-protocol V --bin PANESCAN --npm DIR/npm
+// Exit 0 when every check passed; prints one line per failure and a summary.
+
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+// The packages live where setup.sh installed them (--npm DIR), not beside
+// this file, so they are resolved from there.
+let require;
+const load = async (name) => import(pathToFileURL(require.resolve(name)).href);
+
+class Checks {
+  constructor() {
+    this.passed = 0;
+    this.failed = [];
+  }
+  check(ok, what, detail) {
+    if (ok) this.passed += 1;
+    else this.failed.push(detail === undefined ? what : `${what}: ${JSON.stringify(detail).slice(0, 400)}`);
+    return ok;
+  }
+}
+
+// The installed version of a package: its package.json, found above one of
+// its files.
+function versionOf(name, entry) {
+  for (let dir = dirname(require.resolve(entry)); dir !== dirname(dir); dir = dirname(dir)) {
+    try {
+      const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
+      if (pkg.name === name) return pkg.version;
+    } catch {
+      // no package.json at this level
+    }
+  }
+  return '?';
+}
+
+async function loadSdk(major) {
+  if (major === '1') {
+    const { Client } = await load('@modelcontextprotocol/sdk/client/index.js');
+    const { StdioClientTransport } = await load('@modelcontextprotocol/sdk/client/stdio.js');
+    return {
+      name: `@modelcontextprotocol/sdk ${versionOf('@modelcontextprotocol/sdk', '@modelcontextprotocol/sdk/client/index.js')}`,
+      Client,
+      StdioClientTransport,
+      options: () => ({}),
+      callTool: (client, params, options) => client.callTool(params, undefined, options),
+      // 1.x keeps no record of it: read the initialize answer off the wire.
+      protocol: (client, wire) => wire.received.find((m) => m.result?.protocolVersion)?.result.protocolVersion,
+    };
+  }
+  const { Client } = await load('@modelcontextprotocol/client');
+  const { StdioClientTransport } = await load('@modelcontextprotocol/client/stdio');
+  return {
+    name: `@modelcontextprotocol/client ${versionOf('@modelcontextprotocol/client', '@modelcontextprotocol/client')}`,
+    Client,
+    StdioClientTransport,
+    options: (mode) => ({ versionNegotiation: { mode } }),
+    callTool: (client, params, options) => client.callTool(params, options),
+    protocol: (client) => client.getNegotiatedProtocolVersion(),
+  };
+}
+
+const textOf = (res) => (res.content ?? []).filter((c) => c.type === 'text').map((c) => c.text).join(' ');
+
+async function checkListing(client, c, spec) {
+  const Ajv2020 = (await load('ajv/dist/2020.js')).default;
+  const tools = [];
+  let cursor;
+  for (let page = 0; page < 100; page += 1) {
+    const res = await client.listTools(cursor ? { cursor } : undefined);
+    tools.push(...res.tools);
+    cursor = res.nextCursor;
+    if (!cursor) break;
+  }
+  const names = tools.map((t) => t.name);
+  const wanted = new Set(spec.calls.map((call) => call.tool));
+  const diff = [...new Set([...names, ...wanted])].filter((n) => !(names.includes(n) && wanted.has(n)));
+  c.check(diff.length === 0, 'tools/list names exactly the read tools calls.json covers', diff);
+  c.check(new Set(names).size === names.length, 'tool names are unique');
+  const ajv = new Ajv2020({ strict: false, allErrors: true });
+  const validators = {};
+  for (const t of tools) {
+    c.check(Boolean(t.description), `${t.name}: has a description`);
+    for (const key of ['inputSchema', 'outputSchema']) {
+      const schema = t[key];
+      c.check(schema?.type === 'object', `${t.name}: ${key} is an object schema`);
+      let compiled = null;
+      try {
+        compiled = ajv.compile(schema);
+      } catch (e) {
+        c.check(false, `${t.name}: ${key} compiles under ajv (JSON Schema 2020-12)`, String(e));
+      }
+      if (compiled && key === 'outputSchema') validators[t.name] = compiled;
+    }
+    c.check(t.annotations?.readOnlyHint === true, `${t.name}: annotations.readOnlyHint is true`);
+  }
+  return validators;
+}
+
+async function checkOtherListings(client, c) {
+  const caps = client.getServerCapabilities() ?? {};
+  if (caps.resources) c.check(Array.isArray((await client.listResources()).resources), 'resources/list answers a list');
+  if (caps.prompts) c.check(Array.isArray((await client.listPrompts()).prompts), 'prompts/list answers a list');
+}
+
+async function checkCalls(sdk, client, c, spec, validators) {
+  for (const call of spec.calls) {
+    const label = `${call.tool} ${JSON.stringify(call.args).slice(0, 80)}`;
+    let res;
+    try {
+      res = await sdk.callTool(client, { name: call.tool, arguments: call.args });
+    } catch (e) {
+      c.check(false, `${label}: answers`, String(e));
+      continue;
+    }
+    if (!c.check(!res.isError, `${label}: succeeds`, textOf(res))) continue;
+    const sc = res.structuredContent;
+    if (!c.check(sc && typeof sc === 'object', `${label}: has structuredContent`)) continue;
+    const validate = validators[call.tool];
+    const ok = validate ? validate(sc) : false;
+    c.check(ok, `${label}: structuredContent validates against outputSchema (ajv)`, validate?.errors?.slice(0, 3));
+    c.check(JSON.stringify(sc, null, 1).includes(call.contains), `${label}: result holds ${JSON.stringify(call.contains)}`);
+  }
+}
+
+async function checkErrors(sdk, client, c, spec) {
+  for (const bad of spec.errors) {
+    const label = `${bad.tool} ${JSON.stringify(bad.args).slice(0, 80)}`;
+    let res;
+    try {
+      res = await sdk.callTool(client, { name: bad.tool, arguments: bad.args });
+    } catch (e) {
+      c.check(bad.rpc_error !== undefined && e.code === bad.rpc_error, `${label}: JSON-RPC error ${bad.rpc_error}`, `got ${e.code} ${e.message}`);
+      continue;
+    }
+    if (bad.rpc_error !== undefined) {
+      c.check(false, `${label}: JSON-RPC error ${bad.rpc_error}`, res);
+      continue;
+    }
+    c.check(res.isError === true, `${label}: isError is true`, res);
+    c.check(res.structuredContent === undefined, `${label}: an error carries no structuredContent`);
+    c.check(textOf(res).includes(bad.tool_error), `${label}: the error names ${JSON.stringify(bad.tool_error)}`, textOf(res));
+  }
+}
+
+async function checkProgress(sdk, client, c, spec) {
+  const seen = [];
+  const p = spec.progress;
+  const res = await sdk.callTool(client, { name: p.tool, arguments: p.args }, { onprogress: (n) => seen.push(n) });
+  c.check(!res.isError, 'progress call succeeds');
+  c.check(seen.length > 0, `${p.tool} sends progress notifications`);
+  c.check(seen.every((n, i) => i === 0 || n.progress > seen[i - 1].progress), 'progress strictly increases', seen);
+  c.check(seen.every((n) => n.total === undefined || n.progress <= n.total), 'progress never passes total', seen);
+}
+
+// Cancels a search that cannot finish: its tmux server is frozen
+// (SIGSTOP) once the search is on the wire. The call ends aborted, the
+// SDK says so to the server, no response to it ever comes, and once tmux
+// goes on the server answers the same search normally.
+async function checkCancel(sdk, client, wire, c, spec, fixture) {
+  const q = spec.cancel;
+  const abort = new AbortController();
+  const firstSent = wire.sent.length;
+  fixture('freeze');
+  let outcome;
+  try {
+    const call = sdk.callTool(client, { name: q.tool, arguments: q.args }, { signal: abort.signal });
+    const settled = call.then(() => 'answered', () => (abort.signal.aborted ? 'aborted' : 'failed'));
+    while (!wire.sent.slice(firstSent).some((m) => m.method === 'tools/call')) await new Promise((r) => setImmediate(r));
+    abort.abort('cancelled by the interop check');
+    outcome = await settled;
+  } finally {
+    fixture('thaw');
+  }
+  c.check(outcome === 'aborted', 'a search cancelled while tmux is frozen ends aborted', outcome);
+  const sent = wire.sent.slice(firstSent);
+  const id = sent.find((m) => m.method === 'tools/call')?.id;
+  c.check(sent.some((m) => m.method === 'notifications/cancelled' && m.params?.requestId === id), 'the SDK sends notifications/cancelled for it', sent.map((m) => m.method));
+  // The same search again: answered once tmux has caught up with the
+  // cancelled one's commands, so by then its answer would have come.
+  const res = await sdk.callTool(client, { name: q.tool, arguments: q.args });
+  c.check(!res.isError && res.structuredContent?.panes_searched > 0, 'the server answers the same search after the cancel', textOf(res));
+  c.check(id !== undefined && !wire.received.some((m) => m.id === id && !('method' in m)), 'the cancelled call gets no response', id);
+}
+
+// Records every message on the transport, both ways, from the first one
+// (the SDK installs its handler at connect; this wraps whatever it sets).
+function tap(transport) {
+  const wire = { sent: [], received: [] };
+  let handler;
+  Object.defineProperty(transport, 'onmessage', {
+    configurable: true,
+    get: () => handler && ((msg, extra) => {
+      wire.received.push(msg);
+      return handler(msg, extra);
+    }),
+    set: (fn) => {
+      handler = fn;
+    },
+  });
+  const send = transport.send.bind(transport);
+  transport.send = (msg, opts) => {
+    wire.sent.push(msg);
+    return send(msg, opts);
+  };
+  return wire;
+}
+
+async function run(opts, c, spec, fixture) {
+  const sdk = await loadSdk(opts.sdk);
+  const transport = new sdk.StdioClientTransport({ command: opts.bin, args: ['serve', '--socket-name', opts.socket], stderr: 'ignore' });
+  const wire = tap(transport);
+  const client = new sdk.Client({ name: 'panescan-interop', version: '1.0.0' }, sdk.options(opts.mode));
+  const t0 = performance.now();
+  await client.connect(transport);
+  const connectMs = performance.now() - t0;
+  try {
+    const protocol = sdk.protocol(client, wire);
+    c.check(protocol === opts['expect-protocol'], `negotiates protocol ${opts['expect-protocol']}`, protocol);
+    c.check(client.getServerVersion()?.name === 'panescan', 'server names itself panescan', client.getServerVersion());
+    c.check(Boolean(client.getServerCapabilities()?.tools), 'server declares tools');
+    const validators = await checkListing(client, c, spec);
+    await checkOtherListings(client, c);
+    await checkCalls(sdk, client, c, spec, validators);
+    await checkErrors(sdk, client, c, spec);
+    await checkProgress(sdk, client, c, spec);
+    await checkCancel(sdk, client, wire, c, spec, fixture);
+    return { sdk: sdk.name, protocol, connectMs };
+  } finally {
+    await client.close();
+  }
+}
+
+async function main() {
+  const { values: opts } = parseArgs({
+    options: {
+      sdk: { type: 'string' },
+      mode: { type: 'string' },
+      'expect-protocol': { type: 'string' },
+      bin: { type: 'string' },
+      npm: { type: 'string' },
+    },
+  });
+  require = createRequire(join(opts.npm, 'package.json'));
+  opts.socket = `panescan-interop-js${opts.sdk}-${opts.mode}-${process.pid}`;
+  const spec = JSON.parse(readFileSync(join(HERE, 'calls.json'), 'utf8'));
+  const fixture = join(HERE, 'tmux_fixture.sh');
+  const tmux = (what) => execFileSync(fixture, [what, opts.socket], { stdio: 'inherit' });
+  const down = () => tmux('down');
+  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+    process.on(sig, () => {
+      down();
+      process.exit(1);
+    });
+  }
+  const c = new Checks();
+  let summary = { sdk: `sdk ${opts.sdk}`, protocol: '-', connectMs: 0 };
+  try {
+    tmux('up');
+    summary = await run(opts, c, spec, tmux);
+  } catch (e) {
+    c.check(false, 'the session completes', String(e?.stack ?? e));
+  } finally {
+    down();
+  }
+  for (const f of c.failed) console.log(`  FAIL ${f}`);
+  console.log(`node ${summary.sdk} --mode ${opts.mode}: protocol ${summary.protocol}, connect ${summary.connectMs.toFixed(0)} ms, ${c.passed} passed, ${c.failed.length} failed`);
+  process.exit(c.failed.length ? 1 : 0);
+}
+
+main();

@@ -1,0 +1,237 @@
+#!/usr/bin/env python3
+"""panescan through the official Python MCP SDK (PyPI `mcp`).
+
+Starts a private tmux server (tmux_fixture.sh), runs `panescan serve` on it
+through the SDK's stdio client, and checks what a real client relies on:
+the negotiated protocol era, tools/list (every schema valid JSON Schema
+2020-12), every read tool called as calls.json says with structuredContent
+validated against outputSchema by jsonschema, invalid calls and the error
+each gives, progress, and cancelling a search that cannot finish. The tmux server is killed at
+the end, also on failure or a signal.
+
+usage: client.py --mode legacy|auto --expect-protocol VERSION --bin PANESCAN
+Exit 0 when every check passed; prints one line per failure and a summary.
+"""
+
+import argparse
+import importlib.metadata
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import jsonschema
+from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
+
+HERE = Path(__file__).resolve().parent
+
+
+class Checks:
+    """Counts checks; remembers what failed."""
+
+    def __init__(self):
+        self.passed = 0
+        self.failed: list[str] = []
+
+    def check(self, ok, what, detail=None):
+        if ok:
+            self.passed += 1
+        else:
+            self.failed.append(what if detail is None else f"{what}: {str(detail)[:400]}")
+        return ok
+
+
+def schema_problems(schema):
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+        return None
+    except jsonschema.SchemaError as e:
+        return e.message
+
+
+async def check_listing(client, c, spec):
+    tools, cursor = [], None
+    for _ in range(100):
+        page = await client.list_tools(cursor=cursor, cache_mode="bypass")
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    names = [t.name for t in tools]
+    wanted = {call["tool"] for call in spec["calls"]}
+    c.check(set(names) == wanted, "tools/list names exactly the read tools calls.json covers",
+            sorted(set(names) ^ wanted))
+    c.check(len(set(names)) == len(names), "tool names are unique")
+    by_name = {}
+    for t in tools:
+        d = t.model_dump(by_alias=True, exclude_none=True)
+        by_name[t.name] = d
+        c.check(bool(d.get("description")), f"{t.name}: has a description")
+        for key in ("inputSchema", "outputSchema"):
+            schema = d.get(key)
+            c.check(isinstance(schema, dict) and schema.get("type") == "object",
+                    f"{t.name}: {key} is an object schema")
+            problem = schema_problems(schema) if isinstance(schema, dict) else "missing"
+            c.check(problem is None, f"{t.name}: {key} is valid JSON Schema 2020-12", problem)
+        c.check((d.get("annotations") or {}).get("readOnlyHint") is True,
+                f"{t.name}: annotations.readOnlyHint is true")
+    return by_name
+
+
+async def check_other_listings(client, c):
+    """Resources and prompts, when the server offers them."""
+    caps = client.server_capabilities
+    if caps.resources is not None:
+        res = await client.list_resources()
+        c.check(isinstance(res.resources, list), "resources/list answers a list")
+    if caps.prompts is not None:
+        res = await client.list_prompts()
+        c.check(isinstance(res.prompts, list), "prompts/list answers a list")
+
+
+async def check_calls(client, c, spec, by_name):
+    for call in spec["calls"]:
+        name, args = call["tool"], call["args"]
+        label = f"{name} {json.dumps(args)[:80]}"
+        try:
+            res = await client.call_tool(name, args)
+        except MCPError as e:
+            c.check(False, f"{label}: answers", repr(e))
+            continue
+        d = res.model_dump(by_alias=True, exclude_none=True)
+        text = " ".join(x.get("text", "") for x in d.get("content", []))
+        if not c.check(not d.get("isError"), f"{label}: succeeds", text):
+            continue
+        sc = d.get("structuredContent")
+        if not c.check(isinstance(sc, dict), f"{label}: has structuredContent"):
+            continue
+        validator = jsonschema.Draft202012Validator(by_name[name]["outputSchema"])
+        errors = [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(sc)]
+        c.check(not errors, f"{label}: structuredContent validates against outputSchema", errors[:3])
+        c.check(call["contains"] in json.dumps(sc), f"{label}: result holds {call['contains']!r}")
+
+
+async def check_errors(client, c, spec):
+    for bad in spec["errors"]:
+        name, args = bad["tool"], bad["args"]
+        label = f"{name} {json.dumps(args)[:80]}"
+        try:
+            res = await client.call_tool(name, args)
+        except MCPError as e:
+            want = bad.get("rpc_error")
+            c.check(want is not None and e.error.code == want,
+                    f"{label}: JSON-RPC error {want}", f"got {e.error.code} {e.error.message}")
+            continue
+        d = res.model_dump(by_alias=True, exclude_none=True)
+        text = " ".join(x.get("text", "") for x in d.get("content", []) if x.get("type") == "text")
+        if "rpc_error" in bad:
+            c.check(False, f"{label}: JSON-RPC error {bad['rpc_error']}", d)
+            continue
+        c.check(d.get("isError") is True, f"{label}: isError is true", d)
+        c.check("structuredContent" not in d, f"{label}: an error carries no structuredContent")
+        c.check(bad["tool_error"] in text, f"{label}: the error names {bad['tool_error']!r}", text)
+
+
+async def check_progress(client, c, spec):
+    seen = []
+
+    async def on_progress(progress, total, message):
+        seen.append((progress, total, message))
+
+    p = spec["progress"]
+    res = await client.call_tool(p["tool"], p["args"], progress_callback=on_progress)
+    c.check(not res.is_error, "progress call succeeds")
+    c.check(len(seen) > 0, f"{p['tool']} sends progress notifications")
+    c.check(all(b[0] > a[0] for a, b in zip(seen, seen[1:])), "progress strictly increases", seen)
+    c.check(all(t is None or pr <= t for pr, t, _ in seen), "progress never passes total", seen)
+
+
+async def check_cancel(client, c, spec, fixture):
+    """Cancels a search that cannot finish: its tmux server is frozen
+    (SIGSTOP) first. The call ends cancelled, and once tmux goes on the
+    server answers the same search normally."""
+    q = spec["cancel"]
+    outcome = {}
+
+    async def search(scope):
+        with scope:
+            outcome["result"] = await client.call_tool(q["tool"], q["args"])
+
+    scope = anyio.CancelScope()
+    fixture("freeze")
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(search, scope)
+            # The SDK exposes no "request written" event; a moment lets the
+            # request reach the server. Were it not there yet, the checks
+            # below still hold (they would test less, never pass wrongly).
+            await anyio.sleep(0.2)
+            scope.cancel()
+    finally:
+        fixture("thaw")
+    c.check(scope.cancelled_caught and "result" not in outcome,
+            "a search cancelled while tmux is frozen ends cancelled, without a result")
+    res = await client.call_tool(q["tool"], q["args"])
+    c.check(not res.is_error and (res.structured_content or {}).get("panes_searched", 0) > 0,
+            "the server answers the same search after the cancel")
+
+
+async def run(ns, c, spec, fixture):
+    params = StdioServerParameters(command=ns.bin, args=["serve", "--socket-name", ns.socket])
+    t0 = time.perf_counter()
+    async with Client(params, mode=ns.mode, read_timeout_seconds=60, raise_exceptions=True) as client:
+        connect_ms = (time.perf_counter() - t0) * 1000
+        c.check(client.protocol_version == ns.expect_protocol,
+                f"negotiates protocol {ns.expect_protocol}", client.protocol_version)
+        info = client.server_info
+        c.check(info is not None and info.name == "panescan", "server names itself panescan", info)
+        c.check(client.server_capabilities.tools is not None, "server declares tools")
+        by_name = await check_listing(client, c, spec)
+        await check_other_listings(client, c)
+        await check_calls(client, c, spec, by_name)
+        await check_errors(client, c, spec)
+        await check_progress(client, c, spec)
+        await check_cancel(client, c, spec, fixture)
+        return client.protocol_version, connect_ms
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mode", choices=["legacy", "auto"], required=True)
+    ap.add_argument("--expect-protocol", required=True)
+    ap.add_argument("--bin", required=True)
+    ns = ap.parse_args()
+    ns.socket = f"panescan-interop-py-{ns.mode}-{os.getpid()}"
+    spec = json.loads((HERE / "calls.json").read_text())
+    script = str(HERE / "tmux_fixture.sh")
+
+    def fixture(what, check=True):
+        subprocess.run([script, what, ns.socket], check=check)
+
+    c = Checks()
+    # A signal ends the run through the `finally` below, which kills tmux.
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda *_: sys.exit(1))
+    protocol, connect_ms = "-", 0.0
+    try:
+        fixture("up")
+        protocol, connect_ms = anyio.run(run, ns, c, spec, fixture)
+    except Exception as e:  # a failed connection is a failed check, not a traceback
+        c.check(False, "the session completes", repr(e))
+    finally:
+        fixture("down", check=False)
+    for f in c.failed:
+        print(f"  FAIL {f}")
+    sdk = f"mcp {importlib.metadata.version('mcp')}"
+    print(f"python {sdk} --mode {ns.mode}: protocol {protocol}, connect {connect_ms:.0f} ms, "
+          f"{c.passed} passed, {len(c.failed)} failed")
+    sys.exit(1 if c.failed else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Runs panescan against real MCP clients, each on a private tmux server of
+# its own (tmux_fixture.sh), in both protocol eras:
+#   - the official Python SDK (client.py): initialize handshake and
+#     server/discover (2026-07-28)
+#   - the official TypeScript SDK (client.mjs): 1.x with the handshake, as
+#     desktop clients ship it; 2.x with server/discover
+#   - the MCP Inspector CLI: `tools/list --strict` (schema portability: no
+#     error, no warning) at every tier, and a search through its tools/call
+# Installs the clients first (setup.sh; nothing to do when they are there).
+#
+# usage: interop/run.sh [--bin PANESCAN] [--dir DIR]
+#   --bin  the panescan to test (default: target/debug/panescan, built
+#          with `cargo build -p panescan` when absent)
+#   --dir  where setup.sh installs the clients (default: target/interop)
+# Exit 0 when every client passed; the last line counts them.
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/.." && pwd)
+BIN=
+DIR=$ROOT/target/interop
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --bin) BIN=$2; shift 2 ;;
+    --dir) DIR=$2; shift 2 ;;
+    *) echo "usage: $0 [--bin PANESCAN] [--dir DIR]" >&2; exit 2 ;;
+    esac
+done
+if [ -z "$BIN" ]; then
+    BIN=$ROOT/target/debug/panescan
+    [ -x "$BIN" ] || (cd "$ROOT" && cargo build -q -p panescan) || exit 1
+fi
+BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
+"$HERE/setup.sh" "$DIR" || exit 1
+DIR=$(cd "$DIR" && pwd)
+[ -d "$DIR/node" ] && PATH=$DIR/node/node_modules/.bin:$PATH
+export PATH
+INSPECTOR=$DIR/npm/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js
+
+passed=0
+failed=0
+result() { # NAME STATUS
+    if [ "$2" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAILED: $1"; fi
+}
+
+echo "== $("$BIN" --version 2>/dev/null | head -1), tmux $(tmux -V | cut -d' ' -f2), node $(node --version)"
+for era in "legacy 2025-11-25" "auto 2026-07-28"; do
+    set -- $era
+    "$DIR/venv/bin/python" "$HERE/client.py" --mode "$1" --expect-protocol "$2" --bin "$BIN"
+    result "python --mode $1" $?
+done
+for run in "1 legacy 2025-11-25" "2 auto 2026-07-28"; do
+    set -- $run
+    node "$HERE/client.mjs" --sdk "$1" --mode "$2" --expect-protocol "$3" --bin "$BIN" --npm "$DIR/npm"
+    result "node sdk $1 --mode $2" $?
+done
+
+# Inspector --strict prints every schema-portability finding on stderr and
+# exits 6 on an error-severity one; warnings must be absent too.
+for tier in readonly mutating destructive; do
+    err=$(node "$INSPECTOR" --cli --method tools/list --strict -- "$BIN" serve --tier "$tier" --socket-name panescan-interop-unused 2>&1 >/dev/null)
+    rc=$?
+    findings=$(printf '%s\n' "$err" | grep -cE '^(Warning|Error)' || true)
+    echo "inspector --strict tools/list --tier $tier: exit $rc, $findings findings"
+    [ -n "$err" ] && printf '%s\n' "$err" | head -40
+    [ "$rc" -eq 0 ] && [ "$findings" -eq 0 ] && [ -z "$err" ]
+    result "inspector --strict --tier $tier" $?
+done
+
+SOCK=panescan-interop-inspector-$$
+trap '"$HERE/tmux_fixture.sh" down "$SOCK"' EXIT
+trap 'exit 1' INT TERM HUP
+if "$HERE/tmux_fixture.sh" up "$SOCK"; then
+    out=$(node "$INSPECTOR" --cli --method tools/call --tool-name search_panes \
+        --tool-arg pattern='interop history line 4242' scrollback_lines=100000 \
+        -- "$BIN" serve --socket-name "$SOCK")
+    printf '%s' "$out" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+hits = [l["text"] for m in d["structuredContent"]["matches"] for l in m["lines"]]
+ok = not d.get("isError") and "interop history line 4242" in hits
+print("inspector tools/call search_panes:", "ok," if ok else "FAILED,", len(hits), "lines")
+sys.exit(0 if ok else 1)'
+    result "inspector tools/call search_panes" $?
+else
+    result "inspector fixture" 1
+fi
+
+echo "interop: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
