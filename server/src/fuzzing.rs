@@ -14,10 +14,10 @@ use serde_json::Value;
 
 use crate::mcp::dispatch::{Dispatcher, Outgoing};
 use crate::mcp::jsonrpc::{self, Incoming, Line, LineReader};
-use crate::mcp::registry::Registry;
 use crate::tmux::framing::{Event, Parser, RawReply};
 use crate::tmux::ServerSpec;
 use crate::tools::context::ServeConfig;
+use crate::tools::registry::Registry;
 
 // ---------------------------------------------------------------- jsonrpc
 

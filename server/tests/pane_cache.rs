@@ -10,10 +10,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use panescan::cache::PaneCache;
-use panescan::mcp::registry::Tool;
 use panescan::tmux::private_server::PrivateServer;
 use panescan::tools::capture::{CapturePane, CaptureSince};
 use panescan::tools::context::{Limits, ToolContext};
+use panescan::tools::registry::Tool;
 use panescan::tools::search::{search_panes, SearchPanesArgs};
 use proptest::prelude::*;
 

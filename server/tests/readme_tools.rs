@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use panescan::mcp::registry::{Registry, Tier};
+use panescan::tools::registry::{Registry, Tier};
 
 const BEGIN: &str = "<!-- tools:begin -->\n";
 const END: &str = "<!-- tools:end -->";

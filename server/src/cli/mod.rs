@@ -13,10 +13,10 @@ pub mod preflight;
 pub mod progress;
 pub mod search;
 
-use crate::mcp::registry::Tier;
 use crate::tmux::reach::SocketPolicy;
 use crate::tmux::ServerSpec;
 use crate::tools::context::{Limits, ServeConfig};
+use crate::tools::registry::Tier;
 
 /// panescan: search every tmux pane, scrollback included.
 #[derive(Debug, Parser)]

@@ -15,10 +15,11 @@ use serde_json::{json, Value};
 use super::jsonrpc::{
     self, id_key, Incoming, Line, RpcError, INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND,
 };
+use super::listing;
 use super::protocol::{self, Era};
-use super::registry::Registry;
 use super::response::Responses;
 use crate::tools::context::{ProgressSink, ServeConfig, ToolContext};
+use crate::tools::registry::Registry;
 
 /// Tool calls running at once. Past this a call is refused rather than
 /// queued: a client that floods us gets a clear error, not a stall.
@@ -36,6 +37,8 @@ pub enum Outgoing {
 #[derive(Debug)]
 pub struct Dispatcher {
     registry: Arc<Registry>,
+    /// The `tools` array of `tools/list`, rendered once.
+    listing: Value,
     config: Arc<ServeConfig>,
     out: Sender<Outgoing>,
     in_flight: Mutex<HashMap<String, Arc<AtomicBool>>>,
@@ -51,6 +54,7 @@ pub struct Dispatcher {
 impl Dispatcher {
     pub fn new(registry: Arc<Registry>, config: Arc<ServeConfig>, out: Sender<Outgoing>) -> Self {
         Dispatcher {
+            listing: listing::tools_listing(&registry),
             registry,
             responses: Responses::new(config.limits.response_bytes),
             config,
@@ -174,7 +178,7 @@ impl Dispatcher {
                 )));
             }
         }
-        let mut result = json!({"tools": self.registry.listing()});
+        let mut result = json!({"tools": self.listing});
         if era.is_modern() {
             result["ttlMs"] = json!(protocol::LIST_TTL_MS);
             result["cacheScope"] = json!("private");

@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 
 use super::context::{ServerArgs, ToolContext, ToolError};
 use super::json_str_len;
-use crate::mcp::registry::{Annotations, Tool};
+use crate::tools::registry::{Annotations, Tool};
 
 pub const MAX_OPERATIONS: usize = 16;
 
@@ -281,7 +281,7 @@ fn drop_largest(out: &mut BatchResult, excess: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mcp::registry::encode_within;
+    use crate::tools::registry::encode_within;
     use serde_json::value::to_raw_value;
 
     fn row(i: usize, text: &str) -> BatchRow {

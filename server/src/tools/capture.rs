@@ -12,10 +12,10 @@ use serde::{Deserialize, Serialize};
 
 use super::context::{Limits, ServerArgs, ToolContext, ToolError};
 use super::{find_pane, json_str_len};
-use crate::mcp::registry::{Annotations, Tool};
 use crate::tmux::{
     CaptureOptions, CaptureRange, CaptureRequest, CapturedText, PaneId, Tmux, TmuxCommand,
 };
+use crate::tools::registry::{Annotations, Tool};
 
 /// Captures one pane and waits for the reply.
 pub fn capture_one(

@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::mcp::registry::{Registry, Tier};
 use crate::tmux::reach::SocketPolicy;
 use crate::tmux::ServerSpec;
+use crate::tools::registry::{Registry, Tier};
 
 /// Ceilings the operator sets for every call. Callers may ask for less,
 /// never for more.

@@ -9,9 +9,9 @@ use serde_json::Value;
 use super::context::{ServerArgs, ToolContext, ToolError};
 use super::filters::Filters;
 use super::{find_pane, find_session, find_window};
-use crate::mcp::registry::Tool;
-use crate::mcp::schema;
 use crate::tmux::{Pane, PaneId, ServerInfo, Session, SessionId, Window, WindowId};
+use crate::tools::registry::Tool;
+use crate::tools::schema;
 
 /// Filters as `{field__op: value}` on any returned field: an object, or
 /// the same object as a JSON string (some clients can only send strings).

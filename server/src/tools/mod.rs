@@ -10,8 +10,10 @@
 //! - [`mutate`] — send_keys, rename_window, set_pane_title (mutating tier).
 //! - [`destroy`] — kill_pane, kill_window, kill_session (destructive tier).
 //!
-//! [`format_guard`] decides which caller formats display_message may hand
-//! to tmux.
+//! [`registry`] is the [`registry::Tool`] trait and the table of rows every
+//! listing reads; [`schema`] generates the schemas from the Rust types.
+//! [`context`] is what a call gets; [`format_guard`] decides which caller
+//! formats display_message may hand to tmux.
 
 pub mod batch;
 pub mod capture;
@@ -22,14 +24,16 @@ pub mod format_guard;
 pub mod inspect;
 pub mod mutate;
 pub mod options;
+pub mod registry;
+pub mod schema;
 pub mod search;
 pub mod wait;
 
 use std::sync::{Mutex, OnceLock};
 
-use crate::mcp::registry::ToolEntry;
 use crate::tmux::{Inventory, Pane, PaneId, ServerSpec, SessionId, Tmux, TmuxError, WindowId};
 use context::{ServerArgs, ToolContext, ToolError};
+use registry::ToolEntry;
 
 /// Every tool panescan has, in the order `tools/list` shows them. The
 /// registry keeps those of the configured tier.

@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 use super::context::{ServerArgs, ToolContext, ToolError};
 use super::cut_to_bytes;
 use super::format_guard::{self, LoopSizes};
-use crate::mcp::registry::{Annotations, Tool};
 use crate::tmux::{Target, TmuxCommand, TmuxError};
+use crate::tools::registry::{Annotations, Tool};
 
 /// Text a single option, variable or message may return.
 const VALUE_BYTES: usize = 64 * 1024;

@@ -42,11 +42,11 @@ use serde::{Deserialize, Serialize};
 use super::context::{ServerArgs, ToolContext, ToolError};
 use super::{bounded_list, find_session, find_window};
 use crate::cache::PaneCache;
-use crate::mcp::registry::{Annotations, Tool};
 use crate::tmux::{
     CaptureOptions, CaptureRange, CaptureReply, CaptureRequest, Inventory, Pane, PaneId,
     PanePlacement, SessionId, TmuxError, WindowId,
 };
+use crate::tools::registry::{Annotations, Tool};
 
 /// The operator's ceilings and the defaults of `search_panes`. A caller may
 /// ask for less than a ceiling, never for more.
@@ -980,7 +980,7 @@ pub fn clamp_names_in_json(result: &serde_json::Value) -> Vec<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mcp::registry::encode_within;
+    use crate::tools::registry::encode_within;
 
     #[test]
     fn keep_newest_cuts_on_a_line_boundary_and_renumbers() {

@@ -20,8 +20,8 @@ use serde::{Deserialize, Serialize};
 use super::capture::capture_one;
 use super::context::{ServerArgs, ToolContext, ToolError};
 use super::find_pane;
-use crate::mcp::registry::{Annotations, Tool};
 use crate::tmux::{CaptureOptions, CaptureRange, PaneId, TmuxCommand};
+use crate::tools::registry::{Annotations, Tool};
 
 /// Rows scanned per check at most (a pane printing faster than this between
 /// two checks has its oldest new rows skipped).

@@ -3,9 +3,9 @@
 //! A tool is a type implementing [`Tool`] (name, title, description, tier,
 //! annotations, typed arguments and output, `run`). [`ToolEntry::of`] turns
 //! it into a row of plain data and function pointers; [`crate::tools::all`]
-//! lists the rows. `tools/list`, the batch tool's allow-list, the README's
-//! tool table and the snapshot test all read the same rows, so they cannot
-//! drift apart.
+//! lists the rows. `tools/list` (rendered by the protocol front end), the
+//! batch tool's allow-list, the README's tool table and the snapshot test
+//! all read the same rows, so they cannot drift apart.
 //!
 //! Adding a tool: write a module in `server/src/tools/` with a unit struct
 //! implementing [`Tool`], and add `ToolEntry::of::<ThatStruct>()` to
@@ -17,7 +17,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::value::RawValue;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use super::schema;
 use crate::tools::context::{ToolContext, ToolError};
@@ -246,15 +246,13 @@ struct Row {
     entry: ToolEntry,
     input_schema: Value,
     allowed_args: Vec<String>,
-    listing: Value,
 }
 
-/// The tools available in one tier, with their `tools/list` answer.
+/// The tools available in one tier.
 #[derive(Debug)]
 pub struct Registry {
     tier: Tier,
     rows: Vec<Row>,
-    listing: Value,
 }
 
 impl Registry {
@@ -279,21 +277,14 @@ impl Registry {
                     }
                 }
                 let allowed_args = schema::property_names(&input_schema);
-                let listing = listing_of(&entry, &input_schema);
                 Row {
                     entry,
                     input_schema,
                     allowed_args,
-                    listing,
                 }
             })
             .collect();
-        let listing = Value::Array(rows.iter().map(|r| r.listing.clone()).collect());
-        Registry {
-            tier,
-            rows,
-            listing,
-        }
+        Registry { tier, rows }
     }
 
     /// The registry of every panescan tool in `tier`.
@@ -324,9 +315,10 @@ impl Registry {
         self.row(name).map(|r| &r.input_schema)
     }
 
-    /// The `tools` array of `tools/list`.
-    pub fn listing(&self) -> &Value {
-        &self.listing
+    /// The tools of this tier with their input schemas (the batch tool's
+    /// allow-list written in), in table order.
+    pub fn with_input_schemas(&self) -> impl Iterator<Item = (&ToolEntry, &Value)> {
+        self.rows.iter().map(|r| (&r.entry, &r.input_schema))
     }
 
     /// The names of the tools of this tier, for error messages.
@@ -402,22 +394,6 @@ fn first_sentence(text: &str) -> &str {
         }
     }
     text
-}
-
-fn listing_of(entry: &ToolEntry, input_schema: &Value) -> Value {
-    json!({
-        "name": entry.name,
-        "title": entry.title,
-        "description": entry.description,
-        "inputSchema": input_schema,
-        "outputSchema": (entry.output_schema)(),
-        "annotations": {
-            "readOnlyHint": entry.annotations.read_only,
-            "destructiveHint": entry.annotations.destructive,
-            "idempotentHint": entry.annotations.idempotent,
-            "openWorldHint": entry.annotations.open_world,
-        },
-    })
 }
 
 #[cfg(test)]
