@@ -12,11 +12,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::config::ServeConfig;
 use crate::mcp::dispatch::{Dispatcher, Outgoing};
 use crate::mcp::jsonrpc::{self, Incoming, Line, LineReader};
 use crate::tmux::framing::{Event, Parser, RawReply};
 use crate::tmux::ServerSpec;
-use crate::tools::context::ServeConfig;
 use crate::tools::registry::Registry;
 
 // ---------------------------------------------------------------- jsonrpc

@@ -18,7 +18,8 @@ use super::jsonrpc::{
 use super::listing;
 use super::protocol::{self, Era};
 use super::response::Responses;
-use crate::tools::context::{ProgressSink, ServeConfig, ToolContext};
+use crate::config::ServeConfig;
+use crate::tools::context::{ProgressSink, ToolContext};
 use crate::tools::registry::Registry;
 
 /// Tool calls running at once. Past this a call is refused rather than
@@ -39,7 +40,9 @@ pub struct Dispatcher {
     registry: Arc<Registry>,
     /// The `tools` array of `tools/list`, rendered once.
     listing: Value,
-    config: Arc<ServeConfig>,
+    /// What every call's context is made from: the configuration, the
+    /// registry and the pane cache all calls share.
+    tools: ToolContext,
     out: Sender<Outgoing>,
     in_flight: Mutex<HashMap<String, Arc<AtomicBool>>>,
     /// Calls the client cancelled (they get no answer); a call stopped by
@@ -55,9 +58,9 @@ impl Dispatcher {
     pub fn new(registry: Arc<Registry>, config: Arc<ServeConfig>, out: Sender<Outgoing>) -> Self {
         Dispatcher {
             listing: listing::tools_listing(&registry),
+            tools: ToolContext::new(config.clone(), registry.clone()),
             registry,
-            responses: Responses::new(config.limits.response_bytes),
-            config,
+            responses: Responses::new(config.ceilings.response_bytes),
             out,
             in_flight: Mutex::new(HashMap::new()),
             client_cancelled: Mutex::new(HashSet::new()),
@@ -225,7 +228,7 @@ impl Dispatcher {
             Ok(cancel) => cancel,
             Err(e) => return self.send_error(id, &e),
         };
-        let mut ctx = ToolContext::new(self.config.clone(), self.registry.clone());
+        let mut ctx = self.tools.child();
         ctx.cancel = cancel.clone();
         ctx.response_room = self.responses.room_for_result(id, &era);
         if let Some(token) = progress_token {

@@ -10,7 +10,7 @@ use crossbeam_channel::{bounded, Receiver};
 
 use super::dispatch::{Dispatcher, Outgoing};
 use super::jsonrpc::{LineReader, MAX_LINE_BYTES};
-use crate::tools::context::ServeConfig;
+use crate::config::ServeConfig;
 use crate::tools::registry::Registry;
 
 /// How long running calls get to notice a cancel at shutdown.

@@ -10,8 +10,9 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::context::{Limits, ServerArgs, ToolContext, ToolError};
+use super::context::{ServerArgs, ToolContext, ToolError};
 use super::{find_pane, json_str_len};
+use crate::config::Ceilings;
 use crate::tmux::{
     CaptureOptions, CaptureRange, CaptureRequest, CapturedText, PaneId, Tmux, TmuxCommand,
 };
@@ -32,7 +33,7 @@ pub fn capture_one(
         ctx.tmux_deadline(),
         ctx.cancel.clone(),
     );
-    let wait = ctx.limits().tmux_timeout + Duration::from_secs(1);
+    let wait = ctx.ceilings().tmux_timeout + Duration::from_secs(1);
     match rx.recv_timeout(wait) {
         Ok(reply) => reply.result.map_err(ToolError::from),
         Err(_) => Err(ToolError::new(format!(
@@ -52,7 +53,7 @@ pub fn capture_one_cached(
     range: CaptureRange,
     options: CaptureOptions,
 ) -> Result<CapturedText, ToolError> {
-    let Some(cache) = &ctx.limits().pane_cache else {
+    let Some(cache) = &ctx.pane_cache else {
         return capture_one(ctx, tmux, pane, range, options);
     };
     ctx.check_cancelled()?;
@@ -64,7 +65,7 @@ pub fn capture_one_cached(
         ctx.tmux_deadline(),
         ctx.cancel.clone(),
     );
-    let wait = ctx.limits().tmux_timeout + Duration::from_secs(1);
+    let wait = ctx.ceilings().tmux_timeout + Duration::from_secs(1);
     match rx.recv_timeout(wait) {
         Ok(reply) => reply.result.map_err(ToolError::from),
         Err(_) => Err(ToolError::new(format!(
@@ -244,7 +245,7 @@ impl Tool for CapturePane {
     type Output = CapturePaneResult;
 
     fn run(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
-        let limits = ctx.limits();
+        let limits = ctx.ceilings();
         let (max_lines, max_bytes) = output_bounds(limits, args.max_lines, args.max_bytes)?;
         let tmux = ctx.tmux(&args.server)?;
         let inv = ctx.inventory(&tmux)?;
@@ -354,7 +355,7 @@ impl Tool for CapturePane {
 /// A capture's `max_lines` and `max_bytes`: the caller's values within the
 /// operator's ceilings, or the defaults.
 fn output_bounds(
-    limits: &Limits,
+    limits: &Ceilings,
     max_lines: Option<usize>,
     max_bytes: Option<usize>,
 ) -> Result<(usize, usize), ToolError> {
@@ -549,7 +550,7 @@ impl Tool for CaptureSince {
     type Output = CaptureSinceResult;
 
     fn run(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
-        let limits = ctx.limits();
+        let limits = ctx.ceilings();
         let (max_lines, max_bytes) = output_bounds(limits, args.max_lines, args.max_bytes)?;
         let tmux = ctx.tmux(&args.server)?;
         let server = (fnv(tmux.socket_path().as_os_str().as_encoded_bytes()) & 0xffff_ffff) as u32;
@@ -817,7 +818,7 @@ impl Tool for SnapshotPane {
     type Output = SnapshotPaneResult;
 
     fn run(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
-        let limits = ctx.limits();
+        let limits = ctx.ceilings();
         let max_bytes = bounded_arg(
             args.max_bytes,
             limits.capture_bytes,

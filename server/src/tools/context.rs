@@ -1,75 +1,20 @@
-//! What every tool call gets: the operator's configuration, a cancel flag,
-//! a progress sink, and the way to reach a tmux server.
+//! What every tool call gets: the operator's configuration, the pane
+//! cache, a cancel flag, a progress sink, and the way to reach a tmux
+//! server.
 
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::tmux::reach::SocketPolicy;
+use crate::cache::PaneCache;
+use crate::config::{Ceilings, ServeConfig, Tier};
 use crate::tmux::ServerSpec;
-use crate::tools::registry::{Registry, Tier};
-
-/// Ceilings the operator sets for every call. Callers may ask for less,
-/// never for more.
-#[derive(Debug, Clone)]
-pub struct Limits {
-    /// Bytes of pane text one capture may return.
-    pub capture_bytes: usize,
-    /// Lines one capture may return.
-    pub capture_lines: usize,
-    /// Lines a capture returns when the caller does not say.
-    pub capture_default_lines: usize,
-    /// Rows a list tool returns.
-    pub list_rows: usize,
-    /// One line `serve` writes (a whole JSON-RPC response, as encoded).
-    pub response_bytes: usize,
-    /// `wait_for_text`: default and ceiling.
-    pub wait_default: Duration,
-    pub wait_max: Duration,
-    /// Time any one tmux round trip may take.
-    pub tmux_timeout: Duration,
-    /// `search_panes`: defaults and ceilings of its budgets.
-    pub search: super::search::SearchLimits,
-    /// Pane text kept between calls (`None`: `--no-cache`, every call
-    /// captures everything it reads).
-    pub pane_cache: Option<Arc<crate::cache::PaneCache>>,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            capture_bytes: 256 * 1024,
-            capture_lines: 10_000,
-            capture_default_lines: 200,
-            list_rows: 500,
-            response_bytes: 1_000_000,
-            wait_default: Duration::from_secs(8),
-            wait_max: Duration::from_secs(120),
-            tmux_timeout: Duration::from_secs(10),
-            search: super::search::SearchLimits::default(),
-            pane_cache: Some(Arc::new(crate::cache::PaneCache::new(
-                crate::cache::DEFAULT_MAX_BYTES,
-            ))),
-        }
-    }
-}
-
-/// `panescan serve`'s configuration.
-#[derive(Debug, Clone, Default)]
-pub struct ServeConfig {
-    /// The tmux server used when a call names none (`--socket-name` /
-    /// `--socket-path`; both unset: the one `tmux` itself would use).
-    pub server: ServerSpec,
-    pub tier: Tier,
-    pub limits: Limits,
-    /// Where a socket named by a tool argument may be (`--allow-socket-dir`).
-    pub sockets: SocketPolicy,
-}
+use crate::tools::registry::Registry;
 
 /// The arguments every tool takes to pick a tmux server.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
@@ -151,6 +96,9 @@ impl std::error::Error for ToolError {}
 #[derive(Debug, Clone)]
 pub struct ToolContext {
     pub config: Arc<ServeConfig>,
+    /// Pane text kept between calls, shared by every call of a server
+    /// (`None`: every call captures everything it reads).
+    pub pane_cache: Option<Arc<PaneCache>>,
     /// The registry of this server's tier (the batch tool calls through it).
     pub registry: Arc<Registry>,
     /// Set by `notifications/cancelled` (and at shutdown): stop soon.
@@ -166,26 +114,32 @@ pub struct ToolContext {
 }
 
 impl ToolContext {
+    /// The context of a server: its pane cache is made here, of the size
+    /// `config` says, and shared by every context made from this one
+    /// ([`Self::child`]).
     pub fn new(config: Arc<ServeConfig>, registry: Arc<Registry>) -> Self {
         ToolContext {
+            pane_cache: config
+                .cache_bytes
+                .map(|bytes| Arc::new(PaneCache::new(bytes))),
             registry,
             cancel: Arc::new(AtomicBool::new(false)),
             progress: ProgressSink::none(),
             started: Instant::now(),
-            response_room: config.limits.response_bytes,
+            response_room: config.ceilings.response_bytes,
             config,
         }
     }
 
     /// A context for calling read-tier tools in-process on `server`, with
-    /// `limits`: what the command line, the benches and tests use where
-    /// `serve` builds one per request.
-    pub fn read_only(server: ServerSpec, limits: Limits) -> Self {
+    /// `ceilings` and a pane cache of the default size: what the command
+    /// line, the benches and tests use where `serve` makes one per request.
+    pub fn read_only(server: ServerSpec, ceilings: Ceilings) -> Self {
         let config = ServeConfig {
             server,
             tier: Tier::Readonly,
-            limits,
-            sockets: SocketPolicy::default(),
+            ceilings,
+            ..ServeConfig::default()
         };
         ToolContext::new(
             Arc::new(config),
@@ -193,8 +147,15 @@ impl ToolContext {
         )
     }
 
-    pub fn limits(&self) -> &Limits {
-        &self.config.limits
+    /// This context with another pane cache (`None`: none at all).
+    pub fn with_pane_cache(mut self, pane_cache: Option<Arc<PaneCache>>) -> Self {
+        self.pane_cache = pane_cache;
+        self
+    }
+
+    /// What one call may ask for.
+    pub fn ceilings(&self) -> &Ceilings {
+        &self.config.ceilings
     }
 
     pub fn is_cancelled(&self) -> bool {
@@ -212,14 +173,16 @@ impl ToolContext {
 
     /// The deadline for one tmux round trip started now.
     pub fn tmux_deadline(&self) -> Instant {
-        Instant::now() + self.config.limits.tmux_timeout
+        Instant::now() + self.config.ceilings.tmux_timeout
     }
 
-    /// A context for one operation of a batch: same cancel flag, no
-    /// progress of its own.
+    /// A context for one operation of a batch, or for one call of a
+    /// server: same configuration, cache and cancel flag (a server's call
+    /// gets its own), no progress of its own, started now.
     pub fn child(&self) -> ToolContext {
         ToolContext {
             config: self.config.clone(),
+            pane_cache: self.pane_cache.clone(),
             registry: self.registry.clone(),
             cancel: self.cancel.clone(),
             progress: ProgressSink::none(),

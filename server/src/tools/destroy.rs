@@ -7,8 +7,9 @@ use serde::{Deserialize, Serialize};
 
 use super::context::{ServerArgs, ToolContext, ToolError};
 use super::{find_pane, find_session, find_window};
+use crate::config::Tier;
 use crate::tmux::{Inventory, PaneId, SessionId, TmuxCommand, WindowId};
-use crate::tools::registry::{Annotations, Tier, Tool};
+use crate::tools::registry::{Annotations, Tool};
 
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct Killed {

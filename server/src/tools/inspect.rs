@@ -88,7 +88,7 @@ impl Tool for ListSessions {
         let tmux = ctx.tmux(&args.server)?;
         let inv = ctx.inventory(&tmux)?;
         let (sessions, total, truncated) =
-            filter_rows(&inv.sessions, &args.filters, ctx.limits().list_rows)?;
+            filter_rows(&inv.sessions, &args.filters, ctx.ceilings().list_rows)?;
         Ok(SessionList {
             sessions,
             total,
@@ -157,7 +157,7 @@ impl Tool for ListWindows {
             None => inv.windows.clone(),
         };
         let (windows, total, truncated) =
-            filter_rows(&rows, &args.filters, ctx.limits().list_rows)?;
+            filter_rows(&rows, &args.filters, ctx.ceilings().list_rows)?;
         Ok(WindowList {
             windows,
             total,
@@ -240,7 +240,8 @@ impl Tool for ListPanes {
             })
             .cloned()
             .collect();
-        let (panes, total, truncated) = filter_rows(&rows, &args.filters, ctx.limits().list_rows)?;
+        let (panes, total, truncated) =
+            filter_rows(&rows, &args.filters, ctx.ceilings().list_rows)?;
         Ok(PaneList {
             panes,
             total,

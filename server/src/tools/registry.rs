@@ -11,8 +11,6 @@
 //! implementing [`Tool`], and add `ToolEntry::of::<ThatStruct>()` to
 //! [`crate::tools::all`].
 
-use std::fmt;
-
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -20,38 +18,8 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::schema;
+use crate::config::Tier;
 use crate::tools::context::{ToolContext, ToolError};
-
-/// Safety tiers, each including the ones before it.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, clap::ValueEnum, Serialize,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum Tier {
-    /// Looks, never touches.
-    #[default]
-    Readonly,
-    /// Changes tmux state but destroys nothing (send keys, rename).
-    Mutating,
-    /// Kills panes, windows, sessions.
-    Destructive,
-}
-
-impl Tier {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Tier::Readonly => "readonly",
-            Tier::Mutating => "mutating",
-            Tier::Destructive => "destructive",
-        }
-    }
-}
-
-impl fmt::Display for Tier {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// MCP tool annotations (hints for clients deciding what needs approval).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -231,7 +199,7 @@ fn call_typed<T: Tool>(ctx: &ToolContext, args: Value) -> Result<ToolOutput, Too
         if size == 0 {
             return ToolError::new(format!("{}: cannot encode the result", T::NAME));
         }
-        let ceiling = ctx.limits().response_bytes;
+        let ceiling = ctx.ceilings().response_bytes;
         let line = size + ceiling.saturating_sub(ctx.response_room);
         ToolError::new(format!(
             "{}: the result would make a {line}-byte response, over the {ceiling}-byte ceiling; narrow the request (filters, a smaller range, max_lines / max_bytes)",
@@ -401,7 +369,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::tools::context::ServeConfig;
+    use crate::config::ServeConfig;
     use serde::Deserialize;
 
     #[derive(Debug, Deserialize, JsonSchema)]
@@ -451,7 +419,7 @@ mod tests {
     fn context(registry: Registry, response_bytes: usize) -> (Arc<Registry>, ToolContext) {
         let registry = Arc::new(registry);
         let mut config = ServeConfig::default();
-        config.limits.response_bytes = response_bytes;
+        config.ceilings.response_bytes = response_bytes;
         let ctx = ToolContext::new(Arc::new(config), registry.clone());
         (registry, ctx)
     }

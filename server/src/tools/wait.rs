@@ -77,7 +77,7 @@ impl Tool for WaitForText {
     type Output = WaitForTextResult;
 
     fn run(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
-        let limits = ctx.limits();
+        let limits = ctx.ceilings();
         let timeout = match args.timeout_ms {
             None => limits.wait_default,
             Some(ms) => Duration::from_millis(ms).min(limits.wait_max),
