@@ -36,7 +36,7 @@ pub fn capture_one(
     let wait = ctx.ceilings().tmux_timeout + Duration::from_secs(1);
     match rx.recv_timeout(wait) {
         Ok(reply) => reply.result.map_err(ToolError::from),
-        Err(_) => Err(ToolError::new(format!(
+        Err(_) => Err(ToolError::timed_out(format!(
             "tmux did not return the capture of {pane} in time: retry, or capture fewer lines"
         ))),
     }
@@ -68,7 +68,7 @@ pub fn capture_one_cached(
     let wait = ctx.ceilings().tmux_timeout + Duration::from_secs(1);
     match rx.recv_timeout(wait) {
         Ok(reply) => reply.result.map_err(ToolError::from),
-        Err(_) => Err(ToolError::new(format!(
+        Err(_) => Err(ToolError::timed_out(format!(
             "tmux did not return the capture of {pane} in time: retry, or capture fewer lines"
         ))),
     }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::cache::PaneCache;
 use crate::config::{Ceilings, ServeConfig, Tier};
@@ -69,18 +69,78 @@ impl ProgressSink {
     }
 }
 
+/// What kind of failure a [`ToolError`] is: what a caller (the batch tool,
+/// a client) can branch on without reading the sentence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// An argument is malformed, out of its range, or contradicts another.
+    InvalidArgument,
+    /// A pane, window, session or target the call names does not exist.
+    NotFound,
+    /// The call asked for more than an operator ceiling allows.
+    OverCeiling,
+    /// tmux, or the call's own time budget, ran out of time.
+    TimedOut,
+    /// No tmux server answers, or the connection to it was lost.
+    TmuxUnavailable,
+    /// panescan will not do it (a socket outside the allowed places, a
+    /// format whose cost is not bounded, killing its own pane).
+    Refused,
+    /// The call was cancelled.
+    Cancelled,
+    /// panescan failed on its own side (a thread that could not start, a
+    /// result it could not encode).
+    Internal,
+}
+
 /// A tool failure the model can act on: becomes a result with
-/// `isError: true` and this sentence.
+/// `isError: true` and this sentence; [`ErrorKind`] says what kind.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolError {
+    /// What kind of failure.
+    pub kind: ErrorKind,
+    /// The sentence the caller reads: what failed and what to do instead.
     pub message: String,
 }
 
 impl ToolError {
-    pub fn new(message: impl Into<String>) -> Self {
+    /// A failure of `kind`.
+    pub fn of(kind: ErrorKind, message: impl Into<String>) -> Self {
         ToolError {
+            kind,
             message: message.into(),
         }
+    }
+
+    /// An argument the caller got wrong: the usual tool error.
+    pub fn new(message: impl Into<String>) -> Self {
+        ToolError::of(ErrorKind::InvalidArgument, message)
+    }
+
+    /// Something the call names does not exist.
+    pub fn not_found(message: impl Into<String>) -> Self {
+        ToolError::of(ErrorKind::NotFound, message)
+    }
+
+    /// The call asked for more than an operator ceiling allows.
+    pub fn over_ceiling(message: impl Into<String>) -> Self {
+        ToolError::of(ErrorKind::OverCeiling, message)
+    }
+
+    /// Time ran out.
+    pub fn timed_out(message: impl Into<String>) -> Self {
+        ToolError::of(ErrorKind::TimedOut, message)
+    }
+
+    /// panescan will not do what was asked.
+    pub fn refused(message: impl Into<String>) -> Self {
+        ToolError::of(ErrorKind::Refused, message)
+    }
+
+    /// panescan failed on its own side.
+    pub fn internal(message: impl Into<String>) -> Self {
+        ToolError::of(ErrorKind::Internal, message)
     }
 }
 
@@ -165,7 +225,7 @@ impl ToolContext {
     /// An error when the call was cancelled (its result will not be sent).
     pub fn check_cancelled(&self) -> Result<(), ToolError> {
         if self.is_cancelled() {
-            Err(ToolError::new("cancelled"))
+            Err(ToolError::of(ErrorKind::Cancelled, "cancelled"))
         } else {
             Ok(())
         }

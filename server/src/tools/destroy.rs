@@ -26,7 +26,7 @@ fn refuse_own(inv: &Inventory, panes: &[PaneId], what: &str) -> Result<(), ToolE
         .iter()
         .find(|p| panes.contains(&p.pane_id) && p.is_caller == Some(true));
     match own {
-        Some(p) => Err(ToolError::new(format!(
+        Some(p) => Err(ToolError::refused(format!(
             "refused: {what} holds {}, the pane panescan runs in; killing it would end this server",
             p.pane_id
         ))),

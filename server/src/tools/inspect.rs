@@ -515,7 +515,7 @@ impl Tool for FindPaneByPosition {
                 .min_by_key(|p| (u32::MAX - p.pane_bottom, u32::MAX - p.pane_right)),
         };
         found.cloned().ok_or_else(|| {
-            ToolError::new(format!(
+            ToolError::not_found(format!(
                 "window {} reports no pane at its {:?} corner (zoomed or changing layout?); its panes: {}",
                 window.window_id,
                 args.position,

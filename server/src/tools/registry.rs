@@ -197,11 +197,11 @@ fn call_typed<T: Tool>(ctx: &ToolContext, args: Value) -> Result<ToolOutput, Too
     // cut it, else refused with a way forward; never sent.
     encode_within::<T>(output, ctx.response_room).map_err(|size| {
         if size == 0 {
-            return ToolError::new(format!("{}: cannot encode the result", T::NAME));
+            return ToolError::internal(format!("{}: cannot encode the result", T::NAME));
         }
         let ceiling = ctx.ceilings().response_bytes;
         let line = size + ceiling.saturating_sub(ctx.response_room);
-        ToolError::new(format!(
+        ToolError::over_ceiling(format!(
             "{}: the result would make a {line}-byte response, over the {ceiling}-byte ceiling; narrow the request (filters, a smaller range, max_lines / max_bytes)",
             T::NAME
         ))

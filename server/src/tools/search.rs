@@ -337,7 +337,7 @@ fn capped(value: Option<u64>, default: u64, ceiling: u64, name: &str) -> Result<
     match value {
         None => Ok(default.min(ceiling)),
         Some(0) => Err(ToolError::new(format!("{name} must be at least 1"))),
-        Some(v) if v > ceiling => Err(ToolError::new(format!(
+        Some(v) if v > ceiling => Err(ToolError::over_ceiling(format!(
             "{name} may be at most {ceiling} (the operator's ceiling), got {v}"
         ))),
         Some(v) => Ok(v),
@@ -367,7 +367,7 @@ pub fn resolve_scope<'a>(
             .map(ToString::to_string)
             .collect();
         if !missing.is_empty() {
-            return Err(ToolError::new(format!(
+            return Err(ToolError::not_found(format!(
                 "no pane {}; panes: {}",
                 missing.join(" "),
                 bounded_list(inv.panes.iter().map(|p| p.pane_id.to_string()))
