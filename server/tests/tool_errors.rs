@@ -82,6 +82,8 @@ fn each_kind_of_tool_error_comes_from_a_real_call() {
             {"tool": "get_pane_info", "arguments": {"pane_id": "pane zero"}},
             {"tool": "get_pane_info", "arguments": {"pane_id": "%99"}},
             {"tool": "search_panes", "arguments": {"pattern": "x", "max_matches": 6}},
+            {"tool": "capture_pane", "arguments": {"pane_id": "%0", "max_lines": 10_001}},
+            {"tool": "snapshot_pane", "arguments": {"pane_id": "%0", "max_bytes": 262_145}},
             {"tool": "list_sessions", "arguments": {"socket_name": absent}},
             {"tool": "display_message", "arguments": {"format": "#(id)"}},
         ]),
@@ -91,6 +93,8 @@ fn each_kind_of_tool_error_comes_from_a_real_call() {
         (json!("invalid_argument"), "pane zero"),
         (json!("not_found"), "no pane %99"),
         (json!("over_ceiling"), "max_matches may be at most 5"),
+        (json!("over_ceiling"), "max_lines may be at most 10000"),
+        (json!("over_ceiling"), "max_bytes may be at most 262144"),
         (json!("tmux_unavailable"), "no tmux server at"),
         (json!("refused"), "display_message refuses"),
     ];

@@ -350,10 +350,8 @@ impl Tool for CapturePane {
     }
 }
 
-/// An optional count argument: default when absent, an error past the
-/// ceiling's range, never zero.
-/// A capture's `max_lines` and `max_bytes`: the caller's values within the
-/// operator's ceilings, or the defaults.
+/// A capture's `max_lines` and `max_bytes`: the caller's values, or the
+/// defaults; a value above the operator's ceiling is an error naming it.
 fn output_bounds(
     limits: &Ceilings,
     max_lines: Option<usize>,
@@ -375,6 +373,9 @@ fn output_bounds(
     ))
 }
 
+/// An optional count argument: default when absent, never zero, never
+/// above `ceiling` (asking for more is an error, as everywhere: silently
+/// returning less would look like a pane with less text).
 fn bounded_arg(
     value: Option<usize>,
     default: usize,
@@ -384,7 +385,10 @@ fn bounded_arg(
     match value {
         None => Ok(default.min(ceiling)),
         Some(0) => Err(ToolError::new(format!("{name} must be at least 1"))),
-        Some(n) => Ok(n.min(ceiling)),
+        Some(n) if n > ceiling => Err(ToolError::over_ceiling(format!(
+            "{name} may be at most {ceiling} (the operator's ceiling), got {n}"
+        ))),
+        Some(n) => Ok(n),
     }
 }
 
