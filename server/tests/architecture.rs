@@ -1,6 +1,7 @@
 //! The arrows of ARCHITECTURE.md, checked on the source: the tools never
 //! reach up into the protocol front end, and the engine knows nothing of
 //! the server.
+#![allow(clippy::panic)]
 
 use std::path::{Path, PathBuf};
 

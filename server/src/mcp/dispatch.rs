@@ -13,7 +13,7 @@ use crossbeam_channel::Sender;
 use serde_json::{json, Value};
 
 use super::jsonrpc::{
-    self, id_key, Incoming, Line, RpcError, INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND,
+    self, id_key, ClientMessage, Line, RpcError, INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND,
 };
 use super::listing;
 use super::protocol::{self, Era};
@@ -96,7 +96,7 @@ impl Dispatcher {
                     return;
                 }
                 match jsonrpc::parse_message(&bytes) {
-                    Incoming::Request { id, method, params } => {
+                    ClientMessage::Request { id, method, params } => {
                         let this = self.clone();
                         let caught = catch_unwind(AssertUnwindSafe(|| {
                             this.handle_request(&id, &method, params)
@@ -105,13 +105,13 @@ impl Dispatcher {
                             self.send_error(&id, &internal_error(&method));
                         }
                     }
-                    Incoming::Notification { method, params } => {
+                    ClientMessage::Notification { method, params } => {
                         let _ = catch_unwind(AssertUnwindSafe(|| {
                             self.handle_notification(&method, params.as_ref())
                         }));
                     }
-                    Incoming::Response => {}
-                    Incoming::Invalid { id, error } => self.send_error(&id, &error),
+                    ClientMessage::Response => {}
+                    ClientMessage::Invalid { id, error } => self.send_error(&id, &error),
                 }
             }
         }
@@ -224,10 +224,11 @@ impl Dispatcher {
                 &RpcError::new(INTERNAL_ERROR, "server is shutting down"),
             );
         }
-        let cancel = match self.claim_slot(id) {
-            Ok(cancel) => cancel,
+        let slot = match self.claim_slot(id) {
+            Ok(slot) => slot,
             Err(e) => return self.send_error(id, &e),
         };
+        let cancel = slot.cancel.clone();
         let mut ctx = self.tools.child();
         ctx.cancel = cancel.clone();
         ctx.response_room = self.responses.room_for_result(id, &era);
@@ -239,6 +240,7 @@ impl Dispatcher {
             era,
             name: name.to_owned(),
             cancel,
+            slot,
         };
         self.active.fetch_add(1, Ordering::SeqCst);
         let spawned = std::thread::Builder::new()
@@ -247,10 +249,8 @@ impl Dispatcher {
                 let this = self.clone();
                 move || this.run_call(call, &ctx, args)
             });
+        // A call that could not start dropped its slot with its closure.
         if spawned.is_err() {
-            if let Ok(mut map) = self.in_flight.lock() {
-                map.remove(&id_key(id));
-            }
             self.active.fetch_sub(1, Ordering::SeqCst);
             self.send_error(
                 id,
@@ -259,9 +259,9 @@ impl Dispatcher {
         }
     }
 
-    /// Registers a call under its id: its cancel flag, or why it may not
-    /// run now.
-    fn claim_slot(&self, id: &Value) -> Result<Arc<AtomicBool>, RpcError> {
+    /// Registers a call under its id: its slot (which holds its cancel
+    /// flag and frees the id when dropped), or why it may not run now.
+    fn claim_slot(self: &Arc<Self>, id: &Value) -> Result<Slot, RpcError> {
         let Ok(mut map) = self.in_flight.lock() else {
             return Err(internal_error("tools/call"));
         };
@@ -281,8 +281,12 @@ impl Dispatcher {
             ));
         }
         let cancel = Arc::new(AtomicBool::new(false));
-        map.insert(key, cancel.clone());
-        Ok(cancel)
+        map.insert(key.clone(), cancel.clone());
+        Ok(Slot {
+            dispatcher: self.clone(),
+            key,
+            cancel,
+        })
     }
 
     /// Runs a tool call on its own thread and writes its answer.
@@ -292,6 +296,7 @@ impl Dispatcher {
             era,
             name,
             cancel,
+            slot,
         } = call;
         let outcome = catch_unwind(AssertUnwindSafe(|| self.registry.call(ctx, &name, args)));
         let line = match outcome {
@@ -315,9 +320,7 @@ impl Dispatcher {
         // The slot is free before the answer goes out, so a client that
         // sends a call per answer never meets the limit; `active` (below)
         // still counts this thread.
-        if let Ok(mut map) = self.in_flight.lock() {
-            map.remove(&key);
-        }
+        drop(slot);
         if !by_client {
             self.send(line);
         }
@@ -394,6 +397,27 @@ struct Call {
     era: Era,
     name: String,
     cancel: Arc<AtomicBool>,
+    slot: Slot,
+}
+
+/// A call's entry in the in-flight table, removed when this is dropped:
+/// whichever way the call ends (answered, failed to start, panicked), its
+/// id is free again and its cancel flag gone.
+#[derive(Debug)]
+struct Slot {
+    dispatcher: Arc<Dispatcher>,
+    key: String,
+    cancel: Arc<AtomicBool>,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut map = match self.dispatcher.in_flight.lock() {
+            Ok(map) => map,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        map.remove(&self.key);
+    }
 }
 
 /// The call's `_meta.progressToken` (a string or a number; anything else
