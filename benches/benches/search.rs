@@ -21,9 +21,10 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use panescan::baseline::{source_fetch, FetchRange};
+use panescan::config::Ceilings;
 use panescan::fixture::{Fixture, FixtureShape, NEEDLE};
 use panescan::tmux::ServerSpec;
-use panescan::tools::context::{Limits, ToolContext};
+use panescan::tools::context::ToolContext;
 use panescan::tools::search::{search_panes, SearchPanesArgs};
 
 fn env_usize(name: &str, default: usize) -> usize {
@@ -50,7 +51,7 @@ fn bench(c: &mut Criterion) {
     )
     .unwrap();
     let socket = fixture.server.socket_name().to_owned();
-    let ctx = ToolContext::read_only(ServerSpec::named(&socket), Limits::default());
+    let ctx = ToolContext::read_only(ServerSpec::named(&socket), Ceilings::default());
     for (name, range, scrollback) in [
         ("visible", FetchRange::Visible, 0),
         ("deep", FetchRange::Scrollback(lines as u64), lines as u64),

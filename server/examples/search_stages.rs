@@ -18,11 +18,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use panescan::baseline::{source_fetch, FetchRange};
+use panescan::config::Ceilings;
 use panescan::corpus;
 use panescan::fixture::{Fixture, FixtureShape, NEEDLE};
 use panescan::tmux::capture::{CaptureOptions, CaptureRange, CaptureRequest};
 use panescan::tmux::{ServerSpec, Tmux};
-use panescan::tools::context::{Limits, ToolContext};
+use panescan::tools::context::ToolContext;
 use panescan::tools::search::{search_panes, SearchPanesArgs};
 
 const ROUNDS: usize = 15;
@@ -51,11 +52,7 @@ fn main() -> Result<(), String> {
     let spec = ServerSpec::named(&socket);
     let tmux = Tmux::connect(&spec).map_err(|e| e.to_string())?;
     // No pane cache: every search fetches its panes, like the raw sweep.
-    let limits = Limits {
-        pane_cache: None,
-        ..Limits::default()
-    };
-    let ctx = ToolContext::read_only(spec, limits);
+    let ctx = ToolContext::read_only(spec, Ceilings::default()).with_pane_cache(None);
     let (fetch, range) = if deep {
         (
             FetchRange::Scrollback(lines as u64),

@@ -12,13 +12,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::config::ServeConfig;
 use crate::mcp::dispatch::{Dispatcher, Outgoing};
-use crate::mcp::jsonrpc::{self, Incoming, Line, LineReader};
-use crate::mcp::registry::Registry;
+use crate::mcp::jsonrpc::{self, ClientMessage, Line, LineReader};
 use crate::tmux::framing::{Event, Parser, RawReply};
 use crate::tmux::notification;
 use crate::tmux::ServerSpec;
-use crate::tools::context::ServeConfig;
+use crate::tools::registry::Registry;
 
 // ---------------------------------------------------------------- jsonrpc
 
@@ -112,14 +112,14 @@ pub fn jsonrpc(data: &[u8]) -> Result<JsonRpcStats, String> {
             Line::TooLong { .. } => Some(Value::Null),
             Line::Complete(b) if b.iter().all(u8::is_ascii_whitespace) => None,
             Line::Complete(b) => match jsonrpc::parse_message(b) {
-                Incoming::Request { id, method, .. } => {
+                ClientMessage::Request { id, method, .. } => {
                     if method == "tools/call" {
                         in_use.insert(jsonrpc::id_key(&id));
                     }
                     Some(id)
                 }
-                Incoming::Invalid { id, .. } => Some(id),
-                Incoming::Notification { .. } | Incoming::Response => None,
+                ClientMessage::Invalid { id, .. } => Some(id),
+                ClientMessage::Notification { .. } | ClientMessage::Response => None,
             },
         };
         dispatcher.handle_line(line);

@@ -288,7 +288,7 @@ fn out_of_range_numbers_wrong_types_and_unknown_fields_are_tool_errors() {
 }
 
 #[test]
-fn values_past_a_ceiling_are_clamped_to_it_and_the_result_says_so() {
+fn values_past_a_ceiling_are_refused_and_ranges_clamped_to_what_exists() {
     let (tmux, mut s) = Serve::with_tmux("harden-input-clamp");
     tmux.run_ok(["set-option", "-g", "history-limit", "20000"])
         .unwrap();
@@ -317,10 +317,19 @@ fn values_past_a_ceiling_are_clamped_to_it_and_the_result_says_so() {
     assert_eq!(v["effective_end"], 23, "{v}");
     assert_eq!(v["dropped_lines"], all - 5, "{v}");
 
-    // max_lines past its ceiling: the newest 10,000 lines.
-    let v = s.call_ok(
+    // max_lines past its ceiling: an error naming the ceiling (asking for
+    // more than a ceiling is never silently served as less); at the
+    // ceiling, the newest 10,000 lines.
+    let r = s.call(
         "capture_pane",
         json!({"pane_id": short, "start": -far, "max_lines": far}),
+    );
+    assert_eq!(r["isError"], true, "{r}");
+    let text = r["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("at most 10000"), "{text}");
+    let v = s.call_ok(
+        "capture_pane",
+        json!({"pane_id": short, "start": -far, "max_lines": 10_000}),
     );
     assert_eq!(v["byte_clamped"], false, "{}", v["returned_bytes"]);
     assert_eq!(v["total_lines"], all);
@@ -328,10 +337,18 @@ fn values_past_a_ceiling_are_clamped_to_it_and_the_result_says_so() {
     assert_eq!(v["effective_start"], 23 - 9_999);
     assert_eq!(v["text"].as_str().unwrap().lines().count(), 10_000);
 
-    // max_bytes past its ceiling: 262,144 bytes, whole lines, the newest.
-    let v = s.call_ok(
+    // max_bytes past its ceiling: an error; at the ceiling, 262,144 bytes,
+    // whole lines, the newest.
+    let r = s.call(
         "capture_pane",
         json!({"pane_id": long, "start": -far, "max_lines": 10_000, "max_bytes": far}),
+    );
+    assert_eq!(r["isError"], true, "{r}");
+    let text = r["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("at most 262144"), "{text}");
+    let v = s.call_ok(
+        "capture_pane",
+        json!({"pane_id": long, "start": -far, "max_lines": 10_000, "max_bytes": 262_144}),
     );
     assert_eq!(v["byte_clamped"], true, "{}", v["returned_bytes"]);
     let returned = v["returned_bytes"].as_u64().unwrap();

@@ -10,19 +10,20 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use panescan::cache::PaneCache;
-use panescan::mcp::registry::Tool;
+use panescan::config::Ceilings;
 use panescan::tmux::private_server::PrivateServer;
 use panescan::tools::capture::{CapturePane, CaptureSince};
-use panescan::tools::context::{Limits, ToolContext};
+use panescan::tools::context::ToolContext;
+use panescan::tools::registry::Tool;
 use panescan::tools::search::{search_panes, SearchPanesArgs};
 use proptest::prelude::*;
 
 fn context(socket_name: &str, cache: Option<Arc<PaneCache>>) -> ToolContext {
-    let limits = Limits {
-        pane_cache: cache,
-        ..Limits::default()
-    };
-    ToolContext::read_only(panescan::tmux::ServerSpec::named(socket_name), limits)
+    ToolContext::read_only(
+        panescan::tmux::ServerSpec::named(socket_name),
+        Ceilings::default(),
+    )
+    .with_pane_cache(cache)
 }
 
 /// A private server whose panes each print whatever is written to their

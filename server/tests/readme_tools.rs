@@ -3,7 +3,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use panescan::mcp::registry::{Registry, Tier};
+use panescan::config::Tier;
+use panescan::tools::registry::Registry;
 
 const BEGIN: &str = "<!-- tools:begin -->\n";
 const END: &str = "<!-- tools:end -->";

@@ -7,13 +7,14 @@ mod common;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use panescan::config::Ceilings;
 use panescan::fixture::{Fixture, FixtureShape, NEEDLE};
 use panescan::tmux::private_server::PrivateServer;
 use panescan::tmux::PaneId;
-use panescan::tools::context::{Limits, ToolContext};
+use panescan::tools::context::ToolContext;
 use panescan::tools::search::{search_panes, SearchPanesArgs, SearchPanesResult};
 
-fn context(socket_name: &str, limits: Limits) -> ToolContext {
+fn context(socket_name: &str, limits: Ceilings) -> ToolContext {
     ToolContext::read_only(panescan::tmux::ServerSpec::named(socket_name), limits)
 }
 
@@ -105,7 +106,7 @@ fn small_fixture(label: &str, panes: usize, lines: usize) -> Fixture {
 #[test]
 fn finds_history_lines_only_with_scrollback_and_numbers_them_for_capture_pane() {
     let fx = small_fixture("search-history", 4, 300);
-    let ctx = context(fx.server.socket_name(), Limits::default());
+    let ctx = context(fx.server.socket_name(), Ceilings::default());
 
     let visible = search(&ctx, args(NEEDLE));
     assert_eq!(
@@ -163,7 +164,7 @@ fn finds_text_on_screen_across_a_wrap_and_in_linked_windows_once() {
     server
         .run_ok(["link-window", "-s", &window, "-t", "other:"])
         .unwrap();
-    let ctx = context(server.socket_name(), Limits::default());
+    let ctx = context(server.socket_name(), Ceilings::default());
 
     let joined = search(&ctx, args("wrapped-needle-here"));
     assert_eq!(joined.total_panes_matched, 1);
@@ -225,7 +226,7 @@ fn context_lines_multi_patterns_and_paging() {
     let a = pane_printing(&server, "one\ntwo\nALPHA\nthree\nfour");
     let b = pane_printing(&server, "BETA here\nnothing");
     let c = pane_printing(&server, "alpha again");
-    let ctx = context(server.socket_name(), Limits::default());
+    let ctx = context(server.socket_name(), Ceilings::default());
 
     let r = search(
         &ctx,
@@ -318,7 +319,7 @@ fn format_and_command_syntax_is_searched_literally_and_never_run() {
         "a;b",
     ];
     let pane = pane_printing(&server, &lines.join("\n"));
-    let ctx = context(server.socket_name(), Limits::default());
+    let ctx = context(server.socket_name(), Ceilings::default());
     for pattern in lines {
         let r = search(&ctx, args(pattern));
         let texts: Vec<String> = all_lines(&r).into_iter().map(|(_, _, t)| t).collect();
@@ -340,7 +341,7 @@ fn every_clamp_flag_fires_when_its_limit_changes_the_answer() {
         scrollback_lines: Some(100_000),
         ..extra
     };
-    let ctx = context(&name, Limits::default());
+    let ctx = context(&name, Ceilings::default());
 
     let full = search(&ctx, deep(args("error")));
     assert!(full.total_panes_matched == 6 && !full.matches_truncated);
@@ -420,7 +421,7 @@ fn every_clamp_flag_fires_when_its_limit_changes_the_answer() {
         "a per-pane cap is not a global clamp"
     );
 
-    let mut tight = Limits::default();
+    let mut tight = Ceilings::default();
     tight.search.max_panes = 2;
     tight.search.max_scrollback_lines = 100;
     tight.search.max_capture_bytes = 2_000;
@@ -462,7 +463,7 @@ fn every_clamp_flag_fires_when_its_limit_changes_the_answer() {
 #[test]
 fn bad_arguments_are_clear_errors() {
     let server = PrivateServer::start("search-errors", 80, 20).unwrap();
-    let ctx = context(server.socket_name(), Limits::default());
+    let ctx = context(server.socket_name(), Ceilings::default());
     let err = |a: SearchPanesArgs| search_panes(&ctx, &a).unwrap_err().message;
     assert!(err(SearchPanesArgs::default()).contains("pattern is required"));
     assert!(err(SearchPanesArgs {

@@ -24,8 +24,9 @@ use serde::Serialize;
 
 use crate::baseline::median;
 use crate::cache::{CacheStats, PaneCache, DEFAULT_MAX_BYTES};
+use crate::config::Ceilings;
 use crate::fixture::{Fixture, NEEDLE};
-use crate::tools::context::{Limits, ToolContext};
+use crate::tools::context::ToolContext;
 use crate::tools::search::{search_panes, SearchPanesArgs};
 
 /// Lines each changed pane prints before a "10% changed" run.
@@ -52,11 +53,11 @@ pub struct CacheBench {
 }
 
 fn context(socket_name: &str, cache: Option<Arc<PaneCache>>) -> ToolContext {
-    let limits = Limits {
-        pane_cache: cache,
-        ..Limits::default()
-    };
-    ToolContext::read_only(crate::tmux::ServerSpec::named(socket_name), limits)
+    ToolContext::read_only(
+        crate::tmux::ServerSpec::named(socket_name),
+        Ceilings::default(),
+    )
+    .with_pane_cache(cache)
 }
 
 /// The hits of a deep search for the needle: (pane, line, text).

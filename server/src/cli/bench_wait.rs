@@ -13,16 +13,18 @@
 
 use std::io::Write as _;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use serde_json::json;
 
 use crate::baseline::median;
-use crate::mcp::registry::Tool;
+use crate::config::{ServeConfig, Tier};
 use crate::tmux::private_server::PrivateServer;
 use crate::tmux::{CaptureOptions, CaptureRange, CaptureRequest, PaneId, ServerSpec, Tmux};
-use crate::tools::context::{Limits, ToolContext};
+use crate::tools::context::ToolContext;
+use crate::tools::registry::{Registry, Tool};
 use crate::tools::wait::{WaitForText, WaitForTextArgs};
 
 /// How long a wait runs before the text appears.
@@ -122,11 +124,15 @@ fn one_wait(
     needle: &str,
     events: bool,
 ) -> Result<(Duration, u64), String> {
-    let limits = Limits {
+    let config = ServeConfig {
+        server: spec.clone(),
         wait_events: events,
-        ..Limits::default()
+        ..ServeConfig::default()
     };
-    let ctx = ToolContext::read_only(spec.clone(), limits);
+    let ctx = ToolContext::new(
+        Arc::new(config),
+        Arc::new(Registry::for_tier(Tier::Readonly)),
+    );
     let args: WaitForTextArgs = serde_json::from_value(json!({
         "pane_id": pane.to_string(), "pattern": needle, "timeout_ms": 10_000
     }))

@@ -15,10 +15,9 @@ pub mod preflight;
 pub mod progress;
 pub mod search;
 
-use crate::mcp::registry::Tier;
+use crate::config::{Ceilings, ServeConfig, Tier};
 use crate::tmux::reach::SocketPolicy;
 use crate::tmux::ServerSpec;
-use crate::tools::context::{Limits, ServeConfig};
 
 /// The version and, when built from a git checkout or a cargo package, the
 /// commit (server/build.rs).
@@ -90,7 +89,7 @@ pub struct ServeArgs {
     #[arg(long, env = "PANESCAN_TIER", value_enum, default_value_t = Tier::Readonly)]
     pub tier: Tier,
     #[command(flatten)]
-    pub ceilings: Ceilings,
+    pub ceilings: SearchCeilingArgs,
     /// Keep no pane text between calls: every search captures everything
     /// it reads (results are the same; repeated searches are slower).
     #[arg(long, env = "PANESCAN_NO_CACHE")]
@@ -124,20 +123,16 @@ impl ServeArgs {
         )
     }
 
-    /// The pane cache these options ask for.
-    fn pane_cache(&self) -> Option<std::sync::Arc<crate::cache::PaneCache>> {
-        (!self.no_cache).then(|| {
-            std::sync::Arc::new(crate::cache::PaneCache::new(
-                self.cache_mb.saturating_mul(1 << 20),
-            ))
-        })
+    /// The pane cache's size these options ask for (`None`: no cache).
+    fn cache_bytes(&self) -> Option<usize> {
+        (!self.no_cache).then(|| self.cache_mb.saturating_mul(1 << 20))
     }
 }
 
 /// The operator's ceilings on search_panes: a caller may ask for less,
 /// never for more.
 #[derive(Debug, Args)]
-pub struct Ceilings {
+pub struct SearchCeilingArgs {
     /// Ceiling of max_scan_bytes (bytes scanned by one search).
     #[arg(long, env = "PANESCAN_MAX_SCAN_BYTES", value_name = "BYTES")]
     pub max_scan_bytes: Option<u64>,
@@ -158,11 +153,11 @@ pub struct Ceilings {
     pub max_matches: Option<u64>,
 }
 
-impl Ceilings {
-    /// The limits with these ceilings applied; a default above a lowered
-    /// ceiling comes down to it.
-    pub fn apply(&self, mut limits: Limits) -> Limits {
-        let s = &mut limits.search;
+impl SearchCeilingArgs {
+    /// `ceilings` with these applied; a default above a lowered ceiling
+    /// comes down to it.
+    pub fn apply(&self, mut ceilings: Ceilings) -> Ceilings {
+        let s = &mut ceilings.search;
         if let Some(v) = self.max_scan_bytes {
             s.max_scan_bytes = v.max(1);
             s.default_scan_bytes = s.default_scan_bytes.min(s.max_scan_bytes);
@@ -185,7 +180,7 @@ impl Ceilings {
             s.max_matches = v.max(1);
             s.default_matches = s.default_matches.min(s.max_matches);
         }
-        limits
+        ceilings
     }
 }
 
@@ -204,7 +199,7 @@ pub fn main() -> ExitCode {
                     eprintln!("panescan serve: {e}");
                 }
             });
-            let pane_cache = args.pane_cache();
+            let cache_bytes = args.cache_bytes();
             let sockets = args.socket_policy();
             let config = ServeConfig {
                 server: ServerSpec {
@@ -212,11 +207,9 @@ pub fn main() -> ExitCode {
                     socket_path: args.socket_path,
                 },
                 tier: args.tier,
-                limits: Limits {
-                    pane_cache,
-                    wait_events: !args.no_events,
-                    ..args.ceilings.apply(Limits::default())
-                },
+                ceilings: args.ceilings.apply(Ceilings::default()),
+                cache_bytes,
+                wait_events: !args.no_events,
                 sockets,
             };
             let code = crate::mcp::server::serve(config);

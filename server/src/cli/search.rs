@@ -11,8 +11,9 @@ use std::process::ExitCode;
 
 use clap::Args;
 
+use crate::config::Ceilings;
 use crate::tmux::{PaneId, WindowId};
-use crate::tools::context::{Limits, ServerArgs, ToolContext};
+use crate::tools::context::{ServerArgs, ToolContext};
 use crate::tools::search::{
     pane_place, push_hit, search_panes, summary_line, SearchPanesArgs, SearchPanesResult, Style,
 };
@@ -89,7 +90,7 @@ pub struct SearchArgs {
 }
 
 impl SearchArgs {
-    fn to_tool_args(&self, limits: &Limits) -> Result<SearchPanesArgs, String> {
+    fn to_tool_args(&self, ceilings: &Ceilings) -> Result<SearchPanesArgs, String> {
         let (pattern, patterns) = if self.patterns.len() == 1 {
             (self.patterns.first().cloned(), None)
         } else {
@@ -110,7 +111,7 @@ impl SearchArgs {
             )
         };
         let scrollback_lines = if self.all_history {
-            Some(limits.search.max_scrollback_lines)
+            Some(ceilings.search.max_scrollback_lines)
         } else {
             self.scrollback_lines
         };
@@ -143,8 +144,8 @@ pub fn run(args: &SearchArgs) -> ExitCode {
         socket_name: args.socket_name.clone(),
         socket_path: args.socket_path.clone(),
     };
-    let ctx = ToolContext::read_only(server, Limits::default());
-    let tool_args = match args.to_tool_args(ctx.limits()) {
+    let ctx = ToolContext::read_only(server, Ceilings::default());
+    let tool_args = match args.to_tool_args(ctx.ceilings()) {
         Ok(a) => a,
         Err(e) => return fail(&e),
     };

@@ -13,12 +13,14 @@ use crossbeam_channel::Sender;
 use serde_json::{json, Value};
 
 use super::jsonrpc::{
-    self, id_key, Incoming, Line, RpcError, INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND,
+    self, id_key, ClientMessage, Line, RpcError, INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND,
 };
+use super::listing;
 use super::protocol::{self, Era};
-use super::registry::Registry;
 use super::response::Responses;
-use crate::tools::context::{ProgressSink, ServeConfig, ToolContext};
+use crate::config::ServeConfig;
+use crate::tools::context::{ProgressSink, ToolContext};
+use crate::tools::registry::Registry;
 
 /// Tool calls running at once. Past this a call is refused rather than
 /// queued: a client that floods us gets a clear error, not a stall.
@@ -36,7 +38,11 @@ pub enum Outgoing {
 #[derive(Debug)]
 pub struct Dispatcher {
     registry: Arc<Registry>,
-    config: Arc<ServeConfig>,
+    /// The `tools` array of `tools/list`, rendered once.
+    listing: Value,
+    /// What every call's context is made from: the configuration, the
+    /// registry and the pane cache all calls share.
+    tools: ToolContext,
     out: Sender<Outgoing>,
     in_flight: Mutex<HashMap<String, Arc<AtomicBool>>>,
     /// Calls the client cancelled (they get no answer); a call stopped by
@@ -51,9 +57,10 @@ pub struct Dispatcher {
 impl Dispatcher {
     pub fn new(registry: Arc<Registry>, config: Arc<ServeConfig>, out: Sender<Outgoing>) -> Self {
         Dispatcher {
+            listing: listing::tools_listing(&registry),
+            tools: ToolContext::new(config.clone(), registry.clone()),
             registry,
-            responses: Responses::new(config.limits.response_bytes),
-            config,
+            responses: Responses::new(config.ceilings.response_bytes),
             out,
             in_flight: Mutex::new(HashMap::new()),
             client_cancelled: Mutex::new(HashSet::new()),
@@ -89,7 +96,7 @@ impl Dispatcher {
                     return;
                 }
                 match jsonrpc::parse_message(&bytes) {
-                    Incoming::Request { id, method, params } => {
+                    ClientMessage::Request { id, method, params } => {
                         let this = self.clone();
                         let caught = catch_unwind(AssertUnwindSafe(|| {
                             this.handle_request(&id, &method, params)
@@ -98,13 +105,13 @@ impl Dispatcher {
                             self.send_error(&id, &internal_error(&method));
                         }
                     }
-                    Incoming::Notification { method, params } => {
+                    ClientMessage::Notification { method, params } => {
                         let _ = catch_unwind(AssertUnwindSafe(|| {
                             self.handle_notification(&method, params.as_ref())
                         }));
                     }
-                    Incoming::Response => {}
-                    Incoming::Invalid { id, error } => self.send_error(&id, &error),
+                    ClientMessage::Response => {}
+                    ClientMessage::Invalid { id, error } => self.send_error(&id, &error),
                 }
             }
         }
@@ -174,7 +181,7 @@ impl Dispatcher {
                 )));
             }
         }
-        let mut result = json!({"tools": self.registry.listing()});
+        let mut result = json!({"tools": self.listing});
         if era.is_modern() {
             result["ttlMs"] = json!(protocol::LIST_TTL_MS);
             result["cacheScope"] = json!("private");
@@ -217,11 +224,12 @@ impl Dispatcher {
                 &RpcError::new(INTERNAL_ERROR, "server is shutting down"),
             );
         }
-        let cancel = match self.claim_slot(id) {
-            Ok(cancel) => cancel,
+        let slot = match self.claim_slot(id) {
+            Ok(slot) => slot,
             Err(e) => return self.send_error(id, &e),
         };
-        let mut ctx = ToolContext::new(self.config.clone(), self.registry.clone());
+        let cancel = slot.cancel.clone();
+        let mut ctx = self.tools.child();
         ctx.cancel = cancel.clone();
         ctx.response_room = self.responses.room_for_result(id, &era);
         if let Some(token) = progress_token {
@@ -232,6 +240,7 @@ impl Dispatcher {
             era,
             name: name.to_owned(),
             cancel,
+            slot,
         };
         self.active.fetch_add(1, Ordering::SeqCst);
         let spawned = std::thread::Builder::new()
@@ -240,10 +249,8 @@ impl Dispatcher {
                 let this = self.clone();
                 move || this.run_call(call, &ctx, args)
             });
+        // A call that could not start dropped its slot with its closure.
         if spawned.is_err() {
-            if let Ok(mut map) = self.in_flight.lock() {
-                map.remove(&id_key(id));
-            }
             self.active.fetch_sub(1, Ordering::SeqCst);
             self.send_error(
                 id,
@@ -252,9 +259,9 @@ impl Dispatcher {
         }
     }
 
-    /// Registers a call under its id: its cancel flag, or why it may not
-    /// run now.
-    fn claim_slot(&self, id: &Value) -> Result<Arc<AtomicBool>, RpcError> {
+    /// Registers a call under its id: its slot (which holds its cancel
+    /// flag and frees the id when dropped), or why it may not run now.
+    fn claim_slot(self: &Arc<Self>, id: &Value) -> Result<Slot, RpcError> {
         let Ok(mut map) = self.in_flight.lock() else {
             return Err(internal_error("tools/call"));
         };
@@ -274,8 +281,12 @@ impl Dispatcher {
             ));
         }
         let cancel = Arc::new(AtomicBool::new(false));
-        map.insert(key, cancel.clone());
-        Ok(cancel)
+        map.insert(key.clone(), cancel.clone());
+        Ok(Slot {
+            dispatcher: self.clone(),
+            key,
+            cancel,
+        })
     }
 
     /// Runs a tool call on its own thread and writes its answer.
@@ -285,6 +296,7 @@ impl Dispatcher {
             era,
             name,
             cancel,
+            slot,
         } = call;
         let outcome = catch_unwind(AssertUnwindSafe(|| self.registry.call(ctx, &name, args)));
         let line = match outcome {
@@ -308,9 +320,7 @@ impl Dispatcher {
         // The slot is free before the answer goes out, so a client that
         // sends a call per answer never meets the limit; `active` (below)
         // still counts this thread.
-        if let Ok(mut map) = self.in_flight.lock() {
-            map.remove(&key);
-        }
+        drop(slot);
         if !by_client {
             self.send(line);
         }
@@ -387,6 +397,27 @@ struct Call {
     era: Era,
     name: String,
     cancel: Arc<AtomicBool>,
+    slot: Slot,
+}
+
+/// A call's entry in the in-flight table, removed when this is dropped:
+/// whichever way the call ends (answered, failed to start, panicked), its
+/// id is free again and its cancel flag gone.
+#[derive(Debug)]
+struct Slot {
+    dispatcher: Arc<Dispatcher>,
+    key: String,
+    cancel: Arc<AtomicBool>,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut map = match self.dispatcher.in_flight.lock() {
+            Ok(map) => map,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        map.remove(&self.key);
+    }
 }
 
 /// The call's `_meta.progressToken` (a string or a number; anything else

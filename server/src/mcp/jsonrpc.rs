@@ -73,7 +73,7 @@ impl RpcError {
 
 /// One message from the client, classified.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Incoming {
+pub enum ClientMessage {
     /// A request: must be answered exactly once (unless cancelled).
     Request {
         id: Value,
@@ -93,11 +93,11 @@ pub enum Incoming {
 }
 
 /// Classifies one line of input.
-pub fn parse_message(line: &[u8]) -> Incoming {
+pub fn parse_message(line: &[u8]) -> ClientMessage {
     let value: Value = match serde_json::from_slice(line) {
         Ok(v) => v,
         Err(e) => {
-            return Incoming::Invalid {
+            return ClientMessage::Invalid {
                 id: Value::Null,
                 error: RpcError::new(PARSE_ERROR, format!("parse error: {e}")),
             }
@@ -106,7 +106,7 @@ pub fn parse_message(line: &[u8]) -> Incoming {
     let obj = match value {
         Value::Object(obj) => obj,
         Value::Array(_) => {
-            return Incoming::Invalid {
+            return ClientMessage::Invalid {
                 id: Value::Null,
                 error: RpcError::new(
                     INVALID_REQUEST,
@@ -115,7 +115,7 @@ pub fn parse_message(line: &[u8]) -> Incoming {
             }
         }
         _ => {
-            return Incoming::Invalid {
+            return ClientMessage::Invalid {
                 id: Value::Null,
                 error: RpcError::new(INVALID_REQUEST, "a JSON-RPC message must be an object"),
             }
@@ -126,7 +126,7 @@ pub fn parse_message(line: &[u8]) -> Incoming {
     // an answer) makes the message invalid; the error then carries a null
     // id, as JSON-RPC says.
     if let Some(too_long) = id.as_ref().map(id_bytes).filter(|n| *n > MAX_ID_BYTES) {
-        return Incoming::Invalid {
+        return ClientMessage::Invalid {
             id: Value::Null,
             error: RpcError::new(
                 INVALID_REQUEST,
@@ -138,7 +138,7 @@ pub fn parse_message(line: &[u8]) -> Incoming {
     }
     let id_ok = matches!(id, Some(Value::String(_)) | Some(Value::Number(_)));
     if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        return Incoming::Invalid {
+        return ClientMessage::Invalid {
             id: if id_ok {
                 id.unwrap_or(Value::Null)
             } else {
@@ -150,7 +150,7 @@ pub fn parse_message(line: &[u8]) -> Incoming {
     let method = match obj.get("method") {
         Some(Value::String(m)) => m.clone(),
         Some(_) => {
-            return Incoming::Invalid {
+            return ClientMessage::Invalid {
                 id: if id_ok {
                     id.unwrap_or(Value::Null)
                 } else {
@@ -161,9 +161,9 @@ pub fn parse_message(line: &[u8]) -> Incoming {
         }
         None => {
             if obj.contains_key("result") || obj.contains_key("error") {
-                return Incoming::Response;
+                return ClientMessage::Response;
             }
-            return Incoming::Invalid {
+            return ClientMessage::Invalid {
                 id: if id_ok {
                     id.unwrap_or(Value::Null)
                 } else {
@@ -175,9 +175,9 @@ pub fn parse_message(line: &[u8]) -> Incoming {
     };
     let params = obj.get("params").cloned();
     match id {
-        None => Incoming::Notification { method, params },
-        Some(id) if id_ok => Incoming::Request { id, method, params },
-        Some(_) => Incoming::Invalid {
+        None => ClientMessage::Notification { method, params },
+        Some(id) if id_ok => ClientMessage::Request { id, method, params },
+        Some(_) => ClientMessage::Invalid {
             id: Value::Null,
             error: RpcError::new(INVALID_REQUEST, "\"id\" must be a string or a number"),
         },
@@ -292,36 +292,36 @@ mod tests {
     fn classifies_messages() {
         assert!(matches!(
             parse_message(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#),
-            Incoming::Request { method, .. } if method == "ping"
+            ClientMessage::Request { method, .. } if method == "ping"
         ));
         assert!(matches!(
             parse_message(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
-            Incoming::Notification { .. }
+            ClientMessage::Notification { .. }
         ));
         assert!(matches!(
             parse_message(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#),
-            Incoming::Response
+            ClientMessage::Response
         ));
         match parse_message(b"{not json") {
-            Incoming::Invalid { id, error } => {
+            ClientMessage::Invalid { id, error } => {
                 assert_eq!(id, Value::Null);
                 assert_eq!(error.code, PARSE_ERROR);
             }
             other => panic!("{other:?}"),
         }
         match parse_message(br#"[{"jsonrpc":"2.0","id":9,"method":"ping"}]"#) {
-            Incoming::Invalid { error, .. } => assert_eq!(error.code, INVALID_REQUEST),
+            ClientMessage::Invalid { error, .. } => assert_eq!(error.code, INVALID_REQUEST),
             other => panic!("{other:?}"),
         }
         match parse_message(br#"{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}"#) {
-            Incoming::Invalid { id, error } => {
+            ClientMessage::Invalid { id, error } => {
                 assert_eq!(id, Value::Null);
                 assert_eq!(error.code, INVALID_REQUEST);
             }
             other => panic!("{other:?}"),
         }
         match parse_message(br#"{"jsonrpc":"1.0","id":"x","method":"ping"}"#) {
-            Incoming::Invalid { id, error } => {
+            ClientMessage::Invalid { id, error } => {
                 assert_eq!(id, json!("x"));
                 assert_eq!(error.code, INVALID_REQUEST);
             }
@@ -338,8 +338,8 @@ mod tests {
         for (id, accepted) in [(at, true), (over, false)] {
             let line = json!({"jsonrpc": "2.0", "id": id, "method": "ping"}).to_string();
             match parse_message(line.as_bytes()) {
-                Incoming::Request { id: got, .. } if accepted => assert_eq!(got, json!(id)),
-                Incoming::Invalid { id: got, error } if !accepted => {
+                ClientMessage::Request { id: got, .. } if accepted => assert_eq!(got, json!(id)),
+                ClientMessage::Invalid { id: got, error } if !accepted => {
                     assert_eq!(got, Value::Null);
                     assert_eq!(error.code, INVALID_REQUEST);
                     assert!(error.message.contains("4097 bytes"), "{}", error.message);
@@ -355,7 +355,7 @@ mod tests {
         );
         assert!(matches!(
             parse_message(long.as_bytes()),
-            Incoming::Request { .. }
+            ClientMessage::Request { .. }
         ));
     }
 

@@ -1,18 +1,16 @@
-//! The MCP front end: JSON-RPC 2.0 over stdio, both protocol eras, the tool
-//! registry.
+//! The MCP front end: JSON-RPC 2.0 over stdio, both protocol eras, and the
+//! tools of [`crate::tools::registry`] as the protocol shows them.
 //!
 //! - [`jsonrpc`] — framing, ids, error codes.
 //! - [`protocol`] — eras, `initialize` / `server/discover`, capabilities.
 //! - [`dispatch`] — concurrency, cancellation, progress.
-//! - [`registry`] — the one table of tools.
+//! - [`listing`] — a registry row as a `tools/list` entry.
 //! - [`response`] — answer lines, measured as written, within the ceiling.
-//! - [`schema`] — schemas from Rust types, inlined.
 //! - [`server`] — the stdio loop and shutdown.
 
 pub mod dispatch;
 pub mod jsonrpc;
+pub mod listing;
 pub mod protocol;
-pub mod registry;
 pub mod response;
-pub mod schema;
 pub mod server;

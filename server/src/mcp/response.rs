@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 
 use super::jsonrpc::{self, RpcError, INTERNAL_ERROR};
 use super::protocol::{self, Era};
-use super::registry::ToolOutput;
+use crate::tools::registry::ToolOutput;
 
 /// Error messages (JSON-RPC errors and tool errors) are clipped to this
 /// many bytes: they may quote what the client sent, which has no bound of

@@ -10,8 +10,8 @@ use crossbeam_channel::{bounded, Receiver};
 
 use super::dispatch::{Dispatcher, Outgoing};
 use super::jsonrpc::{LineReader, MAX_LINE_BYTES};
-use super::registry::Registry;
-use crate::tools::context::ServeConfig;
+use crate::config::ServeConfig;
+use crate::tools::registry::Registry;
 
 /// How long running calls get to notice a cancel at shutdown.
 const SHUTDOWN_GRACE: Duration = Duration::from_millis(400);

@@ -16,9 +16,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::context::{ServerArgs, ToolContext, ToolError};
+use super::context::{ErrorKind, ServerArgs, ToolContext, ToolError};
 use super::json_str_len;
-use crate::mcp::registry::{Annotations, Tool};
+use crate::tools::registry::{Annotations, Tool};
 
 pub const MAX_OPERATIONS: usize = 16;
 
@@ -69,6 +69,12 @@ pub struct BatchRow {
     pub success: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// What kind of failure `error` is: invalid_argument, not_found,
+    /// over_ceiling, timed_out, tmux_unavailable, refused, cancelled or
+    /// internal; absent on success.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
+    pub error_kind: Option<ErrorKind>,
     /// The tool's structured result; absent on failure or when dropped for size.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "any_object")]
@@ -149,18 +155,18 @@ impl Tool for CallReadToolsBatch {
             .collect();
         // Progress: operations finished out of n.
         let done = AtomicUsize::new(0);
-        let run_one = |tool: &str, a: Value| -> Result<Box<RawValue>, String> {
+        let run_one = |tool: &str, a: Value| -> Result<Box<RawValue>, ToolError> {
             let r = match ctx.registry.call(&ctx.child(), tool, a) {
                 Some(Ok(out)) => Ok(out.structured),
-                Some(Err(e)) => Err(e.message),
-                None => Err(format!("unknown tool {tool:?}")),
+                Some(Err(e)) => Err(e),
+                None => Err(ToolError::new(format!("unknown tool {tool:?}"))),
             };
             let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
             ctx.progress
                 .report(finished as f64, Some(n as f64), Some(tool));
             r
         };
-        let mut outcomes: Vec<Result<Box<RawValue>, String>> = Vec::with_capacity(n);
+        let mut outcomes: Vec<Result<Box<RawValue>, ToolError>> = Vec::with_capacity(n);
         let mut stopped_at = None;
         match args.on_error {
             OnError::Continue => {
@@ -172,8 +178,9 @@ impl Tool for CallReadToolsBatch {
                     handles
                         .into_iter()
                         .map(|h| {
-                            h.join()
-                                .unwrap_or_else(|_| Err("internal error in this operation".into()))
+                            h.join().unwrap_or_else(|_| {
+                                Err(ToolError::internal("internal error in this operation"))
+                            })
                         })
                         .collect()
                 });
@@ -203,6 +210,7 @@ impl Tool for CallReadToolsBatch {
                         tool,
                         success: true,
                         error: None,
+                        error_kind: None,
                         result: Some(v),
                         result_truncated: false,
                     },
@@ -210,7 +218,8 @@ impl Tool for CallReadToolsBatch {
                         index,
                         tool,
                         success: false,
-                        error: Some(e),
+                        error_kind: Some(e.kind),
+                        error: Some(e.message),
                         result: None,
                         result_truncated: false,
                     },
@@ -290,7 +299,7 @@ fn drop_largest(out: &mut BatchResult, excess: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mcp::registry::encode_within;
+    use crate::tools::registry::encode_within;
     use serde_json::value::to_raw_value;
 
     fn row(i: usize, text: &str) -> BatchRow {
@@ -299,6 +308,7 @@ mod tests {
             tool: "capture_pane".into(),
             success: true,
             error: None,
+            error_kind: None,
             result: Some(to_raw_value(&serde_json::json!({ "text": text })).unwrap()),
             result_truncated: false,
         }

@@ -10,12 +10,13 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::context::{Limits, ServerArgs, ToolContext, ToolError};
+use super::context::{ServerArgs, ToolContext, ToolError};
 use super::{find_pane, json_str_len};
-use crate::mcp::registry::{Annotations, Tool};
+use crate::config::Ceilings;
 use crate::tmux::{
     CaptureOptions, CaptureRange, CaptureRequest, CapturedText, PaneId, Tmux, TmuxCommand,
 };
+use crate::tools::registry::{Annotations, Tool};
 
 /// Captures one pane and waits for the reply.
 pub fn capture_one(
@@ -32,10 +33,10 @@ pub fn capture_one(
         ctx.tmux_deadline(),
         ctx.cancel.clone(),
     );
-    let wait = ctx.limits().tmux_timeout + Duration::from_secs(1);
+    let wait = ctx.ceilings().tmux_timeout + Duration::from_secs(1);
     match rx.recv_timeout(wait) {
         Ok(reply) => reply.result.map_err(ToolError::from),
-        Err(_) => Err(ToolError::new(format!(
+        Err(_) => Err(ToolError::timed_out(format!(
             "tmux did not return the capture of {pane} in time: retry, or capture fewer lines"
         ))),
     }
@@ -52,7 +53,7 @@ pub fn capture_one_cached(
     range: CaptureRange,
     options: CaptureOptions,
 ) -> Result<CapturedText, ToolError> {
-    let Some(cache) = &ctx.limits().pane_cache else {
+    let Some(cache) = &ctx.pane_cache else {
         return capture_one(ctx, tmux, pane, range, options);
     };
     ctx.check_cancelled()?;
@@ -64,10 +65,10 @@ pub fn capture_one_cached(
         ctx.tmux_deadline(),
         ctx.cancel.clone(),
     );
-    let wait = ctx.limits().tmux_timeout + Duration::from_secs(1);
+    let wait = ctx.ceilings().tmux_timeout + Duration::from_secs(1);
     match rx.recv_timeout(wait) {
         Ok(reply) => reply.result.map_err(ToolError::from),
-        Err(_) => Err(ToolError::new(format!(
+        Err(_) => Err(ToolError::timed_out(format!(
             "tmux did not return the capture of {pane} in time: retry, or capture fewer lines"
         ))),
     }
@@ -246,7 +247,7 @@ impl Tool for CapturePane {
     type Output = CapturePaneResult;
 
     fn run(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
-        let limits = ctx.limits();
+        let limits = ctx.ceilings();
         let (max_lines, max_bytes) = output_bounds(limits, args.max_lines, args.max_bytes)?;
         let tmux = ctx.tmux(&args.server)?;
         let inv = ctx.inventory(&tmux)?;
@@ -351,12 +352,10 @@ impl Tool for CapturePane {
     }
 }
 
-/// An optional count argument: default when absent, an error past the
-/// ceiling's range, never zero.
-/// A capture's `max_lines` and `max_bytes`: the caller's values within the
-/// operator's ceilings, or the defaults.
+/// A capture's `max_lines` and `max_bytes`: the caller's values, or the
+/// defaults; a value above the operator's ceiling is an error naming it.
 fn output_bounds(
-    limits: &Limits,
+    limits: &Ceilings,
     max_lines: Option<usize>,
     max_bytes: Option<usize>,
 ) -> Result<(usize, usize), ToolError> {
@@ -376,6 +375,9 @@ fn output_bounds(
     ))
 }
 
+/// An optional count argument: default when absent, never zero, never
+/// above `ceiling` (asking for more is an error, as everywhere: silently
+/// returning less would look like a pane with less text).
 fn bounded_arg(
     value: Option<usize>,
     default: usize,
@@ -385,7 +387,10 @@ fn bounded_arg(
     match value {
         None => Ok(default.min(ceiling)),
         Some(0) => Err(ToolError::new(format!("{name} must be at least 1"))),
-        Some(n) => Ok(n.min(ceiling)),
+        Some(n) if n > ceiling => Err(ToolError::over_ceiling(format!(
+            "{name} may be at most {ceiling} (the operator's ceiling), got {n}"
+        ))),
+        Some(n) => Ok(n),
     }
 }
 
@@ -553,7 +558,7 @@ impl Tool for CaptureSince {
     type Output = CaptureSinceResult;
 
     fn run(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
-        let limits = ctx.limits();
+        let limits = ctx.ceilings();
         let (max_lines, max_bytes) = output_bounds(limits, args.max_lines, args.max_bytes)?;
         let tmux = ctx.tmux(&args.server)?;
         let server = (fnv(tmux.socket_path().as_os_str().as_encoded_bytes()) & 0xffff_ffff) as u32;
@@ -825,7 +830,7 @@ impl Tool for SnapshotPane {
     type Output = SnapshotPaneResult;
 
     fn run(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
-        let limits = ctx.limits();
+        let limits = ctx.ceilings();
         let max_bytes = bounded_arg(
             args.max_bytes,
             limits.capture_bytes,

@@ -1,79 +1,20 @@
-//! What every tool call gets: the operator's configuration, a cancel flag,
-//! a progress sink, and the way to reach a tmux server.
+//! What every tool call gets: the operator's configuration, the pane
+//! cache, a cancel flag, a progress sink, and the way to reach a tmux
+//! server.
 
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-use crate::mcp::registry::{Registry, Tier};
-use crate::tmux::reach::SocketPolicy;
+use crate::cache::PaneCache;
+use crate::config::{Ceilings, ServeConfig, Tier};
 use crate::tmux::ServerSpec;
-
-/// Ceilings the operator sets for every call. Callers may ask for less,
-/// never for more.
-#[derive(Debug, Clone)]
-pub struct Limits {
-    /// Bytes of pane text one capture may return.
-    pub capture_bytes: usize,
-    /// Lines one capture may return.
-    pub capture_lines: usize,
-    /// Lines a capture returns when the caller does not say.
-    pub capture_default_lines: usize,
-    /// Rows a list tool returns.
-    pub list_rows: usize,
-    /// One line `serve` writes (a whole JSON-RPC response, as encoded).
-    pub response_bytes: usize,
-    /// `wait_for_text`: default and ceiling.
-    pub wait_default: Duration,
-    pub wait_max: Duration,
-    /// `wait_for_text` wakes on tmux's output events (`false`:
-    /// `--no-events`, every watched pane is polled).
-    pub wait_events: bool,
-    /// Time any one tmux round trip may take.
-    pub tmux_timeout: Duration,
-    /// `search_panes`: defaults and ceilings of its budgets.
-    pub search: super::search::SearchLimits,
-    /// Pane text kept between calls (`None`: `--no-cache`, every call
-    /// captures everything it reads).
-    pub pane_cache: Option<Arc<crate::cache::PaneCache>>,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            capture_bytes: 256 * 1024,
-            capture_lines: 10_000,
-            capture_default_lines: 200,
-            list_rows: 500,
-            response_bytes: 1_000_000,
-            wait_default: Duration::from_secs(8),
-            wait_max: Duration::from_secs(120),
-            wait_events: true,
-            tmux_timeout: Duration::from_secs(10),
-            search: super::search::SearchLimits::default(),
-            pane_cache: Some(Arc::new(crate::cache::PaneCache::new(
-                crate::cache::DEFAULT_MAX_BYTES,
-            ))),
-        }
-    }
-}
-
-/// `panescan serve`'s configuration.
-#[derive(Debug, Clone, Default)]
-pub struct ServeConfig {
-    /// The tmux server used when a call names none (`--socket-name` /
-    /// `--socket-path`; both unset: the one `tmux` itself would use).
-    pub server: ServerSpec,
-    pub tier: Tier,
-    pub limits: Limits,
-    /// Where a socket named by a tool argument may be (`--allow-socket-dir`).
-    pub sockets: SocketPolicy,
-}
+use crate::tools::registry::Registry;
 
 /// The arguments every tool takes to pick a tmux server.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
@@ -128,18 +69,78 @@ impl ProgressSink {
     }
 }
 
+/// What kind of failure a [`ToolError`] is: what a caller (the batch tool,
+/// a client) can branch on without reading the sentence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// An argument is malformed, out of its range, or contradicts another.
+    InvalidArgument,
+    /// A pane, window, session or target the call names does not exist.
+    NotFound,
+    /// The call asked for more than an operator ceiling allows.
+    OverCeiling,
+    /// tmux, or the call's own time budget, ran out of time.
+    TimedOut,
+    /// No tmux server answers, or the connection to it was lost.
+    TmuxUnavailable,
+    /// panescan will not do it (a socket outside the allowed places, a
+    /// format whose cost is not bounded, killing its own pane).
+    Refused,
+    /// The call was cancelled.
+    Cancelled,
+    /// panescan failed on its own side (a thread that could not start, a
+    /// result it could not encode).
+    Internal,
+}
+
 /// A tool failure the model can act on: becomes a result with
-/// `isError: true` and this sentence.
+/// `isError: true` and this sentence; [`ErrorKind`] says what kind.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolError {
+    /// What kind of failure.
+    pub kind: ErrorKind,
+    /// The sentence the caller reads: what failed and what to do instead.
     pub message: String,
 }
 
 impl ToolError {
-    pub fn new(message: impl Into<String>) -> Self {
+    /// A failure of `kind`.
+    pub fn of(kind: ErrorKind, message: impl Into<String>) -> Self {
         ToolError {
+            kind,
             message: message.into(),
         }
+    }
+
+    /// An argument the caller got wrong: the usual tool error.
+    pub fn new(message: impl Into<String>) -> Self {
+        ToolError::of(ErrorKind::InvalidArgument, message)
+    }
+
+    /// Something the call names does not exist.
+    pub fn not_found(message: impl Into<String>) -> Self {
+        ToolError::of(ErrorKind::NotFound, message)
+    }
+
+    /// The call asked for more than an operator ceiling allows.
+    pub fn over_ceiling(message: impl Into<String>) -> Self {
+        ToolError::of(ErrorKind::OverCeiling, message)
+    }
+
+    /// Time ran out.
+    pub fn timed_out(message: impl Into<String>) -> Self {
+        ToolError::of(ErrorKind::TimedOut, message)
+    }
+
+    /// panescan will not do what was asked.
+    pub fn refused(message: impl Into<String>) -> Self {
+        ToolError::of(ErrorKind::Refused, message)
+    }
+
+    /// panescan failed on its own side.
+    pub fn internal(message: impl Into<String>) -> Self {
+        ToolError::of(ErrorKind::Internal, message)
     }
 }
 
@@ -155,6 +156,9 @@ impl std::error::Error for ToolError {}
 #[derive(Debug, Clone)]
 pub struct ToolContext {
     pub config: Arc<ServeConfig>,
+    /// Pane text kept between calls, shared by every call of a server
+    /// (`None`: every call captures everything it reads).
+    pub pane_cache: Option<Arc<PaneCache>>,
     /// The registry of this server's tier (the batch tool calls through it).
     pub registry: Arc<Registry>,
     /// Set by `notifications/cancelled` (and at shutdown): stop soon.
@@ -170,26 +174,32 @@ pub struct ToolContext {
 }
 
 impl ToolContext {
+    /// The context of a server: its pane cache is made here, of the size
+    /// `config` says, and shared by every context made from this one
+    /// ([`Self::child`]).
     pub fn new(config: Arc<ServeConfig>, registry: Arc<Registry>) -> Self {
         ToolContext {
+            pane_cache: config
+                .cache_bytes
+                .map(|bytes| Arc::new(PaneCache::new(bytes))),
             registry,
             cancel: Arc::new(AtomicBool::new(false)),
             progress: ProgressSink::none(),
             started: Instant::now(),
-            response_room: config.limits.response_bytes,
+            response_room: config.ceilings.response_bytes,
             config,
         }
     }
 
     /// A context for calling read-tier tools in-process on `server`, with
-    /// `limits`: what the command line, the benches and tests use where
-    /// `serve` builds one per request.
-    pub fn read_only(server: ServerSpec, limits: Limits) -> Self {
+    /// `ceilings` and a pane cache of the default size: what the command
+    /// line, the benches and tests use where `serve` makes one per request.
+    pub fn read_only(server: ServerSpec, ceilings: Ceilings) -> Self {
         let config = ServeConfig {
             server,
             tier: Tier::Readonly,
-            limits,
-            sockets: SocketPolicy::default(),
+            ceilings,
+            ..ServeConfig::default()
         };
         ToolContext::new(
             Arc::new(config),
@@ -197,8 +207,15 @@ impl ToolContext {
         )
     }
 
-    pub fn limits(&self) -> &Limits {
-        &self.config.limits
+    /// This context with another pane cache (`None`: none at all).
+    pub fn with_pane_cache(mut self, pane_cache: Option<Arc<PaneCache>>) -> Self {
+        self.pane_cache = pane_cache;
+        self
+    }
+
+    /// What one call may ask for.
+    pub fn ceilings(&self) -> &Ceilings {
+        &self.config.ceilings
     }
 
     pub fn is_cancelled(&self) -> bool {
@@ -208,7 +225,7 @@ impl ToolContext {
     /// An error when the call was cancelled (its result will not be sent).
     pub fn check_cancelled(&self) -> Result<(), ToolError> {
         if self.is_cancelled() {
-            Err(ToolError::new("cancelled"))
+            Err(ToolError::of(ErrorKind::Cancelled, "cancelled"))
         } else {
             Ok(())
         }
@@ -216,14 +233,16 @@ impl ToolContext {
 
     /// The deadline for one tmux round trip started now.
     pub fn tmux_deadline(&self) -> Instant {
-        Instant::now() + self.config.limits.tmux_timeout
+        Instant::now() + self.config.ceilings.tmux_timeout
     }
 
-    /// A context for one operation of a batch: same cancel flag, no
-    /// progress of its own.
+    /// A context for one operation of a batch, or for one call of a
+    /// server: same configuration, cache and cancel flag (a server's call
+    /// gets its own), no progress of its own, started now.
     pub fn child(&self) -> ToolContext {
         ToolContext {
             config: self.config.clone(),
+            pane_cache: self.pane_cache.clone(),
             registry: self.registry.clone(),
             cancel: self.cancel.clone(),
             progress: ProgressSink::none(),

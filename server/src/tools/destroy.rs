@@ -7,8 +7,9 @@ use serde::{Deserialize, Serialize};
 
 use super::context::{ServerArgs, ToolContext, ToolError};
 use super::{find_pane, find_session, find_window};
-use crate::mcp::registry::{Annotations, Tier, Tool};
+use crate::config::Tier;
 use crate::tmux::{Inventory, PaneId, SessionId, TmuxCommand, WindowId};
+use crate::tools::registry::{Annotations, Tool};
 
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct Killed {
@@ -25,7 +26,7 @@ fn refuse_own(inv: &Inventory, panes: &[PaneId], what: &str) -> Result<(), ToolE
         .iter()
         .find(|p| panes.contains(&p.pane_id) && p.is_caller == Some(true));
     match own {
-        Some(p) => Err(ToolError::new(format!(
+        Some(p) => Err(ToolError::refused(format!(
             "refused: {what} holds {}, the pane panescan runs in; killing it would end this server",
             p.pane_id
         ))),

@@ -9,9 +9,9 @@ use serde_json::Value;
 use super::context::{ServerArgs, ToolContext, ToolError};
 use super::filters::Filters;
 use super::{find_pane, find_session, find_window};
-use crate::mcp::registry::Tool;
-use crate::mcp::schema;
 use crate::tmux::{Pane, PaneId, ServerInfo, Session, SessionId, Window, WindowId};
+use crate::tools::registry::Tool;
+use crate::tools::schema;
 
 /// Filters as `{field__op: value}` on any returned field: an object, or
 /// the same object as a JSON string (some clients can only send strings).
@@ -88,7 +88,7 @@ impl Tool for ListSessions {
         let tmux = ctx.tmux(&args.server)?;
         let inv = ctx.inventory(&tmux)?;
         let (sessions, total, truncated) =
-            filter_rows(&inv.sessions, &args.filters, ctx.limits().list_rows)?;
+            filter_rows(&inv.sessions, &args.filters, ctx.ceilings().list_rows)?;
         Ok(SessionList {
             sessions,
             total,
@@ -157,7 +157,7 @@ impl Tool for ListWindows {
             None => inv.windows.clone(),
         };
         let (windows, total, truncated) =
-            filter_rows(&rows, &args.filters, ctx.limits().list_rows)?;
+            filter_rows(&rows, &args.filters, ctx.ceilings().list_rows)?;
         Ok(WindowList {
             windows,
             total,
@@ -240,7 +240,8 @@ impl Tool for ListPanes {
             })
             .cloned()
             .collect();
-        let (panes, total, truncated) = filter_rows(&rows, &args.filters, ctx.limits().list_rows)?;
+        let (panes, total, truncated) =
+            filter_rows(&rows, &args.filters, ctx.ceilings().list_rows)?;
         Ok(PaneList {
             panes,
             total,
@@ -514,7 +515,7 @@ impl Tool for FindPaneByPosition {
                 .min_by_key(|p| (u32::MAX - p.pane_bottom, u32::MAX - p.pane_right)),
         };
         found.cloned().ok_or_else(|| {
-            ToolError::new(format!(
+            ToolError::not_found(format!(
                 "window {} reports no pane at its {:?} corner (zoomed or changing layout?); its panes: {}",
                 window.window_id,
                 args.position,

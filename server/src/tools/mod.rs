@@ -10,8 +10,10 @@
 //! - [`mutate`] — send_keys, rename_window, set_pane_title (mutating tier).
 //! - [`destroy`] — kill_pane, kill_window, kill_session (destructive tier).
 //!
-//! [`format_guard`] decides which caller formats display_message may hand
-//! to tmux.
+//! [`registry`] is the [`registry::Tool`] trait and the table of rows every
+//! listing reads; [`schema`] generates the schemas from the Rust types.
+//! [`context`] is what a call gets; [`format_guard`] decides which caller
+//! formats display_message may hand to tmux.
 
 pub mod batch;
 pub mod capture;
@@ -22,14 +24,16 @@ pub mod format_guard;
 pub mod inspect;
 pub mod mutate;
 pub mod options;
+pub mod registry;
+pub mod schema;
 pub mod search;
 pub mod wait;
 
 use std::sync::{Mutex, OnceLock};
 
-use crate::mcp::registry::ToolEntry;
 use crate::tmux::{Inventory, Pane, PaneId, ServerSpec, SessionId, Tmux, TmuxError, WindowId};
-use context::{ServerArgs, ToolContext, ToolError};
+use context::{ErrorKind, ServerArgs, ToolContext, ToolError};
+use registry::ToolEntry;
 
 /// Every tool panescan has, in the order `tools/list` shows them. The
 /// registry keeps those of the configured tier.
@@ -142,13 +146,15 @@ impl ToolContext {
             .spawn(move || {
                 let _ = tx.send(round_trip());
             })
-            .map_err(|e| ToolError::new(format!("cannot start a thread for tmux: {e}; retry")))?;
+            .map_err(|e| {
+                ToolError::internal(format!("cannot start a thread for tmux: {e}; retry"))
+            })?;
         loop {
             match rx.recv_timeout(std::time::Duration::from_millis(20)) {
                 Ok(result) => return result.map_err(ToolError::from),
                 Err(crossbeam_channel::RecvTimeoutError::Timeout) => self.check_cancelled()?,
                 Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
-                    return Err(ToolError::new(
+                    return Err(ToolError::internal(
                         "the tmux request ended without an answer; retry",
                     ))
                 }
@@ -159,7 +165,18 @@ impl ToolContext {
 
 impl From<TmuxError> for ToolError {
     fn from(e: TmuxError) -> Self {
-        ToolError::new(e.to_string())
+        let kind = match &e {
+            TmuxError::NoServer { .. } | TmuxError::ConnectionLost(_) | TmuxError::Spawn(_) => {
+                ErrorKind::TmuxUnavailable
+            }
+            TmuxError::Timeout => ErrorKind::TimedOut,
+            TmuxError::Cancelled => ErrorKind::Cancelled,
+            TmuxError::NotFound(_) => ErrorKind::NotFound,
+            TmuxError::Refused(_) => ErrorKind::Refused,
+            // tmux rejected what was asked (a target, an option name).
+            TmuxError::Command(_) | TmuxError::Invalid(_) => ErrorKind::InvalidArgument,
+        };
+        ToolError::of(kind, e.to_string())
     }
 }
 
@@ -188,7 +205,7 @@ pub fn parse_pane(text: &str) -> Result<PaneId, ToolError> {
 /// The pane, or an error that lists the panes that exist.
 pub fn find_pane(inv: &Inventory, id: PaneId) -> Result<&Pane, ToolError> {
     inv.panes.iter().find(|p| p.pane_id == id).ok_or_else(|| {
-        ToolError::new(format!(
+        ToolError::not_found(format!(
             "no pane {id}; panes: {}",
             bounded_list(inv.panes.iter().map(|p| p.pane_id.to_string()))
         ))
@@ -201,7 +218,7 @@ pub fn find_window(inv: &Inventory, id: WindowId) -> Result<&crate::tmux::Window
         .iter()
         .find(|w| w.window_id == id)
         .ok_or_else(|| {
-            ToolError::new(format!(
+            ToolError::not_found(format!(
                 "no window {id}; windows: {}",
                 bounded_list(inv.windows.iter().map(|w| w.window_id.to_string()))
             ))
@@ -220,7 +237,7 @@ pub fn find_session<'a>(
         inv.sessions.iter().find(|s| s.session_name == key)
     };
     found.ok_or_else(|| {
-        ToolError::new(format!(
+        ToolError::not_found(format!(
             "no session {key:?}; sessions: {}",
             bounded_list(
                 inv.sessions

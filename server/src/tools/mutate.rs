@@ -6,8 +6,9 @@ use serde::{Deserialize, Serialize};
 
 use super::context::{ServerArgs, ToolContext, ToolError};
 use super::{find_pane, find_window};
-use crate::mcp::registry::{Annotations, Tier, Tool};
+use crate::config::Tier;
 use crate::tmux::{PaneId, TmuxCommand, WindowId};
+use crate::tools::registry::{Annotations, Tool};
 
 /// Longest text send_keys types in one call.
 const MAX_TEXT_BYTES: usize = 16 * 1024;

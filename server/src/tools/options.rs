@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 use super::context::{ServerArgs, ToolContext, ToolError};
 use super::cut_to_bytes;
 use super::format_guard::{self, LoopSizes};
-use crate::mcp::registry::{Annotations, Tool};
 use crate::tmux::{Target, TmuxCommand, TmuxError};
+use crate::tools::registry::{Annotations, Tool};
 
 /// Text a single option, variable or message may return.
 const VALUE_BYTES: usize = 64 * 1024;
@@ -39,7 +39,7 @@ fn target_error(ctx: &ToolContext, tmux: &crate::tmux::Tmux, e: TmuxError) -> To
     let msg = e.to_string();
     if msg.contains("can't find") {
         if let Ok(inv) = ctx.inventory(tmux) {
-            return ToolError::new(format!(
+            return ToolError::not_found(format!(
                 "{msg}; panes: {}; windows: {}; sessions: {}",
                 super::bounded_list(inv.panes.iter().map(|p| p.pane_id.to_string())),
                 super::bounded_list(inv.windows.iter().map(|w| w.window_id.to_string())),
@@ -51,7 +51,7 @@ fn target_error(ctx: &ToolContext, tmux: &crate::tmux::Tmux, e: TmuxError) -> To
             ));
         }
     }
-    ToolError::new(msg)
+    ToolError::from(e)
 }
 
 /// Fails unless the target exists. tmux's display-message quietly falls
@@ -600,7 +600,7 @@ impl Tool for DisplayMessage {
         // reached; loops are then judged on the server's real sizes.
         let guard = |sizes: &LoopSizes| {
             format_guard::check(&args.format, sizes)
-                .map_err(|r| ToolError::new(format!("display_message refuses {r}")))
+                .map_err(|r| ToolError::refused(format!("display_message refuses {r}")))
         };
         guard(&LoopSizes::default())?;
         let target = args.target.as_deref().map(parse_target).transpose()?;

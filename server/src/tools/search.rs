@@ -42,66 +42,12 @@ use serde::{Deserialize, Serialize};
 use super::context::{ServerArgs, ToolContext, ToolError};
 use super::{bounded_list, find_session, find_window};
 use crate::cache::PaneCache;
-use crate::mcp::registry::{Annotations, Tool};
+use crate::config::SearchCeilings;
 use crate::tmux::{
     CaptureOptions, CaptureRange, CaptureReply, CaptureRequest, Inventory, Pane, PaneId,
     PanePlacement, SessionId, TmuxError, WindowId,
 };
-
-/// The operator's ceilings and the defaults of `search_panes`. A caller may
-/// ask for less than a ceiling, never for more.
-#[derive(Debug, Clone)]
-pub struct SearchLimits {
-    /// Scrollback lines a caller may ask for per pane.
-    pub max_scrollback_lines: u64,
-    /// Panes searched in one call; more candidates set `pane_limit_clamped`.
-    pub max_panes: usize,
-    /// Default and ceiling of `max_scan_bytes`.
-    pub default_scan_bytes: u64,
-    pub max_scan_bytes: u64,
-    /// Default and ceiling of `max_scan_lines`.
-    pub default_scan_lines: u64,
-    pub max_scan_lines: u64,
-    /// Default and ceiling of `timeout_ms`.
-    pub default_timeout: Duration,
-    pub max_timeout: Duration,
-    /// Default and ceiling of `max_matches` (matching lines in all).
-    pub default_matches: u64,
-    pub max_matches: u64,
-    /// Default and ceiling of `max_matches_per_pane`.
-    pub default_matches_per_pane: u64,
-    pub max_matches_per_pane: u64,
-    /// Default and ceiling of `limit` (matching panes per page).
-    pub default_page: usize,
-    pub max_page: usize,
-    /// Bytes of one pane's capture kept for scanning; a larger capture
-    /// keeps its newest lines and sets `captures_byte_clamped`.
-    pub max_capture_bytes: usize,
-}
-
-impl Default for SearchLimits {
-    /// Generous: 500 panes x 10,000 lines of 100 bytes complete within
-    /// the defaults.
-    fn default() -> Self {
-        SearchLimits {
-            max_scrollback_lines: 1_000_000,
-            max_panes: 10_000,
-            default_scan_bytes: 1 << 30,
-            max_scan_bytes: 16 << 30,
-            default_scan_lines: 10_000_000,
-            max_scan_lines: 200_000_000,
-            default_timeout: Duration::from_secs(60),
-            max_timeout: Duration::from_secs(600),
-            default_matches: 500,
-            max_matches: 10_000,
-            default_matches_per_pane: 20,
-            max_matches_per_pane: 10_000,
-            default_page: 100,
-            max_page: 10_000,
-            max_capture_bytes: 256 << 20,
-        }
-    }
-}
+use crate::tools::registry::{Annotations, Tool};
 
 /// Context lines a caller may ask for around each hit.
 pub const MAX_CONTEXT_LINES: u8 = 10;
@@ -288,7 +234,7 @@ struct Plan {
 }
 
 impl Plan {
-    fn new(args: &SearchPanesArgs, limits: &SearchLimits) -> Result<Plan, ToolError> {
+    fn new(args: &SearchPanesArgs, limits: &SearchCeilings) -> Result<Plan, ToolError> {
         let patterns = match (&args.pattern, &args.patterns) {
             (Some(_), Some(_)) => {
                 return Err(ToolError::new("give either pattern or patterns, not both"))
@@ -397,7 +343,7 @@ pub(crate) fn capped(
     match value {
         None => Ok(default.min(ceiling)),
         Some(0) => Err(ToolError::new(format!("{name} must be at least 1"))),
-        Some(v) if v > ceiling => Err(ToolError::new(format!(
+        Some(v) if v > ceiling => Err(ToolError::over_ceiling(format!(
             "{name} may be at most {ceiling} (the operator's ceiling), got {v}"
         ))),
         Some(v) => Ok(v),
@@ -427,7 +373,7 @@ pub fn resolve_scope<'a>(
             .map(ToString::to_string)
             .collect();
         if !missing.is_empty() {
-            return Err(ToolError::new(format!(
+            return Err(ToolError::not_found(format!(
                 "no pane {}; panes: {}",
                 missing.join(" "),
                 bounded_list(inv.panes.iter().map(|p| p.pane_id.to_string()))
@@ -470,7 +416,7 @@ pub fn search_panes(
     args: &SearchPanesArgs,
 ) -> Result<SearchPanesResult, ToolError> {
     let started = Instant::now();
-    let limits = &ctx.limits().search;
+    let limits = &ctx.ceilings().search;
     let plan = Plan::new(args, limits)?;
     let deadline = started + plan.timeout;
 
@@ -479,7 +425,7 @@ pub fn search_panes(
     // calls' captures gets the whole budget, and a stopped one cannot hold
     // the call past it); with the pane cache, its activity read rides in the
     // same round trip.
-    let (inv, activity) = if ctx.limits().pane_cache.is_some() {
+    let (inv, activity) = if ctx.pane_cache.is_some() {
         let (t, activity_command) = (tmux.clone(), PaneCache::activity_command());
         let (inv, mut extra) =
             ctx.cancellable(move || t.inventory_for_cached_search(&[activity_command], deadline))?;
@@ -521,7 +467,7 @@ pub fn search_panes(
         escapes: false,
     };
     // The pane cache answers with the same text, fetching only what changed.
-    let replies = match &ctx.limits().pane_cache {
+    let replies = match &ctx.pane_cache {
         Some(cache) => cache.capture_read(
             &tmux,
             &inv,
@@ -986,7 +932,7 @@ pub fn clamp_names_in_json(result: &serde_json::Value) -> Vec<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mcp::registry::encode_within;
+    use crate::tools::registry::encode_within;
 
     #[test]
     fn keep_newest_cuts_on_a_line_boundary_and_renumbers() {

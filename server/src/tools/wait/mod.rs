@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use super::context::{ServerArgs, ToolContext, ToolError};
 use super::search::{capped, resolve_scope};
-use crate::mcp::registry::{Annotations, Tool};
+use crate::tools::registry::{Annotations, Tool};
 use crate::tmux::events::Interest;
 use crate::tmux::{
     CaptureOptions, CaptureRequest, CapturedText, Inventory, PaneId, Tmux, TmuxError, WindowId,
@@ -116,7 +116,7 @@ impl Tool for WaitForText {
         let watches = scope(&inv, &args)?;
         let ids: Vec<PaneId> = watches.iter().map(|w| w.pane).collect();
         let sub = ctx
-            .limits()
+            .config
             .wait_events
             .then(|| tmux.subscribe(Interest::printed(ids.iter().copied()), ctx.tmux_deadline()));
         let mut wait = Wait {
@@ -165,7 +165,7 @@ struct Plan {
 
 impl Plan {
     fn new(ctx: &ToolContext, args: &WaitForTextArgs) -> Result<Plan, ToolError> {
-        let limits = ctx.limits();
+        let limits = ctx.ceilings();
         let timeout_ms = capped(
             args.timeout_ms,
             limits.wait_default.as_millis() as u64,
@@ -342,7 +342,7 @@ impl Wait<'_> {
             self.ctx.tmux_deadline(),
             self.ctx.cancel.clone(),
         );
-        let wait = self.ctx.limits().tmux_timeout + Duration::from_secs(1);
+        let wait = self.ctx.ceilings().tmux_timeout + Duration::from_secs(1);
         let mut out = Vec::with_capacity(which.len());
         for &i in which {
             let pane = self.watches[i].pane;

@@ -3,55 +3,23 @@
 //! A tool is a type implementing [`Tool`] (name, title, description, tier,
 //! annotations, typed arguments and output, `run`). [`ToolEntry::of`] turns
 //! it into a row of plain data and function pointers; [`crate::tools::all`]
-//! lists the rows. `tools/list`, the batch tool's allow-list, the README's
-//! tool table and the snapshot test all read the same rows, so they cannot
-//! drift apart.
+//! lists the rows. `tools/list` (rendered by the protocol front end), the
+//! batch tool's allow-list, the README's tool table and the snapshot test
+//! all read the same rows, so they cannot drift apart.
 //!
 //! Adding a tool: write a module in `server/src/tools/` with a unit struct
 //! implementing [`Tool`], and add `ToolEntry::of::<ThatStruct>()` to
 //! [`crate::tools::all`].
 
-use std::fmt;
-
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::value::RawValue;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use super::schema;
+use crate::config::Tier;
 use crate::tools::context::{ToolContext, ToolError};
-
-/// Safety tiers, each including the ones before it.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, clap::ValueEnum, Serialize,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum Tier {
-    /// Looks, never touches.
-    #[default]
-    Readonly,
-    /// Changes tmux state but destroys nothing (send keys, rename).
-    Mutating,
-    /// Kills panes, windows, sessions.
-    Destructive,
-}
-
-impl Tier {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Tier::Readonly => "readonly",
-            Tier::Mutating => "mutating",
-            Tier::Destructive => "destructive",
-        }
-    }
-}
-
-impl fmt::Display for Tier {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// MCP tool annotations (hints for clients deciding what needs approval).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -229,11 +197,11 @@ fn call_typed<T: Tool>(ctx: &ToolContext, args: Value) -> Result<ToolOutput, Too
     // cut it, else refused with a way forward; never sent.
     encode_within::<T>(output, ctx.response_room).map_err(|size| {
         if size == 0 {
-            return ToolError::new(format!("{}: cannot encode the result", T::NAME));
+            return ToolError::internal(format!("{}: cannot encode the result", T::NAME));
         }
-        let ceiling = ctx.limits().response_bytes;
+        let ceiling = ctx.ceilings().response_bytes;
         let line = size + ceiling.saturating_sub(ctx.response_room);
-        ToolError::new(format!(
+        ToolError::over_ceiling(format!(
             "{}: the result would make a {line}-byte response, over the {ceiling}-byte ceiling; narrow the request (filters, a smaller range, max_lines / max_bytes)",
             T::NAME
         ))
@@ -246,15 +214,13 @@ struct Row {
     entry: ToolEntry,
     input_schema: Value,
     allowed_args: Vec<String>,
-    listing: Value,
 }
 
-/// The tools available in one tier, with their `tools/list` answer.
+/// The tools available in one tier.
 #[derive(Debug)]
 pub struct Registry {
     tier: Tier,
     rows: Vec<Row>,
-    listing: Value,
 }
 
 impl Registry {
@@ -279,21 +245,14 @@ impl Registry {
                     }
                 }
                 let allowed_args = schema::property_names(&input_schema);
-                let listing = listing_of(&entry, &input_schema);
                 Row {
                     entry,
                     input_schema,
                     allowed_args,
-                    listing,
                 }
             })
             .collect();
-        let listing = Value::Array(rows.iter().map(|r| r.listing.clone()).collect());
-        Registry {
-            tier,
-            rows,
-            listing,
-        }
+        Registry { tier, rows }
     }
 
     /// The registry of every panescan tool in `tier`.
@@ -324,9 +283,10 @@ impl Registry {
         self.row(name).map(|r| &r.input_schema)
     }
 
-    /// The `tools` array of `tools/list`.
-    pub fn listing(&self) -> &Value {
-        &self.listing
+    /// The tools of this tier with their input schemas (the batch tool's
+    /// allow-list written in), in table order.
+    pub fn with_input_schemas(&self) -> impl Iterator<Item = (&ToolEntry, &Value)> {
+        self.rows.iter().map(|r| (&r.entry, &r.input_schema))
     }
 
     /// The names of the tools of this tier, for error messages.
@@ -404,28 +364,12 @@ fn first_sentence(text: &str) -> &str {
     text
 }
 
-fn listing_of(entry: &ToolEntry, input_schema: &Value) -> Value {
-    json!({
-        "name": entry.name,
-        "title": entry.title,
-        "description": entry.description,
-        "inputSchema": input_schema,
-        "outputSchema": (entry.output_schema)(),
-        "annotations": {
-            "readOnlyHint": entry.annotations.read_only,
-            "destructiveHint": entry.annotations.destructive,
-            "idempotentHint": entry.annotations.idempotent,
-            "openWorldHint": entry.annotations.open_world,
-        },
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::tools::context::ServeConfig;
+    use crate::config::ServeConfig;
     use serde::Deserialize;
 
     #[derive(Debug, Deserialize, JsonSchema)]
@@ -475,7 +419,7 @@ mod tests {
     fn context(registry: Registry, response_bytes: usize) -> (Arc<Registry>, ToolContext) {
         let registry = Arc::new(registry);
         let mut config = ServeConfig::default();
-        config.limits.response_bytes = response_bytes;
+        config.ceilings.response_bytes = response_bytes;
         let ctx = ToolContext::new(Arc::new(config), registry.clone());
         (registry, ctx)
     }

@@ -1,0 +1,93 @@
+//! The arrows of ARCHITECTURE.md, checked on the source: the tools never
+//! reach up into the protocol front end, and the engine knows nothing of
+//! the server.
+#![allow(clippy::panic)]
+
+use std::path::{Path, PathBuf};
+
+/// Every `.rs` file under `dir`, recursively.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let entries = std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|x| x == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// `(file, line number, line)` of every line under `dir` that names one
+/// of `needles` outside a comment.
+fn lines_naming(dir: &Path, needles: &[&str]) -> Vec<String> {
+    let mut found = Vec::new();
+    for file in rust_files(dir) {
+        let text =
+            std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if needles.iter().any(|needle| code.contains(needle)) {
+                found.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    found
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+#[test]
+fn tools_never_import_the_protocol_front_end() {
+    let tools = root().join("server/src/tools");
+    assert!(
+        rust_files(&tools).len() > 5,
+        "no tools under {}",
+        tools.display()
+    );
+    let found = lines_naming(
+        &tools,
+        &[
+            "crate::mcp",
+            "super::mcp",
+            "super::super::mcp",
+            "panescan::mcp",
+        ],
+    );
+    assert!(
+        found.is_empty(),
+        "server/src/tools/ imports from mcp/ (ARCHITECTURE.md: mcp -> tools, never back):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_engine_knows_nothing_of_the_server() {
+    let engine = root().join("engine");
+    let found = lines_naming(&engine.join("src"), &["panescan::", "use panescan;"]);
+    assert!(
+        found.is_empty(),
+        "the engine imports the server:\n{}",
+        found.join("\n")
+    );
+    let manifest = std::fs::read_to_string(engine.join("Cargo.toml"))
+        .unwrap_or_else(|e| panic!("engine/Cargo.toml: {e}"));
+    let depends = manifest
+        .lines()
+        .filter(|l| {
+            l.trim_start().starts_with("panescan ") || l.trim_start().starts_with("panescan=")
+        })
+        .collect::<Vec<_>>();
+    assert!(
+        depends.is_empty(),
+        "engine/Cargo.toml depends on the server: {depends:?}"
+    );
+}
