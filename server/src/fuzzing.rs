@@ -5,7 +5,6 @@
 //! through the real code and returns `Err` with a description when an
 //! invariant breaks (a panic is a finding too: libFuzzer aborts on it).
 
-use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -68,68 +67,22 @@ fn strip_sockets(v: &mut Value) -> bool {
 /// over-long line gets exactly one well-formed answer with the right id,
 /// that notifications and responses get none, and that nothing hangs.
 pub fn jsonrpc(data: &[u8]) -> Result<JsonRpcStats, String> {
-    // Built once: the registry generates every tool's schemas.
-    static SHARED: OnceLock<(Arc<Registry>, Arc<ServeConfig>)> = OnceLock::new();
-    let (registry, config) = SHARED.get_or_init(|| {
-        let config = ServeConfig {
-            server: ServerSpec {
-                socket_name: None,
-                socket_path: Some(nowhere()),
-            },
-            ..ServeConfig::default()
-        };
-        (Arc::new(Registry::for_tier(config.tier)), Arc::new(config))
-    });
+    let (registry, config) = shared_server();
     let (tx, rx) = crossbeam_channel::unbounded::<Outgoing>();
     let dispatcher = Arc::new(Dispatcher::new(registry.clone(), config.clone(), tx));
     let mut reader = LineReader::new(data, FUZZ_LINE_BYTES);
     let mut stats = JsonRpcStats::default();
     let mut expected_ids: Vec<Value> = Vec::new();
-    let mut in_use: HashSet<String> = HashSet::new();
     loop {
         let line = match reader.next_line() {
-            Ok(Some(l)) => l,
+            Ok(Some(l)) => without_sockets(l),
             Ok(None) => break,
             Err(e) => return Err(format!("reading from a slice failed: {e}")),
         };
         stats.lines += 1;
-        let line = match line {
-            Line::Complete(bytes) => match serde_json::from_slice::<Value>(&bytes) {
-                Ok(mut v) => {
-                    if strip_sockets(&mut v) {
-                        Line::Complete(v.to_string().into_bytes())
-                    } else {
-                        Line::Complete(bytes)
-                    }
-                }
-                Err(_) => Line::Complete(bytes),
-            },
-            other => other,
-        };
-        // What the line must produce.
-        let expect: Option<Value> = match &line {
-            Line::TooLong { .. } => Some(Value::Null),
-            Line::Complete(b) if b.iter().all(u8::is_ascii_whitespace) => None,
-            Line::Complete(b) => match jsonrpc::parse_message(b) {
-                Incoming::Request { id, method, .. } => {
-                    if method == "tools/call" {
-                        in_use.insert(jsonrpc::id_key(&id));
-                    }
-                    Some(id)
-                }
-                Incoming::Invalid { id, .. } => Some(id),
-                Incoming::Notification { .. } | Incoming::Response => None,
-            },
-        };
+        let expect = expected_answer(&line);
         dispatcher.handle_line(line);
-        // One line at a time: wait for any tool call it started.
-        let until = Instant::now() + Duration::from_secs(20);
-        while dispatcher.active_calls() > 0 {
-            if Instant::now() > until {
-                return Err("a tool call did not end within 20 s".into());
-            }
-            std::thread::sleep(Duration::from_micros(200));
-        }
+        wait_for_calls(&dispatcher)?;
         if let Some(id) = expect {
             expected_ids.push(id);
         }
@@ -138,44 +91,9 @@ pub fn jsonrpc(data: &[u8]) -> Result<JsonRpcStats, String> {
     let mut responses = Vec::new();
     while let Ok(msg) = rx.try_recv() {
         let Outgoing::Line(text) = msg else { continue };
-        if text.contains('\n') {
-            return Err(format!("an output line holds a newline: {text:?}"));
+        if let Some(v) = check_output(&text, &mut stats)? {
+            responses.push(v);
         }
-        let v: Value =
-            serde_json::from_str(&text).map_err(|e| format!("output is not JSON ({e}): {text}"))?;
-        if v.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-            return Err(format!("output without jsonrpc 2.0: {text}"));
-        }
-        if v.get("method").is_some() {
-            if v["method"] != "notifications/progress" {
-                return Err(format!("unexpected notification: {text}"));
-            }
-            continue;
-        }
-        let has_result = v.get("result").is_some();
-        let has_error = v.get("error").is_some();
-        if has_result == has_error {
-            return Err(format!(
-                "a response needs exactly one of result/error: {text}"
-            ));
-        }
-        if has_error {
-            let code = v["error"]["code"].as_i64().unwrap_or(0);
-            if code == jsonrpc::INTERNAL_ERROR
-                && v["error"]["message"]
-                    .as_str()
-                    .is_some_and(|m| m.starts_with("internal error"))
-            {
-                return Err(format!("a panic was caught: {text}"));
-            }
-            if !v["error"]["message"].is_string() {
-                return Err(format!("error without a message: {text}"));
-            }
-            stats.errors += 1;
-        } else if v["result"].get("isError").is_some() {
-            stats.tool_calls += 1;
-        }
-        responses.push(v);
     }
     stats.responses = responses.len();
     if responses.len() != expected_ids.len() {
@@ -193,6 +111,106 @@ pub fn jsonrpc(data: &[u8]) -> Result<JsonRpcStats, String> {
         }
     }
     Ok(stats)
+}
+
+/// The registry and configuration every input runs against, built once:
+/// the registry generates every tool's schemas.
+fn shared_server() -> &'static (Arc<Registry>, Arc<ServeConfig>) {
+    static SHARED: OnceLock<(Arc<Registry>, Arc<ServeConfig>)> = OnceLock::new();
+    SHARED.get_or_init(|| {
+        let config = ServeConfig {
+            server: ServerSpec {
+                socket_name: None,
+                socket_path: Some(nowhere()),
+            },
+            ..ServeConfig::default()
+        };
+        (Arc::new(Registry::for_tier(config.tier)), Arc::new(config))
+    })
+}
+
+/// A line with its socket arguments removed, when it is JSON.
+fn without_sockets(line: Line) -> Line {
+    match line {
+        Line::Complete(bytes) => match serde_json::from_slice::<Value>(&bytes) {
+            Ok(mut v) => {
+                if strip_sockets(&mut v) {
+                    Line::Complete(v.to_string().into_bytes())
+                } else {
+                    Line::Complete(bytes)
+                }
+            }
+            Err(_) => Line::Complete(bytes),
+        },
+        other => other,
+    }
+}
+
+/// The id a line's answer must carry; none when it needs no answer.
+fn expected_answer(line: &Line) -> Option<Value> {
+    match line {
+        Line::TooLong { .. } => Some(Value::Null),
+        Line::Complete(b) if b.iter().all(u8::is_ascii_whitespace) => None,
+        Line::Complete(b) => match jsonrpc::parse_message(b) {
+            Incoming::Request { id, .. } | Incoming::Invalid { id, .. } => Some(id),
+            Incoming::Notification { .. } | Incoming::Response => None,
+        },
+    }
+}
+
+/// One line at a time: waits for any tool call the line started.
+fn wait_for_calls(dispatcher: &Dispatcher) -> Result<(), String> {
+    let until = Instant::now() + Duration::from_secs(20);
+    while dispatcher.active_calls() > 0 {
+        if Instant::now() > until {
+            return Err("a tool call did not end within 20 s".into());
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    Ok(())
+}
+
+/// Checks one output line: a JSON-RPC 2.0 progress notification (none
+/// returned) or a response with exactly one of result/error (returned).
+fn check_output(text: &str, stats: &mut JsonRpcStats) -> Result<Option<Value>, String> {
+    if text.contains('\n') {
+        return Err(format!("an output line holds a newline: {text:?}"));
+    }
+    let v: Value =
+        serde_json::from_str(text).map_err(|e| format!("output is not JSON ({e}): {text}"))?;
+    if v.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Err(format!("output without jsonrpc 2.0: {text}"));
+    }
+    if v.get("method").is_some() {
+        if v["method"] != "notifications/progress" {
+            return Err(format!("unexpected notification: {text}"));
+        }
+        return Ok(None);
+    }
+    let has_result = v.get("result").is_some();
+    let has_error = v.get("error").is_some();
+    if has_result == has_error {
+        return Err(format!(
+            "a response needs exactly one of result/error: {text}"
+        ));
+    }
+    if has_error {
+        let code = v["error"]["code"].as_i64().unwrap_or(0);
+        if code == jsonrpc::INTERNAL_ERROR
+            && v["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("internal error"))
+        {
+            return Err(format!("a panic was caught: {text}"));
+        }
+        if !v["error"]["message"].is_string() {
+            return Err(format!("error without a message: {text}"));
+        }
+        stats.errors += 1;
+    } else if v["result"].get("isError").is_some() {
+        stats.tool_calls += 1;
+    }
+    Ok(Some(v))
 }
 
 // ---------------------------------------------------------------- framing
@@ -239,79 +257,19 @@ fn feed_chunked(parser: &mut Parser, stream: &[u8], sizes: &[u8], events: &mut V
 ///    with a nonce block after each and notifications between, the parser
 ///    must return exactly those replies, in order, whatever the chunking.
 pub fn framing(data: &[u8]) -> Result<FramingStats, String> {
-    let mut stats = FramingStats::default();
-
-    // Phase 1: anything at all.
-    let mut parser = Parser::new();
-    for i in 0..3 {
-        parser.expect(&fuzz_nonce(i));
-    }
-    let mut events = Vec::new();
-    let sizes = data.get(..4).unwrap_or(&[7]);
-    feed_chunked(&mut parser, data, sizes, &mut events);
-    let replies = events
-        .iter()
-        .filter(|e| matches!(e, Event::Reply(_)))
-        .count();
-    if replies + parser.pending() != 3 {
-        return Err(format!(
-            "{replies} replies and {} pending for 3 requests",
-            parser.pending()
-        ));
-    }
-    stats.raw_replies = replies;
+    let mut stats = FramingStats {
+        raw_replies: raw_replies(data)?,
+        ..FramingStats::default()
+    };
 
     // Phase 2: framed replies with hostile content.
     let mut records = data.split(|&b| b == 0xFF);
     let sizes: Vec<u8> = records.next().unwrap_or_default().to_vec();
     let contents: Vec<&[u8]> = records.take(64).collect();
     let nonces: Vec<Vec<u8>> = (0..contents.len()).map(fuzz_nonce).collect();
-    let mut stream =
-        b"%begin 1700000000 1 0\n%end 1700000000 1 0\n%session-changed $0 main\n".to_vec();
-    let mut expected = Vec::new();
-    let mut cmd = 2u64;
-    for (i, content) in contents.iter().enumerate() {
-        let (flags, body) = content
-            .split_first()
-            .map_or((0u8, &[][..]), |(f, b)| (*f, b));
-        let lines: Vec<&[u8]> = if body.is_empty() {
-            Vec::new()
-        } else {
-            body.split(|&b| b == b'\n').collect()
-        };
-        // A pane cannot print a nonce it has never seen.
-        if lines.iter().any(|l| nonces.iter().any(|n| n == l)) {
-            return Ok(stats);
-        }
-        stats.forged_lines += lines.iter().filter(|l| l.starts_with(b"%")).count();
-        let mut output = Vec::new();
-        for l in &lines {
-            output.extend_from_slice(l);
-            output.push(b'\n');
-        }
-        let ok = flags & 1 == 0;
-        let t = 1_700_000_000 + u64::from(flags >> 4);
-        stream.extend_from_slice(format!("%begin {t} {cmd} 1\n").as_bytes());
-        stream.extend_from_slice(&output);
-        let close = if ok { "%end" } else { "%error" };
-        stream.extend_from_slice(format!("{close} {t} {cmd} 1\n").as_bytes());
-        if flags & 2 != 0 {
-            stream.extend_from_slice(b"%window-add @7\n");
-        }
-        if flags & 4 != 0 {
-            // A block that is not ours (a hook's), between two of ours.
-            stream
-                .extend_from_slice(format!("%begin {t} 9{cmd} 0\n%end {t} 9{cmd} 0\n").as_bytes());
-        }
-        stream.extend_from_slice(format!("%begin {t} {} 1\n", cmd + 1).as_bytes());
-        stream.extend_from_slice(&nonces[i]);
-        stream.extend_from_slice(format!("\n%end {t} {} 1\n", cmd + 1).as_bytes());
-        if flags & 8 != 0 {
-            stream.extend_from_slice(b"%sessions-changed\n");
-        }
-        cmd += 2;
-        expected.push(Event::Reply(RawReply { output, ok }));
-    }
+    let Some((stream, expected)) = frame_replies(&contents, &nonces, &mut stats) else {
+        return Ok(stats);
+    };
     let mut parser = Parser::new();
     for n in &nonces {
         parser.expect(n);
@@ -337,4 +295,90 @@ pub fn framing(data: &[u8]) -> Result<FramingStats, String> {
     }
     stats.framed_replies = expected.len();
     Ok(stats)
+}
+
+/// Phase 1: anything at all, fed in pieces to a parser expecting three
+/// replies; the replies it parsed.
+fn raw_replies(data: &[u8]) -> Result<usize, String> {
+    let mut parser = Parser::new();
+    for i in 0..3 {
+        parser.expect(&fuzz_nonce(i));
+    }
+    let mut events = Vec::new();
+    let sizes = data.get(..4).unwrap_or(&[7]);
+    feed_chunked(&mut parser, data, sizes, &mut events);
+    let replies = events
+        .iter()
+        .filter(|e| matches!(e, Event::Reply(_)))
+        .count();
+    if replies + parser.pending() != 3 {
+        return Err(format!(
+            "{replies} replies and {} pending for 3 requests",
+            parser.pending()
+        ));
+    }
+    Ok(replies)
+}
+
+/// The stream tmux would send for `contents` (a flags byte, then the
+/// reply's lines) and the replies it must parse to; none when a content
+/// line is a nonce, which a pane cannot print.
+fn frame_replies(
+    contents: &[&[u8]],
+    nonces: &[Vec<u8>],
+    stats: &mut FramingStats,
+) -> Option<(Vec<u8>, Vec<Event>)> {
+    let mut stream =
+        b"%begin 1700000000 1 0\n%end 1700000000 1 0\n%session-changed $0 main\n".to_vec();
+    let mut expected = Vec::new();
+    let mut cmd = 2u64;
+    for (content, nonce) in contents.iter().zip(nonces) {
+        let (flags, body) = content
+            .split_first()
+            .map_or((0u8, &[][..]), |(f, b)| (*f, b));
+        let lines: Vec<&[u8]> = if body.is_empty() {
+            Vec::new()
+        } else {
+            body.split(|&b| b == b'\n').collect()
+        };
+        // A pane cannot print a nonce it has never seen.
+        if lines.iter().any(|l| nonces.iter().any(|n| n == l)) {
+            return None;
+        }
+        stats.forged_lines += lines.iter().filter(|l| l.starts_with(b"%")).count();
+        let mut output = Vec::new();
+        for l in &lines {
+            output.extend_from_slice(l);
+            output.push(b'\n');
+        }
+        let ok = flags & 1 == 0;
+        push_framed(&mut stream, cmd, flags, &output, nonce);
+        cmd += 2;
+        expected.push(Event::Reply(RawReply { output, ok }));
+    }
+    Some((stream, expected))
+}
+
+/// One reply framed as tmux frames it (command `cmd`, `%error` when flag 1
+/// is set), its nonce block after it, and the notifications and foreign
+/// blocks flags 2, 4 and 8 ask for.
+fn push_framed(stream: &mut Vec<u8>, cmd: u64, flags: u8, output: &[u8], nonce: &[u8]) {
+    let t = 1_700_000_000 + u64::from(flags >> 4);
+    stream.extend_from_slice(format!("%begin {t} {cmd} 1\n").as_bytes());
+    stream.extend_from_slice(output);
+    let close = if flags & 1 == 0 { "%end" } else { "%error" };
+    stream.extend_from_slice(format!("{close} {t} {cmd} 1\n").as_bytes());
+    if flags & 2 != 0 {
+        stream.extend_from_slice(b"%window-add @7\n");
+    }
+    if flags & 4 != 0 {
+        // A block that is not ours (a hook's), between two of ours.
+        stream.extend_from_slice(format!("%begin {t} 9{cmd} 0\n%end {t} 9{cmd} 0\n").as_bytes());
+    }
+    stream.extend_from_slice(format!("%begin {t} {} 1\n", cmd + 1).as_bytes());
+    stream.extend_from_slice(nonce);
+    stream.extend_from_slice(format!("\n%end {t} {} 1\n", cmd + 1).as_bytes());
+    if flags & 8 != 0 {
+        stream.extend_from_slice(b"%sessions-changed\n");
+    }
 }
