@@ -207,7 +207,31 @@ fn encoded_len<T: Serialize>(value: &T) -> usize {
 mod tests {
     use super::super::types::fixtures::{empty_result, hit};
     use super::super::SearchPanes;
+    use super::{Page, PaneHits};
     use crate::mcp::registry::encode_within;
+
+    #[test]
+    fn a_page_is_cut_from_the_matching_panes_and_names_those_beyond_it() {
+        let ids = |hits: &[PaneHits]| hits.iter().map(|h| h.pane_id.number()).collect::<Vec<_>>();
+        let all = || (1..=5).map(|p| hit(p, 1, 1)).collect::<Vec<_>>();
+
+        let page = Page::of(all(), 1, 2);
+        assert_eq!(ids(&page.matches), [2, 3]);
+        assert_eq!(page.total, 5);
+        assert!(page.truncated);
+        assert_eq!(
+            page.beyond.iter().map(|p| p.number()).collect::<Vec<_>>(),
+            [4, 5]
+        );
+
+        let last = Page::of(all(), 3, 100);
+        assert_eq!(ids(&last.matches), [4, 5]);
+        assert!(!last.truncated && last.beyond.is_empty());
+
+        // An offset past the end is an empty page, not an error.
+        let past = Page::of(all(), 9, 2);
+        assert!(past.matches.is_empty() && !past.truncated && past.total == 5);
+    }
 
     #[test]
     fn small_results_are_not_cut() {
