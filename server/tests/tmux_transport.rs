@@ -783,14 +783,16 @@ fn names_linked_windows_and_grouped_sessions() {
             .run_ok(["new-window", "-d", "-t", "main:", "exec sleep 1000000"])
             .unwrap();
     }
-    // Compare once every new pane runs its final command.
+    // Compare once every new pane runs its final command and tmux can
+    // read its directory (a pane that has just exec'd can list an empty
+    // pane_current_path for a moment).
     let settled = Instant::now() + Duration::from_secs(10);
     let many = loop {
         let inv = tmux.inventory(soon()).unwrap();
         let sleeping = inv
             .panes
             .iter()
-            .filter(|p| p.pane_current_command == "sleep")
+            .filter(|p| p.pane_current_command == "sleep" && !p.pane_current_path.is_empty())
             .count();
         if sleeping >= 12 || Instant::now() > settled {
             break inv;

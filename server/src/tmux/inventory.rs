@@ -430,10 +430,6 @@ fn parse_fields(
     end: &str,
     own_session: Option<&str>,
 ) -> Inventory {
-    let mut inv = Inventory::default();
-    let mut sessions: HashMap<SessionId, usize> = HashMap::new();
-    let mut windows: HashMap<WindowId, usize> = HashMap::new();
-    let mut panes: HashMap<PaneId, usize> = HashMap::new();
     let (plain, text_fields) = layout(fields);
     // Where each field's value sits in a record: plain fields, then text.
     let at: HashMap<&str, usize> = plain
@@ -442,138 +438,179 @@ fn parse_fields(
         .enumerate()
         .map(|(i, f)| (*f, i))
         .collect();
+    let mut builder = Builder::default();
     for record in text.split(end) {
         let record = record.strip_prefix('\n').unwrap_or(record);
         let Some(values) = record_values(plain.len(), text_fields.len(), record, sep) else {
             continue;
         };
-        let get = |name: &str| {
-            at.get(name)
-                .and_then(|&i| values.get(i))
-                .copied()
-                .unwrap_or("")
-        };
-        let (Ok(sid), Ok(wid), Ok(pid)) = (
-            SessionId::parse(get("session_id")),
-            WindowId::parse(get("window_id")),
-            PaneId::parse(get("pane_id")),
-        ) else {
-            continue;
-        };
-        let session_name = get("session_name").to_string();
-        let window_index: u32 = num(get("window_index"));
-        let window_name = get("window_name").to_string();
-        if let std::collections::hash_map::Entry::Vacant(slot) = sessions.entry(sid) {
-            let mut attached: u32 = num(get("session_attached"));
-            if own_session == Some(get("session_id")) {
-                attached = attached.saturating_sub(1);
-            }
-            slot.insert(inv.sessions.len());
-            inv.sessions.push(Session {
-                session_id: sid,
-                session_name: session_name.clone(),
-                session_windows: num(get("session_windows")),
-                session_attached: attached,
-                session_created: num(get("session_created")),
-                session_group: flag(get("session_grouped"))
-                    .then(|| get("session_group").to_string()),
-                session_path: get("session_path").to_string(),
-            });
-        }
-        match windows.get(&wid) {
-            Some(&i) => {
-                let w = &mut inv.windows[i];
-                let placement = WindowPlacement {
-                    session_id: sid,
-                    session_name: session_name.clone(),
-                    window_index,
-                };
-                if !w.placements.contains(&placement) {
-                    w.placements.push(placement);
-                }
-            }
-            None => {
-                windows.insert(wid, inv.windows.len());
-                inv.windows.push(Window {
-                    window_id: wid,
-                    window_index,
-                    window_name: window_name.clone(),
-                    window_active: flag(get("window_active")),
-                    window_width: num(get("window_width")),
-                    window_height: num(get("window_height")),
-                    window_layout: get("window_layout").to_string(),
-                    window_panes: num(get("window_panes")),
-                    session_id: sid,
-                    session_name: session_name.clone(),
-                    placements: vec![WindowPlacement {
-                        session_id: sid,
-                        session_name: session_name.clone(),
-                        window_index,
-                    }],
-                });
-            }
-        }
-        let placement = PanePlacement {
-            session_id: sid,
-            session_name: session_name.clone(),
-            window_id: wid,
-            window_index,
-            window_name: window_name.clone(),
-        };
-        match panes.get(&pid) {
-            Some(&i) => {
-                let p = &mut inv.panes[i];
-                if !p.placements.contains(&placement) {
-                    p.placements.push(placement);
-                }
-            }
-            None => {
-                let dead = flag(get("pane_dead"));
-                panes.insert(pid, inv.panes.len());
-                inv.panes.push(Pane {
-                    pane_id: pid,
-                    pane_index: num(get("pane_index")),
-                    pane_width: num(get("pane_width")),
-                    pane_height: num(get("pane_height")),
-                    pane_left: num(get("pane_left")),
-                    pane_top: num(get("pane_top")),
-                    pane_right: num(get("pane_right")),
-                    pane_bottom: num(get("pane_bottom")),
-                    pane_at_top: flag(get("pane_at_top")),
-                    pane_at_bottom: flag(get("pane_at_bottom")),
-                    pane_at_left: flag(get("pane_at_left")),
-                    pane_at_right: flag(get("pane_at_right")),
-                    pane_tty: get("pane_tty").to_string(),
-                    pane_pid: get("pane_pid").trim().parse().ok(),
-                    pane_current_command: get("pane_current_command").to_string(),
-                    pane_current_path: get("pane_current_path").to_string(),
-                    pane_title: get("pane_title").to_string(),
-                    pane_active: flag(get("pane_active")),
-                    pane_dead: dead,
-                    pane_dead_status: if dead {
-                        get("pane_dead_status").trim().parse().ok()
-                    } else {
-                        None
-                    },
-                    pane_in_mode: flag(get("pane_in_mode")),
-                    pane_mode: get("pane_mode").to_string(),
-                    alternate_on: flag(get("alternate_on")),
-                    cursor_x: num(get("cursor_x")),
-                    cursor_y: num(get("cursor_y")),
-                    history_size: num(get("history_size")),
-                    history_limit: num(get("history_limit")),
-                    window_id: wid,
-                    window_index,
-                    window_name,
-                    session_id: sid,
-                    session_name,
-                    placements: vec![placement],
-                    is_caller: None,
-                });
-            }
-        }
+        builder.add(
+            &Record {
+                at: &at,
+                values: &values,
+            },
+            own_session,
+        );
     }
-    inv
+    builder.inv
+}
+
+/// One record's values, by field name.
+struct Record<'r> {
+    at: &'r HashMap<&'r str, usize>,
+    values: &'r [&'r str],
+}
+
+impl<'r> Record<'r> {
+    /// The value of `name`; empty when the listing did not ask for it.
+    fn get(&self, name: &str) -> &'r str {
+        self.at
+            .get(name)
+            .and_then(|&i| self.values.get(i))
+            .copied()
+            .unwrap_or("")
+    }
+}
+
+/// An inventory built one record (one pane placement) at a time: a
+/// session, window or pane met again, through a link, gains a placement.
+#[derive(Default)]
+struct Builder {
+    inv: Inventory,
+    sessions: HashMap<SessionId, usize>,
+    windows: HashMap<WindowId, usize>,
+    panes: HashMap<PaneId, usize>,
+}
+
+impl Builder {
+    /// Adds a record; one without valid ids is skipped.
+    fn add(&mut self, r: &Record, own_session: Option<&str>) {
+        let (Ok(session_id), Ok(window_id), Ok(pane_id)) = (
+            SessionId::parse(r.get("session_id")),
+            WindowId::parse(r.get("window_id")),
+            PaneId::parse(r.get("pane_id")),
+        ) else {
+            return;
+        };
+        let placement = PanePlacement {
+            session_id,
+            session_name: r.get("session_name").to_string(),
+            window_id,
+            window_index: num(r.get("window_index")),
+            window_name: r.get("window_name").to_string(),
+        };
+        self.add_session(r, &placement, own_session);
+        self.add_window(r, &placement);
+        self.add_pane(r, pane_id, placement);
+    }
+
+    fn add_session(&mut self, r: &Record, at: &PanePlacement, own_session: Option<&str>) {
+        let std::collections::hash_map::Entry::Vacant(slot) = self.sessions.entry(at.session_id)
+        else {
+            return;
+        };
+        let mut attached: u32 = num(r.get("session_attached"));
+        if own_session == Some(r.get("session_id")) {
+            attached = attached.saturating_sub(1);
+        }
+        slot.insert(self.inv.sessions.len());
+        self.inv.sessions.push(Session {
+            session_id: at.session_id,
+            session_name: at.session_name.clone(),
+            session_windows: num(r.get("session_windows")),
+            session_attached: attached,
+            session_created: num(r.get("session_created")),
+            session_group: flag(r.get("session_grouped"))
+                .then(|| r.get("session_group").to_string()),
+            session_path: r.get("session_path").to_string(),
+        });
+    }
+
+    fn add_window(&mut self, r: &Record, at: &PanePlacement) {
+        let placement = WindowPlacement {
+            session_id: at.session_id,
+            session_name: at.session_name.clone(),
+            window_index: at.window_index,
+        };
+        if let Some(&i) = self.windows.get(&at.window_id) {
+            let w = &mut self.inv.windows[i];
+            if !w.placements.contains(&placement) {
+                w.placements.push(placement);
+            }
+            return;
+        }
+        self.windows.insert(at.window_id, self.inv.windows.len());
+        self.inv.windows.push(Window {
+            window_id: at.window_id,
+            window_index: at.window_index,
+            window_name: at.window_name.clone(),
+            window_active: flag(r.get("window_active")),
+            window_width: num(r.get("window_width")),
+            window_height: num(r.get("window_height")),
+            window_layout: r.get("window_layout").to_string(),
+            window_panes: num(r.get("window_panes")),
+            session_id: at.session_id,
+            session_name: at.session_name.clone(),
+            placements: vec![placement],
+        });
+    }
+
+    fn add_pane(&mut self, r: &Record, pane_id: PaneId, placement: PanePlacement) {
+        if let Some(&i) = self.panes.get(&pane_id) {
+            let p = &mut self.inv.panes[i];
+            if !p.placements.contains(&placement) {
+                p.placements.push(placement);
+            }
+            return;
+        }
+        self.panes.insert(pane_id, self.inv.panes.len());
+        self.inv.panes.push(pane_of(r, pane_id, placement));
+    }
+}
+
+/// A pane first met in `placement` (its primary one).
+fn pane_of(r: &Record, pane_id: PaneId, placement: PanePlacement) -> Pane {
+    let dead = flag(r.get("pane_dead"));
+    Pane {
+        pane_id,
+        pane_index: num(r.get("pane_index")),
+        pane_width: num(r.get("pane_width")),
+        pane_height: num(r.get("pane_height")),
+        pane_left: num(r.get("pane_left")),
+        pane_top: num(r.get("pane_top")),
+        pane_right: num(r.get("pane_right")),
+        pane_bottom: num(r.get("pane_bottom")),
+        pane_at_top: flag(r.get("pane_at_top")),
+        pane_at_bottom: flag(r.get("pane_at_bottom")),
+        pane_at_left: flag(r.get("pane_at_left")),
+        pane_at_right: flag(r.get("pane_at_right")),
+        pane_tty: r.get("pane_tty").to_string(),
+        pane_pid: r.get("pane_pid").trim().parse().ok(),
+        pane_current_command: r.get("pane_current_command").to_string(),
+        pane_current_path: r.get("pane_current_path").to_string(),
+        pane_title: r.get("pane_title").to_string(),
+        pane_active: flag(r.get("pane_active")),
+        pane_dead: dead,
+        pane_dead_status: if dead {
+            r.get("pane_dead_status").trim().parse().ok()
+        } else {
+            None
+        },
+        pane_in_mode: flag(r.get("pane_in_mode")),
+        pane_mode: r.get("pane_mode").to_string(),
+        alternate_on: flag(r.get("alternate_on")),
+        cursor_x: num(r.get("cursor_x")),
+        cursor_y: num(r.get("cursor_y")),
+        history_size: num(r.get("history_size")),
+        history_limit: num(r.get("history_limit")),
+        window_id: placement.window_id,
+        window_index: placement.window_index,
+        window_name: placement.window_name.clone(),
+        session_id: placement.session_id,
+        session_name: placement.session_name.clone(),
+        placements: vec![placement],
+        is_caller: None,
+    }
 }
 
 #[cfg(test)]

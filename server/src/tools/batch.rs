@@ -111,120 +111,15 @@ impl Tool for CallReadToolsBatch {
     type Output = BatchResult;
 
     fn run(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
-        let n = args.operations.len();
-        if n == 0 || n > MAX_OPERATIONS {
-            return Err(ToolError::new(format!(
-                "operations must hold 1 to {MAX_OPERATIONS} operations (got {n})"
-            )));
-        }
-        // A server the batch names that no operation may reach fails the
-        // batch whole, before anything runs.
-        ctx.server_spec(&args.server)?;
-        let allowed = ctx.registry.batchable_names();
-        if let Some((i, op)) = args
-            .operations
-            .iter()
-            .enumerate()
-            .find(|(_, op)| !allowed.contains(&op.tool.as_str()))
-        {
-            return Err(ToolError::new(format!(
-                "operation {i}: {:?} cannot be batched; nothing was run. Allowed: {}",
-                op.tool,
-                allowed.join(", ")
-            )));
-        }
-        let ops: Vec<(String, Value)> = args
-            .operations
-            .iter()
-            .map(|op| {
-                let mut a = op.arguments.clone().unwrap_or_default();
-                // The batch's server is the default for every operation.
-                if !a.contains_key("socket_name") && !a.contains_key("socket_path") {
-                    if let Some(s) = &args.server.socket_name {
-                        a.insert("socket_name".into(), Value::String(s.clone()));
-                    }
-                    if let Some(p) = &args.server.socket_path {
-                        a.insert(
-                            "socket_path".into(),
-                            Value::String(p.to_string_lossy().into_owned()),
-                        );
-                    }
-                }
-                (op.tool.clone(), Value::Object(a))
-            })
-            .collect();
-        // Progress: operations finished out of n.
-        let done = AtomicUsize::new(0);
-        let run_one = |tool: &str, a: Value| -> Result<Box<RawValue>, ToolError> {
-            let r = match ctx.registry.call(&ctx.child(), tool, a) {
-                Some(Ok(out)) => Ok(out.structured),
-                Some(Err(e)) => Err(e),
-                None => Err(ToolError::new(format!("unknown tool {tool:?}"))),
-            };
-            let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
-            ctx.progress
-                .report(finished as f64, Some(n as f64), Some(tool));
-            r
-        };
-        let mut outcomes: Vec<Result<Box<RawValue>, ToolError>> = Vec::with_capacity(n);
-        let mut stopped_at = None;
-        match args.on_error {
-            OnError::Continue => {
-                outcomes = std::thread::scope(|s| {
-                    let handles: Vec<_> = ops
-                        .iter()
-                        .map(|(tool, a)| s.spawn(|| run_one(tool, a.clone())))
-                        .collect();
-                    handles
-                        .into_iter()
-                        .map(|h| {
-                            h.join().unwrap_or_else(|_| {
-                                Err(ToolError::internal("internal error in this operation"))
-                            })
-                        })
-                        .collect()
-                });
-            }
-            OnError::Stop => {
-                for (i, (tool, a)) in ops.iter().enumerate() {
-                    ctx.check_cancelled()?;
-                    let r = run_one(tool, a.clone());
-                    let failed = r.is_err();
-                    outcomes.push(r);
-                    if failed {
-                        stopped_at = Some(i);
-                        break;
-                    }
-                }
-            }
-        }
+        check_operations(ctx, &args)?;
+        let ops = with_batch_server(&args);
+        let (outcomes, stopped_at) = run_operations(ctx, &ops, args.on_error)?;
         ctx.check_cancelled()?;
         let results: Vec<BatchRow> = outcomes
             .into_iter()
+            .zip(&ops)
             .enumerate()
-            .map(|(index, r)| {
-                let tool = ops[index].0.clone();
-                match r {
-                    Ok(v) => BatchRow {
-                        index,
-                        tool,
-                        success: true,
-                        error: None,
-                        error_kind: None,
-                        result: Some(v),
-                        result_truncated: false,
-                    },
-                    Err(e) => BatchRow {
-                        index,
-                        tool,
-                        success: false,
-                        error_kind: Some(e.kind),
-                        error: Some(e.message),
-                        result: None,
-                        result_truncated: false,
-                    },
-                }
-            })
+            .map(|(index, (r, (tool, _)))| row(index, tool.clone(), r))
             .collect();
         let succeeded = results.iter().filter(|r| r.success).count();
         Ok(BatchResult {
@@ -266,6 +161,137 @@ impl Tool for CallReadToolsBatch {
             }
         }
         s
+    }
+}
+
+/// What one operation gave: its encoded result, or its error.
+type Outcome = Result<Box<RawValue>, ToolError>;
+
+/// Refuses a batch that is empty, too long, names a server no operation may
+/// reach, or holds a tool outside the allow-list: nothing has run yet.
+fn check_operations(ctx: &ToolContext, args: &BatchArgs) -> Result<(), ToolError> {
+    let n = args.operations.len();
+    if n == 0 || n > MAX_OPERATIONS {
+        return Err(ToolError::new(format!(
+            "operations must hold 1 to {MAX_OPERATIONS} operations (got {n})"
+        )));
+    }
+    ctx.server_spec(&args.server)?;
+    let allowed = ctx.registry.batchable_names();
+    if let Some((i, op)) = args
+        .operations
+        .iter()
+        .enumerate()
+        .find(|(_, op)| !allowed.contains(&op.tool.as_str()))
+    {
+        return Err(ToolError::new(format!(
+            "operation {i}: {:?} cannot be batched; nothing was run. Allowed: {}",
+            op.tool,
+            allowed.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// Each operation's tool and arguments; the batch's server is the default
+/// for every operation that names none.
+fn with_batch_server(args: &BatchArgs) -> Vec<(String, Value)> {
+    args.operations
+        .iter()
+        .map(|op| {
+            let mut a = op.arguments.clone().unwrap_or_default();
+            if !a.contains_key("socket_name") && !a.contains_key("socket_path") {
+                if let Some(s) = &args.server.socket_name {
+                    a.insert("socket_name".into(), Value::String(s.clone()));
+                }
+                if let Some(p) = &args.server.socket_path {
+                    a.insert(
+                        "socket_path".into(),
+                        Value::String(p.to_string_lossy().into_owned()),
+                    );
+                }
+            }
+            (op.tool.clone(), Value::Object(a))
+        })
+        .collect()
+}
+
+/// Runs the operations: all at once with `continue`; in order with `stop`,
+/// up to the first failure, whose index is returned.
+fn run_operations(
+    ctx: &ToolContext,
+    ops: &[(String, Value)],
+    on_error: OnError,
+) -> Result<(Vec<Outcome>, Option<usize>), ToolError> {
+    let n = ops.len();
+    // Progress: operations finished out of n.
+    let done = AtomicUsize::new(0);
+    let run_one = |tool: &str, a: Value| -> Outcome {
+        let r = match ctx.registry.call(&ctx.child(), tool, a) {
+            Some(Ok(out)) => Ok(out.structured),
+            Some(Err(e)) => Err(e),
+            None => Err(ToolError::new(format!("unknown tool {tool:?}"))),
+        };
+        let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
+        ctx.progress
+            .report(finished as f64, Some(n as f64), Some(tool));
+        r
+    };
+    match on_error {
+        OnError::Continue => {
+            let outcomes = std::thread::scope(|s| {
+                let handles: Vec<_> = ops
+                    .iter()
+                    .map(|(tool, a)| s.spawn(|| run_one(tool, a.clone())))
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| {
+                        h.join().unwrap_or_else(|_| {
+                            Err(ToolError::internal("internal error in this operation"))
+                        })
+                    })
+                    .collect()
+            });
+            Ok((outcomes, None))
+        }
+        OnError::Stop => {
+            let mut outcomes = Vec::with_capacity(n);
+            for (i, (tool, a)) in ops.iter().enumerate() {
+                ctx.check_cancelled()?;
+                let r = run_one(tool, a.clone());
+                let failed = r.is_err();
+                outcomes.push(r);
+                if failed {
+                    return Ok((outcomes, Some(i)));
+                }
+            }
+            Ok((outcomes, None))
+        }
+    }
+}
+
+/// The row of operation `index`.
+fn row(index: usize, tool: String, outcome: Outcome) -> BatchRow {
+    match outcome {
+        Ok(v) => BatchRow {
+            index,
+            tool,
+            success: true,
+            error: None,
+            error_kind: None,
+            result: Some(v),
+            result_truncated: false,
+        },
+        Err(e) => BatchRow {
+            index,
+            tool,
+            success: false,
+            error_kind: Some(e.kind),
+            error: Some(e.message),
+            result: None,
+            result_truncated: false,
+        },
     }
 }
 

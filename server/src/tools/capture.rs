@@ -14,7 +14,8 @@ use super::context::{ServerArgs, ToolContext, ToolError};
 use super::{find_pane, json_str_len};
 use crate::config::Ceilings;
 use crate::tmux::{
-    CaptureOptions, CaptureRange, CaptureRequest, CapturedText, PaneId, Tmux, TmuxCommand,
+    CaptureOptions, CaptureRange, CaptureRequest, CapturedText, Inventory, Pane, PaneId, Tmux,
+    TmuxCommand,
 };
 use crate::tools::registry::{Annotations, Tool};
 
@@ -558,176 +559,45 @@ impl Tool for CaptureSince {
     type Output = CaptureSinceResult;
 
     fn run(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
-        let limits = ctx.ceilings();
-        let (max_lines, max_bytes) = output_bounds(limits, args.max_lines, args.max_bytes)?;
+        let (max_lines, max_bytes) = output_bounds(ctx.ceilings(), args.max_lines, args.max_bytes)?;
         let tmux = ctx.tmux(&args.server)?;
         let server = (fnv(tmux.socket_path().as_os_str().as_encoded_bytes()) & 0xffff_ffff) as u32;
-        let previous = match &args.cursor {
-            Some(c) if !c.is_empty() => {
-                let c = Cursor::decode(c)?;
-                if c.pane != args.pane_id.number() {
-                    return Err(ToolError::new(format!(
-                        "this cursor belongs to pane %{}, not {}: use the cursor of {}'s own last capture_since, or omit it",
-                        c.pane, args.pane_id, args.pane_id
-                    )));
-                }
-                if c.server != server {
-                    return Err(ToolError::new(
-                        "this cursor comes from another tmux server: omit it to start over on this one",
-                    ));
-                }
-                Some(c)
-            }
-            _ => None,
-        };
+        let previous = previous_cursor(&args, server)?;
         let inv = ctx.inventory(&tmux)?;
         let pane = find_pane(&inv, args.pane_id)?;
         let pid = pane.pane_pid.unwrap_or(0);
-        let hs = pane.history_size;
-        let now = hs + u64::from(pane.cursor_y);
         let respawned = previous.as_ref().is_some_and(|c| c.pid != pid);
         let previous = previous.filter(|_| !respawned);
 
-        // Capture from the earliest row we may need (the anchor before the
-        // old boundary, or the tail when starting fresh) to the cursor row.
-        let want_from = match &previous {
-            Some(c) => c
-                .boundary
-                .saturating_sub(c.anchor_len)
-                .min(now.saturating_sub(MAX_ANCHOR_LINES)),
-            None if respawned => 0,
-            None => now.saturating_sub(max_lines as u64 + MAX_ANCHOR_LINES),
-        };
-        let cap_start = want_from as i64 - hs as i64;
-        let cap_end = i64::from(pane.cursor_y);
-        let options = CaptureOptions::default();
-        let cap = capture_one_cached(
+        let source = PaneRows {
             ctx,
-            &tmux,
-            &inv,
-            args.pane_id,
-            CaptureRange::Lines {
-                start: cap_start,
-                end: cap_end,
-            },
-            options,
-        )?;
-        let mut got = Lines::from_capture(&cap);
-        // Absolute row of captured line i, from tmux's own numbers at
-        // capture time (exact even if output arrived since the inventory).
-        let mut abs0 = cap.first_line + cap.history_size as i64;
-
-        let mut missed = false;
-        // Nothing is missed until the anchor proves lost.
-        let mut missed_lines = previous.as_ref().map(|_| 0u64);
-        let mut from_abs: i64 = match &previous {
-            None if respawned => abs0,
-            None => now as i64 - max_lines as i64,
-            Some(c) => c.boundary as i64,
+            tmux: &tmux,
+            inv: &inv,
+            pane,
         };
-        if let Some(c) = &previous {
-            let b = c.boundary as i64;
-            let check = |lines: &Lines, abs0: i64, b: i64| -> bool {
-                let lo = (b - c.anchor_len as i64).max(0);
-                if lo < abs0 {
-                    return false;
-                }
-                let i0 = (lo - abs0) as usize;
-                let i1 = (b - abs0) as usize;
-                i1 <= lines.lines.len() && anchor_hash(lines.lines[i0..i1].iter()) == c.anchor
-            };
-            if !check(&got, abs0, b) {
-                // History was trimmed or renumbered: look for the anchor in
-                // the whole history, newest first.
-                let all = capture_one_cached(
-                    ctx,
-                    &tmux,
-                    &inv,
-                    args.pane_id,
-                    CaptureRange::Lines {
-                        start: -(hs as i64),
-                        end: cap_end,
-                    },
-                    options,
-                )?;
-                got = Lines::from_capture(&all);
-                abs0 = all.first_line + all.history_size as i64;
-                let n = got.lines.len() as i64;
-                let found = (abs0..=(abs0 + n).min(b))
-                    .rev()
-                    .find(|&cand| check(&got, abs0, cand));
-                match found {
-                    Some(cand) => from_abs = cand,
-                    None => {
-                        missed = true;
-                        from_abs = abs0;
-                        // The rows after the old boundary were dropped
-                        // from history (or cleared) before this call; tmux
-                        // keeps no count of dropped rows, so how many is
-                        // unknown.
-                        missed_lines = None;
-                    }
-                }
-            }
-        }
-        let total = got.lines.len() as i64;
-        // The row the terminal cursor is on is still being written.
-        let cursor_abs = now as i64;
-        let end_abs = (abs0 + total).min(cursor_abs);
-        let pending_line = if cursor_abs >= abs0 && cursor_abs < abs0 + total {
-            got.lines[(cursor_abs - abs0) as usize]
-                .trim_end()
-                .to_owned()
-        } else {
-            String::new()
-        };
-        let from_abs = from_abs.clamp(abs0, end_abs.max(abs0));
-        let i0 = (from_abs - abs0) as usize;
-        let i1 = (end_abs - abs0).max(0) as usize;
-        let mut new_lines: Vec<String> = if i0 < i1 {
-            got.lines[i0..i1].to_vec()
-        } else {
-            Vec::new()
-        };
-        let mut first_line = (!new_lines.is_empty()).then(|| got.numbers[i0]);
-        let mut dropped = 0u64;
-        if new_lines.len() > max_lines {
-            let extra = new_lines.len() - max_lines;
-            new_lines.drain(..extra);
-            dropped += extra as u64;
-        }
-        let (from, omitted) = keep_tail_bytes(&mut new_lines, max_bytes);
-        dropped += from as u64;
-        let kept = &new_lines[from..];
-        if let Some(f) = first_line.as_mut() {
-            *f += dropped as i64;
-        }
-        // The anchor of the new boundary: the same rows `check` will hash
-        // next time.
-        let a1 = i1.min(got.lines.len());
-        let anchor_len = anchor_length(&got.lines[..a1]);
-        let anchor = anchor_hash(got.lines[a1 - anchor_len as usize..a1].iter());
+        let (rows, start) = source.since(previous.as_ref(), respawned, max_lines)?;
+        let new = rows.new_lines(start.from_abs, source.now(), max_lines, max_bytes);
+        let (anchor_len, anchor) = rows.anchor_at(new.end_abs);
         let cursor = Cursor {
             pane: args.pane_id.number(),
             pid,
-            boundary: end_abs.max(0) as u64,
+            boundary: new.end_abs.max(0) as u64,
             anchor_len,
             anchor,
             server,
         };
-        let text = join_lines(kept);
         Ok(CaptureSinceResult {
             pane_id: args.pane_id,
-            lines: kept.len() as u64,
-            text,
+            lines: new.kept.len() as u64,
+            text: join_lines(&new.kept),
             cursor: cursor.encode(),
-            pending_line,
-            dropped_lines: dropped,
-            omitted_bytes: omitted as u64,
-            missed,
-            missed_lines,
+            pending_line: new.pending_line,
+            dropped_lines: new.dropped,
+            omitted_bytes: new.omitted as u64,
+            missed: start.missed,
+            missed_lines: start.missed_lines,
             respawned,
-            first_line: first_line.filter(|_| !kept.is_empty()),
+            first_line: new.first_line,
         })
     }
 
@@ -768,6 +638,225 @@ impl Tool for CaptureSince {
             .map(|f| f + cut.lines as i64)
             .filter(|_| !out.text.is_empty());
         true
+    }
+}
+
+/// The cursor a call passed, checked against the pane and the server it
+/// names; none (or an empty one) starts over.
+fn previous_cursor(args: &CaptureSinceArgs, server: u32) -> Result<Option<Cursor>, ToolError> {
+    let Some(text) = args.cursor.as_deref().filter(|c| !c.is_empty()) else {
+        return Ok(None);
+    };
+    let c = Cursor::decode(text)?;
+    if c.pane != args.pane_id.number() {
+        return Err(ToolError::new(format!(
+            "this cursor belongs to pane %{}, not {}: use the cursor of {}'s own last capture_since, or omit it",
+            c.pane, args.pane_id, args.pane_id
+        )));
+    }
+    if c.server != server {
+        return Err(ToolError::new(
+            "this cursor comes from another tmux server: omit it to start over on this one",
+        ));
+    }
+    Ok(Some(c))
+}
+
+/// One pane's rows, read through the pane cache, placed on the absolute row
+/// scale (0 = the oldest history line).
+struct PaneRows<'a> {
+    ctx: &'a ToolContext,
+    tmux: &'a Tmux,
+    inv: &'a Inventory,
+    pane: &'a Pane,
+}
+
+/// Captured rows and the absolute row of the first.
+struct Rows {
+    got: Lines,
+    abs0: i64,
+}
+
+/// Where a call's new lines start, and what was lost before them.
+struct Start {
+    from_abs: i64,
+    missed: bool,
+    /// 0 when nothing was missed; none when unknown (or no cursor).
+    missed_lines: Option<u64>,
+}
+
+impl PaneRows<'_> {
+    /// The absolute row of the terminal cursor when the pane was listed.
+    fn now(&self) -> u64 {
+        self.pane.history_size + u64::from(self.pane.cursor_y)
+    }
+
+    /// Rows from tmux line `start` to the terminal cursor's row.
+    fn capture(&self, start: i64) -> Result<Rows, ToolError> {
+        let cap = capture_one_cached(
+            self.ctx,
+            self.tmux,
+            self.inv,
+            self.pane.pane_id,
+            CaptureRange::Lines {
+                start,
+                end: i64::from(self.pane.cursor_y),
+            },
+            CaptureOptions::default(),
+        )?;
+        // Absolute row of captured line i, from tmux's own numbers at
+        // capture time (exact even if output arrived since the inventory).
+        Ok(Rows {
+            got: Lines::from_capture(&cap),
+            abs0: cap.first_line + cap.history_size as i64,
+        })
+    }
+
+    /// Captures from the earliest row the call may need (the anchor before
+    /// the old boundary, or the tail when starting fresh) to the cursor row,
+    /// and finds where the new lines start.
+    fn since(
+        &self,
+        previous: Option<&Cursor>,
+        respawned: bool,
+        max_lines: usize,
+    ) -> Result<(Rows, Start), ToolError> {
+        let now = self.now();
+        let hs = self.pane.history_size;
+        let want_from = match previous {
+            Some(c) => c
+                .boundary
+                .saturating_sub(c.anchor_len)
+                .min(now.saturating_sub(MAX_ANCHOR_LINES)),
+            None if respawned => 0,
+            None => now.saturating_sub(max_lines as u64 + MAX_ANCHOR_LINES),
+        };
+        let rows = self.capture(want_from as i64 - hs as i64)?;
+        let Some(c) = previous else {
+            let from_abs = if respawned {
+                rows.abs0
+            } else {
+                now as i64 - max_lines as i64
+            };
+            let start = Start {
+                from_abs,
+                missed: false,
+                missed_lines: None,
+            };
+            return Ok((rows, start));
+        };
+        // Nothing is missed until the anchor proves lost.
+        let b = c.boundary as i64;
+        let kept = |from_abs| Start {
+            from_abs,
+            missed: false,
+            missed_lines: Some(0),
+        };
+        if rows.anchor_holds(c, b) {
+            return Ok((rows, kept(b)));
+        }
+        // History was trimmed or renumbered: look for the anchor in the
+        // whole history, newest first.
+        let rows = self.capture(-(hs as i64))?;
+        let n = rows.got.lines.len() as i64;
+        let found = (rows.abs0..=(rows.abs0 + n).min(b))
+            .rev()
+            .find(|&cand| rows.anchor_holds(c, cand));
+        let start = match found {
+            Some(cand) => kept(cand),
+            // The rows after the old boundary were dropped from history (or
+            // cleared) before this call; tmux keeps no count of dropped
+            // rows, so how many is unknown.
+            None => Start {
+                from_abs: rows.abs0,
+                missed: true,
+                missed_lines: None,
+            },
+        };
+        Ok((rows, start))
+    }
+}
+
+/// The new lines of a call, bounded, and what bounding dropped.
+struct NewLines {
+    kept: Vec<String>,
+    /// tmux line number of the first kept line.
+    first_line: Option<i64>,
+    dropped: u64,
+    omitted: usize,
+    /// The line the terminal cursor is on.
+    pending_line: String,
+    /// Absolute row after the last new line: the next boundary.
+    end_abs: i64,
+}
+
+impl Rows {
+    /// Whether the `anchor_len` rows before absolute row `b` hash to the
+    /// cursor's anchor.
+    fn anchor_holds(&self, c: &Cursor, b: i64) -> bool {
+        let lo = (b - c.anchor_len as i64).max(0);
+        if lo < self.abs0 {
+            return false;
+        }
+        let i0 = (lo - self.abs0) as usize;
+        let i1 = (b - self.abs0) as usize;
+        i1 <= self.got.lines.len() && anchor_hash(self.got.lines[i0..i1].iter()) == c.anchor
+    }
+
+    /// The completed rows from `from_abs` up to the terminal cursor's row
+    /// (`now`), the newest kept within `max_lines` and `max_bytes`.
+    fn new_lines(&self, from_abs: i64, now: u64, max_lines: usize, max_bytes: usize) -> NewLines {
+        let (got, abs0) = (&self.got, self.abs0);
+        let total = got.lines.len() as i64;
+        // The row the terminal cursor is on is still being written.
+        let cursor_abs = now as i64;
+        let end_abs = (abs0 + total).min(cursor_abs);
+        let pending_line = if cursor_abs >= abs0 && cursor_abs < abs0 + total {
+            got.lines[(cursor_abs - abs0) as usize]
+                .trim_end()
+                .to_owned()
+        } else {
+            String::new()
+        };
+        let from_abs = from_abs.clamp(abs0, end_abs.max(abs0));
+        let i0 = (from_abs - abs0) as usize;
+        let i1 = (end_abs - abs0).max(0) as usize;
+        let mut kept: Vec<String> = if i0 < i1 {
+            got.lines[i0..i1].to_vec()
+        } else {
+            Vec::new()
+        };
+        let mut first_line = (!kept.is_empty()).then(|| got.numbers[i0]);
+        let mut dropped = 0u64;
+        if kept.len() > max_lines {
+            let extra = kept.len() - max_lines;
+            kept.drain(..extra);
+            dropped += extra as u64;
+        }
+        let (from, omitted) = keep_tail_bytes(&mut kept, max_bytes);
+        dropped += from as u64;
+        kept.drain(..from);
+        if let Some(f) = first_line.as_mut() {
+            *f += dropped as i64;
+        }
+        NewLines {
+            first_line: first_line.filter(|_| !kept.is_empty()),
+            kept,
+            dropped,
+            omitted,
+            pending_line,
+            end_abs,
+        }
+    }
+
+    /// The anchor of the boundary `end_abs`: its length and hash, over the
+    /// same rows `anchor_holds` will hash next time.
+    fn anchor_at(&self, end_abs: i64) -> (u64, u64) {
+        let i1 = (end_abs - self.abs0).max(0) as usize;
+        let a1 = i1.min(self.got.lines.len());
+        let anchor_len = anchor_length(&self.got.lines[..a1]);
+        let anchor = anchor_hash(self.got.lines[a1 - anchor_len as usize..a1].iter());
+        (anchor_len, anchor)
     }
 }
 

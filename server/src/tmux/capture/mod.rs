@@ -356,22 +356,8 @@ impl Batch {
                 if failure.is_some() {
                     break;
                 }
-                let budget = if next_start == 0 {
-                    FIRST_CHUNK_LINES
-                } else {
-                    CHUNK_LINES
-                };
-                // tmux runs a script to its end even if its client is killed,
-                // so a chunk sent to tmux is work done whatever happens: ask
-                // for no more than the time left can hold, or a search that
-                // ran out of time would leave tmux busy for the next call.
-                let budget = budget.min(self.lines_in_time_left(&started, seen_lines).max(1));
-                let seen = (seen_panes > 0).then(|| seen_lines / seen_panes);
-                let (a, mut b, mut lines) = (next_start, next_start, 0);
-                while b < requests.len() && (b == a || lines < budget) && b - a < CHUNK_PANES {
-                    lines += estimate_lines(requests[b].range, seen);
-                    b += 1;
-                }
+                let a = next_start;
+                let b = self.chunk_end(&requests, a, &started, seen_lines, seen_panes);
                 next_start = b;
                 flights.push_back(self.launch(&requests[a..b], a, self.options));
             }
@@ -441,6 +427,35 @@ impl Batch {
                 return;
             }
         }
+    }
+
+    /// The end of the chunk that starts at request `a`, sized by the pane
+    /// sizes seen so far (`seen_lines` in `seen_panes`) and the time left.
+    fn chunk_end(
+        &self,
+        requests: &[CaptureRequest],
+        a: usize,
+        started: &Instant,
+        seen_lines: u64,
+        seen_panes: u64,
+    ) -> usize {
+        let budget = if a == 0 {
+            FIRST_CHUNK_LINES
+        } else {
+            CHUNK_LINES
+        };
+        // tmux runs a script to its end even if its client is killed, so a
+        // chunk sent to tmux is work done whatever happens: ask for no more
+        // than the time left can hold, or a search that ran out of time
+        // would leave tmux busy for the next call.
+        let budget = budget.min(self.lines_in_time_left(started, seen_lines).max(1));
+        let seen = (seen_panes > 0).then(|| seen_lines / seen_panes);
+        let (mut b, mut lines) = (a, 0);
+        while b < requests.len() && (b == a || lines < budget) && b - a < CHUNK_PANES {
+            lines += estimate_lines(requests[b].range, seen);
+            b += 1;
+        }
+        b
     }
 
     /// Why the batch must stop now (cancelled, or out of time), if it must.

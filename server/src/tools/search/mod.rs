@@ -1,0 +1,108 @@
+//! search_panes: find text in every pane, scrollback included.
+//!
+//! The whole flow of a search reads top to bottom in [`search_panes`], one
+//! file per stage:
+//!
+//! 1. **Plan** (`plan.rs`) — validate the arguments against the operator's
+//!    ceilings and compile the patterns; nothing has touched tmux yet, so a
+//!    bad pattern costs nothing.
+//! 2. **Scope** (`scope.rs`) — one inventory round trip lists every pane
+//!    with all its placements (only the fields a search needs before it
+//!    captures: tmux pays for every field of every pane); the session /
+//!    window / pane filters pick the candidates ([`resolve_scope`]). A pane
+//!    linked into several windows or sessions is one candidate.
+//! 3. **Fetch** (`pipeline.rs`) — every capture is requested at once from
+//!    the transport, which pipelines them to tmux and hands replies back in
+//!    request order as they arrive (`forward_captures` turns them into
+//!    engine input).
+//! 4. **Scan** (`pipeline.rs`) — the engine scans each capture on the rayon
+//!    pool while later ones are still being fetched, charging the byte and
+//!    line budgets in pane order, so a clamped answer is the same on every
+//!    run.
+//! 5. **Shape** (`shape.rs`) — matching panes are paged (`offset`/`limit`),
+//!    lines are attributed to their pane and placements, what the page's
+//!    panes run (`pane_current_command`, `pane_current_path`: the costliest
+//!    fields to list) is asked for in one round trip. A result too large for
+//!    its response is cut from the end by the registry (`cut_to_size`,
+//!    through [`Tool::shrink`]), with flags that say so.
+//! 6. **Render** (`render.rs`) — the grep-like text of the result
+//!    ([`render_text`], through [`Tool::text`]), which `panescan search`,
+//!    the demo and the bench print too.
+//!
+//! The arguments and the result, as a client sees them, are in `types.rs`.
+//!
+//! Text is matched in Rust, never in a tmux format: a pattern such as
+//! `#(touch /tmp/x)` or `#{pane_id}` is searched for literally and never
+//! reaches tmux.
+
+mod pipeline;
+mod plan;
+mod render;
+mod scope;
+mod shape;
+mod types;
+
+use std::time::Instant;
+
+pub(crate) use plan::capped;
+pub use plan::MAX_CONTEXT_LINES;
+pub use render::{
+    clamp_names, clamp_names_in_json, pane_place, push_hit, render_text, summary_line, Style,
+    CLAMP_FLAGS,
+};
+pub use scope::resolve_scope;
+pub use types::{HitLine, PaneFailure, PaneHits, SearchPanesArgs, SearchPanesResult};
+
+use super::context::{ToolContext, ToolError};
+use crate::tools::registry::{Annotations, Tool};
+use plan::Plan;
+use scope::{Listing, Scope};
+
+/// The `search_panes` tool.
+#[derive(Debug)]
+pub struct SearchPanes;
+
+impl Tool for SearchPanes {
+    const NAME: &'static str = "search_panes";
+    const TITLE: &'static str = "Search all panes";
+    const DESCRIPTION: &'static str = "Find which panes show a text, and on which lines: every pane (or a session, window, pane list), the screen by default, scrollback_lines of history too. Literal or bounded regex, case-insensitive unless match_case. Hit line numbers go straight to capture_pane's start. Budgets (max_scan_bytes, max_scan_lines, timeout_ms, max_matches) bound the work; each *_clamped flag / matches_truncated says what a limit left out. Use instead of capturing panes one by one; to wait for new output use wait_for_text.";
+    const ANNOTATIONS: Annotations = Annotations::READ;
+    type Args = SearchPanesArgs;
+    type Output = SearchPanesResult;
+
+    fn run(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
+        search_panes(ctx, &args)
+    }
+
+    fn text(output: &Self::Output) -> String {
+        render_text(output)
+    }
+
+    fn shrink(output: &mut Self::Output, excess: usize) -> bool {
+        shape::cut_to_size(output, excess)
+    }
+}
+
+/// Runs a search: plan, scope, fetch and scan, shape (the registry renders
+/// the text and fits the response).
+pub fn search_panes(
+    ctx: &ToolContext,
+    args: &SearchPanesArgs,
+) -> Result<SearchPanesResult, ToolError> {
+    let started = Instant::now();
+    let limits = &ctx.ceilings().search;
+    let plan = Plan::new(args, limits)?;
+    let deadline = started + plan.timeout;
+    let tmux = ctx.tmux(&args.server)?;
+
+    let Listing {
+        inventory,
+        activity,
+    } = scope::list(ctx, &tmux, deadline)?;
+    let scope = Scope::select(&inventory, args, &plan, limits)?;
+    let scanned = pipeline::fetch_and_scan(ctx, &tmux, &plan, &scope, activity, deadline)?;
+    let mut result = shape::shape(&tmux, &plan, &scope, scanned, deadline);
+
+    result.elapsed_ms = started.elapsed().as_millis() as u64;
+    Ok(result)
+}

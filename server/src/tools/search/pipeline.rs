@@ -1,0 +1,263 @@
+//! Fetch and scan, overlapping: every capture is requested at once from the
+//! transport (or the pane cache), which pipelines them to tmux and hands
+//! replies back in request order as they arrive; `forward_captures` turns
+//! them into engine input, and the engine scans each capture on the rayon
+//! pool while later ones are still being fetched, charging the byte and line
+//! budgets in pane order, so a clamped answer is the same on every run.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use panescan_engine::{
+    self as engine, Capture, Incoming, Progress, SearchBudgets, SearchOptions, SearchOutcome,
+};
+
+use super::plan::Plan;
+use super::scope::Scope;
+use crate::tmux::{CaptureOptions, CaptureReply, CaptureRequest, Tmux, TmuxError};
+use crate::tools::context::{ToolContext, ToolError};
+
+/// What the fetch side learnt while forwarding captures.
+#[derive(Debug, Default)]
+pub(super) struct FetchReport {
+    /// Some capture was cut to the per-pane byte ceiling.
+    pub(super) byte_clamped: bool,
+    /// Captures did not arrive before the deadline.
+    pub(super) timed_out: bool,
+}
+
+/// What fetching and scanning the scope found.
+#[derive(Debug)]
+pub(super) struct Scanned {
+    pub(super) outcome: SearchOutcome,
+    pub(super) fetch: FetchReport,
+}
+
+/// Fetches and scans every pane of the scope. A cancelled call, or one
+/// where every capture failed, is an error.
+pub(super) fn fetch_and_scan(
+    ctx: &ToolContext,
+    tmux: &Tmux,
+    plan: &Plan,
+    scope: &Scope,
+    activity: Result<String, TmuxError>,
+    deadline: Instant,
+) -> Result<Scanned, ToolError> {
+    let stop_fetch = Arc::new(AtomicBool::new(false));
+    let replies = start_fetch(ctx, tmux, plan, scope, activity, deadline, &stop_fetch);
+    let options = SearchOptions {
+        limits: SearchBudgets {
+            deadline: Some(deadline),
+            ..plan.engine_limits.clone()
+        },
+        context_lines: plan.context_lines,
+        strip_escapes: true,
+        max_text_bytes: 1024,
+        cancel: Some(ctx.cancel.clone()),
+    };
+    let total = scope.panes.len();
+    let progress = ProgressThrottle::new(ctx, total);
+    let max_capture_bytes = ctx.ceilings().search.max_capture_bytes;
+    let (tx, rx) = crossbeam_channel::bounded(engine::max_in_flight());
+    let (outcome, fetch) = std::thread::scope(|threads| {
+        let forwarder = threads
+            .spawn(|| forward_captures(replies, tx, &ctx.cancel, &stop_fetch, max_capture_bytes));
+        let outcome = engine::search(&plan.matcher, &options, rx, &|p| progress.report(p));
+        // The engine may stop early (a budget ran out): stop asking tmux.
+        stop_fetch.store(true, Ordering::Relaxed);
+        let fetch = forwarder.join().unwrap_or_default();
+        (outcome, fetch)
+    });
+    ctx.check_cancelled()?;
+
+    if total > 0 && outcome.failed.len() == total {
+        let (_, reason) = &outcome.failed[0];
+        return Err(ToolError::new(format!(
+            "every capture failed ({total} panes); the first: {reason}"
+        )));
+    }
+    Ok(Scanned { outcome, fetch })
+}
+
+/// Asks for every pane's capture at once; replies come back in pane order.
+/// The pane cache answers with the same text, fetching only what changed.
+fn start_fetch(
+    ctx: &ToolContext,
+    tmux: &Tmux,
+    plan: &Plan,
+    scope: &Scope,
+    activity: Result<String, TmuxError>,
+    deadline: Instant,
+    stop_fetch: &Arc<AtomicBool>,
+) -> Receiver<CaptureReply> {
+    let requests: Vec<CaptureRequest> = scope
+        .panes
+        .iter()
+        .map(|p| CaptureRequest {
+            pane: p.pane_id,
+            range: plan.capture_range(),
+        })
+        .collect();
+    let capture_options = CaptureOptions {
+        join_wrapped: plan.join_wrapped,
+        escapes: false,
+    };
+    match &ctx.pane_cache {
+        Some(cache) => cache.capture_read(
+            tmux,
+            scope.inventory,
+            activity,
+            requests,
+            capture_options,
+            deadline,
+            stop_fetch.clone(),
+        ),
+        None => tmux.capture(requests, capture_options, deadline, stop_fetch.clone()),
+    }
+}
+
+/// Turns transport replies into engine input, in order, until the batch
+/// ends, the engine stops listening, or the call is cancelled.
+fn forward_captures(
+    replies: Receiver<CaptureReply>,
+    tx: Sender<Incoming>,
+    cancel: &AtomicBool,
+    stop_fetch: &AtomicBool,
+    max_capture_bytes: usize,
+) -> FetchReport {
+    let mut report = FetchReport::default();
+    loop {
+        // `stop_fetch` is also set when the engine has finished (a budget
+        // ran out): the rest of the batch is not wanted, so do not wait for
+        // the chunk tmux is still producing.
+        if cancel.load(Ordering::Relaxed) || stop_fetch.load(Ordering::Relaxed) {
+            stop_fetch.store(true, Ordering::Relaxed);
+            return report;
+        }
+        // Short waits: the search joins this thread as soon as the engine
+        // is done (a budget or the deadline), and should not wait long for
+        // it to notice.
+        let reply = match replies.recv_timeout(Duration::from_millis(5)) {
+            Ok(reply) => reply,
+            Err(RecvTimeoutError::Timeout) => continue,
+            Err(RecvTimeoutError::Disconnected) => return report,
+        };
+        let incoming = match reply.result {
+            Ok(text) => {
+                let mut capture = Capture {
+                    key: reply.index,
+                    first_line: text.first_line,
+                    bytes: text.bytes,
+                    line_numbers: text.line_numbers,
+                };
+                if capture.bytes.len() > max_capture_bytes {
+                    keep_newest(&mut capture, max_capture_bytes);
+                    report.byte_clamped = true;
+                }
+                Incoming::Capture(capture)
+            }
+            // Out of time or stopped: not a failure of the pane. The engine
+            // sees the deadline too and sets its own flag.
+            Err(TmuxError::Timeout) => {
+                report.timed_out = true;
+                stop_fetch.store(true, Ordering::Relaxed);
+                return report;
+            }
+            Err(TmuxError::Cancelled) => return report,
+            Err(e) => Incoming::Failed {
+                key: reply.index,
+                reason: e.to_string(),
+            },
+        };
+        if tx.send(incoming).is_err() {
+            // The engine finished (a budget ran out): nothing more to fetch.
+            stop_fetch.store(true, Ordering::Relaxed);
+            return report;
+        }
+    }
+}
+
+/// Cuts a capture to its newest lines that fit `max_bytes`, keeping line
+/// numbers right.
+fn keep_newest(capture: &mut Capture, max_bytes: usize) {
+    let len = capture.bytes.len();
+    let mut from = len - max_bytes;
+    // Start at the next line start so no line is cut in half.
+    match memchr::memchr(b'\n', &capture.bytes[from.saturating_sub(1)..]) {
+        Some(i) => from = from.saturating_sub(1) + i + 1,
+        None => from = len,
+    }
+    let dropped_lines = memchr::memchr_iter(b'\n', &capture.bytes[..from]).count();
+    capture.bytes.drain(..from);
+    match &mut capture.line_numbers {
+        Some(numbers) => {
+            numbers.drain(..dropped_lines.min(numbers.len()));
+        }
+        None => capture.first_line += dropped_lines as i64,
+    }
+}
+
+/// Reports progress at most every 100 ms and on the last pane, so a
+/// 1,000-pane search sends tens of notifications, not thousands.
+struct ProgressThrottle<'a> {
+    ctx: &'a ToolContext,
+    total: usize,
+    last: std::sync::Mutex<(Instant, usize)>,
+}
+
+impl<'a> ProgressThrottle<'a> {
+    fn new(ctx: &'a ToolContext, total: usize) -> Self {
+        ProgressThrottle {
+            ctx,
+            total,
+            last: std::sync::Mutex::new((Instant::now(), 0)),
+        }
+    }
+
+    fn report(&self, p: Progress) {
+        if !self.ctx.progress.is_active() {
+            return;
+        }
+        let Ok(mut last) = self.last.lock() else {
+            return;
+        };
+        let due = p.panes_done == self.total || last.0.elapsed() >= Duration::from_millis(100);
+        if due && p.panes_done > last.1 {
+            *last = (Instant::now(), p.panes_done);
+            let message = format!("{} of {} panes searched", p.panes_done, self.total);
+            self.ctx
+                .progress
+                .report(p.panes_done as f64, Some(self.total as f64), Some(&message));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keep_newest_cuts_on_a_line_boundary_and_renumbers() {
+        let mut c = Capture {
+            key: 0,
+            first_line: -4,
+            bytes: b"aaaa\nbbbb\ncccc\ndddd\n".to_vec(),
+            line_numbers: None,
+        };
+        keep_newest(&mut c, 11);
+        assert_eq!(c.bytes, b"cccc\ndddd\n");
+        assert_eq!(c.first_line, -2);
+
+        let mut c = Capture {
+            key: 0,
+            first_line: -10,
+            bytes: b"aaaa\nbbbb\ncccc\n".to_vec(),
+            line_numbers: Some(vec![-10, -7, -3]),
+        };
+        keep_newest(&mut c, 5);
+        assert_eq!(c.bytes, b"cccc\n");
+        assert_eq!(c.line_numbers, Some(vec![-3]));
+    }
+}

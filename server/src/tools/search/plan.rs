@@ -1,0 +1,172 @@
+//! Plan: a search's arguments checked against the operator's ceilings and
+//! its patterns compiled, before anything touches tmux (a bad pattern costs
+//! nothing).
+
+use std::time::Duration;
+
+use panescan_engine::{Matcher, PatternOptions, SearchBudgets, MAX_PATTERNS};
+
+use super::types::SearchPanesArgs;
+use crate::tmux::CaptureRange;
+use crate::config::SearchCeilings;
+use crate::tools::context::ToolError;
+
+/// Context lines a caller may ask for around each hit.
+pub const MAX_CONTEXT_LINES: u8 = 10;
+
+/// Validated arguments: what will be searched, with which budgets.
+#[derive(Debug)]
+pub(super) struct Plan {
+    pub(super) patterns: Vec<String>,
+    pub(super) matcher: Matcher,
+    pub(super) requested_scrollback: u64,
+    pub(super) scrollback: u64,
+    pub(super) join_wrapped: bool,
+    pub(super) context_lines: usize,
+    pub(super) limit: usize,
+    pub(super) offset: usize,
+    pub(super) timeout: Duration,
+    pub(super) engine_limits: SearchBudgets,
+}
+
+impl Plan {
+    /// The first argument a caller got wrong is the error (in the order
+    /// below), so the same call always gets the same answer.
+    pub(super) fn new(args: &SearchPanesArgs, limits: &SearchCeilings) -> Result<Plan, ToolError> {
+        let patterns = patterns_of(args)?;
+        let matcher = Matcher::new(
+            &patterns,
+            PatternOptions {
+                regex: args.regex,
+                match_case: args.match_case,
+            },
+        )
+        .map_err(|e| ToolError::new(e.to_string()))?;
+        let context = args.context_lines.unwrap_or(0);
+        if context > MAX_CONTEXT_LINES {
+            return Err(ToolError::new(format!(
+                "context_lines must be 0 to {MAX_CONTEXT_LINES}, got {context}"
+            )));
+        }
+        let requested_scrollback = args.scrollback_lines.unwrap_or(0);
+        let timeout_ms = capped(
+            args.timeout_ms,
+            limits.default_timeout.as_millis() as u64,
+            limits.max_timeout.as_millis() as u64,
+            "timeout_ms",
+        )?;
+        let limit = capped(
+            args.limit.map(|n| n as u64),
+            limits.default_page as u64,
+            limits.max_page as u64,
+            "limit",
+        )? as usize;
+        Ok(Plan {
+            patterns,
+            matcher,
+            requested_scrollback,
+            scrollback: requested_scrollback.min(limits.max_scrollback_lines),
+            join_wrapped: args.join_wrapped.unwrap_or(true),
+            context_lines: usize::from(context),
+            limit,
+            offset: args.offset.unwrap_or(0),
+            timeout: Duration::from_millis(timeout_ms),
+            engine_limits: budgets(args, limits)?,
+        })
+    }
+
+    /// What each pane's capture asks tmux for.
+    pub(super) fn capture_range(&self) -> CaptureRange {
+        if self.scrollback == 0 {
+            CaptureRange::Visible
+        } else {
+            CaptureRange::Scrollback(self.scrollback)
+        }
+    }
+}
+
+/// `pattern` or `patterns`, exactly one of them.
+fn patterns_of(args: &SearchPanesArgs) -> Result<Vec<String>, ToolError> {
+    match (&args.pattern, &args.patterns) {
+        (Some(_), Some(_)) => Err(ToolError::new("give either pattern or patterns, not both")),
+        (None, None) => Err(ToolError::new(
+            "pattern is required: the text to find (or patterns, a list of 1-64)",
+        )),
+        (Some(p), None) => Ok(vec![p.clone()]),
+        (None, Some(list)) => {
+            if list.is_empty() || list.len() > MAX_PATTERNS {
+                return Err(ToolError::new(format!(
+                    "patterns must hold 1 to {MAX_PATTERNS} patterns, got {}",
+                    list.len()
+                )));
+            }
+            Ok(list.clone())
+        }
+    }
+}
+
+/// The engine's budgets; the deadline is set when the search starts.
+fn budgets(args: &SearchPanesArgs, limits: &SearchCeilings) -> Result<SearchBudgets, ToolError> {
+    Ok(SearchBudgets {
+        max_scan_bytes: capped(
+            args.max_scan_bytes,
+            limits.default_scan_bytes,
+            limits.max_scan_bytes,
+            "max_scan_bytes",
+        )?,
+        max_scan_lines: capped(
+            args.max_scan_lines,
+            limits.default_scan_lines,
+            limits.max_scan_lines,
+            "max_scan_lines",
+        )?,
+        deadline: None,
+        max_matches: capped(
+            args.max_matches,
+            limits.default_matches,
+            limits.max_matches,
+            "max_matches",
+        )?,
+        max_matches_per_pane: capped(
+            args.max_matches_per_pane,
+            limits.default_matches_per_pane,
+            limits.max_matches_per_pane,
+            "max_matches_per_pane",
+        )?,
+    })
+}
+
+/// A caller's value, or the default; above the operator's ceiling is an
+/// error that names the ceiling (silently searching less would look like
+/// "not found").
+pub(crate) fn capped(
+    value: Option<u64>,
+    default: u64,
+    ceiling: u64,
+    name: &str,
+) -> Result<u64, ToolError> {
+    match value {
+        None => Ok(default.min(ceiling)),
+        Some(0) => Err(ToolError::new(format!("{name} must be at least 1"))),
+        Some(v) if v > ceiling => Err(ToolError::over_ceiling(format!(
+            "{name} may be at most {ceiling} (the operator's ceiling), got {v}"
+        ))),
+        Some(v) => Ok(v),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capped_rejects_zero_and_values_over_the_ceiling() {
+        assert_eq!(capped(None, 5, 10, "x").unwrap(), 5);
+        assert_eq!(capped(Some(10), 5, 10, "x").unwrap(), 10);
+        assert!(capped(Some(11), 5, 10, "x")
+            .unwrap_err()
+            .message
+            .contains("at most 10"));
+        assert!(capped(Some(0), 5, 10, "x").is_err());
+    }
+}

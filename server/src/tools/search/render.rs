@@ -1,0 +1,170 @@
+//! Render: the grep-like text of a result (`%3 dev:1.0 -12: text`), shared
+//! by the tool's text content, `panescan search`, the demo and the bench,
+//! and the names of the clamp flags that fired.
+
+use super::types::{HitLine, PaneHits, SearchPanesResult};
+
+/// The grep-like rendering: one line per hit, `%3 dev:1.0 -12: text`,
+/// context lines with `-` instead of `:`, and a closing line that names
+/// every clamp that fired.
+pub fn render_text(result: &SearchPanesResult) -> String {
+    let mut out = String::new();
+    for pane in &result.matches {
+        let place = pane_place(pane, &Style::PLAIN);
+        for hit in &pane.lines {
+            push_hit(&mut out, &place, hit, &Style::PLAIN);
+        }
+        if pane.lines_truncated {
+            out.push_str(&format!("{place} (more matching lines not shown)\n"));
+        }
+    }
+    out.push_str(&summary_line(result));
+    out
+}
+
+/// Terminal colours of the grep-like rendering (all empty: plain text).
+#[derive(Debug, Clone, Copy)]
+pub struct Style {
+    pub pane: &'static str,
+    pub line: &'static str,
+    pub context: &'static str,
+    pub reset: &'static str,
+}
+
+impl Style {
+    pub const PLAIN: Style = Style {
+        pane: "",
+        line: "",
+        context: "",
+        reset: "",
+    };
+    pub const COLOUR: Style = Style {
+        pane: "\x1b[35m",
+        line: "\x1b[32m",
+        context: "\x1b[2m",
+        reset: "\x1b[0m",
+    };
+}
+
+/// `%3 dev:1.0`: the pane and where it sits.
+pub fn pane_place(pane: &PaneHits, style: &Style) -> String {
+    format!(
+        "{}{}{} {}:{}.{}",
+        style.pane,
+        pane.pane_id,
+        style.reset,
+        pane.session_name,
+        pane.window_index,
+        pane.pane_index
+    )
+}
+
+/// One hit with its context: `PLACE -13- before`, `PLACE -12: text`,
+/// `PLACE -11- after`, one per line.
+pub fn push_hit(out: &mut String, place: &str, hit: &HitLine, style: &Style) {
+    let Style {
+        line: g,
+        context: d,
+        reset: r,
+        ..
+    } = *style;
+    let first = hit.line - hit.before.len() as i64;
+    for (i, text) in hit.before.iter().enumerate() {
+        out.push_str(&format!(
+            "{place} {g}{}{r}- {d}{text}{r}\n",
+            first + i as i64
+        ));
+    }
+    out.push_str(&format!("{place} {g}{}{r}: {}\n", hit.line, hit.text));
+    for (i, text) in hit.after.iter().enumerate() {
+        out.push_str(&format!(
+            "{place} {g}{}{r}- {d}{text}{r}\n",
+            hit.line + 1 + i as i64
+        ));
+    }
+}
+
+/// `-- 12 lines in 3 panes (page 1-3 of 3); searched 200 panes, ...`.
+pub fn summary_line(result: &SearchPanesResult) -> String {
+    let lines: usize = result.matches.iter().map(|p| p.lines.len()).sum();
+    let mut s = format!(
+        "-- {lines} matching lines shown from {} of {} matching panes; searched {} panes ({} failed), {} bytes, {} lines in {} ms",
+        result.matches.len(),
+        result.total_panes_matched,
+        result.panes_searched,
+        result.panes_failed,
+        result.bytes_scanned,
+        result.lines_scanned,
+        result.elapsed_ms,
+    );
+    if result.truncated {
+        s.push_str(&format!(
+            "; {} more matching panes: use offset {}",
+            result.truncated_panes.len(),
+            result.offset + result.matches.len()
+        ));
+    }
+    let clamps = clamp_names(result);
+    if clamps.is_empty() {
+        s.push_str("; complete");
+    } else {
+        s.push_str("; clamped: ");
+        s.push_str(&clamps.join(", "));
+    }
+    s
+}
+
+/// Every clamp flag of a result, in the order they are reported.
+pub const CLAMP_FLAGS: [&str; 7] = [
+    "captures_byte_clamped",
+    "matching_byte_clamped",
+    "matching_line_clamped",
+    "matching_time_clamped",
+    "pane_limit_clamped",
+    "scrollback_clamped",
+    "matches_truncated",
+];
+
+/// The names of the clamp flags that fired.
+pub fn clamp_names(result: &SearchPanesResult) -> Vec<&'static str> {
+    let fired = [
+        result.captures_byte_clamped,
+        result.matching_byte_clamped,
+        result.matching_line_clamped,
+        result.matching_time_clamped,
+        result.pane_limit_clamped,
+        result.scrollback_clamped,
+        result.matches_truncated,
+    ];
+    CLAMP_FLAGS
+        .into_iter()
+        .zip(fired)
+        .filter_map(|(name, on)| on.then_some(name))
+        .collect()
+}
+
+/// The clamp flags set in a result received as JSON (through MCP).
+pub fn clamp_names_in_json(result: &serde_json::Value) -> Vec<&'static str> {
+    CLAMP_FLAGS
+        .into_iter()
+        .filter(|k| result.get(*k) == Some(&serde_json::Value::Bool(true)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::types::fixtures::{empty_result, hit};
+    use super::*;
+
+    #[test]
+    fn text_rendering_is_grep_like_and_names_clamps() {
+        let mut r = empty_result(vec![hit(3, 1, 4)]);
+        r.matches[0].lines[0].line = -12;
+        r.matches[0].lines[0].before = vec!["b".into()];
+        r.matching_byte_clamped = true;
+        let text = render_text(&r);
+        assert!(text.contains("%3 s:1.0 -13- b\n"), "{text}");
+        assert!(text.contains("%3 s:1.0 -12: xxxx\n"), "{text}");
+        assert!(text.ends_with("clamped: matching_byte_clamped"), "{text}");
+    }
+}

@@ -1,0 +1,208 @@
+//! The wire types of `search_panes`: the arguments a caller sends and the
+//! result it gets back, as their JSON schemas show them.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::tmux::{PaneId, PanePlacement, SessionId, WindowId};
+use crate::tools::context::ServerArgs;
+
+/// The arguments of `search_panes`.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+pub struct SearchPanesArgs {
+    /// Text to find (literal unless regex), within one line.
+    #[serde(default)]
+    pub pattern: Option<String>,
+    /// 1-64 patterns, any of which matches (hits carry pattern_index).
+    #[serde(default)]
+    pub patterns: Option<Vec<String>>,
+    /// Patterns are bounded regexes (no lookaround/backreferences).
+    #[serde(default)]
+    pub regex: bool,
+    /// Case-sensitive (default: insensitive).
+    #[serde(default)]
+    pub match_case: bool,
+    /// Session id ($N) or name.
+    #[serde(default)]
+    pub session: Option<String>,
+    /// Window id (@N).
+    #[serde(default)]
+    pub window: Option<WindowId>,
+    /// Pane ids (%N).
+    #[serde(default)]
+    pub pane_ids: Option<Vec<PaneId>>,
+    /// History lines above each screen: 0 (default) = screen only; large = all.
+    #[serde(default)]
+    pub scrollback_lines: Option<u64>,
+    /// Match wrapped lines whole (default true).
+    #[serde(default)]
+    pub join_wrapped: Option<bool>,
+    /// Context lines around hits (0-10).
+    #[serde(default)]
+    pub context_lines: Option<u8>,
+    /// Default 20.
+    #[serde(default)]
+    pub max_matches_per_pane: Option<u64>,
+    /// Default 500.
+    #[serde(default)]
+    pub max_matches: Option<u64>,
+    /// Panes per page (default 100).
+    #[serde(default)]
+    pub limit: Option<usize>,
+    /// Panes to skip.
+    #[serde(default)]
+    pub offset: Option<usize>,
+    /// Scan budget (line bytes + 1).
+    #[serde(default)]
+    pub max_scan_bytes: Option<u64>,
+    /// Scan budget in lines.
+    #[serde(default)]
+    pub max_scan_lines: Option<u64>,
+    /// Time budget (default 60000).
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    #[serde(flatten)]
+    pub server: ServerArgs,
+}
+
+/// One matching line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct HitLine {
+    /// 0 = top of screen, negative = history; pass to capture_pane as start.
+    pub line: i64,
+    pub text: String,
+    // Which of `patterns` matched (only with several patterns).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern_index: Option<usize>,
+    // Context lines before, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub before: Vec<String>,
+    // Context lines after.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub after: Vec<String>,
+}
+
+/// A pane with matching lines.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct PaneHits {
+    pub pane_id: PaneId,
+    pub pane_index: u32,
+    pub window_id: WindowId,
+    pub window_index: u32,
+    pub window_name: String,
+    pub session_id: SessionId,
+    pub session_name: String,
+    // Every session/window the pane is linked into (primary first).
+    pub placements: Vec<PanePlacement>,
+    pub pane_current_command: String,
+    pub pane_current_path: String,
+    // True when panescan itself runs in this pane; absent outside tmux.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub is_caller: Option<bool>,
+    pub lines: Vec<HitLine>,
+    // More lines matched in this pane than are listed.
+    pub lines_truncated: bool,
+}
+
+/// A pane whose capture failed.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct PaneFailure {
+    pub pane_id: PaneId,
+    pub error: String,
+}
+
+/// The result of `search_panes`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct SearchPanesResult {
+    // Matching panes of this page, ordered by session, window index, pane index.
+    pub matches: Vec<PaneHits>,
+    pub total_panes_matched: usize,
+    pub offset: usize,
+    pub limit: usize,
+    // More matching panes exist beyond this page.
+    pub truncated: bool,
+    // Matching panes beyond this page.
+    pub truncated_panes: Vec<PaneId>,
+    pub panes_searched: usize,
+    pub panes_failed: usize,
+    // Up to 20 failed panes and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failures: Vec<PaneFailure>,
+    pub bytes_scanned: u64,
+    pub lines_scanned: u64,
+    pub elapsed_ms: u64,
+    pub effective_scrollback_lines: u64,
+    // A pane's capture exceeded the per-pane byte ceiling: its oldest lines were not searched.
+    pub captures_byte_clamped: bool,
+    // max_scan_bytes ran out: later lines/panes were not searched.
+    pub matching_byte_clamped: bool,
+    // max_scan_lines ran out: later lines/panes were not searched.
+    pub matching_line_clamped: bool,
+    // timeout_ms ran out: later panes were not searched.
+    pub matching_time_clamped: bool,
+    // More panes were in scope than the operator allows: later panes were not searched.
+    pub pane_limit_clamped: bool,
+    // scrollback_lines exceeded the operator's ceiling and some pane had more history.
+    pub scrollback_clamped: bool,
+    // max_matches or the response ceiling dropped matching lines.
+    pub matches_truncated: bool,
+}
+
+/// Results built by hand, for the unit tests of the stages that shape and
+/// render them.
+#[cfg(test)]
+pub(super) mod fixtures {
+    use super::{HitLine, PaneHits, SearchPanesResult};
+    use crate::tmux::{PaneId, SessionId, WindowId};
+
+    pub(crate) fn hit(pane: u32, lines: usize, width: usize) -> PaneHits {
+        PaneHits {
+            pane_id: PaneId::parse(&format!("%{pane}")).unwrap(),
+            pane_index: 0,
+            window_id: WindowId::parse("@1").unwrap(),
+            window_index: 1,
+            window_name: "w".into(),
+            session_id: SessionId::parse("$0").unwrap(),
+            session_name: "s".into(),
+            placements: vec![],
+            pane_current_command: "sh".into(),
+            pane_current_path: "/".into(),
+            is_caller: None,
+            lines: (0..lines)
+                .map(|i| HitLine {
+                    line: i as i64,
+                    text: "x".repeat(width),
+                    pattern_index: None,
+                    before: vec![],
+                    after: vec![],
+                })
+                .collect(),
+            lines_truncated: false,
+        }
+    }
+
+    pub(crate) fn empty_result(matches: Vec<PaneHits>) -> SearchPanesResult {
+        SearchPanesResult {
+            total_panes_matched: matches.len(),
+            matches,
+            offset: 0,
+            limit: 100,
+            truncated: false,
+            truncated_panes: vec![],
+            panes_searched: 0,
+            panes_failed: 0,
+            failures: vec![],
+            bytes_scanned: 0,
+            lines_scanned: 0,
+            elapsed_ms: 0,
+            effective_scrollback_lines: 0,
+            captures_byte_clamped: false,
+            matching_byte_clamped: false,
+            matching_line_clamped: false,
+            matching_time_clamped: false,
+            pane_limit_clamped: false,
+            scrollback_clamped: false,
+            matches_truncated: false,
+        }
+    }
+}
