@@ -7,7 +7,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use panescan::cache::PaneCache;
 use panescan::mcp::registry::Tool;
@@ -32,6 +32,8 @@ struct Bench {
     panes: Vec<String>,
     fifos: Vec<PathBuf>,
     marks: u64,
+    /// Titles set to tell when unmarked output has been read by tmux.
+    syncs: u64,
 }
 
 impl Drop for Bench {
@@ -47,19 +49,25 @@ const HISTORY_LIMITS: [u64; 3] = [60, 200, 5_000];
 
 impl Bench {
     fn start() -> Bench {
-        let server = PrivateServer::start("cache-prop", 40, 10).unwrap();
+        Bench::start_with("cache-prop", &HISTORY_LIMITS)
+    }
+
+    /// One 40x10 window per history limit, each running `cat` of a FIFO.
+    fn start_with(label: &str, limits: &[u64]) -> Bench {
+        let server = PrivateServer::start(label, 40, 10).unwrap();
         let mut bench = Bench {
             server,
             panes: Vec::new(),
             fifos: Vec::new(),
             marks: 0,
+            syncs: 0,
         };
         // Window names must not move under the comparison.
         bench
             .server
             .run_ok(["set-option", "-g", "automatic-rename", "off"])
             .unwrap();
-        for (i, limit) in HISTORY_LIMITS.iter().enumerate() {
+        for (i, limit) in limits.iter().enumerate() {
             let fifo =
                 std::env::temp_dir().join(format!("{}-{i}.fifo", bench.server.socket_name()));
             let status = std::process::Command::new("mkfifo")
@@ -111,6 +119,47 @@ impl Bench {
         fifo.write_all(text.as_bytes()).unwrap();
         drop(fifo);
         self.wait_for(i, &mark);
+    }
+
+    /// Prints `lines` in pane `i` with no marker in the text: the pane's
+    /// title (an OSC 2 sequence after the lines, no text in the grid) tells
+    /// when tmux has read all of them, so repeated lines stay ambiguous.
+    fn print_unmarked(&mut self, i: usize, lines: &[String]) {
+        self.syncs += 1;
+        let title = format!("sync-{}", self.syncs);
+        let mut text = String::new();
+        for line in lines {
+            text.push_str(line);
+            text.push('\n');
+        }
+        text.push_str(&format!("\x1b]2;{title}\x1b\\"));
+        let mut fifo = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&self.fifos[i])
+            .unwrap();
+        fifo.write_all(text.as_bytes()).unwrap();
+        drop(fifo);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.format(i, "#{pane_title}") != title {
+            assert!(Instant::now() < deadline, "{title} never showed");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// A format expanded for pane `i`.
+    fn format(&self, i: usize, format: &str) -> String {
+        self.server
+            .run_ok(["display-message", "-p", "-t", &self.panes[i], format])
+            .unwrap()
+            .trim_end_matches('\n')
+            .to_owned()
+    }
+
+    /// History size and cursor of pane `i`, as tmux reports them.
+    fn history_and_cursor(&self, i: usize) -> (u64, String) {
+        let out = self.format(i, "#{history_size} #{cursor_x},#{cursor_y}");
+        let (size, cursor) = out.split_once(' ').unwrap();
+        (size.parse().unwrap(), cursor.to_owned())
     }
 
     fn wait_for(&self, i: usize, mark: &str) {
@@ -436,4 +485,115 @@ fn unchanged_panes_are_reused_and_printing_panes_fetch_a_delta() {
     check(&bench, &cached, &cold, "clear");
     assert!(cache.memory_bytes() > 0);
     assert!(cache.memory_bytes() <= cache.max_bytes());
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// Waits until the wall clock shows a later second than `second` (the
+/// cache compares window activity by the second).
+fn wait_past_second(second: u64) {
+    while now_secs() <= second {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Lines matching the literal `pattern` in any pane, with their line
+/// numbers, through search_panes (all history).
+fn literal_hits(ctx: &ToolContext, pattern: &str) -> Vec<(String, i64)> {
+    let args = SearchPanesArgs {
+        pattern: Some(pattern.to_owned()),
+        scrollback_lines: Some(1_000_000),
+        max_matches: Some(10_000),
+        max_matches_per_pane: Some(10_000),
+        ..SearchPanesArgs::default()
+    };
+    let result = search_panes(ctx, &args).unwrap_or_else(|e| panic!("search failed: {e}"));
+    result
+        .matches
+        .iter()
+        .flat_map(|p| p.lines.iter().map(|l| (l.text.clone(), l.line)))
+        .collect()
+}
+
+/// The same lines as tmux's own `capture-pane` of the whole pane numbers
+/// them (0 = top of the screen).
+fn captured_hits(bench: &Bench, i: usize, pattern: &str) -> Vec<(String, i64)> {
+    let (history, _) = bench.history_and_cursor(i);
+    let text = bench
+        .server
+        .run_ok(["capture-pane", "-p", "-S", "-", "-t", &bench.panes[i]])
+        .unwrap();
+    assert_eq!(bench.history_and_cursor(i).0, history, "the pane moved");
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| l.contains(pattern))
+        .map(|(n, l)| (l.to_owned(), n as i64 - history as i64))
+        .collect()
+}
+
+/// A pane 40x10 with history-limit 100 prints 42 lines `z`, U01..U21 and
+/// 41 lines `z`, is searched, then prints 10 more `z`: tmux trims the 10
+/// oldest rows, and the history size and cursor come back exactly as they
+/// were. The rows around the stored anchor are all `z`, so they match the
+/// new text at the old offset as well as at the true one; the cache must
+/// not splice its stored lines on that match (it once reported U10 at -44,
+/// not -54). `same_second`: the 10 lines follow the search within its
+/// second (else in a later second); returns whether they did.
+fn trim_after_a_search(same_second: bool) -> bool {
+    let mut bench = Bench::start_with("cache-trim", &[100]);
+    let cache = Arc::new(PaneCache::new(64 << 20));
+    let cached = context(bench.socket_name(), Some(cache.clone()));
+    let cold = context(bench.socket_name(), None);
+    assert_eq!(
+        bench.format(0, "#{pane_width}x#{pane_height} #{history_limit}"),
+        "40x10 100"
+    );
+    let z = |n: usize| vec!["z".to_owned(); n];
+    let mut lines = z(42);
+    lines.extend((1..=21).map(|i| format!("U{i:02}")));
+    lines.extend(z(41));
+    bench.print_unmarked(0, &lines);
+    assert_eq!(bench.history_and_cursor(0), (95, "0,9".to_owned()));
+    let before = captured_hits(&bench, 0, "U1");
+    assert!(before.contains(&("U10".to_owned(), -44)), "{before:?}");
+
+    // Early in a second, so that the search and the output can share it.
+    wait_past_second(now_secs());
+    let searched = now_secs();
+    assert_eq!(literal_hits(&cached, "U1"), before);
+    if !same_second {
+        wait_past_second(searched);
+    }
+    bench.print_unmarked(0, &z(10));
+    let printed = now_secs();
+    assert_eq!(bench.history_and_cursor(0), (95, "0,9".to_owned()));
+    let truth = captured_hits(&bench, 0, "U1");
+    assert!(truth.contains(&("U10".to_owned(), -54)), "{truth:?}");
+    assert_eq!(literal_hits(&cold, "U1"), truth);
+    assert_eq!(
+        literal_hits(&cached, "U1"),
+        truth,
+        "with the cache ({:?})",
+        cache.stats()
+    );
+    printed == searched
+}
+
+#[test]
+fn repeated_lines_trimmed_in_a_later_second_keep_their_line_numbers() {
+    assert!(!trim_after_a_search(false));
+}
+
+#[test]
+fn repeated_lines_trimmed_in_the_same_second_keep_their_line_numbers() {
+    // A loaded machine can push the output into the next second: try again.
+    assert!(
+        (0..3).any(|_| trim_after_a_search(true)),
+        "the output never landed in the search's second"
+    );
 }
