@@ -1,7 +1,13 @@
 //! The pane cache never changes an answer: random output, history clears,
 //! resizes, respawns and history-limit trims between searches on a private
 //! tmux server, and after every step the search with the cache on must be
-//! identical to the same search with the cache off.
+//! identical to the same search with the cache off. Some output repeats
+//! with no marker in the text (blank lines, one line over and over, short
+//! cycles), trimmed at the limit in the search's second or a later one,
+//! cleared and printed again, or rewrapped by a resize and back: rows that
+//! match at more than one offset, where a splice on the wrong one changes
+//! line numbers. Failing cases found so far are kept in
+//! pane_cache.proptest-regressions and replayed first.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::io::Write;
@@ -34,6 +40,8 @@ struct Bench {
     marks: u64,
     /// Titles set to tell when unmarked output has been read by tmux.
     syncs: u64,
+    /// The block of [`BLOCKS`] each pane printed last.
+    last_block: Vec<usize>,
 }
 
 impl Drop for Bench {
@@ -61,6 +69,7 @@ impl Bench {
             fifos: Vec::new(),
             marks: 0,
             syncs: 0,
+            last_block: vec![0; limits.len()],
         };
         // Window names must not move under the comparison.
         bench
@@ -177,7 +186,7 @@ impl Bench {
         }
     }
 
-    fn apply(&mut self, op: &Op) {
+    fn apply(&mut self, op: &Op, cached: &ToolContext) {
         match op {
             Op::Print { pane, lines } => self.print(*pane, lines),
             Op::Clear { pane } => {
@@ -189,19 +198,7 @@ impl Bench {
                 pane,
                 width,
                 height,
-            } => {
-                self.server
-                    .run_ok([
-                        "resize-window",
-                        "-t",
-                        &self.panes[*pane],
-                        "-x",
-                        &width.to_string(),
-                        "-y",
-                        &height.to_string(),
-                    ])
-                    .unwrap();
-            }
+            } => self.resize(*pane, *width, *height),
             Op::Respawn { pane } => {
                 let before = self.pid(*pane);
                 self.server
@@ -213,8 +210,117 @@ impl Bench {
                     std::thread::sleep(Duration::from_millis(10));
                 }
             }
-            Op::Idle => std::thread::sleep(Duration::from_millis(1_100)),
+            Op::Idle => wait_past_second(now_secs()),
+            Op::Blocks {
+                pane,
+                block,
+                before,
+                lines,
+                after,
+            } => {
+                let mut text = self.repeated(*pane, *block, *before);
+                text.extend(lines.iter().cloned());
+                text.extend(self.repeated(*pane, *block, *after));
+                self.print_unmarked(*pane, &text);
+            }
+            Op::Trim {
+                pane,
+                block,
+                extra,
+                same_second,
+            } => self.trim(*pane, *block, *extra, *same_second, cached),
+            Op::ClearRefill { pane, block, extra } => {
+                let (history, _) = self.history_and_cursor(*pane);
+                self.server
+                    .run_ok(["clear-history", "-t", &self.panes[*pane]])
+                    .unwrap();
+                let rows = usize::try_from(history).unwrap() + extra;
+                let text = self.repeated(*pane, *block, rows);
+                self.print_unmarked(*pane, &text);
+            }
+            Op::ResizeBack {
+                pane,
+                width,
+                height,
+                block,
+                times,
+            } => {
+                let size = self.format(*pane, "#{pane_width} #{pane_height}");
+                let (w, h) = size.split_once(' ').unwrap();
+                self.resize(*pane, *width, *height);
+                if *times > 0 {
+                    let text = self.repeated(*pane, *block, *times);
+                    self.print_unmarked(*pane, &text);
+                }
+                self.resize(*pane, w.parse().unwrap(), h.parse().unwrap());
+            }
         }
+    }
+
+    fn resize(&self, pane: usize, width: u16, height: u16) {
+        self.server
+            .run_ok([
+                "resize-window",
+                "-t",
+                &self.panes[pane],
+                "-x",
+                &width.to_string(),
+                "-y",
+                &height.to_string(),
+            ])
+            .unwrap();
+    }
+
+    /// Prints rows of `block` until pane `i` is past its history limit by
+    /// `extra` percent of two trims, and checks that tmux trimmed. With
+    /// `same_second`, a cached search runs first and the rows are printed
+    /// in the second it ran in (the cache cannot reuse on activity then);
+    /// else in a later second.
+    /// `rows` lines of `block`, or of the block pane `i` printed last.
+    fn repeated(&mut self, i: usize, block: Option<usize>, rows: usize) -> Vec<String> {
+        let block = block.unwrap_or(self.last_block[i]);
+        self.last_block[i] = block;
+        BLOCKS[block]
+            .iter()
+            .cycle()
+            .take(rows)
+            .map(|l| (*l).to_owned())
+            .collect()
+    }
+
+    fn trim(
+        &mut self,
+        i: usize,
+        block: Option<usize>,
+        extra: u8,
+        same_second: bool,
+        cached: &ToolContext,
+    ) {
+        let state = self.format(
+            i,
+            "#{history_size} #{history_limit} #{cursor_y} #{pane_height}",
+        );
+        let n: Vec<u64> = state.split(' ').map(|f| f.parse().unwrap()).collect();
+        let (history, limit, cursor_y, height) = (n[0], n[1], n[2], n[3]);
+        let trim = (limit / 10).max(1);
+        let extra = (u64::from(extra) * 2 * trim / 100).max(1);
+        // Rows until the cursor reaches the bottom, then until the history
+        // is full, then past it.
+        let rows = (height - 1 - cursor_y) + limit.saturating_sub(history) + extra;
+        let rows = usize::try_from(rows).unwrap();
+        if same_second {
+            wait_past_second(now_secs());
+            search(cached, true, 1_000_000);
+        } else {
+            wait_past_second(now_secs());
+        }
+        let text = self.repeated(i, block, rows);
+        self.print_unmarked(i, &text);
+        let (after, _) = self.history_and_cursor(i);
+        assert!(
+            after < history.max(limit) + extra,
+            "no trim: history {history} -> {after}, limit {limit}, {rows} rows"
+        );
     }
 
     fn pid(&self, pane: usize) -> String {
@@ -267,6 +373,53 @@ enum Op {
     },
     /// Wait past the second boundary, so unchanged panes are reused.
     Idle,
+    /// Rows of a block, a few other lines, rows of the block again, with
+    /// no marker: rows that repeat (so they match at more than one offset)
+    /// around rows that do not.
+    Blocks {
+        pane: usize,
+        block: Block,
+        before: usize,
+        lines: Vec<String>,
+        after: usize,
+    },
+    /// Rows of a block until the history limit is passed and tmux trims.
+    Trim {
+        pane: usize,
+        block: Block,
+        /// How far past the limit, in percent of two trims.
+        extra: u8,
+        same_second: bool,
+    },
+    /// clear-history, then as many rows of a block as the history held
+    /// and `extra` more: the old anchor's row is filled again.
+    ClearRefill {
+        pane: usize,
+        block: Block,
+        extra: usize,
+    },
+    /// Resized and back to its size before the next search, with `times`
+    /// copies of a block printed while resized (0: none).
+    ResizeBack {
+        pane: usize,
+        width: u16,
+        height: u16,
+        block: Block,
+        times: usize,
+    },
+}
+
+/// Blocks printed without markers: blank lines, one repeated line, a
+/// short cycle (rows no wider than any width the panes take, so one row
+/// each). Few of them, so that ops print the same one often.
+const BLOCKS: [&[&str]; 3] = [&[""], &["z"], &["== ==", ""]];
+
+/// A block of [`BLOCKS`], or `None`: the one the pane printed last (a
+/// program printing the same thing again).
+type Block = Option<usize>;
+
+fn block() -> impl Strategy<Value = Block> {
+    prop_oneof![2 => Just(None), 1 => (0..BLOCKS.len()).prop_map(Some)]
 }
 
 fn line() -> impl Strategy<Value = String> {
@@ -282,13 +435,21 @@ fn line() -> impl Strategy<Value = String> {
 fn op() -> impl Strategy<Value = Op> {
     let pane = 0..HISTORY_LIMITS.len();
     prop_oneof![
-        8 => (pane.clone(), prop::collection::vec(line(), 1..150))
+        5 => (pane.clone(), prop::collection::vec(line(), 1..150))
             .prop_map(|(pane, lines)| Op::Print { pane, lines }),
         1 => pane.clone().prop_map(|pane| Op::Clear { pane }),
         1 => (pane.clone(), 25u16..60, 6u16..14)
             .prop_map(|(pane, width, height)| Op::Resize { pane, width, height }),
-        1 => pane.prop_map(|pane| Op::Respawn { pane }),
+        1 => pane.clone().prop_map(|pane| Op::Respawn { pane }),
         1 => Just(Op::Idle),
+        6 => (pane.clone(), block(), 0usize..150, prop::collection::vec("[a-z]{1,12}", 0..4), 0usize..150)
+            .prop_map(|(pane, block, before, lines, after)| Op::Blocks { pane, block, before, lines, after }),
+        3 => (pane.clone(), block(), 1u8..100, any::<bool>())
+            .prop_map(|(pane, block, extra, same_second)| Op::Trim { pane, block, extra, same_second }),
+        3 => (pane.clone(), block(), 0usize..80)
+            .prop_map(|(pane, block, extra)| Op::ClearRefill { pane, block, extra }),
+        2 => (pane, 5u16..60, 2u16..14, block(), prop_oneof![Just(0usize), 1usize..300])
+            .prop_map(|(pane, width, height, block, times)| Op::ResizeBack { pane, width, height, block, times }),
     ]
 }
 
@@ -373,12 +534,16 @@ fn check_captures(
     }
 }
 
+/// Searches with the cache on and off. The whole-history searches come
+/// last, so the entries a step leaves hold whole histories: the next
+/// step's fetches are deltas spliced onto all of it (an entry holding only
+/// the screen cannot serve a deep search, which would be fetched whole).
 fn check(bench: &Bench, cached: &ToolContext, cold: &ToolContext, step: &str) {
     for (join, scrollback) in [
-        (true, 1_000_000),
-        (false, 1_000_000),
         (true, 0),
         (false, 25),
+        (true, 1_000_000),
+        (false, 1_000_000),
     ] {
         let warm = search(cached, join, scrollback);
         let fresh = search(cold, join, scrollback);
@@ -429,24 +594,23 @@ fn stats_of(cache: &PaneCache) -> panescan::cache::CacheStats {
 proptest! {
     #![proptest_config(ProptestConfig {
         cases: 24,
-        failure_persistence: None,
         .. ProptestConfig::default()
     })]
 
     #[test]
-    fn searches_are_identical_with_the_cache_on_and_off(ops in prop::collection::vec(op(), 4..12)) {
+    fn searches_are_identical_with_the_cache_on_and_off(ops in prop::collection::vec(op(), 4..16)) {
         let mut bench = Bench::start();
         let cache = Arc::new(PaneCache::new(64 << 20));
         let cached = context(bench.socket_name(), Some(cache.clone()));
         let cold = context(bench.socket_name(), None);
         let mut cursors: Cursors = vec![(None, None); bench.panes.len()];
-        check(&bench, &cached, &cold, "start");
         check_captures(&bench, &cached, &cold, &mut cursors, "start");
+        check(&bench, &cached, &cold, "start");
         for (n, op) in ops.iter().enumerate() {
-            bench.apply(op);
+            bench.apply(op, &cached);
             let step = format!("step {n}: {op:?}");
-            check(&bench, &cached, &cold, &step);
             check_captures(&bench, &cached, &cold, &mut cursors, &step);
+            check(&bench, &cached, &cold, &step);
         }
         let stats = stats_of(&cache);
         eprintln!("cache: {stats:?}");
@@ -481,7 +645,7 @@ fn unchanged_panes_are_reused_and_printing_panes_fetch_a_delta() {
     assert!(after.delta > before.delta, "{after:?}");
     assert_eq!(after.delta_rejected, before.delta_rejected, "{after:?}");
     // Clearing the history is noticed.
-    bench.apply(&Op::Clear { pane: 2 });
+    bench.apply(&Op::Clear { pane: 2 }, &cached);
     check(&bench, &cached, &cold, "clear");
     assert!(cache.memory_bytes() > 0);
     assert!(cache.memory_bytes() <= cache.max_bytes());
