@@ -47,7 +47,12 @@
 //!    they were stored after a trim at the history limit, a clear and
 //!    refill or a resize's reflow moved every row. So the match must be
 //!    the only one:
-//!    - the anchor's bytes occur nowhere else in the delta's capture;
+//!    - the anchor does not recur within the delta's capture by
+//!      repeating within itself (a copy overlapping the match: blank
+//!      lines, a line over and over, a short cycle, which match at any
+//!      offset); a whole copy elsewhere (a block printed twice) is a doubt
+//!      when shifting the stored text by its distance also explains every
+//!      other fetched line;
 //!    - when the history may have reached its limit (tmux then trims the
 //!      oldest tenth at a time, so rows move up by multiples of a tenth),
 //!      for every such shift that leaves stored history in place, some
@@ -778,8 +783,7 @@ fn splice(
         // Otherwise stored lines are kept unseen, on the word of rows that
         // match where they were stored: they must match nowhere else.
         let top = checked_top(plan, top, fresh, join_wrapped)?;
-        let block = &old.bytes[old.starts[plan.anchor]..old.starts[complete]];
-        if occurs_elsewhere(&new.bytes, block, new.starts[skip]) {
+        if anchor_ambiguous(old, plan.anchor, complete, &new, skip, &top) {
             return None;
         }
         let history = fresh.history_size.max(top.history_size);
@@ -852,21 +856,56 @@ fn checked_top(
     (top_text.rows.as_slice() == &old.rows[..lines]).then_some(top_text)
 }
 
-/// Whether `block` occurs in `haystack` anywhere but at byte `at`
-/// (overlapping occurrences count). Rows the pane printed more than once
-/// do not tell where they are: after a clear and refill, a resize's
-/// reflow or a trim, they can match where they were stored and still be
-/// other rows.
-fn occurs_elsewhere(haystack: &[u8], block: &[u8], at: usize) -> bool {
-    let finder = memchr::memmem::Finder::new(block);
-    let mut from = 0;
-    while let Some(k) = haystack.get(from..).and_then(|h| finder.find(h)) {
-        if from + k != at {
+/// Whether the anchor (`old[anchor..complete]`, matched at `new[skip]`)
+/// also occurs elsewhere in the delta where it could be the stored anchor
+/// moved (by a trim, a clear and refill, a resize's reflow). A copy that
+/// overlaps the matched one is rows repeating within the anchor itself
+/// (blank lines, a line printed over and over, a short cycle): a run of
+/// them matches at any offset, so it proves nothing. A whole copy
+/// elsewhere (a block printed twice) is a doubt only when shifting the
+/// stored text by its distance also explains the other fetched lines
+/// (the oldest ones, `top`, and the delta).
+fn anchor_ambiguous(
+    old: &PaneText,
+    anchor: usize,
+    complete: usize,
+    new: &PaneText,
+    skip: usize,
+    top: &PaneText,
+) -> bool {
+    let block = &old.bytes[old.starts[anchor]..old.starts[complete]];
+    let at = new.starts[skip];
+    let (Some(&anchor_row), Some(&end)) = (old.rows.get(anchor), old.rows.get(complete)) else {
+        return true;
+    };
+    other_copies(&new.bytes, block, at).any(|copy| {
+        if copy.abs_diff(at) < block.len() {
             return true;
         }
-        from += k + 1;
-    }
-    false
+        let Ok(line) = new.starts.binary_search(&copy) else {
+            return true; // Not at a line start: no row to shift by.
+        };
+        let shift = i128::from(anchor_row) - i128::from(new.rows[line]);
+        consistent_at_shift(old, end, &[top, new], shift)
+    })
+}
+
+/// The byte offsets at which `block` occurs in `haystack`, overlapping
+/// occurrences included, but `at`.
+fn other_copies<'a>(
+    haystack: &'a [u8],
+    block: &'a [u8],
+    at: usize,
+) -> impl Iterator<Item = usize> + 'a {
+    let finder = memchr::memmem::Finder::new(block);
+    let mut from = 0;
+    std::iter::from_fn(move || {
+        let k = haystack.get(from..).and_then(|h| finder.find(h))?;
+        let found = from + k;
+        from = found + 1;
+        Some(found)
+    })
+    .filter(move |&found| found != at)
 }
 
 /// Whether the pane having trimmed its oldest `step`, `2 * step`, ... rows
@@ -880,7 +919,7 @@ fn trim_could_explain(old: &PaneText, complete: usize, seen: &[&PaneText], step:
     };
     let mut shift = step;
     while shift < end - first {
-        if consistent_at_shift(old, end, seen, shift) {
+        if consistent_at_shift(old, end, seen, i128::from(shift)) {
             return true;
         }
         shift += step;
@@ -889,9 +928,9 @@ fn trim_could_explain(old: &PaneText, complete: usize, seen: &[&PaneText], step:
 }
 
 /// Whether every line in `seen` that was stored history `shift` rows
-/// further down (rows before `end`) equals that stored line, and at least
-/// one was compared.
-fn consistent_at_shift(old: &PaneText, end: u64, seen: &[&PaneText], shift: u64) -> bool {
+/// further down (up when negative; rows before `end`) equals that stored
+/// line, and at least one was compared.
+fn consistent_at_shift(old: &PaneText, end: u64, seen: &[&PaneText], shift: i128) -> bool {
     let Some(first) = old.first_abs() else {
         return false;
     };
@@ -900,7 +939,9 @@ fn consistent_at_shift(old: &PaneText, end: u64, seen: &[&PaneText], shift: u64)
         // A capture's first line may be cut or coloured differently (see
         // verified_above): not compared.
         for j in 1..text.rows.len() {
-            let row = text.rows[j] + shift;
+            let Ok(row) = u64::try_from(i128::from(text.rows[j]) + shift) else {
+                continue; // Above row 0: no stored line to compare.
+            };
             if row >= end {
                 break;
             }
@@ -1438,18 +1479,75 @@ mod tests {
         );
         let now = rows_of(700, &lines(|_| "z".into(), 710));
         assert!(delta_against(old, &now, 100_000).is_none());
+        // Cleared and the same program run again: the same first rows, other
+        // rows in the middle, then `z` over the anchor's rows. Only the
+        // anchor's repeating within itself gives it away.
+        let run = |middle: &'static str| {
+            move |r: usize| match r {
+                0..=39 => format!("t{r}"),
+                300..=320 => format!("{middle}{r}"),
+                _ => "z".into(),
+            }
+        };
+        let old = rows_of(611, &lines(run("U"), 621));
+        let now = rows_of(620, &lines(run("V"), 630));
+        assert!(delta_against(old, &now, 100_000).is_none());
     }
 
     #[test]
-    fn blocks_are_found_anywhere_but_where_they_are_expected() {
-        assert!(!occurs_elsewhere(b"a\nb\nc\n", b"b\n", 2));
-        assert!(occurs_elsewhere(b"a\nb\nb\n", b"b\n", 2));
-        assert!(occurs_elsewhere(b"b\na\nb\n", b"b\n", 4));
+    fn copies_are_found_anywhere_but_where_they_are_expected() {
+        let copies =
+            |hay: &[u8], block: &[u8], at| other_copies(hay, block, at).collect::<Vec<_>>();
+        assert_eq!(copies(b"a\nb\nc\n", b"b\n", 2), Vec::<usize>::new());
+        assert_eq!(copies(b"a\nb\nb\n", b"b\n", 2), vec![4]);
+        assert_eq!(copies(b"b\na\nb\n", b"b\n", 4), vec![0]);
         // Overlapping the expected one, after it.
-        assert!(occurs_elsewhere(b"z\nz\nz\n", b"z\nz\n", 0));
+        assert_eq!(copies(b"z\nz\nz\n", b"z\nz\n", 0), vec![2]);
         // Inside a longer line.
-        assert!(occurs_elsewhere(b"zz\nz\nx\nz\nz\n", b"z\nz\n", 7));
-        assert!(!occurs_elsewhere(b"x\nz\nz\n", b"z\nz\n", 2));
+        assert_eq!(copies(b"zz\nz\nx\nz\nz\n", b"z\nz\n", 7), vec![1]);
+        assert_eq!(copies(b"x\nz\nz\n", b"z\nz\n", 2), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn an_anchor_printed_twice_is_refused_only_if_the_shift_explains_the_rest() {
+        // A 40-line block printed over and over, the last copy holding
+        // the anchor: the delta holds whole copies 40 and 80 rows up, and
+        // the rows it fetched repeat every 40 rows. Shifting the stored
+        // text by 40 rows is no explanation when the oldest rows differ
+        // from the rows 40 further down: the delta holds.
+        let text = |r: usize| match r {
+            850..=979 => format!("e{}", (r - 850) % 40),
+            _ => format!("u{r}"),
+        };
+        let old = rows_of(980, &lines(text, 990));
+        let more = rows_of(
+            985,
+            &lines(|r| if r < 990 { text(r) } else { format!("n{r}") }, 995),
+        );
+        assert_eq!(
+            delta_against(old, &more, 100_000).unwrap().bytes,
+            more.bytes
+        );
+        // When the oldest rows repeat every 40 rows too, it could be one.
+        let periodic = |r: usize| match r {
+            0..=99 => format!("p{}", r % 40),
+            _ => text(r),
+        };
+        let old = rows_of(980, &lines(periodic, 990));
+        let more = rows_of(
+            985,
+            &lines(
+                |r| {
+                    if r < 990 {
+                        periodic(r)
+                    } else {
+                        format!("n{r}")
+                    }
+                },
+                995,
+            ),
+        );
+        assert!(delta_against(old, &more, 100_000).is_none());
     }
 
     #[test]
