@@ -47,11 +47,12 @@
 //!    they were stored after a trim at the history limit, a clear and
 //!    refill or a resize's reflow moved every row. So the match must be
 //!    the only one:
-//!    - the anchor does not recur within the delta's capture by
-//!      repeating within itself (a copy overlapping the match: blank
-//!      lines, a line over and over, a short cycle, which match at any
-//!      offset); a whole copy elsewhere (a block printed twice) is a doubt
-//!      when shifting the stored text by its distance also explains every
+//!    - no other copy of the anchor in the delta's capture could be the
+//!      stored anchor moved: a copy overlapping it (rows repeating within
+//!      the anchor: blank lines, a line over and over, a short cycle) is
+//!      one when all the rows compared near the anchor repeat the same way,
+//!      since such a run matches at any offset; any copy is one when
+//!      shifting the stored text by its distance also explains every
 //!      other fetched line;
 //!    - when the history may have reached its limit (tmux then trims the
 //!      oldest tenth at a time, so rows move up by multiples of a tenth),
@@ -84,6 +85,7 @@
 //! least recently are evicted first.
 
 use std::collections::HashMap;
+use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
@@ -779,11 +781,12 @@ fn splice(
     }
     // So did the lines fetched above it. When they reach the first stored
     // line, every stored line kept is the pane's own: nothing to doubt.
-    if verified_above(old, plan.anchor, &new, skip)? > 0 {
+    let verified = verified_above(old, plan.anchor, &new, skip)?;
+    if verified > 0 {
         // Otherwise stored lines are kept unseen, on the word of rows that
         // match where they were stored: they must match nowhere else.
         let top = checked_top(plan, top, fresh, join_wrapped)?;
-        if anchor_ambiguous(old, plan.anchor, complete, &new, skip, &top) {
+        if anchor_ambiguous(old, verified..complete, plan.anchor, &new, skip, &top) {
             return None;
         }
         let history = fresh.history_size.max(top.history_size);
@@ -856,35 +859,39 @@ fn checked_top(
     (top_text.rows.as_slice() == &old.rows[..lines]).then_some(top_text)
 }
 
-/// Whether the anchor (`old[anchor..complete]`, matched at `new[skip]`)
-/// also occurs elsewhere in the delta where it could be the stored anchor
-/// moved (by a trim, a clear and refill, a resize's reflow). A copy that
-/// overlaps the matched one is rows repeating within the anchor itself
-/// (blank lines, a line printed over and over, a short cycle): a run of
-/// them matches at any offset, so it proves nothing. A whole copy
-/// elsewhere (a block printed twice) is a doubt only when shifting the
-/// stored text by its distance also explains the other fetched lines
+/// Whether the anchor (`old[anchor..compared.end]`, matched at
+/// `new[skip]`) also occurs elsewhere in the delta where it could be the
+/// stored anchor moved (by a trim, a clear and refill, a resize's reflow).
+/// A copy overlapping the matched one is rows repeating within the anchor
+/// (blank lines, a line printed over and over, a short cycle); when all
+/// the rows compared (`old[compared]`, the anchor and the lines matched
+/// above it) repeat the same way, they are a run that matches at any
+/// offset and prove nothing. Otherwise a copy is a doubt when shifting the
+/// stored text by its distance also explains every other fetched line
 /// (the oldest ones, `top`, and the delta).
 fn anchor_ambiguous(
     old: &PaneText,
+    compared: Range<usize>,
     anchor: usize,
-    complete: usize,
     new: &PaneText,
     skip: usize,
     top: &PaneText,
 ) -> bool {
-    let block = &old.bytes[old.starts[anchor]..old.starts[complete]];
-    let at = new.starts[skip];
-    let (Some(&anchor_row), Some(&end)) = (old.rows.get(anchor), old.rows.get(complete)) else {
+    let (Some(&anchor_row), Some(&end)) = (old.rows.get(anchor), old.rows.get(compared.end)) else {
         return true;
     };
-    other_copies(&new.bytes, block, at).any(|copy| {
-        if copy.abs_diff(at) < block.len() {
+    let block = &old.bytes[old.starts[anchor]..old.starts[compared.end]];
+    let run = &old.bytes[old.starts[compared.start]..old.starts[compared.end]];
+    let at = new.starts[skip];
+    // A copy that starts inside a line (an empty first line matches the
+    // end of any line) is no row the anchor could have moved to.
+    let mut copies = other_copies(&new.bytes, block, at)
+        .filter_map(|copy| Some((copy, new.starts.binary_search(&copy).ok()?)));
+    copies.any(|(copy, line)| {
+        let distance = copy.abs_diff(at);
+        if distance < block.len() && run[distance..] == run[..run.len() - distance] {
             return true;
         }
-        let Ok(line) = new.starts.binary_search(&copy) else {
-            return true; // Not at a line start: no row to shift by.
-        };
         let shift = i128::from(anchor_row) - i128::from(new.rows[line]);
         consistent_at_shift(old, end, &[top, new], shift)
     })
@@ -1492,6 +1499,34 @@ mod tests {
         let old = rows_of(611, &lines(run("U"), 621));
         let now = rows_of(620, &lines(run("V"), 630));
         assert!(delta_against(old, &now, 100_000).is_none());
+    }
+
+    #[test]
+    fn a_repeating_anchor_under_other_compared_rows_is_spliced() {
+        // 40 blank rows end the history, unique rows above them: the blank
+        // anchor matches at any offset within the blank rows, but the rows
+        // compared above it pin it down. Printing 5 lines is a delta.
+        let text = |r: usize| match r {
+            950..=989 => String::new(),
+            _ => format!("u{r}"),
+        };
+        let old = rows_of(990, &lines(text, 1_000));
+        let more = rows_of(995, &lines(text, 1_005));
+        assert_eq!(
+            delta_against(old.clone(), &more, 100_000).unwrap().bytes,
+            more.bytes
+        );
+        // Blank rows all through the delta pin nothing down.
+        let blank = |r: usize| {
+            if r < 600 {
+                format!("u{r}")
+            } else {
+                String::new()
+            }
+        };
+        let old = rows_of(990, &lines(blank, 1_000));
+        let more = rows_of(995, &lines(blank, 1_005));
+        assert!(delta_against(old, &more, 100_000).is_none());
     }
 
     #[test]
