@@ -23,9 +23,10 @@
 //! window's last-activity second (tmux
 //! stamps it whenever it parses output from any pane of the window). Output
 //! after the capture shows in that second; a change that prints nothing
-//! (clear, resize, respawn) before the inventory shows in the fingerprint;
-//! one between the inventory and the activity read leaves the answer the
-//! pane's text as the inventory saw it. Then, per pane:
+//! (clear, resize, respawn) before the inventory shows in the fingerprint
+//! (a resize and back with nothing printed in between rewraps every line
+//! as it was); one between the inventory and the activity read leaves the
+//! answer the pane's text as the inventory saw it. Then, per pane:
 //!
 //! 1. **Reuse** — the fingerprint is identical to the one stored with the
 //!    entry and the window's last activity is in an earlier second than the
@@ -63,9 +64,9 @@
 //!    The stored lines above the anchor plus the fresh capture are the
 //!    pane's text. What no check short of a full fetch can see: text
 //!    replaced since (a clear, or a trim of more than was stored) by text
-//!    that reproduces both the oldest stored rows and the anchor at the
-//!    same rows, repeats neither within the delta, and differs between
-//!    them.
+//!    that reproduces, at the same rows, both the oldest stored rows and
+//!    the rows compared at the anchor (when these are no run of repeated
+//!    rows), and differs in between.
 //! 3. **Full** — anything else (no entry, a mismatch, a range the stored
 //!    lines cannot reproduce exactly): the caller's own request, passed to
 //!    tmux unchanged, and its reply stored.
