@@ -1,13 +1,19 @@
 //! The pane cache never changes an answer: random output, history clears,
 //! resizes, respawns and history-limit trims between searches on a private
 //! tmux server, and after every step the search with the cache on must be
-//! identical to the same search with the cache off.
+//! identical to the same search with the cache off. Some output repeats
+//! with no marker in the text (blank lines, one line over and over, short
+//! cycles), trimmed at the limit in the search's second or a later one,
+//! cleared and printed again, or rewrapped by a resize and back: rows that
+//! match at more than one offset, where a splice on the wrong one changes
+//! line numbers. Failing cases found so far are kept in
+//! pane_cache.proptest-regressions and replayed first.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use panescan::cache::PaneCache;
 use panescan::config::Ceilings;
@@ -33,6 +39,10 @@ struct Bench {
     panes: Vec<String>,
     fifos: Vec<PathBuf>,
     marks: u64,
+    /// Titles set to tell when unmarked output has been read by tmux.
+    syncs: u64,
+    /// The block of [`BLOCKS`] each pane printed last.
+    last_block: Vec<usize>,
 }
 
 impl Drop for Bench {
@@ -48,19 +58,26 @@ const HISTORY_LIMITS: [u64; 3] = [60, 200, 5_000];
 
 impl Bench {
     fn start() -> Bench {
-        let server = PrivateServer::start("cache-prop", 40, 10).unwrap();
+        Bench::start_with("cache-prop", &HISTORY_LIMITS)
+    }
+
+    /// One 40x10 window per history limit, each running `cat` of a FIFO.
+    fn start_with(label: &str, limits: &[u64]) -> Bench {
+        let server = PrivateServer::start(label, 40, 10).unwrap();
         let mut bench = Bench {
             server,
             panes: Vec::new(),
             fifos: Vec::new(),
             marks: 0,
+            syncs: 0,
+            last_block: vec![0; limits.len()],
         };
         // Window names must not move under the comparison.
         bench
             .server
             .run_ok(["set-option", "-g", "automatic-rename", "off"])
             .unwrap();
-        for (i, limit) in HISTORY_LIMITS.iter().enumerate() {
+        for (i, limit) in limits.iter().enumerate() {
             let fifo =
                 std::env::temp_dir().join(format!("{}-{i}.fifo", bench.server.socket_name()));
             let status = std::process::Command::new("mkfifo")
@@ -114,6 +131,47 @@ impl Bench {
         self.wait_for(i, &mark);
     }
 
+    /// Prints `lines` in pane `i` with no marker in the text: the pane's
+    /// title (an OSC 2 sequence after the lines, no text in the grid) tells
+    /// when tmux has read all of them, so repeated lines stay ambiguous.
+    fn print_unmarked(&mut self, i: usize, lines: &[String]) {
+        self.syncs += 1;
+        let title = format!("sync-{}", self.syncs);
+        let mut text = String::new();
+        for line in lines {
+            text.push_str(line);
+            text.push('\n');
+        }
+        text.push_str(&format!("\x1b]2;{title}\x1b\\"));
+        let mut fifo = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&self.fifos[i])
+            .unwrap();
+        fifo.write_all(text.as_bytes()).unwrap();
+        drop(fifo);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.format(i, "#{pane_title}") != title {
+            assert!(Instant::now() < deadline, "{title} never showed");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// A format expanded for pane `i`.
+    fn format(&self, i: usize, format: &str) -> String {
+        self.server
+            .run_ok(["display-message", "-p", "-t", &self.panes[i], format])
+            .unwrap()
+            .trim_end_matches('\n')
+            .to_owned()
+    }
+
+    /// History size and cursor of pane `i`, as tmux reports them.
+    fn history_and_cursor(&self, i: usize) -> (u64, String) {
+        let out = self.format(i, "#{history_size} #{cursor_x},#{cursor_y}");
+        let (size, cursor) = out.split_once(' ').unwrap();
+        (size.parse().unwrap(), cursor.to_owned())
+    }
+
     fn wait_for(&self, i: usize, mark: &str) {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
@@ -129,7 +187,7 @@ impl Bench {
         }
     }
 
-    fn apply(&mut self, op: &Op) {
+    fn apply(&mut self, op: &Op, cached: &ToolContext) {
         match op {
             Op::Print { pane, lines } => self.print(*pane, lines),
             Op::Clear { pane } => {
@@ -141,19 +199,7 @@ impl Bench {
                 pane,
                 width,
                 height,
-            } => {
-                self.server
-                    .run_ok([
-                        "resize-window",
-                        "-t",
-                        &self.panes[*pane],
-                        "-x",
-                        &width.to_string(),
-                        "-y",
-                        &height.to_string(),
-                    ])
-                    .unwrap();
-            }
+            } => self.resize(*pane, *width, *height),
             Op::Respawn { pane } => {
                 let before = self.pid(*pane);
                 self.server
@@ -165,8 +211,117 @@ impl Bench {
                     std::thread::sleep(Duration::from_millis(10));
                 }
             }
-            Op::Idle => std::thread::sleep(Duration::from_millis(1_100)),
+            Op::Idle => wait_past_second(now_secs()),
+            Op::Blocks {
+                pane,
+                block,
+                before,
+                lines,
+                after,
+            } => {
+                let mut text = self.repeated(*pane, *block, *before);
+                text.extend(lines.iter().cloned());
+                text.extend(self.repeated(*pane, *block, *after));
+                self.print_unmarked(*pane, &text);
+            }
+            Op::Trim {
+                pane,
+                block,
+                extra,
+                same_second,
+            } => self.trim(*pane, *block, *extra, *same_second, cached),
+            Op::ClearRefill { pane, block, extra } => {
+                let (history, _) = self.history_and_cursor(*pane);
+                self.server
+                    .run_ok(["clear-history", "-t", &self.panes[*pane]])
+                    .unwrap();
+                let rows = usize::try_from(history).unwrap() + extra;
+                let text = self.repeated(*pane, *block, rows);
+                self.print_unmarked(*pane, &text);
+            }
+            Op::ResizeBack {
+                pane,
+                width,
+                height,
+                block,
+                times,
+            } => {
+                let size = self.format(*pane, "#{pane_width} #{pane_height}");
+                let (w, h) = size.split_once(' ').unwrap();
+                self.resize(*pane, *width, *height);
+                if *times > 0 {
+                    let text = self.repeated(*pane, *block, *times);
+                    self.print_unmarked(*pane, &text);
+                }
+                self.resize(*pane, w.parse().unwrap(), h.parse().unwrap());
+            }
         }
+    }
+
+    fn resize(&self, pane: usize, width: u16, height: u16) {
+        self.server
+            .run_ok([
+                "resize-window",
+                "-t",
+                &self.panes[pane],
+                "-x",
+                &width.to_string(),
+                "-y",
+                &height.to_string(),
+            ])
+            .unwrap();
+    }
+
+    /// Prints rows of `block` until pane `i` is past its history limit by
+    /// `extra` percent of two trims, and checks that tmux trimmed. With
+    /// `same_second`, a cached search runs first and the rows are printed
+    /// in the second it ran in (the cache cannot reuse on activity then);
+    /// else in a later second.
+    /// `rows` lines of `block`, or of the block pane `i` printed last.
+    fn repeated(&mut self, i: usize, block: Option<usize>, rows: usize) -> Vec<String> {
+        let block = block.unwrap_or(self.last_block[i]);
+        self.last_block[i] = block;
+        BLOCKS[block]
+            .iter()
+            .cycle()
+            .take(rows)
+            .map(|l| (*l).to_owned())
+            .collect()
+    }
+
+    fn trim(
+        &mut self,
+        i: usize,
+        block: Option<usize>,
+        extra: u8,
+        same_second: bool,
+        cached: &ToolContext,
+    ) {
+        let state = self.format(
+            i,
+            "#{history_size} #{history_limit} #{cursor_y} #{pane_height}",
+        );
+        let n: Vec<u64> = state.split(' ').map(|f| f.parse().unwrap()).collect();
+        let (history, limit, cursor_y, height) = (n[0], n[1], n[2], n[3]);
+        let trim = (limit / 10).max(1);
+        let extra = (u64::from(extra) * 2 * trim / 100).max(1);
+        // Rows until the cursor reaches the bottom, then until the history
+        // is full, then past it.
+        let rows = (height - 1 - cursor_y) + limit.saturating_sub(history) + extra;
+        let rows = usize::try_from(rows).unwrap();
+        if same_second {
+            wait_past_second(now_secs());
+            search(cached, true, 1_000_000);
+        } else {
+            wait_past_second(now_secs());
+        }
+        let text = self.repeated(i, block, rows);
+        self.print_unmarked(i, &text);
+        let (after, _) = self.history_and_cursor(i);
+        assert!(
+            after < history.max(limit) + extra,
+            "no trim: history {history} -> {after}, limit {limit}, {rows} rows"
+        );
     }
 
     fn pid(&self, pane: usize) -> String {
@@ -219,6 +374,53 @@ enum Op {
     },
     /// Wait past the second boundary, so unchanged panes are reused.
     Idle,
+    /// Rows of a block, a few other lines, rows of the block again, with
+    /// no marker: rows that repeat (so they match at more than one offset)
+    /// around rows that do not.
+    Blocks {
+        pane: usize,
+        block: Block,
+        before: usize,
+        lines: Vec<String>,
+        after: usize,
+    },
+    /// Rows of a block until the history limit is passed and tmux trims.
+    Trim {
+        pane: usize,
+        block: Block,
+        /// How far past the limit, in percent of two trims.
+        extra: u8,
+        same_second: bool,
+    },
+    /// clear-history, then as many rows of a block as the history held
+    /// and `extra` more: the old anchor's row is filled again.
+    ClearRefill {
+        pane: usize,
+        block: Block,
+        extra: usize,
+    },
+    /// Resized and back to its size before the next search, with `times`
+    /// copies of a block printed while resized (0: none).
+    ResizeBack {
+        pane: usize,
+        width: u16,
+        height: u16,
+        block: Block,
+        times: usize,
+    },
+}
+
+/// Blocks printed without markers: blank lines, one repeated line, a
+/// short cycle (rows no wider than any width the panes take, so one row
+/// each). Few of them, so that ops print the same one often.
+const BLOCKS: [&[&str]; 3] = [&[""], &["z"], &["== ==", ""]];
+
+/// A block of [`BLOCKS`], or `None`: the one the pane printed last (a
+/// program printing the same thing again).
+type Block = Option<usize>;
+
+fn block() -> impl Strategy<Value = Block> {
+    prop_oneof![2 => Just(None), 1 => (0..BLOCKS.len()).prop_map(Some)]
 }
 
 fn line() -> impl Strategy<Value = String> {
@@ -234,13 +436,21 @@ fn line() -> impl Strategy<Value = String> {
 fn op() -> impl Strategy<Value = Op> {
     let pane = 0..HISTORY_LIMITS.len();
     prop_oneof![
-        8 => (pane.clone(), prop::collection::vec(line(), 1..150))
+        5 => (pane.clone(), prop::collection::vec(line(), 1..150))
             .prop_map(|(pane, lines)| Op::Print { pane, lines }),
         1 => pane.clone().prop_map(|pane| Op::Clear { pane }),
         1 => (pane.clone(), 25u16..60, 6u16..14)
             .prop_map(|(pane, width, height)| Op::Resize { pane, width, height }),
-        1 => pane.prop_map(|pane| Op::Respawn { pane }),
+        1 => pane.clone().prop_map(|pane| Op::Respawn { pane }),
         1 => Just(Op::Idle),
+        6 => (pane.clone(), block(), 0usize..150, prop::collection::vec("[a-z]{1,12}", 0..4), 0usize..150)
+            .prop_map(|(pane, block, before, lines, after)| Op::Blocks { pane, block, before, lines, after }),
+        3 => (pane.clone(), block(), 1u8..100, any::<bool>())
+            .prop_map(|(pane, block, extra, same_second)| Op::Trim { pane, block, extra, same_second }),
+        3 => (pane.clone(), block(), 0usize..80)
+            .prop_map(|(pane, block, extra)| Op::ClearRefill { pane, block, extra }),
+        2 => (pane, 5u16..60, 2u16..14, block(), prop_oneof![Just(0usize), 1usize..300])
+            .prop_map(|(pane, width, height, block, times)| Op::ResizeBack { pane, width, height, block, times }),
     ]
 }
 
@@ -325,12 +535,16 @@ fn check_captures(
     }
 }
 
+/// Searches with the cache on and off. The whole-history searches come
+/// last, so the entries a step leaves hold whole histories: the next
+/// step's fetches are deltas spliced onto all of it (an entry holding only
+/// the screen cannot serve a deep search, which would be fetched whole).
 fn check(bench: &Bench, cached: &ToolContext, cold: &ToolContext, step: &str) {
     for (join, scrollback) in [
-        (true, 1_000_000),
-        (false, 1_000_000),
         (true, 0),
         (false, 25),
+        (true, 1_000_000),
+        (false, 1_000_000),
     ] {
         let warm = search(cached, join, scrollback);
         let fresh = search(cold, join, scrollback);
@@ -381,24 +595,23 @@ fn stats_of(cache: &PaneCache) -> panescan::cache::CacheStats {
 proptest! {
     #![proptest_config(ProptestConfig {
         cases: 24,
-        failure_persistence: None,
         .. ProptestConfig::default()
     })]
 
     #[test]
-    fn searches_are_identical_with_the_cache_on_and_off(ops in prop::collection::vec(op(), 4..12)) {
+    fn searches_are_identical_with_the_cache_on_and_off(ops in prop::collection::vec(op(), 4..16)) {
         let mut bench = Bench::start();
         let cache = Arc::new(PaneCache::new(64 << 20));
         let cached = context(bench.socket_name(), Some(cache.clone()));
         let cold = context(bench.socket_name(), None);
         let mut cursors: Cursors = vec![(None, None); bench.panes.len()];
-        check(&bench, &cached, &cold, "start");
         check_captures(&bench, &cached, &cold, &mut cursors, "start");
+        check(&bench, &cached, &cold, "start");
         for (n, op) in ops.iter().enumerate() {
-            bench.apply(op);
+            bench.apply(op, &cached);
             let step = format!("step {n}: {op:?}");
-            check(&bench, &cached, &cold, &step);
             check_captures(&bench, &cached, &cold, &mut cursors, &step);
+            check(&bench, &cached, &cold, &step);
         }
         let stats = stats_of(&cache);
         eprintln!("cache: {stats:?}");
@@ -433,8 +646,119 @@ fn unchanged_panes_are_reused_and_printing_panes_fetch_a_delta() {
     assert!(after.delta > before.delta, "{after:?}");
     assert_eq!(after.delta_rejected, before.delta_rejected, "{after:?}");
     // Clearing the history is noticed.
-    bench.apply(&Op::Clear { pane: 2 });
+    bench.apply(&Op::Clear { pane: 2 }, &cached);
     check(&bench, &cached, &cold, "clear");
     assert!(cache.memory_bytes() > 0);
     assert!(cache.memory_bytes() <= cache.max_bytes());
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// Waits until the wall clock shows a later second than `second` (the
+/// cache compares window activity by the second).
+fn wait_past_second(second: u64) {
+    while now_secs() <= second {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Lines matching the literal `pattern` in any pane, with their line
+/// numbers, through search_panes (all history).
+fn literal_hits(ctx: &ToolContext, pattern: &str) -> Vec<(String, i64)> {
+    let args = SearchPanesArgs {
+        pattern: Some(pattern.to_owned()),
+        scrollback_lines: Some(1_000_000),
+        max_matches: Some(10_000),
+        max_matches_per_pane: Some(10_000),
+        ..SearchPanesArgs::default()
+    };
+    let result = search_panes(ctx, &args).unwrap_or_else(|e| panic!("search failed: {e}"));
+    result
+        .matches
+        .iter()
+        .flat_map(|p| p.lines.iter().map(|l| (l.text.clone(), l.line)))
+        .collect()
+}
+
+/// The same lines as tmux's own `capture-pane` of the whole pane numbers
+/// them (0 = top of the screen).
+fn captured_hits(bench: &Bench, i: usize, pattern: &str) -> Vec<(String, i64)> {
+    let (history, _) = bench.history_and_cursor(i);
+    let text = bench
+        .server
+        .run_ok(["capture-pane", "-p", "-S", "-", "-t", &bench.panes[i]])
+        .unwrap();
+    assert_eq!(bench.history_and_cursor(i).0, history, "the pane moved");
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| l.contains(pattern))
+        .map(|(n, l)| (l.to_owned(), n as i64 - history as i64))
+        .collect()
+}
+
+/// A pane 40x10 with history-limit 100 prints 42 lines `z`, U01..U21 and
+/// 41 lines `z`, is searched, then prints 10 more `z`: tmux trims the 10
+/// oldest rows, and the history size and cursor come back exactly as they
+/// were. The rows around the stored anchor are all `z`, so they match the
+/// new text at the old offset as well as at the true one; the cache must
+/// not splice its stored lines on that match (it once reported U10 at -44,
+/// not -54). `same_second`: the 10 lines follow the search within its
+/// second (else in a later second); returns whether they did.
+fn trim_after_a_search(same_second: bool) -> bool {
+    let mut bench = Bench::start_with("cache-trim", &[100]);
+    let cache = Arc::new(PaneCache::new(64 << 20));
+    let cached = context(bench.socket_name(), Some(cache.clone()));
+    let cold = context(bench.socket_name(), None);
+    assert_eq!(
+        bench.format(0, "#{pane_width}x#{pane_height} #{history_limit}"),
+        "40x10 100"
+    );
+    let z = |n: usize| vec!["z".to_owned(); n];
+    let mut lines = z(42);
+    lines.extend((1..=21).map(|i| format!("U{i:02}")));
+    lines.extend(z(41));
+    bench.print_unmarked(0, &lines);
+    assert_eq!(bench.history_and_cursor(0), (95, "0,9".to_owned()));
+    let before = captured_hits(&bench, 0, "U1");
+    assert!(before.contains(&("U10".to_owned(), -44)), "{before:?}");
+
+    // Early in a second, so that the search and the output can share it.
+    wait_past_second(now_secs());
+    let searched = now_secs();
+    assert_eq!(literal_hits(&cached, "U1"), before);
+    if !same_second {
+        wait_past_second(searched);
+    }
+    bench.print_unmarked(0, &z(10));
+    let printed = now_secs();
+    assert_eq!(bench.history_and_cursor(0), (95, "0,9".to_owned()));
+    let truth = captured_hits(&bench, 0, "U1");
+    assert!(truth.contains(&("U10".to_owned(), -54)), "{truth:?}");
+    assert_eq!(literal_hits(&cold, "U1"), truth);
+    assert_eq!(
+        literal_hits(&cached, "U1"),
+        truth,
+        "with the cache ({:?})",
+        cache.stats()
+    );
+    printed == searched
+}
+
+#[test]
+fn repeated_lines_trimmed_in_a_later_second_keep_their_line_numbers() {
+    assert!(!trim_after_a_search(false));
+}
+
+#[test]
+fn repeated_lines_trimmed_in_the_same_second_keep_their_line_numbers() {
+    // A loaded machine can push the output into the next second: try again.
+    assert!(
+        (0..3).any(|_| trim_after_a_search(true)),
+        "the output never landed in the search's second"
+    );
 }
