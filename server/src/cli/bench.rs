@@ -21,7 +21,7 @@ use crate::fixture::{FixtureShape, NEEDLE};
 /// `panescan bench` options.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  panescan bench\n  panescan bench --panes 1000 --lines 200\n  panescan bench --panes 50 --lines 10000 --runs 3 --json\n  panescan bench --wait-only --runs 15\n  panescan bench --svg bench.svg"
+    after_help = "Examples:\n  panescan bench\n  panescan bench --panes 1000 --lines 200\n  panescan bench --panes 50 --lines 10000 --runs 3 --json\n  panescan bench --wait-only --runs 15\n  panescan bench --svg bench.svg\n  panescan bench --markdown"
 )]
 pub struct BenchArgs {
     /// Panes in the private server.
@@ -43,8 +43,11 @@ pub struct BenchArgs {
     #[arg(long, conflicts_with = "csv")]
     pub json: bool,
     /// Print CSV instead of a table.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "markdown")]
     pub csv: bool,
+    /// Print Markdown tables instead (the form BENCHMARKS.md keeps).
+    #[arg(long, conflicts_with = "json")]
+    pub markdown: bool,
     /// Leave out the one-process-per-pane baseline (slow on many panes).
     #[arg(long)]
     pub no_process_baseline: bool,
@@ -152,7 +155,8 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     crate::tmux::private_server::kill_on_interrupt();
     if args.wait_only {
         let wait = super::bench_wait::run(args.runs)?;
-        return print_section(args, &wait, super::bench_wait::print);
+        let markdown = super::bench_markdown::wait;
+        return print_section(args, &wait, super::bench_wait::print, markdown);
     }
     let shape = FixtureShape {
         panes: args.panes,
@@ -168,7 +172,8 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     if args.cache_only {
         let cache = super::bench_cache::run(&fixture, runs)?;
         drop(fixture);
-        return print_section(args, &cache, super::bench_cache::print);
+        let markdown = super::bench_markdown::cache;
+        return print_section(args, &cache, super::bench_cache::print, markdown);
     }
     let cases = cases(args.lines);
     let steps = 4 + cases.len() as u64 + u64::from(!args.no_process_baseline) * 2;
@@ -300,9 +305,16 @@ fn run_cases(
 }
 
 /// One section alone (`--cache-only`, `--wait-only`): JSON for `--json` and
-/// `--csv`, else its table.
-fn print_section<T: Serialize>(args: &BenchArgs, section: &T, table: fn(&T)) -> Result<(), String> {
-    if args.json || args.csv {
+/// `--csv`, Markdown for `--markdown`, else its table.
+fn print_section<T: Serialize>(
+    args: &BenchArgs,
+    section: &T,
+    table: fn(&T),
+    markdown: fn(&T) -> String,
+) -> Result<(), String> {
+    if args.markdown {
+        print!("{}", markdown(section));
+    } else if args.json || args.csv {
         let text = serde_json::to_string_pretty(section).map_err(|e| e.to_string())?;
         println!("{text}");
     } else {
@@ -319,6 +331,8 @@ fn print_report(args: &BenchArgs, report: &BenchReport) -> Result<(), String> {
         println!("{text}");
     } else if args.csv {
         print_csv(report);
+    } else if args.markdown {
+        print!("{}", super::bench_markdown::report(report));
     } else {
         print_table(report);
         if let Some(cache) = &report.cache {
