@@ -9,7 +9,7 @@
 //! (lossy UTF-8), then after one more `0x00` the haystack (at most 4 KiB).
 
 use crate::budget::SearchBudgets as Limits;
-use crate::pattern::{Matcher, PatternOptions, MAX_NFA_BYTES};
+use crate::pattern::{Matcher, PatternError, PatternOptions, MAX_NFA_BYTES};
 use crate::scan::Capture;
 use crate::search::{search_captures, SearchOptions};
 
@@ -108,32 +108,61 @@ pub fn check(data: &[u8], oracle: Oracle<'_>) -> Result<Verdict, String> {
     let case = decode(data);
     let matcher = match Matcher::new(&case.patterns, case.options) {
         Ok(m) => m,
-        Err(err) => {
-            let text = case
-                .patterns
-                .get(err.pattern_index)
-                .map_or("", String::as_str);
-            if err.pattern_index >= case.patterns.len().max(1) {
-                return Err(format!(
-                    "error names pattern {} of {}",
-                    err.pattern_index,
-                    case.patterns.len()
-                ));
-            }
-            if err.offset > text.len() {
-                return Err(format!(
-                    "error offset {} beyond pattern length {}",
-                    err.offset,
-                    text.len()
-                ));
-            }
-            if err.reason.is_empty() {
-                return Err("error without a reason".into());
-            }
-            return Ok(Verdict::Rejected(err.to_string()));
-        }
+        Err(err) => return rejected(&case, &err),
     };
-    // Forward and reverse NFA, lazy/full DFA and prefilters for two regexes.
+    check_memory(&matcher)?;
+    let (got, lines_scanned) = engine_hits(&matcher, &case.haystack);
+    let Some(oracles) = build_oracles(&matcher, oracle, case.options.match_case) else {
+        return Ok(Verdict::NoOracle);
+    };
+    let lines = naive_lines(&case.haystack);
+    let want = oracle_hits(&oracles, &lines);
+    if got != want {
+        return Err(format!(
+            "engine and oracle disagree for {:?} ({:?}) on {:?}:\n engine: {got:?}\n oracle: {want:?}",
+            case.patterns,
+            case.options,
+            String::from_utf8_lossy(&case.haystack)
+        ));
+    }
+    if lines_scanned != lines.len() as u64 {
+        return Err(format!("scanned {lines_scanned} lines of {}", lines.len()));
+    }
+    Ok(Verdict::Agreed {
+        matched: want.len(),
+    })
+}
+
+/// A compile error must name one of the patterns, an offset within it and
+/// a reason; then the input is [`Verdict::Rejected`].
+fn rejected(case: &Case, err: &PatternError) -> Result<Verdict, String> {
+    let text = case
+        .patterns
+        .get(err.pattern_index)
+        .map_or("", String::as_str);
+    if err.pattern_index >= case.patterns.len().max(1) {
+        return Err(format!(
+            "error names pattern {} of {}",
+            err.pattern_index,
+            case.patterns.len()
+        ));
+    }
+    if err.offset > text.len() {
+        return Err(format!(
+            "error offset {} beyond pattern length {}",
+            err.offset,
+            text.len()
+        ));
+    }
+    if err.reason.is_empty() {
+        return Err("error without a reason".into());
+    }
+    Ok(Verdict::Rejected(err.to_string()))
+}
+
+/// The automata stay within their caps: forward and reverse NFA, lazy/full
+/// DFA and prefilters for two regexes.
+fn check_memory(matcher: &Matcher) -> Result<(), String> {
     let cap = 8 * MAX_NFA_BYTES;
     if matcher.memory_usage() > cap {
         return Err(format!(
@@ -141,7 +170,12 @@ pub fn check(data: &[u8], oracle: Oracle<'_>) -> Result<Verdict, String> {
             matcher.memory_usage()
         ));
     }
+    Ok(())
+}
 
+/// The engine's matching lines in `haystack` (one line of context either
+/// side, no budgets) and how many lines it scanned.
+fn engine_hits(matcher: &Matcher, haystack: &[u8]) -> (Vec<Hit>, u64) {
     let options = SearchOptions {
         limits: Limits::unlimited(),
         context_lines: 1,
@@ -150,11 +184,11 @@ pub fn check(data: &[u8], oracle: Oracle<'_>) -> Result<Verdict, String> {
         cancel: None,
     };
     let outcome = search_captures(
-        &matcher,
+        matcher,
         &options,
-        vec![Capture::new(0, 0, case.haystack.clone())],
+        vec![Capture::new(0, 0, haystack.to_vec())],
     );
-    let got: Vec<Hit> = outcome
+    let hits = outcome
         .panes
         .iter()
         .flat_map(|p| {
@@ -169,20 +203,30 @@ pub fn check(data: &[u8], oracle: Oracle<'_>) -> Result<Verdict, String> {
             })
         })
         .collect();
+    (hits, outcome.lines_scanned)
+}
 
-    let mut oracles = Vec::with_capacity(matcher.pattern_count());
-    for pattern in matcher.oracle_patterns() {
-        match oracle(pattern, case.options.match_case) {
-            Some(o) => oracles.push(o),
-            None => return Ok(Verdict::NoOracle),
-        }
-    }
-    let lines = naive_lines(&case.haystack);
+/// The oracle's reading of each of the matcher's patterns; `None` when it
+/// cannot build one of them.
+fn build_oracles(
+    matcher: &Matcher,
+    oracle: Oracle<'_>,
+    match_case: bool,
+) -> Option<Vec<OracleLine>> {
+    matcher
+        .oracle_patterns()
+        .iter()
+        .map(|pattern| oracle(pattern, match_case))
+        .collect()
+}
+
+/// The lines the oracle matches, with the first pattern that matches each
+/// and one line of context either side, as the engine reports them.
+fn oracle_hits(oracles: &[OracleLine], lines: &[&[u8]]) -> Vec<Hit> {
     let text = |i: usize| String::from_utf8_lossy(lines[i]).into_owned();
     let mut want = Vec::new();
     for (index, line) in lines.iter().enumerate() {
         if let Some(p) = oracles.iter().position(|o| o(line)) {
-            // One line of context either side, as searched.
             let before = (index.saturating_sub(1)..index).map(text).collect();
             let after = (index + 1..(index + 2).min(lines.len()))
                 .map(text)
@@ -190,22 +234,5 @@ pub fn check(data: &[u8], oracle: Oracle<'_>) -> Result<Verdict, String> {
             want.push((index as i64, p, text(index), before, after));
         }
     }
-    if got != want {
-        return Err(format!(
-            "engine and oracle disagree for {:?} ({:?}) on {:?}:\n engine: {got:?}\n oracle: {want:?}",
-            case.patterns,
-            case.options,
-            String::from_utf8_lossy(&case.haystack)
-        ));
-    }
-    if outcome.lines_scanned != lines.len() as u64 {
-        return Err(format!(
-            "scanned {} lines of {}",
-            outcome.lines_scanned,
-            lines.len()
-        ));
-    }
-    Ok(Verdict::Agreed {
-        matched: want.len(),
-    })
+    want
 }

@@ -5,7 +5,6 @@
 //! through the real code and returns `Err` with a description when an
 //! invariant breaks (a panic is a finding too: libFuzzer aborts on it).
 
-use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -69,68 +68,22 @@ fn strip_sockets(v: &mut Value) -> bool {
 /// over-long line gets exactly one well-formed answer with the right id,
 /// that notifications and responses get none, and that nothing hangs.
 pub fn jsonrpc(data: &[u8]) -> Result<JsonRpcStats, String> {
-    // Built once: the registry generates every tool's schemas.
-    static SHARED: OnceLock<(Arc<Registry>, Arc<ServeConfig>)> = OnceLock::new();
-    let (registry, config) = SHARED.get_or_init(|| {
-        let config = ServeConfig {
-            server: ServerSpec {
-                socket_name: None,
-                socket_path: Some(nowhere()),
-            },
-            ..ServeConfig::default()
-        };
-        (Arc::new(Registry::for_tier(config.tier)), Arc::new(config))
-    });
+    let (registry, config) = shared_server();
     let (tx, rx) = crossbeam_channel::unbounded::<Outgoing>();
     let dispatcher = Arc::new(Dispatcher::new(registry.clone(), config.clone(), tx));
     let mut reader = LineReader::new(data, FUZZ_LINE_BYTES);
     let mut stats = JsonRpcStats::default();
     let mut expected_ids: Vec<Value> = Vec::new();
-    let mut in_use: HashSet<String> = HashSet::new();
     loop {
         let line = match reader.next_line() {
-            Ok(Some(l)) => l,
+            Ok(Some(l)) => without_sockets(l),
             Ok(None) => break,
             Err(e) => return Err(format!("reading from a slice failed: {e}")),
         };
         stats.lines += 1;
-        let line = match line {
-            Line::Complete(bytes) => match serde_json::from_slice::<Value>(&bytes) {
-                Ok(mut v) => {
-                    if strip_sockets(&mut v) {
-                        Line::Complete(v.to_string().into_bytes())
-                    } else {
-                        Line::Complete(bytes)
-                    }
-                }
-                Err(_) => Line::Complete(bytes),
-            },
-            other => other,
-        };
-        // What the line must produce.
-        let expect: Option<Value> = match &line {
-            Line::TooLong { .. } => Some(Value::Null),
-            Line::Complete(b) if b.iter().all(u8::is_ascii_whitespace) => None,
-            Line::Complete(b) => match jsonrpc::parse_message(b) {
-                ClientMessage::Request { id, method, .. } => {
-                    if method == "tools/call" {
-                        in_use.insert(jsonrpc::id_key(&id));
-                    }
-                    Some(id)
-                }
-                ClientMessage::Invalid { id, .. } => Some(id),
-                ClientMessage::Notification { .. } | ClientMessage::Response => None,
-            },
-        };
+        let expect = expected_answer(&line);
         dispatcher.handle_line(line);
-        // One line at a time: wait for any tool call it started.
-        let until = Instant::now() + Duration::from_secs(20);
-        while dispatcher.active_calls() > 0 {
-            if Instant::now() > until {
-                return Err("a tool call did not end within 20 s".into());
-            }
-            std::thread::sleep(Duration::from_micros(200));
-        }
+        wait_for_calls(&dispatcher)?;
         if let Some(id) = expect {
             expected_ids.push(id);
         }
@@ -139,46 +92,117 @@ pub fn jsonrpc(data: &[u8]) -> Result<JsonRpcStats, String> {
     let mut responses = Vec::new();
     while let Ok(msg) = rx.try_recv() {
         let Outgoing::Line(text) = msg else { continue };
-        if text.contains('\n') {
-            return Err(format!("an output line holds a newline: {text:?}"));
+        if let Some(v) = check_output(&text, &mut stats)? {
+            responses.push(v);
         }
-        let v: Value =
-            serde_json::from_str(&text).map_err(|e| format!("output is not JSON ({e}): {text}"))?;
-        if v.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-            return Err(format!("output without jsonrpc 2.0: {text}"));
-        }
-        if v.get("method").is_some() {
-            if v["method"] != "notifications/progress" {
-                return Err(format!("unexpected notification: {text}"));
-            }
-            continue;
-        }
-        let has_result = v.get("result").is_some();
-        let has_error = v.get("error").is_some();
-        if has_result == has_error {
-            return Err(format!(
-                "a response needs exactly one of result/error: {text}"
-            ));
-        }
-        if has_error {
-            let code = v["error"]["code"].as_i64().unwrap_or(0);
-            if code == jsonrpc::INTERNAL_ERROR
-                && v["error"]["message"]
-                    .as_str()
-                    .is_some_and(|m| m.starts_with("internal error"))
-            {
-                return Err(format!("a panic was caught: {text}"));
-            }
-            if !v["error"]["message"].is_string() {
-                return Err(format!("error without a message: {text}"));
-            }
-            stats.errors += 1;
-        } else if v["result"].get("isError").is_some() {
-            stats.tool_calls += 1;
-        }
-        responses.push(v);
     }
     stats.responses = responses.len();
+    check_ids(&responses, &expected_ids)?;
+    Ok(stats)
+}
+
+/// The registry and configuration every input runs against, built once:
+/// the registry generates every tool's schemas.
+fn shared_server() -> &'static (Arc<Registry>, Arc<ServeConfig>) {
+    static SHARED: OnceLock<(Arc<Registry>, Arc<ServeConfig>)> = OnceLock::new();
+    SHARED.get_or_init(|| {
+        let config = ServeConfig {
+            server: ServerSpec {
+                socket_name: None,
+                socket_path: Some(nowhere()),
+            },
+            ..ServeConfig::default()
+        };
+        (Arc::new(Registry::for_tier(config.tier)), Arc::new(config))
+    })
+}
+
+/// A line with its socket arguments removed, when it is JSON.
+fn without_sockets(line: Line) -> Line {
+    match line {
+        Line::Complete(bytes) => match serde_json::from_slice::<Value>(&bytes) {
+            Ok(mut v) => {
+                if strip_sockets(&mut v) {
+                    Line::Complete(v.to_string().into_bytes())
+                } else {
+                    Line::Complete(bytes)
+                }
+            }
+            Err(_) => Line::Complete(bytes),
+        },
+        other => other,
+    }
+}
+
+/// The id a line's answer must carry; none when it needs no answer.
+fn expected_answer(line: &Line) -> Option<Value> {
+    match line {
+        Line::TooLong { .. } => Some(Value::Null),
+        Line::Complete(b) if b.iter().all(u8::is_ascii_whitespace) => None,
+        Line::Complete(b) => match jsonrpc::parse_message(b) {
+            ClientMessage::Request { id, .. } | ClientMessage::Invalid { id, .. } => Some(id),
+            ClientMessage::Notification { .. } | ClientMessage::Response => None,
+        },
+    }
+}
+
+/// One line at a time: waits for any tool call the line started.
+fn wait_for_calls(dispatcher: &Dispatcher) -> Result<(), String> {
+    let until = Instant::now() + Duration::from_secs(20);
+    while dispatcher.active_calls() > 0 {
+        if Instant::now() > until {
+            return Err("a tool call did not end within 20 s".into());
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    Ok(())
+}
+
+/// Checks one output line: a JSON-RPC 2.0 progress notification (none
+/// returned) or a response with exactly one of result/error (returned).
+fn check_output(text: &str, stats: &mut JsonRpcStats) -> Result<Option<Value>, String> {
+    if text.contains('\n') {
+        return Err(format!("an output line holds a newline: {text:?}"));
+    }
+    let v: Value =
+        serde_json::from_str(text).map_err(|e| format!("output is not JSON ({e}): {text}"))?;
+    if v.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Err(format!("output without jsonrpc 2.0: {text}"));
+    }
+    if v.get("method").is_some() {
+        if v["method"] != "notifications/progress" {
+            return Err(format!("unexpected notification: {text}"));
+        }
+        return Ok(None);
+    }
+    let has_result = v.get("result").is_some();
+    let has_error = v.get("error").is_some();
+    if has_result == has_error {
+        return Err(format!(
+            "a response needs exactly one of result/error: {text}"
+        ));
+    }
+    if has_error {
+        let code = v["error"]["code"].as_i64().unwrap_or(0);
+        if code == jsonrpc::INTERNAL_ERROR
+            && v["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("internal error"))
+        {
+            return Err(format!("a panic was caught: {text}"));
+        }
+        if !v["error"]["message"].is_string() {
+            return Err(format!("error without a message: {text}"));
+        }
+        stats.errors += 1;
+    } else if v["result"].get("isError").is_some() {
+        stats.tool_calls += 1;
+    }
+    Ok(Some(v))
+}
+
+/// One response per line that needs one, in order, each with its line's id.
+fn check_ids(responses: &[Value], expected_ids: &[Value]) -> Result<(), String> {
     if responses.len() != expected_ids.len() {
         return Err(format!(
             "{} responses for {} lines that need one (ids {:?})",
@@ -187,13 +211,13 @@ pub fn jsonrpc(data: &[u8]) -> Result<JsonRpcStats, String> {
             expected_ids
         ));
     }
-    for (r, id) in responses.iter().zip(&expected_ids) {
+    for (r, id) in responses.iter().zip(expected_ids) {
         // A duplicate id of a call is answered with that id too.
         if r.get("id") != Some(id) {
             return Err(format!("response {r} answers id {id}"));
         }
     }
-    Ok(stats)
+    Ok(())
 }
 
 // ---------------------------------------------------------------- framing

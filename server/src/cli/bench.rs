@@ -9,6 +9,7 @@
 use std::time::{Duration, Instant};
 
 use clap::Args;
+use indicatif::ProgressBar;
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -20,7 +21,7 @@ use crate::fixture::{FixtureShape, NEEDLE};
 /// `panescan bench` options.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  panescan bench\n  panescan bench --panes 1000 --lines 200\n  panescan bench --panes 50 --lines 10000 --runs 3 --json\n  panescan bench --wait-only --runs 15\n  panescan bench --svg bench.svg"
+    after_help = "Examples:\n  panescan bench\n  panescan bench --panes 1000 --lines 200\n  panescan bench --panes 50 --lines 10000 --runs 3 --json\n  panescan bench --wait-only --runs 15\n  panescan bench --svg bench.svg\n  panescan bench --markdown"
 )]
 pub struct BenchArgs {
     /// Panes in the private server.
@@ -42,8 +43,11 @@ pub struct BenchArgs {
     #[arg(long, conflicts_with = "csv")]
     pub json: bool,
     /// Print CSV instead of a table.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "markdown")]
     pub csv: bool,
+    /// Print Markdown tables instead (the form BENCHMARKS.md keeps).
+    #[arg(long, conflicts_with = "json")]
+    pub markdown: bool,
     /// Leave out the one-process-per-pane baseline (slow on many panes).
     #[arg(long)]
     pub no_process_baseline: bool,
@@ -151,7 +155,8 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     crate::tmux::private_server::kill_on_interrupt();
     if args.wait_only {
         let wait = super::bench_wait::run(args.runs)?;
-        return print_section(args, &wait, super::bench_wait::print);
+        let markdown = super::bench_markdown::wait;
+        return print_section(args, &wait, super::bench_wait::print, markdown);
     }
     let shape = FixtureShape {
         panes: args.panes,
@@ -163,39 +168,101 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     let fill = Instant::now();
     let fixture = progress::fill_fixture("bench", shape, !args.json && !args.csv)?;
     let fill_ms = ms(fill.elapsed());
-    let socket = fixture.server.socket_name().to_owned();
-    let panes = fixture.pane_ids.clone();
     let runs = args.runs.max(1);
     if args.cache_only {
         let cache = super::bench_cache::run(&fixture, runs)?;
         drop(fixture);
-        return print_section(args, &cache, super::bench_cache::print);
+        let markdown = super::bench_markdown::cache;
+        return print_section(args, &cache, super::bench_cache::print, markdown);
     }
     let cases = cases(args.lines);
     let steps = 4 + cases.len() as u64 + u64::from(!args.no_process_baseline) * 2;
     let bar = progress::steps(steps, !args.json && !args.csv);
+    let socket = fixture.server.socket_name().to_owned();
+    let floors = Floors::measure(args, &socket, &fixture.pane_ids, runs, &bar)?;
+    let rows = run_cases(&socket, cases, runs, &floors, &bar)?;
+    bar.finish_and_clear();
+    let cache = Some(super::bench_cache::run(&fixture, runs)?);
+    let wait = Some(super::bench_wait::run(runs)?);
+    drop(fixture);
 
-    bar.set_message("raw fetch, visible");
-    let raw_visible = baseline::raw_floor(&socket, "main", &panes, FetchRange::Visible, runs)
-        .map_err(|e| format!("raw fetch failed: {e}"))?;
-    bar.inc(1);
-    bar.set_message("raw fetch, deep");
-    let deep_range = FetchRange::Scrollback(args.lines as u64);
-    let raw_deep = baseline::raw_floor(&socket, "main", &panes, deep_range, runs)
-        .map_err(|e| format!("raw fetch failed: {e}"))?;
-    bar.inc(1);
-    let (mut ppp_visible, mut ppp_deep) = (None, None);
-    if !args.no_process_baseline {
-        bar.set_message("one process per pane, visible");
-        ppp_visible = Some(process_baseline(&socket, &panes, FetchRange::Visible)?);
-        bar.inc(1);
-        bar.set_message("one process per pane, deep");
-        ppp_deep = Some(process_baseline(&socket, &panes, deep_range)?);
-        bar.inc(1);
+    let report = BenchReport {
+        panes: args.panes,
+        lines: args.lines,
+        width: args.width,
+        runs,
+        fill_ms,
+        raw_visible_ms: ms(floors.raw_visible.elapsed),
+        raw_visible_bytes: floors.raw_visible.bytes,
+        raw_deep_ms: ms(floors.raw_deep.elapsed),
+        raw_deep_bytes: floors.raw_deep.bytes,
+        process_per_pane_visible_ms: floors.ppp_visible.map(|f| ms(f.elapsed)),
+        process_per_pane_deep_ms: floors.ppp_deep.map(|f| ms(f.elapsed)),
+        rows,
+        cache,
+        wait,
+    };
+    if let Some(path) = &args.svg {
+        super::bench_chart::write(&report, path)?;
     }
+    print_report(args, &report)
+}
 
+/// What fetching the bench's text costs without panescan: the floors the
+/// searches are read against.
+struct Floors {
+    raw_visible: Fetched,
+    raw_deep: Fetched,
+    /// One tmux process per pane (absent with `--no-process-baseline`).
+    ppp_visible: Option<Fetched>,
+    ppp_deep: Option<Fetched>,
+}
+
+impl Floors {
+    fn measure(
+        args: &BenchArgs,
+        socket: &str,
+        panes: &[String],
+        runs: usize,
+        bar: &ProgressBar,
+    ) -> Result<Floors, String> {
+        bar.set_message("raw fetch, visible");
+        let raw_visible = baseline::raw_floor(socket, "main", panes, FetchRange::Visible, runs)
+            .map_err(|e| format!("raw fetch failed: {e}"))?;
+        bar.inc(1);
+        bar.set_message("raw fetch, deep");
+        let deep_range = FetchRange::Scrollback(args.lines as u64);
+        let raw_deep = baseline::raw_floor(socket, "main", panes, deep_range, runs)
+            .map_err(|e| format!("raw fetch failed: {e}"))?;
+        bar.inc(1);
+        let (mut ppp_visible, mut ppp_deep) = (None, None);
+        if !args.no_process_baseline {
+            bar.set_message("one process per pane, visible");
+            ppp_visible = Some(process_baseline(socket, panes, FetchRange::Visible)?);
+            bar.inc(1);
+            bar.set_message("one process per pane, deep");
+            ppp_deep = Some(process_baseline(socket, panes, deep_range)?);
+            bar.inc(1);
+        }
+        Ok(Floors {
+            raw_visible,
+            raw_deep,
+            ppp_visible,
+            ppp_deep,
+        })
+    }
+}
+
+/// Times each case through `panescan serve`, `runs` times; a row per case.
+fn run_cases(
+    socket: &str,
+    cases: Vec<(&'static str, bool, Value)>,
+    runs: usize,
+    floors: &Floors,
+    bar: &ProgressBar,
+) -> Result<Vec<BenchRow>, String> {
     // The matrix measures cold searches: nothing kept between runs.
-    let mut client = McpClient::start_with(&socket, &["--no-cache"])?;
+    let mut client = McpClient::start_with(socket, &["--no-cache"])?;
     bar.set_message("warming up");
     client.call_tool(
         "search_panes",
@@ -221,7 +288,11 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
             times.push(start.elapsed());
         }
         let median_time = median(&mut times);
-        let floor = if deep { raw_deep } else { raw_visible };
+        let floor = if deep {
+            floors.raw_deep
+        } else {
+            floors.raw_visible
+        };
         let mut r = row(name, deep, median_time, &last, floor);
         if let Some(first) = errors.first() {
             r.clamps
@@ -230,38 +301,20 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         rows.push(r);
         bar.inc(1);
     }
-    bar.finish_and_clear();
-    drop(client);
-    let cache = Some(super::bench_cache::run(&fixture, runs)?);
-    let wait = Some(super::bench_wait::run(runs)?);
-
-    let report = BenchReport {
-        panes: args.panes,
-        lines: args.lines,
-        width: args.width,
-        runs,
-        fill_ms,
-        raw_visible_ms: ms(raw_visible.elapsed),
-        raw_visible_bytes: raw_visible.bytes,
-        raw_deep_ms: ms(raw_deep.elapsed),
-        raw_deep_bytes: raw_deep.bytes,
-        process_per_pane_visible_ms: ppp_visible.map(|f| ms(f.elapsed)),
-        process_per_pane_deep_ms: ppp_deep.map(|f| ms(f.elapsed)),
-        rows,
-        cache,
-        wait,
-    };
-    drop(fixture);
-    if let Some(path) = &args.svg {
-        super::bench_chart::write(&report, path)?;
-    }
-    print_report(args, &report)
+    Ok(rows)
 }
 
 /// One section alone (`--cache-only`, `--wait-only`): JSON for `--json` and
-/// `--csv`, else its table.
-fn print_section<T: Serialize>(args: &BenchArgs, section: &T, table: fn(&T)) -> Result<(), String> {
-    if args.json || args.csv {
+/// `--csv`, Markdown for `--markdown`, else its table.
+fn print_section<T: Serialize>(
+    args: &BenchArgs,
+    section: &T,
+    table: fn(&T),
+    markdown: fn(&T) -> String,
+) -> Result<(), String> {
+    if args.markdown {
+        print!("{}", markdown(section));
+    } else if args.json || args.csv {
         let text = serde_json::to_string_pretty(section).map_err(|e| e.to_string())?;
         println!("{text}");
     } else {
@@ -270,12 +323,16 @@ fn print_section<T: Serialize>(args: &BenchArgs, section: &T, table: fn(&T)) -> 
     Ok(())
 }
 
+/// Prints the report as JSON, CSV or a table, with its cache and wait
+/// sections.
 fn print_report(args: &BenchArgs, report: &BenchReport) -> Result<(), String> {
     if args.json {
         let text = serde_json::to_string_pretty(report).map_err(|e| e.to_string())?;
         println!("{text}");
     } else if args.csv {
         print_csv(report);
+    } else if args.markdown {
+        print!("{}", super::bench_markdown::report(report));
     } else {
         print_table(report);
         if let Some(cache) = &report.cache {

@@ -23,7 +23,8 @@ const EOF_GRACE: Duration = Duration::from_secs(1);
 /// Lines waiting for the writer. A client that stops reading fills this,
 /// then the threads that answer wait, then the reader stops reading: the
 /// client meets back-pressure on its own stdin instead of the server
-/// buffering every answer (10,000 unread `tools/list` answers were 400 MB).
+/// buffering every answer (unread `tools/list` answers alone grow without
+/// end).
 pub const OUT_QUEUE_LINES: usize = 64;
 
 #[derive(Debug)]

@@ -34,8 +34,7 @@ use crossbeam_channel::{Receiver, Sender};
 /// An idle control client detaches after this long, so panescan is not an
 /// attached client of the user's session (hooks, `session_attached`,
 /// `destroy-unattached`) while nobody asks it anything and nobody listens to
-/// its events. Re-attaching costs one `list-sessions` process and an attach
-/// (~10 ms).
+/// its events. Re-attaching costs one `list-sessions` process and an attach.
 pub const IDLE_DETACH: Duration = Duration::from_secs(10);
 
 use super::caller::CallerPane;

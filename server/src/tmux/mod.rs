@@ -9,27 +9,24 @@
 //!
 //! * **Commands** ([`Tmux::run`], [`Tmux::run_many`], [`Tmux::inventory`],
 //!   [`Tmux::server_info`]) go through one long-lived control-mode client
-//!   ([`connection`]): a round trip costs ~0.1 ms against ~16-20 ms for a
-//!   tmux process (measured here on a busy 2-core machine, 51 panes), and
-//!   many commands are pipelined on it.
+//!   ([`connection`]): a round trip on it costs a small fraction of
+//!   starting a tmux process, and many commands are pipelined on it.
 //! * **Captures** ([`Tmux::capture`]) run as `tmux source-file -` sweeps
-//!   ([`capture`], [`oneshot`]). Bench `fetch` (200 panes of 200x50, ~2,000
-//!   history lines each, medians, busy machine): deep (32 MB) 338 ms against
-//!   507 ms for plain `capture-pane -p` pipelined on a control client and
-//!   1,352 ms for a process per pane; visible-only 33 ms against 635 ms for a
-//!   process per pane (19x). A sweep also avoids the control-mode leak (below)
-//!   without the extra `show-buffer`/`delete-buffer` round trips (that path
-//!   measured 235 ms against 105 ms for a sweep on shorter lines), attaches
-//!   to nothing and works on a server with no session.
+//!   ([`capture`], [`oneshot`]): faster deep than `capture-pane -p`
+//!   pipelined on a control client and far faster than a process per pane.
+//!   A sweep also avoids the control-mode leak (below) without the extra
+//!   `show-buffer`/`delete-buffer` round trips, attaches to nothing and
+//!   works on a server with no session. The figures: BENCHMARKS.md, "tmux
+//!   transport".
 //!
 //! # What we must not do to the user's tmux
 //!
 //! * **The leak.** tmux 3.2-3.5a leak the whole output of every
 //!   `capture-pane -p` issued by a control client inside the server (a test
-//!   here shows +4 MiB for 400 deep captures). Captures therefore never use
-//!   control mode; 2,000 deep captures through [`Tmux::capture`] leave the
-//!   server's resident memory within ~1.5 MiB (test
-//!   `two_thousand_deep_captures_do_not_grow_tmux`) and no buffer behind.
+//!   here shows it growing). Captures therefore never use control mode;
+//!   deep captures through [`Tmux::capture`] leave the server's resident
+//!   memory where it was (test `two_thousand_deep_captures_do_not_grow_tmux`
+//!   holds the bound) and no buffer behind.
 //! * **Attaching.** An attached control client fires `client-attached` /
 //!   `client-detached` hooks, counts in `session_attached` and `list-clients`
 //!   and keeps a `destroy-unattached` session alive. Ours is read-only
@@ -89,8 +86,8 @@ pub mod capture;
 pub mod client_env;
 pub mod command;
 pub mod connection;
-pub mod format;
 pub mod events;
+pub mod format;
 pub mod framing;
 pub mod ids;
 pub mod inventory;
@@ -263,7 +260,7 @@ impl Tmux {
     /// Like [`Tmux::inventory`], with only what a search needs before it
     /// captures: ids, indexes, names, placements, `history_size` and
     /// `is_caller`. Every other field is its default (zero, empty, false).
-    /// About 5x cheaper for tmux than the full listing; fill in what the
+    /// Much cheaper for tmux than the full listing; fill in what the
     /// panes run with [`Tmux::commands_and_paths`].
     pub fn inventory_for_search(&self, deadline: Instant) -> Result<Inventory, TmuxError> {
         inventory::fetch(&self.inner, deadline, inventory::Detail::Search)

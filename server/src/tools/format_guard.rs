@@ -51,8 +51,9 @@ pub const MAX_PATTERN_BYTES: usize = 256;
 /// The most a format may make tmux build, in bytes.
 pub const MAX_OUTPUT: f64 = 1024.0 * 1024.0;
 /// The most a format may make tmux handle (build, copy, scan), in bytes
-/// of format work: 2 MiB is ~30 ms of tmux 3.3a on the busy 2-core machine
-/// here (a loop estimated at 1.7 MB cost it 27 ms of CPU).
+/// of format work: enough for any format an agent writes for a listing,
+/// small enough that tmux's single thread stalls only briefly (the
+/// calibration: BENCHMARKS.md, "Format guard").
 pub const MAX_WORK: f64 = 2.0 * 1024.0 * 1024.0;
 /// How many copies of one pane-set text may end up in the result.
 pub const MAX_PANE_TEXT_COPIES: f64 = 16.0;
@@ -63,14 +64,14 @@ pub const MAX_PANE_TEXT_READS: f64 = 64.0;
 const VALUE_BYTES: f64 = 64.0;
 /// Work of looking a variable up (option tables, format tree, environment).
 const LOOKUP_WORK: f64 = 64.0;
-/// Work of setting up one loop item (tmux builds a format tree for it:
-/// ~0.3 µs measured, 24,000 items in 7 ms).
+/// Work of setting up one loop item (tmux builds a format tree for it,
+/// about twice a value's work: BENCHMARKS.md, "Format guard").
 const ITEM_WORK: f64 = 128.0;
 /// Work of comparing one name in a name search (`N`).
 const NAME_WORK: f64 = 64.0;
 /// A loop appends each item's text with strlcat, which rescans the text so
-/// far: quadratic, but at strlen's speed (320 MB of it cost tmux ~86 ms
-/// here, ~35 times less per byte than building text).
+/// far: quadratic, but at strlen's speed, far cheaper per byte than
+/// building text (BENCHMARKS.md, "Format guard").
 const STRLCAT_SHARE: f64 = 1.0 / 32.0;
 /// Largest text of a number tmux prints for an expression, before its
 /// decimals (a double's 309 digits, sign and point).

@@ -21,26 +21,15 @@
 //! `first_line` is exact even while the pane prints. A vanished pane shows
 //! an empty probe (or is missing from the listing) and fails alone.
 //!
-//! # Why this path (measured here, tmux 3.3a, 200 panes x ~2,000 lines)
+//! # Why this path
 //!
-//! Short lines (80x50 panes, 9.8 MB deep), one-off script, quiet machine:
-//!
-//! | path | visible | deep | leaks in tmux |
-//! |---|---|---|---|
-//! | control client, `capture-pane -p` pipelined (raw) | 8 ms | 158 ms | yes: +41 MiB after 600 deep and 600 visible captures |
-//! | control client, `capture-pane -b` + `show-buffer` + `delete-buffer` | 14 ms | 235 ms | no |
-//! | one `source-file -` process | 13 ms | 105 ms | no |
-//!
-//! Bench `fetch` (`cargo bench -p panescan-benches --bench fetch`: 200
-//! panes of 200x50, 32 MB deep; medians, quiet machine, one run):
-//!
-//! | path | visible | deep |
-//! |---|---|---|
-//! | `Tmux::capture` (this: chunked sweeps, output cut as it arrives) | 33 ms | 328 ms |
-//! | one raw `source-file -` sweep | 23 ms | 311 ms |
-//! | same, in 500-line slices | - | 352 ms |
-//! | raw control client, `capture-pane -p` | 15 ms | 462 ms |
-//! | one process per pane | 759 ms | 1,059 ms |
+//! Measured against the other ways of getting the same text out of tmux
+//! (BENCHMARKS.md, "tmux transport", with the commands): a control client
+//! pipelining `capture-pane -p` leaks in tmux and is slower deep; going
+//! through buffers (`capture-pane -b` + `show-buffer` + `delete-buffer`)
+//! does not leak but costs three round trips a pane; one process per pane
+//! is slowest by far. One `source-file -` process per chunk is the fastest
+//! deep path that leaks nothing.
 //!
 //! 500-line slices were no cheaper for tmux here, and slicing a range needs
 //! the history size before the script is written (breaking the atomic probe),
@@ -57,8 +46,8 @@
 //! complete (a pane is scanned while tmux still sends the rest); a cancel or
 //! deadline stops the batch between panes (in-flight processes are killed
 //! through their `Child` handles). Cutting the output as it arrives instead
-//! of after the whole chunk took a deep 200-pane capture from ~280 to
-//! ~240 ms (raw single sweep ~210 ms, same run). tmux finishes a script
+//! of after the whole chunk brought a deep capture most of the way to a raw
+//! single sweep (BENCHMARKS.md). tmux finishes a script
 //! even when its client is killed, so a chunk is also sized to what the
 //! time left can hold (at the rate the batch has seen): a search that runs
 //! out of time does not leave tmux busy with captures nobody reads.
@@ -70,12 +59,13 @@
 //! `cmd_find_inside_pane` compares the client's tty name with every pane's
 //! (cmd-find.c): each command costs O(panes) before it does anything. A
 //! `-t %P` target adds a walk over the session's winlinks to place the pane.
-//! Measured here: a no-op command ~20 µs on a 200-pane server and ~45 µs on
-//! a 1,000-pane one; a visible `capture-pane` ~55 and ~100 µs. Exact
-//! framing needs a header per capture, i.e. a second command per pane, so a
-//! visible sweep stays ~1.6x (200 panes) to ~2x (1,000 panes) the raw
-//! `capture-pane`-only sweep it is compared with; deep captures, where the
-//! capture itself dominates, come within ~1.15x. Headers cannot be dropped:
+//! So a command costs tmux a fixed amount that grows with the server, and a
+//! visible `capture-pane` costs not much more than that. Exact framing
+//! needs a header per capture, i.e. a second command per pane, so a visible
+//! sweep stays well above the raw `capture-pane`-only sweep it is compared
+//! with, and the gap grows with the server; deep captures, where the
+//! capture itself dominates, come close (BENCHMARKS.md, "tmux transport").
+//! Headers cannot be dropped:
 //! without `-J` a capture's line count is exact (one line per row), but
 //! rows that wrapped can then not be told from rows that end exactly at the
 //! pane's edge; with `-J` the count depends on display widths, which a
@@ -578,14 +568,13 @@ fn kill_child(child: &SharedChild) {
 ///   script without yielding, so the listing holds for every capture in it,
 ///   and a pane missing from it is gone.
 ///
-/// Why (tmux 3.3a, this machine): every command costs tmux a fixed amount
-/// that grows with the server (a no-op ~20 µs with 200 panes, ~45 µs with
-/// 1,000), and a probe ~25-30 µs more than the literal line; a listing row
-/// costs ~3-8 µs. The listing therefore pays once a chunk holds more than
-/// about a quarter of the server. A visible capture is itself only
-/// ~55-100 µs, so there the header is a large share: on a 200-pane server
-/// the listing form took a visible sweep from 1.78x to 1.60x the raw
-/// `capture-pane` sweep.
+/// Why (tmux 3.3a): every command costs tmux a fixed amount that grows
+/// with the server, and a probe costs more than the literal line, while a
+/// listing row costs a fraction of a probe. The listing therefore pays
+/// once a chunk holds more than about a quarter of the server. A visible
+/// capture itself costs little more than a command, so there the header
+/// is a large share, which the listing form cuts (the figures:
+/// BENCHMARKS.md, "tmux transport").
 fn script(
     token: &str,
     chunk: &[CaptureRequest],

@@ -7,9 +7,9 @@
 use std::time::Instant;
 
 use super::plan::Plan;
-use crate::config::SearchCeilings;
 use super::types::SearchPanesArgs;
 use crate::cache::PaneCache;
+use crate::config::SearchCeilings;
 use crate::tmux::{Inventory, Pane, PaneId, Tmux, TmuxError, WindowId};
 use crate::tools::context::{ToolContext, ToolError};
 use crate::tools::{bounded_list, find_session, find_window};

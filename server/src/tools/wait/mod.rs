@@ -24,11 +24,11 @@ use serde::{Deserialize, Serialize};
 
 use super::context::{ServerArgs, ToolContext, ToolError};
 use super::search::{capped, resolve_scope};
-use crate::tools::registry::{Annotations, Tool};
 use crate::tmux::events::Interest;
 use crate::tmux::{
     CaptureOptions, CaptureRequest, CapturedText, Inventory, PaneId, Tmux, TmuxError, WindowId,
 };
+use crate::tools::registry::{Annotations, Tool};
 use watch::{Hit, PaneWatch};
 
 /// Panes one wait may watch.
