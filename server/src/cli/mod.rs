@@ -7,8 +7,8 @@ use clap::{Args, CommandFactory, Parser, Subcommand};
 
 pub mod bench;
 pub mod bench_cache;
-pub mod bench_wait;
 pub mod bench_chart;
+pub mod bench_wait;
 pub mod client;
 pub mod demo;
 pub mod preflight;

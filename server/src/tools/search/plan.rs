@@ -7,8 +7,8 @@ use std::time::Duration;
 use panescan_engine::{Matcher, PatternOptions, SearchBudgets, MAX_PATTERNS};
 
 use super::types::SearchPanesArgs;
-use crate::tmux::CaptureRange;
 use crate::config::SearchCeilings;
+use crate::tmux::CaptureRange;
 use crate::tools::context::ToolError;
 
 /// Context lines a caller may ask for around each hit.

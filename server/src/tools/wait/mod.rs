@@ -24,11 +24,12 @@ use serde::{Deserialize, Serialize};
 
 use super::context::{ServerArgs, ToolContext, ToolError};
 use super::search::{capped, resolve_scope};
-use crate::tools::registry::{Annotations, Tool};
 use crate::tmux::events::Interest;
 use crate::tmux::{
-    CaptureOptions, CaptureRequest, CapturedText, Inventory, PaneId, Tmux, TmuxError, WindowId,
+    CaptureOptions, CaptureRequest, CapturedText, Fields, Inventory, PaneId, Tmux, TmuxError,
+    WindowId,
 };
+use crate::tools::registry::{Annotations, Tool};
 use watch::{Hit, PaneWatch};
 
 /// Panes one wait may watch.
@@ -215,7 +216,7 @@ fn listing(ctx: &ToolContext, tmux: &Tmux) -> Result<Inventory, ToolError> {
     let tmux = tmux.clone();
     let deadline = ctx.tmux_deadline();
     ctx.cancellable(move || {
-        tmux.inventory_for_cached_search(&[], deadline)
+        tmux.inventory(Fields::SearchWithFingerprint, &[], deadline)
             .map(|(inv, _)| inv)
     })
 }
