@@ -27,6 +27,9 @@ pub struct Inventory {
 
 /// A tmux session.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct Session {
     pub session_id: SessionId,
     pub session_name: String,
@@ -43,6 +46,9 @@ pub struct Session {
 
 /// Where a window is linked: a session and an index in it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct WindowPlacement {
     pub session_id: SessionId,
     pub session_name: String,
@@ -51,6 +57,9 @@ pub struct WindowPlacement {
 
 /// A tmux window (once, even if linked into several sessions).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct Window {
     pub window_id: WindowId,
     pub window_index: u32,
@@ -69,6 +78,9 @@ pub struct Window {
 
 /// Where a pane appears: a session, window and index.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct PanePlacement {
     pub session_id: SessionId,
     pub session_name: String,
@@ -79,6 +91,9 @@ pub struct PanePlacement {
 
 /// A tmux pane (once, even if its window is linked into several sessions).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct Pane {
     pub pane_id: PaneId,
     pub pane_index: u32,

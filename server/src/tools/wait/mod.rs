@@ -38,6 +38,9 @@ pub const MAX_WAIT_PANES: usize = 256;
 const PROGRESS_EVERY: Duration = Duration::from_millis(500);
 
 #[derive(Debug, Deserialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct WaitForTextArgs {
     /// Pane id, e.g. %1.
     #[serde(default)]
@@ -71,6 +74,9 @@ pub struct WaitForTextArgs {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct WaitForTextResult {
     // The pane whose line matched; with one pane watched, that pane.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -99,6 +105,7 @@ pub struct WaitForTextResult {
 }
 
 #[derive(Debug)]
+/// `wait_for_text`: blocks until a pattern appears in the watched panes, or the timeout.
 pub struct WaitForText;
 
 impl Tool for WaitForText {
