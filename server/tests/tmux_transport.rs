@@ -351,7 +351,7 @@ fn vanished_pane_fails_alone() {
     // Visible screens (headed from one listing, as the server is known to
     // be small once listed) and deep captures (each headed by its own
     // probe) alike.
-    tmux.inventory(Fields::Full, &[], soon()).unwrap().0;
+    tmux.inventory(Fields::Full, &[], soon()).unwrap();
     for range in [CaptureRange::Visible, CaptureRange::Scrollback(100)] {
         let replies = capture_all(&tmux, &ids, range, CaptureOptions::default());
         assert!(
