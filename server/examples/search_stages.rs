@@ -9,7 +9,7 @@
 //!
 //! Prints medians of 15 interleaved rounds: the raw `tmux source-file -`
 //! sweep of `capture-pane -p -J` (what `panescan bench` calls the floor),
-//! the search's listing (`Tmux::inventory_for_search`), the transport's
+//! the search's listing (`Tmux::inventory` with `Fields::Search`), the transport's
 //! batch capture of every listed pane (`Tmux::capture`), and the whole
 //! `search_panes` in-process (listing, capture, scan, result).
 
@@ -22,7 +22,7 @@ use panescan::config::Ceilings;
 use panescan::corpus;
 use panescan::fixture::{Fixture, FixtureShape, NEEDLE};
 use panescan::tmux::capture::{CaptureOptions, CaptureRange, CaptureRequest};
-use panescan::tmux::{ServerSpec, Tmux};
+use panescan::tmux::{Fields, ServerSpec, Tmux};
 use panescan::tools::context::ToolContext;
 use panescan::tools::search::{search_panes, SearchPanesArgs};
 
@@ -74,7 +74,8 @@ fn main() -> Result<(), String> {
         let start = Instant::now();
         let deadline = start + Duration::from_secs(120);
         let inv = tmux
-            .inventory_for_search(deadline)
+            .inventory(Fields::Search, &[], deadline)
+            .map(|(inv, _)| inv)
             .map_err(|e| e.to_string())?;
         times[1].push(ms(start.elapsed()));
         let listed = Instant::now();

@@ -44,7 +44,9 @@ impl FetchRange {
 /// How long a fetch took and how much text it brought.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Fetched {
+    /// Wall time from the first command to the last byte.
     pub elapsed: Duration,
+    /// Bytes of pane text received.
     pub bytes: usize,
 }
 

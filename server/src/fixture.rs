@@ -52,8 +52,11 @@ impl Default for FixtureShape {
 /// line (0-based in that pane's text).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PlantedNeedle {
+    /// Which pane, counted in creation order from 0.
     pub pane_number: usize,
+    /// Which printed line of that pane (0-based).
     pub printed_line: usize,
+    /// The needle as printed.
     pub text: String,
 }
 
@@ -61,10 +64,13 @@ pub struct PlantedNeedle {
 /// the pane text files.
 #[derive(Debug)]
 pub struct Fixture {
+    /// The private server; dropped with the fixture, which kills it.
     pub server: PrivateServer,
+    /// What was asked for: panes, lines, sizes, needle spacing.
     pub shape: FixtureShape,
     /// Pane ids (`%N`) in creation order.
     pub pane_ids: Vec<String>,
+    /// Every needle planted, so a search's answer can be checked exactly.
     pub needles: Vec<PlantedNeedle>,
     dir: PathBuf,
 }

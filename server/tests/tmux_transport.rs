@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use panescan::tmux::connection::IDLE_DETACH;
 use panescan::tmux::private_server::PrivateServer;
 use panescan::tmux::{
-    CaptureOptions, CaptureRange, CaptureReply, CaptureRequest, PaneId, ServerSpec, Target, Tmux,
-    TmuxCommand, TmuxError,
+    CaptureOptions, CaptureRange, CaptureReply, CaptureRequest, Fields, PaneId, ServerSpec, Target,
+    Tmux, TmuxCommand, TmuxError,
 };
 
 fn soon() -> Instant {
@@ -333,7 +333,7 @@ fn forged_framing_changes_nothing() {
         expected
     );
     // And the window name `%end 1 2 1` does not disturb the inventory.
-    let inv = tmux.inventory(soon()).unwrap();
+    let inv = tmux.inventory(Fields::Full, &[], soon()).unwrap().0;
     assert!(inv.windows.iter().any(|w| w.window_name == "%end 1 2 1"));
     assert_eq!(inv.panes.len(), 2);
     let _ = std::fs::remove_file(path);
@@ -351,7 +351,7 @@ fn vanished_pane_fails_alone() {
     // Visible screens (headed from one listing, as the server is known to
     // be small once listed) and deep captures (each headed by its own
     // probe) alike.
-    tmux.inventory(soon()).unwrap();
+    tmux.inventory(Fields::Full, &[], soon()).unwrap();
     for range in [CaptureRange::Visible, CaptureRange::Scrollback(100)] {
         let replies = capture_all(&tmux, &ids, range, CaptureOptions::default());
         assert!(
@@ -573,16 +573,18 @@ fn names_linked_windows_and_grouped_sessions() {
     .unwrap();
     // tmux stores the tab as `\t`; find the session by id.
     let sid = tmux
-        .inventory(soon())
+        .inventory(Fields::Full, &[], soon())
         .unwrap()
+        .0
         .sessions
         .iter()
         .find(|s| s.session_name.contains("🦀"))
         .map(|s| s.session_id)
         .unwrap();
     let stored = tmux
-        .inventory(soon())
+        .inventory(Fields::Full, &[], soon())
         .unwrap()
+        .0
         .sessions
         .iter()
         .find(|s| s.session_id == sid)
@@ -613,10 +615,12 @@ fn names_linked_windows_and_grouped_sessions() {
     server
         .run_ok(["new-session", "-d", "-s", "grp", "-t", "main"])
         .unwrap();
-    let inv = tmux.inventory(soon()).unwrap();
+    let inv = tmux.inventory(Fields::Full, &[], soon()).unwrap().0;
     // The search listings agree with the full one on every field they fill.
-    let lean = tmux.inventory_for_search(soon()).unwrap();
-    let (cached, _) = tmux.inventory_for_cached_search(&[], soon()).unwrap();
+    let lean = tmux.inventory(Fields::Search, &[], soon()).unwrap().0;
+    let (cached, _) = tmux
+        .inventory(Fields::SearchWithFingerprint, &[], soon())
+        .unwrap();
     assert_eq!(lean.panes.len(), inv.panes.len());
     assert_eq!(cached.panes.len(), inv.panes.len());
     let ids: Vec<PaneId> = inv.panes.iter().map(|p| p.pane_id).collect();
@@ -788,7 +792,7 @@ fn names_linked_windows_and_grouped_sessions() {
     // pane_current_path for a moment).
     let settled = Instant::now() + Duration::from_secs(10);
     let many = loop {
-        let inv = tmux.inventory(soon()).unwrap();
+        let inv = tmux.inventory(Fields::Full, &[], soon()).unwrap().0;
         let sleeping = inv
             .panes
             .iter()
@@ -952,7 +956,7 @@ fn empty_server_uses_one_shot_processes() {
         .unwrap();
     server.run_ok(["kill-session", "-t", "main"]).unwrap();
     let tmux = connect(&server);
-    let inv = tmux.inventory(soon()).unwrap();
+    let inv = tmux.inventory(Fields::Full, &[], soon()).unwrap().0;
     assert!(inv.sessions.is_empty() && inv.panes.is_empty());
     assert_eq!(
         tmux.run(
@@ -979,7 +983,7 @@ fn empty_server_uses_one_shot_processes() {
     assert!(matches!(replies[0].result, Err(TmuxError::NotFound(_))));
     // A session appears: the control client takes over, same answers.
     server.run_ok(["new-session", "-d", "-s", "late"]).unwrap();
-    let inv = tmux.inventory(soon()).unwrap();
+    let inv = tmux.inventory(Fields::Full, &[], soon()).unwrap().0;
     assert_eq!(inv.sessions.len(), 1);
     assert_eq!(tmux.server_info(soon()).unwrap().transport, "control");
 }
@@ -988,7 +992,7 @@ fn empty_server_uses_one_shot_processes() {
 fn no_server_is_a_clear_error() {
     let name = format!("panescan-nothing-here-{}", std::process::id());
     let tmux = Tmux::connect(&ServerSpec::named(&name)).unwrap();
-    let err = tmux.inventory(soon()).unwrap_err();
+    let err = tmux.inventory(Fields::Full, &[], soon()).unwrap_err();
     assert!(matches!(err, TmuxError::NoServer { .. }));
     let replies = collect(tmux.capture(
         vec![CaptureRequest {
@@ -1548,11 +1552,13 @@ fn control_and_one_shot_answer_the_same() {
     ];
     let deadline = soon();
     let via_control = tmux.run_many(&cmds, deadline);
-    let inv_control = serde_json::to_value(tmux.inventory(deadline).unwrap()).unwrap();
+    let inv_control =
+        serde_json::to_value(tmux.inventory(Fields::Full, &[], deadline).unwrap().0).unwrap();
     assert_eq!(tmux.server_info(deadline).unwrap().transport, "control");
     tmux.set_oneshot_only(true);
     let via_oneshot = tmux.run_many(&cmds, deadline);
-    let inv_oneshot = serde_json::to_value(tmux.inventory(deadline).unwrap()).unwrap();
+    let inv_oneshot =
+        serde_json::to_value(tmux.inventory(Fields::Full, &[], deadline).unwrap().0).unwrap();
     assert_eq!(tmux.server_info(deadline).unwrap().transport, "oneshot");
     assert_eq!(via_control, via_oneshot);
     assert_eq!(inv_control, inv_oneshot);

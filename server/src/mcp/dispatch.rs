@@ -29,6 +29,7 @@ pub const MAX_IN_FLIGHT: usize = 64;
 /// What the writer thread receives.
 #[derive(Debug)]
 pub enum Outgoing {
+    /// One JSON-RPC line, ready to write.
     Line(String),
     /// Flush everything before this, then acknowledge.
     Flush(Sender<()>),
@@ -55,6 +56,7 @@ pub struct Dispatcher {
 }
 
 impl Dispatcher {
+    /// A dispatcher for `registry`'s tools under `config`, writing its answers to `out`.
     pub fn new(registry: Arc<Registry>, config: Arc<ServeConfig>, out: Sender<Outgoing>) -> Self {
         Dispatcher {
             listing: listing::tools_listing(&registry),

@@ -37,12 +37,16 @@ pub const MAX_ID_BYTES: usize = 4096;
 /// A JSON-RPC error object.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RpcError {
+    /// The JSON-RPC error code (`-32602` for invalid params, ...).
     pub code: i64,
+    /// One sentence a person or model can act on.
     pub message: String,
+    /// Structured detail (for a tool error, its kind), sent as `data` when present.
     pub data: Option<Value>,
 }
 
 impl RpcError {
+    /// An error with `code` and `message` and no data.
     pub fn new(code: i64, message: impl Into<String>) -> Self {
         RpcError {
             code,
@@ -51,15 +55,18 @@ impl RpcError {
         }
     }
 
+    /// Adds structured detail, sent as the error's `data`.
     pub fn with_data(mut self, data: Value) -> Self {
         self.data = Some(data);
         self
     }
 
+    /// An `invalid params` (-32602) error: the arguments were wrong, not the server.
     pub fn invalid_params(message: impl Into<String>) -> Self {
         Self::new(INVALID_PARAMS, message)
     }
 
+    /// The error object as it goes on the wire (`data` left out when absent).
     pub fn to_value(&self) -> Value {
         let mut obj = Map::new();
         obj.insert("code".into(), json!(self.code));
@@ -76,20 +83,30 @@ impl RpcError {
 pub enum ClientMessage {
     /// A request: must be answered exactly once (unless cancelled).
     Request {
+        /// The request's id, echoed in its answer.
         id: Value,
+        /// The method called.
         method: String,
+        /// The parameters, if the client sent any.
         params: Option<Value>,
     },
     /// A notification: never answered.
     Notification {
+        /// The method notified.
         method: String,
+        /// The parameters, if the client sent any.
         params: Option<Value>,
     },
     /// A response to a request of ours. We send none, so these are dropped.
     Response,
     /// Not a valid message; answer with this error and this id (null when
     /// the id could not be read).
-    Invalid { id: Value, error: RpcError },
+    Invalid {
+        /// The id to answer with (null when it could not be read).
+        id: Value,
+        /// What was wrong with the message.
+        error: RpcError,
+    },
 }
 
 /// Classifies one line of input.
@@ -219,7 +236,11 @@ pub enum Line {
     /// The bytes of a line, without the newline (and without a trailing CR).
     Complete(Vec<u8>),
     /// A line longer than the ceiling; it was read and dropped.
-    TooLong { bytes: usize },
+    /// The line's length in bytes.
+    TooLong {
+        /// How long it was (bytes, newline excluded).
+        bytes: usize,
+    },
 }
 
 /// Reads newline-delimited messages with a ceiling on the line length.
@@ -230,6 +251,7 @@ pub struct LineReader<R> {
 }
 
 impl<R: BufRead> LineReader<R> {
+    /// Reads `inner`, dropping any line longer than `max` bytes without holding it in memory.
     pub fn new(inner: R, max: usize) -> Self {
         LineReader { inner, max }
     }

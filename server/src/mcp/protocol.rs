@@ -16,8 +16,11 @@ pub const HANDSHAKE_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-1
 /// Versions of the stateless surface.
 pub const MODERN_VERSIONS: &[&str] = &["2026-07-28"];
 
+/// `_meta` key under which a stateless request names its protocol version.
 pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+/// `_meta` key under which a stateless request carries the client's capabilities.
 pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+/// `_meta` key under which a stateless answer names this server.
 pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 
 /// How long a client may cache `tools/list` and `server/discover`. The
@@ -28,11 +31,17 @@ pub const LIST_TTL_MS: u64 = 3_600_000;
 /// Which era a request belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Era {
+    /// The `initialize` handshake and the session it opens (2024-11-05 .. 2025-11-25).
     Handshake,
-    Modern { version: String },
+    /// Stateless requests, each naming its own protocol version.
+    Modern {
+        /// The version the request names (one of [`MODERN_VERSIONS`]).
+        version: String,
+    },
 }
 
 impl Era {
+    /// Whether the request is stateless: the answer then carries its version and server info in `_meta`.
     pub fn is_modern(&self) -> bool {
         matches!(self, Era::Modern { .. })
     }
@@ -95,6 +104,7 @@ pub fn removed_in_modern(method: &str) -> bool {
     )
 }
 
+/// The `serverInfo` object of `initialize` and `server/discover`.
 pub fn server_info() -> Value {
     json!({
         "name": "panescan",
@@ -109,6 +119,7 @@ pub fn capabilities() -> Value {
     json!({"tools": {"listChanged": false}})
 }
 
+/// What `initialize` tells a model about the server before it reads any tool.
 pub const INSTRUCTIONS: &str = "Read-only view of tmux: list and inspect sessions, windows and panes, \
 capture pane text (capture_since for what is new), wait for text to appear. Ids are tmux's (%pane, @window, $session). \
 Every output is bounded and says when it was cut.";

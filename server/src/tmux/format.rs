@@ -54,11 +54,24 @@ const ALIASES: [(u8, &str); 9] = [
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Piece<'a> {
     /// Text copied as it is (escapes such as `##` and `#,` included).
-    Text { at: usize, text: &'a str },
+    Text {
+        /// Where it starts (a byte offset).
+        at: usize,
+        /// The text.
+        text: &'a str,
+    },
     /// `#(...)`: tmux runs it as a shell command.
-    Job { at: usize },
+    Job {
+        /// Where it starts (a byte offset).
+        at: usize,
+    },
     /// `#D`, `#S`, `#T`...: a one-letter alias for a variable.
-    Alias { at: usize, name: &'static str },
+    Alias {
+        /// Where it starts (a byte offset).
+        at: usize,
+        /// The variable it stands for (`#S`: `session_name`).
+        name: &'static str,
+    },
     /// `#{...}`.
     Expansion(Expansion<'a>),
 }
@@ -70,10 +83,12 @@ pub struct Expansion<'a> {
     pub at: usize,
     /// Everything between `#{` and `}`.
     pub key: &'a str,
+    /// The modifiers before the body's `:`, if any.
     pub modifiers: Modifiers<'a>,
     /// What the modifiers apply to: the key after the modifiers' `:` (the
     /// whole key when there are none).
     pub body: &'a str,
+    /// Where the body starts.
     pub body_at: usize,
     /// The body read as a format. tmux reads it so unless it is a plain
     /// variable name (then this is one [`Piece::Text`]); `l` (literal)
@@ -91,22 +106,29 @@ pub enum Modifiers<'a> {
     /// The key looks like it has modifiers (a `:` or `;` outside any
     /// nested `#{}`, or a modifier already read) but tmux cannot read
     /// them: tmux forgets what it read and uses the whole key.
-    Unreadable { at: usize },
+    Unreadable {
+        /// Where tmux gives up reading the modifiers.
+        at: usize,
+    },
 }
 
 /// One modifier with its arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Modifier<'a> {
+    /// Where the modifier starts.
     pub at: usize,
     /// One or two characters: `s`, `=`, `S`, `==`, `!!`...
     pub name: &'a str,
+    /// Its arguments (`/from/to/` of `s`, the width of `=`), in order.
     pub args: Vec<Argument<'a>>,
 }
 
 /// A modifier argument (tmux expands it as a format before using it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Argument<'a> {
+    /// Where the argument starts.
     pub at: usize,
+    /// The argument's text, before tmux expands it.
     pub text: &'a str,
 }
 
@@ -114,14 +136,28 @@ pub struct Argument<'a> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SyntaxError {
     /// `#{` without its `}`: tmux drops the rest of the format.
-    Unclosed { at: usize },
+    Unclosed {
+        /// Where in the format (a byte offset).
+        at: usize,
+    },
     /// A `#` as the last byte: tmux 3.2-3.5 read past the end of the text.
-    LoneHash { at: usize },
+    LoneHash {
+        /// Where in the format (a byte offset).
+        at: usize,
+    },
     /// A modifier list ending in `;` right at the end of the key: tmux
     /// reads past the end of the key looking for the next modifier.
-    TrailingSeparator { at: usize },
+    TrailingSeparator {
+        /// Where in the format (a byte offset).
+        at: usize,
+    },
     /// `#{` nested deeper than the limit given to [`parse`].
-    TooDeep { at: usize, limit: usize },
+    TooDeep {
+        /// Where in the format (a byte offset).
+        at: usize,
+        /// The nesting limit it passed.
+        limit: usize,
+    },
 }
 
 impl SyntaxError {

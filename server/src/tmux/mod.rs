@@ -105,7 +105,7 @@ use std::time::Instant;
 pub use capture::{CaptureOptions, CaptureRange, CaptureReply, CaptureRequest, CapturedText};
 pub use command::TmuxCommand;
 pub use ids::{PaneId, SessionId, Target, WindowId};
-pub use inventory::{Inventory, Pane, PanePlacement, Session, Window, WindowPlacement};
+pub use inventory::{Fields, Inventory, Pane, PanePlacement, Session, Window, WindowPlacement};
 
 /// Which tmux server to talk to.
 ///
@@ -252,57 +252,31 @@ impl Tmux {
         self.inner.run_many(commands, deadline)
     }
 
-    /// Every session, window and pane, in one round trip.
-    pub fn inventory(&self, deadline: Instant) -> Result<Inventory, TmuxError> {
-        inventory::fetch(&self.inner, deadline, inventory::Detail::Full)
-    }
-
-    /// Like [`Tmux::inventory`], with only what a search needs before it
-    /// captures: ids, indexes, names, placements, `history_size` and
-    /// `is_caller`. Every other field is its default (zero, empty, false).
-    /// Much cheaper for tmux than the full listing; fill in what the
-    /// panes run with [`Tmux::commands_and_paths`].
-    pub fn inventory_for_search(&self, deadline: Instant) -> Result<Inventory, TmuxError> {
-        inventory::fetch(&self.inner, deadline, inventory::Detail::Search)
+    /// Every session, window and pane with the `fields` asked for, and the
+    /// output of `then` commands that tmux runs right after the listing in
+    /// the same round trip (they see the server no earlier than the
+    /// listing did: the pane cache reads activity this way).
+    ///
+    /// A server with no session lists nothing rather than fail.
+    pub fn inventory(
+        &self,
+        fields: Fields,
+        then: &[TmuxCommand],
+        deadline: Instant,
+    ) -> Result<(Inventory, Vec<Result<String, TmuxError>>), TmuxError> {
+        inventory::fetch(&self.inner, fields, then, deadline)
     }
 
     /// `pane_current_command` and `pane_current_path` of some panes, in one
-    /// round trip; `None` for a pane that is gone or did not answer.
+    /// round trip; `None` for a pane that is gone or did not answer. A
+    /// search lists with [`Fields::Search`] and asks this only for the
+    /// panes it returns.
     pub fn commands_and_paths(
         &self,
         panes: &[PaneId],
         deadline: Instant,
     ) -> Vec<Option<(String, String)>> {
         inventory::commands_and_paths(&self.inner, panes, deadline)
-    }
-
-    /// The inventory, and the output of `extra` commands that tmux runs
-    /// right after it in the same round trip (they see the server no
-    /// earlier than the inventory did).
-    pub fn inventory_and(
-        &self,
-        extra: &[TmuxCommand],
-        deadline: Instant,
-    ) -> Result<(Inventory, Vec<Result<String, TmuxError>>), TmuxError> {
-        inventory::fetch_with(&self.inner, extra, deadline, inventory::Detail::Full)
-    }
-
-    /// [`Tmux::inventory_for_search`] plus what the pane cache checks before
-    /// it reuses text (`pane_width`, `pane_height`, `pane_pid`,
-    /// `history_limit`, `cursor_x`, `cursor_y`, `alternate_on`, `pane_dead`),
-    /// and the output of `extra` commands run right after it in the same
-    /// round trip.
-    pub fn inventory_for_cached_search(
-        &self,
-        extra: &[TmuxCommand],
-        deadline: Instant,
-    ) -> Result<(Inventory, Vec<Result<String, TmuxError>>), TmuxError> {
-        inventory::fetch_with(
-            &self.inner,
-            extra,
-            deadline,
-            inventory::Detail::CachedSearch,
-        )
     }
 
     /// Captures a batch of panes. Replies arrive on the returned channel in

@@ -20,11 +20,15 @@ use super::context::{ErrorKind, ServerArgs, ToolContext, ToolError};
 use super::json_str_len;
 use crate::tools::registry::{Annotations, Tool};
 
+/// Operations one batch may hold: enough to read a workspace in one call, few enough that one call cannot queue unbounded work on tmux.
 pub const MAX_OPERATIONS: usize = 16;
 
 /// What to do when an operation fails.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub enum OnError {
     #[default]
     Stop,
@@ -43,6 +47,9 @@ pub struct Operation {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct BatchArgs {
     /// Operations {tool, arguments}, run and reported in order.
     #[schemars(length(min = 1, max = 16))]
@@ -63,6 +70,9 @@ fn any_object(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 
 /// One operation's outcome.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct BatchRow {
     pub index: usize,
     pub tool: String,
@@ -84,6 +94,9 @@ pub struct BatchRow {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct BatchResult {
     pub results: Vec<BatchRow>,
     pub on_error: OnError,
@@ -98,6 +111,7 @@ pub struct BatchResult {
 }
 
 #[derive(Debug)]
+/// `call_read_tools_batch`: several read tools in one call, each reported on its own with its error kind.
 pub struct CallReadToolsBatch;
 
 impl Tool for CallReadToolsBatch {

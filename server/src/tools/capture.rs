@@ -187,6 +187,9 @@ fn join_lines(lines: &[String]) -> String {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct CapturePaneArgs {
     /// Pane id, e.g. %1.
     pub pane_id: PaneId,
@@ -213,6 +216,9 @@ pub struct CapturePaneArgs {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct CapturePaneResult {
     pub pane_id: PaneId,
     pub text: String,
@@ -238,6 +244,7 @@ pub struct CapturePaneResult {
 }
 
 #[derive(Debug)]
+/// `capture_pane`: one pane's text, bounded by lines and bytes.
 pub struct CapturePane;
 
 impl Tool for CapturePane {
@@ -505,6 +512,9 @@ impl Cursor {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct CaptureSinceArgs {
     /// Pane id, e.g. %1.
     pub pane_id: PaneId,
@@ -522,6 +532,9 @@ pub struct CaptureSinceArgs {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct CaptureSinceResult {
     pub pane_id: PaneId,
     /// Completed lines written since the cursor (the cursor's line excluded).
@@ -548,6 +561,7 @@ pub struct CaptureSinceResult {
 }
 
 #[derive(Debug)]
+/// `capture_since`: what a pane printed after a cursor an earlier call returned.
 pub struct CaptureSince;
 
 impl Tool for CaptureSince {
@@ -863,6 +877,9 @@ impl Rows {
 // ---------------------------------------------------------------- snapshot
 
 #[derive(Debug, Deserialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct SnapshotPaneArgs {
     /// Pane id, e.g. %1.
     pub pane_id: PaneId,
@@ -874,6 +891,9 @@ pub struct SnapshotPaneArgs {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct SnapshotPaneResult {
     pub pane_id: PaneId,
     /// What the pane shows now (in copy mode: the scrolled-to view).
@@ -908,6 +928,7 @@ pub struct SnapshotPaneResult {
 }
 
 #[derive(Debug)]
+/// `snapshot_pane`: a pane's visible screen with its cursor and modes, as a person sees it.
 pub struct SnapshotPane;
 
 impl Tool for SnapshotPane {

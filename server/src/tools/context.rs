@@ -45,6 +45,7 @@ impl fmt::Debug for ProgressSink {
 }
 
 impl ProgressSink {
+    /// A sink that reports each step to `f` (progress, total, message).
     pub fn new(f: impl Fn(f64, Option<f64>, Option<&str>) + Send + Sync + 'static) -> Self {
         ProgressSink {
             inner: Some(Arc::new(f)),
@@ -56,6 +57,7 @@ impl ProgressSink {
         ProgressSink { inner: None }
     }
 
+    /// A sink that reports nothing (the client asked for no progress).
     pub fn is_active(&self) -> bool {
         self.inner.is_some()
     }
@@ -155,6 +157,7 @@ impl std::error::Error for ToolError {}
 /// Everything a tool call may use.
 #[derive(Debug, Clone)]
 pub struct ToolContext {
+    /// The operator's settings: tier, ceilings, cache size, default server.
     pub config: Arc<ServeConfig>,
     /// Pane text kept between calls, shared by every call of a server
     /// (`None`: every call captures everything it reads).
@@ -163,6 +166,7 @@ pub struct ToolContext {
     pub registry: Arc<Registry>,
     /// Set by `notifications/cancelled` (and at shutdown): stop soon.
     pub cancel: Arc<AtomicBool>,
+    /// Reports progress when the client gave a progress token.
     pub progress: ProgressSink,
     /// When the call started.
     pub started: Instant,
@@ -218,6 +222,7 @@ impl ToolContext {
         &self.config.ceilings
     }
 
+    /// Whether the call was cancelled: long loops check this between steps.
     pub fn is_cancelled(&self) -> bool {
         self.cancel.load(Ordering::Relaxed)
     }

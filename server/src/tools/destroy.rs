@@ -12,6 +12,9 @@ use crate::tmux::{Inventory, PaneId, SessionId, TmuxCommand, WindowId};
 use crate::tools::registry::{Annotations, Tool};
 
 #[derive(Debug, Serialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct Killed {
     /// The id killed.
     pub killed: String,
@@ -35,6 +38,9 @@ fn refuse_own(inv: &Inventory, panes: &[PaneId], what: &str) -> Result<(), ToolE
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct KillPaneArgs {
     /// Pane id, e.g. %1.
     pub pane_id: PaneId,
@@ -43,6 +49,7 @@ pub struct KillPaneArgs {
 }
 
 #[derive(Debug)]
+/// `kill_pane` (destructive tier): kills one pane, refusing panescan's own.
 pub struct KillPane;
 
 impl Tool for KillPane {
@@ -69,6 +76,9 @@ impl Tool for KillPane {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct KillWindowArgs {
     /// Window id, e.g. @1.
     pub window_id: WindowId,
@@ -77,6 +87,7 @@ pub struct KillWindowArgs {
 }
 
 #[derive(Debug)]
+/// `kill_window` (destructive tier): kills one window, refusing panescan's own.
 pub struct KillWindow;
 
 impl Tool for KillWindow {
@@ -109,6 +120,9 @@ impl Tool for KillWindow {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct KillSessionArgs {
     /// Session id, e.g. $1.
     pub session_id: SessionId,
@@ -117,6 +131,7 @@ pub struct KillSessionArgs {
 }
 
 #[derive(Debug)]
+/// `kill_session` (destructive tier): kills one session, refusing panescan's own.
 pub struct KillSession;
 
 impl Tool for KillSession {

@@ -123,6 +123,7 @@ impl Filters {
         Ok(Filters { tests })
     }
 
+    /// Whether no filter was given (every row passes).
     pub fn is_empty(&self) -> bool {
         self.tests.is_empty()
     }

@@ -99,9 +99,13 @@ const PANE_TEXT: [&str; 11] = [
 /// window, `L` its clients.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LoopSizes {
+    /// Sessions on the server.
     pub sessions: u64,
+    /// Windows of its largest session.
     pub windows: u64,
+    /// Panes of its largest window.
     pub panes: u64,
+    /// Clients attached.
     pub clients: u64,
 }
 
@@ -229,8 +233,11 @@ impl Cost {
 /// Why a format is refused: the construct, where it starts, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal {
+    /// Where the refused construct starts (a byte offset).
     pub at: usize,
+    /// The construct as written (`#(`, `#{S:...}`, ...).
     pub construct: String,
+    /// Why it is refused, in words the caller can act on.
     pub why: String,
 }
 

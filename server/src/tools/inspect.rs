@@ -22,6 +22,9 @@ fn filters_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct ListSessionsArgs {
     /// {field__op: value} on any returned field, e.g. {"session_name__icontains": "dev"}. Ops: exact iexact contains icontains startswith istartswith endswith iendswith in nin regex iregex gt gte lt lte.
     #[serde(default)]
@@ -32,6 +35,9 @@ pub struct ListSessionsArgs {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct SessionList {
     pub sessions: Vec<Session>,
     /// Rows matching before the row ceiling.
@@ -75,6 +81,7 @@ fn cut_note(total: usize, shown: usize) -> String {
 }
 
 #[derive(Debug)]
+/// `list_sessions`: every session with its windows count and attach state.
 pub struct ListSessions;
 
 impl Tool for ListSessions {
@@ -113,6 +120,9 @@ impl Tool for ListSessions {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct ListWindowsArgs {
     /// Only windows of this session (id $N or exact name).
     #[serde(default)]
@@ -126,6 +136,9 @@ pub struct ListWindowsArgs {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct WindowList {
     pub windows: Vec<Window>,
     pub total: usize,
@@ -133,6 +146,7 @@ pub struct WindowList {
 }
 
 #[derive(Debug)]
+/// `list_windows`: the windows of one session or of all.
 pub struct ListWindows;
 
 impl Tool for ListWindows {
@@ -189,6 +203,9 @@ impl Tool for ListWindows {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct ListPanesArgs {
     /// Only panes of this session ($N).
     #[serde(default)]
@@ -205,6 +222,9 @@ pub struct ListPanesArgs {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct PaneList {
     pub panes: Vec<Pane>,
     pub total: usize,
@@ -212,6 +232,7 @@ pub struct PaneList {
 }
 
 #[derive(Debug)]
+/// `list_panes`: panes with what they run and where, filtered and bounded.
 pub struct ListPanes;
 
 impl Tool for ListPanes {
@@ -284,12 +305,16 @@ fn pane_line(p: &Pane) -> String {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct ServerOnlyArgs {
     #[serde(flatten)]
     pub server: ServerArgs,
 }
 
 #[derive(Debug)]
+/// `get_server_info`: version, pid, socket and counts of one tmux server.
 pub struct GetServerInfo;
 
 impl Tool for GetServerInfo {
@@ -308,6 +333,9 @@ impl Tool for GetServerInfo {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct SessionIdArgs {
     /// Session id, e.g. $1.
     pub session_id: SessionId,
@@ -317,6 +345,9 @@ pub struct SessionIdArgs {
 
 /// A window in a summary.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct WindowBrief {
     pub window_id: WindowId,
     pub window_index: u32,
@@ -326,6 +357,9 @@ pub struct WindowBrief {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct SessionInfo {
     #[serde(flatten)]
     pub session: Session,
@@ -334,6 +368,7 @@ pub struct SessionInfo {
 }
 
 #[derive(Debug)]
+/// `get_session_info`: one session and its windows.
 pub struct GetSessionInfo;
 
 impl Tool for GetSessionInfo {
@@ -376,6 +411,9 @@ impl Tool for GetSessionInfo {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct WindowIdArgs {
     /// Window id, e.g. @1.
     pub window_id: WindowId,
@@ -385,6 +423,9 @@ pub struct WindowIdArgs {
 
 /// A pane in a summary.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct PaneBrief {
     pub pane_id: PaneId,
     pub pane_index: u32,
@@ -395,6 +436,9 @@ pub struct PaneBrief {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct WindowInfo {
     #[serde(flatten)]
     pub window: Window,
@@ -403,6 +447,7 @@ pub struct WindowInfo {
 }
 
 #[derive(Debug)]
+/// `get_window_info`: one window, its layout and panes.
 pub struct GetWindowInfo;
 
 impl Tool for GetWindowInfo {
@@ -435,6 +480,9 @@ impl Tool for GetWindowInfo {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct PaneIdArgs {
     /// Pane id, e.g. %1.
     pub pane_id: PaneId,
@@ -443,6 +491,7 @@ pub struct PaneIdArgs {
 }
 
 #[derive(Debug)]
+/// `get_pane_info`: every field of one pane.
 pub struct GetPaneInfo;
 
 impl Tool for GetPaneInfo {
@@ -466,6 +515,9 @@ impl Tool for GetPaneInfo {
 /// A corner of a window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub enum Corner {
     TopLeft,
     TopRight,
@@ -474,6 +526,9 @@ pub enum Corner {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct FindPaneArgs {
     /// Window id, e.g. @1.
     pub window_id: WindowId,
@@ -484,6 +539,7 @@ pub struct FindPaneArgs {
 }
 
 #[derive(Debug)]
+/// `find_pane_by_position`: which pane of a window covers a cell or lies on a side.
 pub struct FindPaneByPosition;
 
 impl Tool for FindPaneByPosition {

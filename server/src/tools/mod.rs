@@ -31,7 +31,9 @@ pub mod wait;
 
 use std::sync::{Mutex, OnceLock};
 
-use crate::tmux::{Inventory, Pane, PaneId, ServerSpec, SessionId, Tmux, TmuxError, WindowId};
+use crate::tmux::{
+    Fields, Inventory, Pane, PaneId, ServerSpec, SessionId, Tmux, TmuxError, WindowId,
+};
 use context::{ErrorKind, ServerArgs, ToolContext, ToolError};
 use registry::ToolEntry;
 
@@ -114,22 +116,15 @@ impl ToolContext {
         Ok(tmux)
     }
 
-    /// Every session, window and pane of the server.
+    /// Every session, window and pane of the server with every field
+    /// ([`Fields::Full`]), within the per-round-trip timeout and
+    /// abandoned if the call is cancelled.
     pub fn inventory(&self, tmux: &Tmux) -> Result<Inventory, ToolError> {
-        self.inventory_until(tmux, self.tmux_deadline())
-    }
-
-    /// [`Self::inventory`] for a call with its own time budget (a search's
-    /// `timeout_ms`): a tmux that does not answer cannot hold the call past
-    /// it, and a tmux busy with other calls' captures gets the whole budget
-    /// rather than the shorter per-round-trip timeout.
-    pub fn inventory_until(
-        &self,
-        tmux: &Tmux,
-        deadline: std::time::Instant,
-    ) -> Result<Inventory, ToolError> {
-        let tmux = tmux.clone();
-        self.cancellable(move || tmux.inventory(deadline))
+        let (tmux, deadline) = (tmux.clone(), self.tmux_deadline());
+        self.cancellable(move || {
+            tmux.inventory(Fields::Full, &[], deadline)
+                .map(|(inv, _)| inv)
+        })
     }
 
     /// Runs one tmux round trip (which ends by its own deadline) on a

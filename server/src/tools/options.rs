@@ -81,6 +81,9 @@ fn valid_variable(name: &str) -> bool {
 // ---------------------------------------------------------------- variables
 
 #[derive(Debug, Deserialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct GetVariablesArgs {
     /// Format variable names, e.g. ["pane_current_command","session_name"].
     #[schemars(
@@ -96,6 +99,9 @@ pub struct GetVariablesArgs {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct VariablesResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
@@ -106,6 +112,7 @@ pub struct VariablesResult {
 }
 
 #[derive(Debug)]
+/// `get_tmux_variables`: format variables of a target, by name.
 pub struct GetTmuxVariables;
 
 impl Tool for GetTmuxVariables {
@@ -176,6 +183,9 @@ impl Tool for GetTmuxVariables {
 /// Where an option lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub enum Scope {
     Server,
     Session,
@@ -184,6 +194,9 @@ pub enum Scope {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct ShowOptionArgs {
     /// Option name, e.g. history-limit, mode-keys, @my_option.
     pub name: String,
@@ -198,6 +211,9 @@ pub struct ShowOptionArgs {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct ShowOptionResult {
     pub name: String,
     pub scope: Scope,
@@ -235,6 +251,7 @@ fn valid_option_name(name: &str) -> bool {
 }
 
 #[derive(Debug)]
+/// `show_option`: server, session, window or pane options.
 pub struct ShowOption;
 
 impl Tool for ShowOption {
@@ -342,6 +359,9 @@ impl Tool for ShowOption {
 // ---------------------------------------------------------------- environment
 
 #[derive(Debug, Deserialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct ShowEnvironmentArgs {
     /// Session id ($N) or name. Default: the global environment.
     #[serde(default)]
@@ -354,6 +374,9 @@ pub struct ShowEnvironmentArgs {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct EnvironmentResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
@@ -371,6 +394,7 @@ pub struct EnvironmentResult {
 }
 
 #[derive(Debug)]
+/// `show_environment`: global or session environment, values of secret-looking names hidden.
 pub struct ShowEnvironment;
 
 impl Tool for ShowEnvironment {
@@ -460,6 +484,9 @@ impl Tool for ShowEnvironment {
 // ---------------------------------------------------------------- hooks
 
 #[derive(Debug, Deserialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct ShowHooksArgs {
     /// One hook, e.g. after-new-window. Default: every hook that is set.
     #[serde(default)]
@@ -476,6 +503,9 @@ pub struct ShowHooksArgs {
 
 /// One command of a hook.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct Hook {
     pub name: String,
     pub index: u32,
@@ -483,12 +513,16 @@ pub struct Hook {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct HooksResult {
     pub hooks: Vec<Hook>,
     pub truncated: bool,
 }
 
 #[derive(Debug)]
+/// `show_hooks`: the hooks set on the server or a session.
 pub struct ShowHooks;
 
 impl Tool for ShowHooks {
@@ -566,6 +600,9 @@ impl Tool for ShowHooks {
 // ---------------------------------------------------------------- display
 
 #[derive(Debug, Deserialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct DisplayMessageArgs {
     /// A tmux format, e.g. "#{session_name}:#{window_index} #{pane_current_command}". Refused, with the construct and its byte offset: #(), the E:/T: modifiers, a loop inside a loop, widths over 1000, and other constructs whose cost tmux could not bound.
     pub format: String,
@@ -577,6 +614,9 @@ pub struct DisplayMessageArgs {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct DisplayMessageResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
@@ -585,6 +625,7 @@ pub struct DisplayMessageResult {
 }
 
 #[derive(Debug)]
+/// `display_message`: a caller's format expanded against a target, after the format guard judged it.
 pub struct DisplayMessage;
 
 impl Tool for DisplayMessage {

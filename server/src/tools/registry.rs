@@ -24,8 +24,11 @@ use crate::tools::context::{ToolContext, ToolError};
 /// MCP tool annotations (hints for clients deciding what needs approval).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Annotations {
+    /// The tool only reads.
     pub read_only: bool,
+    /// The tool may destroy something (a pane, window, session).
     pub destructive: bool,
+    /// Calling it again with the same arguments changes nothing more.
     pub idempotent: bool,
     /// tmux is a closed world of the user's own processes: false for every
     /// tool here.
@@ -47,18 +50,21 @@ impl Annotations {
         idempotent: false,
         open_world: false,
     };
+    /// A tool that changes tmux, and again on each call (typing keys).
     pub const MUTATE: Annotations = Annotations {
         read_only: false,
         destructive: false,
         idempotent: false,
         open_world: false,
     };
+    /// A tool that changes tmux, to the same state however often it is called.
     pub const MUTATE_IDEMPOTENT: Annotations = Annotations {
         read_only: false,
         destructive: false,
         idempotent: true,
         open_world: false,
     };
+    /// A tool that kills something; killing it again changes nothing.
     pub const DESTROY: Annotations = Annotations {
         read_only: false,
         destructive: true,
@@ -69,11 +75,15 @@ impl Annotations {
 
 /// A tool, described by its types.
 pub trait Tool {
+    /// The name clients call it by.
     const NAME: &'static str;
+    /// A short human-readable name for clients' menus.
     const TITLE: &'static str;
     /// One paragraph: what it does, when to use it, when not.
     const DESCRIPTION: &'static str;
+    /// The least tier that lists it.
     const TIER: Tier = Tier::Readonly;
+    /// The hints clients read before asking a person's approval.
     const ANNOTATIONS: Annotations = Annotations::READ;
     /// May `call_read_tools_batch` call it? Read tools that return promptly.
     const BATCHABLE: bool = true;
@@ -81,9 +91,12 @@ pub trait Tool {
     /// then writes the allow-list into the schema as an enum.
     const LISTS_BATCHABLE: bool = false;
 
+    /// The arguments; their schema is the tool's `inputSchema`.
     type Args: DeserializeOwned + JsonSchema;
+    /// The result; its schema is the tool's `outputSchema`.
     type Output: Serialize + JsonSchema;
 
+    /// Does the work. An error has a kind and a sentence the caller can act on.
     fn run(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError>;
 
     /// The compact text rendering for clients that read `content` only.
@@ -153,15 +166,25 @@ pub type CallFn = fn(&ToolContext, Value) -> Result<ToolOutput, ToolError>;
 /// One row of the registry.
 #[derive(Debug, Clone)]
 pub struct ToolEntry {
+    /// [`Tool::NAME`].
     pub name: &'static str,
+    /// [`Tool::TITLE`].
     pub title: &'static str,
+    /// [`Tool::DESCRIPTION`].
     pub description: &'static str,
+    /// [`Tool::TIER`].
     pub tier: Tier,
+    /// [`Tool::ANNOTATIONS`].
     pub annotations: Annotations,
+    /// [`Tool::BATCHABLE`].
     pub batchable: bool,
+    /// [`Tool::LISTS_BATCHABLE`].
     pub lists_batchable: bool,
+    /// The schema of [`Tool::Args`], built when `tools/list` is first asked for.
     pub input_schema: fn() -> Value,
+    /// The schema of [`Tool::Output`], built when `tools/list` is first asked for.
     pub output_schema: fn() -> Value,
+    /// Decodes the arguments and runs the tool.
     pub call: CallFn,
 }
 
@@ -260,6 +283,7 @@ impl Registry {
         Registry::new(crate::tools::all(), tier)
     }
 
+    /// The tier this registry lists.
     pub fn tier(&self) -> Tier {
         self.tier
     }

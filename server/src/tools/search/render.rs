@@ -25,19 +25,25 @@ pub fn render_text(result: &SearchPanesResult) -> String {
 /// Terminal colours of the grep-like rendering (all empty: plain text).
 #[derive(Debug, Clone, Copy)]
 pub struct Style {
+    /// Before a pane's heading.
     pub pane: &'static str,
+    /// Before a matching line's number.
     pub line: &'static str,
+    /// Before a context line's number.
     pub context: &'static str,
+    /// After each coloured part.
     pub reset: &'static str,
 }
 
 impl Style {
+    /// No colour: for pipes, files and `--color never`.
     pub const PLAIN: Style = Style {
         pane: "",
         line: "",
         context: "",
         reset: "",
     };
+    /// ANSI colours, as grep uses them, for a terminal.
     pub const COLOUR: Style = Style {
         pane: "\x1b[35m",
         line: "\x1b[32m",

@@ -10,7 +10,7 @@ use super::plan::Plan;
 use super::types::SearchPanesArgs;
 use crate::cache::PaneCache;
 use crate::config::SearchCeilings;
-use crate::tmux::{Inventory, Pane, PaneId, Tmux, TmuxError, WindowId};
+use crate::tmux::{Fields, Inventory, Pane, PaneId, Tmux, TmuxError, WindowId};
 use crate::tools::context::{ToolContext, ToolError};
 use crate::tools::{bounded_list, find_session, find_window};
 
@@ -33,8 +33,9 @@ pub(super) fn list(
 ) -> Result<Listing, ToolError> {
     let (inventory, activity) = if ctx.pane_cache.is_some() {
         let (t, activity_command) = (tmux.clone(), PaneCache::activity_command());
-        let (inv, mut extra) =
-            ctx.cancellable(move || t.inventory_for_cached_search(&[activity_command], deadline))?;
+        let (inv, mut extra) = ctx.cancellable(move || {
+            t.inventory(Fields::SearchWithFingerprint, &[activity_command], deadline)
+        })?;
         let activity = extra
             .pop()
             .unwrap_or(Err(TmuxError::ConnectionLost("no reply".into())));
@@ -42,7 +43,10 @@ pub(super) fn list(
     } else {
         let t = tmux.clone();
         (
-            ctx.cancellable(move || t.inventory_for_search(deadline))?,
+            ctx.cancellable(move || {
+                t.inventory(Fields::Search, &[], deadline)
+                    .map(|(inv, _)| inv)
+            })?,
             Err(TmuxError::ConnectionLost("no cache".into())),
         )
     };

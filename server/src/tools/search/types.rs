@@ -9,6 +9,9 @@ use crate::tools::context::ServerArgs;
 
 /// The arguments of `search_panes`.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct SearchPanesArgs {
     /// Text to find (literal unless regex), within one line.
     #[serde(default)]
@@ -67,6 +70,9 @@ pub struct SearchPanesArgs {
 
 /// One matching line.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct HitLine {
     /// 0 = top of screen, negative = history; pass to capture_pane as start.
     pub line: i64,
@@ -84,6 +90,9 @@ pub struct HitLine {
 
 /// A pane with matching lines.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct PaneHits {
     pub pane_id: PaneId,
     pub pane_index: u32,
@@ -106,6 +115,9 @@ pub struct PaneHits {
 
 /// A pane whose capture failed.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct PaneFailure {
     pub pane_id: PaneId,
     pub error: String,
@@ -113,6 +125,9 @@ pub struct PaneFailure {
 
 /// The result of `search_panes`.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct SearchPanesResult {
     // Matching panes of this page, ordered by session, window index, pane index.
     pub matches: Vec<PaneHits>,

@@ -26,7 +26,8 @@ use super::context::{ServerArgs, ToolContext, ToolError};
 use super::search::{capped, resolve_scope};
 use crate::tmux::events::Interest;
 use crate::tmux::{
-    CaptureOptions, CaptureRequest, CapturedText, Inventory, PaneId, Tmux, TmuxError, WindowId,
+    CaptureOptions, CaptureRequest, CapturedText, Fields, Inventory, PaneId, Tmux, TmuxError,
+    WindowId,
 };
 use crate::tools::registry::{Annotations, Tool};
 use watch::{Hit, PaneWatch};
@@ -37,6 +38,9 @@ pub const MAX_WAIT_PANES: usize = 256;
 const PROGRESS_EVERY: Duration = Duration::from_millis(500);
 
 #[derive(Debug, Deserialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct WaitForTextArgs {
     /// Pane id, e.g. %1.
     #[serde(default)]
@@ -70,6 +74,9 @@ pub struct WaitForTextArgs {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
 pub struct WaitForTextResult {
     // The pane whose line matched; with one pane watched, that pane.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -98,6 +105,7 @@ pub struct WaitForTextResult {
 }
 
 #[derive(Debug)]
+/// `wait_for_text`: blocks until a pattern appears in the watched panes, or the timeout.
 pub struct WaitForText;
 
 impl Tool for WaitForText {
@@ -215,7 +223,7 @@ fn listing(ctx: &ToolContext, tmux: &Tmux) -> Result<Inventory, ToolError> {
     let tmux = tmux.clone();
     let deadline = ctx.tmux_deadline();
     ctx.cancellable(move || {
-        tmux.inventory_for_cached_search(&[], deadline)
+        tmux.inventory(Fields::SearchWithFingerprint, &[], deadline)
             .map(|(inv, _)| inv)
     })
 }
