@@ -243,7 +243,15 @@ fn a_deleted_socket_and_a_killed_session_are_survived() {
         assert_eq!(f["pane_id"], "%0", "{sc}");
         assert!(f["error"].as_str().unwrap().contains("not found"), "{sc}");
     }
-    assert_eq!(sc["panes_searched"], 1, "{sc}");
+    // The kill lands during the search (main's pane searched by neither
+    // or failed: one pane searched) or, on a loaded machine, after it
+    // finished (both searched, none failed); never anything else.
+    let failed = sc["failures"].as_array().map_or(0, Vec::len);
+    match sc["panes_searched"].as_u64() {
+        Some(1) => {}
+        Some(2) => assert_eq!(failed, 0, "{sc}"),
+        _ => panic!("unexpected search result after the kill: {sc}"),
+    }
     // Reconnected to the other session.
     let sessions = s.call_ok("list_sessions", json!({}));
     let text = sessions.to_string();
