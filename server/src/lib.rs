@@ -8,8 +8,6 @@
 #![warn(missing_docs)]
 
 pub mod baseline;
-// The pane cache's items are documented as it is split into its rooms.
-#[allow(missing_docs)]
 pub mod cache;
 pub mod cli;
 pub mod config;

@@ -1,0 +1,82 @@
+//! The entries kept and their eviction (pure).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::freshness::Fingerprint;
+use super::text::PaneText;
+use crate::tmux::PaneId;
+
+/// Counters of what the cache did, for the bench and tests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    /// Panes served without asking tmux for text.
+    pub reused: u64,
+    /// Panes served from a partial capture spliced onto stored lines.
+    pub delta: u64,
+    /// Panes captured whole (no entry, or validation failed).
+    pub full: u64,
+    /// Delta captures whose validation failed (then captured whole).
+    pub delta_rejected: u64,
+    /// Entries evicted to stay under the ceiling.
+    pub evicted: u64,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct State {
+    pub(super) entries: HashMap<EntryKey, Entry>,
+    pub(super) bytes: usize,
+    pub(super) tick: u64,
+    pub(super) stats: CacheStats,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) struct EntryKey {
+    pub(super) socket: PathBuf,
+    pub(super) pane: PaneId,
+    pub(super) join_wrapped: bool,
+    pub(super) escapes: bool,
+}
+
+#[derive(Debug, Clone)]
+pub(super) struct Entry {
+    pub(super) print: Fingerprint,
+    /// Wall-clock second in which the stored capture was requested.
+    pub(super) captured_at: i64,
+    pub(super) text: Arc<PaneText>,
+    pub(super) last_used: u64,
+}
+
+impl State {
+    /// Stores `entry` under `key` (replacing any entry there), then evicts
+    /// the least recently used entries until at most `max_bytes` are held.
+    /// An entry larger than the ceiling alone is not stored.
+    pub(super) fn insert(&mut self, key: EntryKey, mut entry: Entry, max_bytes: usize) {
+        let memory = entry.text.memory();
+        if let Some(old) = self.entries.remove(&key) {
+            self.bytes -= old.text.memory();
+        }
+        if memory > max_bytes {
+            return;
+        }
+        self.tick += 1;
+        entry.last_used = self.tick;
+        self.bytes += memory;
+        self.entries.insert(key, entry);
+        while self.bytes > max_bytes {
+            let Some(oldest) = self
+                .entries
+                .iter()
+                .min_by_key(|(_, e)| e.last_used)
+                .map(|(k, _)| k.clone())
+            else {
+                break;
+            };
+            if let Some(e) = self.entries.remove(&oldest) {
+                self.bytes -= e.text.memory();
+                self.stats.evicted += 1;
+            }
+        }
+    }
+}

@@ -1,0 +1,31 @@
+//! Builders shared by the cache's unit tests.
+
+use super::freshness::Fingerprint;
+use crate::tmux::CapturedText;
+
+pub(super) fn text(hsize: u64, first_line: i64, bytes: &[u8]) -> CapturedText {
+    CapturedText {
+        first_line,
+        bytes: bytes.to_vec(),
+        line_numbers: None,
+        history_size: hsize,
+        pane_height: 2,
+        pane_width: 10,
+        joined: false,
+    }
+}
+
+pub(super) fn print(hsize: u64, limit: u64) -> Fingerprint {
+    Fingerprint {
+        server_pid: "1".into(),
+        server_start: "2".into(),
+        pane_pid: "3".into(),
+        history_size: hsize,
+        history_limit: limit,
+        width: 10,
+        height: 2,
+        cursor: "0,0".into(),
+        alternate_on: "0".into(),
+        dead: "0".into(),
+    }
+}
