@@ -15,7 +15,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{eventually, memory_kb, Serve};
+use common::{memory_kb, window_showing, Serve};
 use panescan::tmux::private_server::PrivateServer;
 use serde_json::{json, Value};
 
@@ -372,24 +372,8 @@ fn values_past_a_ceiling_are_refused_and_ranges_clamped_to_what_exists() {
 /// A new window running `command`, then printing `filled`; its pane id once
 /// it has.
 fn filled_pane(tmux: &PrivateServer, command: &str) -> String {
-    let pane = tmux
-        .run_ok([
-            "new-window",
-            "-d",
-            "-P",
-            "-F",
-            "#{pane_id}",
-            &format!("{command}; echo filled; exec sleep 100000"),
-        ])
-        .unwrap()
-        .trim()
-        .to_owned();
-    let printed = eventually(Duration::from_secs(20), || {
-        tmux.run_ok(["capture-pane", "-p", "-t", &pane])
-            .is_ok_and(|t| t.contains("filled"))
-    });
-    assert!(printed, "{pane} never printed");
-    pane
+    let script = format!("{command}; echo filled; exec sleep 100000");
+    window_showing(tmux, None, &script, "filled", &[])
 }
 
 #[test]

@@ -8,9 +8,9 @@
 mod common;
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use common::{eventually, Serve, TempDir};
+use common::{window_showing, Serve, TempDir};
 use panescan::tmux::private_server::PrivateServer;
 use serde_json::{json, Value};
 
@@ -20,29 +20,11 @@ fn pane_printing(tmux: &PrivateServer, dir: &Path, name: &str, bytes: &[u8]) -> 
     let file = dir.join(name);
     std::fs::write(&file, bytes).unwrap();
     let end = format!("END-OF-{name}");
-    let pane = tmux
-        .run_ok([
-            "new-window",
-            "-d",
-            "-P",
-            "-F",
-            "#{pane_id}",
-            "-n",
-            name,
-            &format!(
-                "stty -onlcr 2>/dev/null; cat '{}'; printf '\\r\\n{end}\\r\\n'; exec sleep 100000",
-                file.display()
-            ),
-        ])
-        .unwrap()
-        .trim()
-        .to_owned();
-    let shown = eventually(Duration::from_secs(20), || {
-        tmux.run_ok(["capture-pane", "-p", "-J", "-S", "-", "-t", &pane])
-            .is_ok_and(|t| t.contains(&end))
-    });
-    assert!(shown, "{name}: the end marker never showed in {pane}");
-    pane
+    let script = format!(
+        "stty -onlcr 2>/dev/null; cat '{}'; printf '\\r\\n{end}\\r\\n'; exec sleep 100000",
+        file.display()
+    );
+    window_showing(tmux, Some(name), &script, &end, &["-J", "-S", "-"])
 }
 
 /// A call that must succeed: the bytes of its response line as written,

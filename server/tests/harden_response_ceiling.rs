@@ -15,7 +15,7 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{eventually, modern_meta, Received, Serve, TempDir, RESPONSE_CEILING};
+use common::{eventually, modern_meta, window_showing, Received, Serve, TempDir, RESPONSE_CEILING};
 use panescan::tmux::private_server::PrivateServer;
 use serde_json::{json, Value};
 
@@ -62,26 +62,7 @@ fn pane_printing(tmux: &PrivateServer, dir: &Path, name: &str, bytes: &[u8]) -> 
         "stty -onlcr 2>/dev/null; cat '{}'; printf '{end}'; exec sleep 100000",
         file.display()
     );
-    let pane = tmux
-        .run_ok([
-            "new-window",
-            "-d",
-            "-P",
-            "-F",
-            "#{pane_id}",
-            "-n",
-            name,
-            &script,
-        ])
-        .unwrap()
-        .trim()
-        .to_owned();
-    let shown = eventually(Duration::from_secs(20), || {
-        tmux.run_ok(["capture-pane", "-p", "-t", &pane])
-            .is_ok_and(|t| t.contains(&end))
-    });
-    assert!(shown, "{name}: the end marker never showed in {pane}");
-    pane
+    window_showing(tmux, Some(name), &script, &end, &[])
 }
 
 /// `lines` numbered lines (`00042 `) of quotes and backslashes, one

@@ -490,6 +490,32 @@ pub fn tmux_jobs_settled(tmux: &PrivateServer, dir: &Path) {
     let _ = std::fs::remove_file(&flag);
 }
 
+/// A new window (named `name`, if given) running `script`; its pane id once
+/// `marker` shows in `tmux capture-pane -p <capture> -t PANE` (for example
+/// `&["-J", "-S", "-"]` to look through the whole history).
+pub fn window_showing(
+    tmux: &PrivateServer,
+    name: Option<&str>,
+    script: &str,
+    marker: &str,
+    capture: &[&str],
+) -> String {
+    let mut args = vec!["new-window", "-d", "-P", "-F", "#{pane_id}"];
+    if let Some(name) = name {
+        args.extend(["-n", name]);
+    }
+    args.push(script);
+    let pane = tmux.run_ok(args).unwrap().trim().to_owned();
+    let shown = eventually(Duration::from_secs(20), || {
+        let mut cmd = vec!["capture-pane", "-p"];
+        cmd.extend_from_slice(capture);
+        cmd.extend(["-t", pane.as_str()]);
+        tmux.run_ok(cmd).is_ok_and(|t| t.contains(marker))
+    });
+    assert!(shown, "{marker:?} never showed in {pane} ({script})");
+    pane
+}
+
 /// Polls `f` until it returns true or `timeout` passes.
 pub fn eventually(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
     let until = Instant::now() + timeout;
