@@ -44,8 +44,8 @@ mod types;
 
 use std::time::Instant;
 
-pub(crate) use plan::capped;
 pub use plan::MAX_CONTEXT_LINES;
+pub(crate) use plan::{capped, pattern_list};
 pub use render::{
     clamp_names, clamp_names_in_json, pane_place, push_hit, render_text, summary_line, Style,
     CLAMP_FLAGS,

@@ -87,11 +87,22 @@ impl Plan {
 
 /// `pattern` or `patterns`, exactly one of them.
 fn patterns_of(args: &SearchPanesArgs) -> Result<Vec<String>, ToolError> {
-    match (&args.pattern, &args.patterns) {
+    pattern_list(&args.pattern, &args.patterns, "the text to find")
+}
+
+/// The patterns of a tool that takes `pattern` or `patterns` (1-64, any of
+/// them): search_panes and wait_for_text. `what` says what a pattern is, for
+/// the error when neither is given.
+pub(crate) fn pattern_list(
+    pattern: &Option<String>,
+    patterns: &Option<Vec<String>>,
+    what: &str,
+) -> Result<Vec<String>, ToolError> {
+    match (pattern, patterns) {
         (Some(_), Some(_)) => Err(ToolError::new("give either pattern or patterns, not both")),
-        (None, None) => Err(ToolError::new(
-            "pattern is required: the text to find (or patterns, a list of 1-64)",
-        )),
+        (None, None) => Err(ToolError::new(format!(
+            "pattern is required: {what} (or patterns, a list of 1-64)"
+        ))),
         (Some(p), None) => Ok(vec![p.clone()]),
         (None, Some(list)) => {
             if list.is_empty() || list.len() > MAX_PATTERNS {

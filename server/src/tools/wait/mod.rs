@@ -18,12 +18,12 @@ mod watch;
 
 use std::time::{Duration, Instant};
 
-use panescan_engine::{Matcher, PatternOptions, MAX_PATTERNS};
+use panescan_engine::{Matcher, PatternOptions};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::context::{ServerArgs, ToolContext, ToolError};
-use super::search::{capped, resolve_scope};
+use super::search::{capped, pattern_list, resolve_scope};
 use crate::tmux::events::Interest;
 use crate::tmux::{
     CaptureOptions, CaptureRequest, CapturedText, Fields, Inventory, PaneId, Tmux, TmuxError,
@@ -180,24 +180,7 @@ impl Plan {
             limits.wait_max.as_millis() as u64,
             "timeout_ms",
         )?;
-        let patterns = match (&args.pattern, &args.patterns) {
-            (Some(_), Some(_)) => {
-                return Err(ToolError::new("give either pattern or patterns, not both"))
-            }
-            (None, None) => {
-                return Err(ToolError::new(
-                    "pattern is required: the text to wait for (or patterns, a list of 1-64)",
-                ))
-            }
-            (Some(p), None) => vec![p.clone()],
-            (None, Some(list)) => list.clone(),
-        };
-        if patterns.is_empty() || patterns.len() > MAX_PATTERNS {
-            return Err(ToolError::new(format!(
-                "patterns must hold 1 to {MAX_PATTERNS} patterns, got {}",
-                patterns.len()
-            )));
-        }
+        let patterns = pattern_list(&args.pattern, &args.patterns, "the text to wait for")?;
         if patterns.iter().any(String::is_empty) {
             return Err(ToolError::new("a pattern must not be empty"));
         }
