@@ -1187,6 +1187,18 @@ fn joined_line_numbers_match_tmux_rows_line_by_line() {
     assert!(!joined.is_empty(), "no pane was captured joined");
 }
 
+/// The visible screen of `pane`, wrapped lines joined.
+fn visible_joined(tmux: &Tmux, pane: PaneId) -> panescan::tmux::CapturedText {
+    let opts = CaptureOptions {
+        join_wrapped: true,
+        escapes: false,
+    };
+    capture_all(tmux, &[pane], CaptureRange::Visible, opts)
+        .remove(0)
+        .result
+        .unwrap()
+}
+
 #[test]
 fn joined_numbers_count_the_cell_a_wide_character_leaves_empty() {
     // Width 21: 21 wide characters take 10 per row (the 21st cell stays
@@ -1198,14 +1210,7 @@ fn joined_numbers_count_the_cell_a_wide_character_leaves_empty() {
         &[],
         "sh -c 'printf \"一二三四五六七八九十一二三四五六七八九十一\\nDONE\"; exec sleep 1000000'",
     );
-    let opts = CaptureOptions {
-        join_wrapped: true,
-        escapes: false,
-    };
-    let t = capture_all(&tmux, &[pane], CaptureRange::Visible, opts)
-        .remove(0)
-        .result
-        .unwrap();
+    let t = visible_joined(&tmux, pane);
     assert!(t.joined);
     assert_eq!(&t.line_numbers.as_ref().unwrap()[..2], &[0, 3]);
     assert!(check_numbers_against_rows(&server, pane, &t, "width 21"));
@@ -1222,14 +1227,7 @@ fn joined_numbers_fall_back_when_a_width_may_be_seen_otherwise() {
         &[],
         "sh -c 'printf \"family:👨\u{200D}👩\u{200D}👧👨\u{200D}👩\u{200D}👧👨\u{200D}👩\u{200D}👧👨\u{200D}👩\u{200D}👧\\nDONE\"; exec sleep 1000000'",
     );
-    let opts = CaptureOptions {
-        join_wrapped: true,
-        escapes: false,
-    };
-    let t = capture_all(&tmux, &[pane], CaptureRange::Visible, opts)
-        .remove(0)
-        .result
-        .unwrap();
+    let t = visible_joined(&tmux, pane);
     assert!(!t.joined, "a ZWJ sequence's width is not certain: unjoined");
     assert!(t.line_numbers.is_none());
     assert_eq!(String::from_utf8_lossy(&t.bytes).lines().count(), 6);
