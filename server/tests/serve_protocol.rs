@@ -158,7 +158,10 @@ fn tools_list_is_flat_object_rooted_annotated_and_small() {
     s.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"}));
     let line = s.response_line(&id, Duration::from_secs(5));
     let bytes = line.line.len();
-    assert!(bytes < 40_000, "tools/list answer is {bytes} bytes");
+    // The read tier is what every client loads by default: about 12k
+    // tokens at most, though it now lists every read tool of the
+    // complete surface (servers, buffers, watching).
+    assert!(bytes < 48_000, "tools/list answer is {bytes} bytes");
     let r = line.value;
     let tools = r["result"]["tools"].as_array().unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
