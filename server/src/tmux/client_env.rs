@@ -21,9 +21,12 @@
 //! The control client attaches with `-E` as well, so attaching copies
 //! nothing into the user's session: without it, a variable of
 //! `update-environment` that this environment lacks would be marked removed
-//! in the session. No tool creates sessions or windows today; one that did
-//! would pass the variables of tmux's `update-environment` list, as a user's
-//! own `new-session` does.
+//! in the session. `create_session` gives the new session the variables
+//! of tmux's `update-environment` list that panescan's own environment
+//! has, as `new-session -e NAME=VALUE` ([`for_new_session`]): what a user's
+//! own `new-session` run from panescan's environment would copy, and
+//! nothing else (a variable of the list panescan lacks is marked removed in
+//! the session, as tmux does for a client that lacks it).
 
 use std::process::Command;
 
@@ -40,4 +43,40 @@ pub fn apply(cmd: &mut Command) -> &mut Command {
         }
     }
     cmd.env("LC_ALL", super::private_server::utf8_locale())
+}
+
+/// `NAME=VALUE` for each variable named in `update_environment` (the
+/// output of `show-options -gv update-environment`, one name a line) that
+/// this process has, as `new-session -e` takes them. Names that are not
+/// one plain word and values that are not UTF-8 are left out, and so is an
+/// entry written as a pattern (`SSH_*`): tmux matches those against the
+/// client's variables, and panescan passes only names it can look up.
+pub fn for_new_session(update_environment: &str) -> Vec<String> {
+    update_environment
+        .lines()
+        .map(str::trim)
+        .filter(|name| {
+            !name.is_empty()
+                && name.len() <= 256
+                && !name.contains('=')
+                && !name.chars().any(|c| c.is_control() || c.is_whitespace())
+        })
+        .filter_map(|name| {
+            let value = std::env::var(name).ok()?;
+            Some(format!("{name}={value}"))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn new_sessions_get_the_listed_variables_this_process_has() {
+        // PATH is set in every test run; the others are names no process has.
+        let path = std::env::var("PATH").unwrap_or_default();
+        let listed = "PATH\nPANESCAN_NO_SUCH_VARIABLE\n\nA=B\nTWO WORDS\n";
+        assert_eq!(for_new_session(listed), vec![format!("PATH={path}")]);
+    }
 }
