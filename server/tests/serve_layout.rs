@@ -374,3 +374,30 @@ fn created_sessions_get_the_update_environment_variables_panescan_has() {
         "{global}"
     );
 }
+
+#[test]
+fn a_session_is_created_on_a_server_with_none() {
+    // No session to attach a control client to: commands go through
+    // one-shot clients, which must print the placement and pass the
+    // environment just the same.
+    let tmux = PrivateServer::start("layout-empty", 80, 24).unwrap();
+    tmux.run_ok(["set-option", "-s", "exit-empty", "off"])
+        .unwrap();
+    tmux.run_ok(["set-option", "-ga", "update-environment", "LAYOUT_PASSED"])
+        .unwrap();
+    tmux.run_ok(["kill-session", "-t", "main"]).unwrap();
+    let mut s = mutating(&tmux, &[("LAYOUT_PASSED", "one-shot")]);
+    let v = s.call_ok(
+        "create_session",
+        json!({"name": "fresh #{host}", "width": 90, "height": 20}),
+    );
+    let session = text(&v, "session_id");
+    assert_eq!(show(&tmux, session, "#{session_name}"), "fresh #{host}");
+    assert_eq!(show(&tmux, text(&v, "pane_id"), "#{pane_width}"), "90");
+    let env = tmux.run_ok(["show-environment", "-t", session]).unwrap();
+    assert!(env.lines().any(|l| l == "LAYOUT_PASSED=one-shot"), "{env}");
+    let clients = tmux
+        .run_ok(["list-clients", "-F", "#{client_pid}"])
+        .unwrap();
+    assert!(clients.lines().count() <= 1, "clients: {clients}");
+}
