@@ -24,11 +24,10 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::context::ToolError;
+use super::mutate::check_name;
 use crate::tmux::connection::nonce;
 use crate::tmux::{PaneId, SessionId, Target, Tmux, TmuxCommand, TmuxError, WindowId};
 
-/// Longest session, window name or directory path.
-const MAX_NAME_BYTES: usize = 256;
 /// Longest start directory.
 const MAX_PATH_BYTES: usize = 4096;
 /// Longest command for a new pane.
@@ -184,16 +183,6 @@ fn tmux_refusal(e: TmuxError) -> ToolError {
         }
     }
     ToolError::from(e)
-}
-
-/// A name tmux stores as written: 1-256 bytes, no control characters.
-fn check_name(what: &str, name: &str) -> Result<(), ToolError> {
-    if name.is_empty() || name.len() > MAX_NAME_BYTES || name.chars().any(char::is_control) {
-        return Err(ToolError::new(format!(
-            "{what} must be 1-{MAX_NAME_BYTES} bytes without control characters"
-        )));
-    }
-    Ok(())
 }
 
 /// A session name: as [`check_name`], and without `:` or `.` (tmux
