@@ -401,3 +401,47 @@ fn a_session_is_created_on_a_server_with_none() {
         .unwrap();
     assert!(clients.lines().count() <= 1, "clients: {clients}");
 }
+
+#[test]
+fn lc_all_of_panescans_clients_stays_out_of_created_sessions() {
+    // Every tmux client panescan runs carries LC_ALL (a UTF-8 locale);
+    // panescan itself has none here. With LC_ALL in update-environment,
+    // tmux would copy the client's into the session.
+    let tmux = PrivateServer::start("layout-lc-all", 80, 24).unwrap();
+    tmux.run_ok(["set-option", "-ga", "update-environment", "LC_ALL"])
+        .unwrap();
+    let args = [
+        "serve",
+        "--socket-name",
+        tmux.socket_name(),
+        "--tier",
+        "mutating",
+    ];
+    let mut s = Serve::spawn_env(&args, &[], &["LC_ALL"]);
+    s.initialize();
+    let dir = TempDir::new("layout-lc-all");
+    let print = |name: &str| {
+        format!(
+            "printf '[%s]' \"${{LC_ALL-unset}}\" > '{}'; exec sleep 60",
+            dir.0.join(name).display()
+        )
+    };
+    let v = s.call_ok(
+        "create_session",
+        json!({"name": "lc", "command": print("first")}),
+    );
+    let session = text(&v, "session_id");
+    let env = tmux.run_ok(["show-environment", "-t", session]).unwrap();
+    assert!(env.lines().any(|l| l == "-LC_ALL"), "{env}");
+    s.call_ok(
+        "create_window",
+        json!({"session": session, "command": print("later")}),
+    );
+    for (file, want) in [("first", "[]"), ("later", "[unset]")] {
+        let path = dir.0.join(file);
+        let seen = eventually(Duration::from_secs(10), || {
+            std::fs::read_to_string(&path).is_ok_and(|t| t == want)
+        });
+        assert!(seen, "{file}: {:?}", std::fs::read_to_string(&path));
+    }
+}

@@ -84,17 +84,9 @@ impl Tool for CreateSession {
                 )));
             }
         }
-        // As a user's own new-session: the variables of update-environment
-        // this process has go into the session (tmux would take them from
-        // the client, and panescan's clients carry none of them).
-        let listed = TmuxCommand::new("show-options")
-            .flag("-gv")
-            .arg("update-environment");
-        let listed = tmux
-            .run(&listed, ctx.tmux_deadline())
-            .map_err(ToolError::from)?;
-        for pair in client_env::for_new_session(&listed) {
-            c = c.flag("-e").arg(&pair);
+        let env = session_environment(ctx, &tmux)?;
+        for pair in &env.set {
+            c = c.flag("-e").arg(pair);
         }
         let sep = separator();
         let c = creating(
@@ -104,8 +96,32 @@ impl Tool for CreateSession {
             args.command.as_deref(),
         )?;
         ctx.check_cancelled()?;
-        run_printing_placed(&tmux, &c, &sep, ctx.tmux_deadline())
+        let placed = run_printing_placed(&tmux, &c, &sep, ctx.tmux_deadline())?;
+        if env.remove_lc_all {
+            let c = TmuxCommand::new("set-environment")
+                .target(placed.session_id)
+                .flag("-r")
+                .arg("LC_ALL");
+            tmux.run(&c, ctx.tmux_deadline()).map_err(ToolError::from)?;
+        }
+        Ok(placed)
     }
+}
+
+/// As a user's own new-session: the variables of update-environment this
+/// process has go into the session (tmux would take them from the client,
+/// and panescan's clients carry none of them but `LC_ALL`).
+fn session_environment(
+    ctx: &ToolContext,
+    tmux: &crate::tmux::Tmux,
+) -> Result<client_env::NewSessionEnv, ToolError> {
+    let listed = TmuxCommand::new("show-options")
+        .flag("-gv")
+        .arg("update-environment");
+    let listed = tmux
+        .run(&listed, ctx.tmux_deadline())
+        .map_err(ToolError::from)?;
+    Ok(client_env::for_new_session(&listed))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
