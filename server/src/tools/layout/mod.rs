@@ -163,7 +163,7 @@ fn unreadable(out: &str) -> ToolError {
 /// named in words a caller can act on.
 fn tmux_refusal(e: TmuxError) -> ToolError {
     if let TmuxError::Command(m) = &e {
-        if m.contains("no space for new pane") || m.contains("size missing") {
+        if m.contains("no space for new pane") {
             return ToolError::new(format!(
                 "tmux refused: {m}: the pane is too small to split that way; split another pane, a smaller size, or resize the window first"
             ));
@@ -173,7 +173,7 @@ fn tmux_refusal(e: TmuxError) -> ToolError {
                 "a session named {name:?} already exists; choose another name"
             ));
         }
-        if m.starts_with("index in use") || m.starts_with("index ") {
+        if m.starts_with("index in use") {
             return ToolError::new(format!("tmux refused: {m}; choose a free index or none"));
         }
         if m.starts_with("can't find") {
