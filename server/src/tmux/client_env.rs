@@ -21,9 +21,14 @@
 //! The control client attaches with `-E` as well, so attaching copies
 //! nothing into the user's session: without it, a variable of
 //! `update-environment` that this environment lacks would be marked removed
-//! in the session. No tool creates sessions or windows today; one that did
-//! would pass the variables of tmux's `update-environment` list, as a user's
-//! own `new-session` does.
+//! in the session. `create_session` gives the new session the variables
+//! of tmux's `update-environment` list that panescan's own environment
+//! has, as `new-session -e NAME=VALUE` ([`for_new_session`]): what a user's
+//! own `new-session` run from panescan's environment would copy, and
+//! nothing else (a variable of the list panescan lacks is marked removed in
+//! the session, as tmux does for a client that lacks it; `LC_ALL`, which
+//! every client here carries, is given empty and then marked removed when
+//! panescan has none).
 
 use std::process::Command;
 
@@ -40,4 +45,140 @@ pub fn apply(cmd: &mut Command) -> &mut Command {
         }
     }
     cmd.env("LC_ALL", super::private_server::utf8_locale())
+}
+
+/// What `new-session` is given so the new session's environment is what
+/// a user's own `new-session`, run from panescan's environment, would give
+/// it ([`for_new_session`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NewSessionEnv {
+    /// `NAME=VALUE` for `new-session -e`.
+    pub set: Vec<String>,
+    /// tmux copies `LC_ALL` from panescan's client (which carries it
+    /// whatever panescan's environment says) but panescan has none: it is
+    /// given empty (in `set`) for the first pane, and the session must mark
+    /// it removed once it exists, as tmux does for a client without it.
+    pub remove_lc_all: bool,
+}
+
+/// What a new session gets, from `update_environment` (the output of
+/// `show-options -gv update-environment`, one entry a line), tmux's rule
+/// (`environ_update`): for each entry, the first variable of the client's
+/// environment, by name, that the entry matches (`*` and `?` are
+/// wildcards, as `fnmatch`) is copied. tmux applies it to the variables
+/// of panescan's client, so each entry's match among panescan's own
+/// variables is passed with `-e`, which tmux applies after; an entry that
+/// holds a bracket expression, a variable whose value is not UTF-8 or an
+/// entry that is not one word is left out.
+pub fn for_new_session(update_environment: &str) -> NewSessionEnv {
+    let ours: std::collections::BTreeMap<String, String> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect();
+    let mut client: Vec<&str> = PASSED
+        .iter()
+        .copied()
+        .filter(|k| ours.contains_key(*k))
+        .collect();
+    client.push("LC_ALL");
+    client.sort_unstable();
+    let entries = update_environment.lines().map(str::trim).filter(|e| {
+        !e.is_empty()
+            && e.len() <= 256
+            && !e.contains(['=', '['])
+            && !e.chars().any(|c| c.is_control() || c.is_whitespace())
+    });
+    let mut out = NewSessionEnv::default();
+    for entry in entries {
+        if let Some((k, v)) = ours.iter().find(|(k, _)| matches(entry, k)) {
+            let pair = format!("{k}={v}");
+            if !out.set.contains(&pair) {
+                out.set.push(pair);
+            }
+        }
+        let from_client = client.iter().find(|k| matches(entry, k));
+        out.remove_lc_all |= from_client == Some(&"LC_ALL") && !ours.contains_key("LC_ALL");
+    }
+    if out.remove_lc_all {
+        out.set.push("LC_ALL=".into());
+    }
+    out
+}
+
+/// Whether `name` matches `pattern` as `fnmatch(pattern, name, 0)` does
+/// for `*`, `?` and `\` escapes.
+fn matches(pattern: &str, name: &str) -> bool {
+    let (p, n): (Vec<char>, Vec<char>) = (pattern.chars().collect(), name.chars().collect());
+    // Iterative wildcard match: on a mismatch, let the last `*` take one
+    // more character.
+    let (mut pi, mut ni, mut star): (usize, usize, Option<(usize, usize)>) = (0, 0, None);
+    while ni < n.len() {
+        let (c, escaped) = match p.get(pi) {
+            Some('\\') => (p.get(pi + 1).copied(), true),
+            other => (other.copied(), false),
+        };
+        match c {
+            Some('*') if !escaped => {
+                star = Some((pi, ni));
+                pi += 1;
+            }
+            Some(c) if (c == '?' && !escaped) || c == n[ni] => {
+                pi += if escaped { 2 } else { 1 };
+                ni += 1;
+            }
+            _ => match star {
+                Some((sp, sn)) => {
+                    pi = sp + 1;
+                    ni = sn + 1;
+                    star = Some((sp, sn + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    p[pi.min(p.len())..].iter().all(|c| *c == '*')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn new_sessions_get_the_listed_variables_this_process_has() {
+        // PATH is set in every test run; the others are names no process has.
+        let path = std::env::var("PATH").unwrap_or_default();
+        let listed = "PATH\nPANESCAN_NO_SUCH_VARIABLE\n\nA=B\nTWO WORDS\nP[A]TH\n";
+        assert_eq!(for_new_session(listed).set, vec![format!("PATH={path}")]);
+        // A pattern passes its first match by name, once.
+        let first = std::env::vars()
+            .map(|(k, _)| k)
+            .filter(|k| k.starts_with('P'))
+            .min()
+            .unwrap_or_default();
+        let got = for_new_session("P*\nPATH\n").set;
+        assert!(got[0].starts_with(&format!("{first}=")), "{got:?}");
+        assert!(got.len() <= 2, "{got:?}");
+    }
+
+    #[test]
+    fn patterns_match_as_fnmatch_does() {
+        for (p, n) in [
+            ("A*", "AB"),
+            ("*", ""),
+            ("A?C", "ABC"),
+            ("*_SOCK", "SSH_AUTH_SOCK"),
+            ("a\\*", "a*"),
+            ("**b", "ab"),
+        ] {
+            assert!(matches(p, n), "{p} {n}");
+        }
+        for (p, n) in [
+            ("A", "AB"),
+            ("A?", "A"),
+            ("a\\*", "ab"),
+            ("*_SOCK", "SOCKET"),
+            ("", "x"),
+        ] {
+            assert!(!matches(p, n), "{p} {n}");
+        }
+    }
 }

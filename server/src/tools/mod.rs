@@ -8,6 +8,9 @@
 //! - [`wait`] — wait_for_text.
 //! - [`batch`] — call_read_tools_batch.
 //! - [`mutate`] — send_keys, rename_window, set_pane_title (mutating tier).
+//! - [`layout`] — create_session, create_window, split_window, select_pane,
+//!   select_window, resize_pane, rename_session, move_window, swap_pane
+//!   (mutating tier).
 //! - [`destroy`] — kill_pane, kill_window, kill_session (destructive tier).
 //!
 //! [`registry`] is the [`registry::Tool`] trait and the table of rows every
@@ -22,6 +25,7 @@ pub mod destroy;
 pub mod filters;
 pub mod format_guard;
 pub mod inspect;
+pub mod layout;
 pub mod mutate;
 pub mod options;
 pub mod registry;
@@ -63,6 +67,15 @@ pub fn all() -> Vec<ToolEntry> {
         ToolEntry::of::<mutate::SendKeys>(),
         ToolEntry::of::<mutate::RenameWindow>(),
         ToolEntry::of::<mutate::SetPaneTitle>(),
+        ToolEntry::of::<layout::create::CreateSession>(),
+        ToolEntry::of::<layout::create::CreateWindow>(),
+        ToolEntry::of::<layout::create::SplitWindow>(),
+        ToolEntry::of::<layout::arrange::SelectPane>(),
+        ToolEntry::of::<layout::arrange::SelectWindow>(),
+        ToolEntry::of::<layout::arrange::ResizePane>(),
+        ToolEntry::of::<layout::arrange::RenameSession>(),
+        ToolEntry::of::<layout::arrange::MoveWindow>(),
+        ToolEntry::of::<layout::arrange::SwapPane>(),
         ToolEntry::of::<destroy::KillPane>(),
         ToolEntry::of::<destroy::KillWindow>(),
         ToolEntry::of::<destroy::KillSession>(),

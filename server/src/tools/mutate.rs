@@ -127,7 +127,9 @@ impl Tool for SendKeys {
     }
 }
 
-fn check_name(what: &str, name: &str) -> Result<(), ToolError> {
+/// A name or title tmux stores as written: 1-256 bytes, no control
+/// characters.
+pub(super) fn check_name(what: &str, name: &str) -> Result<(), ToolError> {
     if name.is_empty() || name.len() > MAX_NAME_BYTES || name.chars().any(char::is_control) {
         return Err(ToolError::new(format!(
             "{what} must be 1-{MAX_NAME_BYTES} bytes without control characters"

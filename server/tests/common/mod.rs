@@ -141,6 +141,12 @@ impl Serve {
 
     /// The binary with any arguments and extra environment.
     pub fn spawn_with(args: &[&str], envs: &[(&str, &str)]) -> Serve {
+        Serve::spawn_env(args, envs, &[])
+    }
+
+    /// [`Serve::spawn_with`], and without the variables `removed` (even
+    /// `LC_ALL`, which the tests otherwise set).
+    pub fn spawn_env(args: &[&str], envs: &[(&str, &str)], removed: &[&str]) -> Serve {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_panescan"));
         cmd.args(args)
             .env_remove("TMUX")
@@ -153,6 +159,9 @@ impl Serve {
             .stderr(Stdio::null());
         for (k, v) in envs {
             cmd.env(k, v);
+        }
+        for k in removed {
+            cmd.env_remove(k);
         }
         let mut child = cmd.spawn().expect("panescan starts");
         let stdin = child.stdin.take();
