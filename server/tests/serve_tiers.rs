@@ -60,11 +60,12 @@ fn tiers_hide_and_refuse_off_tier_tools() {
     for t in r["result"]["tools"].as_array().unwrap() {
         let a = &t["annotations"];
         match t["name"].as_str().unwrap() {
-            n if n.starts_with("kill_") => {
+            n if n.starts_with("kill_") || n == "respawn_pane" => {
                 assert_eq!(a["destructiveHint"], true);
                 assert_eq!(a["readOnlyHint"], false);
             }
-            "send_keys" | "rename_window" | "set_pane_title" => {
+            "send_keys" | "rename_window" | "set_pane_title" | "set_option" | "set_environment"
+            | "wait_for_channel" | "signal_channel" => {
                 assert_eq!(a["readOnlyHint"], false);
                 assert_eq!(a["destructiveHint"], false);
             }

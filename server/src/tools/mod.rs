@@ -8,7 +8,11 @@
 //! - [`wait`] — wait_for_text.
 //! - [`batch`] — call_read_tools_batch.
 //! - [`mutate`] — send_keys, rename_window, set_pane_title (mutating tier).
+//! - [`settings`] — set_option (within [`option_rule`]), set_environment
+//!   (mutating tier).
+//! - [`channels`] — wait_for_channel, signal_channel (mutating tier).
 //! - [`destroy`] — kill_pane, kill_window, kill_session (destructive tier).
+//! - [`lifecycle`] — respawn_pane, kill_server (destructive tier).
 //!
 //! [`registry`] is the [`registry::Tool`] trait and the table of rows every
 //! listing reads; [`schema`] generates the schemas from the Rust types.
@@ -17,16 +21,20 @@
 
 pub mod batch;
 pub mod capture;
+pub mod channels;
 pub mod context;
 pub mod destroy;
 pub mod filters;
 pub mod format_guard;
 pub mod inspect;
+pub mod lifecycle;
 pub mod mutate;
+pub mod option_rule;
 pub mod options;
 pub mod registry;
 pub mod schema;
 pub mod search;
+pub mod settings;
 pub mod wait;
 
 use std::sync::{Mutex, OnceLock};
@@ -63,9 +71,15 @@ pub fn all() -> Vec<ToolEntry> {
         ToolEntry::of::<mutate::SendKeys>(),
         ToolEntry::of::<mutate::RenameWindow>(),
         ToolEntry::of::<mutate::SetPaneTitle>(),
+        ToolEntry::of::<settings::SetOption>(),
+        ToolEntry::of::<settings::SetEnvironment>(),
+        ToolEntry::of::<channels::WaitForChannel>(),
+        ToolEntry::of::<channels::SignalChannel>(),
         ToolEntry::of::<destroy::KillPane>(),
         ToolEntry::of::<destroy::KillWindow>(),
         ToolEntry::of::<destroy::KillSession>(),
+        ToolEntry::of::<lifecycle::RespawnPane>(),
+        ToolEntry::of::<lifecycle::KillServer>(),
     ]
 }
 
