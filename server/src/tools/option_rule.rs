@@ -4,7 +4,7 @@
 //! tmux 3.3a's options table (options-table.c) holds three kinds of
 //! option that run commands:
 //!
-//! * hooks (`after-new-window`, `client-attached`, `pane-died`, ... 70 in
+//! * hooks (`after-new-window`, `client-attached`, `pane-died`, ... 65 in
 //!   3.3a): options whose value is a tmux command list, run on an event;
 //! * options whose value is a command or program: `default-command`,
 //!   `default-shell` (every new pane), `command-alias` (new tmux
