@@ -175,12 +175,17 @@ fn wait_for_channel_wakes_on_signal_channel_and_on_tmux_while_others_answer() {
             s.take_pending().iter().all(|m| m["id"] != id),
             "the wait ended before it was signalled"
         );
+        let signalled = std::time::Instant::now();
         if from_tmux {
             tmux.run_ok(["wait-for", "-S", &channel]).unwrap();
         } else {
             s.call_ok("signal_channel", json!({"channel": channel}));
         }
         let r = s.response(&id, REPLY_TIMEOUT);
+        eprintln!(
+            "signal (from tmux: {from_tmux}) to the wait's answer: {:?}",
+            signalled.elapsed()
+        );
         let v = &r["result"]["structuredContent"];
         assert_eq!(v["signalled"], true, "{r}");
         assert_eq!(v["timed_out"], false, "{r}");
@@ -325,14 +330,30 @@ fn kill_server_is_refused_inside_and_done_otherwise() {
     assert!(e.contains("refused") && e.contains("runs inside"), "{e}");
     tmux.run_ok(["has-session", "-t", "main"]).unwrap();
 
+    let since = last_pid();
     let mut outside = serve(&tmux, "destructive", &[]);
     let e = outside.call_err("kill_server", json!({"confirm": false}));
     assert!(e.contains("confirm must be true"), "{e}");
     // A control client attached first: it must go without holding tmux up.
     outside.call_ok("list_sessions", json!({}));
+    // panescan's own tmux processes (the control client, its guard): there
+    // before, gone and reaped after.
+    let pid = outside.pid();
+    let left = || -> Vec<String> {
+        new_children(pid, since)
+            .into_iter()
+            .map(|p| format!("{} {} {}", p.pid, p.state, p.cmdline))
+            .collect()
+    };
+    assert!(!left().is_empty(), "no control client to begin with");
     let v = outside.call_ok("kill_server", json!({"confirm": true}));
     assert_eq!(v["sessions"], 1, "{v}");
     assert!(tmux.run_ok(["list-sessions"]).is_err(), "the server lives");
+    assert!(
+        eventually(REPLY_TIMEOUT, || left().is_empty()),
+        "left behind: {:?}",
+        left()
+    );
     let e = outside.call_err("list_sessions", json!({}));
     assert!(e.contains("no tmux server"), "{e}");
     assert!(outside.wait_exit(Duration::from_millis(1)).is_none());
