@@ -105,6 +105,10 @@ fn set_option_stores_values_literally_and_refuses_what_runs() {
             "target pane",
         ),
         (
+            json!({"name": "escape-time", "value": "1", "scope": "server", "target": "main"}),
+            "no target",
+        ),
+        (
             json!({"name": "@x", "value": "1", "target": "%99"}),
             "no pane %99",
         ),

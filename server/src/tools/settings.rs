@@ -132,6 +132,11 @@ impl Tool for SetOption {
                 "scope pane needs a target pane (%N): pane options have no global value",
             ));
         }
+        if scope == Scope::Server && target.is_some() {
+            return Err(ToolError::new(
+                "scope server takes no target: server options have one value",
+            ));
+        }
         let tmux = ctx.tmux(&args.server)?;
         if let Some(t) = &target {
             ensure_target(ctx, &tmux, t)?;
