@@ -362,3 +362,46 @@ fn kill_server_is_refused_inside_and_done_otherwise() {
     assert!(e.contains("no tmux server"), "{e}");
     assert!(outside.wait_exit(Duration::from_millis(1)).is_none());
 }
+
+#[test]
+fn a_wait_in_flight_ends_with_panescan() {
+    let tmux = PrivateServer::start("ctl-wait-exit", 80, 24).unwrap();
+    let mut s = serve(&tmux, "mutating", &[]);
+    let since = last_pid();
+    start_call(
+        &mut s,
+        "wait_for_channel",
+        json!({"channel": "never", "timeout_ms": 600_000}),
+    );
+    assert!(eventually(REPLY_TIMEOUT, || !wait_clients(&s, since).is_empty()));
+    let pid = s.pid();
+    let waits = || {
+        new_children(pid, since)
+            .into_iter()
+            .filter(|p| p.cmdline.contains("wait-for"))
+            .count()
+    };
+    s.close_stdin();
+    assert!(
+        s.wait_exit(REPLY_TIMEOUT).is_some(),
+        "panescan stayed for its wait"
+    );
+    // Its wait-for client was killed, not orphaned to tmux's lifetime.
+    let orphans = || {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+            .filter(|c| {
+                let c = String::from_utf8_lossy(c);
+                c.contains("wait-for") && c.contains(tmux.socket_name())
+            })
+            .count()
+    };
+    assert!(
+        eventually(REPLY_TIMEOUT, || orphans() == 0),
+        "{} wait-for clients outlived panescan ({} as its children)",
+        orphans(),
+        waits()
+    );
+}
