@@ -173,7 +173,9 @@ fn wait_for_channel_wakes_on_signal_channel_and_on_tmux_while_others_answer() {
             "no wait-for client started"
         );
         // The wait holds no tool up: a listing answers while it lasts.
+        let listed = std::time::Instant::now();
         let sessions = s.call_ok("list_sessions", json!({}));
+        eprintln!("list_sessions during the wait: {:?}", listed.elapsed());
         assert_eq!(sessions["sessions"][0]["session_name"], "main");
         assert!(
             s.take_pending().iter().all(|m| m["id"] != id),
