@@ -109,6 +109,15 @@ fn every_tool_at(at: &Value) -> Vec<(&'static str, Value)> {
         ("kill_pane", json!({"pane_id": "%0"})),
         ("kill_window", json!({"window_id": "@0"})),
         ("kill_session", json!({"session_id": "$0"})),
+        ("set_option", json!({"name": "@x", "value": "x"})),
+        ("set_environment", json!({"name": "X", "value": "x"})),
+        (
+            "wait_for_channel",
+            json!({"channel": "x", "timeout_ms": 100}),
+        ),
+        ("signal_channel", json!({"channel": "x"})),
+        ("respawn_pane", json!({"pane_id": "%0", "kill": true})),
+        ("kill_server", json!({"confirm": true})),
     ];
     calls
         .into_iter()

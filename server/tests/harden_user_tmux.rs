@@ -243,7 +243,18 @@ fn nothing_is_ever_typed_into_a_pane_in_the_readonly_tier() {
     // Mutating tools are neither listed nor callable, directly or in a batch.
     let list = s.request_bare("tools/list");
     let names = list["result"]["tools"].to_string();
-    for t in ["send_keys", "rename_window", "set_pane_title", "kill_pane"] {
+    for t in [
+        "send_keys",
+        "rename_window",
+        "set_pane_title",
+        "kill_pane",
+        "set_option",
+        "set_environment",
+        "wait_for_channel",
+        "signal_channel",
+        "respawn_pane",
+        "kill_server",
+    ] {
         assert!(!names.contains(&format!("\"{t}\"")), "{t} listed");
         let r = s.request(
             "tools/call",

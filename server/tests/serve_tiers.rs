@@ -60,7 +60,7 @@ fn tiers_hide_and_refuse_off_tier_tools() {
     for t in listing["result"]["tools"].as_array().unwrap() {
         let a = &t["annotations"];
         match t["name"].as_str().unwrap() {
-            n if n.starts_with("kill_") => {
+            n if n.starts_with("kill_") || n == "respawn_pane" => {
                 assert_eq!(a["destructiveHint"], true);
                 assert_eq!(a["readOnlyHint"], false);
             }

@@ -83,6 +83,7 @@
 pub mod binary;
 pub mod caller;
 pub mod capture;
+pub mod channel;
 pub mod client_env;
 pub mod command;
 pub mod connection;
@@ -332,5 +333,44 @@ impl Tmux {
     /// Detaches the control client now; the next request reconnects.
     pub fn shutdown(&self) {
         self.inner.shutdown()
+    }
+
+    /// Whether panescan itself runs inside this server (`TMUX` names its
+    /// socket): ending the server would end panescan.
+    pub fn runs_inside(&self) -> bool {
+        self.inner.caller.on_server(self.socket_path()).is_some()
+    }
+
+    /// Blocks on wait channel `channel` in a client of its own (never on
+    /// the control client, which it would stall) until it is signalled,
+    /// `deadline` passes or `cancel` is set. See [`channel`].
+    pub fn wait_channel(
+        &self,
+        channel: &str,
+        deadline: Instant,
+        cancel: &AtomicBool,
+    ) -> Result<channel::WaitEnd, TmuxError> {
+        channel::wait(self.socket_path(), channel, deadline, cancel)
+    }
+
+    /// Ends the server. The control client detaches first, so tmux holds
+    /// no reply for it while it exits; the command goes in a one-shot
+    /// client. Done when the server no longer answers on its socket.
+    pub fn kill_server(&self, deadline: Instant) -> Result<(), TmuxError> {
+        self.inner.shutdown();
+        let socket = self.socket_path();
+        let killed = oneshot::run_line(socket, "kill-server", deadline);
+        // tmux exits once its clients have gone: until then it may still
+        // accept a connection.
+        loop {
+            match oneshot::run_line(socket, "display-message -p x", deadline) {
+                Err(TmuxError::NoServer { .. }) => return Ok(()),
+                Err(TmuxError::Timeout) => return Err(TmuxError::Timeout),
+                _ if Instant::now() >= deadline => {
+                    return Err(killed.err().unwrap_or(TmuxError::Timeout))
+                }
+                _ => std::thread::sleep(std::time::Duration::from_millis(10)),
+            }
+        }
     }
 }

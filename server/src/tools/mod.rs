@@ -11,7 +11,11 @@
 //! - [`layout`] — create_session, create_window, split_window, select_pane,
 //!   select_window, resize_pane, rename_session, move_window, swap_pane
 //!   (mutating tier).
+//! - [`settings`] — set_option (within [`option_rule`]), set_environment
+//!   (mutating tier).
+//! - [`channels`] — wait_for_channel, signal_channel (mutating tier).
 //! - [`destroy`] — kill_pane, kill_window, kill_session (destructive tier).
+//! - [`lifecycle`] — respawn_pane, kill_server (destructive tier).
 //!
 //! [`registry`] is the [`registry::Tool`] trait and the table of rows every
 //! listing reads; [`schema`] generates the schemas from the Rust types.
@@ -20,17 +24,21 @@
 
 pub mod batch;
 pub mod capture;
+pub mod channels;
 pub mod context;
 pub mod destroy;
 pub mod filters;
 pub mod format_guard;
 pub mod inspect;
 pub mod layout;
+pub mod lifecycle;
 pub mod mutate;
+pub mod option_rule;
 pub mod options;
 pub mod registry;
 pub mod schema;
 pub mod search;
+pub mod settings;
 pub mod wait;
 
 use std::sync::{Mutex, OnceLock};
@@ -76,9 +84,15 @@ pub fn all() -> Vec<ToolEntry> {
         ToolEntry::of::<layout::arrange::RenameSession>(),
         ToolEntry::of::<layout::arrange::MoveWindow>(),
         ToolEntry::of::<layout::arrange::SwapPane>(),
+        ToolEntry::of::<settings::SetOption>(),
+        ToolEntry::of::<settings::SetEnvironment>(),
+        ToolEntry::of::<channels::WaitForChannel>(),
+        ToolEntry::of::<channels::SignalChannel>(),
         ToolEntry::of::<destroy::KillPane>(),
         ToolEntry::of::<destroy::KillWindow>(),
         ToolEntry::of::<destroy::KillSession>(),
+        ToolEntry::of::<lifecycle::RespawnPane>(),
+        ToolEntry::of::<lifecycle::KillServer>(),
     ]
 }
 

@@ -22,7 +22,7 @@ const VALUE_BYTES: usize = 64 * 1024;
 const MAX_NAMES: usize = 500;
 
 /// A target given as an id (`%N`, `@N`, `$N`) or a session name.
-fn parse_target(text: &str) -> Result<Target, ToolError> {
+pub(crate) fn parse_target(text: &str) -> Result<Target, ToolError> {
     if text.starts_with(['%', '@', '$']) {
         Target::parse_id(text).map_err(ToolError::from)
     } else if text.is_empty() || text.len() > 256 || text.chars().any(char::is_control) {
@@ -35,7 +35,7 @@ fn parse_target(text: &str) -> Result<Target, ToolError> {
 }
 
 /// A tmux error for a missing target, with what exists.
-fn target_error(ctx: &ToolContext, tmux: &crate::tmux::Tmux, e: TmuxError) -> ToolError {
+pub(crate) fn target_error(ctx: &ToolContext, tmux: &crate::tmux::Tmux, e: TmuxError) -> ToolError {
     let msg = e.to_string();
     if msg.contains("can't find") {
         if let Ok(inv) = ctx.inventory(tmux) {
@@ -57,7 +57,7 @@ fn target_error(ctx: &ToolContext, tmux: &crate::tmux::Tmux, e: TmuxError) -> To
 /// Fails unless the target exists. tmux's display-message quietly falls
 /// back to no target when its target is missing, so tmux cannot be left to
 /// say so.
-fn ensure_target(
+pub(crate) fn ensure_target(
     ctx: &ToolContext,
     tmux: &crate::tmux::Tmux,
     target: &Target,
@@ -228,7 +228,7 @@ pub struct ShowOptionResult {
     pub truncated: bool,
 }
 
-fn valid_option_name(name: &str) -> bool {
+pub(crate) fn valid_option_name(name: &str) -> bool {
     let core = name.strip_prefix('@').unwrap_or(name);
     // An array option may carry an index: status-format[1].
     let core = match core.split_once('[') {
