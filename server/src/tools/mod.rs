@@ -7,7 +7,11 @@
 //! - [`search`] — search_panes, the reason panescan exists.
 //! - [`wait`] — wait_for_text.
 //! - [`batch`] — call_read_tools_batch.
-//! - [`mutate`] — send_keys, rename_window, set_pane_title (mutating tier).
+//! - [`buffers`] — show_buffer; paste_text (mutating tier).
+//! - [`servers`] — list_servers.
+//! - [`mutate`] — send_keys, rename_window, set_pane_title, clear_history
+//!   (mutating tier).
+//! - [`logging`] — pipe_pane (mutating tier).
 //! - [`destroy`] — kill_pane, kill_window, kill_session (destructive tier).
 //!
 //! [`registry`] is the [`registry::Tool`] trait and the table of rows every
@@ -16,17 +20,20 @@
 //! formats display_message may hand to tmux.
 
 pub mod batch;
+pub mod buffers;
 pub mod capture;
 pub mod context;
 pub mod destroy;
 pub mod filters;
 pub mod format_guard;
 pub mod inspect;
+pub mod logging;
 pub mod mutate;
 pub mod options;
 pub mod registry;
 pub mod schema;
 pub mod search;
+pub mod servers;
 pub mod wait;
 
 use std::sync::{Mutex, OnceLock};
@@ -59,10 +66,15 @@ pub fn all() -> Vec<ToolEntry> {
         ToolEntry::of::<options::ShowHooks>(),
         ToolEntry::of::<options::DisplayMessage>(),
         ToolEntry::of::<wait::WaitForText>(),
+        ToolEntry::of::<buffers::ShowBuffer>(),
+        ToolEntry::of::<servers::ListServers>(),
         ToolEntry::of::<batch::CallReadToolsBatch>(),
         ToolEntry::of::<mutate::SendKeys>(),
         ToolEntry::of::<mutate::RenameWindow>(),
         ToolEntry::of::<mutate::SetPaneTitle>(),
+        ToolEntry::of::<mutate::ClearHistory>(),
+        ToolEntry::of::<buffers::PasteText>(),
+        ToolEntry::of::<logging::PipePane>(),
         ToolEntry::of::<destroy::KillPane>(),
         ToolEntry::of::<destroy::KillWindow>(),
         ToolEntry::of::<destroy::KillSession>(),
