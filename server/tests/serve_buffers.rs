@@ -403,18 +403,50 @@ fn list_servers_finds_live_and_stale_servers_and_probes_nothing_outside() {
     assert!(std::os::unix::net::UnixStream::connect(&dead_socket).is_err());
 }
 
-#[test]
-fn list_servers_refuses_a_socket_directory_tmux_would_refuse() {
+/// `TMUX_TMPDIR/tmux-UID` under `home`, made as tmux makes it (0700).
+fn tmux_dir(home: &Path) -> std::path::PathBuf {
     use std::os::unix::fs::PermissionsExt;
-    let home = TempDir::new("buf-open-dir");
     let uid = std::fs::read_to_string("/proc/self/status")
         .unwrap()
         .lines()
         .find_map(|l| l.strip_prefix("Uid:"))
         .and_then(|r| r.split_whitespace().next().map(str::to_owned))
         .unwrap();
-    let dir = home.0.join(format!("tmux-{uid}"));
+    let dir = home.join(format!("tmux-{uid}"));
     std::fs::create_dir(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    dir
+}
+
+#[test]
+fn list_servers_bounds_the_count_and_every_probe() {
+    let home = TempDir::new("buf-many");
+    let dir = tmux_dir(&home.0);
+    // Listeners that never answer as tmux: each probe must give up alone.
+    let _listeners: Vec<UnixListener> = (0..66)
+        .map(|i| UnixListener::bind(dir.join(format!("quiet-{i:02}"))).unwrap())
+        .collect();
+    let mut s = Serve::spawn_with(
+        &["serve", "--socket-name", "none"],
+        &[("TMUX_TMPDIR", home.0.to_str().unwrap())],
+    );
+    s.initialize();
+    let list = ok(&mut s, "list_servers", json!({}));
+    let rows = list["servers"].as_array().unwrap();
+    assert_eq!(rows.len(), 64, "{list}");
+    assert_eq!(list["more_servers"], 2);
+    for r in rows {
+        assert_eq!(r["state"], "unknown", "{r}");
+        assert!(r["reason"].is_string(), "{r}");
+    }
+    assert_eq!(rows[0]["socket_name"], "quiet-00");
+}
+
+#[test]
+fn list_servers_refuses_a_socket_directory_tmux_would_refuse() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = TempDir::new("buf-open-dir");
+    let dir = tmux_dir(&home.0);
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
     let mut s = Serve::spawn_with(
         &["serve", "--socket-name", "none"],

@@ -79,6 +79,9 @@ impl Tool for ListServers {
     const TITLE: &'static str = "List tmux servers";
     const DESCRIPTION: &'static str = "This user's tmux servers: the sockets in the tmux socket directory, each alive (with its session count) or stale. Pass a socket_name from here to other tools to reach that server.";
     const ANNOTATIONS: Annotations = Annotations::READ_VOLATILE;
+    // It names no server (a batch's socket would not fit it) and may take
+    // a whole probe timeout.
+    const BATCHABLE: bool = false;
     type Args = ListServersArgs;
     type Output = ListServersResult;
 
