@@ -201,6 +201,17 @@ fn show_buffer_lists_and_reads_buffers_bounded() {
     let wide = s.call_ok("show_buffer", json!({"name": odd, "max_bytes": 8}));
     assert_eq!(wide["buffer"]["text"], "a\tb\nc ", "{wide}");
 
+    // A large buffer: read up to the bound and no further.
+    let big = TempDir::new("buf-big");
+    let big_file = big.0.join("big");
+    std::fs::write(&big_file, "0123456789".repeat(300_000)).unwrap();
+    tmux.run_ok(["load-buffer", "-b", "big", big_file.to_str().unwrap()])
+        .unwrap();
+    let head = ok(&mut s, "show_buffer", json!({"name": "big"}));
+    assert_eq!(head["buffer"]["returned_bytes"], 262_144, "default bound");
+    assert_eq!(head["buffer"]["truncated"], true);
+    let text = head["buffer"]["text"].as_str().unwrap();
+    assert!(text.starts_with("0123456789") && text.ends_with("0123"));
     let e = s.call_err("show_buffer", json!({"name": "nope"}));
     assert!(
         e.contains("no buffer \"nope\"") && e.contains("\"mine\""),
@@ -213,6 +224,34 @@ fn show_buffer_lists_and_reads_buffers_bounded() {
         json!({"name": "mine", "max_bytes": 10_000_000}),
     );
     assert!(e.contains("ceiling"), "{e}");
+}
+
+#[test]
+fn reading_a_huge_buffer_stops_at_the_bound() {
+    let (tmux, mut s) = mutating("buf-huge", &[]);
+    let dir = TempDir::new("buf-huge");
+    let file = dir.0.join("huge");
+    std::fs::write(&file, "x".repeat(64 << 20)).unwrap();
+    tmux.run_ok(["load-buffer", "-b", "huge", file.to_str().unwrap()])
+        .unwrap();
+    // Warm up with a listing: reading the buffer even once unbounded would
+    // set the peak before it is measured.
+    ok(&mut s, "show_buffer", json!({}));
+    let (before, _) = common::memory_kb(s.pid());
+    let r = ok(
+        &mut s,
+        "show_buffer",
+        json!({"name": "huge", "max_bytes": 1000}),
+    );
+    assert_eq!(r["buffer"]["returned_bytes"], 1000);
+    assert_eq!(r["buffer"]["truncated"], true);
+    let (after, _) = common::memory_kb(s.pid());
+    println!("1000 bytes of a 64 MiB buffer: panescan peak {before} -> {after} kB");
+    // Reading the whole 64 MiB would raise the peak by at least that.
+    assert!(
+        after - before < 16 * 1024,
+        "peak memory {before} -> {after} kB reading 1000 bytes"
+    );
 }
 
 #[test]
