@@ -104,6 +104,17 @@ fn paste_text_arrives_exactly_and_leaves_every_buffer_as_it_was() {
         "pasted text differs"
     );
     assert_eq!(buffers(&tmux), before, "buffers changed by a paste");
+    // The largest paste allowed (64 KiB) arrives whole too.
+    let seen = std::fs::metadata(&file).unwrap().len() as usize;
+    let most: String = (0..1024).map(|i| format!("{i:063}\n")).collect();
+    assert_eq!(most.len(), 64 * 1024);
+    ok(&mut s, "paste_text", json!({"pane_id": pane, "text": most}));
+    let got = typed_so_far(&tmux, &pane, &file);
+    assert!(
+        got[seen..] == *most.replace('\n', "\r").as_bytes(),
+        "the 64 KiB paste arrived changed ({} bytes)",
+        got.len() - seen
+    );
     // A paste that fails (no such pane) leaves no buffer either.
     let e = s.call_err("paste_text", json!({"pane_id": "%999", "text": "lost"}));
     assert!(e.contains("no pane %999"), "{e}");
