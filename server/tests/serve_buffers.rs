@@ -266,6 +266,24 @@ fn reading_a_huge_buffer_stops_at_the_bound() {
 }
 
 #[test]
+fn a_buffer_that_escapes_past_the_response_ceiling_is_cut_to_fit() {
+    let (tmux, mut s) = mutating("buf-escape", &[]);
+    let dir = TempDir::new("buf-escape");
+    let file = dir.0.join("controls");
+    // Each \u{1} is 6 bytes in JSON and the text is sent twice: 256 KiB
+    // of them would be a 3 MB response.
+    std::fs::write(&file, vec![1u8; 256 * 1024]).unwrap();
+    tmux.run_ok(["load-buffer", "-b", "controls", file.to_str().unwrap()])
+        .unwrap();
+    // The harness fails on any line over the 1,000,000-byte ceiling.
+    let r = ok(&mut s, "show_buffer", json!({"name": "controls"}));
+    let returned = r["buffer"]["returned_bytes"].as_u64().unwrap();
+    assert_eq!(r["buffer"]["truncated"], true);
+    assert!(returned > 0 && returned < 100_000, "{returned}");
+    assert_eq!(r["buffer"]["text"].as_str().unwrap().len() as u64, returned);
+}
+
+#[test]
 fn show_buffer_is_a_read_tool() {
     let tmux = PrivateServer::start("buf-read", 80, 24).unwrap();
     let mut s = Serve::spawn(tmux.socket_name());

@@ -237,9 +237,7 @@ impl Tool for ShowBuffer {
     /// Cuts the text from the end, or drops the oldest buffers listed.
     fn shrink(out: &mut Self::Output, excess: usize) -> bool {
         if let Some(b) = &mut out.buffer {
-            // The text is in the result twice (structured and rendered).
-            let keep = b.text.len().saturating_sub(excess / 2 + 1);
-            if b.text.is_empty() || !cut_to_bytes(&mut b.text, keep) {
+            if !cut_end_escaped(&mut b.text, excess) {
                 return false;
             }
             b.truncated = true;
@@ -263,6 +261,24 @@ impl Tool for ShowBuffer {
         }
         false
     }
+}
+
+/// Cuts characters from the end of `text` until what they cost in the
+/// result (escaped, and twice: structured and rendered) reaches `excess`.
+fn cut_end_escaped(text: &mut String, excess: usize) -> bool {
+    let (mut freed, mut end) = (0, text.len());
+    for (i, c) in text.char_indices().rev() {
+        if freed >= excess {
+            break;
+        }
+        freed += 2 * json_str_len(c.encode_utf8(&mut [0; 4]));
+        end = i;
+    }
+    if end == text.len() {
+        return false;
+    }
+    text.truncate(end);
+    true
 }
 
 fn row(b: crate::tmux::buffers::BufferInfo) -> BufferRow {
