@@ -76,7 +76,7 @@ pub enum Commands {
 /// `panescan serve` options.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  panescan serve                        # the tmux server `tmux` itself would use\n  panescan serve -L work                # tmux -L work\n  panescan serve --tier mutating        # also send_keys, rename_window, set_pane_title\n  claude mcp add panescan -- panescan serve\n\nstdout carries JSON-RPC only; diagnostics go to stderr."
+    after_help = "Examples:\n  panescan serve                        # the tmux server `tmux` itself would use\n  panescan serve -L work                # tmux -L work\n  panescan serve --tier mutating        # also send_keys, paste_text, renames...\n  panescan serve --tier mutating --log-dir ~/tmux-logs   # and pipe_pane into it\n  claude mcp add panescan -- panescan serve\n\nstdout carries JSON-RPC only; diagnostics go to stderr."
 )]
 pub struct ServeArgs {
     /// The default tmux server, by socket name (as `tmux -L NAME`).
