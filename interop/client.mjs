@@ -228,7 +228,11 @@ function tap(transport) {
 
 async function run(opts, c, spec, fixture) {
   const sdk = await loadSdk(opts.sdk);
-  const transport = new sdk.StdioClientTransport({ command: opts.bin, args: ['serve', '--socket-name', opts.socket], stderr: 'ignore' });
+  // The SDK passes only a few variables on; the server must find the
+  // fixture's socket where tmux put it.
+  const env = Object.fromEntries(['HOME', 'PATH', 'TMUX_TMPDIR', 'LANG', 'LC_ALL']
+    .filter((k) => process.env[k] !== undefined).map((k) => [k, process.env[k]]));
+  const transport = new sdk.StdioClientTransport({ command: opts.bin, args: ['serve', '--socket-name', opts.socket], env, stderr: 'ignore' });
   const wire = tap(transport);
   const client = new sdk.Client({ name: 'panescan-interop', version: '1.0.0' }, sdk.options(opts.mode));
   const t0 = performance.now();

@@ -182,7 +182,10 @@ async def check_cancel(client, c, spec, fixture):
 
 
 async def run(ns, c, spec, fixture):
-    params = StdioServerParameters(command=ns.bin, args=["serve", "--socket-name", ns.socket])
+    # The SDK passes only a few variables on; the server must find the
+    # fixture's socket where tmux put it.
+    env = {k: v for k, v in os.environ.items() if k in ("HOME", "PATH", "TMUX_TMPDIR", "LANG", "LC_ALL")}
+    params = StdioServerParameters(command=ns.bin, args=["serve", "--socket-name", ns.socket], env=env)
     t0 = time.perf_counter()
     async with Client(params, mode=ns.mode, read_timeout_seconds=60, raise_exceptions=True) as client:
         connect_ms = (time.perf_counter() - t0) * 1000

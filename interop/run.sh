@@ -32,6 +32,11 @@ if [ -z "$BIN" ]; then
 fi
 BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
 "$HERE/setup.sh" "$DIR" || exit 1
+# Every tmux server of this run, and every socket list_servers looks at,
+# lives in a directory of the run's own, never the user's.
+TMUX_TMPDIR=$(mktemp -d "${TMPDIR:-/tmp}/panescan-interop.XXXXXX") || exit 1
+export TMUX_TMPDIR
+trap 'rm -rf "$TMUX_TMPDIR"' EXIT
 DIR=$(cd "$DIR" && pwd)
 [ -d "$DIR/node" ] && PATH=$DIR/node/node_modules/.bin:$PATH
 export PATH
@@ -68,10 +73,10 @@ for tier in readonly mutating destructive; do
 done
 
 SOCK=panescan-interop-inspector-$$
-trap '"$HERE/tmux_fixture.sh" down "$SOCK"' EXIT
+trap '"$HERE/tmux_fixture.sh" down "$SOCK"; rm -rf "$TMUX_TMPDIR"' EXIT
 trap 'exit 1' INT TERM HUP
 if "$HERE/tmux_fixture.sh" up "$SOCK"; then
-    out=$(node "$INSPECTOR" --cli --method tools/call --tool-name search_panes \
+    out=$(node "$INSPECTOR" --cli -e "TMUX_TMPDIR=$TMUX_TMPDIR" --method tools/call --tool-name search_panes \
         --tool-arg pattern='interop history line 4242' scrollback_lines=100000 \
         -- "$BIN" serve --socket-name "$SOCK")
     printf '%s' "$out" | python3 -c '

@@ -3,12 +3,14 @@
 //! reads them; none changes them while serving.
 //!
 //! - [`ServeConfig`] — the default tmux server, the tier, the ceilings,
-//!   the pane cache's size, where a call's socket may be.
+//!   the pane cache's size, where a call's socket may be, where pipe_pane
+//!   may write.
 //! - [`Ceilings`] — what one call may ask for, in every tool.
 //! - [`SearchCeilings`] — `search_panes`' defaults and ceilings.
 //! - [`Tier`] — which tools exist at all.
 
 use std::fmt;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -167,6 +169,9 @@ pub struct ServeConfig {
     /// `wait_for_text` wakes on tmux's output events (`false`:
     /// `--no-events`, every watched pane is polled).
     pub wait_events: bool,
+    /// The directory `pipe_pane` may append pane output to (`--log-dir`,
+    /// absolute; `None`: pipe_pane is refused).
+    pub log_dir: Option<PathBuf>,
 }
 
 impl Default for ServeConfig {
@@ -178,6 +183,7 @@ impl Default for ServeConfig {
             cache_bytes: Some(crate::cache::DEFAULT_MAX_BYTES),
             sockets: SocketPolicy::default(),
             wait_events: true,
+            log_dir: None,
         }
     }
 }

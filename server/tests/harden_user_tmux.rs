@@ -114,6 +114,7 @@ fn every_read_tool(s: &mut Serve, pane: &str) {
         ("show_environment", json!({})),
         ("show_hooks", json!({})),
         ("display_message", json!({"format": "#{session_name}"})),
+        ("show_buffer", json!({})),
         (
             "call_read_tools_batch",
             json!({"operations": [

@@ -205,8 +205,11 @@ fn tools_list_is_flat_object_rooted_annotated_and_small() {
         for (k, _) in t["inputSchema"]["properties"].as_object().unwrap() {
             assert_eq!(k.to_lowercase(), *k, "argument {k} is not snake_case");
         }
-        assert!(t["inputSchema"]["properties"]["socket_name"].is_object());
-        assert!(t["inputSchema"]["properties"]["socket_path"].is_object());
+        // list_servers looks at every server; the others pick one.
+        if t["name"] != "list_servers" {
+            assert!(t["inputSchema"]["properties"]["socket_name"].is_object());
+            assert!(t["inputSchema"]["properties"]["socket_path"].is_object());
+        }
     }
     // The batch allow-list is the registry's read tools, not the waiters.
     let batch = tools

@@ -55,21 +55,16 @@ fn tiers_hide_and_refuse_off_tier_tools() {
     );
     assert!(e.contains("cannot be batched"), "{e}");
 
-    // The listing of each tool says what it does to the world.
-    let listing = all.request_bare("tools/list");
-    for t in listing["result"]["tools"].as_array().unwrap() {
-        let a = &t["annotations"];
-        match t["name"].as_str().unwrap() {
-            n if n.starts_with("kill_") || n == "respawn_pane" => {
-                assert_eq!(a["destructiveHint"], true);
-                assert_eq!(a["readOnlyHint"], false);
-            }
-            // Every tool of the mutating tier (listed there, not in read).
-            n if m.iter().any(|x| x == n) && !r.iter().any(|x| x == n) => {
-                assert_eq!(a["readOnlyHint"], false);
-                assert_eq!(a["destructiveHint"], false);
-            }
-            _ => assert_eq!(a["readOnlyHint"], true),
+    // The listing of each tool says what it does to the world: read tools
+    // read, the mutating tier's change without destroying, the rest destroy.
+    let listed = all.request_bare("tools/list");
+    for t in listed["result"]["tools"].as_array().unwrap() {
+        let (a, n) = (&t["annotations"], t["name"].as_str().unwrap().to_owned());
+        if r.contains(&n) {
+            assert_eq!(a["readOnlyHint"], true, "{n}");
+        } else {
+            assert_eq!(a["readOnlyHint"], false, "{n}");
+            assert_eq!(a["destructiveHint"], !m.contains(&n), "{n}");
         }
     }
 }

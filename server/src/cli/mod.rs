@@ -76,7 +76,7 @@ pub enum Commands {
 /// `panescan serve` options.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  panescan serve                        # the tmux server `tmux` itself would use\n  panescan serve -L work                # tmux -L work\n  panescan serve --tier mutating        # also send_keys, rename_window, set_pane_title\n  claude mcp add panescan -- panescan serve\n\nstdout carries JSON-RPC only; diagnostics go to stderr."
+    after_help = "Examples:\n  panescan serve                        # the tmux server `tmux` itself would use\n  panescan serve -L work                # tmux -L work\n  panescan serve --tier mutating        # also send_keys, paste_text, renames...\n  panescan serve --tier mutating --log-dir ~/tmux-logs   # and pipe_pane into it\n  claude mcp add panescan -- panescan serve\n\nstdout carries JSON-RPC only; diagnostics go to stderr."
 )]
 pub struct ServeArgs {
     /// The default tmux server, by socket name (as `tmux -L NAME`).
@@ -96,6 +96,10 @@ pub struct ServeArgs {
         value_delimiter = ':'
     )]
     pub allow_socket_dirs: Vec<PathBuf>,
+    /// Let pipe_pane (mutating tier) append pane output to files in DIR
+    /// (an existing directory). Without it pipe_pane is refused.
+    #[arg(long, env = "PANESCAN_LOG_DIR", value_name = "DIR")]
+    pub log_dir: Option<PathBuf>,
     /// Which tools exist: readonly (default), mutating, destructive.
     #[arg(long, env = "PANESCAN_TIER", value_enum, default_value_t = Tier::Readonly)]
     pub tier: Tier,
@@ -224,6 +228,7 @@ pub fn main() -> ExitCode {
                 cache_bytes,
                 wait_events: !args.no_events,
                 sockets,
+                log_dir: args.log_dir.map(|d| std::path::absolute(&d).unwrap_or(d)),
             };
             let code = crate::mcp::server::serve(config);
             ExitCode::from(u8::try_from(code).unwrap_or(1))

@@ -75,12 +75,15 @@
 //! for format-expanding arguments is `#`-escaped ([`command`]); formats are
 //! ours, but for the one a caller gives display_message, which is parsed
 //! with tmux's grammar ([`mod@format`]) and judged before it is sent.
-//! [`caller`] says whether a pane is panescan's own. A socket a caller
-//! names is checked before any client starts ([`reach`]), and every client
-//! runs in a minimal environment ([`client_env`]): a tmux client hands its
-//! environment to whatever listens on its socket.
+//! [`caller`] says whether a pane is panescan's own; paste buffers are
+//! read and pasted through [`buffers`], and [`servers`] finds this user's
+//! servers. A socket a caller names is checked before any client starts
+//! ([`reach`]), and every client runs in a minimal environment
+//! ([`client_env`]): a tmux client hands its environment to whatever
+//! listens on its socket.
 
 pub mod binary;
+pub mod buffers;
 pub mod caller;
 pub mod capture;
 pub mod channel;
@@ -96,6 +99,7 @@ pub mod notification;
 pub mod oneshot;
 pub mod private_server;
 pub mod reach;
+pub mod servers;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -301,6 +305,34 @@ impl Tmux {
     /// says so and the caller polls. See [`events`].
     pub fn subscribe(&self, interest: events::Interest, deadline: Instant) -> events::Subscription {
         events::subscribe(&self.inner, interest, deadline)
+    }
+
+    /// Every paste buffer, most recent first ([`buffers`]).
+    pub fn list_buffers(&self, deadline: Instant) -> Result<Vec<buffers::BufferInfo>, TmuxError> {
+        buffers::list(&self.inner, deadline)
+    }
+
+    /// The first `max_bytes` of buffer `name`, read raw by a one-shot
+    /// client that is stopped at the bound ([`buffers`]).
+    pub fn read_buffer(
+        &self,
+        name: &str,
+        max_bytes: usize,
+        deadline: Instant,
+    ) -> Result<buffers::BufferHead, TmuxError> {
+        buffers::read(&self.inner, name, max_bytes, deadline)
+    }
+
+    /// Pastes `text` into `pane` through a buffer of its own that is gone
+    /// afterwards, also when the paste fails ([`buffers`]).
+    pub fn paste_text(
+        &self,
+        pane: PaneId,
+        text: &str,
+        bracketed: bool,
+        deadline: Instant,
+    ) -> Result<(), TmuxError> {
+        buffers::paste(&self.inner, pane, text, bracketed, deadline)
     }
 
     /// pid, version, socket path, start time, session count.

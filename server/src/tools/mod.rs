@@ -14,6 +14,11 @@
 //! - [`settings`] — set_option (within [`option_rule`]), set_environment
 //!   (mutating tier).
 //! - [`channels`] — wait_for_channel, signal_channel (mutating tier).
+//! - [`buffers`] — show_buffer; paste_text (mutating tier).
+//! - [`servers`] — list_servers.
+//! - [`mutate`] — send_keys, rename_window, set_pane_title, clear_history
+//!   (mutating tier).
+//! - [`logging`] — pipe_pane (mutating tier).
 //! - [`destroy`] — kill_pane, kill_window, kill_session (destructive tier).
 //! - [`lifecycle`] — respawn_pane, kill_server (destructive tier).
 //!
@@ -23,6 +28,7 @@
 //! formats display_message may hand to tmux.
 
 pub mod batch;
+pub mod buffers;
 pub mod capture;
 pub mod channels;
 pub mod context;
@@ -32,12 +38,14 @@ pub mod format_guard;
 pub mod inspect;
 pub mod layout;
 pub mod lifecycle;
+pub mod logging;
 pub mod mutate;
 pub mod option_rule;
 pub mod options;
 pub mod registry;
 pub mod schema;
 pub mod search;
+pub mod servers;
 pub mod settings;
 pub mod wait;
 
@@ -71,6 +79,8 @@ pub fn all() -> Vec<ToolEntry> {
         ToolEntry::of::<options::ShowHooks>(),
         ToolEntry::of::<options::DisplayMessage>(),
         ToolEntry::of::<wait::WaitForText>(),
+        ToolEntry::of::<buffers::ShowBuffer>(),
+        ToolEntry::of::<servers::ListServers>(),
         ToolEntry::of::<batch::CallReadToolsBatch>(),
         ToolEntry::of::<mutate::SendKeys>(),
         ToolEntry::of::<mutate::RenameWindow>(),
@@ -88,6 +98,9 @@ pub fn all() -> Vec<ToolEntry> {
         ToolEntry::of::<settings::SetEnvironment>(),
         ToolEntry::of::<channels::WaitForChannel>(),
         ToolEntry::of::<channels::SignalChannel>(),
+        ToolEntry::of::<mutate::ClearHistory>(),
+        ToolEntry::of::<buffers::PasteText>(),
+        ToolEntry::of::<logging::PipePane>(),
         ToolEntry::of::<destroy::KillPane>(),
         ToolEntry::of::<destroy::KillWindow>(),
         ToolEntry::of::<destroy::KillSession>(),

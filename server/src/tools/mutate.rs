@@ -1,4 +1,5 @@
-//! The mutating tier: tools that change tmux state but destroy nothing.
+//! The mutating tier: tools that change tmux state but destroy nothing
+//! (typing, names, titles, scrollback).
 //! Listed and callable only with `--tier mutating` or `destructive`.
 
 use schemars::JsonSchema;
@@ -240,6 +241,67 @@ impl Tool for SetPaneTitle {
         Ok(SetPaneTitleResult {
             pane_id: args.pane_id,
             pane_title: args.title,
+        })
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
+pub struct ClearHistoryArgs {
+    /// Pane id, e.g. %1.
+    pub pane_id: PaneId,
+    #[serde(flatten)]
+    pub server: ServerArgs,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
+pub struct ClearHistoryResult {
+    pub pane_id: PaneId,
+    /// History lines the pane held and no longer has.
+    pub lines_cleared: u64,
+}
+
+#[derive(Debug)]
+/// `clear_history` (mutating tier): drops a pane's scrollback.
+pub struct ClearHistory;
+
+impl Tool for ClearHistory {
+    const NAME: &'static str = "clear_history";
+    const TITLE: &'static str = "Clear a pane's scrollback";
+    const DESCRIPTION: &'static str = "Drop a pane's scrollback history (the visible screen stays). Use before a run so later captures and searches see only new output.";
+    const TIER: Tier = Tier::Mutating;
+    const ANNOTATIONS: Annotations = Annotations::MUTATE_IDEMPOTENT;
+    type Args = ClearHistoryArgs;
+    type Output = ClearHistoryResult;
+
+    fn run(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
+        let tmux = ctx.tmux(&args.server)?;
+        // The size and the clear in one round trip: tmux runs them back to
+        // back, so no output lands between them.
+        let commands = [
+            TmuxCommand::new("display-message")
+                .flag("-p")
+                .target(args.pane_id)
+                .format_arg("#{history_size}"),
+            TmuxCommand::new("clear-history").target(args.pane_id),
+        ];
+        let deadline = ctx.tmux_deadline();
+        let replies = ctx.cancellable(move || Ok(tmux.run_many(&commands, deadline)))?;
+        let mut lines_cleared = 0;
+        for (i, reply) in replies.into_iter().enumerate() {
+            let out = reply.map_err(ToolError::from)?;
+            if i == 0 {
+                lines_cleared = out.trim().parse().unwrap_or(0);
+            }
+        }
+        Ok(ClearHistoryResult {
+            pane_id: args.pane_id,
+            lines_cleared,
         })
     }
 }

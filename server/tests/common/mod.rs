@@ -153,6 +153,7 @@ impl Serve {
             .env_remove("TMUX_PANE")
             .env_remove("PANESCAN_TIER")
             .env_remove("PANESCAN_ALLOW_SOCKET_DIR")
+            .env_remove("PANESCAN_LOG_DIR")
             .env("LC_ALL", "C.UTF-8")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
