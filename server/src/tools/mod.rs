@@ -8,6 +8,7 @@
 //! - [`wait`] — wait_for_text.
 //! - [`batch`] — call_read_tools_batch.
 //! - [`mutate`] — send_keys, rename_window, set_pane_title (mutating tier).
+//! - [`run`] — run_command, wait_for_command (mutating tier).
 //! - [`destroy`] — kill_pane, kill_window, kill_session (destructive tier).
 //!
 //! [`registry`] is the [`registry::Tool`] trait and the table of rows every
@@ -25,6 +26,7 @@ pub mod inspect;
 pub mod mutate;
 pub mod options;
 pub mod registry;
+pub mod run;
 pub mod schema;
 pub mod search;
 pub mod wait;
@@ -63,6 +65,8 @@ pub fn all() -> Vec<ToolEntry> {
         ToolEntry::of::<mutate::SendKeys>(),
         ToolEntry::of::<mutate::RenameWindow>(),
         ToolEntry::of::<mutate::SetPaneTitle>(),
+        ToolEntry::of::<run::RunCommand>(),
+        ToolEntry::of::<run::WaitForCommand>(),
         ToolEntry::of::<destroy::KillPane>(),
         ToolEntry::of::<destroy::KillWindow>(),
         ToolEntry::of::<destroy::KillSession>(),
