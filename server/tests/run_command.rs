@@ -252,7 +252,7 @@ fn a_timeout_then_wait_for_command_and_an_interrupt() {
     let id = r["command_id"].as_str().unwrap().to_owned();
     let w = s.call_ok(
         "wait_for_command",
-        json!({"command_id": id, "timeout_ms": 20000}),
+        json!({"command_id": id, "timeout_ms": 10000}),
     );
     assert_eq!(
         (&w["timed_out"], &w["exit_status"]),
@@ -281,7 +281,7 @@ fn a_timeout_then_wait_for_command_and_an_interrupt() {
     s.call_ok("send_keys", json!({"pane_id": pane, "keys": ["C-c"]}));
     let w = s.call_ok(
         "wait_for_command",
-        json!({"command_id": id, "timeout_ms": 20000}),
+        json!({"command_id": id, "timeout_ms": 10000}),
     );
     assert_eq!(
         (&w["timed_out"], &w["exit_status"]),
