@@ -64,7 +64,7 @@ fn tiers_hide_and_refuse_off_tier_tools() {
                 assert_eq!(a["destructiveHint"], true);
                 assert_eq!(a["readOnlyHint"], false);
             }
-            "send_keys" | "rename_window" | "set_pane_title" => {
+            "send_keys" | "rename_window" | "set_pane_title" | "run_command" => {
                 assert_eq!(a["readOnlyHint"], false);
                 assert_eq!(a["destructiveHint"], false);
             }

@@ -84,7 +84,8 @@ pub struct RunCommandArgs {
 // reads in tools/list; the tool's description and the field names say it.
 #[allow(missing_docs)]
 pub struct RunCommandResult {
-    /// Null while running, or when the shell gave none.
+    /// Absent while running, or when the shell gave none.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub exit_status: Option<i32>,
     pub output: String,
     /// Lines in output.
