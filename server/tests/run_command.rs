@@ -19,17 +19,20 @@ use serde_json::{json, Value};
 const BASH: &str = "env PS1='$ ' bash --norc --noprofile";
 
 fn serve(label: &str) -> (PrivateServer, Serve) {
+    serve_with(label, &[])
+}
+
+fn serve_with(label: &str, more: &[&str]) -> (PrivateServer, Serve) {
     let tmux = PrivateServer::start(label, 80, 24).unwrap();
-    let mut s = Serve::spawn_with(
-        &[
-            "serve",
-            "--socket-name",
-            tmux.socket_name(),
-            "--tier",
-            "mutating",
-        ],
-        &[],
-    );
+    let mut args = vec![
+        "serve",
+        "--socket-name",
+        tmux.socket_name(),
+        "--tier",
+        "mutating",
+    ];
+    args.extend_from_slice(more);
+    let mut s = Serve::spawn_with(&args, &[]);
     s.initialize();
     (tmux, s)
 }
@@ -188,8 +191,44 @@ fn shells_without_marks_sh_too() {
 }
 
 #[test]
+fn without_the_event_stream_the_marker_is_found_on_the_screen() {
+    let (tmux, mut s) = serve_with("run-poll", &["--no-events"]);
+    let pane = shell_pane(&tmux, BASH);
+    let r = run(&mut s, &pane, "echo polled; false");
+    assert_eq!(
+        (&r["exit_status"], &r["output"]),
+        (&json!(1), &json!("polled\n")),
+        "{r}"
+    );
+    let r = run_with(&mut s, &pane, "sleep 100", json!({"timeout_ms": 200}));
+    let id = r["command_id"].as_str().unwrap().to_owned();
+    s.call_ok("send_keys", json!({"pane_id": pane, "keys": ["C-c"]}));
+    let w = s.call_ok(
+        "wait_for_command",
+        json!({"command_id": id, "timeout_ms": 10000}),
+    );
+    assert_eq!(w["exit_status"], 130, "{w}");
+    tmux.kill();
+}
+
+#[test]
 fn panes_not_at_a_prompt_are_refused_saying_why() {
     let (tmux, mut s) = serve("run-refuse");
+    tmux.run_ok(["set-option", "-g", "remain-on-exit", "on"])
+        .unwrap();
+    let dead = tmux
+        .run_ok(["new-window", "-d", "-P", "-F", "#{pane_id}", "true"])
+        .unwrap()
+        .trim()
+        .to_owned();
+    assert!(eventually(Duration::from_secs(10), || {
+        tmux.run_ok(["display-message", "-p", "-t", &dead, "#{pane_dead}"])
+            .is_ok_and(|t| t.trim() == "1")
+    }));
+    let e = s.call_err("run_command", json!({"pane_id": dead, "command": "true"}));
+    assert!(e.contains("is dead"), "{e}");
+    tmux.run_ok(["set-option", "-g", "remain-on-exit", "off"])
+        .unwrap();
     let alt = window_showing(
         &tmux,
         None,
