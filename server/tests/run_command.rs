@@ -336,5 +336,29 @@ fn a_timeout_then_wait_for_command_and_an_interrupt() {
     // The pane is usable again.
     let r = run(&mut s, &pane, "echo again");
     assert_eq!(r["output"], "again\n", "{r}");
+
+    // A nested shell at its prompt is the command still running: it ends
+    // when that shell exits.
+    let r = run_with(
+        &mut s,
+        &pane,
+        "PS1='> ' bash --norc --noprofile",
+        json!({"timeout_ms": 1500}),
+    );
+    assert_eq!(r["timed_out"], true, "{r}");
+    let id = r["command_id"].as_str().unwrap().to_owned();
+    s.call_ok(
+        "send_keys",
+        json!({"pane_id": pane, "text": "exit 5", "enter": true}),
+    );
+    let w = s.call_ok(
+        "wait_for_command",
+        json!({"command_id": id, "timeout_ms": 10000}),
+    );
+    assert_eq!(
+        (&w["timed_out"], &w["exit_status"]),
+        (&json!(false), &json!(5)),
+        "{w}"
+    );
     tmux.kill();
 }

@@ -135,6 +135,18 @@ pub fn check_command(command: &str, allow_multiline: bool, max: usize) -> Result
     Ok(())
 }
 
+/// Whether process `pid` leads the foreground process group of its
+/// terminal (`tpgid` in `/proc/PID/stat`): the pane's own shell, not a
+/// program or a nested shell it started. `None` when it cannot be told.
+pub fn in_foreground(pid: u32) -> Option<bool> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command name in parentheses: state ppid pgrp session
+    // tty_nr tpgid ...
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let tpgid: i64 = rest.split_whitespace().nth(5)?.parse().ok()?;
+    Some(tpgid == i64::from(pid))
+}
+
 /// Whether the terminal `tty` is out of canonical mode: a line editor
 /// (readline, zle, fish) is reading a line, i.e. the shell sits at its
 /// prompt. `None` when it cannot be told.
@@ -199,6 +211,14 @@ mod tests {
         assert!(check_command("a\x1bb", true, 100).is_err());
         assert!(check_command(" ", false, 100).is_err());
         assert!(check_command("xxxx", false, 3).is_err());
+    }
+
+    #[test]
+    fn a_process_without_a_terminal_is_not_in_the_foreground() {
+        // The test process has no controlling terminal under cargo, or is
+        // not its foreground group leader; pid 0 has no /proc entry.
+        assert_eq!(in_foreground(0), None);
+        assert!(in_foreground(std::process::id()).is_some());
     }
 
     #[test]

@@ -11,9 +11,10 @@
 //!
 //! An interrupted command (C-c) makes bash drop the rest of the typed line,
 //! the marker's printf included. So while no end was seen, the watcher
-//! checks every half second whether the pane is back at its prompt (its
-//! foreground program is the shell and the terminal is out of canonical
-//! mode: a line editor is reading); seen twice in a row, it types the
+//! checks every half second whether the pane is back at its prompt (the
+//! pane's own shell leads the terminal's foreground process group, so not
+//! a nested shell the command started, and the terminal is out of
+//! canonical mode: a line editor is reading); seen twice in a row, it types the
 //! marker's printf again, once, which prints the status the interrupted
 //! command left in `$?` (130 for C-c in bash).
 
@@ -245,13 +246,13 @@ impl Watcher {
         let probe = TmuxCommand::new("display-message")
             .flag("-p")
             .target(self.entry.pane)
-            .format_arg("#{pane_dead}\t#{pane_current_command}\t#{pane_tty}");
+            .format_arg("#{pane_dead}\t#{pane_current_command}\t#{pane_tty}\t#{pane_pid}");
         let text = self
             .tmux
             .run(&probe, Instant::now() + self.round_trip)
             .map_err(|e| self.pane_error(e))?;
         let fields: Vec<&str> = text.trim_end_matches('\n').split('\t').collect();
-        let [dead, current, tty] = fields[..] else {
+        let [dead, current, tty, pid] = fields[..] else {
             return Err(ToolError::not_found(format!(
                 "pane {} closed while command {} ran",
                 self.entry.pane, self.entry.id
@@ -263,8 +264,16 @@ impl Watcher {
                 self.entry.pane, self.entry.id
             )));
         }
-        let at_prompt =
-            shell::Shell::of(current).is_some() && shell::line_editor_reading(tty) == Some(true);
+        // The pane's own shell (not a nested one the command started) in
+        // the foreground, its line editor reading.
+        let own = pid
+            .parse::<u32>()
+            .ok()
+            .and_then(shell::in_foreground)
+            .unwrap_or(false);
+        let at_prompt = own
+            && shell::Shell::of(current).is_some()
+            && shell::line_editor_reading(tty) == Some(true);
         self.prompt_seen = if at_prompt { self.prompt_seen + 1 } else { 0 };
         if self.prompt_seen < 2 {
             return Ok(());
