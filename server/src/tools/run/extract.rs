@@ -7,7 +7,8 @@
 //! - the **start** is the echoed command line. With a marker it is the
 //!   first line holding the call's random key (nothing printed before the
 //!   call can hold it); with OSC 133 it is the first line, from where the
-//!   prompt was, that ends with the typed command. If tmux no longer holds
+//!   prompt was, that holds the typed command (the last such line when
+//!   that place is unknown: the history was trimmed). If tmux no longer holds
 //!   it (`clear` erased it, the history limit dropped it, or the window was
 //!   too short) the output starts at the first captured line and is
 //!   flagged incomplete;
@@ -32,6 +33,9 @@ pub struct Marks<'a> {
     pub typed: &'a str,
     /// The command ended (the last line is then a prompt, not output).
     pub ended: bool,
+    /// `earliest` is where the command was typed (false: unknown, and
+    /// without a key the echo is the last line holding the typed text).
+    pub placed: bool,
 }
 
 /// A command's lines as the pane holds them.
@@ -112,7 +116,12 @@ fn start_of(
         ),
         None => (typed, ""),
     };
-    let echo = (earliest..end).find(|&i| lines[i].contains(anchor))?;
+    let holds = |i: &usize| lines[*i].contains(anchor);
+    let echo = if marks.key.is_some() || marks.placed {
+        (earliest..end).find(holds)?
+    } else {
+        (earliest..end).rev().find(holds)?
+    };
     let line = &lines[echo];
     let after = line
         .find(anchor)
@@ -152,6 +161,7 @@ mod tests {
             key: Some("3c4d5e6f"),
             typed: TYPED,
             ended,
+            placed: true,
         }
     }
 
@@ -209,6 +219,7 @@ mod tests {
             key: None,
             typed: "ls -1",
             ended: true,
+            placed: true,
         };
         let text = ["$ ls -1a", "b", "$ "];
         assert_eq!(run(&text, 0, &marks).0, lines(&["a", "b"]));
@@ -249,10 +260,18 @@ mod tests {
             key: None,
             typed: "ls -1",
             ended: true,
+            placed: true,
         };
         let text = ["$ ls -1", "old", "$ ls -1", "a", "b", "$ "];
         assert_eq!(run(&text, 2, &marks), (lines(&["a", "b"]), true));
         let text = ["$ ls -1", "$ "];
         assert_eq!(run(&text, 0, &marks), (vec![], true));
+        // Its place unknown: the last echo of that command is this one.
+        let unplaced = Marks {
+            placed: false,
+            ..marks
+        };
+        let text = ["$ ls -1", "old", "$ ls -1", "a", "$ "];
+        assert_eq!(run(&text, 0, &unplaced).0, lines(&["a"]));
     }
 }

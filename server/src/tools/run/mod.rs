@@ -304,6 +304,8 @@ fn answer(
         _ => (false, None),
     };
     let (cap, earliest) = capture_command(ctx, tmux, entry, max_lines)?;
+    let placed = earliest.is_some();
+    let earliest = earliest.unwrap_or(0);
     let lines = caption_lines(&cap);
     let marks = match &entry.completion {
         Completion::Marker { token, key, .. } => extract::Marks {
@@ -311,12 +313,14 @@ fn answer(
             key: Some(key),
             typed: &entry.typed,
             ended,
+            placed,
         },
         Completion::Osc133 => extract::Marks {
             token: None,
             key: None,
             typed: &entry.typed,
             ended,
+            placed,
         },
     };
     let found = extract::extract(&lines, earliest, &marks);
@@ -354,7 +358,8 @@ fn caption_lines(cap: &CapturedText) -> Vec<String> {
 /// Captures from the command's line (or a window of `max_lines` and the
 /// pane's height above the cursor, when its line is further up or its
 /// place is unknown) to the cursor's row, wrapped rows joined. Returns the
-/// capture and the index of its first line typed at or after the command.
+/// capture and the index of its first line typed at or after the command
+/// (`None`: the place is unknown).
 ///
 /// Where the command's line is: its absolute row (history rows, then the
 /// screen) less the history size now, in tmux's line scale. That holds
@@ -368,7 +373,7 @@ fn capture_command(
     tmux: &Tmux,
     entry: &Entry,
     max_lines: usize,
-) -> Result<(CapturedText, usize), ToolError> {
+) -> Result<(CapturedText, Option<usize>), ToolError> {
     let probe = TmuxCommand::new("display-message")
         .flag("-p")
         .target(entry.pane)
@@ -412,11 +417,7 @@ fn capture_command(
         )),
         _ => e,
     })?;
-    let earliest = if known {
-        first_at_or_after(&cap, typed_at)
-    } else {
-        0
-    };
+    let earliest = known.then(|| first_at_or_after(&cap, typed_at));
     Ok((cap, earliest))
 }
 
