@@ -137,6 +137,15 @@ fn long_output_is_bounded_and_flagged_and_clear_is_survived() {
         (&json!("9999\n10000\n"), &json!(true))
     );
 
+    // A flood overruns the event channel: the marker is still found.
+    let r = run(&mut s, &pane, "yes flood | head -n 100000");
+    assert_eq!(
+        (&r["exit_status"], &r["lines"]),
+        (&json!(0), &json!(200)),
+        "{r}"
+    );
+    assert_eq!(r["output"], "flood\n".repeat(200));
+
     let r = run(&mut s, &pane, "echo before; clear; echo after");
     assert_eq!(r["exit_status"], 0, "{r}");
     let out = r["output"].as_str().unwrap();

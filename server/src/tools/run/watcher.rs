@@ -46,6 +46,8 @@ pub struct Watcher {
     round_trip: Duration,
     poll_every: Duration,
     next_poll: Instant,
+    /// Output was lost since the last poll: poll at the next turn.
+    lost: bool,
     next_prompt_check: Instant,
     prompt_seen: u32,
     retyped: bool,
@@ -73,6 +75,7 @@ impl Watcher {
             round_trip,
             poll_every: POLL_FIRST,
             next_poll: now + POLL_FIRST,
+            lost: false,
             next_prompt_check: now + PROMPT_CHECK,
             prompt_seen: 0,
             retyped: false,
@@ -121,11 +124,10 @@ impl Watcher {
         let covered = self.covered();
         let now = Instant::now();
         let mut until = self.next_prompt_check;
-        if !covered {
+        if !covered || self.lost {
             until = until.min(self.next_poll);
         }
         let until = until.max(now).min(now + POLL_MAX);
-        let mut poll = false;
         let mut events = Vec::new();
         match &self.sub {
             Some(sub) => {
@@ -138,13 +140,16 @@ impl Watcher {
             None => std::thread::sleep(until.saturating_duration_since(now)),
         }
         for event in events {
-            poll |= self.take(event);
+            self.lost |= self.take(event);
         }
         if self.entry.progress() != Progress::Running {
             return Ok(());
         }
         let now = Instant::now();
-        if poll || (!covered && now >= self.next_poll) {
+        // Lost output (a flooding command overruns the channel) asks for a
+        // poll, at the polling pace: not a capture per wake-up.
+        if (self.lost || !covered) && now >= self.next_poll {
+            self.lost = false;
             self.poll()?;
         }
         if now >= self.next_prompt_check {
