@@ -57,10 +57,15 @@ fn tiers_hide_and_refuse_off_tier_tools() {
 
     // The listing of each tool says what it does to the world: read tools
     // read, the mutating tier's change without destroying, the rest destroy.
+    assert!(
+        m.contains(&"wait_for_command".to_owned()) && !r.contains(&"wait_for_command".to_owned())
+    );
     let listed = all.request_bare("tools/list");
     for t in listed["result"]["tools"].as_array().unwrap() {
         let (a, n) = (&t["annotations"], t["name"].as_str().unwrap().to_owned());
-        if r.contains(&n) {
+        // wait_for_command only waits on a command run_command started: it
+        // changes nothing, though only the tier that runs commands has it.
+        if r.contains(&n) || n == "wait_for_command" {
             assert_eq!(a["readOnlyHint"], true, "{n}");
         } else {
             assert_eq!(a["readOnlyHint"], false, "{n}");

@@ -117,6 +117,11 @@ pub fn wait(w: &WaitBench) -> String {
         "| one capture of the pane | {:.1} ms | |",
         w.capture_median_ms
     );
+    let _ = writeln!(
+        out,
+        "| run_command true, call to answer (idle bash) | {:.1} ms | {:.1}-{:.1} ms |",
+        w.run_true_median_ms, w.run_true_min_ms, w.run_true_max_ms
+    );
     out
 }
 
@@ -164,6 +169,9 @@ mod tests {
                 polling_max_ms: 100.0,
                 capture_median_ms: 2.5,
                 events_panes_polled: 0,
+                run_true_median_ms: 20.0,
+                run_true_min_ms: 15.0,
+                run_true_max_ms: 30.0,
             }),
         }
     }

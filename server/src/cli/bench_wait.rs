@@ -10,6 +10,10 @@
 //! prints it at once, so that moment is when the text appears. Event and
 //! polling runs alternate, so load drifting on a shared machine moves both
 //! alike. The waits run in-process through the same tool code `serve` runs.
+//!
+//! In the same run, run_command types `true` into an idle bash (no rc
+//! files) and is timed from the call to its answer (exit status and
+//! output): the loop an agent runs, on the mutating tier.
 
 use std::io::Write as _;
 use std::path::Path;
@@ -25,6 +29,7 @@ use crate::tmux::private_server::PrivateServer;
 use crate::tmux::{CaptureOptions, CaptureRange, CaptureRequest, PaneId, ServerSpec, Tmux};
 use crate::tools::context::ToolContext;
 use crate::tools::registry::{Registry, Tool};
+use crate::tools::run::{RunCommand, RunCommandArgs};
 use crate::tools::wait::{WaitForText, WaitForTextArgs};
 
 /// How long a wait runs before the text appears.
@@ -48,6 +53,10 @@ pub struct WaitBench {
     pub capture_median_ms: f64,
     /// Panes the event runs had to poll (0: the stream covered the pane).
     pub events_panes_polled: u64,
+    /// run_command of `true` on an idle bash, call to answer.
+    pub run_true_median_ms: f64,
+    pub run_true_min_ms: f64,
+    pub run_true_max_ms: f64,
 }
 
 fn ms(d: Duration) -> f64 {
@@ -91,9 +100,12 @@ fn measure(server: &PrivateServer, dir: &Path, runs: usize) -> Result<WaitBench,
         .map_err(|e| e.to_string())?;
     let pane = PaneId::parse(pane.trim()).map_err(|e| e.to_string())?;
     let spec = ServerSpec::named(server.socket_name());
+    let shell = idle_shell(server)?;
     let (mut events, mut polling, mut captures) = (Vec::new(), Vec::new(), Vec::new());
+    let mut runs_true = Vec::new();
     let mut polled = 0;
     for k in 0..runs {
+        runs_true.push(one_run(&spec, shell)?);
         let (t, p) = one_wait(&spec, pane, &fifo, &format!("needle-e{k}"), true)?;
         events.push(t);
         polled += p;
@@ -102,6 +114,7 @@ fn measure(server: &PrivateServer, dir: &Path, runs: usize) -> Result<WaitBench,
     }
     let (events_median_ms, events_min_ms, events_max_ms) = spread(&mut events);
     let (polling_median_ms, polling_min_ms, polling_max_ms) = spread(&mut polling);
+    let (run_true_median_ms, run_true_min_ms, run_true_max_ms) = spread(&mut runs_true);
     Ok(WaitBench {
         runs,
         events_median_ms,
@@ -112,7 +125,63 @@ fn measure(server: &PrivateServer, dir: &Path, runs: usize) -> Result<WaitBench,
         polling_max_ms,
         capture_median_ms: ms(median(&mut captures)),
         events_panes_polled: polled,
+        run_true_median_ms,
+        run_true_min_ms,
+        run_true_max_ms,
     })
+}
+
+/// A window running a bash without rc files, once its prompt shows.
+fn idle_shell(server: &PrivateServer) -> Result<PaneId, String> {
+    let pane = server
+        .run_ok([
+            "new-window",
+            "-d",
+            "-P",
+            "-F",
+            "#{pane_id}",
+            "env PS1='$ ' bash --norc --noprofile",
+        ])
+        .map_err(|e| e.to_string())?;
+    let pane = pane.trim().to_owned();
+    let until = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < until {
+        let screen = server
+            .run_ok(["capture-pane", "-p", "-t", &pane])
+            .unwrap_or_default();
+        if screen.lines().any(|l| l.starts_with('$')) {
+            return PaneId::parse(&pane).map_err(|e| e.to_string());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Err("the bench's bash never showed its prompt".into())
+}
+
+/// One run_command of `true`: the time from the call to the answer.
+fn one_run(spec: &ServerSpec, pane: PaneId) -> Result<Duration, String> {
+    let config = ServeConfig {
+        server: spec.clone(),
+        tier: Tier::Mutating,
+        ..ServeConfig::default()
+    };
+    let ctx = ToolContext::new(
+        Arc::new(config),
+        Arc::new(Registry::for_tier(Tier::Mutating)),
+    );
+    let args: RunCommandArgs = serde_json::from_value(json!({
+        "pane_id": pane.to_string(), "command": "true", "timeout_ms": 10_000
+    }))
+    .map_err(|e| e.to_string())?;
+    let started = Instant::now();
+    let out = RunCommand::run(&ctx, args).map_err(|e| format!("run_command failed: {e}"))?;
+    let took = started.elapsed();
+    if out.exit_status != Some(0) || !out.output.is_empty() {
+        return Err(format!(
+            "run_command true answered status {:?}, output {:?}",
+            out.exit_status, out.output
+        ));
+    }
+    Ok(took)
 }
 
 /// One wait for `needle`: the time from writing it to the answer, and how
@@ -196,4 +265,8 @@ pub fn print(w: &WaitBench) {
         w.polling_median_ms, w.polling_min_ms, w.polling_max_ms
     );
     println!("  one capture of the pane {:>7.1} ms", w.capture_median_ms);
+    println!(
+        "run_command true, call to answer {:>7.1} ms  ({:.1}-{:.1})",
+        w.run_true_median_ms, w.run_true_min_ms, w.run_true_max_ms
+    );
 }

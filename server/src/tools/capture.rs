@@ -103,7 +103,7 @@ impl Lines {
 /// The tail of `lines` that fits `max_bytes` (each line counts its newline).
 /// Returns (kept-from index, omitted bytes); a single line longer than the
 /// ceiling keeps its end.
-fn keep_tail_bytes(lines: &mut [String], max_bytes: usize) -> (usize, usize) {
+pub(crate) fn keep_tail_bytes(lines: &mut [String], max_bytes: usize) -> (usize, usize) {
     let mut used = 0usize;
     let mut from = lines.len();
     while from > 0 {
@@ -362,7 +362,7 @@ impl Tool for CapturePane {
 
 /// A capture's `max_lines` and `max_bytes`: the caller's values, or the
 /// defaults; a value above the operator's ceiling is an error naming it.
-fn output_bounds(
+pub(crate) fn output_bounds(
     limits: &Ceilings,
     max_lines: Option<usize>,
     max_bytes: Option<usize>,

@@ -19,6 +19,7 @@
 //! - [`mutate`] — send_keys, rename_window, set_pane_title, clear_history
 //!   (mutating tier).
 //! - [`logging`] — pipe_pane (mutating tier).
+//! - [`run`] — run_command, wait_for_command (mutating tier).
 //! - [`destroy`] — kill_pane, kill_window, kill_session (destructive tier).
 //! - [`lifecycle`] — respawn_pane, kill_server (destructive tier).
 //!
@@ -43,6 +44,7 @@ pub mod mutate;
 pub mod option_rule;
 pub mod options;
 pub mod registry;
+pub mod run;
 pub mod schema;
 pub mod search;
 pub mod servers;
@@ -101,6 +103,8 @@ pub fn all() -> Vec<ToolEntry> {
         ToolEntry::of::<mutate::ClearHistory>(),
         ToolEntry::of::<buffers::PasteText>(),
         ToolEntry::of::<logging::PipePane>(),
+        ToolEntry::of::<run::RunCommand>(),
+        ToolEntry::of::<run::WaitForCommand>(),
         ToolEntry::of::<destroy::KillPane>(),
         ToolEntry::of::<destroy::KillWindow>(),
         ToolEntry::of::<destroy::KillSession>(),

@@ -1,0 +1,314 @@
+//! The completion detector: a pure parser of a pane's raw output (escape
+//! sequences included, in the chunks tmux's `%output` cuts it into) for
+//! the two signs that a command ended:
+//!
+//! - an OSC 133 "command finished" mark, `ESC ] 133 ; D [; status] (BEL |
+//!   ESC \)`, which shells with shell integration print before each
+//!   prompt (further `;key=value` parameters after the status are skipped);
+//! - the call's marker, `TOKEN:status` then CR or LF, which the shell
+//!   prints from pieces after the command (so the echoed command line never
+//!   holds TOKEN itself).
+//!
+//! A sign split across chunks is found once whole; bytes that only look
+//! like a sign (a marker with another token, `133;A`, a status that is not
+//! a number) are not one. Memory is bounded: only the last few bytes of a
+//! chunk are kept for the next.
+
+/// A sign that the command ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sign {
+    /// An OSC 133 D mark, with its status when it carried one.
+    Osc133(Option<i32>),
+    /// The call's marker, with the status the shell printed.
+    Marker(i32),
+}
+
+/// Longest OSC 133 mark considered (parameters included).
+const MAX_OSC: usize = 96;
+/// Digits a status may have.
+const MAX_STATUS_DIGITS: usize = 10;
+
+/// Finds [`Sign`]s in a byte stream fed chunk by chunk.
+#[derive(Clone, Debug)]
+pub struct Detector {
+    token: Vec<u8>,
+    /// The unfinished end of the previous chunks.
+    carry: Vec<u8>,
+    /// Bytes at the start of `carry` that a reported sign covered.
+    reported: usize,
+}
+
+impl Detector {
+    /// A detector for the marker `token` (ASCII letters, digits, `_`).
+    pub fn new(token: &str) -> Detector {
+        Detector {
+            token: token.as_bytes().to_vec(),
+            carry: Vec::new(),
+            reported: 0,
+        }
+    }
+
+    /// The signs completed by `chunk`, in stream order.
+    pub fn feed(&mut self, chunk: &[u8]) -> Vec<Sign> {
+        let mut buf = std::mem::take(&mut self.carry);
+        buf.extend_from_slice(chunk);
+        let mut signs = Vec::new();
+        let mut at = 0;
+        let mut reported = std::mem::take(&mut self.reported);
+        // The earliest position a sign may still be completing from.
+        let mut pending = buf.len();
+        while at < buf.len() {
+            match self.sign_at(&buf[at..]) {
+                Found::Sign(sign, len) => {
+                    // A sign seen before (its start was kept because an
+                    // earlier one was still incomplete) is not reported twice.
+                    if at >= reported {
+                        signs.push(sign);
+                        reported = at + len;
+                    }
+                    at += len;
+                }
+                Found::Partial => {
+                    pending = pending.min(at);
+                    at += 1;
+                }
+                Found::No => at += 1,
+            }
+        }
+        let keep_from = pending
+            .max(buf.len().saturating_sub(self.max_len()))
+            .min(buf.len());
+        self.reported = reported.saturating_sub(keep_from);
+        self.carry = buf[keep_from..].to_vec();
+        signs
+    }
+
+    fn max_len(&self) -> usize {
+        MAX_OSC.max(self.token.len() + MAX_STATUS_DIGITS + 3)
+    }
+
+    fn sign_at(&self, s: &[u8]) -> Found {
+        match s.first() {
+            Some(0x1b) => osc133(s),
+            Some(&b) if Some(&b) == self.token.first() => self.marker(s),
+            _ => Found::No,
+        }
+    }
+
+    /// `TOKEN:digits` then CR or LF (a `-` first for a negative status).
+    fn marker(&self, s: &[u8]) -> Found {
+        let t = self.token.len();
+        if s.len() < t {
+            return if self.token.starts_with(s) {
+                Found::Partial
+            } else {
+                Found::No
+            };
+        }
+        if s[..t] != self.token[..] {
+            return Found::No;
+        }
+        match s.get(t) {
+            None => return Found::Partial,
+            Some(b':') => {}
+            Some(_) => return Found::No,
+        }
+        match number(&s[t + 1..], b"\r\n") {
+            Num::Done(n, len) => match n {
+                Some(n) => Found::Sign(Sign::Marker(n), t + 1 + len + 1),
+                None => Found::No,
+            },
+            Num::Partial => Found::Partial,
+            Num::Bad => Found::No,
+        }
+    }
+}
+
+enum Found {
+    Sign(Sign, usize),
+    Partial,
+    No,
+}
+
+/// `ESC ] 133 ; D`, then `;status`, more `;parameters`, and BEL or ST.
+fn osc133(s: &[u8]) -> Found {
+    const HEAD: &[u8] = b"\x1b]133;D";
+    if s.len() < HEAD.len() {
+        return if HEAD.starts_with(s) {
+            Found::Partial
+        } else {
+            Found::No
+        };
+    }
+    if &s[..HEAD.len()] != HEAD {
+        return Found::No;
+    }
+    let rest = &s[HEAD.len()..];
+    if rest.is_empty() {
+        return Found::Partial;
+    }
+    match terminator(rest) {
+        Some(Some(len)) => return Found::Sign(Sign::Osc133(None), HEAD.len() + len),
+        Some(None) => return Found::Partial,
+        None => {}
+    }
+    if rest.first() != Some(&b';') {
+        return Found::No;
+    }
+    let status_and_more = &rest[1..];
+    let (status, used) = match number(status_and_more, &[b';', 0x07, 0x1b]) {
+        Num::Done(n, len) => (n, len),
+        Num::Partial => return Found::Partial,
+        // Not a number: a mark without a usable status.
+        Num::Bad => (None, 0),
+    };
+    // Skip parameters up to the terminator, within the bound.
+    let mut i = 1 + used;
+    while i < rest.len() && HEAD.len() + i < MAX_OSC {
+        match terminator(&rest[i..]) {
+            Some(Some(len)) => return Found::Sign(Sign::Osc133(status), HEAD.len() + i + len),
+            Some(None) => return Found::Partial,
+            None => i += 1,
+        }
+    }
+    if HEAD.len() + i >= MAX_OSC {
+        Found::No
+    } else {
+        Found::Partial
+    }
+}
+
+/// At `s`: BEL or ESC \ (`Some(Some(len))`), an ESC that may start ST
+/// (`Some(None)`), or neither.
+fn terminator(s: &[u8]) -> Option<Option<usize>> {
+    match s {
+        [0x07, ..] => Some(Some(1)),
+        [0x1b, b'\\', ..] => Some(Some(2)),
+        [0x1b] => Some(None),
+        _ => None,
+    }
+}
+
+enum Num {
+    /// The number (`None` when it does not fit) and its length.
+    Done(Option<i32>, usize),
+    Partial,
+    Bad,
+}
+
+/// An optionally negative decimal ended by one of `ends`.
+fn number(s: &[u8], ends: &[u8]) -> Num {
+    let neg = s.first() == Some(&b'-');
+    let digits_from = usize::from(neg);
+    let mut i = digits_from;
+    while i < s.len() && s[i].is_ascii_digit() {
+        i += 1;
+        if i - digits_from > MAX_STATUS_DIGITS {
+            return Num::Bad;
+        }
+    }
+    let Some(&next) = s.get(i) else {
+        return Num::Partial;
+    };
+    if i == digits_from || !ends.contains(&next) {
+        return Num::Bad;
+    }
+    let text = std::str::from_utf8(&s[..i]).unwrap_or("");
+    Num::Done(text.parse::<i32>().ok(), i)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use proptest::prelude::*;
+
+    const TOKEN: &str = "__psAB12cd34ef56";
+
+    fn all(chunks: &[&[u8]]) -> Vec<Sign> {
+        let mut d = Detector::new(TOKEN);
+        chunks.iter().flat_map(|c| d.feed(c)).collect()
+    }
+
+    #[test]
+    fn osc_133_d_with_and_without_status_both_terminators() {
+        assert_eq!(all(&[b"x\x1b]133;D;0\x07$ "]), vec![Sign::Osc133(Some(0))]);
+        assert_eq!(
+            all(&[b"\x1b]133;D;130\x1b\\"]),
+            vec![Sign::Osc133(Some(130))]
+        );
+        assert_eq!(all(&[b"\x1b]133;D\x07"]), vec![Sign::Osc133(None)]);
+        assert_eq!(
+            all(&[b"\x1b]133;D;2;aid=77\x07"]),
+            vec![Sign::Osc133(Some(2))]
+        );
+        assert_eq!(all(&[b"\x1b]133;D;x\x07"]), vec![Sign::Osc133(None)]);
+    }
+
+    #[test]
+    fn other_marks_and_lookalikes_are_not_signs() {
+        assert!(all(&[b"\x1b]133;A\x07\x1b]133;B\x07\x1b]133;C\x07"]).is_empty());
+        assert!(all(&[b"\x1b]1337;D;0\x07"]).is_empty());
+        assert!(all(&[b"__psAB12cd34ef57:0\n"]).is_empty());
+        assert!(all(&[b"__psAB12cd34ef5:0\n", b"__ps AB12cd34ef56:0\n"]).is_empty());
+        // The echoed command line holds the pieces, never the token.
+        assert!(all(&[b"true; printf '%s%s:%s\\n' __psAB12 cd34ef56 \"$?\"\r\n"]).is_empty());
+        assert!(all(&[b"__psAB12cd34ef56:zero\n", b"__psAB12cd34ef56:\n"]).is_empty());
+    }
+
+    #[test]
+    fn the_marker_with_its_status() {
+        assert_eq!(
+            all(&[b"out\r\n__psAB12cd34ef56:1\r\n$ "]),
+            vec![Sign::Marker(1)]
+        );
+        assert_eq!(
+            all(&[b"no newline__psAB12cd34ef56:0\n"]),
+            vec![Sign::Marker(0)]
+        );
+    }
+
+    #[test]
+    fn the_carry_stays_bounded() {
+        let mut d = Detector::new(TOKEN);
+        for _ in 0..1000 {
+            d.feed(&[b'y'; 4096]);
+            d.feed(b"\x1b]133;");
+        }
+        assert!(d.carry.len() <= d.max_len());
+    }
+
+    proptest! {
+        /// Any cut of a stream into chunks finds the same signs.
+        #[test]
+        fn chunking_does_not_change_what_is_found(
+            noise in proptest::collection::vec(any::<u8>(), 0..64),
+            cuts in proptest::collection::vec(0usize..200, 0..8),
+            status in -5i32..300,
+        ) {
+            let mut stream = noise.clone();
+            stream.extend_from_slice(format!("{TOKEN}:{status}\r\n").as_bytes());
+            stream.extend_from_slice(&noise);
+            stream.extend_from_slice(format!("\x1b]133;D;{status}\x1b\\").as_bytes());
+            let whole = all(&[&stream]);
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(stream.len())).collect();
+            cuts.sort_unstable();
+            let mut chunks: Vec<&[u8]> = Vec::new();
+            let mut from = 0;
+            for c in cuts {
+                chunks.push(&stream[from..c]);
+                from = c;
+            }
+            chunks.push(&stream[from..]);
+            prop_assert_eq!(all(&chunks), whole.clone());
+            prop_assert!(whole.contains(&Sign::Marker(status)));
+            prop_assert_eq!(whole.last(), Some(&Sign::Osc133(Some(status))));
+        }
+
+        /// Bytes without the token's first byte or ESC hold no sign.
+        #[test]
+        fn random_text_is_never_a_sign(text in "[a-zA-Z0-9:;\\]\r\n ]{0,200}") {
+            prop_assert!(all(&[text.as_bytes()]).is_empty());
+        }
+    }
+}

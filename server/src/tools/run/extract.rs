@@ -1,0 +1,277 @@
+//! Which captured lines a command printed (pure).
+//!
+//! The capture runs, in tmux's line scale, from where the command was
+//! typed (or a bounded window above the cursor) down to the cursor's row,
+//! wrapped rows joined. In it:
+//!
+//! - the **start** is the echoed command line. With a marker it is the
+//!   first line holding the call's random key (nothing printed before the
+//!   call can hold it); with OSC 133 it is the first line, from where the
+//!   prompt was, that holds the typed command (the last such line when
+//!   that place is unknown: the history was trimmed). If tmux no longer holds
+//!   it (`clear` erased it, the history limit dropped it, or the window was
+//!   too short) the output starts at the first captured line and is
+//!   flagged incomplete;
+//! - the **end** is the marker line (text before the marker on that line
+//!   is the command's last line, printed without a newline); with OSC 133,
+//!   or before the command ended, the cursor's row, which is left out once
+//!   the command ended (the next prompt) and kept while it runs (a line not
+//!   yet finished).
+//!
+//! Lines between that hold the key are the shell's echo of a marker typed
+//! again to read an interrupted command's status: they are not output.
+
+/// How the start and end are recognised.
+#[derive(Clone, Copy, Debug)]
+pub struct Marks<'a> {
+    /// The marker as printed (`TOKEN`), when the call appended one.
+    pub token: Option<&'a str>,
+    /// Text only the echo of the call's typed line holds (the second
+    /// marker piece), when the call appended one.
+    pub key: Option<&'a str>,
+    /// The typed line.
+    pub typed: &'a str,
+    /// The command ended (the last line is then a prompt, not output).
+    pub ended: bool,
+    /// `earliest` is where the command was typed (false: unknown, and
+    /// without a key the echo is the last line holding the typed text).
+    pub placed: bool,
+}
+
+/// A command's lines as the pane holds them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Extracted {
+    /// Its lines, right-trimmed, oldest first.
+    pub lines: Vec<String>,
+    /// Its first line is in the capture (false: earlier lines are gone).
+    pub start_found: bool,
+}
+
+/// The command's lines in `lines` (the capture, wrapped rows joined, the
+/// cursor's row last); lines before `earliest` predate the call.
+pub fn extract(lines: &[String], earliest: usize, marks: &Marks) -> Extracted {
+    let (end, tail) = end_of(lines, marks);
+    let start = start_of(lines, earliest.min(end), end, marks);
+    let from = start.as_ref().map_or(earliest.min(end), |s| s.0);
+    let mut out: Vec<String> = start
+        .as_ref()
+        .and_then(|s| s.1.clone())
+        .into_iter()
+        .collect();
+    out.extend(
+        lines[from..end]
+            .iter()
+            .filter(|l| !marks.key.is_some_and(|k| l.contains(k)))
+            .map(|l| l.trim_end().to_owned()),
+    );
+    if let Some(tail) = tail {
+        out.push(tail);
+    }
+    Extracted {
+        lines: out,
+        start_found: start.is_some(),
+    }
+}
+
+/// The index one past the command's last full line, and the text before
+/// the marker on the marker's line (when not empty).
+fn end_of(lines: &[String], marks: &Marks) -> (usize, Option<String>) {
+    if let Some(token) = marks.token {
+        let found = lines
+            .iter()
+            .enumerate()
+            .rev()
+            .find_map(|(i, l)| l.find(token).map(|at| (i, at)));
+        if let Some((i, at)) = found {
+            let before = lines[i][..at].trim_end();
+            return (i, (!before.is_empty()).then(|| before.to_owned()));
+        }
+    }
+    let Some(last) = lines.len().checked_sub(1) else {
+        return (0, None);
+    };
+    if marks.ended || lines[last].trim_end().is_empty() {
+        (last, None)
+    } else {
+        (lines.len(), None)
+    }
+}
+
+/// The index of the first output line after the echo (and any rows of it
+/// tmux did not join), if the echo is found; and the first output line
+/// itself when tmux joined it to the echo (a line editor that filled the
+/// last column forces the wrap, so the next row counts as a continuation).
+fn start_of(
+    lines: &[String],
+    earliest: usize,
+    end: usize,
+    marks: &Marks,
+) -> Option<(usize, Option<String>)> {
+    let typed = marks.typed.trim_end();
+    // What the echo holds, and the typed text that follows it there.
+    let (anchor, rest) = match marks.key {
+        Some(key) => (
+            key,
+            typed.find(key).map_or("", |at| &typed[at + key.len()..]),
+        ),
+        None => (typed, ""),
+    };
+    let holds = |i: &usize| lines[*i].contains(anchor);
+    let echo = if marks.key.is_some() || marks.placed {
+        (earliest..end).find(holds)?
+    } else {
+        (earliest..end).rev().find(holds)?
+    };
+    let line = &lines[echo];
+    let after = line
+        .find(anchor)
+        .map_or("", |at| &line[at + anchor.len()..]);
+    let joined = after
+        .strip_prefix(rest)
+        .map(str::trim_end)
+        .filter(|r| !r.is_empty())
+        .map(str::to_owned);
+    let mut from = echo + 1;
+    // A row of the echo tmux did not join (the line editor broke the line
+    // itself): the rest of the typed text.
+    while from < end {
+        let row = lines[from].trim();
+        if row.is_empty() || !typed.ends_with(row) || marks.key.is_none() {
+            break;
+        }
+        from += 1;
+    }
+    Some((from, joined))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    const TYPED: &str = "make; printf '%s%s:%s\\n' __ps1a2b 3c4d5e6f \"$?\"";
+
+    fn lines(text: &[&str]) -> Vec<String> {
+        text.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    fn marker(ended: bool) -> Marks<'static> {
+        Marks {
+            token: Some("__ps1a2b3c4d5e6f:"),
+            key: Some("3c4d5e6f"),
+            typed: TYPED,
+            ended,
+            placed: true,
+        }
+    }
+
+    fn run(text: &[&str], earliest: usize, marks: &Marks) -> (Vec<String>, bool) {
+        let e = extract(&lines(text), earliest, marks);
+        (e.lines, e.start_found)
+    }
+
+    #[test]
+    fn output_between_echo_and_marker() {
+        let echo = format!("$ {TYPED}");
+        let text = [
+            "old",
+            "$ make",
+            "old output",
+            &echo,
+            "a",
+            "",
+            "b  ",
+            "__ps1a2b3c4d5e6f:0",
+            "$ ",
+        ];
+        assert_eq!(run(&text, 1, &marker(true)), (lines(&["a", "", "b"]), true));
+        // Nothing printed.
+        let text = [echo.as_str(), "__ps1a2b3c4d5e6f:0", "$"];
+        assert_eq!(run(&text, 0, &marker(true)), (vec![], true));
+        // No newline at the end: the marker follows on the same line.
+        let text = [echo.as_str(), "x", "last__ps1a2b3c4d5e6f:0", "$"];
+        assert_eq!(run(&text, 0, &marker(true)), (lines(&["x", "last"]), true));
+    }
+
+    #[test]
+    fn lookalikes_of_the_marker_are_output() {
+        let echo = format!("$ {TYPED}");
+        let text = [
+            echo.as_str(),
+            "__ps1a2b3c4d5e6e:0",
+            "__ps:1",
+            "__ps1a2b3c4d5e6f:0",
+            "$",
+        ];
+        assert_eq!(
+            run(&text, 0, &marker(true)).0,
+            lines(&["__ps1a2b3c4d5e6e:0", "__ps:1"])
+        );
+    }
+
+    #[test]
+    fn output_joined_to_an_echo_that_filled_the_row_is_output() {
+        let echo = format!("$ {TYPED}first");
+        let text = [echo.as_str(), "second", "__ps1a2b3c4d5e6f:0", "$"];
+        assert_eq!(run(&text, 0, &marker(true)).0, lines(&["first", "second"]));
+        let marks = Marks {
+            token: None,
+            key: None,
+            typed: "ls -1",
+            ended: true,
+            placed: true,
+        };
+        let text = ["$ ls -1a", "b", "$ "];
+        assert_eq!(run(&text, 0, &marks).0, lines(&["a", "b"]));
+    }
+
+    #[test]
+    fn a_lost_start_takes_what_is_left_and_says_so() {
+        // `clear`: the echo is gone; what the command printed after it is
+        // at the top.
+        let text = ["hi", "__ps1a2b3c4d5e6f:0", "$"];
+        assert_eq!(run(&text, 0, &marker(true)), (lines(&["hi"]), false));
+    }
+
+    #[test]
+    fn a_running_command_keeps_its_unfinished_line() {
+        let echo = format!("$ {TYPED}");
+        let text = [echo.as_str(), "1", "2", "partial"];
+        assert_eq!(
+            run(&text, 0, &marker(false)),
+            (lines(&["1", "2", "partial"]), true)
+        );
+        let text = [echo.as_str(), "1", ""];
+        assert_eq!(run(&text, 0, &marker(false)).0, lines(&["1"]));
+    }
+
+    #[test]
+    fn a_retyped_status_marker_is_not_output() {
+        let echo = format!("$ {TYPED}");
+        let again = "$ printf '%s%s:%s\\n' __ps1a2b 3c4d5e6f \"$?\"";
+        let text = [echo.as_str(), "1", "^C", again, "__ps1a2b3c4d5e6f:130", "$"];
+        assert_eq!(run(&text, 0, &marker(true)).0, lines(&["1", "^C"]));
+    }
+
+    #[test]
+    fn osc_133_ends_at_the_prompt_row() {
+        let marks = Marks {
+            token: None,
+            key: None,
+            typed: "ls -1",
+            ended: true,
+            placed: true,
+        };
+        let text = ["$ ls -1", "old", "$ ls -1", "a", "b", "$ "];
+        assert_eq!(run(&text, 2, &marks), (lines(&["a", "b"]), true));
+        let text = ["$ ls -1", "$ "];
+        assert_eq!(run(&text, 0, &marks), (vec![], true));
+        // Its place unknown: the last echo of that command is this one.
+        let unplaced = Marks {
+            placed: false,
+            ..marks
+        };
+        let text = ["$ ls -1", "old", "$ ls -1", "a", "$ "];
+        assert_eq!(run(&text, 0, &unplaced).0, lines(&["a"]));
+    }
+}

@@ -1,0 +1,471 @@
+//! run_command and wait_for_command (mutating tier): type a shell command
+//! into a pane at a prompt, learn when it ended and with what status, and
+//! return exactly what it printed.
+//!
+//! - [`shell`] — whether the pane sits at a shell prompt (a refusal saying
+//!   what it does instead), the typed line, the line editor check.
+//! - [`detect`] — the completion detector: OSC 133 D marks and the call's
+//!   marker in the pane's raw output (pure).
+//! - [`extract`] — which captured lines the command printed (pure).
+//! - [`table`] — the bounded table of commands, for wait_for_command.
+//! - [`watcher`] — the thread that watches one command until it ends.
+//!
+//! How the end is known: a pane whose shell was seen printing OSC 133 D
+//! marks (shell integration) gets the command as typed, and its end and
+//! status come from the next D mark. Any other pane gets the command
+//! followed by `; printf '%s%s:%s\n' PIECE1 PIECE2 "$?"`: the shell prints
+//! the marker PIECE1PIECE2 (random per call) with the status, and the
+//! typed line, which holds the pieces apart, can never be taken for it.
+//! The first marker run in a pane also learns whether a D mark follows.
+//!
+//! What was printed: the output comes from a capture, never from the event
+//! stream, between the command's echoed line and its marker (or the next
+//! prompt), in tmux's line scale: see [`extract`].
+
+mod detect;
+mod extract;
+mod shell;
+mod table;
+mod watcher;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::capture::{capture_one, keep_tail_bytes, output_bounds};
+use super::context::{ErrorKind, ServerArgs, ToolContext, ToolError};
+use super::find_pane;
+use super::search::capped;
+use crate::config::Tier;
+use crate::tmux::events::{Interest, OutputMode, Watch};
+use crate::tmux::{CaptureOptions, CaptureRange, CapturedText, PaneId, Tmux, TmuxCommand};
+use crate::tools::registry::{Annotations, Tool};
+use table::{Completion, Entry, Progress};
+
+/// run_command's timeout when the caller gives none.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Longest command typed.
+const MAX_COMMAND_BYTES: usize = 16 * 1024;
+/// Rows captured above the cursor beyond max_lines and the pane's height
+/// (for the echoed line and rows of lines that wrapped).
+const WINDOW_SLACK: i64 = 64;
+/// A waiting call looks at its cancel flag this often.
+const CANCEL_SLICE: Duration = Duration::from_millis(50);
+
+#[derive(Debug, Deserialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
+pub struct RunCommandArgs {
+    /// Pane id, e.g. %1; it must sit at a shell prompt.
+    pub pane_id: PaneId,
+    /// Shell command line, typed as is.
+    pub command: String,
+    /// Wait this long (default 30000, max as wait_for_text).
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    /// Keep at most this many output lines, the last (default 200, max 10000).
+    #[serde(default)]
+    pub max_lines: Option<usize>,
+    /// Keep at most this many output bytes, the last (max 262144).
+    #[serde(default)]
+    pub max_bytes: Option<usize>,
+    /// Allow newlines in command (each line runs in turn).
+    #[serde(default)]
+    pub allow_multiline: bool,
+    #[serde(flatten)]
+    pub server: ServerArgs,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
+pub struct RunCommandResult {
+    /// Absent while running, or when the shell gave none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_status: Option<i32>,
+    pub output: String,
+    /// Lines in output.
+    pub lines: usize,
+    /// Output lost its start (max_lines, max_bytes, or no longer in the pane).
+    pub output_truncated: bool,
+    pub timed_out: bool,
+    pub elapsed_ms: u64,
+    /// For wait_for_command.
+    pub command_id: String,
+    pub pane_id: PaneId,
+}
+
+#[derive(Debug)]
+/// `run_command` (mutating tier): runs a shell command in a pane and returns its status and output.
+pub struct RunCommand;
+
+impl Tool for RunCommand {
+    const NAME: &'static str = "run_command";
+    const TITLE: &'static str = "Run a shell command";
+    const DESCRIPTION: &'static str = "Type a command into a pane at a shell prompt, wait for it to end, and return its exit status and exactly what it printed (bounded). Ends by OSC 133 marks or a random marker. On timeout returns output so far with timed_out; continue with wait_for_command. Refuses panes running something else.";
+    const TIER: Tier = Tier::Mutating;
+    const ANNOTATIONS: Annotations = Annotations::MUTATE;
+    const BATCHABLE: bool = false;
+    type Args = RunCommandArgs;
+    type Output = RunCommandResult;
+
+    fn run(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
+        shell::check_command(&args.command, args.allow_multiline, MAX_COMMAND_BYTES)?;
+        let timeout = wait_timeout(ctx, args.timeout_ms, DEFAULT_TIMEOUT)?;
+        let bounds = output_bounds(ctx.ceilings(), args.max_lines, args.max_bytes)?;
+        let tmux = ctx.tmux(&args.server)?;
+        let entry = start(ctx, &tmux, &args)?;
+        let progress = wait(ctx, &entry, timeout)?;
+        answer(ctx, &tmux, &entry, progress, bounds)
+    }
+
+    fn text(out: &Self::Output) -> String {
+        render(out)
+    }
+
+    fn shrink(out: &mut Self::Output, excess: usize) -> bool {
+        shrink_output(out, excess)
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
+pub struct WaitForCommandArgs {
+    /// From run_command.
+    pub command_id: String,
+    /// Wait this long (default 30000, max as wait_for_text).
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    /// As run_command.
+    #[serde(default)]
+    pub max_lines: Option<usize>,
+    /// As run_command.
+    #[serde(default)]
+    pub max_bytes: Option<usize>,
+}
+
+#[derive(Debug)]
+/// `wait_for_command` (mutating tier): waits on a command run_command started.
+pub struct WaitForCommand;
+
+impl Tool for WaitForCommand {
+    const NAME: &'static str = "wait_for_command";
+    const TITLE: &'static str = "Wait for a command";
+    const DESCRIPTION: &'static str = "Wait on a command run_command started (after its timeout) until it ends or timeout_ms; returns the same fields as run_command, output from the command's start.";
+    const TIER: Tier = Tier::Mutating;
+    const ANNOTATIONS: Annotations = Annotations::READ_VOLATILE;
+    const BATCHABLE: bool = false;
+    type Args = WaitForCommandArgs;
+    type Output = RunCommandResult;
+
+    fn run(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
+        let timeout = wait_timeout(ctx, args.timeout_ms, DEFAULT_TIMEOUT)?;
+        let bounds = output_bounds(ctx.ceilings(), args.max_lines, args.max_bytes)?;
+        let entry = table::get(&args.command_id)?;
+        let tmux = ctx.tmux(&entry.server)?;
+        let progress = wait(ctx, &entry, timeout)?;
+        answer(ctx, &tmux, &entry, progress, bounds)
+    }
+
+    fn text(out: &Self::Output) -> String {
+        render(out)
+    }
+
+    fn shrink(out: &mut Self::Output, excess: usize) -> bool {
+        shrink_output(out, excess)
+    }
+}
+
+fn wait_timeout(
+    ctx: &ToolContext,
+    asked: Option<u64>,
+    default: Duration,
+) -> Result<Duration, ToolError> {
+    let max = ctx.ceilings().wait_max.as_millis() as u64;
+    let ms = capped(asked, default.as_millis() as u64, max, "timeout_ms")?;
+    Ok(Duration::from_millis(ms))
+}
+
+/// Random hex of `bytes` bytes.
+fn random_hex(bytes: usize) -> Result<String, ToolError> {
+    let mut b = vec![0u8; bytes];
+    getrandom::fill(&mut b)
+        .map_err(|e| ToolError::internal(format!("no randomness for a marker: {e}")))?;
+    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
+}
+
+/// Checks the pane, records the command, starts its watcher and types it.
+fn start(ctx: &ToolContext, tmux: &Tmux, args: &RunCommandArgs) -> Result<Arc<Entry>, ToolError> {
+    let inv = ctx.inventory(tmux)?;
+    let pane = find_pane(&inv, args.pane_id)?;
+    let sh = shell::ready(pane)?;
+    let socket = tmux.socket_path().to_path_buf();
+    let sub = ctx.config.wait_events.then(|| {
+        let interest = Interest {
+            watch: Watch::Panes([pane.pane_id].into_iter().collect()),
+            mode: OutputMode::Bytes,
+            structure: false,
+        };
+        tmux.subscribe(interest, ctx.tmux_deadline())
+    });
+    let covered = sub.as_ref().is_some_and(|s| {
+        let c = s.coverage();
+        c.live && c.panes.contains(&pane.pane_id)
+    });
+    let completion = if covered && table::prints_osc133(&socket, pane.pane_id) {
+        Completion::Osc133
+    } else {
+        let key = random_hex(8)?;
+        let first = format!("__ps{}", random_hex(4)?);
+        Completion::Marker {
+            token: format!("{first}{key}"),
+            command: sh.marker_command(&first, &key),
+            key,
+        }
+    };
+    let marker = match &completion {
+        Completion::Marker { command, .. } => Some(command.as_str()),
+        Completion::Osc133 => None,
+    };
+    let typed = shell::typed_line(&args.command, marker)?;
+    let history = i64::try_from(pane.history_size).unwrap_or(i64::MAX / 4);
+    let start_abs = history + i64::from(pane.cursor_y);
+    let limit = i64::try_from(pane.history_limit).unwrap_or(i64::MAX / 4);
+    let entry = Arc::new(Entry::new(
+        format!("cmd-{}", random_hex(8)?),
+        args.server.clone(),
+        socket,
+        pane.pane_id,
+        typed,
+        completion,
+        (start_abs, (history, limit)),
+    ));
+    table::insert(entry.clone())?;
+    let typing = watcher::Watcher::new(
+        entry.clone(),
+        tmux.clone(),
+        sub,
+        ctx.ceilings().tmux_timeout,
+    )
+    .spawn()
+    .and_then(|()| type_line(ctx, tmux, entry.pane, &entry.typed));
+    if let Err(e) = typing {
+        entry.finish(Progress::Lost(e.clone()));
+        return Err(e);
+    }
+    Ok(entry)
+}
+
+/// Types `line` literally, then Enter.
+fn type_line(ctx: &ToolContext, tmux: &Tmux, pane: PaneId, line: &str) -> Result<(), ToolError> {
+    ctx.check_cancelled()?;
+    // `--`: a command starting with `-` is not a flag; -l: no key names.
+    let keys = [
+        TmuxCommand::new("send-keys")
+            .flag("-l")
+            .target(pane)
+            .arg("--")
+            .arg(line),
+        TmuxCommand::new("send-keys").target(pane).arg("Enter"),
+    ];
+    for r in tmux.run_many(&keys, ctx.tmux_deadline()) {
+        r.map_err(ToolError::from)?;
+    }
+    Ok(())
+}
+
+/// Waits for the command's end within `timeout` (or the call's cancel).
+fn wait(ctx: &ToolContext, entry: &Entry, timeout: Duration) -> Result<Progress, ToolError> {
+    let until = Instant::now() + timeout;
+    let progress = entry.wait(until, CANCEL_SLICE, || ctx.is_cancelled());
+    ctx.check_cancelled()?;
+    match progress {
+        Progress::Lost(e) => Err(e),
+        p => Ok(p),
+    }
+}
+
+/// The answer: status, and the output captured now.
+fn answer(
+    ctx: &ToolContext,
+    tmux: &Tmux,
+    entry: &Entry,
+    progress: Progress,
+    (max_lines, max_bytes): (usize, usize),
+) -> Result<RunCommandResult, ToolError> {
+    let (ended, status) = match progress {
+        Progress::Ended { status, .. } => (true, status),
+        _ => (false, None),
+    };
+    let (cap, earliest) = capture_command(ctx, tmux, entry, max_lines)?;
+    let placed = earliest.is_some();
+    let earliest = earliest.unwrap_or(0);
+    let lines = caption_lines(&cap);
+    let marks = match &entry.completion {
+        Completion::Marker { token, key, .. } => extract::Marks {
+            token: Some(token),
+            key: Some(key),
+            typed: &entry.typed,
+            ended,
+            placed,
+        },
+        Completion::Osc133 => extract::Marks {
+            token: None,
+            key: None,
+            typed: &entry.typed,
+            ended,
+            placed,
+        },
+    };
+    let found = extract::extract(&lines, earliest, &marks);
+    let mut out = found.lines;
+    let mut truncated = !found.start_found;
+    if out.len() > max_lines {
+        out.drain(..out.len() - max_lines);
+        truncated = true;
+    }
+    let (from, omitted) = keep_tail_bytes(&mut out, max_bytes);
+    truncated |= from > 0 || omitted > 0;
+    let out = &out[from..];
+    Ok(RunCommandResult {
+        exit_status: status,
+        output: out.iter().map(|l| format!("{l}\n")).collect(),
+        lines: out.len(),
+        output_truncated: truncated,
+        timed_out: !ended,
+        elapsed_ms: entry.started.elapsed().as_millis() as u64,
+        command_id: entry.id.clone(),
+        pane_id: entry.pane,
+    })
+}
+
+/// The captured lines (each without its newline).
+fn caption_lines(cap: &CapturedText) -> Vec<String> {
+    let text = String::from_utf8_lossy(&cap.bytes);
+    let mut lines: Vec<String> = text.split('\n').map(str::to_owned).collect();
+    if lines.last().is_some_and(String::is_empty) {
+        lines.pop();
+    }
+    lines
+}
+
+/// Captures from the command's line (or a window of `max_lines` and the
+/// pane's height above the cursor, when its line is further up or its
+/// place is unknown) to the cursor's row, wrapped rows joined. Returns the
+/// capture and the index of its first line typed at or after the command
+/// (`None`: the place is unknown).
+///
+/// Where the command's line is: its absolute row (history rows, then the
+/// screen) less the history size now, in tmux's line scale. That holds
+/// while the history only grew. Once it reaches its limit tmux drops the
+/// oldest tenth at once (and keeps at least nine tenths from then on), and
+/// `clear` (E3) or clear-history empties it: so when the history shrank, or
+/// is now within a tenth of its limit, the place is unknown and the echo is
+/// looked for by its text in the window.
+fn capture_command(
+    ctx: &ToolContext,
+    tmux: &Tmux,
+    entry: &Entry,
+    max_lines: usize,
+) -> Result<(CapturedText, Option<usize>), ToolError> {
+    let probe = TmuxCommand::new("display-message")
+        .flag("-p")
+        .target(entry.pane)
+        .format_arg("#{history_size} #{cursor_y} #{pane_height}");
+    let text = tmux
+        .run(&probe, ctx.tmux_deadline())
+        .map_err(ToolError::from)?;
+    let nums: Vec<i64> = text
+        .split_whitespace()
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    let [history, cursor_y, height] = nums[..] else {
+        return Err(ToolError::not_found(format!(
+            "pane {} closed: its output cannot be read",
+            entry.pane
+        )));
+    };
+    let window = i64::try_from(max_lines).unwrap_or(i64::MAX / 4) + height + WINDOW_SLACK;
+    let lowest = (cursor_y - window).max(-history);
+    let typed_at = entry.start_abs - history;
+    let (before, limit) = entry.history;
+    let known = history >= before && history < limit - limit / 10 - 1 && typed_at <= cursor_y;
+    let start = if known { typed_at.max(lowest) } else { lowest };
+    let cap = capture_one(
+        ctx,
+        tmux,
+        entry.pane,
+        CaptureRange::Lines {
+            start,
+            end: cursor_y,
+        },
+        CaptureOptions {
+            join_wrapped: true,
+            escapes: false,
+        },
+    )
+    .map_err(|e| match e.kind {
+        ErrorKind::NotFound => ToolError::not_found(format!(
+            "pane {} closed: its output cannot be read",
+            entry.pane
+        )),
+        _ => e,
+    })?;
+    let earliest = known.then(|| first_at_or_after(&cap, typed_at));
+    Ok((cap, earliest))
+}
+
+/// The index of the first line of `cap` numbered `line` or later.
+fn first_at_or_after(cap: &CapturedText, line: i64) -> usize {
+    match &cap.line_numbers {
+        Some(numbers) => numbers.iter().take_while(|&&n| n < line).count(),
+        None => usize::try_from(line - cap.first_line).unwrap_or(0),
+    }
+}
+
+fn render(out: &RunCommandResult) -> String {
+    let state = if out.timed_out {
+        format!("still running after {} ms", out.elapsed_ms)
+    } else {
+        match out.exit_status {
+            Some(s) => format!("exit {s} after {} ms", out.elapsed_ms),
+            None => format!("ended after {} ms (no status)", out.elapsed_ms),
+        }
+    };
+    let cut = if out.output_truncated {
+        ", start cut"
+    } else {
+        ""
+    };
+    format!(
+        "{} in {}: {state}, {} lines{cut}\n{}",
+        out.command_id, out.pane_id, out.lines, out.output
+    )
+}
+
+/// Drops the oldest output lines to save about `excess` bytes.
+fn shrink_output(out: &mut RunCommandResult, excess: usize) -> bool {
+    if out.output.is_empty() {
+        return false;
+    }
+    // Output is carried twice (structured and text), escaped.
+    let mut saved = 0;
+    let mut cut = 0;
+    for line in out.output.split_inclusive('\n') {
+        if saved >= excess {
+            break;
+        }
+        saved += 2 * super::json_str_len(line);
+        cut += line.len();
+        out.lines = out.lines.saturating_sub(1);
+    }
+    out.output.drain(..cut.min(out.output.len()));
+    out.output_truncated = true;
+    true
+}

@@ -1,0 +1,300 @@
+//! The table of commands run_command typed: what wait_for_command needs to
+//! wait on one, and which panes' shells were seen to print OSC 133 marks.
+//!
+//! Bounded: at most [`MAX_RUNNING`] commands are watched at once (a new one
+//! beyond that is refused), at most [`MAX_ENTRIES`] are remembered (the
+//! oldest finished go first), and an entry expires [`KEEP`] after its
+//! command ended, or after [`WATCH_FOR`] if it never did.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use crate::tmux::PaneId;
+use crate::tools::context::{ServerArgs, ToolError};
+
+/// Commands watched at once.
+pub const MAX_RUNNING: usize = 32;
+/// Entries remembered.
+pub const MAX_ENTRIES: usize = 128;
+/// How long an ended command can still be asked about.
+pub const KEEP: Duration = Duration::from_secs(15 * 60);
+/// How long a command is watched before panescan stops waiting for it.
+pub const WATCH_FOR: Duration = Duration::from_secs(60 * 60);
+/// Panes remembered as printing OSC 133 marks.
+const MAX_OSC_PANES: usize = 1024;
+
+/// How a command's end is recognised.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Completion {
+    /// The shell's OSC 133 D mark.
+    Osc133,
+    /// The marker the call appended: `token` as printed, `key` the second
+    /// piece (only the typed line's echo holds it).
+    Marker {
+        /// The marker as printed, without `:status`.
+        token: String,
+        /// Its second piece.
+        key: String,
+        /// The marker command alone (typed again after an interrupt).
+        command: String,
+    },
+}
+
+/// Where a command stands.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Progress {
+    /// Still running (as far as panescan saw).
+    #[default]
+    Running,
+    /// Ended, with the status the shell reported (if it did).
+    Ended {
+        /// The exit status.
+        status: Option<i32>,
+        /// When the end was seen.
+        at: Option<Instant>,
+    },
+    /// panescan stopped watching: why (the pane closed, too long).
+    Lost(ToolError),
+}
+
+/// One command run_command typed.
+#[derive(Debug)]
+pub struct Entry {
+    /// Its id.
+    pub id: String,
+    /// The server as the call named it.
+    pub server: ServerArgs,
+    /// Its socket path.
+    pub socket: PathBuf,
+    /// The pane.
+    pub pane: PaneId,
+    /// What was typed.
+    pub typed: String,
+    /// How its end is recognised.
+    pub completion: Completion,
+    /// Absolute row (history rows from 0, then the screen) of the line it
+    /// was typed on.
+    pub start_abs: i64,
+    /// The pane's history size and limit when it was typed.
+    pub history: (i64, i64),
+    /// When it was typed.
+    pub started: Instant,
+    progress: Mutex<Progress>,
+    changed: Condvar,
+}
+
+impl Entry {
+    /// A command typed now.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        id: String,
+        server: ServerArgs,
+        socket: PathBuf,
+        pane: PaneId,
+        typed: String,
+        completion: Completion,
+        start: (i64, (i64, i64)),
+    ) -> Entry {
+        Entry {
+            id,
+            server,
+            socket,
+            pane,
+            typed,
+            completion,
+            start_abs: start.0,
+            history: start.1,
+            started: Instant::now(),
+            progress: Mutex::new(Progress::Running),
+            changed: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Progress> {
+        self.progress.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Where it stands.
+    pub fn progress(&self) -> Progress {
+        self.lock().clone()
+    }
+
+    /// Records its end (or that it is lost); the first word stays.
+    pub fn finish(&self, progress: Progress) {
+        let mut p = self.lock();
+        if *p == Progress::Running {
+            *p = progress;
+            self.changed.notify_all();
+        }
+    }
+
+    /// Waits until it is no longer running, `until`, or `stop` says so
+    /// (checked every `slice`).
+    pub fn wait(&self, until: Instant, slice: Duration, stop: impl Fn() -> bool) -> Progress {
+        let mut p = self.lock();
+        loop {
+            let now = Instant::now();
+            if *p != Progress::Running || now >= until || stop() {
+                return p.clone();
+            }
+            let step = (until - now).min(slice);
+            p = match self.changed.wait_timeout(p, step) {
+                Ok((g, _)) => g,
+                Err(e) => e.into_inner().0,
+            };
+        }
+    }
+
+    fn expired(&self, now: Instant) -> bool {
+        match &*self.lock() {
+            Progress::Running => false,
+            Progress::Ended { at, .. } => {
+                at.unwrap_or(self.started) + KEEP <= now || self.started + WATCH_FOR + KEEP <= now
+            }
+            Progress::Lost(_) => self.started + WATCH_FOR + KEEP <= now,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Table {
+    entries: HashMap<String, Arc<Entry>>,
+    osc_panes: HashSet<(PathBuf, PaneId)>,
+}
+
+fn table() -> MutexGuard<'static, Table> {
+    static TABLE: OnceLock<Mutex<Table>> = OnceLock::new();
+    TABLE
+        .get_or_init(|| Mutex::new(Table::default()))
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+}
+
+/// Adds `entry`, after dropping expired ones; refuses when too many
+/// commands run, or when its pane still runs one panescan typed.
+pub fn insert(entry: Arc<Entry>) -> Result<(), ToolError> {
+    let mut t = table();
+    let now = Instant::now();
+    t.entries.retain(|_, e| !e.expired(now));
+    let running: Vec<&Arc<Entry>> = t
+        .entries
+        .values()
+        .filter(|e| e.progress() == Progress::Running)
+        .collect();
+    if let Some(e) = running
+        .iter()
+        .find(|e| e.pane == entry.pane && e.socket == entry.socket)
+    {
+        return Err(ToolError::refused(format!(
+            "pane {} still runs command {} that run_command typed: wait_for_command on it, or interrupt it (send_keys C-c)",
+            e.pane, e.id
+        )));
+    }
+    if running.len() >= MAX_RUNNING {
+        return Err(ToolError::over_ceiling(format!(
+            "{MAX_RUNNING} commands are already running: wait for some to end"
+        )));
+    }
+    while t.entries.len() >= MAX_ENTRIES {
+        let oldest = t
+            .entries
+            .values()
+            .filter(|e| e.progress() != Progress::Running)
+            .min_by_key(|e| e.started)
+            .map(|e| e.id.clone());
+        match oldest {
+            Some(id) => t.entries.remove(&id),
+            None => break,
+        };
+    }
+    t.entries.insert(entry.id.clone(), entry);
+    Ok(())
+}
+
+/// The entry of `id`, or a not_found error.
+pub fn get(id: &str) -> Result<Arc<Entry>, ToolError> {
+    let mut t = table();
+    let now = Instant::now();
+    t.entries.retain(|_, e| !e.expired(now));
+    t.entries.get(id).cloned().ok_or_else(|| {
+        ToolError::not_found(format!(
+            "no command {id:?}: command ids come from run_command and are kept {} minutes after the command ends",
+            KEEP.as_secs() / 60
+        ))
+    })
+}
+
+/// Whether `pane`'s shell was seen to print OSC 133 D marks.
+pub fn prints_osc133(socket: &std::path::Path, pane: PaneId) -> bool {
+    table().osc_panes.contains(&(socket.to_path_buf(), pane))
+}
+
+/// Remembers that `pane`'s shell prints OSC 133 D marks (or forgets it).
+pub fn set_osc133(socket: &std::path::Path, pane: PaneId, prints: bool) {
+    let mut t = table();
+    let key = (socket.to_path_buf(), pane);
+    if !prints {
+        t.osc_panes.remove(&key);
+    } else if t.osc_panes.len() < MAX_OSC_PANES {
+        t.osc_panes.insert(key);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    fn entry(id: &str, pane: u32) -> Arc<Entry> {
+        Arc::new(Entry::new(
+            id.into(),
+            ServerArgs::default(),
+            PathBuf::from("/tmp/table-test"),
+            PaneId::from_number(pane),
+            "true".into(),
+            Completion::Osc133,
+            (0, (0, 0)),
+        ))
+    }
+
+    #[test]
+    fn one_command_per_pane_and_unknown_ids_are_not_found() {
+        insert(entry("t-a", 9001)).unwrap();
+        let err = insert(entry("t-b", 9001)).unwrap_err();
+        assert!(err.message.contains("t-a"), "{err}");
+        get("t-a").unwrap().finish(Progress::Ended {
+            status: Some(0),
+            at: Some(Instant::now()),
+        });
+        insert(entry("t-b", 9001)).unwrap();
+        let e = get("t-nope").unwrap_err();
+        assert_eq!(e.kind, crate::tools::context::ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn the_first_end_stays_and_wakes_a_waiter() {
+        let e = entry("t-c", 9002);
+        let e2 = e.clone();
+        let t = std::thread::spawn(move || {
+            e2.wait(
+                Instant::now() + Duration::from_secs(30),
+                Duration::from_millis(50),
+                || false,
+            )
+        });
+        e.finish(Progress::Ended {
+            status: Some(3),
+            at: None,
+        });
+        e.finish(Progress::Lost(ToolError::new("late")));
+        assert!(matches!(
+            t.join().unwrap(),
+            Progress::Ended {
+                status: Some(3),
+                ..
+            }
+        ));
+    }
+}

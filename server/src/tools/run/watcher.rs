@@ -1,0 +1,331 @@
+//! The thread that watches one command until it ends: it outlives the
+//! run_command call that started it, so wait_for_command finds the end
+//! even when nobody was waiting at that moment.
+//!
+//! It reads the pane's raw output from tmux's event stream
+//! ([`OutputMode::Bytes`](crate::tmux::events::OutputMode::Bytes)) through
+//! the [`Detector`]. Where the stream does not cover the pane (the control
+//! client shows another session, events are off, output was dropped) it
+//! looks for the marker in captures of the screen instead, 25 ms at first,
+//! backing off to 250 ms.
+//!
+//! An interrupted command (C-c) makes bash drop the rest of the typed line,
+//! the marker's printf included. So while no end was seen, the watcher
+//! checks every half second whether the pane is back at its prompt (the
+//! pane's own shell leads the terminal's foreground process group, so not
+//! a nested shell the command started, and the terminal is out of
+//! canonical mode: a line editor is reading); seen twice in a row, it types the
+//! marker's printf again, once, which prints the status the interrupted
+//! command left in `$?` (130 for C-c in bash).
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::detect::{Detector, Sign};
+use super::shell;
+use super::table::{self, Completion, Entry, Progress, WATCH_FOR};
+use crate::tmux::events::{StreamEvent, Subscription};
+use crate::tmux::{CaptureOptions, CaptureRange, CaptureRequest, Tmux, TmuxCommand, TmuxError};
+use crate::tools::context::ToolError;
+
+const POLL_FIRST: Duration = Duration::from_millis(25);
+const POLL_MAX: Duration = Duration::from_millis(250);
+/// How often an unfinished command's pane is checked for a bare prompt.
+const PROMPT_CHECK: Duration = Duration::from_millis(500);
+/// After the marker, how long OSC 133 marks are listened for (to learn
+/// that the pane's shell prints them).
+const LEARN_FOR: Duration = Duration::from_millis(1000);
+
+/// One watched command.
+pub struct Watcher {
+    entry: Arc<Entry>,
+    tmux: Tmux,
+    sub: Option<Subscription>,
+    detector: Detector,
+    round_trip: Duration,
+    poll_every: Duration,
+    next_poll: Instant,
+    /// Output was lost since the last poll: poll at the next turn.
+    lost: bool,
+    next_prompt_check: Instant,
+    prompt_seen: u32,
+    retyped: bool,
+}
+
+impl Watcher {
+    /// Watches `entry` (typed into its pane after this is made) through
+    /// `sub`, if any; `round_trip` bounds each tmux request.
+    pub fn new(
+        entry: Arc<Entry>,
+        tmux: Tmux,
+        sub: Option<Subscription>,
+        round_trip: Duration,
+    ) -> Watcher {
+        let token = match &entry.completion {
+            Completion::Marker { token, .. } => token.clone(),
+            Completion::Osc133 => String::new(),
+        };
+        let now = Instant::now();
+        Watcher {
+            entry,
+            tmux,
+            sub,
+            detector: Detector::new(&token),
+            round_trip,
+            poll_every: POLL_FIRST,
+            next_poll: now + POLL_FIRST,
+            lost: false,
+            next_prompt_check: now + PROMPT_CHECK,
+            prompt_seen: 0,
+            retyped: false,
+        }
+    }
+
+    /// Runs on its own thread until the command ends or is given up.
+    pub fn spawn(self) -> Result<(), ToolError> {
+        std::thread::Builder::new()
+            .name("run-command-watch".into())
+            .spawn(move || self.run())
+            .map(drop)
+            .map_err(|e| ToolError::internal(format!("cannot start a thread to watch: {e}")))
+    }
+
+    fn run(mut self) {
+        let give_up = self.entry.started + WATCH_FOR;
+        while self.entry.progress() == Progress::Running {
+            let now = Instant::now();
+            if now >= give_up {
+                self.entry
+                    .finish(Progress::Lost(ToolError::timed_out(format!(
+                        "panescan stopped watching command {} after {} minutes",
+                        self.entry.id,
+                        WATCH_FOR.as_secs() / 60
+                    ))));
+                return;
+            }
+            if let Err(e) = self.step() {
+                self.entry.finish(Progress::Lost(e));
+                return;
+            }
+        }
+        self.learn_osc133();
+    }
+
+    fn covered(&self) -> bool {
+        self.sub.as_ref().is_some_and(|s| {
+            let c = s.coverage();
+            c.live && c.panes.contains(&self.entry.pane)
+        })
+    }
+
+    /// One wake-up: events, a poll when due, a prompt check when due.
+    fn step(&mut self) -> Result<(), ToolError> {
+        let covered = self.covered();
+        let now = Instant::now();
+        let mut until = self.next_prompt_check;
+        if !covered || self.lost {
+            until = until.min(self.next_poll);
+        }
+        let until = until.max(now).min(now + POLL_MAX);
+        let mut events = Vec::new();
+        match &self.sub {
+            Some(sub) => {
+                let mut next = sub.recv_deadline(until);
+                while let Some(event) = next {
+                    events.push(event);
+                    next = sub.try_recv();
+                }
+            }
+            None => std::thread::sleep(until.saturating_duration_since(now)),
+        }
+        for event in events {
+            self.lost |= self.take(event);
+        }
+        if self.entry.progress() != Progress::Running {
+            return Ok(());
+        }
+        let now = Instant::now();
+        // Lost output (a flooding command overruns the channel) asks for a
+        // poll, at the polling pace: not a capture per wake-up.
+        if (self.lost || !covered) && now >= self.next_poll {
+            self.lost = false;
+            self.poll()?;
+        }
+        if now >= self.next_prompt_check {
+            self.next_prompt_check = now + PROMPT_CHECK;
+            self.check_prompt()?;
+        }
+        Ok(())
+    }
+
+    /// Takes one event; returns whether a poll is needed (output was lost).
+    fn take(&mut self, event: StreamEvent) -> bool {
+        match event {
+            StreamEvent::Output { pane, data } if pane == self.entry.pane => {
+                for sign in self.detector.feed(&data) {
+                    self.signed(sign);
+                }
+                false
+            }
+            StreamEvent::Resync => true,
+            _ => false,
+        }
+    }
+
+    fn signed(&self, sign: Sign) {
+        let status = match (&self.entry.completion, sign) {
+            (Completion::Marker { .. }, Sign::Marker(s)) => Some(s),
+            (Completion::Osc133, Sign::Osc133(s)) => s,
+            (Completion::Marker { .. }, Sign::Osc133(_)) => {
+                // Only the shell prints after the marker: it prints marks.
+                if self.entry.progress() != Progress::Running {
+                    table::set_osc133(&self.entry.socket, self.entry.pane, true);
+                }
+                return;
+            }
+            _ => return,
+        };
+        self.entry.finish(Progress::Ended {
+            status,
+            at: Some(Instant::now()),
+        });
+    }
+
+    /// Looks for the marker on the screen (and the rows just above it).
+    fn poll(&mut self) -> Result<(), ToolError> {
+        let Completion::Marker { token, .. } = &self.entry.completion else {
+            return Ok(());
+        };
+        let rx = self.tmux.capture(
+            vec![CaptureRequest {
+                pane: self.entry.pane,
+                range: CaptureRange::Scrollback(64),
+            }],
+            CaptureOptions {
+                join_wrapped: true,
+                escapes: false,
+            },
+            Instant::now() + self.round_trip,
+            Arc::new(AtomicBool::new(false)),
+        );
+        let reply = rx
+            .recv_timeout(self.round_trip + Duration::from_secs(1))
+            .map_err(|_| ToolError::timed_out("tmux did not return a capture in time"))?;
+        let cap = reply.result.map_err(|e| self.pane_error(e))?;
+        let mut fresh = Detector::new(token);
+        let mut moved = false;
+        for sign in fresh.feed(&cap.bytes) {
+            moved = true;
+            self.signed(sign);
+        }
+        self.poll_every = if moved {
+            POLL_FIRST
+        } else {
+            (self.poll_every * 3 / 2).min(POLL_MAX)
+        };
+        self.next_poll = Instant::now() + self.poll_every;
+        Ok(())
+    }
+
+    fn pane_error(&self, e: TmuxError) -> ToolError {
+        match e {
+            TmuxError::NotFound(_) => ToolError::not_found(format!(
+                "pane {} closed while command {} ran",
+                self.entry.pane, self.entry.id
+            )),
+            e => ToolError::from(e),
+        }
+    }
+
+    /// Whether the pane is back at its prompt without a marker: then types
+    /// the marker command again (once, after two sightings).
+    fn check_prompt(&mut self) -> Result<(), ToolError> {
+        let Completion::Marker { command, .. } = &self.entry.completion else {
+            return Ok(());
+        };
+        let command = command.clone();
+        if self.retyped || self.entry.started.elapsed() < PROMPT_CHECK {
+            return Ok(());
+        }
+        let probe = TmuxCommand::new("display-message")
+            .flag("-p")
+            .target(self.entry.pane)
+            .format_arg("#{pane_dead}\t#{pane_current_command}\t#{pane_tty}\t#{pane_pid}");
+        let text = self
+            .tmux
+            .run(&probe, Instant::now() + self.round_trip)
+            .map_err(|e| self.pane_error(e))?;
+        let fields: Vec<&str> = text.trim_end_matches('\n').split('\t').collect();
+        let [dead, current, tty, pid] = fields[..] else {
+            return Err(ToolError::not_found(format!(
+                "pane {} closed while command {} ran",
+                self.entry.pane, self.entry.id
+            )));
+        };
+        if dead == "1" {
+            return Err(ToolError::not_found(format!(
+                "pane {}'s program exited while command {} ran",
+                self.entry.pane, self.entry.id
+            )));
+        }
+        // The pane's own shell (not a nested one the command started) in
+        // the foreground, its line editor reading.
+        let own = pid
+            .parse::<u32>()
+            .ok()
+            .and_then(shell::in_foreground)
+            .unwrap_or(false);
+        let at_prompt = own
+            && shell::Shell::of(current).is_some()
+            && shell::line_editor_reading(tty) == Some(true);
+        self.prompt_seen = if at_prompt { self.prompt_seen + 1 } else { 0 };
+        if self.prompt_seen < 2 {
+            return Ok(());
+        }
+        // The marker may have been printed just now: look once more.
+        self.poll()?;
+        if self.entry.progress() != Progress::Running {
+            return Ok(());
+        }
+        self.retyped = true;
+        let pane = self.entry.pane;
+        let keys = [
+            TmuxCommand::new("send-keys")
+                .flag("-l")
+                .target(pane)
+                .arg("--")
+                .arg(&command),
+            TmuxCommand::new("send-keys").target(pane).arg("Enter"),
+        ];
+        for r in self.tmux.run_many(&keys, Instant::now() + self.round_trip) {
+            r.map_err(|e| self.pane_error(e))?;
+        }
+        Ok(())
+    }
+
+    /// After a marker ended the command, an OSC 133 D mark soon after
+    /// means the shell prints them: the next command in this pane is typed
+    /// bare and ended by the mark.
+    fn learn_osc133(mut self) {
+        if !matches!(self.entry.completion, Completion::Marker { .. }) {
+            return;
+        }
+        let Some(sub) = self.sub.take() else {
+            return;
+        };
+        let until = Instant::now() + LEARN_FOR;
+        while !table::prints_osc133(&self.entry.socket, self.entry.pane) {
+            let Some(event) = sub.recv_deadline(until) else {
+                return;
+            };
+            if let StreamEvent::Output { pane, data } = event {
+                if pane == self.entry.pane {
+                    for sign in self.detector.feed(&data) {
+                        self.signed(sign);
+                    }
+                }
+            }
+        }
+    }
+}
