@@ -167,6 +167,9 @@ pub struct ServeConfig {
     /// `wait_for_text` wakes on tmux's output events (`false`:
     /// `--no-events`, every watched pane is polled).
     pub wait_events: bool,
+    /// Secrets in returned pane text are replaced with `[REDACTED:KIND]`
+    /// (`false`: `--no-redact`, the text is returned as the pane shows it).
+    pub redact: bool,
 }
 
 impl Default for ServeConfig {
@@ -178,6 +181,7 @@ impl Default for ServeConfig {
             cache_bytes: Some(crate::cache::DEFAULT_MAX_BYTES),
             sockets: SocketPolicy::default(),
             wait_events: true,
+            redact: true,
         }
     }
 }
