@@ -302,3 +302,37 @@ fn group_by_folds_a_line_printed_in_40_panes_into_one_group() {
     assert_eq!(r["truncated"], true);
     assert_eq!(r["total_groups"], 3);
 }
+
+/// `panescan search ARGS` against `tmux`: its stdout.
+fn cli_search(tmux: &PrivateServer, args: &[&str]) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_panescan"))
+        .args(["search", "-L", tmux.socket_name(), "--color", "never"])
+        .args(args)
+        .env_remove("TMUX")
+        .env_remove("TMUX_PANE")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{args:?}: {out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn the_command_line_search_redacts_and_groups() {
+    let tmux = PrivateServer::start("redact-cli", 200, 40).unwrap();
+    let dir = TempDir::new("redact-cli");
+    sample_window(&tmux, &dir);
+    let out = cli_search(&tmux, &["AKIA"]);
+    assert!(
+        out.contains(": key [REDACTED:AWS_ACCESS_KEY] used"),
+        "{out}"
+    );
+    let out = cli_search(&tmux, &["--no-redact", "AKIA"]);
+    assert!(out.contains(": key AKIAIOSFODNN7EXAMPLE used"), "{out}");
+    let out = cli_search(&tmux, &["--group-by", "shape", "-e", "PRIVATE KEY"]);
+    // The BEGIN and END lines, redacted alike, are one group.
+    assert!(
+        out.contains("2x [REDACTED:PRIVATE_KEY] (1 panes, first %"),
+        "{out}"
+    );
+    assert_eq!(out.lines().count(), 1, "{out}");
+}
