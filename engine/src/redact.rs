@@ -18,7 +18,7 @@ use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::OnceLock;
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use regex_automata::meta::Regex;
 use regex_automata::Input;
 
@@ -103,9 +103,13 @@ fn detector() -> Option<&'static Detector> {
     static DETECTOR: OnceLock<Option<Detector>> = OnceLock::new();
     DETECTOR
         .get_or_init(|| {
+            // A DFA: case-insensitive short literals leave the automaton no
+            // useful prefilter, and a DFA scans several times faster than
+            // the NFA (its size is small for these few literals).
             let prefilter = AhoCorasickBuilder::new()
                 .ascii_case_insensitive(true)
                 .match_kind(MatchKind::LeftmostFirst)
+                .kind(Some(AhoCorasickKind::DFA))
                 .build(LITERALS)
                 .ok()?;
             let patterns: Vec<&str> = KINDS.iter().map(|(_, p)| *p).collect();
@@ -226,19 +230,19 @@ fn find_single_line(detector: &Detector, hay: &[u8], range: &Range<usize>, found
 
 fn confirm_line(detector: &Detector, hay: &[u8], line: Range<usize>, found: &mut Vec<Found>) {
     let input = Input::new(hay).span(line);
-    for caps in detector.confirm.captures_iter(input) {
-        let Some(pattern) = caps.pattern() else {
+    // Matches are found by the lazy DFA; only a kind that names a value
+    // (capture groups) pays for a second, anchored search that finds it.
+    let mut caps = None;
+    for m in detector.confirm.find_iter(input) {
+        let Some((kind, _)) = KINDS.get(m.pattern().as_usize()) else {
             continue;
         };
-        let Some((kind, _)) = KINDS.get(pattern.as_usize()) else {
-            continue;
-        };
-        // The value when the pattern names one, else the whole match.
-        let span = (1..caps.group_len())
-            .find_map(|g| caps.get_group(g))
-            .or_else(|| caps.get_group(0));
-        let Some(span) = span else {
-            continue;
+        let names_value = detector.confirm.group_info().group_len(m.pattern()) > 1;
+        let span = if names_value {
+            let caps = caps.get_or_insert_with(|| detector.confirm.create_captures());
+            value_span(detector, hay, &m, caps)
+        } else {
+            m.span()
         };
         if *kind == "OPENAI_KEY" && span.len() < MIN_OPENAI_KEY {
             continue;
@@ -248,6 +252,23 @@ fn confirm_line(detector: &Detector, hay: &[u8], line: Range<usize>, found: &mut
             kind,
         });
     }
+}
+
+/// The value a match names (its first capture group that took part), or
+/// the whole match.
+fn value_span(
+    detector: &Detector,
+    hay: &[u8],
+    m: &regex_automata::Match,
+    caps: &mut regex_automata::util::captures::Captures,
+) -> regex_automata::Span {
+    let input = Input::new(hay)
+        .span(m.range())
+        .anchored(regex_automata::Anchored::Pattern(m.pattern()));
+    detector.confirm.search_captures(&input, caps);
+    (1..caps.group_len())
+        .find_map(|g| caps.get_group(g))
+        .unwrap_or(m.span())
 }
 
 /// The armour lines of a private key.

@@ -106,7 +106,7 @@ pub(super) fn groups(hits: &[PaneHits], by: GroupBy) -> Vec<HitGroup> {
         }
     }
     // A stable sort keeps first-seen order among equal counts.
-    groups.sort_by(|a, b| b.count.cmp(&a.count));
+    groups.sort_by_key(|g| std::cmp::Reverse(g.count));
     groups
 }
 
