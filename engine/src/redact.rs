@@ -230,45 +230,51 @@ fn find_single_line(detector: &Detector, hay: &[u8], range: &Range<usize>, found
 
 fn confirm_line(detector: &Detector, hay: &[u8], line: Range<usize>, found: &mut Vec<Found>) {
     let input = Input::new(hay).span(line);
-    // Matches are found by the lazy DFA; only a kind that names a value
-    // (capture groups) pays for a second, anchored search that finds it.
-    let mut caps = None;
+    // Matches are found by the lazy DFA alone; the value a kind names is
+    // read off the match (`value_of`), which costs a fraction of asking
+    // the regex for its capture groups.
     for m in detector.confirm.find_iter(input) {
         let Some((kind, _)) = KINDS.get(m.pattern().as_usize()) else {
             continue;
         };
-        let names_value = detector.confirm.group_info().group_len(m.pattern()) > 1;
-        let span = if names_value {
-            let caps = caps.get_or_insert_with(|| detector.confirm.create_captures());
-            value_span(detector, hay, &m, caps)
-        } else {
-            m.span()
-        };
+        let span = value_of(kind, hay, m.range());
         if *kind == "OPENAI_KEY" && span.len() < MIN_OPENAI_KEY {
             continue;
         }
-        found.push(Found {
-            span: span.range(),
-            kind,
-        });
+        found.push(Found { span, kind });
     }
 }
 
-/// The value a match names (its first capture group that took part), or
-/// the whole match.
-fn value_span(
-    detector: &Detector,
-    hay: &[u8],
-    m: &regex_automata::Match,
-    caps: &mut regex_automata::util::captures::Captures,
-) -> regex_automata::Span {
-    let input = Input::new(hay)
-        .span(m.range())
-        .anchored(regex_automata::Anchored::Pattern(m.pattern()));
-    detector.confirm.search_captures(&input, caps);
-    (1..caps.group_len())
-        .find_map(|g| caps.get_group(g))
-        .unwrap_or(m.span())
+/// The part of a match of `kind` to replace: the value, for the kinds
+/// whose pattern names one (its capture group); the whole match otherwise
+/// or when the match is not shaped as its pattern says.
+fn value_of(kind: &str, hay: &[u8], m: Range<usize>) -> Range<usize> {
+    let text = &hay[m.clone()];
+    let at = |i: usize| m.start + i;
+    let value = match kind {
+        // `...key = VALUE`: the value is the match's last 40 bytes.
+        "AWS_SECRET_KEY" => text.len().checked_sub(40).map(|i| at(i)..m.end),
+        // `scheme://user:VALUE@`: the user holds no `:`, the value no `@`.
+        "URL_PASSWORD" => memchr::memmem::find(text, b"://").and_then(|i| {
+            let colon = memchr::memchr(b':', &text[i + 3..])?;
+            Some(at(i + 3 + colon + 1)..m.end.checked_sub(1)?)
+        }),
+        // `key = VALUE`, `key: "VALUE"`: the key holds no `:` or `=`.
+        "SECRET" => memchr::memchr2(b':', b'=', text).map(|i| {
+            let mut from = i + 1;
+            while matches!(text.get(from), Some(b' ' | b'\t')) {
+                from += 1;
+            }
+            match text.get(from) {
+                Some(b'"' | b'\'') => at(from + 1)..m.end - 1,
+                _ => at(from)..m.end,
+            }
+        }),
+        _ => None,
+    };
+    value
+        .filter(|v| v.start < v.end && m.start <= v.start && v.end <= m.end)
+        .unwrap_or(m)
 }
 
 /// The armour lines of a private key.
