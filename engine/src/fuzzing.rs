@@ -182,6 +182,7 @@ fn engine_hits(matcher: &Matcher, haystack: &[u8]) -> (Vec<Hit>, u64) {
         strip_escapes: false,
         max_text_bytes: 1 << 20,
         cancel: None,
+        redact: false,
     };
     let outcome = search_captures(
         matcher,

@@ -22,12 +22,15 @@
 //!   outcome say which budget stopped a search.
 //! * [`strip_escapes`] — the escape-sequence stripping the scanner applies
 //!   before matching, for callers that want the same visible text.
+//! * [`redact`] — secrets (tokens, keys, passwords, private key blocks)
+//!   replaced with `[REDACTED:KIND]`; [`SearchOptions::redact`] applies it
+//!   to the lines a search returns, after matching on the real text.
 //!
 //! Inside, in the order a search uses them: `pattern/` (grammar and matcher), `budget.rs`
 //! (the shared atomic budgets, charged in key order), `scan.rs` (one
 //! capture: the whole buffer in one pass, hits mapped to lines afterwards),
-//! `search/` (the driver, the tasks and the final assembly) and `text.rs`
-//! (escape stripping, lossy UTF-8, clipping).
+//! `search/` (the driver, the tasks and the final assembly), `text.rs`
+//! (escape stripping, lossy UTF-8, clipping) and `redact.rs` (secrets).
 //!
 //! ```
 //! use panescan_engine::{search_captures, Capture, Matcher, PatternOptions, SearchOptions};
@@ -64,8 +67,11 @@
 
 mod budget;
 #[doc(hidden)]
+pub mod fuzz_redact;
+#[doc(hidden)]
 pub mod fuzzing;
 mod pattern;
+mod redact;
 mod scan;
 mod search;
 mod text;
@@ -75,6 +81,7 @@ pub use pattern::{
     Matcher, Pattern, PatternError, PatternOptions, MAX_CACHE_BYTES, MAX_DFA_BYTES, MAX_NESTING,
     MAX_NFA_BYTES, MAX_PATTERNS, MAX_PATTERN_BYTES, MAX_REPETITION,
 };
+pub use redact::{redact, redact_bytes};
 pub use scan::{Capture, LineMatch};
 pub use search::{
     max_in_flight, search, search_captures, Incoming, PaneMatches, Progress, SearchOptions,

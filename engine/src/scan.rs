@@ -15,6 +15,7 @@
 
 use crate::budget::{Budget, Interrupt};
 use crate::pattern::Matcher;
+use crate::redact;
 use crate::text;
 
 /// One pane's text, as captured.
@@ -61,6 +62,9 @@ pub struct LineMatch {
     pub before: Vec<String>,
     /// Up to `context_lines` lines after.
     pub after: Vec<String>,
+    /// Secrets replaced in `text`, `before` and `after` (with
+    /// [`SearchOptions::redact`](crate::SearchOptions::redact)).
+    pub redactions: usize,
 }
 
 /// How matching lines are turned into output.
@@ -73,6 +77,8 @@ pub(crate) struct ScanOptions {
     /// Stop after this many matching lines; one more is looked for to know
     /// whether the pane was truncated.
     pub(crate) max_hits: u64,
+    /// Replace secrets in the output texts (matching sees the real text).
+    pub(crate) redact: bool,
 }
 
 /// The most context lines on each side.
@@ -235,6 +241,7 @@ fn scan_text(
     let mut out = PaneScan::default();
     let hay = &prepared.haystack[..searched.len()];
     let context = options.context_lines.min(MAX_CONTEXT_LINES);
+    let texts = Texts::new(matcher, hay, options);
 
     // `line_start`/`line_index` track the start of the line where the next
     // search begins.
@@ -264,13 +271,14 @@ fn scan_text(
                 line_start = start;
                 break 'chunks;
             }
-            let line = &hay[start..stop];
+            let mut redactions = 0;
             out.lines.push(LineMatch {
                 line: prepared.line_number(line_index),
-                text: line_text(matcher, line, options.max_text_bytes, true),
+                text: texts.line(start..stop, true, &mut redactions),
                 pattern_index: matcher.lowest_pattern_from(&searched[start..stop], found),
-                before: context_before(hay, start, context, options.max_text_bytes),
-                after: context_after(hay, stop, context, options.max_text_bytes),
+                before: context_before(&texts, start, context, &mut redactions),
+                after: context_after(&texts, stop, context, &mut redactions),
+                redactions,
             });
             if stop >= hay.len() {
                 line_start = hay.len() + 1;
@@ -303,40 +311,75 @@ fn scan_text(
     out
 }
 
-fn line_text(matcher: &Matcher, line: &[u8], max: usize, locate: bool) -> String {
-    if line.len() <= max / 3 {
-        // Even if every byte became U+FFFD it would fit.
-        return text::lossy(line).into_owned();
-    }
-    let span = if locate {
-        matcher.find_in_line(line)
-    } else {
-        None
-    };
-    text::clip_line(line, span, max)
+/// Turns lines of the haystack into output text: redacted (when asked)
+/// on the whole line, then clipped, so a clip never leaves half a secret.
+struct Texts<'a> {
+    matcher: &'a Matcher,
+    hay: &'a [u8],
+    max: usize,
+    /// The private key blocks of the haystack (they span lines), found at
+    /// the first output line; `None` when not redacting.
+    blocks: Option<std::cell::OnceCell<Vec<std::ops::Range<usize>>>>,
 }
 
-fn context_before(hay: &[u8], start: usize, n: usize, max: usize) -> Vec<String> {
+impl<'a> Texts<'a> {
+    fn new(matcher: &'a Matcher, hay: &'a [u8], options: &ScanOptions) -> Texts<'a> {
+        Texts {
+            matcher,
+            hay,
+            max: options.max_text_bytes,
+            blocks: options.redact.then(std::cell::OnceCell::new),
+        }
+    }
+
+    /// The output text of `hay[range]` (one line); `locate` centres a clip
+    /// on the match.
+    fn line(&self, range: std::ops::Range<usize>, locate: bool, redactions: &mut usize) -> String {
+        let line = match &self.blocks {
+            Some(blocks) => {
+                let blocks = blocks.get_or_init(|| redact::private_key_blocks(self.hay));
+                let (line, n) = redact::redact_range(self.hay, range, blocks);
+                *redactions += n;
+                line
+            }
+            None => std::borrow::Cow::Borrowed(&self.hay[range]),
+        };
+        if line.len() <= self.max / 3 {
+            // Even if every byte became U+FFFD it would fit.
+            return text::lossy(&line).into_owned();
+        }
+        let span = if locate {
+            self.matcher.find_in_line(&line)
+        } else {
+            None
+        };
+        text::clip_line(&line, span, self.max)
+    }
+}
+
+fn context_before(texts: &Texts, start: usize, n: usize, redactions: &mut usize) -> Vec<String> {
+    let hay = texts.hay;
     let mut lines = Vec::new();
     let mut end = start; // one past the `\n` ending the previous line
     while lines.len() < n && end > 0 {
         let prev_end = end - 1; // the `\n`
         let prev_start = memchr::memrchr(b'\n', &hay[..prev_end]).map_or(0, |i| i + 1);
-        lines.push(text::clip_line(&hay[prev_start..prev_end], None, max));
+        lines.push(texts.line(prev_start..prev_end, false, redactions));
         end = prev_start;
     }
     lines.reverse();
     lines
 }
 
-fn context_after(hay: &[u8], stop: usize, n: usize, max: usize) -> Vec<String> {
+fn context_after(texts: &Texts, stop: usize, n: usize, redactions: &mut usize) -> Vec<String> {
+    let hay = texts.hay;
     let mut lines = Vec::new();
     let mut at = stop; // the `\n` ending the matching line, or hay.len()
     while lines.len() < n && at < hay.len() {
         let next_start = at + 1;
         let next_end =
             memchr::memchr(b'\n', &hay[next_start..]).map_or(hay.len(), |i| next_start + i);
-        lines.push(text::clip_line(&hay[next_start..next_end], None, max));
+        lines.push(texts.line(next_start..next_end, false, redactions));
         at = next_end;
     }
     lines
@@ -370,6 +413,7 @@ mod tests {
                 context_lines: context,
                 max_text_bytes: 1000,
                 max_hits: 100,
+                redact: false,
             },
             &budget,
         )

@@ -127,3 +127,25 @@ fn most_random_syntax_cases_that_compile_have_hits() {
         "only {of_compiled:.2} of compiled cases have a hit"
     );
 }
+
+#[test]
+fn redact_seed_corpus_replays_clean() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/redact");
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    // Every kind is seeded.
+    assert!(
+        entries.len() >= 14,
+        "seed corpus too small: {}",
+        entries.len()
+    );
+    for path in &entries {
+        let data = std::fs::read(path).unwrap();
+        if let Err(problem) = panescan_engine::fuzz_redact::check(&data) {
+            panic!("{}: {problem}", path.display());
+        }
+    }
+}

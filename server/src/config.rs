@@ -172,6 +172,9 @@ pub struct ServeConfig {
     /// The directory `pipe_pane` may append pane output to (`--log-dir`,
     /// absolute; `None`: pipe_pane is refused).
     pub log_dir: Option<PathBuf>,
+    /// Secrets in returned pane text are replaced with `[REDACTED:KIND]`
+    /// (`false`: `--no-redact`, the text is returned as the pane shows it).
+    pub redact: bool,
 }
 
 impl Default for ServeConfig {
@@ -184,6 +187,7 @@ impl Default for ServeConfig {
             sockets: SocketPolicy::default(),
             wait_events: true,
             log_dir: None,
+            redact: true,
         }
     }
 }

@@ -371,3 +371,22 @@ fn a_timeout_then_wait_for_command_and_an_interrupt() {
     );
     tmux.kill();
 }
+
+#[test]
+fn a_secret_the_command_prints_comes_back_redacted_unless_the_operator_said_no() {
+    // Printed from pieces, so the typed line (echoed above the output)
+    // does not hold the key either.
+    let command = "printf 'key %s%s used\\n' AKIAIOSFOD NN7EXAMPLE";
+    let (tmux, mut s) = serve("run-redact");
+    let pane = shell_pane(&tmux, BASH);
+    let r = run(&mut s, &pane, command);
+    assert_eq!(r["exit_status"], 0, "{r}");
+    assert_eq!(r["output"], "key [REDACTED:AWS_ACCESS_KEY] used\n", "{r}");
+    assert_eq!(r["redactions"], 1, "{r}");
+
+    let (tmux, mut s) = serve_with("run-noredact", &["--no-redact"]);
+    let pane = shell_pane(&tmux, BASH);
+    let r = run(&mut s, &pane, command);
+    assert_eq!(r["output"], "key AKIAIOSFODNN7EXAMPLE used\n", "{r}");
+    assert_eq!(r["redactions"], 0, "{r}");
+}

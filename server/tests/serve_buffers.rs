@@ -291,6 +291,14 @@ fn show_buffer_is_a_read_tool() {
     tmux.run_ok(["set-buffer", "-b", "b1", "--", "x"]).unwrap();
     let r = s.call_ok("show_buffer", json!({"name": "b1"}));
     assert_eq!(r["buffer"]["text"], "x");
+    assert_eq!(r["buffer"]["redactions"], 0);
+    // A buffer holds text copied from panes: its secrets are redacted too.
+    let token = "ghp_16C7e42F292c6912E7710c838347Ae178B4a";
+    tmux.run_ok(["set-buffer", "-b", "b2", "--", &format!("push {token}")])
+        .unwrap();
+    let r = s.call_ok("show_buffer", json!({"name": "b2"}));
+    assert_eq!(r["buffer"]["text"], "push [REDACTED:GITHUB_TOKEN]", "{r}");
+    assert_eq!(r["buffer"]["redactions"], 1);
     for tool in ["paste_text", "clear_history", "pipe_pane"] {
         let r = s.request(
             "tools/call",
@@ -371,10 +379,12 @@ fn pipe_pane_writes_only_inside_the_log_dir() {
     std::fs::write(outside.0.join("real"), b"").unwrap();
     symlink(outside.0.join("real"), logs.0.join("escape2")).unwrap();
     std::fs::create_dir(logs.0.join("sub")).unwrap();
+    // Were it run by a shell, this payload would leave `outside/X`.
+    let touch = format!("$(touch {}/X)", outside.0.display());
     for bad in [
         "../x",
         "/etc/x",
-        "$(touch X)",
+        touch.as_str(),
         "..",
         "a/b",
         "escape",
@@ -385,7 +395,7 @@ fn pipe_pane_writes_only_inside_the_log_dir() {
         let e = s.call_err("pipe_pane", json!({"pane_id": pane, "file": bad}));
         assert!(e.contains("refused"), "{bad:?}: {e}");
     }
-    assert!(!Path::new("X").exists() && !outside.0.join("target").exists());
+    assert!(!outside.0.join("X").exists() && !outside.0.join("target").exists());
     assert_eq!(std::fs::read(outside.0.join("real")).unwrap(), b"");
 
     let r = ok(

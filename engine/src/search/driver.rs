@@ -271,6 +271,7 @@ mod tests {
             pattern_index: 0,
             before: Vec::new(),
             after: Vec::new(),
+            redactions: 0,
         };
         PaneScan {
             lines: vec![hit; hits],

@@ -71,6 +71,10 @@ pub struct SearchOptions {
     pub max_text_bytes: usize,
     /// Set to true (by anyone, any time) to stop the search.
     pub cancel: Option<Arc<AtomicBool>>,
+    /// Replace secrets in the returned lines and context with
+    /// `[REDACTED:KIND]` ([`redact`](crate::redact)); matching always sees
+    /// the real text (default false).
+    pub redact: bool,
 }
 
 impl Default for SearchOptions {
@@ -81,6 +85,7 @@ impl Default for SearchOptions {
             strip_escapes: true,
             max_text_bytes: 1024,
             cancel: None,
+            redact: false,
         }
     }
 }

@@ -130,6 +130,7 @@ impl<'a> Tasks<'a> {
                 context_lines: options.context_lines.min(scan::MAX_CONTEXT_LINES),
                 max_text_bytes: options.max_text_bytes,
                 max_hits: budgets.max_matches_per_pane.min(budgets.max_matches),
+                redact: options.redact,
             },
             strip_escapes: options.strip_escapes,
             gate: Mutex::new(Gate::default()),

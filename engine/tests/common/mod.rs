@@ -88,6 +88,7 @@ pub fn open_options() -> SearchOptions {
         strip_escapes: false,
         max_text_bytes: 1 << 20,
         cancel: None,
+        redact: false,
     }
 }
 

@@ -115,6 +115,10 @@ pub struct ServeArgs {
     /// events (the control client then never turns pane output on).
     #[arg(long, env = "PANESCAN_NO_EVENTS")]
     pub no_events: bool,
+    /// Return pane text as the pane shows it: secrets (tokens, keys,
+    /// passwords, private keys) are not replaced with [REDACTED:KIND].
+    #[arg(long, env = "PANESCAN_NO_REDACT")]
+    pub no_redact: bool,
     /// Memory ceiling of the pane cache; the panes searched least recently
     /// are dropped first.
     #[arg(
@@ -227,6 +231,7 @@ pub fn main() -> ExitCode {
                 ceilings: args.ceilings.apply(Ceilings::default()),
                 cache_bytes,
                 wait_events: !args.no_events,
+                redact: !args.no_redact,
                 sockets,
                 log_dir: args.log_dir.map(|d| std::path::absolute(&d).unwrap_or(d)),
             };

@@ -15,7 +15,8 @@ use crate::config::Ceilings;
 use crate::tmux::{PaneId, WindowId};
 use crate::tools::context::{ServerArgs, ToolContext};
 use crate::tools::search::{
-    pane_place, push_hit, search_panes, summary_line, SearchPanesArgs, SearchPanesResult, Style,
+    pane_place, push_group, push_hit, search_panes, summary_line, GroupBy, SearchPanesArgs,
+    SearchPanesResult, Style,
 };
 
 /// `panescan search` options (the arguments of the search_panes tool).
@@ -81,6 +82,14 @@ pub struct SearchArgs {
     /// The tmux server, by socket path (as `tmux -S`).
     #[arg(short = 'S', long)]
     pub socket_path: Option<PathBuf>,
+    /// Fold equal matching lines into groups, largest first: text, or
+    /// shape (numbers and hex words compare equal).
+    #[arg(long, value_name = "HOW", value_parser = ["text", "shape"])]
+    pub group_by: Option<String>,
+    /// Print lines as the panes show them: secrets are not replaced with
+    /// [REDACTED:KIND].
+    #[arg(long)]
+    pub no_redact: bool,
     /// Print the structured result as JSON.
     #[arg(long)]
     pub json: bool,
@@ -133,6 +142,11 @@ impl SearchArgs {
             max_scan_bytes: self.max_scan_bytes,
             max_scan_lines: self.max_scan_lines,
             timeout_ms: self.timeout_ms,
+            group_by: match self.group_by.as_deref() {
+                Some("shape") => Some(GroupBy::Shape),
+                Some(_) => Some(GroupBy::Text),
+                None => None,
+            },
             server: ServerArgs::default(),
         })
     }
@@ -144,7 +158,12 @@ pub fn run(args: &SearchArgs) -> ExitCode {
         socket_name: args.socket_name.clone(),
         socket_path: args.socket_path.clone(),
     };
-    let ctx = ToolContext::read_only(server, Ceilings::default());
+    let mut ctx = ToolContext::read_only(server, Ceilings::default());
+    if args.no_redact {
+        let mut config = (*ctx.config).clone();
+        config.redact = false;
+        ctx.config = std::sync::Arc::new(config);
+    }
     let tool_args = match args.to_tool_args(ctx.ceilings()) {
         Ok(a) => a,
         Err(e) => return fail(&e),
@@ -203,5 +222,10 @@ fn print_hits(
         }
         out.write_all(text.as_bytes())?;
     }
+    let mut text = String::new();
+    for group in result.groups.iter().flatten() {
+        push_group(&mut text, group);
+    }
+    out.write_all(text.as_bytes())?;
     Ok(())
 }

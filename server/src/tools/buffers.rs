@@ -144,6 +144,8 @@ pub struct BufferText {
     /// Bytes cut from the end to fit max_bytes or the response.
     pub truncated: bool,
     pub returned_bytes: u64,
+    /// Secrets replaced with [REDACTED:KIND].
+    pub redactions: u64,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -208,6 +210,8 @@ impl Tool for ShowBuffer {
         let mut text = String::from_utf8_lossy(&head.bytes).into_owned();
         // Lossy decoding may grow the text (U+FFFD is 3 bytes).
         let cut = cut_to_bytes(&mut text, max_bytes);
+        // A buffer holds what was copied from panes or pasted into them.
+        let redactions = ctx.redact(&mut text);
         Ok(ShowBufferResult {
             buffers: None,
             more_buffers: None,
@@ -216,6 +220,7 @@ impl Tool for ShowBuffer {
                 returned_bytes: text.len() as u64,
                 text,
                 truncated: head.truncated || cut,
+                redactions,
             }),
         })
     }

@@ -237,6 +237,8 @@ pub struct CapturePaneResult {
     pub byte_clamped: bool,
     pub returned_bytes: u64,
     pub omitted_bytes: u64,
+    /// Secrets replaced with [REDACTED:KIND].
+    pub redactions: u64,
     /// tmux's number of each line of `text` (not sent: joined lines skip
     /// numbers, and cutting the result to fit a response renumbers from it).
     #[serde(skip)]
@@ -306,7 +308,8 @@ impl Tool for CapturePane {
         }
         let (from, omitted) = keep_tail_bytes(&mut lines.lines, max_bytes);
         let kept = &lines.lines[from..];
-        let text = join_lines(kept);
+        let mut text = join_lines(kept);
+        let redactions = ctx.redact(&mut text);
         Ok(CapturePaneResult {
             numbers: lines.numbers[from..].to_vec(),
             pane_id: args.pane_id,
@@ -319,6 +322,7 @@ impl Tool for CapturePane {
             returned_bytes: text.len() as u64,
             omitted_bytes: omitted as u64,
             text,
+            redactions,
         })
     }
 
@@ -539,6 +543,8 @@ pub struct CaptureSinceResult {
     pub pane_id: PaneId,
     /// Completed lines written since the cursor (the cursor's line excluded).
     pub text: String,
+    /// Secrets replaced with [REDACTED:KIND] (text and pending_line).
+    pub redactions: u64,
     /// Pass this to the next call.
     pub cursor: String,
     /// Lines in text.
@@ -600,12 +606,16 @@ impl Tool for CaptureSince {
             anchor,
             server,
         };
+        let mut text = join_lines(&new.kept);
+        let mut pending_line = new.pending_line;
+        let redactions = ctx.redact(&mut text) + ctx.redact(&mut pending_line);
         Ok(CaptureSinceResult {
             pane_id: args.pane_id,
             lines: new.kept.len() as u64,
-            text: join_lines(&new.kept),
+            text,
+            redactions,
             cursor: cursor.encode(),
-            pending_line: new.pending_line,
+            pending_line,
             dropped_lines: new.dropped,
             omitted_bytes: new.omitted as u64,
             missed: start.missed,
@@ -898,6 +908,8 @@ pub struct SnapshotPaneResult {
     pub pane_id: PaneId,
     /// What the pane shows now (in copy mode: the scrolled-to view).
     pub text: String,
+    /// Secrets replaced with [REDACTED:KIND].
+    pub redactions: u64,
     pub cursor_x: u32,
     pub cursor_y: u32,
     pub pane_width: u32,
@@ -974,9 +986,12 @@ impl Tool for SnapshotPane {
         let cap = capture_one(ctx, &tmux, args.pane_id, range, CaptureOptions::default())?;
         let mut lines = Lines::from_capture(&cap);
         let (from, omitted) = keep_tail_bytes(&mut lines.lines, max_bytes);
+        let mut text = join_lines(&lines.lines[from..]);
+        let redactions = ctx.redact(&mut text);
         Ok(SnapshotPaneResult {
             pane_id: args.pane_id,
-            text: join_lines(&lines.lines[from..]),
+            text,
+            redactions,
             cursor_x: pane.cursor_x,
             cursor_y: pane.cursor_y,
             pane_width: pane.pane_width,

@@ -217,6 +217,21 @@ impl ToolContext {
         self
     }
 
+    /// Replaces the secrets in `text` with `[REDACTED:KIND]` unless the
+    /// operator turned redaction off (`--no-redact`); returns how many were
+    /// replaced. Every tool that returns pane text passes it through here
+    /// once, after matching, and reports the count as `redactions`.
+    pub fn redact(&self, text: &mut String) -> u64 {
+        if !self.config.redact {
+            return 0;
+        }
+        let (redacted, count) = panescan_engine::redact(text);
+        if let std::borrow::Cow::Owned(redacted) = redacted {
+            *text = redacted;
+        }
+        count as u64
+    }
+
     /// What one call may ask for.
     pub fn ceilings(&self) -> &Ceilings {
         &self.config.ceilings

@@ -90,6 +90,8 @@ pub struct RunCommandResult {
     pub output: String,
     /// Lines in output.
     pub lines: usize,
+    /// Secrets in output replaced with [REDACTED:KIND].
+    pub redactions: u64,
     /// Output lost its start (max_lines, max_bytes, or no longer in the pane).
     pub output_truncated: bool,
     pub timed_out: bool,
@@ -333,10 +335,14 @@ fn answer(
     let (from, omitted) = keep_tail_bytes(&mut out, max_bytes);
     truncated |= from > 0 || omitted > 0;
     let out = &out[from..];
+    // Redacted as a whole: a private key block spans lines.
+    let mut output: String = out.iter().map(|l| format!("{l}\n")).collect();
+    let redactions = ctx.redact(&mut output);
     Ok(RunCommandResult {
         exit_status: status,
-        output: out.iter().map(|l| format!("{l}\n")).collect(),
+        output,
         lines: out.len(),
+        redactions,
         output_truncated: truncated,
         timed_out: !ended,
         elapsed_ms: entry.started.elapsed().as_millis() as u64,

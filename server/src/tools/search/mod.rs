@@ -19,7 +19,9 @@
 //!    pool while later ones are still being fetched, charging the byte and
 //!    line budgets in pane order, so a clamped answer is the same on every
 //!    run.
-//! 5. **Shape** (`shape.rs`) — matching panes are paged (`offset`/`limit`),
+//! 5. **Shape** (`shape.rs`) — matching panes are paged (`offset`/`limit`)
+//!    or, with `group_by`, their lines are folded into groups that are paged
+//!    instead (`group.rs`),
 //!    lines are attributed to their pane and placements, what the page's
 //!    panes run (`pane_current_command`, `pane_current_path`: the costliest
 //!    fields to list) is asked for in one round trip. A result too large for
@@ -35,6 +37,7 @@
 //! `#(touch /tmp/x)` or `#{pane_id}` is searched for literally and never
 //! reaches tmux.
 
+mod group;
 mod pipeline;
 mod plan;
 mod render;
@@ -47,11 +50,14 @@ use std::time::Instant;
 pub use plan::MAX_CONTEXT_LINES;
 pub(crate) use plan::{capped, pattern_list};
 pub use render::{
-    clamp_names, clamp_names_in_json, pane_place, push_hit, render_text, summary_line, Style,
-    CLAMP_FLAGS,
+    clamp_names, clamp_names_in_json, pane_place, push_group, push_hit, render_text, summary_line,
+    Style, CLAMP_FLAGS,
 };
 pub use scope::resolve_scope;
-pub use types::{HitLine, PaneFailure, PaneHits, SearchPanesArgs, SearchPanesResult};
+pub use types::{
+    GroupBy, GroupFirst, HitGroup, HitLine, PaneFailure, PaneHits, SearchPanesArgs,
+    SearchPanesResult,
+};
 
 use super::context::{ToolContext, ToolError};
 use crate::tools::registry::{Annotations, Tool};

@@ -56,6 +56,7 @@ pub(super) fn fetch_and_scan(
         strip_escapes: true,
         max_text_bytes: 1024,
         cancel: Some(ctx.cancel.clone()),
+        redact: ctx.config.redact,
     };
     let total = scope.panes.len();
     let progress = ProgressThrottle::new(ctx, total);

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use panescan_engine::{Matcher, PatternOptions, SearchBudgets, MAX_PATTERNS};
 
-use super::types::SearchPanesArgs;
+use super::types::{GroupBy, SearchPanesArgs};
 use crate::config::SearchCeilings;
 use crate::tmux::CaptureRange;
 use crate::tools::context::ToolError;
@@ -27,6 +27,7 @@ pub(super) struct Plan {
     pub(super) offset: usize,
     pub(super) timeout: Duration,
     pub(super) engine_limits: SearchBudgets,
+    pub(super) group_by: Option<GroupBy>,
 }
 
 impl Plan {
@@ -72,6 +73,7 @@ impl Plan {
             offset: args.offset.unwrap_or(0),
             timeout: Duration::from_millis(timeout_ms),
             engine_limits: budgets(args, limits)?,
+            group_by: args.group_by,
         })
     }
 

@@ -2,7 +2,7 @@
 //! by the tool's text content, `panescan search`, the demo and the bench,
 //! and the names of the clamp flags that fired.
 
-use super::types::{HitLine, PaneHits, SearchPanesResult};
+use super::types::{HitGroup, HitLine, PaneHits, SearchPanesResult};
 
 /// The grep-like rendering: one line per hit, `%3 dev:1.0 -12: text`,
 /// context lines with `-` instead of `:`, and a closing line that names
@@ -18,8 +18,23 @@ pub fn render_text(result: &SearchPanesResult) -> String {
             out.push_str(&format!("{place} (more matching lines not shown)\n"));
         }
     }
+    for group in result.groups.iter().flatten() {
+        push_group(&mut out, group);
+    }
     out.push_str(&summary_line(result));
     out
+}
+
+/// One group as a line: `40x text (40 panes, first %3 -12)`.
+pub fn push_group(out: &mut String, group: &HitGroup) {
+    out.push_str(&format!(
+        "{}x {} ({} panes, first {} {})\n",
+        group.count,
+        group.text,
+        group.panes.len(),
+        group.first.pane_id,
+        group.first.line
+    ));
 }
 
 /// Terminal colours of the grep-like rendering (all empty: plain text).
@@ -103,7 +118,18 @@ pub fn summary_line(result: &SearchPanesResult) -> String {
         result.lines_scanned,
         result.elapsed_ms,
     );
-    if result.truncated {
+    if let (Some(groups), Some(total)) = (&result.groups, result.total_groups) {
+        s.push_str(&format!("; {} of {total} groups shown", groups.len()));
+    }
+    if result.redactions > 0 {
+        s.push_str(&format!("; {} secrets redacted", result.redactions));
+    }
+    if result.truncated && result.groups.is_some() {
+        s.push_str(&format!(
+            "; more groups: use offset {}",
+            result.offset + result.groups.as_ref().map_or(0, Vec::len)
+        ));
+    } else if result.truncated {
         s.push_str(&format!(
             "; {} more matching panes: use offset {}",
             result.truncated_panes.len(),

@@ -10,11 +10,12 @@ use std::time::{Duration, Instant};
 use panescan_engine::{LineMatch, SearchOutcome};
 use serde::Serialize;
 
+use super::group;
 use super::pipeline::Scanned;
 use super::plan::Plan;
 use super::render::{pane_place, push_hit, Style};
 use super::scope::Scope;
-use super::types::{HitLine, PaneFailure, PaneHits, SearchPanesResult};
+use super::types::{HitGroup, HitLine, PaneFailure, PaneHits, SearchPanesResult};
 use crate::tmux::{Pane, PaneId, Tmux};
 
 /// How long past the deadline a search may take to learn what its
@@ -42,10 +43,34 @@ pub(super) fn shape(
             Some(pane_hits(pane, &pm.lines, pm.lines_truncated, several))
         })
         .collect();
-    let mut page = Page::of(all_hits, plan.offset, plan.limit);
-    add_details(tmux, &mut page.matches, deadline);
+    let redactions = all_hits
+        .iter()
+        .flat_map(|p| &p.lines)
+        .map(|l| l.redactions as u64)
+        .sum();
+    let (page, groups) = match plan.group_by {
+        Some(by) => {
+            let total = all_hits.len();
+            let (groups, more) = group_page(group::groups(&all_hits, by), plan);
+            let page = Page {
+                matches: Vec::new(),
+                total,
+                truncated: more,
+                beyond: Vec::new(),
+            };
+            (page, Some(groups))
+        }
+        None => {
+            let mut page = Page::of(all_hits, plan.offset, plan.limit);
+            add_details(tmux, &mut page.matches, deadline);
+            (page, None)
+        }
+    };
     SearchPanesResult {
         matches: page.matches,
+        total_groups: groups.as_ref().map(|g| g.1),
+        groups: groups.map(|g| g.0),
+        redactions,
         total_panes_matched: page.total,
         offset: plan.offset,
         limit: plan.limit,
@@ -66,6 +91,16 @@ pub(super) fn shape(
         scrollback_clamped: scope.scrollback_clamped,
         matches_truncated: outcome.flags.matches_truncated,
     }
+}
+
+/// The page `plan` asks for of `groups`, with the number of groups in all;
+/// and whether more groups lie beyond it.
+fn group_page(mut groups: Vec<HitGroup>, plan: &Plan) -> ((Vec<HitGroup>, usize), bool) {
+    let total = groups.len();
+    let end = plan.offset.saturating_add(plan.limit).min(total);
+    groups.truncate(end);
+    let page = groups.split_off(plan.offset.min(end));
+    ((page, total), total > end)
 }
 
 /// One page of the matching panes.
@@ -147,6 +182,7 @@ fn pane_hits(pane: &Pane, lines: &[LineMatch], truncated: bool, several: bool) -
                 pattern_index: several.then_some(m.pattern_index),
                 before: m.before.clone(),
                 after: m.after.clone(),
+                redactions: m.redactions,
             })
             .collect(),
         lines_truncated: truncated,
@@ -159,6 +195,15 @@ fn pane_hits(pane: &Pane, lines: &[LineMatch], truncated: bool, several: bool) -
 /// when nothing is left to drop.
 pub(super) fn cut_to_size(result: &mut SearchPanesResult, excess: usize) -> bool {
     let mut saved = 0usize;
+    // Groups first (a grouped result has no panes): the smallest go.
+    while let Some(group) = result.groups.as_mut().and_then(|g| g.pop()) {
+        saved += 2 * encoded_len(&group);
+        result.truncated = true;
+        result.matches_truncated = true;
+        if saved >= excess {
+            return true;
+        }
+    }
     while saved < excess {
         let Some(pane) = result
             .matches

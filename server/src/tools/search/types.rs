@@ -64,6 +64,9 @@ pub struct SearchPanesArgs {
     /// Time budget (default 60000).
     #[serde(default)]
     pub timeout_ms: Option<u64>,
+    /// Fold equal hit lines into groups (shape: numbers and hex as #); pages groups.
+    #[serde(default)]
+    pub group_by: Option<GroupBy>,
     #[serde(flatten)]
     pub server: ServerArgs,
 }
@@ -86,6 +89,40 @@ pub struct HitLine {
     // Context lines after.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub after: Vec<String>,
+    // Secrets replaced in text, before and after (counted in the result).
+    #[serde(skip)]
+    pub redactions: usize,
+}
+
+/// How `group_by` folds lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum GroupBy {
+    /// Equal after trimming trailing spaces.
+    Text,
+    /// Equal once numbers and hex words are `#`.
+    Shape,
+}
+
+/// Equal matching lines of every pane.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
+pub struct HitGroup {
+    pub text: String,
+    pub count: usize,
+    pub panes: Vec<PaneId>,
+    pub first: GroupFirst,
+}
+
+/// Where a group's line was seen first.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+// A wire type: see HitGroup.
+#[allow(missing_docs)]
+pub struct GroupFirst {
+    pub pane_id: PaneId,
+    pub line: i64,
 }
 
 /// A pane with matching lines.
@@ -131,6 +168,13 @@ pub struct PaneFailure {
 pub struct SearchPanesResult {
     // Matching panes of this page, ordered by session, window index, pane index.
     pub matches: Vec<PaneHits>,
+    // With group_by: this page of groups, largest first (matches is empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub groups: Option<Vec<HitGroup>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_groups: Option<usize>,
+    // Secrets replaced with [REDACTED:KIND] in the lines found.
+    pub redactions: u64,
     pub total_panes_matched: usize,
     pub offset: usize,
     pub limit: usize,
@@ -190,6 +234,7 @@ pub(super) mod fixtures {
                     pattern_index: None,
                     before: vec![],
                     after: vec![],
+                    redactions: 0,
                 })
                 .collect(),
             lines_truncated: false,
@@ -200,6 +245,9 @@ pub(super) mod fixtures {
         SearchPanesResult {
             total_panes_matched: matches.len(),
             matches,
+            groups: None,
+            total_groups: None,
+            redactions: 0,
             offset: 0,
             limit: 100,
             truncated: false,

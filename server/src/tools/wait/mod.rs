@@ -89,6 +89,8 @@ pub struct WaitForTextResult {
     // The same text (named as in search_panes).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
+    /// Secrets replaced with [REDACTED:KIND] in the line.
+    pub redactions: u64,
     /// Its tmux line number when found (0 = top of screen).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line_number: Option<i64>,
@@ -357,12 +359,15 @@ impl Wait<'_> {
     fn result(&self, hit: Option<Hit>) -> WaitForTextResult {
         let single = (self.watches.len() == 1).then(|| self.watches[0].pane);
         let found = hit.is_some();
+        let mut text = hit.as_ref().map(|h| h.text.clone());
+        let redactions = text.as_mut().map_or(0, |t| self.ctx.redact(t));
         WaitForTextResult {
             pane_id: hit.as_ref().map(|h| h.pane).or(single),
             found,
             timed_out: !found,
-            line: hit.as_ref().map(|h| h.text.clone()),
-            text: hit.as_ref().map(|h| h.text.clone()),
+            line: text.clone(),
+            text,
+            redactions,
             line_number: hit.as_ref().map(|h| h.line_number),
             pattern_index: hit.as_ref().map(|h| h.pattern_index),
             elapsed_ms: self.plan.started.elapsed().as_millis() as u64,

@@ -1,0 +1,117 @@
+//! Checks shared by the redaction fuzz target and its corpus-replay test.
+//!
+//! Not part of the stable API. `fuzz/fuzz_targets/redact.rs`,
+//! `engine/tests/redact.rs` (property tests) and `engine/tests/fuzz_corpus.rs`
+//! call [`check`].
+//!
+//! An input is decoded as: one byte choosing the kind ([`sample`]), one
+//! byte splitting the rest, then the bytes that make the secret's body
+//! (mapped onto the kind's alphabet) and, after the split, the text put
+//! around it (any bytes, at most 4 KiB each side).
+
+use crate::redact::redact_bytes;
+
+/// Kinds [`sample`] can build.
+pub const SAMPLE_KINDS: u8 = 14;
+
+const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+const UPPER_DIGITS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+const BASE64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/// `len` bytes of `alphabet` chosen by `body` (cycled; padded when short).
+fn body_of(body: &[u8], alphabet: &[u8], len: usize) -> String {
+    (0..len)
+        .map(|i| {
+            let b = body.get(i % body.len().max(1)).copied().unwrap_or(0);
+            let b = b.wrapping_add(i as u8);
+            char::from(alphabet[usize::from(b) % alphabet.len()])
+        })
+        .collect()
+}
+
+/// A secret of kind `kind % SAMPLE_KINDS` built from `body`: the text that
+/// holds it (one line, or a private key block) and the part that must not
+/// survive redaction.
+pub fn sample(kind: u8, body: &[u8]) -> (String, String) {
+    let an = |n| body_of(body, ALNUM, n);
+    let whole = |s: String| (s.clone(), s);
+    match kind % SAMPLE_KINDS {
+        0 => whole(format!("AKIA{}", body_of(body, UPPER_DIGITS, 16))),
+        1 => {
+            let v = body_of(body, BASE64, 40);
+            (format!("aws_secret_access_key = {v}"), v)
+        }
+        2 => whole(format!("ghp_{}", an(36))),
+        3 => whole(format!("github_pat_{}", an(40))),
+        4 => whole(format!("glpat-{}", an(20))),
+        5 => whole(format!("xoxb-{}", an(24))),
+        6 => whole(format!("sk_live_{}", an(24))),
+        7 => whole(format!("sk-ant-api03-{}", an(40))),
+        8 => whole(format!("sk-proj-7{}", an(40))),
+        9 => whole(format!("AIza{}", an(35))),
+        10 => whole(format!("eyJ{}.eyJ{}.{}", an(12), an(20), an(24))),
+        11 => {
+            let v = an(12);
+            (format!("postgres://admin:{v}@db.internal:5432/app"), v)
+        }
+        12 => {
+            let v = an(14);
+            (format!("DB_PASSWORD={v}"), v)
+        }
+        _ => {
+            let v = body_of(body, BASE64, 64);
+            (
+                format!("-----BEGIN PRIVATE KEY-----\n{v}\n-----END PRIVATE KEY-----"),
+                v,
+            )
+        }
+    }
+}
+
+/// Redacts a sample put between any two texts: the secret must be gone
+/// (unless those texts hold it themselves) and redacting must not panic.
+pub fn check(data: &[u8]) -> Result<(), String> {
+    let Some((&kind, rest)) = data.split_first() else {
+        return Ok(());
+    };
+    let Some((&split, rest)) = rest.split_first() else {
+        return Ok(());
+    };
+    let split = usize::from(split).min(rest.len());
+    let (body, around) = rest.split_at(split);
+    let (before, after) = around.split_at(around.len() / 2);
+    let (before, after) = (clip(before), clip(after));
+    let (line, secret) = sample(kind, body);
+    // Redaction of any bytes at all must not panic.
+    let _ = redact_bytes(data);
+    if contains(before, secret.as_bytes()) || contains(after, secret.as_bytes()) {
+        return Ok(());
+    }
+    let mut text = before.to_vec();
+    text.extend_from_slice(b"\n");
+    text.extend_from_slice(line.as_bytes());
+    text.extend_from_slice(b"\n");
+    text.extend_from_slice(after);
+    let (out, n) = redact_bytes(&text);
+    if contains(&out, secret.as_bytes()) {
+        return Err(format!(
+            "secret {secret:?} survived: {:?}",
+            String::from_utf8_lossy(&out)
+        ));
+    }
+    if n == 0 {
+        return Err(format!(
+            "no redaction in {:?}",
+            String::from_utf8_lossy(&text)
+        ));
+    }
+    Ok(())
+}
+
+fn clip(bytes: &[u8]) -> &[u8] {
+    &bytes[..bytes.len().min(4096)]
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    memchr::memmem::find(hay, needle).is_some()
+}
