@@ -35,11 +35,13 @@
 //! `#(touch /tmp/x)` or `#{pane_id}` is searched for literally and never
 //! reaches tmux.
 
+mod cursor;
 mod pipeline;
 mod plan;
 mod render;
 mod scope;
 mod shape;
+mod since;
 mod types;
 
 use std::time::Instant;
@@ -51,12 +53,13 @@ pub use render::{
     CLAMP_FLAGS,
 };
 pub use scope::resolve_scope;
-pub use types::{HitLine, PaneFailure, PaneHits, SearchPanesArgs, SearchPanesResult};
+pub use types::{HitLine, PaneFailure, PaneHits, SearchPanesArgs, SearchPanesResult, SincePane};
 
 use super::context::{ToolContext, ToolError};
 use crate::tools::registry::{Annotations, Tool};
 use plan::Plan;
 use scope::{Listing, Scope};
+use since::Since;
 
 /// The `search_panes` tool.
 #[derive(Debug)]
@@ -98,11 +101,23 @@ pub fn search_panes(
     let Listing {
         inventory,
         activity,
+        server,
     } = scope::list(ctx, &tmux, deadline)?;
     let scope = Scope::select(&inventory, args, &plan, limits)?;
-    let scanned = pipeline::fetch_and_scan(ctx, &tmux, &plan, &scope, activity, deadline)?;
+    let since = Since::new(since::Setup {
+        server: since::server_id(tmux.socket_path(), &server),
+        joined: plan.join_wrapped,
+        since: args.since.as_deref(),
+        panes: &scope.panes,
+        full_range: plan.capture_range(),
+        scrollback: plan.scrollback,
+        max_history: limits.max_scrollback_lines,
+    })?;
+    let scanned = pipeline::fetch_and_scan(ctx, &tmux, &plan, &scope, &since, activity, deadline)?;
     let mut result = shape::shape(&tmux, &plan, &scope, scanned, deadline);
 
+    (result.cursor, result.since_panes) = since.finish();
+    result.since_reset = since.reset;
     result.elapsed_ms = started.elapsed().as_millis() as u64;
     Ok(result)
 }
