@@ -5,7 +5,7 @@
 //! - [`capture`] — capture_pane, capture_since, snapshot_pane.
 //! - [`options`] — options, environment, hooks, format variables, display_message.
 //! - [`search`] — search_panes, the reason panescan exists.
-//! - [`wait`] — wait_for_text.
+//! - [`wait`] — wait_for_text, watch_panes.
 //! - [`batch`] — call_read_tools_batch.
 //! - [`mutate`] — send_keys, rename_window, set_pane_title (mutating tier).
 //! - [`destroy`] — kill_pane, kill_window, kill_session (destructive tier).
@@ -59,6 +59,7 @@ pub fn all() -> Vec<ToolEntry> {
         ToolEntry::of::<options::ShowHooks>(),
         ToolEntry::of::<options::DisplayMessage>(),
         ToolEntry::of::<wait::WaitForText>(),
+        ToolEntry::of::<wait::WatchPanes>(),
         ToolEntry::of::<batch::CallReadToolsBatch>(),
         ToolEntry::of::<mutate::SendKeys>(),
         ToolEntry::of::<mutate::RenameWindow>(),
