@@ -17,6 +17,9 @@ use crate::tools::context::ToolError;
 const PREFIX: &str = "ps1.";
 /// Entries a cursor may hold (a bound on what decoding allocates).
 const MAX_ENTRIES: usize = 100_000;
+/// Rows no pane reaches: a cursor saying more was not made by a search
+/// (and would overflow row arithmetic).
+const MAX_ROWS: u64 = 1 << 40;
 
 /// Which tmux server a cursor belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -143,6 +146,9 @@ fn read_body(body: &[u8]) -> Option<Cursor> {
         let history = r.varint()?;
         let boundary = history.checked_add(r.varint()?)?;
         let anchor_rows = r.varint()?;
+        if boundary > MAX_ROWS || anchor_rows > boundary {
+            return None;
+        }
         let anchor = u32::from_le_bytes(r.take(4)?.try_into().ok()?);
         entries.push(Entry {
             pane,
@@ -294,6 +300,17 @@ mod tests {
             let e = Cursor::decode(text).unwrap_err();
             assert!(e.message.contains("not a search_panes cursor"), "{text}");
         }
+    }
+
+    #[test]
+    fn rows_no_pane_reaches_are_refused() {
+        let mut c = sample(2);
+        c.entries[1].history = u64::MAX / 2;
+        c.entries[1].boundary = u64::MAX / 2 + 5;
+        assert!(Cursor::decode(&c.encode()).is_err());
+        let mut c = sample(2);
+        c.entries[0].anchor_rows = c.entries[0].boundary + 1;
+        assert!(Cursor::decode(&c.encode()).is_err());
     }
 
     #[test]

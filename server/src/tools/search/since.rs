@@ -200,7 +200,7 @@ impl Since {
             PanePlan::Since(e) => match anchor_end(&rows, &cap.bytes, &e) {
                 Some(from) if pane.cursor_row() >= e.boundary as i64 => {
                     self.record(i, &pane, &now, None);
-                    slice(i, &cap, &rows[from..now.pending])
+                    slice(i, &cap, rows.get(from..now.pending).unwrap_or_default())
                 }
                 _ => {
                     self.lock().fallback.push(i);
@@ -236,7 +236,8 @@ impl Since {
         let rows = rows_of(&cap);
         let now = stand(&rows, &cap.bytes, pane.cursor_row());
         let shrank = pane.history < e.history;
-        let near_limit = e.history.max(pane.history) * 10 >= pane.limit * 9 && pane.limit > 0;
+        let near_limit = pane.limit > 0
+            && e.history.max(pane.history).saturating_mul(10) >= pane.limit.saturating_mul(9);
         let reason = if near_limit { "trimmed" } else { "cleared" };
         let found = (e.anchor_rows > 0)
             .then(|| {
@@ -249,7 +250,7 @@ impl Since {
         match found {
             Some(from) => {
                 self.record(i, &pane, &now, Some((reason, Some(0))));
-                slice(key, &cap, &rows[from..now.pending])
+                slice(key, &cap, rows.get(from..now.pending).unwrap_or_default())
             }
             None => {
                 let reason = if shrank || near_limit {

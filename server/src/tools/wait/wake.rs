@@ -94,8 +94,8 @@ impl Waker {
             None => Default::default(),
         };
         for (i, pane) in self.panes.iter().enumerate() {
-            self.polled[i] =
-                !self.gone.contains(pane) && !(covered.live && covered.panes.contains(pane));
+            let streamed = covered.live && covered.panes.contains(pane);
+            self.polled[i] = !(self.gone.contains(pane) || streamed);
         }
     }
 
