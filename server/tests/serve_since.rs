@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::time::Duration;
 
-use common::{eventually, Serve};
+use common::{eventually, validate, Serve};
 use panescan::fixture::{Fixture, FixtureShape};
 use panescan::tmux::private_server::PrivateServer;
 use serde_json::{json, Value};
@@ -85,6 +85,14 @@ fn a_since_search_returns_exactly_the_lines_printed_in_3_of_200_panes() {
     let first = search(&mut s, None);
     assert_eq!(first["total_panes_matched"], 0, "{first}");
     assert_eq!(first["panes_searched"], 200);
+    // A client reading only the text gets the cursor too.
+    let r = s.call(
+        "search_panes",
+        json!({"pattern": MARK, "pane_ids": [fx.pane_ids[0]]}),
+    );
+    let text = r["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("cursor: ps1."), "{text}");
+    assert!(text.trim_end().ends_with("complete"), "{text}");
 
     let changed = [&fx.pane_ids[3], &fx.pane_ids[100], &fx.pane_ids[199]];
     let mut expected = Vec::new();
@@ -153,6 +161,15 @@ fn a_since_search_says_per_pane_what_was_cleared_resized_respawned_or_new() {
     assert!(shown);
 
     let since = search(&mut s, Some(&first["cursor"]));
+    let list = s.request("tools/list", json!({}));
+    let schema = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "search_panes")
+        .unwrap()["outputSchema"]
+        .clone();
+    assert_eq!(validate(&schema, &since), Vec::<String>::new());
     let notes: HashMap<String, (String, Value)> = since["since_panes"]
         .as_array()
         .unwrap_or_else(|| panic!("no since_panes: {since}"))

@@ -78,7 +78,23 @@ impl Tool for SearchPanes {
     }
 
     fn text(output: &Self::Output) -> String {
-        render_text(output)
+        let text = render_text(output);
+        // A client reading only the text needs the cursor to search since:
+        // it goes just above the closing summary line.
+        let mut extra = String::new();
+        for note in &output.since_panes {
+            extra.push_str(&format!(
+                "{} {}: searched in full\n",
+                note.pane_id, note.reason
+            ));
+        }
+        if output.since_reset {
+            extra.push_str("the tmux server restarted since the cursor: searched in full\n");
+        }
+        extra.push_str(&format!("cursor: {}\n", output.cursor));
+        let body = text.trim_end_matches('\n');
+        let at = body.rfind('\n').map_or(0, |i| i + 1);
+        format!("{}{extra}{}", &text[..at], &text[at..])
     }
 
     fn shrink(output: &mut Self::Output, excess: usize) -> bool {
