@@ -68,7 +68,7 @@ pub struct SearchPanes;
 impl Tool for SearchPanes {
     const NAME: &'static str = "search_panes";
     const TITLE: &'static str = "Search all panes";
-    const DESCRIPTION: &'static str = "Find which panes show a text, and on which lines: every pane (or a session, window, pane list), the screen by default, scrollback_lines of history too. Literal or bounded regex, case-insensitive unless match_case. Hit line numbers go straight to capture_pane's start. Budgets (max_scan_bytes, max_scan_lines, timeout_ms, max_matches) bound the work; each *_clamped flag / matches_truncated says what a limit left out. Use instead of capturing panes one by one; to wait for new output use wait_for_text.";
+    const DESCRIPTION: &'static str = "Find which panes show a text, and on which lines: every pane (or a session, window, pane list), the screen by default, scrollback_lines of history too. Literal or bounded regex, case-insensitive unless match_case. Hit line numbers go straight to capture_pane's start. Budgets (max_scan_bytes, max_scan_lines, timeout_ms, max_matches) bound the work; each *_clamped flag / matches_truncated says what a limit left out. Pass a result's cursor as since to search only lines printed after it. Use instead of capturing panes one by one; to wait for new output use wait_for_text or watch_panes.";
     const ANNOTATIONS: Annotations = Annotations::READ;
     type Args = SearchPanesArgs;
     type Output = SearchPanesResult;
