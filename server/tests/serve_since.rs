@@ -247,3 +247,75 @@ fn a_damaged_or_foreign_cursor_is_an_error_and_a_restart_searches_in_full() {
     assert_eq!(r["since_reset"], true, "{r}");
     assert_eq!(r["total_panes_matched"], 1, "{r}");
 }
+
+#[test]
+fn a_since_search_says_when_history_was_trimmed_and_whether_lines_were_lost() {
+    let tmux = PrivateServer::start("since-trim", 80, 20).unwrap();
+    tmux.run_ok(["set-option", "-g", "history-limit", "100"])
+        .unwrap();
+    let window = |name: &str| {
+        tmux.run_ok([
+            "new-window",
+            "-d",
+            "-n",
+            name,
+            "-P",
+            "-F",
+            "#{pane_id}",
+            "sh -c 'seq 1 200; exec sleep 100000'",
+        ])
+        .unwrap()
+        .trim()
+        .to_owned()
+    };
+    let (lost, kept) = (window("lost"), window("kept"));
+    let filled = eventually(Duration::from_secs(10), || {
+        [&lost, &kept].iter().all(|p| {
+            tmux.run_ok(["capture-pane", "-p", "-t", p])
+                .is_ok_and(|t| t.contains("200"))
+        })
+    });
+    assert!(filled);
+    let mut s = Serve::spawn(tmux.socket_name());
+    s.initialize();
+    let first = search(&mut s, None);
+    // `lost` prints far more than its history keeps; `kept` a little,
+    // enough for tmux to trim its oldest rows.
+    let mut long = String::new();
+    for i in 0..300 {
+        long.push_str(&format!("{MARK} lost {i}\r\n"));
+    }
+    let mut tty = std::fs::OpenOptions::new()
+        .write(true)
+        .open(ttys(&tmux).remove(&lost).unwrap())
+        .unwrap();
+    tty.write_all(long.as_bytes()).unwrap();
+    for i in 0..15 {
+        print_in(&tmux, &kept, &format!("{MARK} kept {i}"));
+    }
+    print_in(&tmux, &lost, &format!("{MARK} lost end"));
+    let since = search(&mut s, Some(&first["cursor"]));
+    let note = |p: &str| {
+        since["since_panes"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no since_panes: {since}"))
+            .iter()
+            .find(|n| n["pane_id"] == p)
+            .cloned()
+            .unwrap_or_else(|| panic!("{p} not named: {since}"))
+    };
+    let (l, k) = (note(&lost), note(&kept));
+    assert_eq!(l["reason"], "trimmed", "{since}");
+    assert!(l.get("missed_lines").is_none(), "{since}");
+    assert_eq!(k["reason"], "trimmed", "{since}");
+    assert_eq!(k["missed_lines"], 0, "{since}");
+    let kept_hits: Vec<String> = hits(&since)
+        .into_iter()
+        .filter(|(p, _)| p == &kept)
+        .map(|(_, t)| t)
+        .collect();
+    let mut want: Vec<String> = (0..15).map(|i| format!("{MARK} kept {i}")).collect();
+    want.sort();
+    assert_eq!(kept_hits, want, "{since}");
+    tmux.kill();
+}
