@@ -194,3 +194,68 @@ fn a_missing_tmux_gets_one_clear_sentence() {
     }
     let _ = std::fs::remove_dir(&empty);
 }
+
+#[test]
+fn search_since_file_shows_only_what_is_new_on_each_run() {
+    let server = PrivateServer::start("cli-since", 80, 20).unwrap();
+    let pane = server
+        .run_ok([
+            "new-window",
+            "-d",
+            "-P",
+            "-F",
+            "#{pane_id}",
+            "printf 'old error\\n'; exec sleep 100000",
+        ])
+        .unwrap()
+        .trim()
+        .to_owned();
+    let name = server.socket_name();
+    let shown = |text: &str| {
+        (0..250).any(|_| {
+            let screen = server.run_ok(["capture-pane", "-p", "-t", &pane]).unwrap();
+            screen.contains(text) || {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                false
+            }
+        })
+    };
+    assert!(shown("old error"));
+    let dir = std::env::temp_dir().join(format!("{name}.since"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("cursor");
+    let run = || {
+        panescan()
+            .args(["search", "-L", name, "--since-file"])
+            .arg(&file)
+            .arg("error")
+            .output()
+            .unwrap()
+    };
+    // No file yet: everything, and the cursor is written.
+    let first = run();
+    assert_eq!(first.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&first.stdout).contains("old error"));
+    assert!(std::fs::read_to_string(&file).unwrap().starts_with("ps1."));
+    // Nothing new: nothing found.
+    assert_eq!(run().status.code(), Some(1));
+    // One new line: only it.
+    let tty = server
+        .run_ok(["display-message", "-p", "-t", &pane, "#{pane_tty}"])
+        .unwrap();
+    std::fs::write(tty.trim(), "new error\r\n").unwrap();
+    assert!(shown("new error"));
+    let third = run();
+    let out = String::from_utf8_lossy(&third.stdout).into_owned();
+    assert_eq!(third.status.code(), Some(0), "{out}");
+    assert!(
+        out.contains("new error") && !out.contains("old error"),
+        "{out}"
+    );
+    // A damaged cursor: an error that says how to start over.
+    std::fs::write(&file, "ps1.garbage").unwrap();
+    let bad = run();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("remove the file"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -99,6 +99,7 @@ fn every_tool_at(at: &Value) -> Vec<(&'static str, Value)> {
             "wait_for_text",
             json!({"pane_id": "%0", "pattern": "x", "timeout_ms": 100}),
         ),
+        ("watch_panes", json!({"pattern": "x", "timeout_ms": 100})),
         (
             "call_read_tools_batch",
             json!({"operations": [{"tool": "list_panes"}]}),

@@ -107,6 +107,10 @@ fn every_read_tool(s: &mut Serve, pane: &str) {
             json!({"pane_id": pane, "pattern": "never", "timeout_ms": 100}),
         ),
         (
+            "watch_panes",
+            json!({"pattern": "never", "timeout_ms": 100}),
+        ),
+        (
             "get_tmux_variables",
             json!({"names": ["pane_id", "client_width"]}),
         ),

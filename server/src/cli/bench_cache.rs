@@ -8,7 +8,10 @@
 //! - **warm, nothing changed**: the cache primed by an earlier search and no
 //!   pane printed since;
 //! - **warm, 10% changed**: before each run a tenth of the panes (a
-//!   different tenth every run) print 50 new lines each.
+//!   different tenth every run) print 50 new lines each;
+//! - **since, 1% changed**: the same search with `since` set to the cursor
+//!   of the previous warm search, after a hundredth of the panes printed 50
+//!   new lines each: only those lines are scanned.
 //!
 //! The three are interleaved run by run (a second apart, as between an
 //! agent's commands), so load drifting on a shared machine moves them alike.
@@ -27,7 +30,7 @@ use crate::cache::{CacheStats, PaneCache, DEFAULT_MAX_BYTES};
 use crate::config::Ceilings;
 use crate::fixture::{Fixture, NEEDLE};
 use crate::tools::context::ToolContext;
-use crate::tools::search::{search_panes, SearchPanesArgs};
+use crate::tools::search::{search_panes, SearchPanesArgs, SearchPanesResult};
 
 /// Lines each changed pane prints before a "10% changed" run.
 pub const NEW_LINES: usize = 50;
@@ -50,6 +53,11 @@ pub struct CacheBench {
     pub delta_rejected: u64,
     /// Every warm result listed the same matching lines as the cold one.
     pub same_hits: bool,
+    pub since_ms: f64,
+    pub since_changed_panes: usize,
+    pub ratio_since: f64,
+    /// Every since search scanned exactly the new lines.
+    pub since_exact: bool,
 }
 
 fn context(socket_name: &str, cache: Option<Arc<PaneCache>>) -> ToolContext {
@@ -60,16 +68,29 @@ fn context(socket_name: &str, cache: Option<Arc<PaneCache>>) -> ToolContext {
     .with_pane_cache(cache)
 }
 
-/// The hits of a deep search for the needle: (pane, line, text).
-fn deep_search(ctx: &ToolContext, lines: usize) -> Result<Vec<(String, i64, String)>, String> {
+/// A deep search for the needle, since `since` if given.
+fn deep(
+    ctx: &ToolContext,
+    lines: usize,
+    since: Option<String>,
+) -> Result<SearchPanesResult, String> {
     let args = SearchPanesArgs {
         pattern: Some(NEEDLE.to_owned()),
         scrollback_lines: Some(lines as u64 + 1_000),
         max_matches: Some(10_000),
+        since,
         ..SearchPanesArgs::default()
     };
-    let result = search_panes(ctx, &args).map_err(|e| format!("search failed: {e}"))?;
-    Ok(result
+    search_panes(ctx, &args).map_err(|e| format!("search failed: {e}"))
+}
+
+/// The hits of a deep search for the needle: (pane, line, text).
+fn deep_search(ctx: &ToolContext, lines: usize) -> Result<Vec<(String, i64, String)>, String> {
+    Ok(hits(&deep(ctx, lines, None)?))
+}
+
+fn hits(result: &SearchPanesResult) -> Vec<(String, i64, String)> {
+    result
         .matches
         .iter()
         .flat_map(|p| {
@@ -77,7 +98,7 @@ fn deep_search(ctx: &ToolContext, lines: usize) -> Result<Vec<(String, i64, Stri
                 .iter()
                 .map(move |l| (p.pane_id.to_string(), l.line, l.text.clone()))
         })
-        .collect())
+        .collect()
 }
 
 fn ms(d: Duration) -> f64 {
@@ -170,6 +191,8 @@ pub fn run(fixture: &Fixture, runs: usize) -> Result<CacheBench, String> {
     // them alike. A run starts a second after the last output, as between
     // an agent's commands.
     let (mut cold, mut unchanged, mut changed) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut since, mut since_exact) = (Vec::new(), true);
+    let hundredth = (ttys.len() / 100).max(1);
     for run in 0..runs {
         std::thread::sleep(Duration::from_millis(1_050));
         let start = Instant::now();
@@ -178,9 +201,9 @@ pub fn run(fixture: &Fixture, runs: usize) -> Result<CacheBench, String> {
 
         // Nothing changed since the last warm search.
         let start = Instant::now();
-        let hits = deep_search(&warm_ctx, lines)?;
+        let warm_hits = deep_search(&warm_ctx, lines)?;
         unchanged.push(start.elapsed());
-        same_hits &= hits == cold_hits;
+        same_hits &= warm_hits == cold_hits;
 
         // A tenth of the panes (another tenth each run) print NEW_LINES.
         let chosen: Vec<(String, String)> = ttys
@@ -196,17 +219,38 @@ pub fn run(fixture: &Fixture, runs: usize) -> Result<CacheBench, String> {
         }
         wait_for_mark(fixture, &chosen, &mark)?;
         let start = Instant::now();
-        let hits = deep_search(&warm_ctx, lines)?;
+        let result = deep(&warm_ctx, lines, None)?;
         changed.push(start.elapsed());
         // The new lines hold no needle, but the hits' line numbers move up
         // in the changed panes: compare with a cold search of this state.
-        same_hits &= hits == deep_search(&cold_ctx, lines)?;
+        same_hits &= hits(&result) == deep_search(&cold_ctx, lines)?;
+
+        // A hundredth of the panes print; search since the last result.
+        let chosen: Vec<(String, String)> = ttys
+            .iter()
+            .cycle()
+            .skip(run * hundredth + ttys.len() / 2)
+            .take(hundredth)
+            .cloned()
+            .collect();
+        let mark = format!("bench-since-mark-{run}");
+        for (pane, tty) in &chosen {
+            print_on_tty(tty, run, pane, &mark)?;
+        }
+        wait_for_mark(fixture, &chosen, &mark)?;
+        let start = Instant::now();
+        let result = deep(&warm_ctx, lines, Some(result.cursor))?;
+        since.push(start.elapsed());
+        since_exact &= result.total_panes_matched == 0
+            && result.since_panes.is_empty()
+            && result.lines_scanned == (hundredth * (NEW_LINES + 1)) as u64;
     }
 
-    let (cold, unchanged, changed) = (
+    let (cold, unchanged, changed, since) = (
         median(&mut cold),
         median(&mut unchanged),
         median(&mut changed),
+        median(&mut since),
     );
     let stats: CacheStats = cache.stats();
     Ok(CacheBench {
@@ -224,6 +268,10 @@ pub fn run(fixture: &Fixture, runs: usize) -> Result<CacheBench, String> {
         full: stats.full,
         delta_rejected: stats.delta_rejected,
         same_hits,
+        since_ms: ms(since),
+        since_changed_panes: hundredth,
+        ratio_since: ratio(since, cold),
+        since_exact,
     })
 }
 
@@ -242,6 +290,10 @@ pub fn print(c: &CacheBench) {
     println!(
         "  warm, {} panes printed {} lines {:>9.1} ms  {:.3}x cold",
         c.changed_panes, c.new_lines_per_changed_pane, c.warm_changed_ms, c.ratio_changed
+    );
+    println!(
+        "  since the last, {} panes printed {} {:>9.1} ms  {:.3}x cold (only the new lines scanned: {})",
+        c.since_changed_panes, c.new_lines_per_changed_pane, c.since_ms, c.ratio_since, c.since_exact
     );
     println!(
         "  cache memory {:.1} MiB for {} panes; reused {}, delta {}, full {}, delta rejected {}; hits identical to cold: {}",

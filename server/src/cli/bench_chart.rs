@@ -54,6 +54,7 @@ pub fn chart_rows(r: &BenchReport) -> Vec<ChartRow> {
         for (what, ms) in [
             ("nothing changed", c.warm_unchanged_ms),
             ("10% of panes changed", c.warm_changed_ms),
+            ("since the last, 1% of panes changed", c.since_ms),
         ] {
             rows.push(ChartRow {
                 label: format!("deep, repeated ({what})"),

@@ -83,6 +83,11 @@ pub fn cache(c: &CacheBench) -> String {
     );
     let _ = writeln!(
         out,
+        "| since the last search, {} panes printed {} lines | {:.1} ms | {:.3} |",
+        c.since_changed_panes, c.new_lines_per_changed_pane, c.since_ms, c.ratio_since
+    );
+    let _ = writeln!(
+        out,
         "\nCache memory {:.1} MiB for {} panes; reused {}, delta {}, full {}, \
          delta rejected {}; hits identical to the cold search: {}.",
         c.cache_memory_bytes as f64 / (1u64 << 20) as f64,
@@ -111,6 +116,11 @@ pub fn wait(w: &WaitBench) -> String {
         out,
         "| polling (`serve --no-events`) | {:.1} ms | {:.1}-{:.1} ms |",
         w.polling_median_ms, w.polling_min_ms, w.polling_max_ms
+    );
+    let _ = writeln!(
+        out,
+        "| watch_panes, every pane ({}), event stream | {:.1} ms | {:.1}-{:.1} ms |",
+        w.watch_panes, w.watch_median_ms, w.watch_min_ms, w.watch_max_ms
     );
     let _ = writeln!(
         out,
@@ -167,6 +177,10 @@ mod tests {
                 polling_median_ms: 90.0,
                 polling_min_ms: 80.0,
                 polling_max_ms: 100.0,
+                watch_median_ms: 5.0,
+                watch_min_ms: 4.0,
+                watch_max_ms: 6.0,
+                watch_panes: 10,
                 capture_median_ms: 2.5,
                 events_panes_polled: 0,
                 run_true_median_ms: 20.0,

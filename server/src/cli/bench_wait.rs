@@ -14,6 +14,8 @@
 //! In the same run, run_command types `true` into an idle bash (no rc
 //! files) and is timed from the call to its answer (exit status and
 //! output): the loop an agent runs, on the mutating tier.
+//! A third kind of run times watch_panes over every pane of the server
+//! (the pane with the FIFO and the idle ones) the same way.
 
 use std::io::Write as _;
 use std::path::Path;
@@ -30,7 +32,7 @@ use crate::tmux::{CaptureOptions, CaptureRange, CaptureRequest, PaneId, ServerSp
 use crate::tools::context::ToolContext;
 use crate::tools::registry::{Registry, Tool};
 use crate::tools::run::{RunCommand, RunCommandArgs};
-use crate::tools::wait::{WaitForText, WaitForTextArgs};
+use crate::tools::wait::{WaitForText, WaitForTextArgs, WatchPanes, WatchPanesArgs};
 
 /// How long a wait runs before the text appears.
 const SETTLE: Duration = Duration::from_millis(700);
@@ -49,6 +51,12 @@ pub struct WaitBench {
     pub polling_median_ms: f64,
     pub polling_min_ms: f64,
     pub polling_max_ms: f64,
+    /// The same for watch_panes over every pane, event stream.
+    pub watch_median_ms: f64,
+    pub watch_min_ms: f64,
+    pub watch_max_ms: f64,
+    /// Panes watch_panes watched.
+    pub watch_panes: usize,
     /// One capture of the pane's screen, as a wait makes it.
     pub capture_median_ms: f64,
     /// Panes the event runs had to poll (0: the stream covered the pane).
@@ -103,6 +111,7 @@ fn measure(server: &PrivateServer, dir: &Path, runs: usize) -> Result<WaitBench,
     let shell = idle_shell(server)?;
     let (mut events, mut polling, mut captures) = (Vec::new(), Vec::new(), Vec::new());
     let mut runs_true = Vec::new();
+    let (mut watches, mut watched) = (Vec::new(), 0);
     let mut polled = 0;
     for k in 0..runs {
         runs_true.push(one_run(&spec, shell)?);
@@ -110,11 +119,15 @@ fn measure(server: &PrivateServer, dir: &Path, runs: usize) -> Result<WaitBench,
         events.push(t);
         polled += p;
         polling.push(one_wait(&spec, pane, &fifo, &format!("needle-p{k}"), false)?.0);
+        let (t, n) = one_watch(&spec, &fifo, &format!("needle-w{k}"))?;
+        watches.push(t);
+        watched = n;
         captures.push(one_capture(&spec, pane)?);
     }
     let (events_median_ms, events_min_ms, events_max_ms) = spread(&mut events);
     let (polling_median_ms, polling_min_ms, polling_max_ms) = spread(&mut polling);
     let (run_true_median_ms, run_true_min_ms, run_true_max_ms) = spread(&mut runs_true);
+    let (watch_median_ms, watch_min_ms, watch_max_ms) = spread(&mut watches);
     Ok(WaitBench {
         runs,
         events_median_ms,
@@ -123,6 +136,10 @@ fn measure(server: &PrivateServer, dir: &Path, runs: usize) -> Result<WaitBench,
         polling_median_ms,
         polling_min_ms,
         polling_max_ms,
+        watch_median_ms,
+        watch_min_ms,
+        watch_max_ms,
+        watch_panes: watched,
         capture_median_ms: ms(median(&mut captures)),
         events_panes_polled: polled,
         run_true_median_ms,
@@ -193,15 +210,7 @@ fn one_wait(
     needle: &str,
     events: bool,
 ) -> Result<(Duration, u64), String> {
-    let config = ServeConfig {
-        server: spec.clone(),
-        wait_events: events,
-        ..ServeConfig::default()
-    };
-    let ctx = ToolContext::new(
-        Arc::new(config),
-        Arc::new(Registry::for_tier(Tier::Readonly)),
-    );
+    let ctx = read_context(spec, events);
     let args: WaitForTextArgs = serde_json::from_value(json!({
         "pane_id": pane.to_string(), "pattern": needle, "timeout_ms": 10_000
     }))
@@ -211,13 +220,7 @@ fn one_wait(
         (out, Instant::now())
     });
     std::thread::sleep(SETTLE);
-    let written = Instant::now();
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .open(fifo)
-        .map_err(|e| format!("cannot open the FIFO: {e}"))?;
-    writeln!(f, "{needle}").map_err(|e| e.to_string())?;
-    drop(f);
+    let written = write_needle(fifo, needle)?;
     let (out, answered) = waiter.join().map_err(|_| "the wait panicked".to_string())?;
     let out = out.map_err(|e| format!("wait_for_text failed: {e}"))?;
     if !out.found {
@@ -226,6 +229,55 @@ fn one_wait(
     Ok((
         answered.saturating_duration_since(written),
         out.panes_polled as u64,
+    ))
+}
+
+fn read_context(spec: &ServerSpec, events: bool) -> ToolContext {
+    let config = ServeConfig {
+        server: spec.clone(),
+        wait_events: events,
+        ..ServeConfig::default()
+    };
+    ToolContext::new(
+        Arc::new(config),
+        Arc::new(Registry::for_tier(Tier::Readonly)),
+    )
+}
+
+/// Writes `needle` as a line through the FIFO; returns when it was written.
+fn write_needle(fifo: &Path, needle: &str) -> Result<Instant, String> {
+    let written = Instant::now();
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(fifo)
+        .map_err(|e| format!("cannot open the FIFO: {e}"))?;
+    writeln!(f, "{needle}").map_err(|e| e.to_string())?;
+    Ok(written)
+}
+
+/// One watch_panes over every pane for `needle`: the time from writing it
+/// to the answer, and how many panes were watched.
+fn one_watch(spec: &ServerSpec, fifo: &Path, needle: &str) -> Result<(Duration, usize), String> {
+    let ctx = read_context(spec, true);
+    let args: WatchPanesArgs =
+        serde_json::from_value(json!({"pattern": needle, "timeout_ms": 10_000}))
+            .map_err(|e| e.to_string())?;
+    let watcher = std::thread::spawn(move || {
+        let out = WatchPanes::run(&ctx, args);
+        (out, Instant::now())
+    });
+    std::thread::sleep(SETTLE);
+    let written = write_needle(fifo, needle)?;
+    let (out, answered) = watcher
+        .join()
+        .map_err(|_| "the watch panicked".to_string())?;
+    let out = out.map_err(|e| format!("watch_panes failed: {e}"))?;
+    if out.hits.is_empty() {
+        return Err(format!("watch_panes did not see {needle}"));
+    }
+    Ok((
+        answered.saturating_duration_since(written),
+        out.panes_watched,
     ))
 }
 
@@ -263,6 +315,10 @@ pub fn print(w: &WaitBench) {
     println!(
         "  polling (--no-events)   {:>7.1} ms  ({:.1}-{:.1})",
         w.polling_median_ms, w.polling_min_ms, w.polling_max_ms
+    );
+    println!(
+        "  watch_panes, {} panes   {:>7.1} ms  ({:.1}-{:.1})",
+        w.watch_panes, w.watch_median_ms, w.watch_min_ms, w.watch_max_ms
     );
     println!("  one capture of the pane {:>7.1} ms", w.capture_median_ms);
     println!(

@@ -22,7 +22,7 @@ use crate::tools::search::{
 /// `panescan search` options (the arguments of the search_panes tool).
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  panescan search 'error['                 # visible screens of every pane\n  panescan search -n 5000 Traceback          # and 5,000 lines of history\n  panescan search -e 'error\\[E\\d+\\]' -A      # regex, all history\n  panescan search -C 2 --session dev FAILED  # two lines of context, one session\n  panescan search --json panicked | jq .     # the structured result\n\nExit status: 0 if a line matched, 1 if none did, 2 on error."
+    after_help = "Examples:\n  panescan search 'error['                 # visible screens of every pane\n  panescan search -n 5000 Traceback          # and 5,000 lines of history\n  panescan search -e 'error\\[E\\d+\\]' -A      # regex, all history\n  panescan search -C 2 --session dev FAILED  # two lines of context, one session\n  panescan search --json panicked | jq .     # the structured result\n  panescan search --since-file .cur -A error # only what is new since the last run\n\nExit status: 0 if a line matched, 1 if none did, 2 on error."
 )]
 pub struct SearchArgs {
     /// Text to find; several PATTERNs match any of them.
@@ -90,6 +90,9 @@ pub struct SearchArgs {
     /// [REDACTED:KIND].
     #[arg(long)]
     pub no_redact: bool,
+    /// Search only what was printed since the cursor in FILE (all of it when FILE is missing or empty), then write the new cursor to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub since_file: Option<PathBuf>,
     /// Print the structured result as JSON.
     #[arg(long)]
     pub json: bool,
@@ -147,6 +150,10 @@ impl SearchArgs {
                 Some(_) => Some(GroupBy::Text),
                 None => None,
             },
+            since: match &self.since_file {
+                Some(file) => read_cursor(file)?,
+                None => None,
+            },
             server: ServerArgs::default(),
         })
     }
@@ -172,8 +179,22 @@ pub fn run(args: &SearchArgs) -> ExitCode {
     crate::tools::shutdown_connections();
     let result = match result {
         Ok(r) => r,
-        Err(e) => return fail(&e.message),
+        Err(e) => match &args.since_file {
+            Some(file) if tool_args.since.is_some() => {
+                return fail(&format!(
+                    "{} (the cursor in {}; remove the file to start over)",
+                    e.message,
+                    file.display()
+                ))
+            }
+            _ => return fail(&e.message),
+        },
     };
+    if let Some(file) = &args.since_file {
+        if let Err(e) = write_cursor(file, &result.cursor) {
+            return fail(&format!("cannot write {}: {e}", file.display()));
+        }
+    }
     let mut out = std::io::stdout().lock();
     let written = if args.json {
         serde_json::to_string_pretty(&result)
@@ -195,12 +216,38 @@ pub fn run(args: &SearchArgs) -> ExitCode {
     }
     if !args.json {
         eprintln!("{}", summary_line(&result));
+        for note in &result.since_panes {
+            eprintln!("{} {}: searched in full", note.pane_id, note.reason);
+        }
+        if result.since_reset {
+            eprintln!("the tmux server restarted since the cursor: searched in full");
+        }
     }
     if result.total_panes_matched > 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     }
+}
+
+/// The cursor in `file`; none when the file is missing or empty (the first
+/// run searches in full).
+fn read_cursor(file: &std::path::Path) -> Result<Option<String>, String> {
+    match std::fs::read_to_string(file) {
+        Ok(text) => Ok(Some(text.trim().to_owned()).filter(|t| !t.is_empty())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("cannot read {}: {e}", file.display())),
+    }
+}
+
+/// Replaces `file` with the cursor in one rename, so a run interrupted
+/// half-way leaves the old cursor, never half of one.
+fn write_cursor(file: &std::path::Path, cursor: &str) -> std::io::Result<()> {
+    let mut tmp = file.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    std::fs::write(&tmp, format!("{cursor}\n"))?;
+    std::fs::rename(&tmp, file)
 }
 
 fn fail(message: &str) -> ExitCode {

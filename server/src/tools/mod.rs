@@ -5,7 +5,7 @@
 //! - [`capture`] — capture_pane, capture_since, snapshot_pane.
 //! - [`options`] — options, environment, hooks, format variables, display_message.
 //! - [`search`] — search_panes, the reason panescan exists.
-//! - [`wait`] — wait_for_text.
+//! - [`wait`] — wait_for_text, watch_panes.
 //! - [`batch`] — call_read_tools_batch.
 //! - [`mutate`] — send_keys, rename_window, set_pane_title (mutating tier).
 //! - [`layout`] — create_session, create_window, split_window, select_pane,
@@ -83,6 +83,7 @@ pub fn all() -> Vec<ToolEntry> {
         ToolEntry::of::<wait::WaitForText>(),
         ToolEntry::of::<buffers::ShowBuffer>(),
         ToolEntry::of::<servers::ListServers>(),
+        ToolEntry::of::<wait::WatchPanes>(),
         ToolEntry::of::<batch::CallReadToolsBatch>(),
         ToolEntry::of::<mutate::SendKeys>(),
         ToolEntry::of::<mutate::RenameWindow>(),

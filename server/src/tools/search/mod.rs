@@ -37,12 +37,14 @@
 //! `#(touch /tmp/x)` or `#{pane_id}` is searched for literally and never
 //! reaches tmux.
 
+mod cursor;
 mod group;
 mod pipeline;
 mod plan;
 mod render;
 mod scope;
 mod shape;
+mod since;
 mod types;
 
 use std::time::Instant;
@@ -56,13 +58,14 @@ pub use render::{
 pub use scope::resolve_scope;
 pub use types::{
     GroupBy, GroupFirst, HitGroup, HitLine, PaneFailure, PaneHits, SearchPanesArgs,
-    SearchPanesResult,
+    SearchPanesResult, SincePane,
 };
 
 use super::context::{ToolContext, ToolError};
 use crate::tools::registry::{Annotations, Tool};
 use plan::Plan;
 use scope::{Listing, Scope};
+use since::Since;
 
 /// The `search_panes` tool.
 #[derive(Debug)]
@@ -71,7 +74,7 @@ pub struct SearchPanes;
 impl Tool for SearchPanes {
     const NAME: &'static str = "search_panes";
     const TITLE: &'static str = "Search all panes";
-    const DESCRIPTION: &'static str = "Find which panes show a text, and on which lines: every pane (or a session, window, pane list), the screen by default, scrollback_lines of history too. Literal or bounded regex, case-insensitive unless match_case. Hit line numbers go straight to capture_pane's start. Budgets (max_scan_bytes, max_scan_lines, timeout_ms, max_matches) bound the work; each *_clamped flag / matches_truncated says what a limit left out. Use instead of capturing panes one by one; to wait for new output use wait_for_text.";
+    const DESCRIPTION: &'static str = "Find which panes show a text, and on which lines: every pane (or a session, window, pane list), the screen by default, scrollback_lines of history too. Literal or bounded regex, case-insensitive unless match_case. Hit line numbers go straight to capture_pane's start. Budgets (max_scan_bytes, max_scan_lines, timeout_ms, max_matches) bound the work; each *_clamped flag / matches_truncated says what a limit left out. Pass a result's cursor as since to search only lines printed after it. Use instead of capturing panes one by one; to wait for new output use wait_for_text or watch_panes.";
     const ANNOTATIONS: Annotations = Annotations::READ;
     type Args = SearchPanesArgs;
     type Output = SearchPanesResult;
@@ -81,7 +84,23 @@ impl Tool for SearchPanes {
     }
 
     fn text(output: &Self::Output) -> String {
-        render_text(output)
+        let text = render_text(output);
+        // A client reading only the text needs the cursor to search since:
+        // it goes just above the closing summary line.
+        let mut extra = String::new();
+        for note in &output.since_panes {
+            extra.push_str(&format!(
+                "{} {}: searched in full\n",
+                note.pane_id, note.reason
+            ));
+        }
+        if output.since_reset {
+            extra.push_str("the tmux server restarted since the cursor: searched in full\n");
+        }
+        extra.push_str(&format!("cursor: {}\n", output.cursor));
+        let body = text.trim_end_matches('\n');
+        let at = body.rfind('\n').map_or(0, |i| i + 1);
+        format!("{}{extra}{}", &text[..at], &text[at..])
     }
 
     fn shrink(output: &mut Self::Output, excess: usize) -> bool {
@@ -104,11 +123,23 @@ pub fn search_panes(
     let Listing {
         inventory,
         activity,
+        server,
     } = scope::list(ctx, &tmux, deadline)?;
     let scope = Scope::select(&inventory, args, &plan, limits)?;
-    let scanned = pipeline::fetch_and_scan(ctx, &tmux, &plan, &scope, activity, deadline)?;
+    let since = Since::new(since::Setup {
+        server: since::server_id(tmux.socket_path(), &server),
+        joined: plan.join_wrapped,
+        since: args.since.as_deref(),
+        panes: &scope.panes,
+        full_range: plan.capture_range(),
+        scrollback: plan.scrollback,
+        max_history: limits.max_scrollback_lines,
+    })?;
+    let scanned = pipeline::fetch_and_scan(ctx, &tmux, &plan, &scope, &since, activity, deadline)?;
     let mut result = shape::shape(&tmux, &plan, &scope, scanned, deadline);
 
+    (result.cursor, result.since_panes) = since.finish();
+    result.since_reset = since.reset;
     result.elapsed_ms = started.elapsed().as_millis() as u64;
     Ok(result)
 }

@@ -16,7 +16,8 @@ use panescan_engine::{
 
 use super::plan::Plan;
 use super::scope::Scope;
-use crate::tmux::{CaptureOptions, CaptureReply, CaptureRequest, Tmux, TmuxError};
+use super::since::Since;
+use crate::tmux::{CaptureOptions, CaptureReply, CaptureRequest, CapturedText, Tmux, TmuxError};
 use crate::tools::context::{ToolContext, ToolError};
 
 /// What the fetch side learnt while forwarding captures.
@@ -35,36 +36,55 @@ pub(super) struct Scanned {
     pub(super) fetch: FetchReport,
 }
 
-/// Fetches and scans every pane of the scope. A cancelled call, or one
-/// where every capture failed, is an error.
+/// Fetches and scans every pane of the scope (with `since`, only what each
+/// printed after the cursor). A cancelled call, or one where every capture
+/// failed, is an error.
 pub(super) fn fetch_and_scan(
     ctx: &ToolContext,
     tmux: &Tmux,
     plan: &Plan,
     scope: &Scope,
+    since: &Since,
     activity: Result<String, TmuxError>,
     deadline: Instant,
 ) -> Result<Scanned, ToolError> {
     let stop_fetch = Arc::new(AtomicBool::new(false));
-    let replies = start_fetch(ctx, tmux, plan, scope, activity, deadline, &stop_fetch);
-    let options = SearchOptions {
-        limits: SearchBudgets {
-            deadline: Some(deadline),
-            ..plan.engine_limits.clone()
-        },
-        context_lines: plan.context_lines,
-        strip_escapes: true,
-        max_text_bytes: 1024,
-        cancel: Some(ctx.cancel.clone()),
-        redact: ctx.config.redact,
-    };
+    let requests: Vec<CaptureRequest> = scope
+        .panes
+        .iter()
+        .enumerate()
+        .map(|(i, p)| CaptureRequest {
+            pane: p.pane_id,
+            range: since.range(i),
+        })
+        .collect();
+    let replies = start_fetch(
+        ctx,
+        tmux,
+        plan,
+        scope,
+        requests,
+        activity,
+        deadline,
+        &stop_fetch,
+    );
+    let options = search_options(ctx, plan, deadline);
     let total = scope.panes.len();
     let progress = ProgressThrottle::new(ctx, total);
     let max_capture_bytes = ctx.ceilings().search.max_capture_bytes;
     let (tx, rx) = crossbeam_channel::bounded(engine::max_in_flight());
-    let (outcome, fetch) = std::thread::scope(|threads| {
-        let forwarder = threads
-            .spawn(|| forward_captures(replies, tx, &ctx.cancel, &stop_fetch, max_capture_bytes));
+    let (mut outcome, mut fetch) = std::thread::scope(|threads| {
+        let forwarder = threads.spawn(|| {
+            let take = |i: usize, text| since.take(i, text);
+            forward_captures(
+                replies,
+                tx,
+                &ctx.cancel,
+                &stop_fetch,
+                max_capture_bytes,
+                &take,
+            )
+        });
         let outcome = engine::search(&plan.matcher, &options, rx, &|p| progress.report(p));
         // The engine may stop early (a budget ran out): stop asking tmux.
         stop_fetch.store(true, Ordering::Relaxed);
@@ -72,6 +92,17 @@ pub(super) fn fetch_and_scan(
         (outcome, fetch)
     });
     ctx.check_cancelled()?;
+    second_look(
+        ctx,
+        tmux,
+        plan,
+        scope,
+        since,
+        &mut outcome,
+        &mut fetch,
+        deadline,
+    );
+    settle_cursor(since, &outcome, &fetch, total);
 
     if total > 0 && outcome.failed.len() == total {
         let (_, reason) = &outcome.failed[0];
@@ -82,25 +113,142 @@ pub(super) fn fetch_and_scan(
     Ok(Scanned { outcome, fetch })
 }
 
+/// The engine's options for a search.
+fn search_options(ctx: &ToolContext, plan: &Plan, deadline: Instant) -> SearchOptions {
+    SearchOptions {
+        limits: SearchBudgets {
+            deadline: Some(deadline),
+            ..plan.engine_limits.clone()
+        },
+        context_lines: plan.context_lines,
+        strip_escapes: true,
+        max_text_bytes: 1024,
+        cancel: Some(ctx.cancel.clone()),
+        redact: ctx.config.redact,
+    }
+}
+
+/// Panes whose since anchor was not where it was stored: their history is
+/// captured and scanned from the anchor's new place (or in full), in a
+/// second engine pass merged into the first.
+// The search's own context, and the two results it amends.
+#[allow(clippy::too_many_arguments)]
+fn second_look(
+    ctx: &ToolContext,
+    tmux: &Tmux,
+    plan: &Plan,
+    scope: &Scope,
+    since: &Since,
+    outcome: &mut SearchOutcome,
+    fetch: &mut FetchReport,
+    deadline: Instant,
+) {
+    let panes = since.fallback();
+    if panes.is_empty() || ctx.cancel.load(Ordering::Relaxed) {
+        return;
+    }
+    let stop_fetch = Arc::new(AtomicBool::new(false));
+    let requests: Vec<CaptureRequest> = panes
+        .iter()
+        .map(|&(_, pane, range)| CaptureRequest { pane, range })
+        .collect();
+    let capture_options = CaptureOptions {
+        join_wrapped: plan.join_wrapped,
+        escapes: false,
+    };
+    let replies = match &ctx.pane_cache {
+        Some(cache) => cache.capture(
+            tmux,
+            scope.inventory,
+            requests,
+            capture_options,
+            deadline,
+            stop_fetch.clone(),
+        ),
+        None => tmux.capture(requests, capture_options, deadline, stop_fetch.clone()),
+    };
+    let options = search_options(ctx, plan, deadline);
+    let max_capture_bytes = ctx.ceilings().search.max_capture_bytes;
+    let (tx, rx) = crossbeam_channel::bounded(engine::max_in_flight());
+    let (second, report) = std::thread::scope(|threads| {
+        let forwarder = threads.spawn(|| {
+            let take = |key: usize, text| match panes.get(key) {
+                Some(&(i, _, _)) => since.refind(key, i, text),
+                None => Capture {
+                    key,
+                    first_line: 0,
+                    bytes: Vec::new(),
+                    line_numbers: None,
+                },
+            };
+            forward_captures(
+                replies,
+                tx,
+                &ctx.cancel,
+                &stop_fetch,
+                max_capture_bytes,
+                &take,
+            )
+        });
+        let second = engine::search(&plan.matcher, &options, rx, &|_| {});
+        stop_fetch.store(true, Ordering::Relaxed);
+        (second, forwarder.join().unwrap_or_default())
+    });
+    let scope_key = |key: usize| panes.get(key).map_or(key, |p| p.0);
+    merge(outcome, second, scope_key);
+    fetch.byte_clamped |= report.byte_clamped;
+    fetch.timed_out |= report.timed_out;
+}
+
+/// Adds a second pass's outcome (its keys mapped back to scope indices) to
+/// the first's, keeping key order.
+fn merge(outcome: &mut SearchOutcome, second: SearchOutcome, scope_key: impl Fn(usize) -> usize) {
+    for mut pane in second.panes {
+        pane.key = scope_key(pane.key);
+        outcome.panes.push(pane);
+    }
+    outcome.panes.sort_by_key(|p| p.key);
+    for (key, reason) in second.failed {
+        outcome.failed.push((scope_key(key), reason));
+    }
+    outcome.failed.sort_by_key(|f| f.0);
+    outcome.bytes_scanned += second.bytes_scanned;
+    outcome.lines_scanned += second.lines_scanned;
+    let (a, b) = (&mut outcome.flags, second.flags);
+    a.byte_clamped |= b.byte_clamped;
+    a.line_clamped |= b.line_clamped;
+    a.time_clamped |= b.time_clamped;
+    a.matches_truncated |= b.matches_truncated;
+}
+
+/// A pane not searched to its end (its capture failed, or a budget or the
+/// clock stopped the search) keeps its old place in the next cursor, so
+/// nothing it printed is skipped next time.
+fn settle_cursor(since: &Since, outcome: &SearchOutcome, fetch: &FetchReport, total: usize) {
+    let f = &outcome.flags;
+    if f.byte_clamped || f.line_clamped || f.time_clamped || fetch.timed_out || outcome.cancelled {
+        (0..total).for_each(|i| since.keep_old(i));
+        return;
+    }
+    for (key, _) in &outcome.failed {
+        since.keep_old(*key);
+    }
+}
+
 /// Asks for every pane's capture at once; replies come back in pane order.
 /// The pane cache answers with the same text, fetching only what changed.
+// The search's context and what it asks for.
+#[allow(clippy::too_many_arguments)]
 fn start_fetch(
     ctx: &ToolContext,
     tmux: &Tmux,
     plan: &Plan,
     scope: &Scope,
+    requests: Vec<CaptureRequest>,
     activity: Result<String, TmuxError>,
     deadline: Instant,
     stop_fetch: &Arc<AtomicBool>,
 ) -> Receiver<CaptureReply> {
-    let requests: Vec<CaptureRequest> = scope
-        .panes
-        .iter()
-        .map(|p| CaptureRequest {
-            pane: p.pane_id,
-            range: plan.capture_range(),
-        })
-        .collect();
     let capture_options = CaptureOptions {
         join_wrapped: plan.join_wrapped,
         escapes: false,
@@ -127,6 +275,7 @@ fn forward_captures(
     cancel: &AtomicBool,
     stop_fetch: &AtomicBool,
     max_capture_bytes: usize,
+    take: &dyn Fn(usize, CapturedText) -> Capture,
 ) -> FetchReport {
     let mut report = FetchReport::default();
     loop {
@@ -147,12 +296,7 @@ fn forward_captures(
         };
         let incoming = match reply.result {
             Ok(text) => {
-                let mut capture = Capture {
-                    key: reply.index,
-                    first_line: text.first_line,
-                    bytes: text.bytes,
-                    line_numbers: text.line_numbers,
-                };
+                let mut capture = take(reply.index, text);
                 if capture.bytes.len() > max_capture_bytes {
                     keep_newest(&mut capture, max_capture_bytes);
                     report.byte_clamped = true;

@@ -10,7 +10,7 @@ use super::plan::Plan;
 use super::types::SearchPanesArgs;
 use crate::cache::PaneCache;
 use crate::config::SearchCeilings;
-use crate::tmux::{Fields, Inventory, Pane, PaneId, Tmux, TmuxError, WindowId};
+use crate::tmux::{Fields, Inventory, Pane, PaneId, Tmux, TmuxCommand, TmuxError, WindowId};
 use crate::tools::context::{ToolContext, ToolError};
 use crate::tools::{bounded_list, find_session, find_window};
 
@@ -20,9 +20,13 @@ pub(super) struct Listing {
     pub(super) inventory: Inventory,
     /// The pane cache's activity read, when there is a cache.
     pub(super) activity: Result<String, TmuxError>,
+    /// `#{pid} #{start_time}` of the server, for the search cursor.
+    pub(super) server: String,
 }
 
-/// Lists every pane. The listing uses the search's own deadline (a tmux
+/// Lists every pane, with what the search cursor records of each (process,
+/// width, cursor row: the cache's fingerprint fields) and the server's pid
+/// and start time. The listing uses the search's own deadline (a tmux
 /// busy with other calls' captures gets the whole budget, and a stopped one
 /// cannot hold the call past it); with the pane cache, its activity read
 /// rides in the same round trip.
@@ -31,28 +35,27 @@ pub(super) fn list(
     tmux: &Tmux,
     deadline: Instant,
 ) -> Result<Listing, ToolError> {
-    let (inventory, activity) = if ctx.pane_cache.is_some() {
-        let (t, activity_command) = (tmux.clone(), PaneCache::activity_command());
-        let (inv, mut extra) = ctx.cancellable(move || {
-            t.inventory(Fields::SearchWithFingerprint, &[activity_command], deadline)
-        })?;
-        let activity = extra
+    let mut then = vec![TmuxCommand::new("display-message")
+        .flag("-p")
+        .format_arg("#{pid} #{start_time}")];
+    if ctx.pane_cache.is_some() {
+        then.push(PaneCache::activity_command());
+    }
+    let t = tmux.clone();
+    let (inventory, mut extra) =
+        ctx.cancellable(move || t.inventory(Fields::SearchWithFingerprint, &then, deadline))?;
+    let activity = if ctx.pane_cache.is_some() {
+        extra
             .pop()
-            .unwrap_or(Err(TmuxError::ConnectionLost("no reply".into())));
-        (inv, activity)
+            .unwrap_or(Err(TmuxError::ConnectionLost("no reply".into())))
     } else {
-        let t = tmux.clone();
-        (
-            ctx.cancellable(move || {
-                t.inventory(Fields::Search, &[], deadline)
-                    .map(|(inv, _)| inv)
-            })?,
-            Err(TmuxError::ConnectionLost("no cache".into())),
-        )
+        Err(TmuxError::ConnectionLost("no cache".into()))
     };
+    let server = extra.pop().and_then(Result::ok).unwrap_or_default();
     Ok(Listing {
         inventory,
         activity,
+        server,
     })
 }
 

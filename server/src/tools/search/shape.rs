@@ -90,6 +90,9 @@ pub(super) fn shape(
         pane_limit_clamped: scope.pane_limit_clamped,
         scrollback_clamped: scope.scrollback_clamped,
         matches_truncated: outcome.flags.matches_truncated,
+        cursor: String::new(),
+        since_reset: false,
+        since_panes: Vec::new(),
     }
 }
 

@@ -4,6 +4,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+pub use super::since::SincePane;
 use crate::tmux::{PaneId, PanePlacement, SessionId, WindowId};
 use crate::tools::context::ServerArgs;
 
@@ -67,6 +68,9 @@ pub struct SearchPanesArgs {
     /// Fold equal hit lines into groups (shape: numbers and hex as #); pages groups.
     #[serde(default)]
     pub group_by: Option<GroupBy>,
+    /// A cursor of an earlier result: search only lines printed since (new panes in full).
+    #[serde(default)]
+    pub since: Option<String>,
     #[serde(flatten)]
     pub server: ServerArgs,
 }
@@ -205,6 +209,14 @@ pub struct SearchPanesResult {
     pub scrollback_clamped: bool,
     // max_matches or the response ceiling dropped matching lines.
     pub matches_truncated: bool,
+    // Pass as since to search only what is printed after this search.
+    pub cursor: String,
+    // The since cursor predates a server restart: everything was searched in full.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub since_reset: bool,
+    // Panes not searched from the since cursor, and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub since_panes: Vec<SincePane>,
 }
 
 /// Results built by hand, for the unit tests of the stages that shape and
@@ -266,6 +278,9 @@ pub(super) mod fixtures {
             pane_limit_clamped: false,
             scrollback_clamped: false,
             matches_truncated: false,
+            cursor: String::new(),
+            since_reset: false,
+            since_panes: vec![],
         }
     }
 }

@@ -13,8 +13,11 @@
 //! it printed, until a line matches or the time is up. The text returned
 //! always comes from a capture, never from the event stream.
 
+mod panes;
 mod wake;
 mod watch;
+
+pub use panes::{WatchHit, WatchPanes, WatchPanesArgs, WatchPanesResult};
 
 use std::time::{Duration, Instant};
 
@@ -136,6 +139,7 @@ impl Tool for WaitForText {
             watches,
             waker: wake::Waker::new(sub, ids),
             checks: 0,
+            closed_ok: false,
         };
         wait.run()
     }
@@ -176,19 +180,37 @@ struct Plan {
 impl Plan {
     fn new(ctx: &ToolContext, args: &WaitForTextArgs) -> Result<Plan, ToolError> {
         let limits = ctx.ceilings();
-        let timeout_ms = capped(
+        Plan::build(
+            ctx,
+            Patterns {
+                pattern: &args.pattern,
+                patterns: &args.patterns,
+                regex: args.regex,
+                match_case: args.match_case,
+            },
             args.timeout_ms,
             limits.wait_default.as_millis() as u64,
-            limits.wait_max.as_millis() as u64,
-            "timeout_ms",
-        )?;
-        let patterns = pattern_list(&args.pattern, &args.patterns, "the text to wait for")?;
+        )
+    }
+
+    /// The patterns compiled and the deadline set (`timeout_ms` or
+    /// `default_ms`, within the operator's wait ceiling).
+    fn build(
+        ctx: &ToolContext,
+        p: Patterns,
+        timeout_ms: Option<u64>,
+        default_ms: u64,
+    ) -> Result<Plan, ToolError> {
+        let limits = ctx.ceilings();
+        let max_ms = limits.wait_max.as_millis() as u64;
+        let timeout_ms = capped(timeout_ms, default_ms.min(max_ms), max_ms, "timeout_ms")?;
+        let patterns = pattern_list(p.pattern, p.patterns, "the text to wait for")?;
         if patterns.iter().any(String::is_empty) {
             return Err(ToolError::new("a pattern must not be empty"));
         }
         let options = PatternOptions {
-            regex: args.regex,
-            match_case: args.match_case,
+            regex: p.regex,
+            match_case: p.match_case,
         };
         let matcher =
             Matcher::new(&patterns, options).map_err(|e| ToolError::new(e.to_string()))?;
@@ -201,6 +223,14 @@ impl Plan {
             timeout,
         })
     }
+}
+
+/// The pattern arguments a waiting tool takes.
+struct Patterns<'a> {
+    pattern: &'a Option<String>,
+    patterns: &'a Option<Vec<String>>,
+    regex: bool,
+    match_case: bool,
 }
 
 /// Every pane with what a wait needs (history size, cursor, height).
@@ -252,6 +282,9 @@ struct Wait<'a> {
     watches: Vec<PaneWatch>,
     waker: wake::Waker,
     checks: u32,
+    /// A pane that closes stops being watched (watch_panes); otherwise
+    /// it ends the wait with an error (wait_for_text).
+    closed_ok: bool,
 }
 
 impl Wait<'_> {
@@ -293,22 +326,33 @@ impl Wait<'_> {
     /// whose history moved meanwhile) and returns the first hit, in scope
     /// order.
     fn check(&mut self, due: &[usize]) -> Result<Option<Hit>, ToolError> {
-        if due.is_empty() {
-            return Ok(None);
+        Ok(self.check_all(due, 1)?.into_iter().next())
+    }
+
+    /// [`Wait::check`] keeping up to `max` hits, in scope order then line
+    /// order.
+    fn check_all(&mut self, due: &[usize], max: usize) -> Result<Vec<Hit>, ToolError> {
+        if due.is_empty() || max == 0 {
+            return Ok(Vec::new());
         }
         self.checks += 1;
-        let mut hits: Vec<(usize, Hit)> = Vec::new();
+        let mut hits: Vec<(usize, Vec<Hit>)> = Vec::new();
         let mut todo = due.to_vec();
         for attempt in 0..3 {
             let caps = self.capture(&todo)?;
             let mut again = Vec::new();
             for (i, cap) in todo.iter().copied().zip(caps) {
                 self.waker.captured(i);
+                // A pane that closed (watch_panes only) has nothing to say.
+                let Some(cap) = cap else { continue };
                 let aimed = self.watches[i].absorb(&cap);
                 if !aimed && attempt < 2 {
                     again.push(i);
-                } else if let Some(hit) = self.watches[i].scan(&cap, &self.plan.matcher) {
-                    hits.push((i, hit));
+                } else {
+                    let found = self.watches[i].scan_new(&cap, &self.plan.matcher, max);
+                    if !found.is_empty() {
+                        hits.push((i, found));
+                    }
                 }
             }
             if again.is_empty() {
@@ -316,11 +360,13 @@ impl Wait<'_> {
             }
             todo = again;
         }
-        Ok(hits.into_iter().min_by_key(|(i, _)| *i).map(|(_, h)| h))
+        hits.sort_by_key(|(i, _)| *i);
+        Ok(hits.into_iter().flat_map(|(_, h)| h).take(max).collect())
     }
 
-    /// One capture batch of the watches `which`, in that order.
-    fn capture(&self, which: &[usize]) -> Result<Vec<CapturedText>, ToolError> {
+    /// One capture batch of the watches `which`, in that order (`None` for
+    /// a pane that closed, when that is allowed).
+    fn capture(&self, which: &[usize]) -> Result<Vec<Option<CapturedText>>, ToolError> {
         self.ctx.check_cancelled()?;
         let requests: Vec<CaptureRequest> = which
             .iter()
@@ -341,7 +387,8 @@ impl Wait<'_> {
             let pane = self.watches[i].pane;
             match rx.recv_timeout(wait) {
                 Ok(reply) => match reply.result {
-                    Ok(cap) => out.push(cap),
+                    Ok(cap) => out.push(Some(cap)),
+                    Err(TmuxError::NotFound(_)) if self.closed_ok => out.push(None),
                     Err(TmuxError::NotFound(_)) => return Err(wake::closed(pane)),
                     Err(e) => return Err(ToolError::new(format!("{pane} while waiting: {e}"))),
                 },

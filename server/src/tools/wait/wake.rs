@@ -48,6 +48,16 @@ pub struct Waker {
     last_capture: Vec<Option<Instant>>,
     /// Output events taken.
     pub wakeups: u32,
+    /// A structure event came, or an unknown pane printed (a pane created
+    /// since the panes were listed): list them again.
+    structure: bool,
+    /// Panes known and not watched: their output is no news.
+    ignored: BTreeSet<PaneId>,
+    /// The owner lists panes again on structure events, and a pane that
+    /// closes is dropped rather than an error (watch_panes).
+    follows_new_panes: bool,
+    /// Panes that closed.
+    gone: BTreeSet<PaneId>,
 }
 
 impl Waker {
@@ -64,6 +74,10 @@ impl Waker {
             last_probe: vec![String::new(); n],
             last_capture: vec![None; n],
             wakeups: 0,
+            structure: false,
+            ignored: BTreeSet::new(),
+            follows_new_panes: false,
+            gone: BTreeSet::new(),
         };
         waker.refresh_coverage();
         waker
@@ -80,8 +94,40 @@ impl Waker {
             None => Default::default(),
         };
         for (i, pane) in self.panes.iter().enumerate() {
-            self.polled[i] = !(covered.live && covered.panes.contains(pane));
+            let streamed = covered.live && covered.panes.contains(pane);
+            self.polled[i] = !(self.gone.contains(pane) || streamed);
         }
+    }
+
+    /// Watches one more pane (index: the next one); re-arms it, since a
+    /// pane created under a subscription to every pane was paused on its
+    /// first output.
+    pub fn add(&mut self, ctx: &ToolContext, pane: PaneId) {
+        self.panes.push(pane);
+        self.polled.push(true);
+        self.last_probe.push(String::new());
+        self.last_capture.push(None);
+        self.ignored.remove(&pane);
+        if let Some(sub) = &self.sub {
+            // A failed re-arm shows up as a resync later.
+            let _ = sub.rearm(&[pane], ctx.tmux_deadline());
+        }
+        self.refresh_coverage();
+    }
+
+    /// Says when panes may have been created ([`Waker::take_structure`]).
+    pub fn follow_new_panes(&mut self) {
+        self.follows_new_panes = true;
+    }
+
+    /// Panes whose output is no news (listed, not in scope).
+    pub fn ignore(&mut self, panes: impl IntoIterator<Item = PaneId>) {
+        self.ignored.extend(panes);
+    }
+
+    /// Whether the panes should be listed again (and clears the flag).
+    pub fn take_structure(&mut self) -> bool {
+        std::mem::take(&mut self.structure)
     }
 
     /// Records that pane `i` was just captured.
@@ -123,7 +169,7 @@ impl Waker {
             };
             if let Some(first) = event {
                 let due = self.take_events(first, ctx);
-                if !due.is_empty() {
+                if !due.is_empty() || self.structure {
                     return Ok(due);
                 }
             }
@@ -143,7 +189,8 @@ impl Waker {
                     printed.insert(pane);
                 }
                 StreamEvent::Resync => resync = true,
-                StreamEvent::Output { .. } | StreamEvent::Structure(_) => {}
+                StreamEvent::Structure(_) => self.structure |= self.follows_new_panes,
+                StreamEvent::Output { .. } => {}
             }
             next = self.sub.as_ref().and_then(Subscription::try_recv);
         }
@@ -152,7 +199,14 @@ impl Waker {
             // A failed re-arm shows up as a resync later.
             let _ = sub.rearm(&panes, ctx.tmux_deadline());
         }
+        if printed
+            .iter()
+            .any(|p| !self.panes.contains(p) && !self.ignored.contains(p))
+        {
+            self.structure |= self.follows_new_panes;
+        }
         if resync {
+            self.structure |= self.follows_new_panes;
             self.refresh_coverage();
             return (0..self.panes.len()).collect();
         }
@@ -179,11 +233,18 @@ impl Waker {
         let mut moved_any = false;
         for (&i, reply) in which.iter().zip(replies) {
             let pane = self.panes[i];
-            let probe = reply.map_err(|e| ToolError::new(format!("{pane} while waiting: {e}")))?;
-            if probe.trim().is_empty() {
-                // tmux answers an empty line for a target that is gone.
-                return Err(closed(pane));
-            }
+            let probe = match reply {
+                Ok(probe) if !probe.trim().is_empty() => probe,
+                // tmux answers an empty line (or an error) for a target
+                // that is gone.
+                _ if self.follows_new_panes => {
+                    self.gone.insert(pane);
+                    self.polled[i] = false;
+                    continue;
+                }
+                Ok(_) => return Err(closed(pane)),
+                Err(e) => return Err(ToolError::new(format!("{pane} while waiting: {e}"))),
+            };
             let moved = probe != self.last_probe[i];
             let stale = self.last_capture[i].is_none_or(|t| t.elapsed() >= RECHECK);
             self.last_probe[i] = probe;

@@ -98,18 +98,45 @@ impl PaneWatch {
         aimed
     }
 
+    /// A pane created after the call started: all its text is new.
+    pub fn fresh(pane: &Pane) -> PaneWatch {
+        let mut w = PaneWatch::at(pane.pane_id, pane.history_size, 0, pane.pane_height);
+        w.start_abs = 0;
+        w.start_row = Some(String::new());
+        w
+    }
+
     /// The first new line of `cap` that `matcher` matches. The first
     /// capture also records the start row's text.
+    #[cfg(test)]
     pub fn scan(&mut self, cap: &CapturedText, matcher: &Matcher) -> Option<Hit> {
+        self.scan_new(cap, matcher, 1).into_iter().next()
+    }
+
+    /// Up to `max` new lines of `cap` that `matcher` matches, in order; the
+    /// start moves past the last of them, so a later capture does not
+    /// report them again. The first capture also records the start row's
+    /// text.
+    pub fn scan_new(&mut self, cap: &CapturedText, matcher: &Matcher, max: usize) -> Vec<Hit> {
         let text = String::from_utf8_lossy(&cap.bytes);
         let abs0 = cap.first_line + i64::try_from(cap.history_size).unwrap_or(0);
+        let row_at = |abs: i64| {
+            let at = usize::try_from(abs - abs0).ok();
+            at.and_then(|i| text.lines().nth(i))
+                .unwrap_or("")
+                .trim_end()
+                .to_owned()
+        };
         if self.start_row.is_none() {
-            let at = usize::try_from(self.start_abs - abs0).ok();
-            let row = at.and_then(|i| text.lines().nth(i)).unwrap_or("");
-            self.start_row = Some(row.trim_end().to_owned());
+            self.start_row = Some(row_at(self.start_abs));
         }
         let start_row = self.start_row.as_deref().unwrap_or("");
+        let mut hits = Vec::new();
+        let mut last_abs = None;
         for (i, line) in text.lines().enumerate() {
+            if hits.len() >= max {
+                break;
+            }
             let abs = abs0 + i as i64;
             if abs < self.start_abs || (abs == self.start_abs && line.trim_end() == start_row) {
                 continue;
@@ -119,14 +146,22 @@ impl PaneWatch {
             };
             let mut text = line.trim_end().to_owned();
             crate::tools::cut_to_bytes(&mut text, MAX_LINE_BYTES);
-            return Some(Hit {
+            hits.push(Hit {
                 pane: self.pane,
                 text,
                 line_number: cap.first_line + i as i64,
                 pattern_index,
             });
+            last_abs = Some(abs);
         }
-        None
+        if let Some(abs) = last_abs {
+            // Rows below the start are scanned on every capture: those
+            // after the last hit count again (an unchanged row that did
+            // not match will not match), an empty row never matches.
+            self.start_abs = abs + 1;
+            self.start_row = Some(String::new());
+        }
+        hits
     }
 }
 
@@ -199,6 +234,22 @@ mod tests {
         assert_eq!(w.scan(&c, &m), None);
         let c = cap(1, 101, 5, &["$ go", "go", "", ""]);
         assert_eq!(w.scan(&c, &m).unwrap().line_number, 2);
+    }
+
+    #[test]
+    fn lines_reported_once_are_not_reported_again() {
+        let mut w = watch(0, 0, 4);
+        let m = matcher(&["fail"]);
+        let first = cap(0, 0, 4, &["$ ", "", "", ""]);
+        assert!(w.scan_new(&first, &m, 5).is_empty());
+        let c = cap(0, 0, 4, &["$ ", "fail 1", "fail 2", ""]);
+        let lines = |h: Vec<Hit>| h.iter().map(|h| h.line_number).collect::<Vec<_>>();
+        assert_eq!(lines(w.scan_new(&c, &m, 1)), [1]);
+        assert_eq!(lines(w.scan_new(&c, &m, 5)), [2]);
+        assert!(w.scan_new(&c, &m, 5).is_empty());
+        // The row after the last hit counts once it holds new text.
+        let c = cap(0, 0, 4, &["$ ", "fail 1", "fail 2", "fail 3"]);
+        assert_eq!(lines(w.scan_new(&c, &m, 5)), [3]);
     }
 
     #[test]

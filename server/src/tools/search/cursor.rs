@@ -1,0 +1,323 @@
+//! The search cursor: where each pane stood when a search ran, as an opaque
+//! string a later `search_panes {since}` passes back.
+//!
+//! It names the server (a hash of its socket path, its pid and start time:
+//! a cursor from another server or from before a restart is told apart)
+//! and, per pane, what tells "the same pane, the same rows": its process
+//! id, width (a resize rewraps rows), history size, the absolute row of its
+//! terminal cursor (the first row not yet complete: where new lines start)
+//! and a hash of the lines just above that row (the anchor, which must
+//! still be there). Entries are varints, pane ids delta-coded, about 15
+//! bytes a pane before base64: a cursor over 1,000 panes is about 20 KB.
+//! A checksum makes a truncated or edited cursor an error, not a guess.
+
+use crate::tools::context::ToolError;
+
+/// The version prefix of every cursor.
+const PREFIX: &str = "ps1.";
+/// Entries a cursor may hold (a bound on what decoding allocates).
+const MAX_ENTRIES: usize = 100_000;
+/// Rows no pane reaches: a cursor saying more was not made by a search
+/// (and would overflow row arithmetic).
+const MAX_ROWS: u64 = 1 << 40;
+
+/// Which tmux server a cursor belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct ServerId {
+    /// Hash of the socket path.
+    pub(super) socket: u32,
+    /// The server's process id.
+    pub(super) pid: u32,
+    /// Its start time (seconds since the epoch).
+    pub(super) start: u64,
+}
+
+/// Where one pane stood.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Entry {
+    pub(super) pane: u32,
+    pub(super) pid: u32,
+    pub(super) width: u32,
+    pub(super) history: u64,
+    /// Absolute row (0 = oldest history row) of the terminal cursor: the
+    /// first row a later search scans.
+    pub(super) boundary: u64,
+    /// Rows above `boundary` the anchor lines cover (0: no anchor).
+    pub(super) anchor_rows: u64,
+    pub(super) anchor: u32,
+}
+
+/// A decoded cursor.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Cursor {
+    pub(super) server: ServerId,
+    /// Wrapped lines were joined (the anchor hashes joined lines).
+    pub(super) joined: bool,
+    /// Sorted by pane id, one per pane.
+    pub(super) entries: Vec<Entry>,
+}
+
+/// FNV-1a, 32 bits: the checksum and the anchor hash.
+pub(super) fn fnv32(bytes: &[u8]) -> u32 {
+    let mut h: u32 = 0x811c_9dc5;
+    for b in bytes {
+        h ^= u32::from(*b);
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    h
+}
+
+impl Cursor {
+    /// The opaque string.
+    pub(super) fn encode(&self) -> String {
+        let mut entries = self.entries.clone();
+        entries.sort_by_key(|e| e.pane);
+        entries.dedup_by_key(|e| e.pane);
+        let mut body = Vec::with_capacity(16 + entries.len() * 16);
+        put(&mut body, u64::from(self.server.socket));
+        put(&mut body, u64::from(self.server.pid));
+        put(&mut body, self.server.start);
+        body.push(u8::from(self.joined));
+        put(&mut body, entries.len() as u64);
+        let mut previous = 0u32;
+        for e in &entries {
+            put(&mut body, u64::from(e.pane - previous));
+            previous = e.pane;
+            put(&mut body, u64::from(e.pid));
+            put(&mut body, u64::from(e.width));
+            put(&mut body, e.history);
+            put(&mut body, e.boundary.saturating_sub(e.history));
+            put(&mut body, e.anchor_rows);
+            body.extend_from_slice(&e.anchor.to_le_bytes());
+        }
+        let check = fnv32(&body);
+        body.extend_from_slice(&check.to_le_bytes());
+        format!("{PREFIX}{}", base64url(&body))
+    }
+
+    /// Reads a cursor; anything but an intact cursor of this version is an
+    /// error that says what to pass instead.
+    pub(super) fn decode(text: &str) -> Result<Cursor, ToolError> {
+        let bad = || {
+            ToolError::new(format!(
+                "since {:?} is not a search_panes cursor: pass the cursor field of an earlier search_panes result, or omit since for a full search",
+                text.chars().take(40).collect::<String>()
+            ))
+        };
+        let bytes = text
+            .strip_prefix(PREFIX)
+            .and_then(unbase64url)
+            .ok_or_else(bad)?;
+        let split = bytes.len().checked_sub(4).ok_or_else(bad)?;
+        let (body, check) = bytes.split_at(split);
+        if check != fnv32(body).to_le_bytes() {
+            return Err(bad());
+        }
+        read_body(body).ok_or_else(bad)
+    }
+}
+
+fn read_body(body: &[u8]) -> Option<Cursor> {
+    let mut r = Reader { bytes: body, at: 0 };
+    let server = ServerId {
+        socket: u32::try_from(r.varint()?).ok()?,
+        pid: u32::try_from(r.varint()?).ok()?,
+        start: r.varint()?,
+    };
+    let joined = match r.byte()? {
+        0 => false,
+        1 => true,
+        _ => return None,
+    };
+    let n = usize::try_from(r.varint()?)
+        .ok()
+        .filter(|n| *n <= MAX_ENTRIES)?;
+    let mut entries = Vec::with_capacity(n.min(body.len()));
+    let mut pane = 0u32;
+    for i in 0..n {
+        let step = u32::try_from(r.varint()?).ok()?;
+        // Strictly increasing ids: one entry per pane.
+        if i > 0 && step == 0 {
+            return None;
+        }
+        pane = pane.checked_add(step)?;
+        let pid = u32::try_from(r.varint()?).ok()?;
+        let width = u32::try_from(r.varint()?).ok()?;
+        let history = r.varint()?;
+        let boundary = history.checked_add(r.varint()?)?;
+        let anchor_rows = r.varint()?;
+        if boundary > MAX_ROWS || anchor_rows > boundary {
+            return None;
+        }
+        let anchor = u32::from_le_bytes(r.take(4)?.try_into().ok()?);
+        entries.push(Entry {
+            pane,
+            pid,
+            width,
+            history,
+            boundary,
+            anchor_rows,
+            anchor,
+        });
+    }
+    (r.at == body.len()).then_some(Cursor {
+        server,
+        joined,
+        entries,
+    })
+}
+
+fn put(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl Reader<'_> {
+    fn byte(&mut self) -> Option<u8> {
+        let b = *self.bytes.get(self.at)?;
+        self.at += 1;
+        Some(b)
+    }
+
+    fn take(&mut self, n: usize) -> Option<&[u8]> {
+        let end = self.at.checked_add(n)?;
+        let s = self.bytes.get(self.at..end)?;
+        self.at = end;
+        Some(s)
+    }
+
+    fn varint(&mut self) -> Option<u64> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.byte()?;
+            v |= u64::from(b & 0x7f).checked_shl(shift)?;
+            if b & 0x80 == 0 {
+                return Some(v);
+            }
+        }
+        None
+    }
+}
+
+const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/// Base64 with the URL alphabet and no padding: safe in JSON, a shell
+/// argument and a file name.
+fn base64url(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+        for i in 0..=chunk.len() {
+            out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
+        }
+    }
+    out
+}
+
+fn unbase64url(text: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(text.len() * 3 / 4);
+    let mut acc = 0u32;
+    let mut bits = 0u32;
+    for c in text.bytes() {
+        let v = ALPHABET.iter().position(|a| *a == c)? as u32;
+        acc = (acc << 6) | v;
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    // Leftover bits of a well-formed string are zero padding.
+    (acc == 0 && bits < 6).then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn sample(panes: u32) -> Cursor {
+        Cursor {
+            server: ServerId {
+                socket: 0xdead_beef,
+                pid: 4242,
+                start: 1_764_000_000,
+            },
+            joined: true,
+            entries: (0..panes)
+                .map(|i| Entry {
+                    pane: i * 3 + 1,
+                    pid: 30_000 + i,
+                    width: 80,
+                    history: 2_000,
+                    boundary: 2_023,
+                    anchor_rows: 3,
+                    anchor: fnv32(&i.to_le_bytes()),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_cursor_round_trips_and_stays_small_for_a_thousand_panes() {
+        for n in [0, 1, 7, 1_000] {
+            let c = sample(n);
+            assert_eq!(Cursor::decode(&c.encode()).unwrap(), c);
+        }
+        let len = sample(1_000).encode().len();
+        assert!(len < 24_000, "{len} bytes");
+    }
+
+    #[test]
+    fn a_damaged_or_foreign_string_is_an_error() {
+        let good = sample(5).encode();
+        let mut flipped = good.clone().into_bytes();
+        let mid = flipped.len() / 2;
+        flipped[mid] = if flipped[mid] == b'A' { b'B' } else { b'A' };
+        let flipped = String::from_utf8(flipped).unwrap();
+        for text in [
+            "",
+            "ps1.",
+            "ps0.AAAA",
+            "pc2.1.2.3.4.5.6.7",
+            &good[..good.len() - 3],
+            &flipped,
+            &format!("{good}A"),
+            "ps1.!!!!",
+        ] {
+            let e = Cursor::decode(text).unwrap_err();
+            assert!(e.message.contains("not a search_panes cursor"), "{text}");
+        }
+    }
+
+    #[test]
+    fn rows_no_pane_reaches_are_refused() {
+        let mut c = sample(2);
+        c.entries[1].history = u64::MAX / 2;
+        c.entries[1].boundary = u64::MAX / 2 + 5;
+        assert!(Cursor::decode(&c.encode()).is_err());
+        let mut c = sample(2);
+        c.entries[0].anchor_rows = c.entries[0].boundary + 1;
+        assert!(Cursor::decode(&c.encode()).is_err());
+    }
+
+    #[test]
+    fn base64url_round_trips_every_length() {
+        for n in 0..40u8 {
+            let bytes: Vec<u8> = (0..n).map(|i| i.wrapping_mul(37)).collect();
+            assert_eq!(unbase64url(&base64url(&bytes)).unwrap(), bytes);
+        }
+    }
+}

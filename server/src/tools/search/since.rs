@@ -1,0 +1,545 @@
+//! Since: what each pane printed after a cursor, and the next cursor.
+//!
+//! Every search records where each pane stood (`cursor.rs`). With `since`,
+//! a pane the cursor knows is captured only from a few anchor lines above
+//! its old boundary down to its terminal cursor (through the pane cache, an
+//! unchanged pane costs no tmux work): the anchor lines must come back at
+//! the very rows they were hashed at, and then only the complete lines
+//! after the boundary are scanned. The line the terminal cursor is on is
+//! still being written: it is scanned once it is complete, by the next
+//! search. Whatever breaks that promise is said per pane (`since_panes`):
+//!
+//! - `new`: the pane was not in the cursor: searched in full;
+//! - `respawned` (another process) or `resized` (another width: every row
+//!   rewrapped): searched in full;
+//! - `cleared` or `trimmed` (the anchor is not where it was: history was
+//!   cleared, or trimmed at its limit): the pane's history is captured and
+//!   the anchor looked for, newest first; found, only what follows it is
+//!   scanned (`missed_lines: 0`); not found, the pane is searched in full
+//!   and how much was missed is unknown (no `missed_lines`).
+//!
+//! A cursor from before a server restart (same socket, another pid or
+//! start time) searches everything in full, flagged `since_reset`; one
+//! from another socket, or made with another `join_wrapped`, is an error.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use panescan_engine::Capture;
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::cursor::{fnv32, Cursor, Entry, ServerId};
+use crate::tmux::{CaptureRange, CapturedText, Pane, PaneId};
+use crate::tools::context::ToolError;
+
+/// Complete lines above the boundary hashed as its anchor.
+const ANCHOR_LINES: usize = 3;
+
+/// A pane that was not searched from its cursor boundary, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+// A wire type: its doc comments would be schema descriptions every client
+// reads in tools/list; the tool's description and the field names say it.
+#[allow(missing_docs)]
+pub struct SincePane {
+    pub pane_id: PaneId,
+    // new, respawned, resized, cleared or trimmed.
+    pub reason: &'static str,
+    // Lines printed since the cursor and lost: 0 = none; absent = unknown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missed_lines: Option<u64>,
+}
+
+/// How one pane is searched.
+#[derive(Clone, Copy, Debug)]
+enum PanePlan {
+    /// The whole range a search without `since` scans; with a reason when
+    /// a cursor was given.
+    Full(Option<&'static str>),
+    /// From this entry's boundary.
+    Since(Entry),
+}
+
+/// A pane as the inventory listed it.
+#[derive(Clone, Copy, Debug)]
+struct PaneAt {
+    id: PaneId,
+    pid: u32,
+    width: u32,
+    history: u64,
+    limit: u64,
+    cursor_y: u32,
+}
+
+impl PaneAt {
+    /// Absolute row of the terminal cursor.
+    fn cursor_row(&self) -> i64 {
+        self.history as i64 + i64::from(self.cursor_y)
+    }
+}
+
+#[derive(Debug, Default)]
+struct State {
+    entries: Vec<Option<Entry>>,
+    notes: Vec<Option<SincePane>>,
+    /// Panes whose anchor was not where it was stored.
+    fallback: Vec<usize>,
+}
+
+/// The since side of one search.
+#[derive(Debug)]
+pub(super) struct Since {
+    server: ServerId,
+    joined: bool,
+    /// The cursor came from before a server restart.
+    pub(super) reset: bool,
+    full_range: CaptureRange,
+    /// The lowest tmux line a full search of a pane scans.
+    full_from: i64,
+    max_history: u64,
+    panes: Vec<PaneAt>,
+    plans: Vec<PanePlan>,
+    state: Mutex<State>,
+}
+
+/// The server's identity from `#{pid} #{start_time}` and its socket path.
+pub(super) fn server_id(socket: &std::path::Path, pid_and_start: &str) -> ServerId {
+    let mut words = pid_and_start.split_whitespace();
+    ServerId {
+        socket: fnv32(socket.as_os_str().as_encoded_bytes()),
+        pid: words.next().and_then(|w| w.parse().ok()).unwrap_or(0),
+        start: words.next().and_then(|w| w.parse().ok()).unwrap_or(0),
+    }
+}
+
+/// What a search's scan of one pane needs from [`Since`].
+pub(super) struct Setup<'a> {
+    pub(super) server: ServerId,
+    pub(super) joined: bool,
+    pub(super) since: Option<&'a str>,
+    pub(super) panes: &'a [&'a Pane],
+    pub(super) full_range: CaptureRange,
+    pub(super) scrollback: u64,
+    pub(super) max_history: u64,
+}
+
+impl Since {
+    /// Decodes the cursor (if any) and plans every pane.
+    pub(super) fn new(setup: Setup) -> Result<Since, ToolError> {
+        let previous = match setup.since.filter(|s| !s.is_empty()) {
+            Some(text) => Some(Cursor::decode(text)?),
+            None => None,
+        };
+        let mut reset = false;
+        if let Some(c) = &previous {
+            if c.server.socket != setup.server.socket {
+                return Err(ToolError::new(
+                    "since: this cursor comes from another tmux server: omit since for a full search of this one",
+                ));
+            }
+            if c.joined != setup.joined {
+                return Err(ToolError::new(format!(
+                    "since: this cursor was made with join_wrapped {}: pass the same join_wrapped, or omit since",
+                    c.joined
+                )));
+            }
+            reset = c.server != setup.server;
+        }
+        let known: Option<HashMap<u32, Entry>> = previous
+            .filter(|_| !reset)
+            .map(|c| c.entries.into_iter().map(|e| (e.pane, e)).collect());
+        let panes: Vec<PaneAt> = setup.panes.iter().map(|p| pane_at(p)).collect();
+        let plans = panes.iter().map(|p| plan_pane(p, known.as_ref())).collect();
+        let n = panes.len();
+        Ok(Since {
+            server: setup.server,
+            joined: setup.joined,
+            reset,
+            full_range: setup.full_range,
+            full_from: -(setup.scrollback.min(i64::MAX as u64) as i64),
+            max_history: setup.max_history,
+            panes,
+            plans,
+            state: Mutex::new(State {
+                entries: vec![None; n],
+                notes: vec![None; n],
+                fallback: Vec::new(),
+            }),
+        })
+    }
+
+    /// What to capture of pane `i`.
+    pub(super) fn range(&self, i: usize) -> CaptureRange {
+        match (self.plans.get(i), self.panes.get(i)) {
+            (Some(PanePlan::Since(e)), Some(p)) => {
+                let start = e.boundary as i64 - e.anchor_rows as i64 - p.history as i64;
+                CaptureRange::Lines {
+                    start: start.min(i64::from(p.cursor_y)),
+                    end: i64::from(p.cursor_y),
+                }
+            }
+            _ => self.full_range,
+        }
+    }
+
+    /// Turns pane `i`'s capture into what the engine scans, and records
+    /// where the pane stands now. A pane whose anchor moved scans nothing
+    /// here and is left for [`Since::refind`].
+    pub(super) fn take(&self, i: usize, cap: CapturedText) -> Capture {
+        let (Some(plan), Some(pane)) = (self.plans.get(i).copied(), self.panes.get(i).copied())
+        else {
+            return whole(i, cap);
+        };
+        let rows = rows_of(&cap);
+        let now = stand(&rows, &cap.bytes, pane.cursor_row());
+        match plan {
+            PanePlan::Full(reason) => {
+                self.record(i, &pane, &now, reason.map(|r| (r, None)));
+                whole(i, cap)
+            }
+            PanePlan::Since(e) => match anchor_end(&rows, &cap.bytes, &e) {
+                Some(from) if pane.cursor_row() >= e.boundary as i64 => {
+                    self.record(i, &pane, &now, None);
+                    slice(i, &cap, rows.get(from..now.pending).unwrap_or_default())
+                }
+                _ => {
+                    self.lock().fallback.push(i);
+                    empty(i)
+                }
+            },
+        }
+    }
+
+    /// The panes [`Since::take`] left for a second look, and the range to
+    /// capture of each: its whole history.
+    pub(super) fn fallback(&self) -> Vec<(usize, PaneId, CaptureRange)> {
+        let list = self.lock().fallback.clone();
+        list.into_iter()
+            .filter_map(|i| {
+                let p = self.panes.get(i)?;
+                let start = -(p.history.min(self.max_history) as i64);
+                let end = i64::from(p.cursor_y);
+                Some((i, p.id, CaptureRange::Lines { start, end }))
+            })
+            .collect()
+    }
+
+    /// Pane `i`'s history, captured after its anchor moved: what follows
+    /// the anchor if it is still there (newest copy), else the pane in
+    /// full; said in `since_panes` either way.
+    pub(super) fn refind(&self, key: usize, i: usize, cap: CapturedText) -> Capture {
+        let (Some(PanePlan::Since(e)), Some(pane)) =
+            (self.plans.get(i).copied(), self.panes.get(i).copied())
+        else {
+            return whole(key, cap);
+        };
+        let rows = rows_of(&cap);
+        let now = stand(&rows, &cap.bytes, pane.cursor_row());
+        let shrank = pane.history < e.history;
+        let near_limit = pane.limit > 0
+            && e.history.max(pane.history).saturating_mul(10) >= pane.limit.saturating_mul(9);
+        let reason = if near_limit { "trimmed" } else { "cleared" };
+        let found = (e.anchor_rows > 0)
+            .then(|| {
+                (0..rows.len())
+                    .rev()
+                    .find_map(|k| anchor_from(&rows, &cap.bytes, &e, k))
+            })
+            .flatten()
+            .filter(|&from| from <= now.pending);
+        match found {
+            Some(from) => {
+                self.record(i, &pane, &now, Some((reason, Some(0))));
+                slice(key, &cap, rows.get(from..now.pending).unwrap_or_default())
+            }
+            None => {
+                let reason = if shrank || near_limit {
+                    reason
+                } else {
+                    "cleared"
+                };
+                self.record(i, &pane, &now, Some((reason, None)));
+                let first = rows
+                    .iter()
+                    .position(|r| r.number >= self.full_from)
+                    .unwrap_or(rows.len());
+                slice(key, &cap, &rows[first..])
+            }
+        }
+    }
+
+    /// Pane `i` could not be searched (its capture failed, or a budget
+    /// stopped the search): the next cursor keeps its old entry, if any.
+    pub(super) fn keep_old(&self, i: usize) {
+        let old = match self.plans.get(i) {
+            Some(PanePlan::Since(e)) => Some(*e),
+            _ => None,
+        };
+        if let Some(slot) = self.lock().entries.get_mut(i) {
+            *slot = old;
+        }
+    }
+
+    /// The cursor to return, and the per-pane notes.
+    pub(super) fn finish(&self) -> (String, Vec<SincePane>) {
+        let state = self.lock();
+        let cursor = Cursor {
+            server: self.server,
+            joined: self.joined,
+            entries: state.entries.iter().flatten().copied().collect(),
+        };
+        let notes = state.notes.iter().flatten().cloned().collect();
+        (cursor.encode(), notes)
+    }
+
+    fn record(
+        &self,
+        i: usize,
+        pane: &PaneAt,
+        now: &Stand,
+        note: Option<(&'static str, Option<u64>)>,
+    ) {
+        let entry = Entry {
+            pane: pane.id.number(),
+            pid: pane.pid,
+            width: pane.width,
+            history: pane.history,
+            boundary: now.boundary.max(0) as u64,
+            anchor_rows: now.anchor_rows,
+            anchor: now.anchor,
+        };
+        let mut state = self.lock();
+        if let Some(slot) = state.entries.get_mut(i) {
+            *slot = Some(entry);
+        }
+        if let (Some(slot), Some((reason, missed_lines))) = (state.notes.get_mut(i), note) {
+            *slot = Some(SincePane {
+                pane_id: pane.id,
+                reason,
+                missed_lines,
+            });
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        // A poisoned lock only means another scan thread panicked; the
+        // state it guards is still whole (every write is one assignment).
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+fn pane_at(p: &Pane) -> PaneAt {
+    PaneAt {
+        id: p.pane_id,
+        pid: p.pane_pid.unwrap_or(0),
+        width: p.pane_width,
+        history: p.history_size,
+        limit: p.history_limit,
+        cursor_y: p.cursor_y,
+    }
+}
+
+fn plan_pane(p: &PaneAt, known: Option<&HashMap<u32, Entry>>) -> PanePlan {
+    let Some(known) = known else {
+        return PanePlan::Full(None);
+    };
+    match known.get(&p.id.number()) {
+        None => PanePlan::Full(Some("new")),
+        Some(e) if e.pid != p.pid => PanePlan::Full(Some("respawned")),
+        Some(e) if e.width != p.width => PanePlan::Full(Some("resized")),
+        Some(e) => PanePlan::Since(*e),
+    }
+}
+
+/// One captured line.
+#[derive(Clone, Copy, Debug)]
+struct Row {
+    /// Absolute row it starts at (0 = oldest history row).
+    abs: i64,
+    /// tmux line number.
+    number: i64,
+    start: usize,
+    end: usize,
+}
+
+fn rows_of(cap: &CapturedText) -> Vec<Row> {
+    let mut rows = Vec::new();
+    let mut start = 0usize;
+    let history = i64::try_from(cap.history_size).unwrap_or(i64::MAX / 2);
+    for (i, end) in memchr::memchr_iter(b'\n', &cap.bytes).enumerate() {
+        let number = match &cap.line_numbers {
+            Some(n) => n.get(i).copied().unwrap_or(cap.first_line + i as i64),
+            None => cap.first_line + i as i64,
+        };
+        rows.push(Row {
+            abs: number + history,
+            number,
+            start,
+            end,
+        });
+        start = end + 1;
+    }
+    rows
+}
+
+/// Where a pane stands in a capture: the line holding the terminal cursor
+/// (`pending`, an index; `rows.len()` when the capture ends before it), the
+/// row it starts at (the next boundary) and the anchor above it.
+struct Stand {
+    pending: usize,
+    boundary: i64,
+    anchor_rows: u64,
+    anchor: u32,
+}
+
+fn stand(rows: &[Row], bytes: &[u8], cursor_row: i64) -> Stand {
+    let pending = match rows.iter().rposition(|r| r.abs <= cursor_row) {
+        Some(k) if rows[k].abs == cursor_row || k + 1 < rows.len() => k,
+        // The capture ends above the cursor row: every line is complete.
+        Some(k) => k + 1,
+        None => 0,
+    };
+    let boundary = match rows.get(pending) {
+        Some(r) => r.abs,
+        None => rows.last().map_or(cursor_row, |r| r.abs + 1),
+    };
+    let first = pending.saturating_sub(ANCHOR_LINES);
+    let anchor_rows = rows
+        .get(first)
+        .map_or(0, |r| (boundary - r.abs).max(0) as u64);
+    Stand {
+        pending,
+        boundary,
+        anchor_rows: if first < pending { anchor_rows } else { 0 },
+        anchor: hash_lines(rows[first..pending].iter(), bytes),
+    }
+}
+
+fn hash_lines<'a>(rows: impl Iterator<Item = &'a Row>, bytes: &[u8]) -> u32 {
+    let mut joined = Vec::new();
+    for r in rows {
+        joined.extend_from_slice(bytes[r.start..r.end].trim_ascii_end());
+        joined.push(b'\n');
+    }
+    fnv32(&joined)
+}
+
+/// The index of the first line after the entry's anchor, when the anchor
+/// is at the very rows it was stored at.
+fn anchor_end(rows: &[Row], bytes: &[u8], e: &Entry) -> Option<usize> {
+    let b = e.boundary as i64;
+    if e.anchor_rows == 0 {
+        return rows.iter().position(|r| r.abs == b).or_else(|| {
+            // Nothing at or after the boundary was captured: no new line.
+            rows.last().is_none_or(|r| r.abs < b).then_some(rows.len())
+        });
+    }
+    let k = rows
+        .iter()
+        .position(|r| r.abs == b - e.anchor_rows as i64)?;
+    anchor_from(rows, bytes, e, k)
+}
+
+/// The index after the anchor when the entry's anchor lines start at line
+/// `k` (at whatever row).
+fn anchor_from(rows: &[Row], bytes: &[u8], e: &Entry, k: usize) -> Option<usize> {
+    let start = rows.get(k)?.abs;
+    let end_abs = start + e.anchor_rows as i64;
+    let j = rows[k..].iter().position(|r| r.abs >= end_abs)? + k;
+    (rows[j].abs == end_abs && j > k && hash_lines(rows[k..j].iter(), bytes) == e.anchor)
+        .then_some(j)
+}
+
+/// The engine's input for a whole capture.
+fn whole(key: usize, cap: CapturedText) -> Capture {
+    Capture {
+        key,
+        first_line: cap.first_line,
+        bytes: cap.bytes,
+        line_numbers: cap.line_numbers,
+    }
+}
+
+fn empty(key: usize) -> Capture {
+    Capture {
+        key,
+        first_line: 0,
+        bytes: Vec::new(),
+        line_numbers: None,
+    }
+}
+
+/// The engine's input for some lines of a capture.
+fn slice(key: usize, cap: &CapturedText, rows: &[Row]) -> Capture {
+    let mut bytes = Vec::with_capacity(rows.iter().map(|r| r.end - r.start + 1).sum());
+    for r in rows {
+        bytes.extend_from_slice(&cap.bytes[r.start..=r.end]);
+    }
+    Capture {
+        key,
+        first_line: rows.first().map_or(0, |r| r.number),
+        bytes,
+        line_numbers: Some(rows.iter().map(|r| r.number).collect()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn cap(first_line: i64, history: u64, lines: &[&str]) -> CapturedText {
+        let mut bytes = Vec::new();
+        for l in lines {
+            bytes.extend_from_slice(l.as_bytes());
+            bytes.push(b'\n');
+        }
+        CapturedText {
+            first_line,
+            bytes,
+            history_size: history,
+            ..CapturedText::default()
+        }
+    }
+
+    fn text(c: &Capture) -> String {
+        String::from_utf8(c.bytes.clone()).unwrap()
+    }
+
+    #[test]
+    fn new_lines_start_after_the_anchor_and_stop_before_the_cursor_line() {
+        // The first search: screen of 6 rows, no history, cursor on row 3.
+        let first = cap(0, 0, &["a", "b", "c", "$ ", "", ""]);
+        let rows = rows_of(&first);
+        let s = stand(&rows, &first.bytes, 3);
+        assert_eq!((s.pending, s.boundary, s.anchor_rows), (3, 3, 3));
+        let e = Entry {
+            pane: 1,
+            pid: 1,
+            width: 80,
+            history: 0,
+            boundary: 3,
+            anchor_rows: 3,
+            anchor: s.anchor,
+        };
+        // Later: two lines printed; the capture starts at the anchor.
+        let later = cap(0, 0, &["a", "b", "c", "$ run", "ERR x", "$ "]);
+        let rows = rows_of(&later);
+        let from = anchor_end(&rows, &later.bytes, &e).unwrap();
+        let now = stand(&rows, &later.bytes, 5);
+        let c = slice(0, &later, &rows[from..now.pending]);
+        assert_eq!(text(&c), "$ run\nERR x\n");
+        assert_eq!(c.line_numbers, Some(vec![3, 4]));
+        // The anchor replaced (cleared and refilled): not found at its rows.
+        let cleared = cap(0, 0, &["x", "y", "z", "$ ", "", ""]);
+        assert_eq!(anchor_end(&rows_of(&cleared), &cleared.bytes, &e), None);
+        // Moved up by 2 (trimmed): found by looking for it.
+        let moved = cap(-1, 0, &["a", "b", "c", "$ run", "ERR x", "$ "]);
+        let rows = rows_of(&moved);
+        assert_eq!(anchor_end(&rows, &moved.bytes, &e), None);
+        let found = (0..rows.len())
+            .rev()
+            .find_map(|k| anchor_from(&rows, &moved.bytes, &e, k));
+        assert_eq!(found, Some(3));
+    }
+}

@@ -1,0 +1,321 @@
+//! search_panes with `since` through `panescan serve`: only what panes
+//! printed after a cursor, and what broke the cursor said per pane.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::time::Duration;
+
+use common::{eventually, validate, Serve};
+use panescan::fixture::{Fixture, FixtureShape};
+use panescan::tmux::private_server::PrivateServer;
+use serde_json::{json, Value};
+
+const MARK: &str = "since-mark";
+
+fn fixture(label: &str, panes: usize, lines: usize) -> Fixture {
+    let shape = FixtureShape {
+        panes,
+        lines,
+        width: 100,
+        height: 20,
+        needle_every: 1_000_000,
+    };
+    Fixture::build(
+        label,
+        shape,
+        &panescan::corpus::sources(),
+        Duration::from_secs(300),
+        &mut |_, _| {},
+    )
+    .unwrap()
+}
+
+/// Each pane's terminal: writing there is the pane printing.
+fn ttys(tmux: &PrivateServer) -> HashMap<String, String> {
+    tmux.run_ok(["list-panes", "-a", "-F", "#{pane_id} #{pane_tty}"])
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(p, t)| (p.to_owned(), t.to_owned()))
+        .collect()
+}
+
+/// Prints `text` as a line in `pane` and waits until tmux shows it.
+fn print_in(tmux: &PrivateServer, pane: &str, text: &str) {
+    let tty = ttys(tmux).remove(pane).unwrap();
+    let mut f = std::fs::OpenOptions::new().write(true).open(&tty).unwrap();
+    write!(f, "{text}\r\n").unwrap();
+    let shown = eventually(Duration::from_secs(10), || {
+        tmux.run_ok(["capture-pane", "-p", "-t", pane])
+            .is_ok_and(|t| t.contains(text))
+    });
+    assert!(shown, "{text:?} never showed in {pane}");
+}
+
+fn hits(r: &Value) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for pane in r["matches"].as_array().unwrap() {
+        for line in pane["lines"].as_array().unwrap() {
+            out.push((
+                pane["pane_id"].as_str().unwrap().to_owned(),
+                line["text"].as_str().unwrap().to_owned(),
+            ));
+        }
+    }
+    out.sort();
+    out
+}
+
+fn search(s: &mut Serve, since: Option<&Value>) -> Value {
+    let mut args = json!({"pattern": MARK, "scrollback_lines": 100_000});
+    if let Some(cursor) = since {
+        args["since"] = cursor.clone();
+    }
+    s.call_ok("search_panes", args)
+}
+
+#[test]
+fn a_since_search_returns_exactly_the_lines_printed_in_3_of_200_panes() {
+    let fx = fixture("since-200", 200, 60);
+    let mut s = Serve::spawn(fx.server.socket_name());
+    s.initialize();
+    let first = search(&mut s, None);
+    assert_eq!(first["total_panes_matched"], 0, "{first}");
+    assert_eq!(first["panes_searched"], 200);
+    // A client reading only the text gets the cursor too.
+    let r = s.call(
+        "search_panes",
+        json!({"pattern": MARK, "pane_ids": [fx.pane_ids[0]]}),
+    );
+    let text = r["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("cursor: ps1."), "{text}");
+    assert!(text.trim_end().ends_with("complete"), "{text}");
+
+    let changed = [&fx.pane_ids[3], &fx.pane_ids[100], &fx.pane_ids[199]];
+    let mut expected = Vec::new();
+    for (i, pane) in changed.iter().enumerate() {
+        let text = format!("{MARK} {i} error");
+        print_in(&fx.server, pane, &text);
+        expected.push((pane.to_string(), text));
+    }
+    expected.sort();
+    let since = search(&mut s, Some(&first["cursor"]));
+    assert_eq!(hits(&since), expected, "{since}");
+    assert_eq!(since["panes_searched"], 200);
+    // Only the new lines were scanned: one a changed pane.
+    assert_eq!(since["lines_scanned"], 3, "{since}");
+    assert!(since.get("since_panes").is_none(), "{since}");
+    assert!(since.get("since_reset").is_none(), "{since}");
+
+    // Nothing printed since: nothing scanned, nothing found.
+    let again = search(&mut s, Some(&since["cursor"]));
+    assert_eq!(again["total_panes_matched"], 0, "{again}");
+    assert_eq!(again["lines_scanned"], 0, "{again}");
+}
+
+#[test]
+fn a_since_search_says_per_pane_what_was_cleared_resized_respawned_or_new() {
+    let fx = fixture("since-reset", 4, 120);
+    let tmux = &fx.server;
+    let ids = &fx.pane_ids;
+    let mut s = Serve::spawn(tmux.socket_name());
+    s.initialize();
+    let first = search(&mut s, None);
+    assert_eq!(first["total_panes_matched"], 0, "{first}");
+
+    tmux.run_ok(["clear-history", "-t", &ids[0]]).unwrap();
+    tmux.run_ok(["resize-window", "-t", &ids[1], "-x", "90"])
+        .unwrap();
+    let respawned = format!("{MARK} respawned");
+    tmux.run_ok([
+        "respawn-pane",
+        "-k",
+        "-t",
+        &ids[2],
+        &format!("sh -c 'echo {respawned}; exec sleep 1000'"),
+    ])
+    .unwrap();
+    let printed = format!("{MARK} printed");
+    print_in(tmux, &ids[3], &printed);
+    let new = tmux
+        .run_ok([
+            "new-window",
+            "-d",
+            "-P",
+            "-F",
+            "#{pane_id}",
+            &format!("sh -c 'echo {MARK} new; exec sleep 1000'"),
+        ])
+        .unwrap()
+        .trim()
+        .to_owned();
+    let shown = eventually(Duration::from_secs(10), || {
+        [&ids[2], &new].iter().all(|p| {
+            tmux.run_ok(["capture-pane", "-p", "-t", p])
+                .is_ok_and(|t| t.contains(MARK))
+        })
+    });
+    assert!(shown);
+
+    let since = search(&mut s, Some(&first["cursor"]));
+    let list = s.request("tools/list", json!({}));
+    let schema = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "search_panes")
+        .unwrap()["outputSchema"]
+        .clone();
+    assert_eq!(validate(&schema, &since), Vec::<String>::new());
+    let notes: HashMap<String, (String, Value)> = since["since_panes"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no since_panes: {since}"))
+        .iter()
+        .map(|n| {
+            (
+                n["pane_id"].as_str().unwrap().to_owned(),
+                (
+                    n["reason"].as_str().unwrap().to_owned(),
+                    n["missed_lines"].clone(),
+                ),
+            )
+        })
+        .collect();
+    let reason = |p: &str| notes.get(p).map(|n| n.0.as_str());
+    assert_eq!(reason(&ids[0]), Some("cleared"), "{since}");
+    // Clearing the history left the lines above the cursor on screen.
+    assert_eq!(notes[&ids[0]].1, 0, "{since}");
+    assert_eq!(reason(&ids[1]), Some("resized"), "{since}");
+    assert_eq!(reason(&ids[2]), Some("respawned"), "{since}");
+    assert_eq!(reason(&ids[3]), None, "{since}");
+    assert_eq!(reason(&new), Some("new"), "{since}");
+    assert_eq!(
+        hits(&since),
+        vec![
+            (ids[2].clone(), respawned),
+            (ids[3].clone(), printed),
+            (new.clone(), format!("{MARK} new")),
+        ],
+        "{since}"
+    );
+}
+
+#[test]
+fn a_damaged_or_foreign_cursor_is_an_error_and_a_restart_searches_in_full() {
+    let fx = fixture("since-bad", 2, 10);
+    let mut s = Serve::spawn(fx.server.socket_name());
+    s.initialize();
+    let first = search(&mut s, None);
+    let cursor = first["cursor"].as_str().unwrap().to_owned();
+    let cut = &cursor[..cursor.len() - 2];
+    let e = s.call_err("search_panes", json!({"pattern": MARK, "since": cut}));
+    assert!(e.contains("not a search_panes cursor"), "{e}");
+
+    let other = fixture("since-other", 1, 10);
+    let mut s2 = Serve::spawn(other.server.socket_name());
+    s2.initialize();
+    let e = s2.call_err(
+        "search_panes",
+        json!({"pattern": MARK, "since": cursor.clone()}),
+    );
+    assert!(e.contains("another tmux server"), "{e}");
+
+    // The same socket, a new server: everything in full, flagged.
+    drop(s);
+    fx.server.kill();
+    fx.server
+        .run_ok([
+            "new-session",
+            "-d",
+            "-s",
+            "again",
+            &format!("sh -c 'echo {MARK} restarted; exec sleep 1000'"),
+        ])
+        .unwrap();
+    let shown = eventually(Duration::from_secs(10), || {
+        fx.server
+            .run_ok(["capture-pane", "-p", "-t", "again"])
+            .is_ok_and(|t| t.contains(MARK))
+    });
+    assert!(shown);
+    let mut s = Serve::spawn(fx.server.socket_name());
+    s.initialize();
+    let r = search(&mut s, Some(&Value::String(cursor)));
+    assert_eq!(r["since_reset"], true, "{r}");
+    assert_eq!(r["total_panes_matched"], 1, "{r}");
+}
+
+#[test]
+fn a_since_search_says_when_history_was_trimmed_and_whether_lines_were_lost() {
+    let tmux = PrivateServer::start("since-trim", 80, 20).unwrap();
+    tmux.run_ok(["set-option", "-g", "history-limit", "100"])
+        .unwrap();
+    let window = |name: &str| {
+        tmux.run_ok([
+            "new-window",
+            "-d",
+            "-n",
+            name,
+            "-P",
+            "-F",
+            "#{pane_id}",
+            "sh -c 'seq 1 200; exec sleep 100000'",
+        ])
+        .unwrap()
+        .trim()
+        .to_owned()
+    };
+    let (lost, kept) = (window("lost"), window("kept"));
+    let filled = eventually(Duration::from_secs(10), || {
+        [&lost, &kept].iter().all(|p| {
+            tmux.run_ok(["capture-pane", "-p", "-t", p])
+                .is_ok_and(|t| t.contains("200"))
+        })
+    });
+    assert!(filled);
+    let mut s = Serve::spawn(tmux.socket_name());
+    s.initialize();
+    let first = search(&mut s, None);
+    // `lost` prints far more than its history keeps; `kept` a little,
+    // enough for tmux to trim its oldest rows.
+    let mut long = String::new();
+    for i in 0..300 {
+        long.push_str(&format!("{MARK} lost {i}\r\n"));
+    }
+    let mut tty = std::fs::OpenOptions::new()
+        .write(true)
+        .open(ttys(&tmux).remove(&lost).unwrap())
+        .unwrap();
+    tty.write_all(long.as_bytes()).unwrap();
+    for i in 0..15 {
+        print_in(&tmux, &kept, &format!("{MARK} kept {i}"));
+    }
+    print_in(&tmux, &lost, &format!("{MARK} lost end"));
+    let since = search(&mut s, Some(&first["cursor"]));
+    let note = |p: &str| {
+        since["since_panes"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no since_panes: {since}"))
+            .iter()
+            .find(|n| n["pane_id"] == p)
+            .cloned()
+            .unwrap_or_else(|| panic!("{p} not named: {since}"))
+    };
+    let (l, k) = (note(&lost), note(&kept));
+    assert_eq!(l["reason"], "trimmed", "{since}");
+    assert!(l.get("missed_lines").is_none(), "{since}");
+    assert_eq!(k["reason"], "trimmed", "{since}");
+    assert_eq!(k["missed_lines"], 0, "{since}");
+    let kept_hits: Vec<String> = hits(&since)
+        .into_iter()
+        .filter(|(p, _)| p == &kept)
+        .map(|(_, t)| t)
+        .collect();
+    let mut want: Vec<String> = (0..15).map(|i| format!("{MARK} kept {i}")).collect();
+    want.sort();
+    assert_eq!(kept_hits, want, "{since}");
+    tmux.kill();
+}
