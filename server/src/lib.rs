@@ -16,5 +16,7 @@ pub mod fixture;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod mcp;
+pub mod prompts;
+pub mod resources;
 pub mod tmux;
 pub mod tools;
