@@ -360,6 +360,8 @@ fn the_2026_era_listens_with_a_filter_and_ends_the_stream_on_cancel() {
         json!({"uri": uri, "_meta": modern_meta()}),
     ));
     assert_eq!(r["resultType"], "complete");
+    // 2026-07-28 results say how long they may be cached: a screen, never.
+    assert_eq!((r["ttlMs"].clone(), r["cacheScope"].clone()), (json!(0), json!("private")));
     assert!(r["contents"][0]["text"]
         .as_str()
         .unwrap()

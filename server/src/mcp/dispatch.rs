@@ -177,8 +177,13 @@ impl Dispatcher {
             "prompts/list" => self.prompts_list(params.as_ref(), &era),
             "prompts/get" => resources::prompts_get(params.as_ref()),
             "resources/templates/list" => {
-                resources::no_cursor(params.as_ref(), "resources/templates/list")
-                    .map(|()| crate::resources::read::templates())
+                resources::no_cursor(params.as_ref(), "resources/templates/list").map(|()| {
+                    cacheable(
+                        &era,
+                        crate::resources::read::templates(),
+                        protocol::LIST_TTL_MS,
+                    )
+                })
             }
             "resources/list"
             | "resources/read"
@@ -215,12 +220,11 @@ impl Dispatcher {
 
     fn prompts_list(&self, params: Option<&Value>, era: &Era) -> Result<Value, RpcError> {
         resources::no_cursor(params, "prompts/list")?;
-        let mut result = resources::prompts_list();
-        if era.is_modern() {
-            result["ttlMs"] = json!(protocol::LIST_TTL_MS);
-            result["cacheScope"] = json!("private");
-        }
-        Ok(result)
+        Ok(cacheable(
+            era,
+            resources::prompts_list(),
+            protocol::LIST_TTL_MS,
+        ))
     }
 
     /// A resource request that talks to tmux, answered from its own
@@ -251,7 +255,10 @@ impl Dispatcher {
                     this.resource_request(&id, &method, params.as_ref())
                 }));
                 match outcome {
-                    Ok(Some(Ok(result))) => this.send(this.responses.result(&id, &era, result)),
+                    // What tmux shows changes at any moment: never cached.
+                    Ok(Some(Ok(result))) => {
+                        this.send(this.responses.result(&id, &era, cacheable(&era, result, 0)))
+                    }
                     Ok(Some(Err(e))) => this.send_error(&id, &e),
                     Ok(None) => {}
                     Err(_) => this.send_error(&id, &internal_error(&method)),
@@ -550,6 +557,18 @@ fn progress_token(params: &Value) -> Result<Option<Value>, RpcError> {
         )),
         other => Ok(other.cloned()),
     }
+}
+
+/// A list or read result as 2026-07-28 requires it: how long it may be
+/// cached (`ttl_ms`), privately. Handshake-era results stay as they were;
+/// an empty result (subscribe, unsubscribe) is not a cacheable one.
+fn cacheable(era: &Era, mut result: Value, ttl_ms: u64) -> Value {
+    let empty = result.as_object().is_some_and(|o| o.is_empty());
+    if era.is_modern() && !empty {
+        result["ttlMs"] = json!(ttl_ms);
+        result["cacheScope"] = json!("private");
+    }
+    result
 }
 
 fn method_not_found(method: &str, era: &Era) -> RpcError {
