@@ -58,6 +58,37 @@ fn is_list_changed(m: &Value) -> bool {
     m["method"] == "notifications/resources/list_changed"
 }
 
+/// Every JSON resource holds exactly what its tool returns.
+fn json_reads_match_their_tools(s: &mut Serve, pane: &str) {
+    // JSON resources hold what the matching tools return.
+    let pairs = [
+        ("tmux://sessions", "list_sessions", json!({})),
+        (
+            "tmux://session/$0",
+            "get_session_info",
+            json!({"session_id": "$0"}),
+        ),
+        (
+            "tmux://window/@0",
+            "get_window_info",
+            json!({"window_id": "@0"}),
+        ),
+        (
+            &*format!("tmux://pane/{pane}"),
+            "get_pane_info",
+            json!({"pane_id": pane}),
+        ),
+    ]
+    .map(|(u, t, a)| (u.to_owned(), t, a));
+    for (uri, tool, args) in pairs {
+        let c = read(s, &uri);
+        assert_eq!(c["mimeType"], "application/json");
+        let got: Value = serde_json::from_str(c["text"].as_str().unwrap()).unwrap();
+        let want = s.call_ok(tool, args);
+        assert_eq!(got, want, "{uri} differs from {tool}");
+    }
+}
+
 #[test]
 fn capabilities_list_templates_and_every_kind_read() {
     let (tmux, mut s) = Serve::with_tmux("res-read");
@@ -109,33 +140,7 @@ fn capabilities_list_templates_and_every_kind_read() {
         ]
     );
 
-    // JSON resources hold what the matching tools return.
-    let pairs = [
-        ("tmux://sessions", "list_sessions", json!({})),
-        (
-            "tmux://session/$0",
-            "get_session_info",
-            json!({"session_id": "$0"}),
-        ),
-        (
-            "tmux://window/@0",
-            "get_window_info",
-            json!({"window_id": "@0"}),
-        ),
-        (
-            &*format!("tmux://pane/{pane}"),
-            "get_pane_info",
-            json!({"pane_id": pane}),
-        ),
-    ]
-    .map(|(u, t, a)| (u.to_owned(), t, a));
-    for (uri, tool, args) in pairs {
-        let c = read(&mut s, &uri);
-        assert_eq!(c["mimeType"], "application/json");
-        let got: Value = serde_json::from_str(c["text"].as_str().unwrap()).unwrap();
-        let want = s.call_ok(tool, args);
-        assert_eq!(got, want, "{uri} differs from {tool}");
-    }
+    json_reads_match_their_tools(&mut s, &pane);
     let c = read(&mut s, &format!("tmux://pane/{pane}/screen"));
     assert_eq!(c["mimeType"], "text/plain");
     assert!(c["text"].as_str().unwrap().contains("READ-MARK-42"), "{c}");
@@ -361,7 +366,10 @@ fn the_2026_era_listens_with_a_filter_and_ends_the_stream_on_cancel() {
     ));
     assert_eq!(r["resultType"], "complete");
     // 2026-07-28 results say how long they may be cached: a screen, never.
-    assert_eq!((r["ttlMs"].clone(), r["cacheScope"].clone()), (json!(0), json!("private")));
+    assert_eq!(
+        (r["ttlMs"].clone(), r["cacheScope"].clone()),
+        (json!(0), json!("private"))
+    );
     assert!(r["contents"][0]["text"]
         .as_str()
         .unwrap()
