@@ -25,11 +25,16 @@ fn no_uri_cursor_or_prompt_argument_runs_a_command() {
     s.initialize();
     let mut calls = 0;
     for p in payloads(&m.touch("resource")) {
+        // Without its slashes a payload is one path segment: what the id
+        // parsers themselves must refuse.
+        let bare = p.replace('/', " ");
         for uri in [
             format!("tmux://pane/{p}/screen"),
-            format!("tmux://pane/%0{p}"),
-            format!("tmux://session/{p}"),
-            format!("tmux://window/@0{p}"),
+            format!("tmux://pane/{bare}/screen"),
+            format!("tmux://pane/%0{bare}"),
+            format!("tmux://session/{bare}"),
+            format!("tmux://session/$0{bare}"),
+            format!("tmux://window/@0{bare}"),
             format!("tmux://pane/%0/history?lines={p}"),
             format!("tmux://{p}"),
         ] {
