@@ -1,8 +1,9 @@
 //! Resources, subscriptions and prompts through `panescan serve`, spoken
 //! to as raw JSON-RPC against private tmux servers: listing (1,000 panes
 //! in pages), templates, reading every kind, malformed and unknown URIs,
-//! updates when a pane prints and list changes when a window comes and
-//! goes (both eras), unsubscribing, 500 subscriptions ended by the
+//! updates when a pane prints (through the event stream, and by polling
+//! for a pane in a session it does not cover) and list changes when a
+//! window comes and goes (both eras), unsubscribing, 500 subscriptions ended by the
 //! connection, and prompts.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -278,6 +279,38 @@ fn a_subscribed_screen_is_updated_when_the_pane_prints_and_not_after_unsubscribe
 }
 
 #[test]
+fn a_pane_the_event_stream_does_not_cover_is_polled() {
+    let (tmux, mut s) = Serve::with_tmux("res-polled");
+    s.initialize();
+    // Two watched panes in main, one in another session: the one control
+    // client shows main, so the other session's pane is polled.
+    let main_pane = first_pane(&tmux);
+    let second = tmux
+        .run_ok(["new-window", "-d", "-t", "main:", "-P", "-F", "#{pane_id}"])
+        .unwrap()
+        .trim()
+        .to_owned();
+    let other = tmux
+        .run_ok(["new-session", "-d", "-s", "other", "-P", "-F", "#{pane_id}"])
+        .unwrap()
+        .trim()
+        .to_owned();
+    plain_shell(&tmux, &other);
+    for pane in [&main_pane, &second, &other] {
+        let uri = format!("tmux://pane/{pane}/screen");
+        ok(&s.request("resources/subscribe", json!({ "uri": uri })));
+    }
+    s.drain(Duration::from_millis(300));
+    let uri = format!("tmux://pane/{other}/screen");
+    type_line(&tmux, &other, "echo polled-pane");
+    s.message(REPLY_TIMEOUT, |m| is_updated(m, &uri));
+    assert!(read(&mut s, &uri)["text"]
+        .as_str()
+        .unwrap()
+        .contains("polled-pane"));
+}
+
+#[test]
 fn a_window_created_and_killed_sends_list_changed_and_session_updates() {
     let (tmux, mut s) = Serve::with_tmux("res-list-changed");
     s.initialize();
@@ -391,6 +424,7 @@ fn a_thousand_panes_are_listed_in_pages() {
     let mut s = Serve::spawn(tmux.socket_name());
     s.initialize();
     let (mut got, mut pages, mut cursor) = (Vec::new(), 0, Value::Null);
+    let started = Instant::now();
     loop {
         let page = ok(&s.request("resources/list", json!({ "cursor": cursor })));
         pages += 1;
@@ -403,6 +437,10 @@ fn a_thousand_panes_are_listed_in_pages() {
         }
         assert!(pages < 50, "the pages never end");
     }
+    eprintln!(
+        "1,000 panes listed in {pages} pages in {:?}",
+        started.elapsed()
+    );
     assert_eq!(pages, 5);
     assert_eq!(got[0], "tmux://sessions");
     let listed: BTreeSet<String> = got[1..].iter().cloned().collect();
