@@ -9,7 +9,8 @@
 // negotiated protocol era, tools/list, every read tool called as calls.json
 // says with structuredContent validated against outputSchema (by the SDK
 // itself and independently by ajv), invalid calls and their errors,
-// progress, and cancelling a search (no answer for it on the wire). The
+// progress, cancelling a search (no answer for it on the wire), resources
+// and prompts (with 1.x, a subscription that sees a pane print). The
 // tmux server is killed at the end, also on failure or a signal.
 //
 // usage: node client.mjs --sdk 1|2 --mode legacy|auto --expect-protocol V --bin PANESCAN --npm DIR/npm
@@ -121,6 +122,56 @@ async function checkOtherListings(client, c) {
   const caps = client.getServerCapabilities() ?? {};
   if (caps.resources) c.check(Array.isArray((await client.listResources()).resources), 'resources/list answers a list');
   if (caps.prompts) c.check(Array.isArray((await client.listPrompts()).prompts), 'prompts/list answers a list');
+}
+
+// Resources (list, read, a malformed URI) and prompts (list, get, a
+// missing argument) in both eras; with SDK 1.x (the handshake era) also a
+// subscription that sees a pane print. Runs last: it adds a window.
+async function checkResourcesAndPrompts(sdk, client, c, opts) {
+  const uris = [];
+  let cursor;
+  for (let page = 0; page < 100; page += 1) {
+    const res = await client.listResources(cursor ? { cursor } : undefined);
+    uris.push(...res.resources.map((r) => r.uri));
+    cursor = res.nextCursor;
+    if (!cursor) break;
+  }
+  const t = (...args) => execFileSync('tmux', ['-L', opts.socket, '-f', '/dev/null', ...args], { encoding: 'utf8' }).trim();
+  const panes = t('list-panes', '-a', '-F', '#{pane_id}').split('\n');
+  const want = ['tmux://sessions', ...panes.map((p) => `tmux://pane/${p}/screen`)];
+  c.check(JSON.stringify(uris) === JSON.stringify(want), "resources/list names tmux://sessions and every pane's screen", uris);
+  const sessions = JSON.parse((await client.readResource({ uri: 'tmux://sessions' })).contents[0].text);
+  c.check(sessions.sessions?.[0]?.session_name === 'main', 'tmux://sessions reads as JSON', sessions);
+  try {
+    await client.readResource({ uri: 'tmux://../etc' });
+    c.check(false, 'a malformed URI is an error');
+  } catch (e) {
+    c.check(e.code === -32602 && String(e.message).includes('tmux://pane/{pane_id}/screen'), 'a malformed URI is error -32602 naming the forms', String(e));
+  }
+  const prompts = (await client.listPrompts()).prompts.map((p) => p.name);
+  c.check(prompts.length === 5 && prompts[0] === 'run_and_wait', 'prompts/list names the five prompts', prompts);
+  const got = await client.getPrompt({ name: 'run_and_wait', arguments: { pane_id: '%1', command: 'make test' } });
+  c.check(got.messages[0].content.text.includes('run_command'), 'prompts/get fills run_and_wait naming the tools', got);
+  try {
+    await client.getPrompt({ name: 'run_and_wait', arguments: { pane_id: '%1' } });
+    c.check(false, 'a missing prompt argument is an error');
+  } catch (e) {
+    c.check(e.code === -32602 && String(e.message).includes('"command"'), 'a missing prompt argument is error -32602 naming it', String(e));
+  }
+  if (opts.sdk !== '1') return;
+  const { ResourceUpdatedNotificationSchema } = await load('@modelcontextprotocol/sdk/types.js');
+  const updated = [];
+  client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
+    updated.push(n.params.uri);
+  });
+  const pane = t('new-window', '-d', '-P', '-F', '#{pane_id}', 'cat');
+  const uri = `tmux://pane/${pane}/screen`;
+  await client.subscribeResource({ uri });
+  t('send-keys', '-t', pane, '-l', 'hello resource');
+  t('send-keys', '-t', pane, 'Enter');
+  for (let i = 0; i < 500 && !updated.includes(uri); i += 1) await new Promise((r) => setTimeout(r, 20));
+  c.check(updated.includes(uri), 'resources/subscribe: an update arrives when the pane prints', updated);
+  await client.unsubscribeResource({ uri });
 }
 
 async function checkCalls(sdk, client, c, spec, validators) {
@@ -249,6 +300,7 @@ async function run(opts, c, spec, fixture) {
     await checkErrors(sdk, client, c, spec);
     await checkProgress(sdk, client, c, spec);
     await checkCancel(sdk, client, wire, c, spec, fixture);
+    await checkResourcesAndPrompts(sdk, client, c, opts);
     return { sdk: sdk.name, protocol, connectMs };
   } finally {
     await client.close();

@@ -6,7 +6,8 @@ through the SDK's stdio client, and checks what a real client relies on:
 the negotiated protocol era, tools/list (every schema valid JSON Schema
 2020-12), every read tool called as calls.json says with structuredContent
 validated against outputSchema by jsonschema, invalid calls and the error
-each gives, progress, and cancelling a search that cannot finish. The tmux server is killed at
+each gives, progress, cancelling a search that cannot finish, prompts, and
+resources (list, templates, read, a subscription that sees a pane print). The tmux server is killed at
 the end, also on failure or a signal.
 
 usage: client.py --mode legacy|auto --expect-protocol VERSION --bin PANESCAN
@@ -21,12 +22,13 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import anyio
 import jsonschema
 from mcp import Client, StdioServerParameters
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 HERE = Path(__file__).resolve().parent
 
@@ -92,6 +94,103 @@ async def check_other_listings(client, c):
     if caps.prompts is not None:
         res = await client.list_prompts()
         c.check(isinstance(res.prompts, list), "prompts/list answers a list")
+
+
+def tmux(ns, *args):
+    """Runs tmux on the run's private server; its stdout."""
+    out = subprocess.run(["tmux", "-L", ns.socket, "-f", "/dev/null", *args],
+                         check=True, capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+def notification_of(message):
+    """(method, params) of an incoming notification, else (None, None)."""
+    m = getattr(message, "root", message)
+    method = getattr(m, "method", None)
+    return method, getattr(m, "params", None)
+
+
+async def check_resources(client, c, ns, notes):
+    """Resources: list (every page), templates, read JSON and text, a
+    malformed URI, then a subscription that sees a pane print: through
+    resources/subscribe (handshake era) or subscriptions/listen
+    (2026-07-28). Runs last: it adds a window to the fixture."""
+    uris, cursor = [], None
+    for _ in range(100):
+        page = await client.list_resources(cursor=cursor, cache_mode="bypass")
+        uris.extend(str(r.uri) for r in page.resources)
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    panes = tmux(ns, "list-panes", "-a", "-F", "#{pane_id}").split()
+    c.check(uris == ["tmux://sessions"] + [f"tmux://pane/{p}/screen" for p in panes],
+            "resources/list names tmux://sessions and every pane's screen", uris)
+    templates = await client.list_resource_templates(cache_mode="bypass")
+    c.check(len(templates.resource_templates) == 5, "resources/templates/list gives 5 templates",
+            [t.uri_template for t in templates.resource_templates])
+    res = await client.read_resource("tmux://sessions", cache_mode="bypass")
+    body = json.loads(res.contents[0].text)
+    c.check([s["session_name"] for s in body["sessions"]] == ["main"], "tmux://sessions reads as JSON", body)
+    res = await client.read_resource(f"tmux://pane/{panes[1]}/history?lines=3", cache_mode="bypass")
+    c.check(res.contents[0].text.rstrip("\n").endswith("interop history line 60000"),
+            "a pane's history reads as text", res.contents[0].text[-200:])
+    try:
+        await client.read_resource("tmux://pane/%1;kill-server/screen", cache_mode="bypass")
+        c.check(False, "a malformed URI is an error")
+    except MCPError as e:
+        c.check(e.error.code == -32602 and "tmux://pane/{pane_id}/screen" in e.error.message,
+                "a malformed URI is error -32602 naming the forms", e.error.message)
+    pane = tmux(ns, "new-window", "-d", "-P", "-F", "#{pane_id}", "cat")
+    uri = f"tmux://pane/{pane}/screen"
+
+    def type_text():
+        tmux(ns, "send-keys", "-t", pane, "-l", "hello resource")
+        tmux(ns, "send-keys", "-t", pane, "Enter")
+
+    if ns.mode == "legacy":
+        # The SDK warns that 2026-07-28 removed these; this is the 2025-11-25 run.
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        await client.subscribe_resource(uri)
+        type_text()
+        with anyio.move_on_after(10):
+            while ("notifications/resources/updated", uri) not in notes:
+                await anyio.sleep(0.02)
+        c.check(("notifications/resources/updated", uri) in notes,
+                "resources/subscribe: an update arrives when the pane prints", notes[-5:])
+        await client.unsubscribe_resource(uri)
+    else:
+        from mcp.client.subscriptions import ResourceUpdated
+        got = []
+        async with client.listen(resource_subscriptions=[uri]) as sub:
+            c.check(list(sub.honored.resource_subscriptions or []) == [uri],
+                    "subscriptions/listen acknowledges the URI", sub.honored)
+            type_text()
+            with anyio.move_on_after(10):
+                async for event in sub:
+                    got.append(event)
+                    if event == ResourceUpdated(uri=uri):
+                        break
+        c.check(ResourceUpdated(uri=uri) in got, "subscriptions/listen: an update arrives when the pane prints", got)
+    res = await client.read_resource(uri, cache_mode="bypass")
+    c.check("hello resource" in res.contents[0].text, "the updated screen holds what was printed",
+            res.contents[0].text[:200])
+
+
+async def check_prompts(client, c):
+    listed = await client.list_prompts()
+    names = [p.name for p in listed.prompts]
+    c.check(names == ["run_and_wait", "diagnose_failing_pane", "triage_panes", "interrupt_gracefully",
+                      "build_dev_workspace"], "prompts/list names the five prompts", names)
+    got = await client.get_prompt("run_and_wait", {"pane_id": "%1", "command": "make test"})
+    text = got.messages[0].content.text
+    c.check("run_command" in text and "wait_for_command" in text and "make test" in text,
+            "prompts/get fills run_and_wait naming the tools", text[:300])
+    try:
+        await client.get_prompt("run_and_wait", {"pane_id": "%1"})
+        c.check(False, "a missing prompt argument is an error")
+    except MCPError as e:
+        c.check(e.error.code == -32602 and '"command"' in e.error.message,
+                "a missing prompt argument is error -32602 naming it", e.error.message)
 
 
 async def check_calls(client, c, spec, by_name):
@@ -186,8 +285,16 @@ async def run(ns, c, spec, fixture):
     # fixture's socket where tmux put it.
     env = {k: v for k, v in os.environ.items() if k in ("HOME", "PATH", "TMUX_TMPDIR", "LANG", "LC_ALL")}
     params = StdioServerParameters(command=ns.bin, args=["serve", "--socket-name", ns.socket], env=env)
+    notes = []
+
+    async def on_message(message):
+        method, p = notification_of(message)
+        if method is not None:
+            notes.append((method, str(getattr(p, "uri", "")) or None))
+
     t0 = time.perf_counter()
-    async with Client(params, mode=ns.mode, read_timeout_seconds=60, raise_exceptions=True) as client:
+    async with Client(params, mode=ns.mode, read_timeout_seconds=60, raise_exceptions=True,
+                      message_handler=on_message) as client:
         connect_ms = (time.perf_counter() - t0) * 1000
         c.check(client.protocol_version == ns.expect_protocol,
                 f"negotiates protocol {ns.expect_protocol}", client.protocol_version)
@@ -200,6 +307,8 @@ async def run(ns, c, spec, fixture):
         await check_errors(client, c, spec)
         await check_progress(client, c, spec)
         await check_cancel(client, c, spec, fixture)
+        await check_prompts(client, c)
+        await check_resources(client, c, ns, notes)
         return client.protocol_version, connect_ms
 
 

@@ -3,7 +3,9 @@
 //! The flow of a search, from the top: [`tools`] resolves the scope and asks
 //! [`tmux`] for captures, hands them to [`panescan_engine`] to scan, and
 //! shapes the result; [`mcp`] carries requests and results over JSON-RPC on
-//! stdio; [`cli`] is the command line for people.
+//! stdio; [`cli`] is the command line for people. [`resources`] shows tmux
+//! as MCP resources (read through the same tools, watched for changes) and
+//! [`prompts`] holds the prompts.
 
 #![warn(missing_docs)]
 
@@ -16,5 +18,7 @@ pub mod fixture;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod mcp;
+pub mod prompts;
+pub mod resources;
 pub mod tmux;
 pub mod tools;

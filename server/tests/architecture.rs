@@ -1,6 +1,6 @@
-//! The arrows of ARCHITECTURE.md, checked on the source: the tools never
-//! reach up into the protocol front end, and the engine knows nothing of
-//! the server.
+//! The arrows of ARCHITECTURE.md, checked on the source: the tools, the
+//! resources and the prompts never reach up into the protocol front end,
+//! and the engine knows nothing of the server.
 #![allow(clippy::panic)]
 
 use std::path::{Path, PathBuf};
@@ -65,6 +65,30 @@ fn tools_never_import_the_protocol_front_end() {
     assert!(
         found.is_empty(),
         "server/src/tools/ imports from mcp/ (ARCHITECTURE.md: mcp -> tools, never back):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn resources_and_prompts_never_import_the_protocol_front_end() {
+    let resources = root().join("server/src/resources");
+    assert!(
+        rust_files(&resources).len() >= 3,
+        "no resources under {}",
+        resources.display()
+    );
+    let prompts = root().join("server/src/prompts.rs");
+    let mut found = lines_naming(&resources, &["crate::mcp", "super::mcp", "panescan::mcp"]);
+    let text =
+        std::fs::read_to_string(&prompts).unwrap_or_else(|e| panic!("{}: {e}", prompts.display()));
+    found.extend(
+        text.lines()
+            .filter(|l| l.split("//").next().unwrap_or("").contains("crate::mcp"))
+            .map(str::to_owned),
+    );
+    assert!(
+        found.is_empty(),
+        "resources/ or prompts.rs imports from mcp/ (ARCHITECTURE.md: mcp -> resources, never back):\n{}",
         found.join("\n")
     );
 }

@@ -35,7 +35,7 @@ fn assert_prompt(took: Duration, yardstick: Duration, what: &str) {
 }
 
 #[test]
-fn initialize_echoes_every_supported_version_and_declares_tools_only() {
+fn initialize_echoes_every_supported_version_and_declares_tools_resources_and_prompts() {
     for version in ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"] {
         let yardstick = startup_and_ping();
         let started = Instant::now();
@@ -49,6 +49,11 @@ fn initialize_echoes_every_supported_version_and_declares_tools_only() {
         assert_prompt(started.elapsed(), yardstick, "start and initialize");
         assert_eq!(r["result"]["protocolVersion"], version, "{r}");
         assert!(r["result"]["capabilities"]["tools"].is_object());
+        assert_eq!(
+            r["result"]["capabilities"]["resources"],
+            json!({"subscribe": true, "listChanged": true})
+        );
+        assert!(r["result"]["capabilities"]["prompts"].is_object());
         assert!(r["result"]["capabilities"].get("logging").is_none());
         assert_eq!(r["result"]["serverInfo"]["name"], "panescan");
     }

@@ -17,6 +17,7 @@ use super::jsonrpc::{
 };
 use super::listing;
 use super::protocol::{self, Era};
+use super::resources::{self, Subscriptions};
 use super::response::Responses;
 use crate::config::ServeConfig;
 use crate::tools::context::{ProgressSink, ToolContext};
@@ -53,14 +54,18 @@ pub struct Dispatcher {
     shutting_down: AtomicBool,
     /// Every answer's line is built, and kept within the ceiling, here.
     responses: Responses,
+    /// Resource subscriptions and listen streams of this connection.
+    subscriptions: Subscriptions,
 }
 
 impl Dispatcher {
     /// A dispatcher for `registry`'s tools under `config`, writing its answers to `out`.
     pub fn new(registry: Arc<Registry>, config: Arc<ServeConfig>, out: Sender<Outgoing>) -> Self {
+        let tools = ToolContext::new(config.clone(), registry.clone());
         Dispatcher {
             listing: listing::tools_listing(&registry),
-            tools: ToolContext::new(config.clone(), registry.clone()),
+            subscriptions: Subscriptions::new(tools.child(), out.clone()),
+            tools,
             registry,
             responses: Responses::new(config.ceilings.response_bytes),
             out,
@@ -123,6 +128,10 @@ impl Dispatcher {
         if method == "notifications/cancelled" {
             if let Some(id) = params.and_then(|p| p.get("requestId")) {
                 let key = id_key(id);
+                // A listen stream ends with no answer, as a cancelled call.
+                if self.subscriptions.cancel(&key) {
+                    return;
+                }
                 if let Ok(map) = self.in_flight.lock() {
                     if let Some(flag) = map.get(&key) {
                         if let Ok(mut by_client) = self.client_cancelled.lock() {
@@ -165,6 +174,24 @@ impl Dispatcher {
             "server/discover" => Ok(protocol::discover_result()),
             "tools/list" => self.tools_list(params.as_ref(), &era),
             "tools/call" => return self.start_call(id, params, era),
+            "prompts/list" => self.prompts_list(params.as_ref(), &era),
+            "prompts/get" => resources::prompts_get(params.as_ref()),
+            "resources/templates/list" => {
+                resources::no_cursor(params.as_ref(), "resources/templates/list").map(|()| {
+                    cacheable(
+                        &era,
+                        crate::resources::read::templates(),
+                        protocol::LIST_TTL_MS,
+                    )
+                })
+            }
+            "resources/list"
+            | "resources/read"
+            | "resources/subscribe"
+            | "resources/unsubscribe" => return self.answer_later(id, era, method, params),
+            "subscriptions/listen" if era.is_modern() => {
+                return self.answer_later(id, era, method, params)
+            }
             _ => Err(method_not_found(method, &era)),
         };
         match result {
@@ -189,6 +216,87 @@ impl Dispatcher {
             result["cacheScope"] = json!("private");
         }
         Ok(result)
+    }
+
+    fn prompts_list(&self, params: Option<&Value>, era: &Era) -> Result<Value, RpcError> {
+        resources::no_cursor(params, "prompts/list")?;
+        Ok(cacheable(
+            era,
+            resources::prompts_list(),
+            protocol::LIST_TTL_MS,
+        ))
+    }
+
+    /// A resource request that talks to tmux, answered from its own
+    /// thread so the reader stays free for pings and cancels.
+    fn answer_later(self: &Arc<Self>, id: &Value, era: Era, method: &str, params: Option<Value>) {
+        if self.shutting_down.load(Ordering::Relaxed) {
+            return self.send_error(
+                id,
+                &RpcError::new(INTERNAL_ERROR, "server is shutting down"),
+            );
+        }
+        if self.active.load(Ordering::SeqCst) >= 2 * MAX_IN_FLIGHT {
+            return self.send_error(
+                id,
+                &RpcError::new(
+                    INTERNAL_ERROR,
+                    format!("{MAX_IN_FLIGHT} requests already running; retry when one ends"),
+                ),
+            );
+        }
+        self.active.fetch_add(1, Ordering::SeqCst);
+        let (this, request, method) = (self.clone(), id.clone(), method.to_owned());
+        let spawned = std::thread::Builder::new()
+            .name(format!("req-{method}"))
+            .spawn(move || {
+                let id = request;
+                let outcome = catch_unwind(AssertUnwindSafe(|| {
+                    this.resource_request(&id, &method, params.as_ref())
+                }));
+                match outcome {
+                    // What tmux shows changes at any moment: never cached.
+                    Ok(Some(Ok(result))) => {
+                        this.send(this.responses.result(&id, &era, cacheable(&era, result, 0)))
+                    }
+                    Ok(Some(Err(e))) => this.send_error(&id, &e),
+                    Ok(None) => {}
+                    Err(_) => this.send_error(&id, &internal_error(&method)),
+                }
+                this.active.fetch_sub(1, Ordering::SeqCst);
+            });
+        if spawned.is_err() {
+            self.active.fetch_sub(1, Ordering::SeqCst);
+            self.send_error(
+                id,
+                &RpcError::new(INTERNAL_ERROR, "cannot start a thread for this request"),
+            );
+        }
+    }
+
+    /// The answer to a resource request (`None`: a listen stream, which
+    /// stays open without one).
+    fn resource_request(
+        &self,
+        id: &Value,
+        method: &str,
+        params: Option<&Value>,
+    ) -> Option<Result<Value, RpcError>> {
+        let ctx = self.tools.child();
+        Some(match method {
+            "resources/list" => resources::cursor(params).and_then(|cursor| {
+                crate::resources::read::list(&ctx, cursor.as_deref()).map_err(resources::rpc_error)
+            }),
+            "resources/read" => match params.and_then(|p| p.get("uri")).and_then(Value::as_str) {
+                Some(uri) => crate::resources::read::read(&ctx, uri).map_err(resources::rpc_error),
+                None => Err(RpcError::invalid_params(
+                    "resources/read needs \"uri\" (a string), e.g. tmux://sessions",
+                )),
+            },
+            "resources/subscribe" => self.subscriptions.subscribe(params),
+            "resources/unsubscribe" => self.subscriptions.unsubscribe(params),
+            _ => return self.subscriptions.listen(id, params).err().map(Err),
+        })
     }
 
     fn start_call(self: &Arc<Self>, id: &Value, params: Option<Value>, era: Era) {
@@ -372,9 +480,18 @@ impl Dispatcher {
         true
     }
 
-    /// Cancels every running call and waits up to `grace` for them to end.
+    /// Cancels every running call and waits up to `grace` for them to end;
+    /// ends every subscription, answering open listen streams (their
+    /// graceful close).
     pub fn shutdown(&self, grace: Duration) {
         self.shutting_down.store(true, Ordering::SeqCst);
+        let modern = Era::Modern {
+            version: protocol::MODERN_VERSIONS[0].to_owned(),
+        };
+        for id in self.subscriptions.close() {
+            let result = json!({"_meta": {resources::META_SUBSCRIPTION_ID: id}});
+            self.send(self.responses.result(&id, &modern, result));
+        }
         if let Ok(map) = self.in_flight.lock() {
             for flag in map.values() {
                 flag.store(true, Ordering::Relaxed);
@@ -440,6 +557,18 @@ fn progress_token(params: &Value) -> Result<Option<Value>, RpcError> {
         )),
         other => Ok(other.cloned()),
     }
+}
+
+/// A list or read result as 2026-07-28 requires it: how long it may be
+/// cached (`ttl_ms`), privately. Handshake-era results stay as they were;
+/// an empty result (subscribe, unsubscribe) is not a cacheable one.
+fn cacheable(era: &Era, mut result: Value, ttl_ms: u64) -> Value {
+    let empty = result.as_object().is_some_and(|o| o.is_empty());
+    if era.is_modern() && !empty {
+        result["ttlMs"] = json!(ttl_ms);
+        result["cacheScope"] = json!("private");
+    }
+    result
 }
 
 fn method_not_found(method: &str, era: &Era) -> RpcError {

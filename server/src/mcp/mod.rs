@@ -5,6 +5,7 @@
 //! - [`protocol`] — eras, `initialize` / `server/discover`, capabilities.
 //! - [`dispatch`] — concurrency, cancellation, progress.
 //! - [`listing`] — a registry row as a `tools/list` entry.
+//! - [`resources`] — resources, subscriptions (both eras) and prompts.
 //! - [`response`] — answer lines, measured as written, within the ceiling.
 //! - [`server`] — the stdio loop and shutdown.
 
@@ -12,5 +13,6 @@ pub mod dispatch;
 pub mod jsonrpc;
 pub mod listing;
 pub mod protocol;
+pub mod resources;
 pub mod response;
 pub mod server;

@@ -100,7 +100,12 @@ pub fn request_era(params: Option<&Value>) -> Result<Era, RpcError> {
 pub fn removed_in_modern(method: &str) -> bool {
     matches!(
         method,
-        "initialize" | "ping" | "logging/setLevel" | "notifications/initialized"
+        "initialize"
+            | "ping"
+            | "logging/setLevel"
+            | "notifications/initialized"
+            | "resources/subscribe"
+            | "resources/unsubscribe"
     )
 }
 
@@ -113,16 +118,24 @@ pub fn server_info() -> Value {
     })
 }
 
-/// Tools only, no list changes (the tier is fixed at start), and no
-/// `logging`: clients that see it send `logging/setLevel`.
+/// Tools and prompts, fixed for the life of the process (no list
+/// changes); resources, which change with tmux, with subscriptions and
+/// list changes (through `resources/subscribe` before 2026-07-28, through
+/// `subscriptions/listen` from it). No `logging`: clients that see it send
+/// `logging/setLevel`.
 pub fn capabilities() -> Value {
-    json!({"tools": {"listChanged": false}})
+    json!({
+        "tools": {"listChanged": false},
+        "resources": {"subscribe": true, "listChanged": true},
+        "prompts": {"listChanged": false},
+    })
 }
 
 /// What `initialize` tells a model about the server before it reads any tool.
 pub const INSTRUCTIONS: &str = "Read-only view of tmux: list and inspect sessions, windows and panes, \
 capture pane text (capture_since for what is new), wait for text to appear. Ids are tmux's (%pane, @window, $session). \
-Every output is bounded and says when it was cut.";
+Every output is bounded and says when it was cut. Resources: tmux://sessions, tmux://pane/{id}/screen and the \
+templates (subscribe to be told when a pane printed).";
 
 /// The answer to `initialize`: the client's version when we speak it,
 /// otherwise our newest handshake version (the client then decides).

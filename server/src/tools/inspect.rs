@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::context::{ServerArgs, ToolContext, ToolError};
 use super::filters::Filters;
 use super::{find_pane, find_session, find_window};
-use crate::tmux::{Pane, PaneId, ServerInfo, Session, SessionId, Window, WindowId};
+use crate::tmux::{Inventory, Pane, PaneId, ServerInfo, Session, SessionId, Window, WindowId};
 use crate::tools::registry::Tool;
 use crate::tools::schema;
 
@@ -381,33 +381,39 @@ impl Tool for GetSessionInfo {
     fn run(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
         let tmux = ctx.tmux(&args.server)?;
         let inv = ctx.inventory(&tmux)?;
-        let session = find_session(&inv, &args.session_id.to_string())?.clone();
-        let mut windows: Vec<(u32, WindowBrief)> = inv
-            .windows
-            .iter()
-            .filter_map(|w| {
-                let at = w
-                    .placements
-                    .iter()
-                    .find(|p| p.session_id == session.session_id)?;
-                Some((
-                    at.window_index,
-                    WindowBrief {
-                        window_id: w.window_id,
-                        window_index: at.window_index,
-                        window_name: w.window_name.clone(),
-                        window_active: w.window_active,
-                        window_panes: w.window_panes,
-                    },
-                ))
-            })
-            .collect();
-        windows.sort_by_key(|(i, _)| *i);
-        Ok(SessionInfo {
-            session,
-            windows: windows.into_iter().map(|(_, w)| w).collect(),
-        })
+        session_info(&inv, args.session_id)
     }
+}
+
+/// One session and its windows, from an inventory (get_session_info and
+/// the `tmux://session/{id}` resource).
+pub fn session_info(inv: &Inventory, id: SessionId) -> Result<SessionInfo, ToolError> {
+    let session = find_session(inv, &id.to_string())?.clone();
+    let mut windows: Vec<(u32, WindowBrief)> = inv
+        .windows
+        .iter()
+        .filter_map(|w| {
+            let at = w
+                .placements
+                .iter()
+                .find(|p| p.session_id == session.session_id)?;
+            Some((
+                at.window_index,
+                WindowBrief {
+                    window_id: w.window_id,
+                    window_index: at.window_index,
+                    window_name: w.window_name.clone(),
+                    window_active: w.window_active,
+                    window_panes: w.window_panes,
+                },
+            ))
+        })
+        .collect();
+    windows.sort_by_key(|(i, _)| *i);
+    Ok(SessionInfo {
+        session,
+        windows: windows.into_iter().map(|(_, w)| w).collect(),
+    })
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -460,23 +466,29 @@ impl Tool for GetWindowInfo {
     fn run(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
         let tmux = ctx.tmux(&args.server)?;
         let inv = ctx.inventory(&tmux)?;
-        let window = find_window(&inv, args.window_id)?.clone();
-        let mut panes: Vec<PaneBrief> = inv
-            .panes
-            .iter()
-            .filter(|p| p.window_id == window.window_id)
-            .map(|p| PaneBrief {
-                pane_id: p.pane_id,
-                pane_index: p.pane_index,
-                pane_active: p.pane_active,
-                pane_current_command: p.pane_current_command.clone(),
-                pane_width: p.pane_width,
-                pane_height: p.pane_height,
-            })
-            .collect();
-        panes.sort_by_key(|p| p.pane_index);
-        Ok(WindowInfo { window, panes })
+        window_info(&inv, args.window_id)
     }
+}
+
+/// One window and its panes, from an inventory (get_window_info and the
+/// `tmux://window/{id}` resource).
+pub fn window_info(inv: &Inventory, id: WindowId) -> Result<WindowInfo, ToolError> {
+    let window = find_window(inv, id)?.clone();
+    let mut panes: Vec<PaneBrief> = inv
+        .panes
+        .iter()
+        .filter(|p| p.window_id == window.window_id)
+        .map(|p| PaneBrief {
+            pane_id: p.pane_id,
+            pane_index: p.pane_index,
+            pane_active: p.pane_active,
+            pane_current_command: p.pane_current_command.clone(),
+            pane_width: p.pane_width,
+            pane_height: p.pane_height,
+        })
+        .collect();
+    panes.sort_by_key(|p| p.pane_index);
+    Ok(WindowInfo { window, panes })
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
