@@ -152,16 +152,8 @@ fn wait_for_mark(fixture: &Fixture, panes: &[(String, String)], mark: &str) -> R
     Ok(())
 }
 
-/// Runs the three cases, `runs` times each.
-pub fn run(fixture: &Fixture, runs: usize) -> Result<CacheBench, String> {
-    let socket = fixture.server.socket_name().to_owned();
-    let lines = fixture.shape.lines;
-    let runs = runs.max(1);
-    let cold_ctx = context(&socket, None);
-    let cache = Arc::new(PaneCache::new(DEFAULT_MAX_BYTES));
-    let warm_ctx = context(&socket, Some(cache.clone()));
-
-    // The panes' terminals, to print on.
+/// The panes' terminals, to print on: `(pane id, tty path)`.
+fn pane_ttys(fixture: &Fixture) -> Result<Vec<(String, String)>, String> {
     let listing = fixture
         .server
         .run_ok([
@@ -173,13 +165,48 @@ pub fn run(fixture: &Fixture, runs: usize) -> Result<CacheBench, String> {
             "#{pane_id} #{pane_tty}",
         ])
         .map_err(|e| e.to_string())?;
-    let ttys: Vec<(String, String)> = listing
+    Ok(listing
         .lines()
         .filter_map(|l| {
             let (pane, tty) = l.split_once(' ')?;
             Some((pane.to_owned(), tty.to_owned()))
         })
+        .collect())
+}
+
+/// `count` panes from `skip` on (cycling) print NEW_LINES and a mark
+/// unique to `run`; returns once every one shows its mark.
+fn print_in(
+    fixture: &Fixture,
+    ttys: &[(String, String)],
+    (skip, count): (usize, usize),
+    run: usize,
+    mark: &str,
+) -> Result<(), String> {
+    let chosen: Vec<(String, String)> = ttys
+        .iter()
+        .cycle()
+        .skip(skip)
+        .take(count)
+        .cloned()
         .collect();
+    let mark = format!("{mark}-{run}");
+    for (pane, tty) in &chosen {
+        print_on_tty(tty, run, pane, &mark)?;
+    }
+    wait_for_mark(fixture, &chosen, &mark)
+}
+
+/// Runs the three cases, `runs` times each.
+pub fn run(fixture: &Fixture, runs: usize) -> Result<CacheBench, String> {
+    let socket = fixture.server.socket_name().to_owned();
+    let lines = fixture.shape.lines;
+    let runs = runs.max(1);
+    let cold_ctx = context(&socket, None);
+    let cache = Arc::new(PaneCache::new(DEFAULT_MAX_BYTES));
+    let warm_ctx = context(&socket, Some(cache.clone()));
+
+    let ttys = pane_ttys(fixture)?;
     let tenth = (ttys.len() / 10).max(1);
 
     // Prime the cache a second after the fill.
@@ -206,18 +233,13 @@ pub fn run(fixture: &Fixture, runs: usize) -> Result<CacheBench, String> {
         same_hits &= warm_hits == cold_hits;
 
         // A tenth of the panes (another tenth each run) print NEW_LINES.
-        let chosen: Vec<(String, String)> = ttys
-            .iter()
-            .cycle()
-            .skip(run * tenth)
-            .take(tenth)
-            .cloned()
-            .collect();
-        let mark = format!("bench-cache-mark-{run}");
-        for (pane, tty) in &chosen {
-            print_on_tty(tty, run, pane, &mark)?;
-        }
-        wait_for_mark(fixture, &chosen, &mark)?;
+        print_in(
+            fixture,
+            &ttys,
+            (run * tenth, tenth),
+            run,
+            "bench-cache-mark",
+        )?;
         let start = Instant::now();
         let result = deep(&warm_ctx, lines, None)?;
         changed.push(start.elapsed());
@@ -226,18 +248,8 @@ pub fn run(fixture: &Fixture, runs: usize) -> Result<CacheBench, String> {
         same_hits &= hits(&result) == deep_search(&cold_ctx, lines)?;
 
         // A hundredth of the panes print; search since the last result.
-        let chosen: Vec<(String, String)> = ttys
-            .iter()
-            .cycle()
-            .skip(run * hundredth + ttys.len() / 2)
-            .take(hundredth)
-            .cloned()
-            .collect();
-        let mark = format!("bench-since-mark-{run}");
-        for (pane, tty) in &chosen {
-            print_on_tty(tty, run, pane, &mark)?;
-        }
-        wait_for_mark(fixture, &chosen, &mark)?;
+        let some = (run * hundredth + ttys.len() / 2, hundredth);
+        print_in(fixture, &ttys, some, run, "bench-since-mark")?;
         let start = Instant::now();
         let result = deep(&warm_ctx, lines, Some(result.cursor))?;
         since.push(start.elapsed());
