@@ -62,6 +62,10 @@ pub fn report(r: &BenchReport) -> String {
         out.push('\n');
         out.push_str(&wait(w));
     }
+    if let Some(l) = &r.load {
+        out.push('\n');
+        out.push_str(&super::bench_load::markdown(l));
+    }
     out
 }
 
@@ -165,6 +169,7 @@ mod tests {
                 capture_median_ms: 2.5,
                 events_panes_polled: 0,
             }),
+            load: None,
         }
     }
 
