@@ -91,6 +91,7 @@
 //! between them), the pane is captured again without joining and that
 //! capture is returned (`joined = false`), so numbers are never guessed.
 
+mod anchor;
 mod gate;
 mod split;
 
@@ -214,8 +215,14 @@ pub(crate) fn start(
             let requests = requests.clone();
             let tx = tx.clone();
             move || {
+                // The terminal query is a round trip: made here, not in the
+                // caller's thread. One-pane batches walk little: no anchor.
+                let anchor = member
+                    .as_ref()
+                    .and_then(|_| anchor::find(&shared, &requests, deadline));
                 Batch {
                     socket,
+                    anchor,
                     server_panes,
                     options,
                     deadline,
@@ -248,6 +255,8 @@ struct Batch {
     tx: Sender<CaptureReply>,
     /// The sweep's place at the server's gate (`None`: one pane, ungated).
     member: Option<Member>,
+    /// The terminal its clients show tmux (`None`: they read a pipe).
+    anchor: Option<anchor::Anchor>,
 }
 
 /// A chunk in flight: its process and the thread reading it.
@@ -533,8 +542,9 @@ impl Batch {
         let token = nonce();
         let script = script(&token, chunk, options, self.server_panes);
         let meta: Vec<CaptureRequest> = chunk.to_vec();
+        let (child, script_file) = self.spawn(&token, script);
         let child: Result<SharedChild, TmuxError> =
-            oneshot::spawn_source(&self.socket, script).map(|c| Arc::new(std::sync::Mutex::new(c)));
+            child.map(|c| Arc::new(std::sync::Mutex::new(c)));
         let shared_child = child.as_ref().ok().cloned();
         let socket = self.socket.clone();
         let spawned = std::thread::Builder::new()
@@ -542,7 +552,7 @@ impl Batch {
             .spawn(move || {
                 let outcome =
                     child.and_then(|c| read_chunk(&c, &socket, &token, &meta, options, &tx));
-                drop(permit);
+                drop((permit, script_file));
                 let _ = tx.send(ChunkEvent::End(outcome));
             });
         if let Err(e) = spawned {
@@ -564,6 +574,25 @@ impl Batch {
             child: shared_child,
             events: rx,
         }
+    }
+
+    /// Starts a chunk's client: on the anchor's terminal with the script
+    /// in a file when the batch has one (the file lives until the chunk
+    /// ends), else with the script on a pipe.
+    fn spawn(
+        &self,
+        token: &str,
+        script: String,
+    ) -> (Result<Child, TmuxError>, Option<anchor::ScriptFile>) {
+        if let Some(anchor) = &self.anchor {
+            if let (Some(file), Some(stdin)) = (anchor.script_file(token, &script), anchor.stdin())
+            {
+                if let Ok(child) = oneshot::spawn_source_path(&self.socket, file.path(), stdin) {
+                    return (Ok(child), Some(file));
+                }
+            }
+        }
+        (oneshot::spawn_source(&self.socket, script), None)
     }
 
     /// Checks joined row numbers; captures again unjoined when they do not
@@ -742,6 +771,7 @@ mod tests {
             cancel: Arc::new(AtomicBool::new(false)),
             tx: tx.clone(),
             member: None,
+            anchor: None,
         };
         let started = Instant::now();
         // Nothing seen yet: the assumed rate.
