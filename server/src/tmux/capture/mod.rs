@@ -63,7 +63,10 @@
 //! (cmd-find.c): each command costs O(panes) before it does anything. A
 //! `-t %P` target adds a walk over the session's winlinks to place the pane.
 //! So a command costs tmux a fixed amount that grows with the server, and a
-//! visible `capture-pane` costs not much more than that. Exact framing
+//! visible `capture-pane` costs not much more than that. The walk stops at
+//! the first pane whose tty matches the client's: a sweep's clients show
+//! tmux the terminal of its lowest-numbered pane (`anchor.rs`, which says
+//! why that is harmless), which takes most of the walk away. Exact framing
 //! needs a header per capture, i.e. a second command per pane, so a visible
 //! sweep stays well above the raw `capture-pane`-only sweep it is compared
 //! with, and the gap grows with the server; deep captures, where the
