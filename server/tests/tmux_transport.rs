@@ -1638,3 +1638,74 @@ fn dead_owner_leaves_no_client_attached() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// Fair sharing, by order rather than time: with eight deep sweeps running
+/// on one server, a listing and a one-pane capture started once every sweep
+/// has delivered its first pane both complete before any sweep delivers
+/// its last one. (Without the gate, each sweep puts its whole remaining
+/// range into tmux at once and the cheap calls wait behind all of it.)
+#[test]
+fn cheap_calls_pass_eight_deep_sweeps() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    const SWEEPS: usize = 8;
+    let server = PrivateServer::start("fair8", 80, 10).unwrap();
+    server
+        .run_ok(["set-option", "-g", "history-limit", "5000"])
+        .unwrap();
+    add_panes(&server, 39, 3_000);
+    let tmux = connect(&server);
+    let ids = pane_ids(&server);
+    // One sequence orders every completion below.
+    let seq = Arc::new(AtomicUsize::new(0));
+    let (started_tx, started_rx) = crossbeam_channel::unbounded();
+    let sweeps: Vec<_> = (0..SWEEPS)
+        .map(|_| {
+            let reqs: Vec<CaptureRequest> = ids
+                .iter()
+                .map(|&pane| CaptureRequest {
+                    pane,
+                    range: CaptureRange::AllHistory,
+                })
+                .collect();
+            let rx = tmux.capture(
+                reqs,
+                CaptureOptions::default(),
+                Instant::now() + Duration::from_secs(120),
+                Arc::new(AtomicBool::new(false)),
+            );
+            let (seq, started_tx, expected) = (seq.clone(), started_tx.clone(), ids.len());
+            std::thread::spawn(move || {
+                let mut n = 0;
+                while let Ok(reply) = rx.recv_timeout(Duration::from_secs(120)) {
+                    assert!(reply.result.is_ok(), "{:?}", reply.result);
+                    n += 1;
+                    if n == 1 {
+                        let _ = started_tx.send(());
+                    }
+                }
+                assert_eq!(n, expected, "every pane answered");
+                seq.fetch_add(1, Ordering::SeqCst)
+            })
+        })
+        .collect();
+    for _ in 0..SWEEPS {
+        started_rx.recv_timeout(Duration::from_secs(60)).unwrap();
+    }
+    let listed = tmux.inventory(Fields::Full, &[], soon()).unwrap().0;
+    let listing_done = seq.fetch_add(1, Ordering::SeqCst);
+    assert_eq!(listed.panes.len(), ids.len());
+    let one = capture_all(
+        &tmux,
+        &ids[1..2],
+        CaptureRange::Visible,
+        CaptureOptions::default(),
+    );
+    let capture_done = seq.fetch_add(1, Ordering::SeqCst);
+    assert!(one[0].result.is_ok());
+    let sweeps_done: Vec<usize> = sweeps.into_iter().map(|s| s.join().unwrap()).collect();
+    let first_sweep_done = sweeps_done.iter().min().copied().unwrap();
+    assert!(
+        listing_done < first_sweep_done && capture_done < first_sweep_done,
+        "listing #{listing_done}, capture #{capture_done}, sweeps ended #{sweeps_done:?}"
+    );
+}

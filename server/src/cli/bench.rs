@@ -21,7 +21,7 @@ use crate::fixture::{FixtureShape, NEEDLE};
 /// `panescan bench` options.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  panescan bench\n  panescan bench --panes 1000 --lines 200\n  panescan bench --panes 50 --lines 10000 --runs 3 --json\n  panescan bench --wait-only --runs 15\n  panescan bench --svg bench.svg\n  panescan bench --markdown"
+    after_help = "Examples:\n  panescan bench\n  panescan bench --panes 1000 --lines 200\n  panescan bench --panes 50 --lines 10000 --runs 3 --json\n  panescan bench --wait-only --runs 15\n  panescan bench --load-only\n  panescan bench --svg bench.svg\n  panescan bench --markdown"
 )]
 pub struct BenchArgs {
     /// Panes in the private server.
@@ -57,6 +57,10 @@ pub struct BenchArgs {
     /// Only the wait_for_text latency cases (event stream vs polling).
     #[arg(long)]
     pub wait_only: bool,
+    /// Only the load cases: list_panes and capture_pane while 8 deep
+    /// searches run, then 64 deep searches at once.
+    #[arg(long, conflicts_with_all = ["cache_only", "wait_only"])]
+    pub load_only: bool,
     /// Also draw the report as an SVG chart: each search's median beside
     /// the raw fetch floor and the one-process-per-pane fetch.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["cache_only", "wait_only"])]
@@ -96,6 +100,8 @@ pub struct BenchReport {
     pub cache: Option<super::bench_cache::CacheBench>,
     /// wait_for_text latency, event stream vs polling.
     pub wait: Option<super::bench_wait::WaitBench>,
+    /// Cheap calls while deep searches run.
+    pub load: Option<super::bench_load::LoadBench>,
 }
 
 fn ms(d: Duration) -> f64 {
@@ -175,13 +181,27 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         let markdown = super::bench_markdown::cache;
         return print_section(args, &cache, super::bench_cache::print, markdown);
     }
+    let socket = fixture.server.socket_name().to_owned();
+    let first_pane = fixture.pane_ids.first().cloned().unwrap_or_default();
+    if args.load_only {
+        let load = super::bench_load::run(&socket, args.lines, &first_pane, runs, true)?;
+        drop(fixture);
+        let markdown = super::bench_load::markdown;
+        return print_section(args, &load, super::bench_load::print, markdown);
+    }
     let cases = cases(args.lines);
     let steps = 4 + cases.len() as u64 + u64::from(!args.no_process_baseline) * 2;
     let bar = progress::steps(steps, !args.json && !args.csv);
-    let socket = fixture.server.socket_name().to_owned();
     let floors = Floors::measure(args, &socket, &fixture.pane_ids, runs, &bar)?;
     let rows = run_cases(&socket, cases, runs, &floors, &bar)?;
     bar.finish_and_clear();
+    let load = Some(super::bench_load::run(
+        &socket,
+        args.lines,
+        &first_pane,
+        runs,
+        false,
+    )?);
     let cache = Some(super::bench_cache::run(&fixture, runs)?);
     let wait = Some(super::bench_wait::run(runs)?);
     drop(fixture);
@@ -201,6 +221,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         rows,
         cache,
         wait,
+        load,
     };
     if let Some(path) = &args.svg {
         super::bench_chart::write(&report, path)?;
@@ -340,6 +361,9 @@ fn print_report(args: &BenchArgs, report: &BenchReport) -> Result<(), String> {
         }
         if let Some(wait) = &report.wait {
             super::bench_wait::print(wait);
+        }
+        if let Some(load) = &report.load {
+            super::bench_load::print(load);
         }
     }
     Ok(())

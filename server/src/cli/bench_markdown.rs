@@ -62,6 +62,10 @@ pub fn report(r: &BenchReport) -> String {
         out.push('\n');
         out.push_str(&wait(w));
     }
+    if let Some(l) = &r.load {
+        out.push('\n');
+        out.push_str(&super::bench_load::markdown(l));
+    }
     out
 }
 
@@ -187,6 +191,7 @@ mod tests {
                 run_true_min_ms: 15.0,
                 run_true_max_ms: 30.0,
             }),
+            load: None,
         }
     }
 

@@ -119,6 +119,49 @@ impl McpClient {
         }
     }
 
+    /// Sends a `tools/call` without waiting for it; its request id. Read
+    /// the answers with [`McpClient::next_answer`] (several calls run in
+    /// the server at once).
+    pub fn send_call(&mut self, name: &str, arguments: Value) -> Result<u64, String> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let params = json!({"name": name, "arguments": arguments});
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}))?;
+        Ok(id)
+    }
+
+    /// The next response, whichever request it answers: its id, and whether
+    /// the call succeeded (`Err` holds the error text).
+    pub fn next_answer(&mut self, timeout: Duration) -> Result<(u64, Result<(), String>), String> {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let line = match self.lines.recv_timeout(left) {
+                Ok(line) => line,
+                Err(RecvTimeoutError::Timeout) => {
+                    return Err(format!("no answer within {timeout:?}"))
+                }
+                Err(RecvTimeoutError::Disconnected) => return Err("panescan serve exited".into()),
+            };
+            let Ok(message) = serde_json::from_str::<Value>(&line) else {
+                return Err(format!(
+                    "panescan serve wrote a line that is not JSON: {line}"
+                ));
+            };
+            let Some(id) = message.get("id").and_then(Value::as_u64) else {
+                continue;
+            };
+            let failed = message.get("error").map(Value::to_string).or_else(|| {
+                let result = message.get("result")?;
+                (result.get("isError") == Some(&Value::Bool(true))).then(|| {
+                    let text = result.pointer("/content/0/text").and_then(Value::as_str);
+                    text.unwrap_or("tool error").to_owned()
+                })
+            });
+            return Ok((id, failed.map_or(Ok(()), Err)));
+        }
+    }
+
     /// Calls a tool; returns its `structuredContent`, or the tool's error
     /// message when it answered `isError`.
     pub fn call_tool(

@@ -12,6 +12,7 @@ pub mod bench;
 pub mod bench_cache;
 #[allow(missing_docs)]
 pub mod bench_chart;
+pub mod bench_load;
 #[allow(missing_docs)]
 pub mod bench_markdown;
 #[allow(missing_docs)]

@@ -425,6 +425,8 @@ pub struct Shared {
     pub(crate) listed_panes: std::sync::atomic::AtomicUsize,
     /// The server's event stream.
     hub: Arc<Hub>,
+    /// How the server's capture sweeps share it.
+    pub(crate) sweeps: Arc<super::capture::Gate>,
 }
 
 impl Shared {
@@ -438,6 +440,7 @@ impl Shared {
             oneshot_only: AtomicBool::new(false),
             listed_panes: std::sync::atomic::AtomicUsize::new(0),
             hub: Arc::default(),
+            sweeps: Arc::default(),
         })
     }
 

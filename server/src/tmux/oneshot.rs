@@ -67,6 +67,24 @@ pub(crate) fn spawn_source(socket: &Path, script: String) -> Result<Child, TmuxE
     Ok(child)
 }
 
+/// Starts `tmux source-file PATH` with `stdin` as its standard input: a
+/// pane's terminal, which tells tmux the client's pane (see
+/// `capture/anchor.rs`), so the script comes from the file at `script`.
+pub(crate) fn spawn_source_path(
+    socket: &Path,
+    script: &Path,
+    stdin: std::fs::File,
+) -> Result<Child, TmuxError> {
+    tmux(socket)
+        .arg("source-file")
+        .arg(script)
+        .stdin(Stdio::from(stdin))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| TmuxError::Spawn(e.to_string()))
+}
+
 /// Output of a finished one-shot client.
 #[derive(Debug)]
 pub(crate) struct Finished {

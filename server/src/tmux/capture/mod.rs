@@ -45,7 +45,10 @@
 //! output is read, each pane handed out the moment the next header shows it
 //! complete (a pane is scanned while tmux still sends the rest); a cancel or
 //! deadline stops the batch between panes (in-flight processes are killed
-//! through their `Child` handles). Cutting the output as it arrives instead
+//! through their `Child` handles). Concurrent sweeps on one server share
+//! it through `gate.rs`: a few chunks in flight over all of them, smaller
+//! chunks while several run, so a cheap call waits behind a few chunks,
+//! never behind whole sweeps. Cutting the output as it arrives instead
 //! of after the whole chunk brought a deep capture most of the way to a raw
 //! single sweep (BENCHMARKS.md). tmux finishes a script
 //! even when its client is killed, so a chunk is also sized to what the
@@ -60,7 +63,10 @@
 //! (cmd-find.c): each command costs O(panes) before it does anything. A
 //! `-t %P` target adds a walk over the session's winlinks to place the pane.
 //! So a command costs tmux a fixed amount that grows with the server, and a
-//! visible `capture-pane` costs not much more than that. Exact framing
+//! visible `capture-pane` costs not much more than that. The walk stops at
+//! the first pane whose tty matches the client's: a sweep's clients show
+//! tmux the terminal of its lowest-numbered pane (`anchor.rs`, which says
+//! why that is harmless), which takes most of the walk away. Exact framing
 //! needs a header per capture, i.e. a second command per pane, so a visible
 //! sweep stays well above the raw `capture-pane`-only sweep it is compared
 //! with, and the gap grows with the server; deep captures, where the
@@ -88,7 +94,11 @@
 //! between them), the pane is captured again without joining and that
 //! capture is returned (`joined = false`), so numbers are never guessed.
 
+mod anchor;
+mod gate;
 mod split;
+
+pub(crate) use gate::Gate;
 
 use super::ids::PaneId;
 use super::TmuxError;
@@ -175,6 +185,7 @@ use crossbeam_channel::{Receiver, Sender};
 
 use super::connection::{nonce, Shared};
 use super::oneshot;
+use gate::{Member, Permit};
 use split::{Split, Splitter};
 
 /// Replies buffered ahead of a slow consumer.
@@ -199,19 +210,28 @@ pub(crate) fn start(
     let (tx, rx) = crossbeam_channel::bounded(CHANNEL_CAPACITY);
     let socket = shared.socket_path().to_path_buf();
     let server_panes = shared.listed_panes.load(Ordering::Relaxed);
+    // A one-pane capture is the cheap call the gate keeps moving.
+    let member = (requests.len() > 1).then(|| Gate::join(&shared.sweeps));
     let spawned = std::thread::Builder::new()
         .name("tmux-capture".into())
         .spawn({
             let requests = requests.clone();
             let tx = tx.clone();
             move || {
+                // The terminal query is a round trip: made here, not in the
+                // caller's thread. One-pane batches walk little: no anchor.
+                let anchor = member
+                    .as_ref()
+                    .and_then(|_| anchor::find(&shared, &requests, deadline));
                 Batch {
                     socket,
+                    anchor,
                     server_panes,
                     options,
                     deadline,
                     cancel,
                     tx,
+                    member,
                 }
                 .run(requests)
             }
@@ -236,6 +256,10 @@ struct Batch {
     deadline: Instant,
     cancel: Arc<AtomicBool>,
     tx: Sender<CaptureReply>,
+    /// The sweep's place at the server's gate (`None`: one pane, ungated).
+    member: Option<Member>,
+    /// The terminal its clients show tmux (`None`: they read a pipe).
+    anchor: Option<anchor::Anchor>,
 }
 
 /// A chunk in flight: its process and the thread reading it.
@@ -340,16 +364,24 @@ impl Batch {
         let mut sent = 0usize;
         let mut failure: Option<TmuxError> = None;
         while sent < requests.len() {
-            // Keep two chunks in flight.
+            // Keep two chunks in flight, as the server's gate allows.
             while failure.is_none() && flights.len() < 2 && next_start < requests.len() {
                 failure = self.stopped();
                 if failure.is_some() {
                     break;
                 }
+                let permit = match self.permit(flights.len()) {
+                    Ok(permit) => permit,
+                    Err(Some(why)) => {
+                        failure = Some(why);
+                        break;
+                    }
+                    Err(None) => break,
+                };
                 let a = next_start;
                 let b = self.chunk_end(&requests, a, &started, seen_lines, seen_panes);
                 next_start = b;
-                flights.push_back(self.launch(&requests[a..b], a, self.options));
+                flights.push_back(self.launch(&requests[a..b], a, self.options, permit));
             }
             let Some(flight) = flights.pop_front() else {
                 break;
@@ -429,11 +461,12 @@ impl Batch {
         seen_lines: u64,
         seen_panes: u64,
     ) -> usize {
-        let budget = if a == 0 {
+        let alone = if a == 0 {
             FIRST_CHUNK_LINES
         } else {
             CHUNK_LINES
         };
+        let budget = self.member.as_ref().map_or(alone, |m| m.chunk_lines(alone));
         // tmux runs a script to its end even if its client is killed, so a
         // chunk sent to tmux is work done whatever happens: ask for no more
         // than the time left can hold, or a search that ran out of time
@@ -446,6 +479,24 @@ impl Batch {
             b += 1;
         }
         b
+    }
+
+    /// The gate's leave for one more chunk, the batch holding `held`:
+    /// `Ok(None)` for an ungated batch; `Err(None)` when a further chunk
+    /// must wait (read the ones in flight first); `Err(Some(why))` when the
+    /// batch stopped while waiting for its first.
+    fn permit(&self, held: usize) -> Result<Option<Permit>, Option<TmuxError>> {
+        let Some(member) = &self.member else {
+            return Ok(None);
+        };
+        if held > 0 {
+            return member.try_acquire(held).map(Some).ok_or(None);
+        }
+        let cancel = &self.cancel;
+        match member.acquire(self.deadline, || cancel.load(Ordering::Relaxed)) {
+            Some(permit) => Ok(Some(permit)),
+            None => Err(Some(self.stopped().unwrap_or(TmuxError::Timeout))),
+        }
     }
 
     /// Why the batch must stop now (cancelled, or out of time), if it must.
@@ -481,13 +532,22 @@ impl Batch {
         }
     }
 
-    fn launch(&self, chunk: &[CaptureRequest], start: usize, options: CaptureOptions) -> Flight {
+    /// Starts a chunk; `permit` (the gate's leave) is held until its
+    /// process has ended.
+    fn launch(
+        &self,
+        chunk: &[CaptureRequest],
+        start: usize,
+        options: CaptureOptions,
+        permit: Option<Permit>,
+    ) -> Flight {
         let (tx, rx) = crossbeam_channel::bounded(EVENTS_AHEAD);
         let token = nonce();
         let script = script(&token, chunk, options, self.server_panes);
         let meta: Vec<CaptureRequest> = chunk.to_vec();
+        let (child, script_file) = self.spawn(&token, script);
         let child: Result<SharedChild, TmuxError> =
-            oneshot::spawn_source(&self.socket, script).map(|c| Arc::new(std::sync::Mutex::new(c)));
+            child.map(|c| Arc::new(std::sync::Mutex::new(c)));
         let shared_child = child.as_ref().ok().cloned();
         let socket = self.socket.clone();
         let spawned = std::thread::Builder::new()
@@ -495,6 +555,7 @@ impl Batch {
             .spawn(move || {
                 let outcome =
                     child.and_then(|c| read_chunk(&c, &socket, &token, &meta, options, &tx));
+                drop((permit, script_file));
                 let _ = tx.send(ChunkEvent::End(outcome));
             });
         if let Err(e) = spawned {
@@ -518,6 +579,25 @@ impl Batch {
         }
     }
 
+    /// Starts a chunk's client: on the anchor's terminal with the script
+    /// in a file when the batch has one (the file lives until the chunk
+    /// ends), else with the script on a pipe.
+    fn spawn(
+        &self,
+        token: &str,
+        script: String,
+    ) -> (Result<Child, TmuxError>, Option<anchor::ScriptFile>) {
+        if let Some(anchor) = &self.anchor {
+            if let (Some(file), Some(stdin)) = (anchor.script_file(token, &script), anchor.stdin())
+            {
+                if let Ok(child) = oneshot::spawn_source_path(&self.socket, file.path(), stdin) {
+                    return (Ok(child), Some(file));
+                }
+            }
+        }
+        (oneshot::spawn_source(&self.socket, script), None)
+    }
+
     /// Checks joined row numbers; captures again unjoined when they do not
     /// add up (within the batch deadline).
     fn verify(&self, req: &CaptureRequest, split: Split) -> Result<CapturedText, TmuxError> {
@@ -528,7 +608,7 @@ impl Batch {
             join_wrapped: false,
             ..self.options
         };
-        let flight = self.launch(std::slice::from_ref(req), 0, options);
+        let flight = self.launch(std::slice::from_ref(req), 0, options, None);
         let result = match flight.events.recv_deadline(self.deadline) {
             Ok(ChunkEvent::Pane(_, result)) => result.map(|s| s.text),
             Ok(ChunkEvent::End(Err(e))) => Err(e),
@@ -693,6 +773,8 @@ mod tests {
             deadline: Instant::now() + left,
             cancel: Arc::new(AtomicBool::new(false)),
             tx: tx.clone(),
+            member: None,
+            anchor: None,
         };
         let started = Instant::now();
         // Nothing seen yet: the assumed rate.

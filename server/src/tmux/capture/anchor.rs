@@ -1,0 +1,139 @@
+//! The terminal a sweep's tmux client shows the server, so tmux finds the
+//! client's pane at once instead of walking every pane for every command.
+//!
+//! # Why
+//!
+//! tmux 3.3a-3.6b (cmd-find.c): every command of a client without a
+//! session runs `cmd_find_current_client`, whose `cmd_find_inside_pane`
+//! walks all panes in id order comparing each pane's tty name with the
+//! client's and stops at the first match; a `-t` target walks again. A
+//! client whose stdin is a pipe matches no pane: each of a sweep's commands
+//! walks the whole server. With its stdin on the terminal of the sweep's
+//! lowest-numbered pane, the walk stops at (about) the first pane. On 1,000
+//! panes this takes a large share off a visible sweep (BENCHMARKS.md,
+//! "tmux transport").
+//!
+//! # Why it is harmless
+//!
+//! - panescan opens the terminal itself, read-only and `O_NOCTTY`: it is
+//!   never anyone's controlling terminal, and the file status flags tmux's
+//!   client and server set (blocking or not) are on this open file
+//!   description, not on the pane's.
+//! - The client attaches to nothing, so tmux never starts the terminal
+//!   (no mode change, no query written): the server reads its attributes
+//!   (`tcgetattr`) and size (`TIOCGWINSZ`) and nothing else. The client's
+//!   environment has no `TERM`, so it loads no terminfo for it either.
+//! - Nothing reads from it: the script comes from a file (`source-file
+//!   PATH`, written 0600 beside the socket, where the server, which
+//!   resolves the path itself, surely sees it; removed when the chunk
+//!   ends).
+//! - A pane that dies mid-sweep only makes the walk long again (its tty
+//!   no longer matches a live pane); a dead or vanished pane, a terminal
+//!   that cannot be opened, or a socket directory whose path tmux's glob
+//!   would read as a pattern: the sweep uses a pipe, as before.
+//!
+//! `capture_anchor.rs` (tests) checks each point on private servers.
+
+use std::fs::File;
+use std::io::Write as _;
+use std::os::unix::fs::OpenOptionsExt as _;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use super::super::command::TmuxCommand;
+use super::super::connection::Shared;
+use super::CaptureRequest;
+
+/// A sweep's terminal, and where its scripts go.
+#[derive(Debug)]
+pub(crate) struct Anchor {
+    tty: File,
+    dir: PathBuf,
+}
+
+/// A script written for one chunk; removed when dropped.
+#[derive(Debug)]
+pub(crate) struct ScriptFile {
+    path: PathBuf,
+}
+
+impl ScriptFile {
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for ScriptFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// The terminal of the lowest-numbered pane of `requests`, opened, if that
+/// pane is live and everything above holds; `None`: use a pipe.
+pub(crate) fn find(
+    shared: &Shared,
+    requests: &[CaptureRequest],
+    deadline: Instant,
+) -> Option<Anchor> {
+    let dir = shared.socket_path().parent()?.to_path_buf();
+    let dir_text = dir.to_str()?;
+    if !dir.is_absolute() || dir_text.contains(['*', '?', '[', '\\']) {
+        return None;
+    }
+    let lowest = requests.iter().map(|r| r.pane).min_by_key(|p| p.number())?;
+    let probe = TmuxCommand::new("display-message")
+        .flag("-p")
+        .target(lowest)
+        .format_arg("#{pane_dead} #{pane_tty}");
+    let answer = shared.run_many(&[probe], deadline).pop()?.ok()?;
+    let tty = live_tty(&answer)?;
+    let tty = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOCTTY)
+        .open(tty)
+        .ok()?;
+    Some(Anchor { tty, dir })
+}
+
+/// `0 /dev/pts/N` (live, its terminal) -> the terminal.
+fn live_tty(answer: &str) -> Option<&Path> {
+    let (dead, tty) = answer.trim_end_matches('\n').split_once(' ')?;
+    (dead == "0" && tty.starts_with("/dev/")).then(|| Path::new(tty))
+}
+
+impl Anchor {
+    /// A handle on the terminal for one client's stdin.
+    pub(crate) fn stdin(&self) -> Option<File> {
+        self.tty.try_clone().ok()
+    }
+
+    /// Writes `script` to a new file only panescan can read, named with
+    /// the chunk's `token` (128 random bits: no name is guessed or reused).
+    pub(crate) fn script_file(&self, token: &str, script: &str) -> Option<ScriptFile> {
+        let path = self.dir.join(format!(".panescan-sweep-{token}"));
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+            .ok()?;
+        let file_guard = ScriptFile { path };
+        file.write_all(script.as_bytes()).ok()?;
+        Some(file_guard)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_live_pane_gives_its_terminal() {
+        assert_eq!(live_tty("0 /dev/pts/3\n"), Some(Path::new("/dev/pts/3")));
+        assert_eq!(live_tty("1 /dev/pts/3\n"), None);
+        assert_eq!(live_tty("0 \n"), None);
+        assert_eq!(live_tty(""), None);
+        assert_eq!(live_tty("0 pts/3"), None);
+    }
+}
