@@ -6,8 +6,9 @@
 //! deep searches put sixteen chunks of up to [`super::CHUNK_LINES`] lines in
 //! front of it. The gate keeps the server's sweeps to [`SERVER_CHUNKS`]
 //! chunks in flight (two keep tmux busy: it produces one while the other
-//! is read; four let a one-pane capture wait up to ~300 ms behind 8 deep
-//! searches here, two ~80 ms: BENCHMARKS.md), and while several sweeps share it each one cuts
+//! is read; behind 8 deep searches a one-pane capture waited ~105 ms
+//! median, ~315 ms worst with four, ~50 and under ~200 ms with two:
+//! BENCHMARKS.md), and while several sweeps share it each one cuts
 //! smaller chunks ([`Member::chunk_lines`]), so the work queued ahead of a
 //! cheap call stays about what one sweep alone would queue.
 //!
