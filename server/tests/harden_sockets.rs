@@ -119,6 +119,29 @@ fn every_tool_at(at: &Value) -> Vec<(&'static str, Value)> {
         ("signal_channel", json!({"channel": "x"})),
         ("respawn_pane", json!({"pane_id": "%0", "kill": true})),
         ("kill_server", json!({"confirm": true})),
+        ("create_session", json!({"name": "x"})),
+        ("create_window", json!({"session": "main"})),
+        (
+            "split_window",
+            json!({"pane_id": "%0", "direction": "vertical"}),
+        ),
+        ("select_pane", json!({"pane_id": "%0"})),
+        ("select_window", json!({"window_id": "@0"})),
+        ("resize_pane", json!({"pane_id": "%0", "width": 10})),
+        ("rename_session", json!({"session": "main", "name": "y"})),
+        ("move_window", json!({"window_id": "@0", "session": "main"})),
+        (
+            "swap_pane",
+            json!({"pane_id": "%0", "target_pane_id": "%1"}),
+        ),
+        ("paste_text", json!({"pane_id": "%0", "text": "x"})),
+        ("clear_history", json!({"pane_id": "%0"})),
+        ("pipe_pane", json!({"pane_id": "%0"})),
+        ("show_buffer", json!({})),
+        (
+            "run_command",
+            json!({"pane_id": "%0", "command": "true", "timeout_ms": 100}),
+        ),
     ];
     calls
         .into_iter()
@@ -143,7 +166,14 @@ fn a_listener_that_is_not_tmux_gets_no_connection_from_any_tool_argument() {
     symlink(&outside.0, dir.join("evil-dir")).unwrap();
     let outside_name = outside.0.file_name().unwrap().to_str().unwrap();
     let climb = format!("{}/../{outside_name}/listener", home.0.display());
-    let mut s = serve(&tmux, &home.0, &["--tier", "destructive"], &[]);
+    let logs = TempDir::new("sk-l");
+    let log_dir = text(&logs.0);
+    let mut s = serve(
+        &tmux,
+        &home.0,
+        &["--tier", "destructive", "--log-dir", &log_dir],
+        &[],
+    );
 
     let aims = [
         json!({"socket_path": text(&bait_path)}),
@@ -157,6 +187,19 @@ fn a_listener_that_is_not_tmux_gets_no_connection_from_any_tool_argument() {
         json!({"socket_name": "evil-dir/listener"}),
         json!({"socket_name": "panescan-x", "socket_path": text(&bait_path)}),
     ];
+    // Every tool that takes a socket is aimed, the ones added later too.
+    let listed = s.request_bare("tools/list");
+    let mut takes_socket: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["inputSchema"]["properties"].get("socket_path").is_some())
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    let mut aimed: Vec<&str> = every_tool_at(&json!({})).iter().map(|c| c.0).collect();
+    takes_socket.sort_unstable();
+    aimed.sort_unstable();
+    assert_eq!(aimed, takes_socket, "tools aimed at the listener");
     let mut refused = 0;
     for at in &aims {
         for (tool, args) in every_tool_at(at) {
