@@ -132,10 +132,15 @@ pub fn capabilities() -> Value {
 }
 
 /// What `initialize` tells a model about the server before it reads any tool.
-pub const INSTRUCTIONS: &str = "Read-only view of tmux: list and inspect sessions, windows and panes, \
-capture pane text (capture_since for what is new), wait for text to appear. Ids are tmux's (%pane, @window, $session). \
-Every output is bounded and says when it was cut. Resources: tmux://sessions, tmux://pane/{id}/screen and the \
-templates (subscribe to be told when a pane printed).";
+/// The same at every tier: it says which tier brings what, and `tools/list`
+/// shows only the configured tier's tools.
+pub const INSTRUCTIONS: &str = "tmux for agents: find text in every pane, scrollback included (search_panes; \
+since=cursor for what is new; watch_panes to be told), inspect sessions, windows and panes, capture pane text \
+(capture_since for what is new), wait for text. The mutating tier adds run_command (exit status and exactly what \
+the command printed) and tools that create and arrange sessions, windows and panes; the destructive tier adds kills \
+and respawns; tools/list shows the tier this server runs. Ids are tmux's (%pane, @window, $session). Every output \
+is bounded and says when it was cut; secrets in pane text come back as [REDACTED:KIND]. Resources: tmux://sessions, \
+tmux://pane/{id}/screen and the templates (subscribe to be told when a pane printed).";
 
 /// The answer to `initialize`: the client's version when we speak it,
 /// otherwise our newest handshake version (the client then decides).
