@@ -171,7 +171,7 @@ fn a_listener_that_is_not_tmux_gets_no_connection_from_any_tool_argument() {
     let mut s = serve(
         &tmux,
         &home.0,
-        &["--tier", "destructive", "--log-dir", &log_dir],
+        &["--tier", "destructive", "--log-dir", log_dir],
         &[],
     );
 

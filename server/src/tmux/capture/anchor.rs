@@ -26,7 +26,8 @@
 //! - Nothing reads from it: the script comes from a file (`source-file
 //!   PATH`, written 0600 beside the socket, where the server, which
 //!   resolves the path itself, surely sees it; removed when the chunk
-//!   ends).
+//!   ends; one a panescan killed mid-chunk left behind is removed by the
+//!   next sweep once it is an hour old).
 //! - A pane that dies mid-sweep only makes the walk long again (its tty
 //!   no longer matches a live pane); a dead or vanished pane, a terminal
 //!   that cannot be opened, or a socket directory whose path tmux's glob
@@ -38,11 +39,18 @@ use std::fs::File;
 use std::io::Write as _;
 use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant, SystemTime};
 
 use super::super::command::TmuxCommand;
 use super::super::connection::Shared;
 use super::CaptureRequest;
+
+/// How a chunk's script is named: this, then the chunk's token.
+const SCRIPT_PREFIX: &str = ".panescan-sweep-";
+/// A script this old belongs to no running chunk (every chunk ends at its
+/// call's deadline): a panescan killed mid-chunk left it, and the next
+/// sweep removes it.
+const STALE_SCRIPT: Duration = Duration::from_secs(3600);
 
 /// A sweep's terminal, and where its scripts go.
 #[derive(Debug)]
@@ -93,7 +101,33 @@ pub(crate) fn find(
         .custom_flags(libc::O_NOCTTY)
         .open(tty)
         .ok()?;
+    remove_stale_scripts(&dir, SystemTime::now());
     Some(Anchor { tty, dir })
+}
+
+/// Removes the scripts in `dir` older than [`STALE_SCRIPT`] at `now`:
+/// only regular files named as panescan names them (the prefix and 32 hex
+/// digits), so nothing of tmux's or the user's is touched.
+fn remove_stale_scripts(dir: &Path, now: SystemTime) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let is_script = name.to_str().is_some_and(|n| {
+            n.strip_prefix(SCRIPT_PREFIX)
+                .is_some_and(|t| t.len() == 32 && t.bytes().all(|b| b.is_ascii_hexdigit()))
+        });
+        let Ok(meta) = entry.metadata() else { continue };
+        let old = meta
+            .modified()
+            .ok()
+            .and_then(|m| now.duration_since(m).ok())
+            .is_some_and(|age| age > STALE_SCRIPT);
+        if is_script && meta.is_file() && old {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// `0 /dev/pts/N` (live, its terminal) -> the terminal.
@@ -111,7 +145,7 @@ impl Anchor {
     /// Writes `script` to a new file only panescan can read, named with
     /// the chunk's `token` (128 random bits: no name is guessed or reused).
     pub(crate) fn script_file(&self, token: &str, script: &str) -> Option<ScriptFile> {
-        let path = self.dir.join(format!(".panescan-sweep-{token}"));
+        let path = self.dir.join(format!("{SCRIPT_PREFIX}{token}"));
         let mut file = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -127,6 +161,34 @@ impl Anchor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_stale_scripts_named_by_panescan_are_removed() {
+        let dir = std::env::temp_dir().join(format!(
+            "panescan-stale-scripts-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir(&dir).unwrap_or_default();
+        let token = "0123456789abcdef0123456789abcdef";
+        let names = [
+            format!("{SCRIPT_PREFIX}{token}"),
+            format!("{SCRIPT_PREFIX}{token}x"),
+            format!("{SCRIPT_PREFIX}short"),
+            "default".to_owned(),
+        ];
+        for n in &names {
+            std::fs::write(dir.join(n), b"x").unwrap_or_default();
+        }
+        let an_hour_on = SystemTime::now() + STALE_SCRIPT + Duration::from_secs(60);
+        remove_stale_scripts(&dir, SystemTime::now());
+        assert!(dir.join(&names[0]).exists(), "a fresh script is kept");
+        remove_stale_scripts(&dir, an_hour_on);
+        let left: Vec<bool> = names.iter().map(|n| dir.join(n).exists()).collect();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(left, [false, true, true, true]);
+    }
 
     #[test]
     fn only_a_live_pane_gives_its_terminal() {
