@@ -43,11 +43,8 @@ pub(super) fn shape(
             Some(pane_hits(pane, &pm.lines, pm.lines_truncated, several))
         })
         .collect();
-    let redactions = all_hits
-        .iter()
-        .flat_map(|p| &p.lines)
-        .map(|l| l.redactions as u64)
-        .sum();
+    // Grouped: over every line folded; else over the page returned.
+    let mut redactions = redactions_in(&all_hits);
     let (page, groups) = match plan.group_by {
         Some(by) => {
             let total = all_hits.len();
@@ -62,6 +59,7 @@ pub(super) fn shape(
         }
         None => {
             let mut page = Page::of(all_hits, plan.offset, plan.limit);
+            redactions = redactions_in(&page.matches);
             add_details(tmux, &mut page.matches, deadline);
             (page, None)
         }
@@ -196,6 +194,15 @@ fn pane_hits(pane: &Pane, lines: &[LineMatch], truncated: bool, several: bool) -
 /// the ids of the panes beyond it) until about `excess` encoded bytes are
 /// saved; marks the panes that lost lines and `matches_truncated`. False
 /// when nothing is left to drop.
+/// Secrets replaced in the lines (and their context) of `panes`.
+fn redactions_in(panes: &[PaneHits]) -> u64 {
+    panes
+        .iter()
+        .flat_map(|p| &p.lines)
+        .map(|l| l.redactions as u64)
+        .sum()
+}
+
 pub(super) fn cut_to_size(result: &mut SearchPanesResult, excess: usize) -> bool {
     let mut saved = 0usize;
     // Groups first (a grouped result has no panes): the smallest go.
@@ -233,6 +240,7 @@ pub(super) fn cut_to_size(result: &mut SearchPanesResult, excess: usize) -> bool
         if let Some(line) = pane.lines.pop() {
             pane.lines_truncated = true;
             result.matches_truncated = true;
+            result.redactions = result.redactions.saturating_sub(line.redactions as u64);
             saved += line_cost(&place, &line);
         }
     }

@@ -177,7 +177,7 @@ pub struct SearchPanesResult {
     pub groups: Option<Vec<HitGroup>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_groups: Option<usize>,
-    // Secrets replaced with [REDACTED:KIND] in the lines found.
+    // Secrets replaced with [REDACTED:KIND] in the lines returned (grouped: in every line folded).
     pub redactions: u64,
     pub total_panes_matched: usize,
     pub offset: usize,
