@@ -39,6 +39,7 @@ use super::context::{ErrorKind, ServerArgs, ToolContext, ToolError};
 use super::find_pane;
 use super::search::capped;
 use crate::config::Tier;
+use crate::tmux::connection::nonce;
 use crate::tmux::events::{Interest, OutputMode, Watch};
 use crate::tmux::{CaptureOptions, CaptureRange, CapturedText, PaneId, Tmux, TmuxCommand};
 use crate::tools::registry::{Annotations, Tool};
@@ -194,12 +195,11 @@ fn wait_timeout(
     Ok(Duration::from_millis(ms))
 }
 
-/// Random hex of `bytes` bytes.
-fn random_hex(bytes: usize) -> Result<String, ToolError> {
-    let mut b = vec![0u8; bytes];
-    getrandom::fill(&mut b)
-        .map_err(|e| ToolError::internal(format!("no randomness for a marker: {e}")))?;
-    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
+/// `len` random hex digits (at most 32), from the nonce every tmux token
+/// of panescan's comes from.
+fn random_hex(len: usize) -> String {
+    let n = nonce();
+    n.get(..len).unwrap_or(&n).to_owned()
 }
 
 /// Checks the pane, records the command, starts its watcher and types it.
@@ -223,8 +223,8 @@ fn start(ctx: &ToolContext, tmux: &Tmux, args: &RunCommandArgs) -> Result<Arc<En
     let completion = if covered && table::prints_osc133(&socket, pane.pane_id) {
         Completion::Osc133
     } else {
-        let key = random_hex(8)?;
-        let first = format!("__ps{}", random_hex(4)?);
+        let key = random_hex(16);
+        let first = format!("__ps{}", random_hex(8));
         Completion::Marker {
             token: format!("{first}{key}"),
             command: sh.marker_command(&first, &key),
@@ -240,7 +240,7 @@ fn start(ctx: &ToolContext, tmux: &Tmux, args: &RunCommandArgs) -> Result<Arc<En
     let start_abs = history + i64::from(pane.cursor_y);
     let limit = i64::try_from(pane.history_limit).unwrap_or(i64::MAX / 4);
     let entry = Arc::new(Entry::new(
-        format!("cmd-{}", random_hex(8)?),
+        format!("cmd-{}", random_hex(16)),
         args.server.clone(),
         socket,
         pane.pane_id,
