@@ -37,7 +37,7 @@ use serde::{Deserialize, Serialize};
 use super::capture::{capture_one, keep_tail_bytes, output_bounds};
 use super::context::{ErrorKind, ServerArgs, ToolContext, ToolError};
 use super::find_pane;
-use super::search::capped;
+use super::wait::wait_timeout;
 use crate::config::Tier;
 use crate::tmux::connection::nonce;
 use crate::tmux::events::{Interest, OutputMode, Watch};
@@ -183,16 +183,6 @@ impl Tool for WaitForCommand {
     fn shrink(out: &mut Self::Output, excess: usize) -> bool {
         shrink_output(out, excess)
     }
-}
-
-fn wait_timeout(
-    ctx: &ToolContext,
-    asked: Option<u64>,
-    default: Duration,
-) -> Result<Duration, ToolError> {
-    let max = ctx.ceilings().wait_max.as_millis() as u64;
-    let ms = capped(asked, default.as_millis() as u64, max, "timeout_ms")?;
-    Ok(Duration::from_millis(ms))
 }
 
 /// `len` random hex digits (at most 32), from the nonce every tmux token

@@ -201,9 +201,7 @@ impl Plan {
         timeout_ms: Option<u64>,
         default_ms: u64,
     ) -> Result<Plan, ToolError> {
-        let limits = ctx.ceilings();
-        let max_ms = limits.wait_max.as_millis() as u64;
-        let timeout_ms = capped(timeout_ms, default_ms.min(max_ms), max_ms, "timeout_ms")?;
+        let timeout = wait_timeout(ctx, timeout_ms, Duration::from_millis(default_ms))?;
         let patterns = pattern_list(p.pattern, p.patterns, "the text to wait for")?;
         if patterns.iter().any(String::is_empty) {
             return Err(ToolError::new("a pattern must not be empty"));
@@ -214,7 +212,6 @@ impl Plan {
         };
         let matcher =
             Matcher::new(&patterns, options).map_err(|e| ToolError::new(e.to_string()))?;
-        let timeout = Duration::from_millis(timeout_ms);
         let started = Instant::now();
         Ok(Plan {
             matcher,
@@ -423,4 +420,17 @@ impl Wait<'_> {
             panes_polled: self.waker.polled(),
         }
     }
+}
+
+/// How long a call that waits may wait: `asked` (`timeout_ms`) or
+/// `default`, within the operator's wait ceiling (`Ceilings::wait_max`): every
+/// tool that waits on a pane reads its time this way.
+pub(crate) fn wait_timeout(
+    ctx: &ToolContext,
+    asked: Option<u64>,
+    default: Duration,
+) -> Result<Duration, ToolError> {
+    let max = ctx.ceilings().wait_max.as_millis() as u64;
+    let ms = capped(asked, default.as_millis() as u64, max, "timeout_ms")?;
+    Ok(Duration::from_millis(ms))
 }
