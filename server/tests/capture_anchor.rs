@@ -242,9 +242,24 @@ fn a_dead_lowest_pane_makes_the_sweep_use_a_pipe() {
         .run_ok(["set-option", "-w", "-t", "%0", "remain-on-exit", "on"])
         .unwrap();
     server
-        .run_ok(["respawn-pane", "-k", "-t", "%0", "sh -c 'echo GONE'"])
+        // The pause lets tmux read GONE before the process exits: tmux
+        // 3.3a can drop the last output of a process that exits at once.
+        .run_ok([
+            "respawn-pane",
+            "-k",
+            "-t",
+            "%0",
+            "sh -c 'echo GONE; sleep 1'",
+        ])
         .unwrap();
-    eventually("%0 is dead", || field(server, "%0", "#{pane_dead}") == "1");
+    // tmux may mark the pane dead before it has read the pane's last
+    // output: wait for both.
+    eventually("%0 is dead and shows GONE", || {
+        field(server, "%0", "#{pane_dead}") == "1"
+            && server
+                .run_ok(["capture-pane", "-p", "-t", "%0"])
+                .is_ok_and(|t| t.contains("GONE"))
+    });
     let tmux = connect(server);
     let ids = pane_ids(server);
     let socket = server.socket_path().unwrap();
