@@ -540,6 +540,14 @@ impl Shared {
             if todo.is_empty() {
                 break;
             }
+            // Nothing is sent once its deadline has passed: a reply already
+            // queued would otherwise answer a call that ran out of time.
+            if Instant::now() >= deadline {
+                for &i in &todo {
+                    results[i] = Err(TmuxError::Timeout);
+                }
+                break;
+            }
             let route = match self.route(deadline) {
                 Ok(r) => r,
                 Err(e) => {
