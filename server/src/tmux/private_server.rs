@@ -208,10 +208,22 @@ impl PrivateServer {
     /// stopped server is continued first, and `kill-server` is abandoned
     /// after [`KILL_SERVER_TIMEOUT`].
     pub fn kill(&self) {
-        if let Some(pid) = self.pid.filter(|&pid| self.owns(pid)) {
+        let pid = self.pid.filter(|&pid| self.owns(pid));
+        if let Some(pid) = pid {
             let _ = signal(pid, "CONT");
         }
         kill_server(self.command(), KILL_SERVER_TIMEOUT);
+        // kill-server returns before the server has exited: a command sent
+        // meanwhile reaches the dying server ("server exited
+        // unexpectedly") instead of starting a new one.
+        let until = Instant::now() + KILL_SERVER_TIMEOUT;
+        while let Some(pid) = pid {
+            // A zombie's command line is empty: it no longer counts.
+            if !self.owns(pid) || Instant::now() >= until {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
     }
 
     /// Stops the server process (SIGSTOP), as a tmux that stops answering,
