@@ -14,11 +14,10 @@ use crate::config::Tier;
 use crate::tmux::channel::{check_channel, WaitEnd};
 use crate::tmux::TmuxCommand;
 use crate::tools::registry::{Annotations, Tool};
+use crate::tools::wait::wait_timeout;
 
-/// Default wait.
-const DEFAULT_TIMEOUT_MS: u64 = 30_000;
-/// Longest wait one call may ask for.
-const MAX_TIMEOUT_MS: u64 = 600_000;
+/// Default wait (within the operator's wait ceiling, like every wait).
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
 #[derive(Debug, Deserialize, JsonSchema)]
 // A wire type: its doc comments would be schema descriptions every client
@@ -27,7 +26,7 @@ const MAX_TIMEOUT_MS: u64 = 600_000;
 pub struct WaitForChannelArgs {
     /// Channel name: letters, digits, . _ - (at most 128).
     pub channel: String,
-    /// Give up after this long (default 30000, at most 600000).
+    /// Give up after this long (default 30000, at most 120000).
     #[serde(default)]
     pub timeout_ms: Option<u64>,
     #[serde(flatten)]
@@ -63,20 +62,11 @@ impl Tool for WaitForChannel {
 
     fn run(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
         check_channel(&args.channel).map_err(ToolError::from)?;
-        let timeout_ms = args.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS);
-        if timeout_ms > MAX_TIMEOUT_MS {
-            return Err(ToolError::over_ceiling(format!(
-                "timeout_ms {timeout_ms} is over the limit of {MAX_TIMEOUT_MS}; wait again after it ends"
-            )));
-        }
+        let timeout = wait_timeout(ctx, args.timeout_ms, DEFAULT_TIMEOUT)?;
         let tmux = ctx.tmux(&args.server)?;
         let started = Instant::now();
         let end = tmux
-            .wait_channel(
-                &args.channel,
-                started + Duration::from_millis(timeout_ms),
-                &ctx.cancel,
-            )
+            .wait_channel(&args.channel, started + timeout, &ctx.cancel)
             .map_err(ToolError::from)?;
         Ok(WaitForChannelResult {
             channel: args.channel,
