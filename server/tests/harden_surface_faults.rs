@@ -395,3 +395,73 @@ fn a_killed_tmux_ends_waits_and_commands_clearly_and_a_new_server_is_served() {
     let e = s.call_err("kill_server", json!({}));
     assert_clear("kill_server without confirm", &e);
 }
+
+/// Starts watch_panes over every pane, stops tmux past a probe's 10 s
+/// deadline, then prints the needle in `pane(far)`: the watch's answer.
+fn watch_across_a_stop(print_in: impl Fn(&str) -> String, label: &str) -> (String, Value) {
+    let (tmux, mut s) = serve(label);
+    // A pane in another session than the client's: probed, not covered.
+    let far = tmux
+        .run_ok([
+            "new-session",
+            "-d",
+            "-s",
+            "far",
+            "-P",
+            "-F",
+            "#{pane_id}",
+            "cat",
+        ])
+        .unwrap()
+        .trim()
+        .to_owned();
+    s.call_ok("list_panes", json!({}));
+    let id = s.fresh_id();
+    let token = format!("watch-{id}");
+    s.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "watch_panes",
+                   "arguments": {"pattern": "after-the-stop", "timeout_ms": 45_000},
+                   "_meta": {"progressToken": token}}}));
+    let set = s.message(Duration::from_secs(30), |m| {
+        m["params"]["progressToken"] == token.as_str()
+            && m["params"]["message"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("watching"))
+    });
+    let polled = set["params"]["message"].as_str().unwrap().to_owned();
+    assert!(polled.contains("(1 polled)"), "{polled}");
+    let frozen = tmux.stop().unwrap();
+    std::thread::sleep(TMUX_DEADLINE + Duration::from_secs(1));
+    drop(frozen);
+    let pane = print_in(&far);
+    tmux.run_ok(["send-keys", "-t", &pane, "-l", "after-the-stop"])
+        .unwrap();
+    tmux.run_ok(["send-keys", "-t", &pane, "Enter"]).unwrap();
+    let r = s.response(&id, Duration::from_secs(60));
+    (pane, r["result"]["structuredContent"].clone())
+}
+
+#[test]
+fn a_watch_outlives_a_stopped_tmux_and_still_sees_its_polled_panes() {
+    let (pane, sc) = watch_across_a_stop(|far| far.to_owned(), "harden-surface-watch");
+    assert_eq!(
+        sc["timed_out"], false,
+        "the watch lost its polled pane: {sc}"
+    );
+    assert_eq!(sc["hits"][0]["pane_id"], pane.as_str(), "{sc}");
+    assert_eq!(sc["hits"][0]["text"], "after-the-stop", "{sc}");
+}
+
+/// Seen, not fixed (HARDENING.md): the pane the event stream covers goes
+/// unreported once tmux has not answered for longer than a command's
+/// deadline. Without the stop it is found in ~50 ms.
+#[test]
+#[ignore = "fails: after tmux stood still past the deadline, a running watch no longer hears covered panes"]
+fn a_watch_outlives_a_stopped_tmux_and_still_hears_its_covered_panes() {
+    let (pane, sc) = watch_across_a_stop(|_| "%0".to_owned(), "harden-surface-heard");
+    assert_eq!(
+        sc["timed_out"], false,
+        "the watch went deaf to {pane}: {sc}"
+    );
+    assert_eq!(sc["hits"][0]["pane_id"], pane.as_str(), "{sc}");
+}
