@@ -332,12 +332,9 @@ fn the_stream_adds_no_client_fires_no_hook_and_ends_when_nobody_listens() {
         assert_eq!(client_flags(&tmux).len(), 1, "{:?}", client_flags(&tmux));
         type_line(&tmux, pane, &format!("echo round-{round}-o''k"));
         assert_eq!(result(&mut s, &id)["found"], true);
-        // Nobody listens: output goes back off, and no client is added.
-        assert!(
-            eventually(Duration::from_secs(5), || !output_on(&tmux)),
-            "output still on after the wait: {:?}",
-            client_flags(&tmux)
-        );
+        // Nobody listens: no client is added. Output stays on with every
+        // pane paused (tmux crashes when `no-output` is set while output
+        // is queued: tmux/events.rs, PANE_OFF).
         assert!(client_flags(&tmux).len() <= 1, "{:?}", client_flags(&tmux));
     }
     let fired = std::fs::read_to_string(&log).unwrap_or_default();

@@ -239,6 +239,12 @@ impl PaneCache {
     ) -> Receiver<CaptureReply> {
         let prints = activity.map(|a| fingerprints(inventory, &a));
         let socket = tmux.socket_path().to_path_buf();
+        if !inventory.panes.is_empty() {
+            let live = inventory.panes.iter().map(|p| p.pane_id).collect();
+            if let Ok(mut state) = self.state.lock() {
+                state.forget_gone(&socket, &live);
+            }
+        }
         let mut jobs = Vec::with_capacity(requests.len());
         let mut fetch = Vec::new();
         for request in &requests {
@@ -368,7 +374,7 @@ impl PaneCache {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
-    use std::path::PathBuf;
+    use std::path::{Path, PathBuf};
 
     use super::testing::{print, text};
     use super::*;
@@ -390,5 +396,37 @@ mod tests {
         assert_eq!(cache.stats().evicted, 1);
         let state = cache.state.lock().unwrap();
         assert!(state.entries.contains_key(&key(2)));
+    }
+
+    #[test]
+    fn closed_panes_are_forgotten_and_other_servers_kept() {
+        let cache = PaneCache::new(1 << 20);
+        let stored = PaneText::from_capture(&text(3, -3, &[b'x'; 300])).unwrap();
+        let key = |socket: &str, n| EntryKey {
+            socket: PathBuf::from(socket),
+            pane: PaneId::from_number(n),
+            join_wrapped: false,
+            escapes: false,
+        };
+        for k in [
+            key("/s", 1),
+            key("/s", 2),
+            key("/other", 1),
+            key("/other", 2),
+        ] {
+            cache.store(k, print(3, 10), 0, stored.clone());
+        }
+        let one = cache.memory_bytes() / 4;
+        let live = [PaneId::from_number(2)].into_iter().collect();
+        cache
+            .state
+            .lock()
+            .unwrap()
+            .forget_gone(Path::new("/s"), &live);
+        let state = cache.state.lock().unwrap();
+        let mut kept: Vec<&EntryKey> = state.entries.keys().collect();
+        kept.sort_by_key(|k| (k.socket.clone(), k.pane));
+        assert_eq!(kept, [&key("/other", 1), &key("/other", 2), &key("/s", 2)]);
+        assert_eq!(state.bytes, 3 * one);
     }
 }

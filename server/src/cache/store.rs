@@ -1,7 +1,7 @@
 //! The entries kept and their eviction (pure).
 
-use std::collections::HashMap;
-use std::path::PathBuf;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::freshness::Fingerprint;
@@ -49,6 +49,23 @@ pub(super) struct Entry {
 }
 
 impl State {
+    /// Drops the entries of `socket`'s panes that are not in `live` (the
+    /// server's panes, just listed): tmux never hands a pane id out twice
+    /// while it runs, so a closed pane's text would only sit here until the
+    /// byte ceiling pushed it out, and a server whose panes come and go
+    /// would grow panescan to that ceiling.
+    pub(super) fn forget_gone(&mut self, socket: &Path, live: &HashSet<PaneId>) {
+        let mut freed = 0;
+        self.entries.retain(|key, entry| {
+            let keep = key.socket != socket || live.contains(&key.pane);
+            if !keep {
+                freed += entry.text.memory();
+            }
+            keep
+        });
+        self.bytes -= freed;
+    }
+
     /// Stores `entry` under `key` (replacing any entry there), then evicts
     /// the least recently used entries until at most `max_bytes` are held.
     /// An entry larger than the ceiling alone is not stored.

@@ -12,6 +12,7 @@
 use std::io::Read;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 use super::connection::{nonce, Shared};
@@ -146,7 +147,7 @@ pub(crate) fn scratch_name() -> String {
 /// the paste did not happen the buffer is deleted anyway, so nothing of
 /// the text stays in the server.
 pub(crate) fn paste(
-    shared: &Shared,
+    shared: &Arc<Shared>,
     pane: super::PaneId,
     text: &str,
     bracketed: bool,
@@ -170,16 +171,30 @@ pub(crate) fn paste(
     match (set_reply, paste_reply) {
         (Some(Ok(_)), Some(Ok(_))) => Ok(()),
         (set_reply, paste_reply) => {
-            // Whatever failed, the buffer may exist: delete it (its own
-            // deadline, so a late server still gets the delete).
-            let delete = TmuxCommand::new("delete-buffer").option("-b", &name);
-            let later = Instant::now() + std::time::Duration::from_secs(5);
-            let _ = shared.run_many(&[delete], later.max(deadline));
+            delete_later(shared, name);
             match (set_reply, paste_reply) {
                 (Some(Err(e)), _) | (_, Some(Err(e))) => Err(e),
                 _ => Err(TmuxError::ConnectionLost("no reply".into())),
             }
         }
+    }
+}
+
+/// Whatever failed, the buffer may exist: it is deleted on a thread of
+/// its own, with its own deadline, so a late server still gets the delete
+/// while the call answers by its deadline (a stopped tmux held a paste 5 s
+/// past it).
+fn delete_later(shared: &Arc<Shared>, name: String) {
+    let shared = shared.clone();
+    let spawned = std::thread::Builder::new()
+        .name("paste-cleanup".into())
+        .spawn(move || {
+            let delete = TmuxCommand::new("delete-buffer").option("-b", &name);
+            let later = Instant::now() + std::time::Duration::from_secs(5);
+            let _ = shared.run_many(&[delete], later);
+        });
+    if let Err(e) = spawned {
+        eprintln!("panescan: cannot start the paste cleanup: {e}");
     }
 }
 

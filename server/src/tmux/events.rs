@@ -21,7 +21,7 @@
 //! attach fires `client-session-changed` and `client-attached`, a later
 //! `attach-session` of the same client fires only `client-session-changed`.
 //! The client does not idle-detach while anyone listens; once nobody does,
-//! it turns output back off and detaches after its usual idle period.
+//! it pauses every pane it had on and detaches after its usual idle period.
 //!
 //! # What tmux sends, and how it is kept small (tmux 3.3a, control.c)
 //!
@@ -32,7 +32,9 @@
 //!   session nobody watches (`-f` is applied before `-A` in one command,
 //!   nothing slips between), and a pane created later that prints before
 //!   anyone watches it is turned off on its first `%output`. Unwatched
-//!   panes send nothing but that one burst.
+//!   panes send nothing but that one burst. "Off" is a pause, and output
+//!   stays on once turned on ([`PANE_OFF`]: `%P:off` and `no-output` with
+//!   output queued crash tmux).
 //! * A control client gets output only for panes in windows of the session
 //!   it is attached to (`control_write_output`). When no watched pane is in
 //!   that session, the client moves (`attach-session -E -t $S`: no
@@ -74,8 +76,16 @@ pub const CHANNEL_CAPACITY: usize = 256;
 /// Client flags while someone watches output: output on, and tmux pauses a
 /// pane (instead of stalling it) once its output waited a second.
 const OUTPUT_ON: &str = "!no-output,pause-after=1";
-/// Client flags while nobody does: as the client attached.
-const OUTPUT_OFF: &str = "no-output,!pause-after";
+/// How a pane nobody watches is kept quiet: paused, never `off`. tmux
+/// (3.3a to 3.6b, control.c) keeps the output blocks already queued for a
+/// pane it turns `off` while their offset no longer holds the pane's
+/// buffer; once the buffer is drained past them the next flush reads
+/// before it and the server segfaults (tmux PR #5054). A pause discards
+/// those blocks first, and a later `continue` starts from what the pane
+/// prints then. For the same reason the client never goes back to
+/// `no-output` (that frees the panes' state under their queued blocks):
+/// once output is on, nobody watching means every pane paused.
+const PANE_OFF: &str = "pause";
 
 /// Which panes' output a subscriber wants.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -376,7 +386,7 @@ impl HubState {
         }
         if !triggers && !bytes {
             self.flows.insert(pane, Flow::Off);
-            changes.push(pane, "off");
+            changes.push(pane, PANE_OFF);
         } else if flow == Flow::Armed && !bytes {
             self.flows.insert(pane, Flow::Disarmed);
             changes.push(pane, "pause");
@@ -385,6 +395,9 @@ impl HubState {
 
     /// tmux paused `pane` itself: its output was dropped.
     fn paused(&mut self, pane: PaneId, changes: &mut Changes) {
+        if self.flows.get(&pane) == Some(&Flow::Off) {
+            return; // panescan paused it as off (or tmux did too)
+        }
         let mut bytes = false;
         for sub in self.subs.values() {
             if !sub.interest.watch.contains(pane) {
@@ -606,6 +619,7 @@ impl Hub {
         let listing = session_panes(&control, deadline)?;
         let moved = better_session(&listing, &control.session_id(), &wants);
         if let Some(target) = moved {
+            self.pause_all(deadline)?;
             let cmd = TmuxCommand::new("attach-session")
                 .flag("-E")
                 .option("-t", &target.to_string());
@@ -630,17 +644,32 @@ impl Hub {
         Ok(())
     }
 
-    /// Turns output off on the client (as it attached), if it was on.
+    /// Nobody watches output: every pane whose output is on is paused
+    /// (see [`PANE_OFF`]), every known pane counts as off.
     fn output_off(&self, deadline: Instant) -> Result<(), TmuxError> {
+        self.pause_all(deadline)
+    }
+
+    /// Pauses the panes whose output is on and marks every known pane off,
+    /// so that a pane watched again is continued from what it prints then.
+    /// Also before the client moves: a pane left on in a session the client
+    /// no longer shows keeps its offset, which holds the pane's buffer in
+    /// tmux for good and crashes tmux when the pane is respawned (tmux
+    /// issue #5499).
+    fn pause_all(&self, deadline: Instant) -> Result<(), TmuxError> {
         let reply = {
             let mut st = lock(&self.state);
             if !st.enabled {
                 return Ok(());
             }
-            let reply = st.send(Changes::default().command(Some(OUTPUT_OFF)));
-            st.enabled = false;
-            st.flows.clear();
-            reply
+            let mut changes = Changes::default();
+            for (pane, flow) in st.flows.iter_mut() {
+                if *flow == Flow::Armed {
+                    changes.push(*pane, PANE_OFF);
+                }
+                *flow = Flow::Off;
+            }
+            st.send(changes.command(None))
         };
         match reply {
             Some(rx) => super::connection::wait_text(&rx, deadline).map(drop),
@@ -689,7 +718,7 @@ impl Hub {
                     changes.push(pane, "continue");
                     st.flows.insert(pane, Flow::Armed);
                 } else if !wants.pane(pane) && (flow != Flow::Off || known.is_none()) {
-                    changes.push(pane, "off");
+                    changes.push(pane, PANE_OFF);
                     st.flows.insert(pane, Flow::Off);
                 }
             }
@@ -934,7 +963,12 @@ mod tests {
         let mut ch = Changes::default();
         st.output(p(2), b"x", &mut ch);
         st.output(p(2), b"y", &mut ch);
-        assert_eq!(ch.0, vec!["%2:off"]);
+        assert_eq!(ch.0, vec!["%2:pause"]);
+        assert!(rxs[0].try_recv().is_err());
+        // tmux's `%pause` for it: still off, nothing sent, nobody woken.
+        st.paused(p(2), &mut ch);
+        assert_eq!(ch.0, vec!["%2:pause"]);
+        assert_eq!(st.flows.get(&p(2)), Some(&Flow::Off));
         assert!(rxs[0].try_recv().is_err());
     }
 
@@ -1003,11 +1037,11 @@ mod tests {
     #[test]
     fn the_refresh_command_puts_flags_first() {
         let mut ch = Changes::default();
-        ch.push(p(3), "off");
+        ch.push(p(3), PANE_OFF);
         let cmd = ch.command(Some(OUTPUT_ON)).unwrap();
         assert_eq!(
             cmd.to_line().unwrap(),
-            r#"refresh-client -f "!no-output,pause-after=1" -A "%3:off""#
+            r#"refresh-client -f "!no-output,pause-after=1" -A "%3:pause""#
         );
         assert!(Changes::default().command(None).is_none());
     }
