@@ -70,6 +70,7 @@ mod budget;
 pub mod fuzz_redact;
 #[doc(hidden)]
 pub mod fuzzing;
+mod lanes;
 mod pattern;
 mod redact;
 mod scan;
