@@ -167,7 +167,10 @@ impl RgFile {
     /// The number of matching lines `rg -c` prints.
     fn count(&self, case: &Case) -> usize {
         let out = self.command(case).output().unwrap();
-        String::from_utf8_lossy(&out.stdout).trim().parse().unwrap_or(0)
+        String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .unwrap_or(0)
     }
 }
 
