@@ -8,7 +8,7 @@
 //! and lowers in one pass where a copy and an in-place lowering would be two.
 
 /// Bytes handled side by side.
-const LANES: usize = 32;
+const LANES: usize = 64;
 /// Rounds of [`LANES`] bytes before the per-lane `u8` counters could
 /// overflow (each adds at most 1 per round).
 const ROUNDS: usize = 255;
