@@ -5,8 +5,8 @@
 //! surveyed (line count, ESC and `\r`) in one pass. The same literal given
 //! as an escaped regular expression runs on the regex engine, which folds
 //! case itself; both must give the same outcome, field for field: lines,
-//! texts, pattern index, context, clamp flags and the counts of what was
-//! scanned. The generated text is made of repeated and blank lines, wide
+//! texts, pattern index, context, clamp flags (match and byte budgets) and
+//! the counts of what was scanned. The generated text is made of repeated and blank lines, wide
 //! characters (among them the Kelvin sign and long s, which Unicode folding
 //! maps onto `k` and `s`), `\r\n` and escape sequences, with the literal in
 //! any case at line starts, line ends and the edges of the buffer.
@@ -79,10 +79,11 @@ fn captures(literal: String) -> impl Strategy<Value = Vec<Capture>> {
     })
 }
 
-fn options(context: usize, per_pane: u64, strip: bool) -> SearchOptions {
+fn options(context: usize, per_pane: u64, scan_bytes: u64, strip: bool) -> SearchOptions {
     let mut options = common::open_options();
     options.context_lines = context;
     options.limits.max_matches_per_pane = per_pane;
+    options.limits.max_scan_bytes = scan_bytes;
     options.strip_escapes = strip;
     options.max_text_bytes = 24;
     options
@@ -96,13 +97,14 @@ proptest! {
         (literal, captures) in literal().prop_flat_map(|l| (Just(l.clone()), captures(l))),
         context in 0usize..3,
         per_pane in prop_oneof![Just(u64::MAX), 1u64..4],
+        scan_bytes in prop_oneof![Just(u64::MAX), 0u64..400],
         strip in any::<bool>(),
     ) {
         let fast = Matcher::from_patterns(&[Pattern::literal(literal.clone())], false).unwrap();
         let slow = Matcher::from_patterns(&[Pattern::regex(regex::escape(&literal))], false).unwrap();
         prop_assert_eq!(fast.engine_name(), "aho-corasick");
         prop_assert_eq!(slow.engine_name(), "regex-automata");
-        let options = options(context, per_pane, strip);
+        let options = options(context, per_pane, scan_bytes, strip);
         let want = search_captures(&slow, &options, captures.clone());
         let got = search_captures(&fast, &options, captures.clone());
         prop_assert_eq!(format!("{got:?}"), format!("{want:?}"));
