@@ -11,14 +11,20 @@
 //! Unicode classes). Each case is measured three ways:
 //! - `engine-1t`: the engine on a one-thread rayon pool (throughput per core);
 //! - `engine-all`: the engine on the global pool (all cores);
-//! - `regex-lines`: one thread, `regex::bytes::Regex::is_match` on every line.
+//! - `regex-lines`: one thread, `regex::bytes::Regex::is_match` on every line;
+//! - `ripgrep-1t` (when `rg` is on `PATH`): `rg --no-config -j1 -c` over the
+//!   same bytes written to one file on tmpfs (`/dev/shm`, else the temporary
+//!   directory), counting matching lines with the same patterns and case
+//!   setting (`-F` for literals, `-i`/`-s`): the anchor the engine is held to.
+//!   Each iteration is one `rg` process, so its start-up is in the figure.
 //!
 //! and once, `ceiling/one-memmem-pass`: a `memmem` search for a needle that
 //! never occurs, one thread — about the cost of reading the bytes once, the
 //! bound no case can beat.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
@@ -114,6 +120,66 @@ const CASES: &[Case] = &[
     },
 ];
 
+/// The captures written one after another to a file on tmpfs, removed when
+/// dropped; `None` when ripgrep is not installed.
+struct RgFile(PathBuf);
+
+impl RgFile {
+    fn new(captures: &[Capture]) -> Option<RgFile> {
+        let installed = Command::new("rg")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !installed {
+            eprintln!("rg not found: no ripgrep rows");
+            return None;
+        }
+        let shm = Path::new("/dev/shm");
+        let dir = if shm.is_dir() {
+            shm.to_path_buf()
+        } else {
+            std::env::temp_dir()
+        };
+        let path = dir.join(format!("panescan-engine-bench-{}.txt", std::process::id()));
+        let mut text = Vec::with_capacity(captures.iter().map(|c| c.bytes.len()).sum());
+        for c in captures {
+            text.extend_from_slice(&c.bytes);
+        }
+        std::fs::write(&path, text).unwrap();
+        Some(RgFile(path))
+    }
+
+    /// `rg -j1 -c` for `case` over the file.
+    fn command(&self, case: &Case) -> Command {
+        let mut rg = Command::new("rg");
+        rg.args(["--no-config", "-j1", "-c"]);
+        rg.arg(if case.match_case { "-s" } else { "-i" });
+        if !case.regex {
+            rg.arg("-F");
+        }
+        for p in case.patterns {
+            rg.arg("-e").arg(p);
+        }
+        rg.arg(&self.0);
+        rg
+    }
+
+    /// The number of matching lines `rg -c` prints.
+    fn count(&self, case: &Case) -> usize {
+        let out = self.command(case).output().unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for RgFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
 fn bench(c: &mut Criterion) {
     let megabytes = std::env::var("PANESCAN_BENCH_MB")
         .ok()
@@ -129,6 +195,7 @@ fn bench(c: &mut Criterion) {
         .num_threads(1)
         .build()
         .unwrap();
+    let rg = RgFile::new(&captures);
 
     let mut group = c.benchmark_group("engine");
     group.throughput(Throughput::BytesDecimal(total as u64));
@@ -178,8 +245,9 @@ fn bench(c: &mut Criterion) {
                     .count()
             })
             .sum();
+        let rg_lines = rg.as_ref().map(|rg| rg.count(case));
         eprintln!(
-            "{}: {} ({}) matching lines: engine {engine_lines}, baseline {baseline_lines}",
+            "{}: {} ({}) matching lines: engine {engine_lines}, baseline {baseline_lines}, ripgrep {rg_lines:?}",
             case.name,
             matcher.engine_name(),
             total
@@ -210,6 +278,11 @@ fn bench(c: &mut Criterion) {
                 n
             })
         });
+        if let Some(rg) = &rg {
+            group.bench_function(BenchmarkId::new("ripgrep-1t", case.name), |b| {
+                b.iter(|| rg.command(case).output().unwrap().stdout.len())
+            });
+        }
     }
     // The ceiling: one `memmem` pass over the same bytes for a needle that
     // never occurs, i.e. about what reading the text once costs on one core.

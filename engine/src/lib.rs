@@ -30,7 +30,9 @@
 //! (the shared atomic budgets, charged in key order), `scan.rs` (one
 //! capture: the whole buffer in one pass, hits mapped to lines afterwards),
 //! `search/` (the driver, the tasks and the final assembly), `text.rs`
-//! (escape stripping, lossy UTF-8, clipping) and `redact.rs` (secrets).
+//! (escape stripping, lossy UTF-8, clipping), `lanes.rs` (whole-buffer
+//! byte passes: the survey of a capture, the lowered copy) and `redact.rs`
+//! (secrets).
 //!
 //! ```
 //! use panescan_engine::{search_captures, Capture, Matcher, PatternOptions, SearchOptions};
@@ -70,6 +72,7 @@ mod budget;
 pub mod fuzz_redact;
 #[doc(hidden)]
 pub mod fuzzing;
+mod lanes;
 mod pattern;
 mod redact;
 mod scan;

@@ -14,6 +14,7 @@
 //! the end of the last line as anywhere else.
 
 use crate::budget::{Budget, Interrupt};
+use crate::lanes;
 use crate::pattern::Matcher;
 use crate::redact;
 use crate::text;
@@ -121,21 +122,27 @@ impl Prepared {
             bytes,
             line_numbers,
         } = capture;
-        // One pass finds out whether there is anything to clean up at all.
+        // One pass counts the line ends and finds out whether there is
+        // anything to clean up at all (rarely: then the text is counted
+        // again once cleaned).
         let mut haystack = bytes;
-        if memchr::memchr2(0x1b, b'\r', &haystack).is_some() {
+        let survey = lanes::survey(&haystack);
+        let mut newlines = survey.newlines;
+        if survey.special {
             if strip_escapes && text::has_escapes(&haystack) {
                 haystack = text::strip_escapes(&haystack).into_owned();
             }
             fold_crlf(&mut haystack);
+            newlines = memchr::memchr_iter(b'\n', &haystack).count();
         }
-        let line_count = if haystack.is_empty() {
-            0
-        } else {
-            if haystack.last() == Some(&b'\n') {
+        // A final `\n` ends the last line; it does not start another.
+        let line_count = match haystack.last() {
+            None => 0,
+            Some(b'\n') => {
                 haystack.pop();
+                newlines
             }
-            memchr::memchr_iter(b'\n', &haystack).count() + 1
+            Some(_) => newlines + 1,
         };
         Prepared {
             key,

@@ -2,8 +2,11 @@
 //! [`Matcher`], whose doc says which engine runs which patterns.
 
 mod grammar;
+mod variants;
 
 use std::fmt;
+
+use variants::CaseVariants;
 
 use aho_corasick::AhoCorasick;
 use memchr::memmem;
@@ -123,6 +126,7 @@ impl std::error::Error for PatternError {}
 /// | patterns | engine |
 /// |---|---|
 /// | one literal, case-sensitive | `memchr::memmem` |
+/// | one ASCII literal, case-insensitive | `aho-corasick`'s packed searcher (Teddy) over the ASCII spellings of a 3-byte window of it, each candidate confirmed ignoring case (the regex engine around a Kelvin sign or long s) |
 /// | literals, case-sensitive, or ASCII case-insensitive | `aho-corasick` (leftmost-first; the regex engine around a Kelvin sign or long s) |
 /// | anything else (regexes, non-ASCII case-insensitive literals) | `regex-automata`'s meta regex with the backtracker disabled: literal prefilters, a lazy DFA, and the PikeVM as a linear-time fallback |
 ///
@@ -183,6 +187,10 @@ enum Imp {
     /// lets one literal run on `memmem` and a set on aho-corasick's SIMD
     /// prefilter (Teddy), which case-insensitive automata cannot use.
     Lowered(Box<Imp>),
+    /// One ASCII literal matched case-insensitively on the text as it is:
+    /// Teddy over the ASCII spellings of a short window of it, each
+    /// candidate confirmed ignoring case (no lowered copy of the text).
+    CaseVariants(Box<CaseVariants>),
 }
 
 impl Matcher {
@@ -260,13 +268,20 @@ impl Matcher {
                     regex: false,
                 })
                 .collect();
-            let ascii = Imp::Lowered(Box::new(if count == 1 {
-                Imp::Memmem(Box::new(
-                    memmem::Finder::new(lowered[0].text.as_bytes()).into_owned(),
-                ))
-            } else {
-                literal_imp(&lowered, true, &error)?
-            }));
+            let variants = match patterns {
+                [one] => CaseVariants::new(&one.text),
+                _ => None,
+            };
+            let ascii = match variants {
+                Some(variants) => Imp::CaseVariants(Box::new(variants)),
+                None => Imp::Lowered(Box::new(if count == 1 {
+                    Imp::Memmem(Box::new(
+                        memmem::Finder::new(lowered[0].text.as_bytes()).into_owned(),
+                    ))
+                } else {
+                    literal_imp(&lowered, true, &error)?
+                })),
+            };
             if patterns.iter().all(|p| ascii_folding_is_exact(&p.text)) {
                 ascii
             } else {
@@ -364,9 +379,7 @@ impl Matcher {
         if !self.lowers_text() {
             return text;
         }
-        scratch.clear();
-        scratch.extend_from_slice(text);
-        scratch.make_ascii_lowercase();
+        crate::lanes::lower_into(text, scratch);
         scratch
     }
 
@@ -441,7 +454,9 @@ impl Imp {
     fn engine_name(&self) -> &'static str {
         match self {
             Imp::Memmem(_) => "memchr",
-            Imp::Literals { .. } | Imp::FoldedLiterals { .. } => "aho-corasick",
+            Imp::Literals { .. } | Imp::FoldedLiterals { .. } | Imp::CaseVariants(_) => {
+                "aho-corasick"
+            }
             Imp::Regex { .. } => "regex-automata",
             Imp::Lowered(inner) => inner.engine_name(),
         }
@@ -476,6 +491,7 @@ impl Imp {
                     .map(|m| (m.offset(), m.pattern().as_usize()))
             }
             Imp::Lowered(inner) => inner.find_hit_with_pattern(haystack, start),
+            Imp::CaseVariants(variants) => variants.find(haystack, start).map(|(_, end)| (end, 0)),
             // The regex engine folds case itself, so lowered text (which
             // keeps every non-ASCII byte) gives it the same matches.
             Imp::FoldedLiterals { ascii, unicode } => {
@@ -502,7 +518,7 @@ impl Imp {
 
     fn lowest_pattern(&self, line: &[u8]) -> usize {
         match self {
-            Imp::Memmem(_) | Imp::Regex { classify: None, .. } => 0,
+            Imp::Memmem(_) | Imp::CaseVariants(_) | Imp::Regex { classify: None, .. } => 0,
             Imp::Literals { find } => {
                 let mut lowest = usize::MAX;
                 let mut at = 0;
@@ -554,6 +570,7 @@ impl Imp {
                 }
             }
             Imp::Lowered(inner) => inner.find_in_line(&line.to_ascii_lowercase()),
+            Imp::CaseVariants(variants) => variants.find(line, 0),
         }
     }
 
@@ -566,6 +583,7 @@ impl Imp {
             }
             Imp::FoldedLiterals { ascii, unicode } => ascii.memory_usage() + unicode.memory_usage(),
             Imp::Lowered(inner) => inner.memory_usage(),
+            Imp::CaseVariants(variants) => variants.memory_usage(),
         }
     }
 }
