@@ -4,14 +4,15 @@
 //! A covered pane is captured only after tmux reported output from it (a
 //! `Printed` trigger, re-armed before the capture so nothing printed after
 //! it goes unreported), so the time from text appearing to the answer is
-//! one event plus one capture. A pane the stream does not cover (another
-//! session than the one the client shows, a server without sessions, events
-//! turned off by the operator) is probed with one `display-message` per
-//! pane on the long-lived connection, 25 ms at first and backing off to
-//! 250 ms while it is quiet, and captured only when the probe shows it
-//! moved (history size or cursor changed), or once a second for in-place
-//! redraws: an idle pane costs tmux a format expansion per tick, not a
-//! capture.
+//! one event plus one capture; panes whose output came while the re-arm
+//! went to tmux and back are taken then and join the same capture. A pane
+//! the stream does not cover (another session than the one the client
+//! shows, a server without sessions, events turned off by the operator) is
+//! probed with one `display-message` per pane on the long-lived
+//! connection, 25 ms at first and backing off to 250 ms while it is quiet,
+//! and captured only when the probe shows it moved (history size or cursor
+//! changed), or once a second for in-place redraws: an idle pane costs
+//! tmux a format expansion per tick, not a capture.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
