@@ -13,10 +13,13 @@
 //! the prepared text without its final line end, so `$` and `\z` behave at
 //! the end of the last line as anywhere else.
 
+use std::borrow::Cow;
+use std::cell::RefCell;
+
 use crate::budget::{Budget, Interrupt};
 use crate::lanes;
 use crate::pattern::Matcher;
-use crate::redact;
+use crate::redact::LineRedactor;
 use crate::text;
 
 /// One pane's text, as captured.
@@ -279,11 +282,14 @@ fn scan_text(
                 break 'chunks;
             }
             let mut redactions = 0;
+            // Lines in ascending order: the context before, the line, the
+            // context after (the redactor searches each line once).
+            let before = context_before(&texts, start, context, &mut redactions);
             out.lines.push(LineMatch {
                 line: prepared.line_number(line_index),
                 text: texts.line(start..stop, true, &mut redactions),
                 pattern_index: matcher.lowest_pattern_from(&searched[start..stop], found),
-                before: context_before(&texts, start, context, &mut redactions),
+                before,
                 after: context_after(&texts, stop, context, &mut redactions),
                 redactions,
             });
@@ -324,9 +330,9 @@ struct Texts<'a> {
     matcher: &'a Matcher,
     hay: &'a [u8],
     max: usize,
-    /// The private key blocks of the haystack (they span lines), found at
-    /// the first output line; `None` when not redacting.
-    blocks: Option<std::cell::OnceCell<Vec<std::ops::Range<usize>>>>,
+    /// The redactor of the haystack's lines; `None` when not redacting.
+    /// Lines are asked for in ascending order, which it makes cheap.
+    redactor: Option<RefCell<LineRedactor<'a>>>,
 }
 
 impl<'a> Texts<'a> {
@@ -335,25 +341,29 @@ impl<'a> Texts<'a> {
             matcher,
             hay,
             max: options.max_text_bytes,
-            blocks: options.redact.then(std::cell::OnceCell::new),
+            redactor: options.redact.then(|| RefCell::new(LineRedactor::new(hay))),
         }
     }
 
     /// The output text of `hay[range]` (one line); `locate` centres a clip
     /// on the match.
     fn line(&self, range: std::ops::Range<usize>, locate: bool, redactions: &mut usize) -> String {
-        let line = match &self.blocks {
-            Some(blocks) => {
-                let blocks = blocks.get_or_init(|| redact::private_key_blocks(self.hay));
-                let (line, n) = redact::redact_range(self.hay, range, blocks);
+        let line = match &self.redactor {
+            Some(redactor) => {
+                let (line, n) = redactor.borrow_mut().line(range);
                 *redactions += n;
                 line
             }
-            None => std::borrow::Cow::Borrowed(&self.hay[range]),
+            None => Cow::Borrowed(&self.hay[range]),
         };
         if line.len() <= self.max / 3 {
-            // Even if every byte became U+FFFD it would fit.
-            return text::lossy(&line).into_owned();
+            // Even if every byte became U+FFFD it would fit. A redacted
+            // line is already owned: it becomes the text without a copy.
+            return match line {
+                Cow::Owned(bytes) => String::from_utf8(bytes)
+                    .unwrap_or_else(|e| text::lossy(e.as_bytes()).into_owned()),
+                Cow::Borrowed(bytes) => text::lossy(bytes).into_owned(),
+            };
         }
         let span = if locate {
             self.matcher.find_in_line(&line)
@@ -364,18 +374,23 @@ impl<'a> Texts<'a> {
     }
 }
 
+/// Up to `n` lines before the line starting at `start`, asked for in
+/// ascending order (as [`Texts`] wants them).
 fn context_before(texts: &Texts, start: usize, n: usize, redactions: &mut usize) -> Vec<String> {
     let hay = texts.hay;
-    let mut lines = Vec::new();
+    let mut ranges = Vec::new();
     let mut end = start; // one past the `\n` ending the previous line
-    while lines.len() < n && end > 0 {
+    while ranges.len() < n && end > 0 {
         let prev_end = end - 1; // the `\n`
         let prev_start = memchr::memrchr(b'\n', &hay[..prev_end]).map_or(0, |i| i + 1);
-        lines.push(texts.line(prev_start..prev_end, false, redactions));
+        ranges.push(prev_start..prev_end);
         end = prev_start;
     }
-    lines.reverse();
-    lines
+    ranges
+        .into_iter()
+        .rev()
+        .map(|range| texts.line(range, false, redactions))
+        .collect()
 }
 
 fn context_after(texts: &Texts, stop: usize, n: usize, redactions: &mut usize) -> Vec<String> {

@@ -131,6 +131,7 @@ pub fn wait(w: &WaitBench) -> String {
         "| one capture of the pane | {:.1} ms | |",
         w.capture_median_ms
     );
+    super::bench_watch::markdown(&w.wide, &mut out);
     let _ = writeln!(
         out,
         "| run_command true, call to answer (idle bash) | {:.1} ms | {:.1}-{:.1} ms |",
@@ -190,6 +191,7 @@ mod tests {
                 run_true_median_ms: 20.0,
                 run_true_min_ms: 15.0,
                 run_true_max_ms: 30.0,
+                wide: Default::default(),
             }),
             load: None,
         }

@@ -15,7 +15,8 @@
 //! files) and is timed from the call to its answer (exit status and
 //! output): the loop an agent runs, on the mutating tier.
 //! A third kind of run times watch_panes over every pane of the server
-//! (the pane with the FIFO and the idle ones) the same way.
+//! (the pane with the FIFO and the idle ones) the same way, and a fourth
+//! watch_panes over a server of 500 panes ([`super::bench_watch`]).
 
 use std::io::Write as _;
 use std::path::Path;
@@ -25,6 +26,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::json;
 
+use super::bench_watch::WideWatch;
 use crate::baseline::median;
 use crate::config::{ServeConfig, Tier};
 use crate::tmux::private_server::PrivateServer;
@@ -65,13 +67,16 @@ pub struct WaitBench {
     pub run_true_median_ms: f64,
     pub run_true_min_ms: f64,
     pub run_true_max_ms: f64,
+    /// watch_panes over a server of 500 panes, 2 of which print.
+    pub wide: WideWatch,
 }
 
 fn ms(d: Duration) -> f64 {
     (d.as_secs_f64() * 1e5).round() / 1e2
 }
 
-fn spread(times: &mut [Duration]) -> (f64, f64, f64) {
+/// Median, best and worst of `times`, in milliseconds.
+pub(super) fn median_spread(times: &mut [Duration]) -> (f64, f64, f64) {
     let mid = median(times);
     let min = times.iter().min().copied().unwrap_or_default();
     let max = times.iter().max().copied().unwrap_or_default();
@@ -85,7 +90,10 @@ pub fn run(runs: usize) -> Result<WaitBench, String> {
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let result = measure(&server, &dir, runs.max(1));
     let _ = std::fs::remove_dir_all(&dir);
-    result
+    drop(server);
+    let mut bench = result?;
+    bench.wide = super::bench_watch::run(runs)?;
+    Ok(bench)
 }
 
 fn measure(server: &PrivateServer, dir: &Path, runs: usize) -> Result<WaitBench, String> {
@@ -124,10 +132,10 @@ fn measure(server: &PrivateServer, dir: &Path, runs: usize) -> Result<WaitBench,
         watched = n;
         captures.push(one_capture(&spec, pane)?);
     }
-    let (events_median_ms, events_min_ms, events_max_ms) = spread(&mut events);
-    let (polling_median_ms, polling_min_ms, polling_max_ms) = spread(&mut polling);
-    let (run_true_median_ms, run_true_min_ms, run_true_max_ms) = spread(&mut runs_true);
-    let (watch_median_ms, watch_min_ms, watch_max_ms) = spread(&mut watches);
+    let (events_median_ms, events_min_ms, events_max_ms) = median_spread(&mut events);
+    let (polling_median_ms, polling_min_ms, polling_max_ms) = median_spread(&mut polling);
+    let (run_true_median_ms, run_true_min_ms, run_true_max_ms) = median_spread(&mut runs_true);
+    let (watch_median_ms, watch_min_ms, watch_max_ms) = median_spread(&mut watches);
     Ok(WaitBench {
         runs,
         events_median_ms,
@@ -145,6 +153,7 @@ fn measure(server: &PrivateServer, dir: &Path, runs: usize) -> Result<WaitBench,
         run_true_median_ms,
         run_true_min_ms,
         run_true_max_ms,
+        wide: WideWatch::default(),
     })
 }
 
@@ -232,7 +241,7 @@ fn one_wait(
     ))
 }
 
-fn read_context(spec: &ServerSpec, events: bool) -> ToolContext {
+pub(super) fn read_context(spec: &ServerSpec, events: bool) -> ToolContext {
     let config = ServeConfig {
         server: spec.clone(),
         wait_events: events,
@@ -245,7 +254,7 @@ fn read_context(spec: &ServerSpec, events: bool) -> ToolContext {
 }
 
 /// Writes `needle` as a line through the FIFO; returns when it was written.
-fn write_needle(fifo: &Path, needle: &str) -> Result<Instant, String> {
+pub(super) fn write_needle(fifo: &Path, needle: &str) -> Result<Instant, String> {
     let written = Instant::now();
     let mut f = std::fs::OpenOptions::new()
         .write(true)
@@ -282,7 +291,7 @@ fn one_watch(spec: &ServerSpec, fifo: &Path, needle: &str) -> Result<(Duration, 
 }
 
 /// One capture of the pane's screen through the transport.
-fn one_capture(spec: &ServerSpec, pane: PaneId) -> Result<Duration, String> {
+pub(super) fn one_capture(spec: &ServerSpec, pane: PaneId) -> Result<Duration, String> {
     let tmux = Tmux::shared(spec).map_err(|e| e.to_string())?;
     let started = Instant::now();
     let rx = tmux.capture(
@@ -321,6 +330,7 @@ pub fn print(w: &WaitBench) {
         w.watch_panes, w.watch_median_ms, w.watch_min_ms, w.watch_max_ms
     );
     println!("  one capture of the pane {:>7.1} ms", w.capture_median_ms);
+    super::bench_watch::print(&w.wide);
     println!(
         "run_command true, call to answer {:>7.1} ms  ({:.1}-{:.1})",
         w.run_true_median_ms, w.run_true_min_ms, w.run_true_max_ms

@@ -17,6 +17,8 @@ pub mod bench_load;
 pub mod bench_markdown;
 #[allow(missing_docs)]
 pub mod bench_wait;
+#[allow(missing_docs)]
+pub mod bench_watch;
 pub mod client;
 pub mod demo;
 pub mod preflight;

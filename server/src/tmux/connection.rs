@@ -373,19 +373,24 @@ fn reader(
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
-        {
-            let mut b = lock(book);
-            b.parser.feed(&buf[..n], &mut events);
-            for ev in events.drain(..) {
-                match ev {
-                    Event::Reply(r) => {
-                        if let Some(w) = b.waiters.pop_front() {
-                            let _ = w.send(Ok(r));
-                        }
+        lock(book).parser.feed(&buf[..n], &mut events);
+        for ev in events.drain(..) {
+            match ev {
+                Event::Reply(r) => {
+                    // What tmux wrote before a reply reaches the stream
+                    // before the reply's waiter wakes: a caller that
+                    // waited for a command has every event that came
+                    // ahead of its answer.
+                    if !notes.is_empty() {
+                        hub.on_lines(pid, &notes);
+                        notes.clear();
                     }
-                    Event::Exit(why) => exit_reason = why,
-                    Event::Notification(line) => notes.push(line),
+                    if let Some(w) = lock(book).waiters.pop_front() {
+                        let _ = w.send(Ok(r));
+                    }
                 }
+                Event::Exit(why) => exit_reason = why,
+                Event::Notification(line) => notes.push(line),
             }
         }
         if !notes.is_empty() {

@@ -4,14 +4,15 @@
 //! A covered pane is captured only after tmux reported output from it (a
 //! `Printed` trigger, re-armed before the capture so nothing printed after
 //! it goes unreported), so the time from text appearing to the answer is
-//! one event plus one capture. A pane the stream does not cover (another
-//! session than the one the client shows, a server without sessions, events
-//! turned off by the operator) is probed with one `display-message` per
-//! pane on the long-lived connection, 25 ms at first and backing off to
-//! 250 ms while it is quiet, and captured only when the probe shows it
-//! moved (history size or cursor changed), or once a second for in-place
-//! redraws: an idle pane costs tmux a format expansion per tick, not a
-//! capture.
+//! one event plus one capture; panes whose output came while the re-arm
+//! went to tmux and back are taken then and join the same capture. A pane
+//! the stream does not cover (another session than the one the client
+//! shows, a server without sessions, events turned off by the operator) is
+//! probed with one `display-message` per pane on the long-lived
+//! connection, 25 ms at first and backing off to 250 ms while it is quiet,
+//! and captured only when the probe shows it moved (history size or cursor
+//! changed), or once a second for in-place redraws: an idle pane costs
+//! tmux a format expansion per tick, not a capture.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -27,6 +28,9 @@ const POLL_MAX: Duration = Duration::from_millis(250);
 const RECHECK: Duration = Duration::from_secs(1);
 /// A wait looks at its cancel flag at least this often.
 const CANCEL_SLICE: Duration = Duration::from_millis(50);
+/// Re-arms before a capture at most (each takes what printed during the
+/// one before).
+const REARM_ROUNDS: usize = 3;
 
 /// The error for a pane that went away during the wait.
 pub fn closed(pane: PaneId) -> ToolError {
@@ -181,24 +185,8 @@ impl Waker {
     fn take_events(&mut self, first: StreamEvent, ctx: &ToolContext) -> Vec<usize> {
         let mut printed = BTreeSet::new();
         let mut resync = false;
-        let mut next = Some(first);
-        while let Some(event) = next {
-            match event {
-                StreamEvent::Printed(pane) => {
-                    self.wakeups += 1;
-                    printed.insert(pane);
-                }
-                StreamEvent::Resync => resync = true,
-                StreamEvent::Structure(_) => self.structure |= self.follows_new_panes,
-                StreamEvent::Output { .. } => {}
-            }
-            next = self.sub.as_ref().and_then(Subscription::try_recv);
-        }
-        if let Some(sub) = &self.sub {
-            let panes: Vec<PaneId> = printed.iter().copied().collect();
-            // A failed re-arm shows up as a resync later.
-            let _ = sub.rearm(&panes, ctx.tmux_deadline());
-        }
+        self.drain(Some(first), &mut printed, &mut resync);
+        self.rearm_printed(ctx, &mut printed, &mut resync);
         if printed
             .iter()
             .any(|p| !self.panes.contains(p) && !self.ignored.contains(p))
@@ -213,6 +201,56 @@ impl Waker {
         (0..self.panes.len())
             .filter(|&i| printed.contains(&self.panes[i]))
             .collect()
+    }
+
+    /// Takes `next` and every event waiting after it.
+    fn drain(
+        &mut self,
+        mut next: Option<StreamEvent>,
+        printed: &mut BTreeSet<PaneId>,
+        resync: &mut bool,
+    ) {
+        while let Some(event) = next {
+            match event {
+                StreamEvent::Printed(pane) => {
+                    self.wakeups += 1;
+                    printed.insert(pane);
+                }
+                StreamEvent::Resync => *resync = true,
+                StreamEvent::Structure(_) => self.structure |= self.follows_new_panes,
+                StreamEvent::Output { .. } => {}
+            }
+            next = self.sub.as_ref().and_then(Subscription::try_recv);
+        }
+    }
+
+    /// Re-arms the `printed` panes, and takes what reported meanwhile: the
+    /// stream delivers every event tmux sent ahead of a reply before the
+    /// reply, so output that came while the re-arm went to tmux and back
+    /// is taken now and captured in the same batch (panes that print
+    /// together cost one capture, not one each). A few rounds at most;
+    /// every pane taken is re-armed.
+    fn rearm_printed(
+        &mut self,
+        ctx: &ToolContext,
+        printed: &mut BTreeSet<PaneId>,
+        resync: &mut bool,
+    ) {
+        let mut armed: BTreeSet<PaneId> = BTreeSet::new();
+        for round in 0..REARM_ROUNDS {
+            let Some(sub) = &self.sub else { return };
+            let panes: Vec<PaneId> = printed.difference(&armed).copied().collect();
+            if panes.is_empty() {
+                return;
+            }
+            // A failed re-arm shows up as a resync later.
+            let _ = sub.rearm(&panes, ctx.tmux_deadline());
+            armed.extend(panes);
+            if round + 1 < REARM_ROUNDS {
+                let next = sub.try_recv();
+                self.drain(next, printed, resync);
+            }
+        }
     }
 
     /// Probes the polled panes (one pipelined round trip); returns those

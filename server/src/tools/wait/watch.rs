@@ -15,6 +15,11 @@ use crate::tmux::{CaptureRange, CapturedText, Pane, PaneId};
 /// Rows scanned per check at most (a pane printing faster than this between
 /// two checks has its oldest new rows skipped).
 pub const MAX_SCAN_ROWS: i64 = 10_000;
+/// Rows above the start row a capture after the first takes too: a pane
+/// that printed scrolls between the event and the capture, and the rows it
+/// scrolled by would otherwise be missing from the capture, which would
+/// have to be taken again.
+const SLACK_ROWS: i64 = 64;
 /// Matched line text is cut to this.
 const MAX_LINE_BYTES: usize = 4096;
 
@@ -70,11 +75,16 @@ impl PaneWatch {
     }
 
     /// The lines to capture: from the start row (at most
-    /// [`MAX_SCAN_ROWS`] back) to the bottom of the screen.
+    /// [`MAX_SCAN_ROWS`] back) to the bottom of the screen; after the
+    /// first capture, [`SLACK_ROWS`] more above it.
     pub fn range(&self) -> CaptureRange {
         let bottom = self.height - 1;
-        let from = (self.start_abs - self.history)
-            .max(-self.history)
+        let slack = if self.start_row.is_some() {
+            SLACK_ROWS
+        } else {
+            0
+        };
+        let from = ((self.start_abs - self.history).max(-self.history) - slack)
             .max(bottom - MAX_SCAN_ROWS);
         CaptureRange::Lines {
             start: from.min(bottom),
@@ -83,8 +93,8 @@ impl PaneWatch {
     }
 
     /// Takes in a capture of [`PaneWatch::range`]: returns whether it was
-    /// aimed right (the history size had not changed since the range was
-    /// worked out); if not, capture again with the new range.
+    /// aimed right (it reaches back to the start row, or as far back as a
+    /// capture goes); if not, capture again with the new range.
     pub fn absorb(&mut self, cap: &CapturedText) -> bool {
         let now = i64::try_from(cap.history_size).unwrap_or(i64::MAX / 2);
         if now < self.history {
@@ -92,10 +102,13 @@ impl PaneWatch {
             // moved up by as many.
             self.start_abs -= self.history - now;
         }
-        let aimed = now == self.history;
         self.history = now;
         self.height = i64::from(cap.pane_height.max(1));
-        aimed
+        // A pane that scrolled since the range was worked out (its history
+        // grew) is still covered when it scrolled less than the slack.
+        cap.first_line + now <= self.start_abs
+            || cap.first_line <= -now
+            || cap.first_line <= self.height - 1 - MAX_SCAN_ROWS
     }
 
     /// A pane created after the call started: all its text is new.
@@ -220,20 +233,46 @@ mod tests {
     #[test]
     fn history_growth_reaims_and_trimming_moves_the_start() {
         let mut w = watch(100, 4, 5);
-        // The pane scrolled by 3 rows before the capture: aimed wrong.
+        // The pane scrolled by 3 rows before the first capture: aimed
+        // wrong (no slack yet).
         let c = cap(4, 103, 5, &["x"]);
         assert!(!w.absorb(&c));
         assert_eq!(w.range(), CaptureRange::Lines { start: 1, end: 4 });
         // A full history drops 2 rows: in absolute rows the start moved up
-        // by 2, so on screen it stays where it was.
+        // by 2, so on screen it stays where it was, and a capture from
+        // line 1 down covers it.
         let c = cap(1, 101, 5, &["$ go", "", "", ""]);
-        assert!(!w.absorb(&c));
+        assert!(w.absorb(&c));
         assert_eq!(w.range(), CaptureRange::Lines { start: 1, end: 4 });
         let m = matcher(&["go"]);
-        assert!(w.absorb(&c));
         assert_eq!(w.scan(&c, &m), None);
         let c = cap(1, 101, 5, &["$ go", "go", "", ""]);
         assert_eq!(w.scan(&c, &m).unwrap().line_number, 2);
+    }
+
+    #[test]
+    fn a_pane_that_scrolled_less_than_the_slack_needs_no_second_capture() {
+        let mut w = watch(100, 4, 5);
+        let m = matcher(&["done"]);
+        let first = cap(4, 100, 5, &["$ make"]);
+        assert!(w.absorb(&first));
+        assert_eq!(w.scan(&first, &m), None);
+        // Later captures reach SLACK_ROWS above the start row.
+        assert_eq!(
+            w.range(),
+            CaptureRange::Lines {
+                start: 4 - SLACK_ROWS,
+                end: 4
+            }
+        );
+        // The pane printed 3 lines and scrolled by 3 before the capture:
+        // the start row (absolute 104) is now line 1, still covered.
+        let mut rows = vec!["old"; 60];
+        rows.extend(["$ make", "a", "b", "done"]);
+        let later = cap(1 - 60, 103, 5, &rows);
+        assert!(w.absorb(&later));
+        let hit = w.scan(&later, &m).unwrap();
+        assert_eq!((hit.line_number, hit.text.as_str()), (4, "done"));
     }
 
     #[test]
