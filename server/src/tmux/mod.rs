@@ -100,6 +100,7 @@ pub mod oneshot;
 pub mod private_server;
 pub mod reach;
 pub mod servers;
+pub mod spans;
 
 use std::fmt;
 use std::path::PathBuf;

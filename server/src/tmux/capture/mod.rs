@@ -185,6 +185,7 @@ use crossbeam_channel::{Receiver, Sender};
 
 use super::connection::{nonce, Shared};
 use super::oneshot;
+use super::spans::Span;
 use gate::{Member, Permit};
 use split::{Split, Splitter};
 
@@ -219,10 +220,13 @@ pub(crate) fn start(
             let tx = tx.clone();
             move || {
                 // The terminal query is a round trip: made here, not in the
-                // caller's thread. One-pane batches walk little: no anchor.
-                let anchor = member
-                    .as_ref()
-                    .and_then(|_| anchor::find(&shared, &requests, deadline));
+                // caller's thread. Small batches walk little: no anchor.
+                let finding = Span::new("capture.anchor");
+                let anchor = (requests.len() >= anchor::MIN_REQUESTS)
+                    .then(|| anchor::find(&shared, &requests, deadline))
+                    .flatten();
+                drop(finding);
+                let _sweeping = Span::new("capture.batch");
                 Batch {
                     socket,
                     anchor,

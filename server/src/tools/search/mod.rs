@@ -62,6 +62,7 @@ pub use types::{
 };
 
 use super::context::{ToolContext, ToolError};
+use crate::tmux::spans::Span;
 use crate::tools::registry::{Annotations, Tool};
 use plan::Plan;
 use scope::{Listing, Scope};
@@ -120,11 +121,10 @@ pub fn search_panes(
     let deadline = started + plan.timeout;
     let tmux = ctx.tmux(&args.server)?;
 
-    let Listing {
-        inventory,
-        activity,
-        server,
-    } = scope::list(ctx, &tmux, deadline)?;
+    let listed = Span::new("search.list");
+    let Listing { inventory, server } = scope::list(ctx, &tmux, deadline)?;
+    drop(listed);
+    let planned = Span::new("search.scope_and_since");
     let scope = Scope::select(&inventory, args, &plan, limits)?;
     let since = Since::new(since::Setup {
         server: since::server_id(tmux.socket_path(), &server),
@@ -135,9 +135,15 @@ pub fn search_panes(
         scrollback: plan.scrollback,
         max_history: limits.max_scrollback_lines,
     })?;
-    let scanned = pipeline::fetch_and_scan(ctx, &tmux, &plan, &scope, &since, activity, deadline)?;
+    drop(planned);
+    let scanning = Span::new("search.fetch_and_scan");
+    let scanned = pipeline::fetch_and_scan(ctx, &tmux, &plan, &scope, &since, &server, deadline)?;
+    drop(scanning);
+    let shaping = Span::new("search.shape");
     let mut result = shape::shape(&tmux, &plan, &scope, scanned, deadline);
+    drop(shaping);
 
+    let _finishing = Span::new("search.cursor");
     (result.cursor, result.since_panes) = since.finish();
     result.since_reset = since.reset;
     result.elapsed_ms = started.elapsed().as_millis() as u64;

@@ -17,6 +17,7 @@ use panescan_engine::{
 use super::plan::Plan;
 use super::scope::Scope;
 use super::since::Since;
+use crate::tmux::spans::Span;
 use crate::tmux::{CaptureOptions, CaptureReply, CaptureRequest, CapturedText, Tmux, TmuxError};
 use crate::tools::context::{ToolContext, ToolError};
 
@@ -45,7 +46,7 @@ pub(super) fn fetch_and_scan(
     plan: &Plan,
     scope: &Scope,
     since: &Since,
-    activity: Result<String, TmuxError>,
+    server: &str,
     deadline: Instant,
 ) -> Result<Scanned, ToolError> {
     let stop_fetch = Arc::new(AtomicBool::new(false));
@@ -58,16 +59,18 @@ pub(super) fn fetch_and_scan(
             range: since.range(i),
         })
         .collect();
+    let starting = Span::new("search.start_fetch");
     let replies = start_fetch(
         ctx,
         tmux,
         plan,
         scope,
         requests,
-        activity,
+        server,
         deadline,
         &stop_fetch,
     );
+    drop(starting);
     let options = search_options(ctx, plan, deadline);
     let total = scope.panes.len();
     let progress = ProgressThrottle::new(ctx, total);
@@ -85,13 +88,16 @@ pub(super) fn fetch_and_scan(
                 &take,
             )
         });
+        let scanning = Span::new("search.engine");
         let outcome = engine::search(&plan.matcher, &options, rx, &|p| progress.report(p));
+        drop(scanning);
         // The engine may stop early (a budget ran out): stop asking tmux.
         stop_fetch.store(true, Ordering::Relaxed);
         let fetch = forwarder.join().unwrap_or_default();
         (outcome, fetch)
     });
     ctx.check_cancelled()?;
+    let looking = Span::new("search.second_look");
     second_look(
         ctx,
         tmux,
@@ -102,6 +108,7 @@ pub(super) fn fetch_and_scan(
         &mut fetch,
         deadline,
     );
+    drop(looking);
     settle_cursor(since, &outcome, &fetch, total);
 
     if total > 0 && outcome.failed.len() == total {
@@ -245,7 +252,7 @@ fn start_fetch(
     plan: &Plan,
     scope: &Scope,
     requests: Vec<CaptureRequest>,
-    activity: Result<String, TmuxError>,
+    server: &str,
     deadline: Instant,
     stop_fetch: &Arc<AtomicBool>,
 ) -> Receiver<CaptureReply> {
@@ -254,10 +261,10 @@ fn start_fetch(
         escapes: false,
     };
     match &ctx.pane_cache {
-        Some(cache) => cache.capture_read(
+        Some(cache) => cache.capture_listed(
             tmux,
             scope.inventory,
-            activity,
+            server,
             requests,
             capture_options,
             deadline,
