@@ -4,8 +4,11 @@
 //! client of the test's own that asks twice learns how many commands ran
 //! in between. A warm search of unchanged panes, and a search since a
 //! cursor with nothing printed, must cost one round trip of two commands
-//! (the listing and the server's stamp: [`LISTING`]); a since search after
-//! one pane printed adds one sweep for that pane, and no terminal probe.
+//! (the listing and the server's stamp: [`LISTING`]; a since search also
+//! the empty script of the sweep client it started ahead); a since search
+//! after one pane printed adds one sweep for that pane, and no terminal
+//! probe. Every sweep client panescan started has ended and been reaped
+//! before the count is read.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -14,7 +17,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use common::{eventually, Serve};
+use common::{child_process, eventually, last_pid, new_children, Serve};
 use panescan::fixture::{Fixture, FixtureShape};
 use panescan::tmux::private_server::PrivateServer;
 use serde_json::{json, Value};
@@ -77,10 +80,27 @@ impl Counter {
         }
     }
 
-    /// Commands tmux ran (for every client) during `f`.
-    fn during<T>(&mut self, f: impl FnOnce() -> T) -> (u64, T) {
+    /// Commands tmux ran (for every client) during `f`, a call to the
+    /// `panescan serve` whose pid is `serve`, counted once every tmux
+    /// client it started meanwhile has ended and been reaped.
+    fn during<T>(&mut self, serve: u32, f: impl FnOnce() -> T) -> (u64, T) {
+        let since = last_pid();
         let before = self.now();
         let out = f();
+        let clients: Vec<u32> = new_children(serve, since)
+            .into_iter()
+            .filter(|p| p.cmdline.contains("source-file"))
+            .map(|p| p.pid)
+            .collect();
+        let ended = eventually(Duration::from_secs(30), || {
+            clients
+                .iter()
+                .all(|&pid| child_process(pid, serve).is_none())
+        });
+        assert!(
+            ended,
+            "a sweep client of panescan's was left running or unreaped"
+        );
         // The second probe is one more command.
         (self.now() - before - 1, out)
     }
@@ -144,17 +164,19 @@ fn a_repeated_search_costs_tmux_one_listing_and_a_since_search_one_small_sweep()
     next_second(now_secs());
 
     // Nothing printed: every pane comes from the cache.
-    let (commands, warm) = counter.during(|| search(&mut s, None));
+    let serve = s.pid();
+    let (commands, warm) = counter.during(serve, || search(&mut s, None));
     assert_eq!(warm["lines_scanned"], all_lines, "{warm}");
     assert_eq!(
         commands, LISTING,
         "a warm search of unchanged panes: {warm}"
     );
 
-    let (commands, since) = counter.during(|| search(&mut s, Some(&warm["cursor"])));
+    let (commands, since) = counter.during(serve, || search(&mut s, Some(&warm["cursor"])));
     assert_eq!(since["lines_scanned"], 0, "{since}");
     assert_eq!(
-        commands, LISTING,
+        commands,
+        LISTING + UNUSED_SPARE,
         "a since search, nothing printed: {since}"
     );
 
@@ -177,7 +199,7 @@ fn a_repeated_search_costs_tmux_one_listing_and_a_since_search_one_small_sweep()
             .run_ok(["capture-pane", "-p", "-t", pane])
             .is_ok_and(|t| t.contains(&text))
     }));
-    let (commands, found) = counter.during(|| search(&mut s, Some(&since["cursor"])));
+    let (commands, found) = counter.during(serve, || search(&mut s, Some(&since["cursor"])));
     assert_eq!(found["lines_scanned"], 1, "{found}");
     assert_eq!(found["total_panes_matched"], 1, "{found}");
     eprintln!("since search after one pane printed: {commands} tmux commands");
@@ -188,6 +210,12 @@ fn a_repeated_search_costs_tmux_one_listing_and_a_since_search_one_small_sweep()
 /// control client, which follows every command with a `display-message`
 /// of a fresh nonce (tmux/framing.rs): 2 x 2.
 const LISTING: u64 = 4;
+
+/// A since search starts its sweep's client before its listing
+/// (tmux/capture/spare.rs); with nothing to fetch the client gets an empty
+/// script: its `source-file` command, that command's completion and the
+/// client's.
+const UNUSED_SPARE: u64 = 3;
 
 /// What the since search after one pane printed costs tmux: the listing
 /// (4), the matching pane's command and path (one command and its nonce:

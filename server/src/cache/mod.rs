@@ -104,6 +104,7 @@ use std::time::Instant;
 
 use crossbeam_channel::Receiver;
 
+use crate::tmux::capture::Spare;
 use crate::tmux::spans::Span;
 use crate::tmux::{
     CaptureOptions, CaptureReply, CaptureRequest, Inventory, PaneId, Tmux, TmuxError,
@@ -128,6 +129,16 @@ pub const ANCHOR_ROWS: u64 = 32;
 /// Rows a delta fetches above its anchor, so that a pane printing up to
 /// this many rows between the inventory and the capture still validates.
 pub const RACE_ROWS: i64 = 64;
+
+/// What a caller asks of the cache: [`Tmux::capture`]'s arguments and a
+/// sweep client it may have started ahead.
+struct Batch {
+    requests: Vec<CaptureRequest>,
+    options: CaptureOptions,
+    deadline: Instant,
+    cancel: Arc<AtomicBool>,
+    spare: Option<Spare>,
+}
 
 /// Per-pane text kept between searches, bounded in memory.
 #[derive(Debug)]
@@ -195,7 +206,14 @@ impl PaneCache {
     ) -> Receiver<CaptureReply> {
         let panes: Vec<PaneId> = requests.iter().map(|r| r.pane).collect();
         let prints = read_activity(tmux, &panes, deadline).map(|a| fingerprints(inventory, &a));
-        self.capture_after(tmux, prints, requests, options, deadline, cancel)
+        let batch = Batch {
+            requests,
+            options,
+            deadline,
+            cancel,
+            spare: None,
+        };
+        self.capture_after(tmux, prints, batch)
     }
 
     /// [`PaneCache::capture`] for a caller that listed the panes with
@@ -203,8 +221,9 @@ impl PaneCache {
     /// (every pane's fingerprint and window activity, in one listing) and
     /// read the server's `#{pid} #{start_time}` in the same round trip:
     /// no further read before the decisions. A stamp that does not parse
-    /// fetches every pane.
-    // Tmux::capture's arguments plus what was read before it.
+    /// fetches every pane. The panes it fetches go to `spare` when it is
+    /// given and they are few ([`Tmux::capture_with_spare`]).
+    // Tmux::capture's arguments plus what was read and started before it.
     #[allow(clippy::too_many_arguments)]
     pub fn capture_listed(
         self: &Arc<Self>,
@@ -215,11 +234,19 @@ impl PaneCache {
         options: CaptureOptions,
         deadline: Instant,
         cancel: Arc<AtomicBool>,
+        spare: Option<Spare>,
     ) -> Receiver<CaptureReply> {
         let prints = ServerStamp::parse(server)
             .map(|stamp| fingerprints_listed(inventory, stamp))
             .ok_or_else(|| TmuxError::ConnectionLost("no server stamp".into()));
-        self.capture_after(tmux, prints, requests, options, deadline, cancel)
+        let batch = Batch {
+            requests,
+            options,
+            deadline,
+            cancel,
+            spare,
+        };
+        self.capture_after(tmux, prints, batch)
     }
 
     /// Decides every request (reuse, delta or full), starts the captures
@@ -228,11 +255,15 @@ impl PaneCache {
         self: &Arc<Self>,
         tmux: &Tmux,
         prints: Result<HashMap<PaneId, (i64, Fingerprint)>, TmuxError>,
-        requests: Vec<CaptureRequest>,
-        options: CaptureOptions,
-        deadline: Instant,
-        cancel: Arc<AtomicBool>,
+        batch: Batch,
     ) -> Receiver<CaptureReply> {
+        let Batch {
+            requests,
+            options,
+            deadline,
+            cancel,
+            spare,
+        } = batch;
         let deciding = Span::new("cache.decide");
         let socket = tmux.socket_path().to_path_buf();
         let decisions = match &prints {
@@ -269,7 +300,7 @@ impl PaneCache {
         let prints = prints.unwrap_or_default();
         let (tx, rx) = crossbeam_channel::bounded(32);
         let captured_at = now_secs();
-        let replies = tmux.capture(fetch, options, deadline, cancel.clone());
+        let replies = tmux.capture_with_spare(fetch, options, deadline, cancel.clone(), spare);
         let worker = Worker {
             cache: self.clone(),
             tmux: tmux.clone(),

@@ -121,9 +121,15 @@ pub fn search_panes(
     let deadline = started + plan.timeout;
     let tmux = ctx.tmux(&args.server)?;
 
-    let listed = Span::new("search.list");
+    // A since search with the pane cache fetches only the panes that
+    // printed, usually few: their sweep's client starts now, while the
+    // listing is under way (tmux/capture/spare.rs).
+    let spare = (ctx.pane_cache.is_some() && args.since.as_deref().is_some_and(|s| !s.is_empty()))
+        .then(|| tmux.spare_sweep())
+        .flatten();
+    let listing = Span::new("search.list");
     let Listing { inventory, server } = scope::list(ctx, &tmux, deadline)?;
-    drop(listed);
+    drop(listing);
     let planned = Span::new("search.scope_and_since");
     let scope = Scope::select(&inventory, args, &plan, limits)?;
     let since = Since::new(since::Setup {
@@ -137,7 +143,18 @@ pub fn search_panes(
     })?;
     drop(planned);
     let scanning = Span::new("search.fetch_and_scan");
-    let scanned = pipeline::fetch_and_scan(ctx, &tmux, &plan, &scope, &since, &server, deadline)?;
+    let scanned = pipeline::fetch_and_scan(
+        ctx,
+        &tmux,
+        &plan,
+        &scope,
+        &since,
+        pipeline::Listed {
+            server: &server,
+            spare,
+        },
+        deadline,
+    )?;
     drop(scanning);
     let shaping = Span::new("search.shape");
     let mut result = shape::shape(&tmux, &plan, &scope, scanned, deadline);

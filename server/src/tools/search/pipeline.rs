@@ -17,6 +17,7 @@ use panescan_engine::{
 use super::plan::Plan;
 use super::scope::Scope;
 use super::since::Since;
+use crate::tmux::capture::Spare;
 use crate::tmux::spans::Span;
 use crate::tmux::{CaptureOptions, CaptureReply, CaptureRequest, CapturedText, Tmux, TmuxError};
 use crate::tools::context::{ToolContext, ToolError};
@@ -28,6 +29,14 @@ pub(super) struct FetchReport {
     pub(super) byte_clamped: bool,
     /// Captures did not arrive before the deadline.
     pub(super) timed_out: bool,
+}
+
+/// What the search read and started before it fetches: the server's
+/// `#{pid} #{start_time}` (the pane cache's stamp) and a sweep client
+/// started ahead for the few panes a since search usually fetches.
+pub(super) struct Listed<'a> {
+    pub(super) server: &'a str,
+    pub(super) spare: Option<Spare>,
 }
 
 /// What fetching and scanning the scope found.
@@ -46,7 +55,7 @@ pub(super) fn fetch_and_scan(
     plan: &Plan,
     scope: &Scope,
     since: &Since,
-    server: &str,
+    listed: Listed,
     deadline: Instant,
 ) -> Result<Scanned, ToolError> {
     let stop_fetch = Arc::new(AtomicBool::new(false));
@@ -66,7 +75,7 @@ pub(super) fn fetch_and_scan(
         plan,
         scope,
         requests,
-        server,
+        listed,
         deadline,
         &stop_fetch,
     );
@@ -252,7 +261,7 @@ fn start_fetch(
     plan: &Plan,
     scope: &Scope,
     requests: Vec<CaptureRequest>,
-    server: &str,
+    listed: Listed,
     deadline: Instant,
     stop_fetch: &Arc<AtomicBool>,
 ) -> Receiver<CaptureReply> {
@@ -264,11 +273,12 @@ fn start_fetch(
         Some(cache) => cache.capture_listed(
             tmux,
             scope.inventory,
-            server,
+            listed.server,
             requests,
             capture_options,
             deadline,
             stop_fetch.clone(),
+            listed.spare,
         ),
         None => tmux.capture(requests, capture_options, deadline, stop_fetch.clone()),
     }
