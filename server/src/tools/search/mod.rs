@@ -123,8 +123,13 @@ pub fn search_panes(
 
     // A since search with the pane cache fetches only the panes that
     // printed, usually few: their sweep's client starts now, while the
-    // listing is under way (tmux/capture/spare.rs).
-    let spare = (ctx.pane_cache.is_some() && args.since.as_deref().is_some_and(|s| !s.is_empty()))
+    // listing is under way (tmux/capture/spare.rs). A string that is no
+    // cursor starts nothing: it is refused below.
+    let valid_since = args
+        .since
+        .as_deref()
+        .is_some_and(|s| cursor::Cursor::decode(s).is_ok());
+    let spare = (ctx.pane_cache.is_some() && valid_since)
         .then(|| tmux.spare_sweep())
         .flatten();
     let listing = Span::new("search.list");
