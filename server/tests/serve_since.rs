@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use common::{eventually, validate, Serve};
 use panescan::fixture::{Fixture, FixtureShape};
-use panescan::tmux::private_server::PrivateServer;
+use panescan::tmux::private_server::{process_state, PrivateServer};
 use serde_json::{json, Value};
 
 const MARK: &str = "since-mark";
@@ -223,9 +223,17 @@ fn a_damaged_or_foreign_cursor_is_an_error_and_a_restart_searches_in_full() {
     );
     assert!(e.contains("another tmux server"), "{e}");
 
-    // The same socket, a new server: everything in full, flagged.
+    // The same socket, a new server: everything in full, flagged. tmux
+    // answers kill-server before its process has ended (it waits for its
+    // clients to go): a new session started meanwhile reaches the dying
+    // server, so wait for it to be gone.
+    let old = fx.server.pid().unwrap();
     drop(s);
     fx.server.kill();
+    let gone = eventually(Duration::from_secs(10), || {
+        process_state(old).is_none_or(|state| state == 'Z')
+    });
+    assert!(gone, "the old server {old} did not exit");
     fx.server
         .run_ok([
             "new-session",

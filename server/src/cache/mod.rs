@@ -17,17 +17,20 @@
 //!
 //! The caller's inventory gives every pane's *fingerprint* — process id,
 //! history size and limit, size, cursor, alternate-screen and dead flags —
-//! and a light `list-panes -a` that tmux runs *after* it (pipelined in the
-//! inventory's own round trip by search_panes, see [`Tmux::inventory`] with
-//! [`Fields::SearchWithFingerprint`](crate::tmux::Fields::SearchWithFingerprint))
-//! reads the server's pid and start time and each window's last-activity
-//! second (tmux stamps it whenever it parses output from any pane of the
-//! window). Output
-//! after the capture shows in that second; a change that prints nothing
-//! (clear, resize, respawn) before the inventory shows in the fingerprint
-//! (a resize and back with nothing printed in between rewraps every line
-//! as it was); one between the inventory and the activity read leaves the
-//! answer the pane's text as the inventory saw it. Then, per pane:
+//! and its window's last-activity second (tmux stamps it whenever it
+//! parses output from any pane of the window), with the server's pid and
+//! start time read in the same round trip. A search lists them all in one
+//! `list-panes -a` ([`PaneCache::capture_listed`], [`Tmux::inventory`] with
+//! [`Fields::SearchWithFingerprint`](crate::tmux::Fields::SearchWithFingerprint)):
+//! tmux expands a pane's fields in one go, so a pane's fingerprint and its
+//! activity are one snapshot. Other callers ([`PaneCache::capture`]) read
+//! the activity in a light query after their inventory. Output after the
+//! capture shows in that second; a change that prints nothing (clear,
+//! resize, respawn) before the listing shows in the fingerprint (a resize
+//! and back with nothing printed in between rewraps every line as it was);
+//! one after it (or, for a separate activity read, between the inventory
+//! and that read) leaves the answer the pane's text as the listing saw it.
+//! Then, per pane:
 //!
 //! 1. **Reuse** — the fingerprint is identical to the one stored with the
 //!    entry and the window's last activity is in an earlier second than the
@@ -101,13 +104,15 @@ use std::time::Instant;
 
 use crossbeam_channel::Receiver;
 
+use crate::tmux::capture::Spare;
+use crate::tmux::spans::Span;
 use crate::tmux::{
-    CaptureOptions, CaptureReply, CaptureRequest, Inventory, PaneId, Tmux, TmuxCommand, TmuxError,
+    CaptureOptions, CaptureReply, CaptureRequest, Inventory, PaneId, Tmux, TmuxError,
 };
 
 use delta::{delta_plan, Decision};
 use freshness::{
-    fingerprints, now_secs, parse_activity, read_activity, Activity, Fingerprint, ACTIVITY_FORMAT,
+    fingerprints, fingerprints_listed, now_secs, read_activity, Fingerprint, ServerStamp,
 };
 pub use store::CacheStats;
 use store::{Entry, EntryKey, State};
@@ -124,6 +129,16 @@ pub const ANCHOR_ROWS: u64 = 32;
 /// Rows a delta fetches above its anchor, so that a pane printing up to
 /// this many rows between the inventory and the capture still validates.
 pub const RACE_ROWS: i64 = 64;
+
+/// What a caller asks of the cache: [`Tmux::capture`]'s arguments and a
+/// sweep client it may have started ahead.
+struct Batch {
+    requests: Vec<CaptureRequest>,
+    options: CaptureOptions,
+    deadline: Instant,
+    cancel: Arc<AtomicBool>,
+    spare: Option<Spare>,
+}
 
 /// Per-pane text kept between searches, bounded in memory.
 #[derive(Debug)]
@@ -190,68 +205,88 @@ impl PaneCache {
         cancel: Arc<AtomicBool>,
     ) -> Receiver<CaptureReply> {
         let panes: Vec<PaneId> = requests.iter().map(|r| r.pane).collect();
-        let activity = read_activity(tmux, &panes, deadline);
-        self.capture_after(
-            tmux, inventory, activity, requests, options, deadline, cancel,
-        )
+        let prints = read_activity(tmux, &panes, deadline).map(|a| fingerprints(inventory, &a));
+        self.forget_closed(tmux, inventory);
+        let batch = Batch {
+            requests,
+            options,
+            deadline,
+            cancel,
+            spare: None,
+        };
+        self.capture_after(tmux, prints, batch)
     }
 
-    /// The command whose output [`PaneCache::capture_read`] needs, to be
-    /// pipelined right after the inventory ([`Tmux::inventory`] with
-    /// [`Fields::SearchWithFingerprint`](crate::tmux::Fields::SearchWithFingerprint)):
-    /// one round trip for both.
-    pub fn activity_command() -> TmuxCommand {
-        TmuxCommand::new("list-panes")
-            .flag("-a")
-            .option("-F", ACTIVITY_FORMAT)
-    }
-
-    /// [`PaneCache::capture`] with the output of
-    /// [`PaneCache::activity_command`] already read, after `inventory`.
-    // Tmux::capture's arguments plus what was read before it.
+    /// [`PaneCache::capture`] for a caller that listed the panes with
+    /// [`Fields::SearchWithFingerprint`](crate::tmux::Fields::SearchWithFingerprint)
+    /// (every pane's fingerprint and window activity, in one listing) and
+    /// read the server's `#{pid} #{start_time}` in the same round trip:
+    /// no further read before the decisions. A stamp that does not parse
+    /// fetches every pane. The panes it fetches go to `spare` when it is
+    /// given and they are few ([`Tmux::capture_with_spare`]).
+    // Tmux::capture's arguments plus what was read and started before it.
     #[allow(clippy::too_many_arguments)]
-    pub fn capture_read(
+    pub fn capture_listed(
         self: &Arc<Self>,
         tmux: &Tmux,
         inventory: &Inventory,
-        activity_output: Result<String, TmuxError>,
+        server: &str,
         requests: Vec<CaptureRequest>,
         options: CaptureOptions,
         deadline: Instant,
         cancel: Arc<AtomicBool>,
+        spare: Option<Spare>,
     ) -> Receiver<CaptureReply> {
-        let activity = activity_output.map(|out| out.lines().filter_map(parse_activity).collect());
-        self.capture_after(
-            tmux, inventory, activity, requests, options, deadline, cancel,
-        )
+        let prints = ServerStamp::parse(server)
+            .map(|stamp| fingerprints_listed(inventory, stamp))
+            .ok_or_else(|| TmuxError::ConnectionLost("no server stamp".into()));
+        self.forget_closed(tmux, inventory);
+        let batch = Batch {
+            requests,
+            options,
+            deadline,
+            cancel,
+            spare,
+        };
+        self.capture_after(tmux, prints, batch)
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// Drops what is kept of the server's panes that the inventory no
+    /// longer lists (closed panes), so churn cannot grow the cache.
+    fn forget_closed(&self, tmux: &Tmux, inventory: &Inventory) {
+        if inventory.panes.is_empty() {
+            return;
+        }
+        let live = inventory.panes.iter().map(|p| p.pane_id).collect();
+        if let Ok(mut state) = self.state.lock() {
+            state.forget_gone(tmux.socket_path(), &live);
+        }
+    }
+
+    /// Decides every request (reuse, delta or full), starts the captures
+    /// the decisions need and the worker that answers in request order.
     fn capture_after(
         self: &Arc<Self>,
         tmux: &Tmux,
-        inventory: &Inventory,
-        activity: Result<HashMap<PaneId, Activity>, TmuxError>,
-        requests: Vec<CaptureRequest>,
-        options: CaptureOptions,
-        deadline: Instant,
-        cancel: Arc<AtomicBool>,
+        prints: Result<HashMap<PaneId, (i64, Fingerprint)>, TmuxError>,
+        batch: Batch,
     ) -> Receiver<CaptureReply> {
-        let prints = activity.map(|a| fingerprints(inventory, &a));
+        let Batch {
+            requests,
+            options,
+            deadline,
+            cancel,
+            spare,
+        } = batch;
+        let deciding = Span::new("cache.decide");
         let socket = tmux.socket_path().to_path_buf();
-        if !inventory.panes.is_empty() {
-            let live = inventory.panes.iter().map(|p| p.pane_id).collect();
-            if let Ok(mut state) = self.state.lock() {
-                state.forget_gone(&socket, &live);
-            }
-        }
+        let decisions = match &prints {
+            Ok(prints) => self.decide_all(&socket, &requests, options, prints),
+            Err(_) => requests.iter().map(|_| Decision::Full).collect(),
+        };
         let mut jobs = Vec::with_capacity(requests.len());
         let mut fetch = Vec::new();
-        for request in &requests {
-            let decision = match &prints {
-                Ok(prints) => self.decide(&socket, request, options, prints),
-                Err(_) => Decision::Full,
-            };
+        for (request, decision) in requests.iter().zip(decisions) {
             match decision {
                 Decision::Reuse(text) => jobs.push(Job::Serve(text)),
                 Decision::Full => {
@@ -275,10 +310,11 @@ impl PaneCache {
                 }
             }
         }
+        drop(deciding);
         let prints = prints.unwrap_or_default();
         let (tx, rx) = crossbeam_channel::bounded(32);
         let captured_at = now_secs();
-        let replies = tmux.capture(fetch, options, deadline, cancel.clone());
+        let replies = tmux.capture_with_spare(fetch, options, deadline, cancel.clone(), spare);
         let worker = Worker {
             cache: self.clone(),
             tmux: tmux.clone(),
@@ -292,7 +328,10 @@ impl PaneCache {
         };
         let spawned = std::thread::Builder::new()
             .name("pane-cache".into())
-            .spawn(move || worker.run(requests, jobs, replies));
+            .spawn(move || {
+                let _serving = Span::new("cache.worker");
+                worker.run(requests, jobs, replies)
+            });
         if let Err(e) = spawned {
             // The receiver sees a closed channel; the caller reports no
             // captures. Say why on stderr.
@@ -301,54 +340,33 @@ impl PaneCache {
         rx
     }
 
-    fn decide(
+    /// Every request's decision, the cache locked once for the batch.
+    fn decide_all(
         &self,
         socket: &std::path::Path,
-        request: &CaptureRequest,
+        requests: &[CaptureRequest],
         options: CaptureOptions,
         prints: &HashMap<PaneId, (i64, Fingerprint)>,
-    ) -> Decision {
-        let Some((activity, print)) = prints.get(&request.pane) else {
-            return Decision::Full;
+    ) -> Vec<Decision> {
+        let Ok(mut state) = self.state.lock() else {
+            return requests.iter().map(|_| Decision::Full).collect();
         };
-        let key = EntryKey {
+        let mut key = EntryKey {
             socket: socket.to_path_buf(),
-            pane: request.pane,
+            pane: PaneId::from_number(0),
             join_wrapped: options.join_wrapped,
             escapes: options.escapes,
         };
-        let Ok(mut state) = self.state.lock() else {
-            return Decision::Full;
-        };
-        state.tick += 1;
-        let tick = state.tick;
-        let Some(entry) = state.entries.get_mut(&key) else {
-            return Decision::Full;
-        };
-        entry.last_used = tick;
-        let same_pane = entry.print.server_pid == print.server_pid
-            && entry.print.server_start == print.server_start
-            && entry.print.pane_pid == print.pane_pid
-            && entry.print.history_limit == print.history_limit
-            && entry.print.width == print.width
-            && entry.print.height == print.height
-            && entry.text.width == print.width
-            && entry.text.height == print.height;
-        if !same_pane {
-            return Decision::Full;
-        }
-        if entry.print == *print && *activity < entry.captured_at {
-            if entry.text.locate(request.range).is_some() {
-                let text = entry.text.clone();
-                state.stats.reused += 1;
-                return Decision::Reuse(text);
-            }
-            return Decision::Full;
-        }
-        match delta_plan(&entry.text, request, print) {
-            Some(plan) => Decision::Delta(plan),
-            None => Decision::Full,
-        }
+        requests
+            .iter()
+            .map(|request| match prints.get(&request.pane) {
+                Some((activity, print)) => {
+                    key.pane = request.pane;
+                    decide(&mut state, &key, request, *activity, print)
+                }
+                None => Decision::Full,
+            })
+            .collect()
     }
 
     fn store(&self, key: EntryKey, print: Fingerprint, captured_at: i64, text: PaneText) {
@@ -368,6 +386,44 @@ impl PaneCache {
         if let Ok(mut s) = self.state.lock() {
             f(&mut s.stats);
         }
+    }
+}
+
+/// One request's decision against the entry stored for `key`.
+fn decide(
+    state: &mut State,
+    key: &EntryKey,
+    request: &CaptureRequest,
+    activity: i64,
+    print: &Fingerprint,
+) -> Decision {
+    state.tick += 1;
+    let tick = state.tick;
+    let Some(entry) = state.entries.get_mut(key) else {
+        return Decision::Full;
+    };
+    entry.last_used = tick;
+    let same_pane = entry.print.server == print.server
+        && entry.print.pane_pid == print.pane_pid
+        && entry.print.history_limit == print.history_limit
+        && entry.print.width == print.width
+        && entry.print.height == print.height
+        && entry.text.width == print.width
+        && entry.text.height == print.height;
+    if !same_pane {
+        return Decision::Full;
+    }
+    if entry.print == *print && activity < entry.captured_at {
+        if entry.text.locate(request.range).is_some() {
+            let text = entry.text.clone();
+            state.stats.reused += 1;
+            return Decision::Reuse(text);
+        }
+        return Decision::Full;
+    }
+    match delta_plan(&entry.text, request, print) {
+        Some(plan) => Decision::Delta(plan),
+        None => Decision::Full,
     }
 }
 

@@ -1,6 +1,6 @@
 //! Builders shared by the cache's unit tests.
 
-use super::freshness::Fingerprint;
+use super::freshness::{Fingerprint, ServerStamp};
 use crate::tmux::CapturedText;
 
 pub(super) fn text(hsize: u64, first_line: i64, bytes: &[u8]) -> CapturedText {
@@ -17,15 +17,14 @@ pub(super) fn text(hsize: u64, first_line: i64, bytes: &[u8]) -> CapturedText {
 
 pub(super) fn print(hsize: u64, limit: u64) -> Fingerprint {
     Fingerprint {
-        server_pid: "1".into(),
-        server_start: "2".into(),
-        pane_pid: "3".into(),
+        server: ServerStamp { pid: 1, start: 2 },
+        pane_pid: Some(3),
         history_size: hsize,
         history_limit: limit,
         width: 10,
         height: 2,
-        cursor: "0,0".into(),
-        alternate_on: "0".into(),
-        dead: "0".into(),
+        cursor: (0, 0),
+        alternate_on: false,
+        dead: (false, None),
     }
 }

@@ -29,6 +29,7 @@ use crate::baseline::median;
 use crate::cache::{CacheStats, PaneCache, DEFAULT_MAX_BYTES};
 use crate::config::Ceilings;
 use crate::fixture::{Fixture, NEEDLE};
+use crate::tmux::spans::mark;
 use crate::tools::context::ToolContext;
 use crate::tools::search::{search_panes, SearchPanesArgs, SearchPanesResult};
 
@@ -222,11 +223,13 @@ pub fn run(fixture: &Fixture, runs: usize) -> Result<CacheBench, String> {
     let hundredth = (ttys.len() / 100).max(1);
     for run in 0..runs {
         std::thread::sleep(Duration::from_millis(1_050));
+        mark("cold");
         let start = Instant::now();
         let cold_hits = deep_search(&cold_ctx, lines)?;
         cold.push(start.elapsed());
 
         // Nothing changed since the last warm search.
+        mark("warm, nothing changed");
         let start = Instant::now();
         let warm_hits = deep_search(&warm_ctx, lines)?;
         unchanged.push(start.elapsed());
@@ -240,16 +243,19 @@ pub fn run(fixture: &Fixture, runs: usize) -> Result<CacheBench, String> {
             run,
             "bench-cache-mark",
         )?;
+        mark("warm, changed");
         let start = Instant::now();
         let result = deep(&warm_ctx, lines, None)?;
         changed.push(start.elapsed());
         // The new lines hold no needle, but the hits' line numbers move up
         // in the changed panes: compare with a cold search of this state.
+        mark("cold, to compare");
         same_hits &= hits(&result) == deep_search(&cold_ctx, lines)?;
 
         // A hundredth of the panes print; search since the last result.
         let some = (run * hundredth + ttys.len() / 2, hundredth);
         print_in(fixture, &ttys, some, run, "bench-since-mark")?;
+        mark("since");
         let start = Instant::now();
         let result = deep(&warm_ctx, lines, Some(result.cursor))?;
         since.push(start.elapsed());

@@ -125,6 +125,10 @@ pub struct Pane {
     pub cursor_y: u32,
     pub history_size: u64,
     pub history_limit: u64,
+    // The second of the last output in the pane's window (listed only with
+    // the pane cache's fingerprint: never sent).
+    #[serde(skip)]
+    pub window_activity: i64,
     pub window_id: WindowId,
     pub window_index: u32,
     pub window_name: String,
@@ -141,6 +145,7 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use super::connection::{nonce, Shared};
+use super::spans::Span;
 use super::{TmuxCommand, TmuxError};
 
 /// The fields asked for, in order.
@@ -210,7 +215,11 @@ const SEARCH_FIELDS: &[&str] = &[
 ];
 
 /// What the pane cache checks, besides [`SEARCH_FIELDS`], before it reuses
-/// text (a respawn, trim, resize or screen switch must invalidate it).
+/// text (a respawn, trim, resize or screen switch must invalidate it, and
+/// output shows in the window's activity second). One listing carries it
+/// all: tmux expands a pane's fields in one go, so its fingerprint and its
+/// window's activity are one snapshot (a second `list-panes -a` for the
+/// activity walked every pane again).
 const CACHE_FINGERPRINT_FIELDS: &[&str] = &[
     "pane_width",
     "pane_height",
@@ -220,6 +229,7 @@ const CACHE_FINGERPRINT_FIELDS: &[&str] = &[
     "cursor_y",
     "alternate_on",
     "pane_dead",
+    "window_activity",
 ];
 
 /// Which fields an inventory listing asks tmux for. tmux pays for every
@@ -238,7 +248,8 @@ pub enum Fields {
     Search,
     /// [`Fields::Search`] plus what the pane cache checks before it reuses
     /// text: `pane_width`, `pane_height`, `pane_pid`, `history_limit`,
-    /// `cursor_x`, `cursor_y`, `alternate_on`, `pane_dead`.
+    /// `cursor_x`, `cursor_y`, `alternate_on`, `pane_dead` and
+    /// `window_activity`.
     SearchWithFingerprint,
 }
 
@@ -333,7 +344,10 @@ pub(crate) fn fetch(
         .option("-F", &format(&fields, &sep, &end));
     let mut commands = vec![cmd];
     commands.extend_from_slice(then);
+    let round_trip = Span::new("inventory.round_trip");
     let mut replies = shared.run_many(&commands, deadline).into_iter();
+    drop(round_trip);
+    let _parsing = Span::new("inventory.parse");
     let text = match replies.next() {
         Some(Ok(t)) => t,
         Some(Err(TmuxError::Command(m)))
@@ -619,6 +633,7 @@ fn pane_of(r: &Record, pane_id: PaneId, placement: PanePlacement) -> Pane {
         cursor_y: num(r.get("cursor_y")),
         history_size: num(r.get("history_size")),
         history_limit: num(r.get("history_limit")),
+        window_activity: num(r.get("window_activity")),
         window_id: placement.window_id,
         window_index: placement.window_index,
         window_name: placement.window_name.clone(),
@@ -684,7 +699,7 @@ mod tests {
             sent(Fields::SearchWithFingerprint),
             "#{session_id} #{window_id} #{window_index} #{pane_id} #{pane_index} \
              #{history_size} #{pane_width} #{pane_height} #{pane_pid} #{history_limit} \
-             #{cursor_x} #{cursor_y} #{alternate_on} #{pane_dead}\
+             #{cursor_x} #{cursor_y} #{alternate_on} #{pane_dead} #{window_activity}\
              <s>#{session_name}<s>#{window_name}<e>"
         );
         let full = sent(Fields::Full);

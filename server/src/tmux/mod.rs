@@ -100,6 +100,7 @@ pub mod oneshot;
 pub mod private_server;
 pub mod reach;
 pub mod servers;
+pub mod spans;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -294,7 +295,42 @@ impl Tmux {
         deadline: Instant,
         cancel: Arc<AtomicBool>,
     ) -> crossbeam_channel::Receiver<CaptureReply> {
-        capture::start(self.inner.clone(), requests, options, deadline, cancel)
+        capture::start(
+            self.inner.clone(),
+            requests,
+            options,
+            deadline,
+            cancel,
+            None,
+        )
+    }
+
+    /// [`Tmux::capture`] with a sweep client started ahead
+    /// ([`Tmux::spare_sweep`]), which the batch's first chunk uses if it is
+    /// small enough to go through a pipe (else it is let go unused).
+    pub fn capture_with_spare(
+        &self,
+        requests: Vec<CaptureRequest>,
+        options: CaptureOptions,
+        deadline: Instant,
+        cancel: Arc<AtomicBool>,
+        spare: Option<capture::Spare>,
+    ) -> crossbeam_channel::Receiver<CaptureReply> {
+        capture::start(
+            self.inner.clone(),
+            requests,
+            options,
+            deadline,
+            cancel,
+            spare,
+        )
+    }
+
+    /// Starts a sweep client before its script is known, for a caller
+    /// that will likely capture a few panes once its listing is back
+    /// (capture/spare.rs); `None` if it cannot be started.
+    pub fn spare_sweep(&self) -> Option<capture::Spare> {
+        capture::Spare::start(self.socket_path())
     }
 
     /// Subscribes to the server's event stream: pane output (as "pane

@@ -96,9 +96,11 @@
 
 mod anchor;
 mod gate;
+mod spare;
 mod split;
 
 pub(crate) use gate::Gate;
+pub use spare::Spare;
 
 use super::ids::PaneId;
 use super::TmuxError;
@@ -185,6 +187,7 @@ use crossbeam_channel::{Receiver, Sender};
 
 use super::connection::{nonce, Shared};
 use super::oneshot;
+use super::spans::Span;
 use gate::{Member, Permit};
 use split::{Split, Splitter};
 
@@ -206,6 +209,7 @@ pub(crate) fn start(
     options: CaptureOptions,
     deadline: Instant,
     cancel: Arc<AtomicBool>,
+    spare: Option<Spare>,
 ) -> Receiver<CaptureReply> {
     let (tx, rx) = crossbeam_channel::bounded(CHANNEL_CAPACITY);
     let socket = shared.socket_path().to_path_buf();
@@ -219,13 +223,17 @@ pub(crate) fn start(
             let tx = tx.clone();
             move || {
                 // The terminal query is a round trip: made here, not in the
-                // caller's thread. One-pane batches walk little: no anchor.
-                let anchor = member
-                    .as_ref()
-                    .and_then(|_| anchor::find(&shared, &requests, deadline));
+                // caller's thread. Small batches walk little: no anchor.
+                let finding = Span::new("capture.anchor");
+                let anchor = (requests.len() >= anchor::MIN_REQUESTS)
+                    .then(|| anchor::find(&shared, &requests, deadline))
+                    .flatten();
+                drop(finding);
+                let _sweeping = Span::new("capture.batch");
                 Batch {
                     socket,
                     anchor,
+                    spare: std::sync::Mutex::new(spare),
                     server_panes,
                     options,
                     deadline,
@@ -260,6 +268,8 @@ struct Batch {
     member: Option<Member>,
     /// The terminal its clients show tmux (`None`: they read a pipe).
     anchor: Option<anchor::Anchor>,
+    /// A client started ahead for the first pipe-fed chunk (`spare.rs`).
+    spare: std::sync::Mutex<Option<Spare>>,
 }
 
 /// A chunk in flight: its process and the thread reading it.
@@ -595,7 +605,14 @@ impl Batch {
                 }
             }
         }
-        (oneshot::spawn_source(&self.socket, script), None)
+        let spare = self.spare.lock().ok().and_then(|mut s| s.take());
+        match spare {
+            Some(spare) => match spare.feed(script.clone()) {
+                Some(child) => (Ok(child), None),
+                None => (oneshot::spawn_source(&self.socket, script), None),
+            },
+            None => (oneshot::spawn_source(&self.socket, script), None),
+        }
     }
 
     /// Checks joined row numbers; captures again unjoined when they do not
@@ -775,6 +792,7 @@ mod tests {
             tx: tx.clone(),
             member: None,
             anchor: None,
+            spare: std::sync::Mutex::new(None),
         };
         let started = Instant::now();
         // Nothing seen yet: the assumed rate.

@@ -62,6 +62,7 @@ pub use types::{
 };
 
 use super::context::{ToolContext, ToolError};
+use crate::tmux::spans::Span;
 use crate::tools::registry::{Annotations, Tool};
 use plan::Plan;
 use scope::{Listing, Scope};
@@ -120,11 +121,21 @@ pub fn search_panes(
     let deadline = started + plan.timeout;
     let tmux = ctx.tmux(&args.server)?;
 
-    let Listing {
-        inventory,
-        activity,
-        server,
-    } = scope::list(ctx, &tmux, deadline)?;
+    // A since search with the pane cache fetches only the panes that
+    // printed, usually few: their sweep's client starts now, while the
+    // listing is under way (tmux/capture/spare.rs). A string that is no
+    // cursor starts nothing: it is refused below.
+    let valid_since = args
+        .since
+        .as_deref()
+        .is_some_and(|s| cursor::Cursor::decode(s).is_ok());
+    let spare = (ctx.pane_cache.is_some() && valid_since)
+        .then(|| tmux.spare_sweep())
+        .flatten();
+    let listing = Span::new("search.list");
+    let Listing { inventory, server } = scope::list(ctx, &tmux, deadline)?;
+    drop(listing);
+    let planned = Span::new("search.scope_and_since");
     let scope = Scope::select(&inventory, args, &plan, limits)?;
     let since = Since::new(since::Setup {
         server: since::server_id(tmux.socket_path(), &server),
@@ -135,9 +146,26 @@ pub fn search_panes(
         scrollback: plan.scrollback,
         max_history: limits.max_scrollback_lines,
     })?;
-    let scanned = pipeline::fetch_and_scan(ctx, &tmux, &plan, &scope, &since, activity, deadline)?;
+    drop(planned);
+    let scanning = Span::new("search.fetch_and_scan");
+    let scanned = pipeline::fetch_and_scan(
+        ctx,
+        &tmux,
+        &plan,
+        &scope,
+        &since,
+        pipeline::Listed {
+            server: &server,
+            spare,
+        },
+        deadline,
+    )?;
+    drop(scanning);
+    let shaping = Span::new("search.shape");
     let mut result = shape::shape(&tmux, &plan, &scope, scanned, deadline);
+    drop(shaping);
 
+    let _finishing = Span::new("search.cursor");
     (result.cursor, result.since_panes) = since.finish();
     result.since_reset = since.reset;
     result.elapsed_ms = started.elapsed().as_millis() as u64;

@@ -17,6 +17,8 @@ use panescan_engine::{
 use super::plan::Plan;
 use super::scope::Scope;
 use super::since::Since;
+use crate::tmux::capture::Spare;
+use crate::tmux::spans::Span;
 use crate::tmux::{CaptureOptions, CaptureReply, CaptureRequest, CapturedText, Tmux, TmuxError};
 use crate::tools::context::{ToolContext, ToolError};
 
@@ -27,6 +29,14 @@ pub(super) struct FetchReport {
     pub(super) byte_clamped: bool,
     /// Captures did not arrive before the deadline.
     pub(super) timed_out: bool,
+}
+
+/// What the search read and started before it fetches: the server's
+/// `#{pid} #{start_time}` (the pane cache's stamp) and a sweep client
+/// started ahead for the few panes a since search usually fetches.
+pub(super) struct Listed<'a> {
+    pub(super) server: &'a str,
+    pub(super) spare: Option<Spare>,
 }
 
 /// What fetching and scanning the scope found.
@@ -45,7 +55,7 @@ pub(super) fn fetch_and_scan(
     plan: &Plan,
     scope: &Scope,
     since: &Since,
-    activity: Result<String, TmuxError>,
+    listed: Listed,
     deadline: Instant,
 ) -> Result<Scanned, ToolError> {
     let stop_fetch = Arc::new(AtomicBool::new(false));
@@ -58,16 +68,18 @@ pub(super) fn fetch_and_scan(
             range: since.range(i),
         })
         .collect();
+    let starting = Span::new("search.start_fetch");
     let replies = start_fetch(
         ctx,
         tmux,
         plan,
         scope,
         requests,
-        activity,
+        listed,
         deadline,
         &stop_fetch,
     );
+    drop(starting);
     let options = search_options(ctx, plan, deadline);
     let total = scope.panes.len();
     let progress = ProgressThrottle::new(ctx, total);
@@ -85,13 +97,16 @@ pub(super) fn fetch_and_scan(
                 &take,
             )
         });
+        let scanning = Span::new("search.engine");
         let outcome = engine::search(&plan.matcher, &options, rx, &|p| progress.report(p));
+        drop(scanning);
         // The engine may stop early (a budget ran out): stop asking tmux.
         stop_fetch.store(true, Ordering::Relaxed);
         let fetch = forwarder.join().unwrap_or_default();
         (outcome, fetch)
     });
     ctx.check_cancelled()?;
+    let looking = Span::new("search.second_look");
     second_look(
         ctx,
         tmux,
@@ -102,6 +117,7 @@ pub(super) fn fetch_and_scan(
         &mut fetch,
         deadline,
     );
+    drop(looking);
     settle_cursor(since, &outcome, &fetch, total);
 
     if total > 0 && outcome.failed.len() == total {
@@ -245,7 +261,7 @@ fn start_fetch(
     plan: &Plan,
     scope: &Scope,
     requests: Vec<CaptureRequest>,
-    activity: Result<String, TmuxError>,
+    listed: Listed,
     deadline: Instant,
     stop_fetch: &Arc<AtomicBool>,
 ) -> Receiver<CaptureReply> {
@@ -254,14 +270,15 @@ fn start_fetch(
         escapes: false,
     };
     match &ctx.pane_cache {
-        Some(cache) => cache.capture_read(
+        Some(cache) => cache.capture_listed(
             tmux,
             scope.inventory,
-            activity,
+            listed.server,
             requests,
             capture_options,
             deadline,
             stop_fetch.clone(),
+            listed.spare,
         ),
         None => tmux.capture(requests, capture_options, deadline, stop_fetch.clone()),
     }

@@ -8,55 +8,40 @@ use std::time::Instant;
 
 use super::plan::Plan;
 use super::types::SearchPanesArgs;
-use crate::cache::PaneCache;
 use crate::config::SearchCeilings;
-use crate::tmux::{Fields, Inventory, Pane, PaneId, Tmux, TmuxCommand, TmuxError, WindowId};
+use crate::tmux::{Fields, Inventory, Pane, PaneId, Tmux, TmuxCommand, WindowId};
 use crate::tools::context::{ToolContext, ToolError};
 use crate::tools::{bounded_list, find_session, find_window};
 
 /// What one round trip told about the server.
 #[derive(Debug)]
 pub(super) struct Listing {
+    /// Every pane with its cache fingerprint and window activity.
     pub(super) inventory: Inventory,
-    /// The pane cache's activity read, when there is a cache.
-    pub(super) activity: Result<String, TmuxError>,
-    /// `#{pid} #{start_time}` of the server, for the search cursor.
+    /// `#{pid} #{start_time}` of the server, for the search cursor and the
+    /// pane cache (empty if tmux did not say).
     pub(super) server: String,
 }
 
 /// Lists every pane, with what the search cursor records of each (process,
-/// width, cursor row: the cache's fingerprint fields) and the server's pid
-/// and start time. The listing uses the search's own deadline (a tmux
-/// busy with other calls' captures gets the whole budget, and a stopped one
-/// cannot hold the call past it); with the pane cache, its activity read
-/// rides in the same round trip.
+/// width, cursor row) and what the pane cache checks (the same fields and
+/// the window's activity second), and the server's pid and start time:
+/// one listing and one `display-message`, in one round trip. The listing
+/// uses the search's own deadline (a tmux busy with other calls' captures
+/// gets the whole budget, and a stopped one cannot hold the call past it).
 pub(super) fn list(
     ctx: &ToolContext,
     tmux: &Tmux,
     deadline: Instant,
 ) -> Result<Listing, ToolError> {
-    let mut then = vec![TmuxCommand::new("display-message")
+    let then = [TmuxCommand::new("display-message")
         .flag("-p")
         .format_arg("#{pid} #{start_time}")];
-    if ctx.pane_cache.is_some() {
-        then.push(PaneCache::activity_command());
-    }
     let t = tmux.clone();
     let (inventory, mut extra) =
         ctx.cancellable(move || t.inventory(Fields::SearchWithFingerprint, &then, deadline))?;
-    let activity = if ctx.pane_cache.is_some() {
-        extra
-            .pop()
-            .unwrap_or(Err(TmuxError::ConnectionLost("no reply".into())))
-    } else {
-        Err(TmuxError::ConnectionLost("no cache".into()))
-    };
     let server = extra.pop().and_then(Result::ok).unwrap_or_default();
-    Ok(Listing {
-        inventory,
-        activity,
-        server,
-    })
+    Ok(Listing { inventory, server })
 }
 
 /// The panes a search captures, and what the operator's ceilings left out.

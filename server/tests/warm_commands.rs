@@ -1,0 +1,228 @@
+//! What a repeated search costs tmux, counted in commands rather than
+//! timed: tmux numbers every command it runs (one counter for the whole
+//! server, shown to a control client in each `%begin` line), so a control
+//! client of the test's own that asks twice learns how many commands ran
+//! in between. A warm search of unchanged panes, and a search since a
+//! cursor with nothing printed, must cost one round trip of two commands
+//! (the listing and the server's stamp: [`LISTING`]; a since search also
+//! the empty script of the sweep client it started ahead); a since search
+//! after one pane printed adds one sweep for that pane, and no terminal
+//! probe. Every sweep client panescan started has ended and been reaped
+//! before the count is read.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Stdio};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use common::{child_process, eventually, last_pid, new_children, Serve};
+use panescan::fixture::{Fixture, FixtureShape};
+use panescan::tmux::private_server::PrivateServer;
+use serde_json::{json, Value};
+
+const MARK: &str = "warm-commands-mark";
+
+/// A control client of the test's own, to read tmux's command counter.
+struct Counter {
+    child: Child,
+    stdin: ChildStdin,
+    lines: crossbeam_channel::Receiver<String>,
+    asked: usize,
+}
+
+impl Counter {
+    fn attach(tmux: &PrivateServer) -> Counter {
+        let mut child = tmux
+            .command()
+            .args(["-C", "attach"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = crossbeam_channel::unbounded();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        Counter {
+            child,
+            stdin,
+            lines,
+            asked: 0,
+        }
+    }
+
+    /// The number tmux gives the next command it runs for this client.
+    fn now(&mut self) -> u64 {
+        self.asked += 1;
+        let probe = format!("counter-probe-{}", self.asked);
+        writeln!(self.stdin, "display-message -p {probe}").unwrap();
+        let mut number = None;
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(Duration::from_secs(30))
+                .expect("the counter's control client stopped answering");
+            if let Some(rest) = line.strip_prefix("%begin ") {
+                number = rest.split(' ').nth(1).and_then(|n| n.parse().ok());
+            } else if line == probe {
+                return number.expect("a %begin before the probe's answer");
+            }
+        }
+    }
+
+    /// Commands tmux ran (for every client) during `f`, a call to the
+    /// `panescan serve` whose pid is `serve`, counted once every tmux
+    /// client it started meanwhile has ended and been reaped.
+    fn during<T>(&mut self, serve: u32, f: impl FnOnce() -> T) -> (u64, T) {
+        let since = last_pid();
+        let before = self.now();
+        let out = f();
+        let clients: Vec<u32> = new_children(serve, since)
+            .into_iter()
+            .filter(|p| p.cmdline.contains("source-file"))
+            .map(|p| p.pid)
+            .collect();
+        let ended = eventually(Duration::from_secs(30), || {
+            clients
+                .iter()
+                .all(|&pid| child_process(pid, serve).is_none())
+        });
+        assert!(
+            ended,
+            "a sweep client of panescan's was left running or unreaped"
+        );
+        // The second probe is one more command.
+        (self.now() - before - 1, out)
+    }
+}
+
+impl Drop for Counter {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// Waits until the clock is in a later second than `than`: the pane cache
+/// reuses text only when a window's last output came in an earlier second
+/// than its capture.
+fn next_second(than: u64) {
+    assert!(eventually(Duration::from_secs(5), || now_secs() > than));
+}
+
+fn search(s: &mut Serve, since: Option<&Value>) -> Value {
+    let mut args = json!({"pattern": MARK, "scrollback_lines": 100_000});
+    if let Some(cursor) = since {
+        args["since"] = cursor.clone();
+    }
+    s.call_ok("search_panes", args)
+}
+
+#[test]
+fn a_repeated_search_costs_tmux_one_listing_and_a_since_search_one_small_sweep() {
+    let shape = FixtureShape {
+        panes: 30,
+        lines: 200,
+        width: 100,
+        height: 20,
+        needle_every: 1_000_000,
+    };
+    let fx = Fixture::build(
+        "warm-commands",
+        shape,
+        &panescan::corpus::sources(),
+        Duration::from_secs(300),
+        &mut |_, _| {},
+    )
+    .unwrap();
+    let mut s = Serve::spawn(fx.server.socket_name());
+    s.initialize();
+    let mut counter = Counter::attach(&fx.server);
+    next_second(now_secs());
+
+    let first = search(&mut s, None);
+    assert_eq!(first["total_panes_matched"], 0, "{first}");
+    let all_lines = first["lines_scanned"].as_u64().unwrap();
+    assert!(all_lines > 30 * 200, "{first}");
+    next_second(now_secs());
+
+    // Nothing printed: every pane comes from the cache.
+    let serve = s.pid();
+    let (commands, warm) = counter.during(serve, || search(&mut s, None));
+    assert_eq!(warm["lines_scanned"], all_lines, "{warm}");
+    assert_eq!(
+        commands, LISTING,
+        "a warm search of unchanged panes: {warm}"
+    );
+
+    let (commands, since) = counter.during(serve, || search(&mut s, Some(&warm["cursor"])));
+    assert_eq!(since["lines_scanned"], 0, "{since}");
+    assert_eq!(
+        commands,
+        LISTING + UNUSED_SPARE,
+        "a since search, nothing printed: {since}"
+    );
+
+    // One pane prints a line: the listing, one sweep of that pane's delta
+    // (SWEEP_OF_ONE_DELTA says what it holds), and the hit's command and
+    // path.
+    let pane = &fx.pane_ids[7];
+    let tty = fx
+        .server
+        .run_ok(["display-message", "-p", "-t", pane, "#{pane_tty}"])
+        .unwrap();
+    let text = format!("{MARK} printed");
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(tty.trim())
+        .unwrap();
+    write!(f, "{text}\r\n").unwrap();
+    assert!(eventually(Duration::from_secs(10), || {
+        fx.server
+            .run_ok(["capture-pane", "-p", "-t", pane])
+            .is_ok_and(|t| t.contains(&text))
+    }));
+    let (commands, found) = counter.during(serve, || search(&mut s, Some(&since["cursor"])));
+    assert_eq!(found["lines_scanned"], 1, "{found}");
+    assert_eq!(found["total_panes_matched"], 1, "{found}");
+    eprintln!("since search after one pane printed: {commands} tmux commands");
+    assert_eq!(commands, SWEEP_OF_ONE_DELTA, "{found}");
+}
+
+/// The listing and the server's stamp, in one round trip on panescan's
+/// control client, which follows every command with a `display-message`
+/// of a fresh nonce (tmux/framing.rs): 2 x 2.
+const LISTING: u64 = 4;
+
+/// A since search starts its sweep's client before its listing
+/// (tmux/capture/spare.rs); with nothing to fetch the client gets an empty
+/// script: its `source-file` command, that command's completion and the
+/// client's.
+const UNUSED_SPARE: u64 = 3;
+
+/// What the since search after one pane printed costs tmux: the listing
+/// (4), the matching pane's command and path (one command and its nonce:
+/// 2), and one sweep of 8: the `source-file` client's command, its
+/// completion and the client's (tmux queues both), and the script's probe
+/// and capture of the delta's two ranges (the new rows below the anchor,
+/// the oldest stored rows) and end marker. A terminal probe before the
+/// sweep (worth it only for large sweeps, tmux/capture/anchor.rs) would
+/// be two more.
+const SWEEP_OF_ONE_DELTA: u64 = 14;
