@@ -216,14 +216,24 @@ fn call_typed<T: Tool>(ctx: &ToolContext, args: Value) -> Result<ToolOutput, Too
     let args: T::Args = serde_json::from_value(args)
         .map_err(|e| ToolError::new(format!("invalid arguments for {}: {e}", T::NAME)))?;
     let output = T::run(ctx, args)?;
+    encode::<T>(output, ctx.response_room, ctx.ceilings().response_bytes)
+}
+
+/// A tool's result as it goes into its response: encoded in at most
+/// `room` bytes, or the error that says why it cannot be (`ceiling`: the
+/// whole line's, which the error names).
+pub fn encode<T: Tool>(
+    output: T::Output,
+    room: usize,
+    ceiling: usize,
+) -> Result<ToolOutput, ToolError> {
     // A result that would not fit its response is cut where the tool can
     // cut it, else refused with a way forward; never sent.
-    encode_within::<T>(output, ctx.response_room).map_err(|size| {
+    encode_within::<T>(output, room).map_err(|size| {
         if size == 0 {
             return ToolError::internal(format!("{}: cannot encode the result", T::NAME));
         }
-        let ceiling = ctx.ceilings().response_bytes;
-        let line = size + ceiling.saturating_sub(ctx.response_room);
+        let line = size + ceiling.saturating_sub(room);
         ToolError::over_ceiling(format!(
             "{}: the result would make a {line}-byte response, over the {ceiling}-byte ceiling; narrow the request (filters, a smaller range, max_lines / max_bytes)",
             T::NAME

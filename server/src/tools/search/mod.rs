@@ -38,6 +38,8 @@
 //! reaches tmux.
 
 mod cursor;
+#[cfg(test)]
+mod golden;
 mod group;
 mod pipeline;
 mod plan;
