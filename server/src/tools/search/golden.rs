@@ -201,7 +201,7 @@ fn grouped(count: usize) -> SearchPanesResult {
 }
 
 /// Every case: its name, the result and the ceilings it is answered under.
-fn cases() -> Vec<(&'static str, SearchPanesResult, Vec<usize>)> {
+pub(super) fn cases() -> Vec<(&'static str, SearchPanesResult, Vec<usize>)> {
     let mut quotes = result(panes(3, 10, 20, 4, 0));
     for line in quotes.matches.iter_mut().flat_map(|p| p.lines.iter_mut()) {
         line.text = format!("\"\"\u{1}\\{}", line.text);

@@ -38,6 +38,7 @@
 //! reaches tmux.
 
 mod cursor;
+mod encode;
 #[cfg(test)]
 mod golden;
 mod group;
@@ -64,7 +65,7 @@ pub use types::{
 };
 
 use super::context::{ToolContext, ToolError};
-use crate::tools::registry::{Annotations, Tool};
+use crate::tools::registry::{Annotations, Tool, ToolOutput};
 use plan::Plan;
 use scope::{Listing, Scope};
 use since::Since;
@@ -87,27 +88,37 @@ impl Tool for SearchPanes {
 
     fn text(output: &Self::Output) -> String {
         let text = render_text(output);
-        // A client reading only the text needs the cursor to search since:
-        // it goes just above the closing summary line.
-        let mut extra = String::new();
-        for note in &output.since_panes {
-            extra.push_str(&format!(
-                "{} {}: searched in full\n",
-                note.pane_id, note.reason
-            ));
-        }
-        if output.since_reset {
-            extra.push_str("the tmux server restarted since the cursor: searched in full\n");
-        }
-        extra.push_str(&format!("cursor: {}\n", output.cursor));
-        let body = text.trim_end_matches('\n');
-        let at = body.rfind('\n').map_or(0, |i| i + 1);
-        format!("{}{extra}{}", &text[..at], &text[at..])
+        // The summary is the last line (it ends without a newline); the
+        // notes go just above it.
+        let at = text.rfind('\n').map_or(0, |i| i + 1);
+        format!("{}{}{}", &text[..at], text_notes(output), &text[at..])
+    }
+
+    fn encode(output: Self::Output, room: usize) -> Result<ToolOutput, usize> {
+        encode::encode(output, room)
     }
 
     fn shrink(output: &mut Self::Output, excess: usize) -> bool {
         shape::cut_to_size(output, excess)
     }
+}
+
+/// The lines the text gives just above its closing summary: a client
+/// reading only the text needs the cursor to search since, and to know
+/// which panes were searched in full.
+fn text_notes(output: &SearchPanesResult) -> String {
+    let mut notes = String::new();
+    for note in &output.since_panes {
+        notes.push_str(&format!(
+            "{} {}: searched in full\n",
+            note.pane_id, note.reason
+        ));
+    }
+    if output.since_reset {
+        notes.push_str("the tmux server restarted since the cursor: searched in full\n");
+    }
+    notes.push_str(&format!("cursor: {}\n", output.cursor));
+    notes
 }
 
 /// Runs a search: plan, scope, fetch and scan, shape (the registry renders

@@ -293,7 +293,7 @@ mod tests {
     fn small_results_are_not_cut() {
         let r = empty_result(vec![hit(1, 3, 10)]);
         let out = encode_within::<SearchPanes>(r, 1_000_000).unwrap();
-        let v: serde_json::Value = serde_json::from_str(out.structured.get()).unwrap();
+        let v: serde_json::Value = serde_json::from_str(out.structured.as_str()).unwrap();
         assert_eq!(v["matches_truncated"], false);
         assert_eq!(v["matches"][0]["lines"].as_array().unwrap().len(), 3);
     }
@@ -310,7 +310,7 @@ mod tests {
         assert!(out.encoded_len() <= room, "{}", out.encoded_len());
         // Lines are dropped one by one: not much room is left over.
         assert!(out.encoded_len() > room - 10_000, "{}", out.encoded_len());
-        let v: serde_json::Value = serde_json::from_str(out.structured.get()).unwrap();
+        let v: serde_json::Value = serde_json::from_str(out.structured.as_str()).unwrap();
         assert_eq!(v["matches_truncated"], true);
         let panes = v["matches"].as_array().unwrap();
         // The first panes keep all their lines; the cut is at the end.
