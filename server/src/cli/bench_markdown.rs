@@ -66,6 +66,10 @@ pub fn report(r: &BenchReport) -> String {
         out.push('\n');
         out.push_str(&super::bench_load::markdown(l));
     }
+    if let Some(b) = &r.big {
+        out.push('\n');
+        out.push_str(&super::bench_big::markdown(b));
+    }
     out
 }
 
@@ -192,6 +196,7 @@ mod tests {
                 run_true_max_ms: 30.0,
             }),
             load: None,
+            big: None,
         }
     }
 
