@@ -24,10 +24,13 @@
 //!    instead (`group.rs`),
 //!    lines are attributed to their pane and placements, what the page's
 //!    panes run (`pane_current_command`, `pane_current_path`: the costliest
-//!    fields to list) is asked for in one round trip. A result too large for
-//!    its response is cut from the end by the registry (`cut_to_size`,
-//!    through [`Tool::shrink`]), with flags that say so.
-//! 6. **Render** (`render.rs`) — the grep-like text of the result
+//!    fields to list) is asked for in one round trip.
+//! 6. **Encode** (`encode.rs`) — the answer's JSON and text, each hit line
+//!    written once; a result too large for its response is cut from the
+//!    end, by counting what each line costs, exactly as the registry would
+//!    cut it through [`Tool::shrink`] (`cut_to_size`), with flags that say
+//!    so.
+//! 7. **Render** (`render.rs`) — the grep-like text of the result
 //!    ([`render_text`], through [`Tool::text`]), which `panescan search`,
 //!    the demo and the bench print too.
 //!

@@ -2,8 +2,8 @@
 //! to their pane and placements, and what the page's panes run
 //! (`pane_current_command`, `pane_current_path`: the costliest fields to
 //! list) is asked for in one round trip. A result too large for its response
-//! is cut from the end by the registry (`cut_to_size`, through
-//! `Tool::shrink`), with flags that say so.
+//! is cut from the end (`cut_to_size`: `Tool::shrink`, which `encode.rs`
+//! replays by counting), with flags that say so.
 
 use std::time::{Duration, Instant};
 
