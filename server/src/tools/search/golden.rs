@@ -1,22 +1,11 @@
-//! Whole `search_panes` answers, byte for byte: small ones, ones cut to
-//! their response ceiling, grouped ones, with cursor and since notes, in
-//! both protocol eras. The answers in `tests/snapshots/search_answers/`
-//! are what the server wrote for these results; any change to how a result
-//! is encoded or cut must leave them as they are
-//! (`UPDATE_SNAPSHOTS=1` rewrites them, for a change of the answer itself).
-
-use std::path::PathBuf;
-
-use serde_json::{json, Value};
+//! Search results built by hand, deterministic, for the tests that hold
+//! answers to their bytes: small ones, ones to cut to a ceiling, a page of
+//! ids, grouped ones, with cursor and since notes, text that JSON escapes.
 
 use super::types::{
     GroupFirst, HitGroup, HitLine, PaneFailure, PaneHits, SearchPanesResult, SincePane,
 };
-use super::SearchPanes;
-use crate::mcp::protocol::{self, Era};
-use crate::mcp::response::Responses;
 use crate::tmux::{PaneId, PanePlacement, SessionId, WindowId};
-use crate::tools::registry;
 
 /// A deterministic stream of numbers (no randomness in test data).
 struct Lcg(u64);
@@ -201,7 +190,7 @@ fn grouped(count: usize) -> SearchPanesResult {
 }
 
 /// Every case: its name, the result and the ceilings it is answered under.
-pub(super) fn cases() -> Vec<(&'static str, SearchPanesResult, Vec<usize>)> {
+pub(crate) fn cases() -> Vec<(&'static str, SearchPanesResult, Vec<usize>)> {
     let mut quotes = result(panes(3, 10, 20, 4, 0));
     for line in quotes.matches.iter_mut().flat_map(|p| p.lines.iter_mut()) {
         line.text = format!("\"\"\u{1}\\{}", line.text);
@@ -232,67 +221,4 @@ pub(super) fn cases() -> Vec<(&'static str, SearchPanesResult, Vec<usize>)> {
         ),
         ("grouped", grouped(30), vec![1_000_000, 3_000, 1_000, 400]),
     ]
-}
-
-/// The answer lines of one result: under each ceiling, in both eras.
-fn answers(result: &SearchPanesResult, ceilings: &[usize]) -> Vec<String> {
-    let modern = Era::Modern {
-        version: protocol::MODERN_VERSIONS[0].to_owned(),
-    };
-    let mut lines = Vec::new();
-    for &ceiling in ceilings {
-        for (era, id) in [(Era::Handshake, json!(7)), (modern.clone(), json!("q\"1"))] {
-            let responses = Responses::new(ceiling);
-            let room = responses.room_for_result(&id, &era);
-            let line = match registry::encode::<SearchPanes>(result.clone(), room, ceiling) {
-                Ok(out) => responses.tool_result(&id, &era, &out),
-                Err(e) => responses.tool_error(&id, &era, &e.message),
-            };
-            lines.push(line);
-        }
-    }
-    lines
-}
-
-fn snapshot(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/snapshots/search_answers")
-        .join(format!("{name}.jsonl"))
-}
-
-#[test]
-fn answers_are_byte_identical_to_the_recorded_ones() {
-    for (name, result, ceilings) in cases() {
-        let lines = answers(&result, &ceilings);
-        for line in &lines {
-            let parsed: Value = serde_json::from_str(line).unwrap();
-            assert!(parsed.get("result").is_some(), "{name}: {line}");
-        }
-        let path = snapshot(name);
-        if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(&path, lines.join("\n") + "\n").unwrap();
-            continue;
-        }
-        let recorded = std::fs::read_to_string(&path)
-            .unwrap_or_else(|e| panic!("{}: {e} (UPDATE_SNAPSHOTS=1 records it)", path.display()));
-        let recorded: Vec<&str> = recorded.lines().collect();
-        assert_eq!(recorded.len(), lines.len(), "{name}: number of answers");
-        for (i, (want, got)) in recorded.iter().zip(&lines).enumerate() {
-            if *want != got.as_str() {
-                let at = want
-                    .bytes()
-                    .zip(got.bytes())
-                    .position(|(a, b)| a != b)
-                    .unwrap_or(want.len().min(got.len()));
-                panic!(
-                    "{name}, answer {i}: differs at byte {at} (lengths {} and {}):\nrecorded ...{}\nnow      ...{}",
-                    want.len(),
-                    got.len(),
-                    &want[want.floor_char_boundary(at.saturating_sub(80))..want.floor_char_boundary((at + 80).min(want.len()))],
-                    &got[got.floor_char_boundary(at.saturating_sub(80))..got.floor_char_boundary((at + 80).min(got.len()))],
-                );
-            }
-        }
-    }
 }

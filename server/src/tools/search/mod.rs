@@ -43,7 +43,7 @@
 mod cursor;
 mod encode;
 #[cfg(test)]
-mod golden;
+pub(crate) mod golden;
 mod group;
 mod pipeline;
 mod plan;
