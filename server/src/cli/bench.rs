@@ -21,7 +21,7 @@ use crate::fixture::{FixtureShape, NEEDLE};
 /// `panescan bench` options.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  panescan bench\n  panescan bench --panes 1000 --lines 200\n  panescan bench --panes 50 --lines 10000 --runs 3 --json\n  panescan bench --wait-only --runs 15\n  panescan bench --load-only\n  panescan bench --svg bench.svg\n  panescan bench --markdown"
+    after_help = "Examples:\n  panescan bench\n  panescan bench --panes 1000 --lines 200\n  panescan bench --panes 50 --lines 10000 --runs 3 --json\n  panescan bench --wait-only --runs 15\n  panescan bench --load-only\n  panescan bench --big-only\n  panescan bench --svg bench.svg\n  panescan bench --markdown"
 )]
 pub struct BenchArgs {
     /// Panes in the private server.
@@ -57,6 +57,11 @@ pub struct BenchArgs {
     /// Only the wait_for_text latency cases (event stream vs polling).
     #[arg(long)]
     pub wait_only: bool,
+    /// Only the big-answer cases: search end to first byte of a
+    /// ~6,000-line answer and of one cut to the ceiling, and the big search
+    /// repeated with the pane cache warm.
+    #[arg(long, conflicts_with_all = ["cache_only", "wait_only", "load_only"])]
+    pub big_only: bool,
     /// Only the load cases: list_panes and capture_pane while 8 deep
     /// searches run, then 64 deep searches at once.
     #[arg(long, conflicts_with_all = ["cache_only", "wait_only"])]
@@ -102,6 +107,8 @@ pub struct BenchReport {
     pub wait: Option<super::bench_wait::WaitBench>,
     /// Cheap calls while deep searches run.
     pub load: Option<super::bench_load::LoadBench>,
+    /// Big answers: search end to first byte, and repeated.
+    pub big: Option<super::bench_big::BigBench>,
 }
 
 fn ms(d: Duration) -> f64 {
@@ -181,6 +188,12 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         let markdown = super::bench_markdown::cache;
         return print_section(args, &cache, super::bench_cache::print, markdown);
     }
+    if args.big_only {
+        let big = super::bench_big::run(&fixture, runs)?;
+        drop(fixture);
+        let markdown = super::bench_big::markdown;
+        return print_section(args, &big, super::bench_big::print, markdown);
+    }
     let socket = fixture.server.socket_name().to_owned();
     let first_pane = fixture.pane_ids.first().cloned().unwrap_or_default();
     if args.load_only {
@@ -203,6 +216,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         false,
     )?);
     let cache = Some(super::bench_cache::run(&fixture, runs)?);
+    let big = Some(super::bench_big::run(&fixture, runs)?);
     let wait = Some(super::bench_wait::run(runs)?);
     drop(fixture);
 
@@ -222,6 +236,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         cache,
         wait,
         load,
+        big,
     };
     if let Some(path) = &args.svg {
         super::bench_chart::write(&report, path)?;
@@ -364,6 +379,9 @@ fn print_report(args: &BenchArgs, report: &BenchReport) -> Result<(), String> {
         }
         if let Some(load) = &report.load {
             super::bench_load::print(load);
+        }
+        if let Some(big) = &report.big {
+            super::bench_big::print(big);
         }
     }
     Ok(())

@@ -66,6 +66,10 @@ pub fn report(r: &BenchReport) -> String {
         out.push('\n');
         out.push_str(&super::bench_load::markdown(l));
     }
+    if let Some(b) = &r.big {
+        out.push('\n');
+        out.push_str(&super::bench_big::markdown(b));
+    }
     out
 }
 
@@ -194,6 +198,7 @@ mod tests {
                 wide: Default::default(),
             }),
             load: None,
+            big: None,
         }
     }
 

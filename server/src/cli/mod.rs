@@ -9,6 +9,7 @@ use clap::{Args, CommandFactory, Parser, Subcommand};
 #[allow(missing_docs)]
 pub mod bench;
 #[allow(missing_docs)]
+pub mod bench_big;
 pub mod bench_cache;
 #[allow(missing_docs)]
 pub mod bench_chart;

@@ -10,6 +10,8 @@
 //! - [`server`] — the stdio loop and shutdown.
 
 pub mod dispatch;
+#[cfg(test)]
+mod golden;
 pub mod jsonrpc;
 pub mod listing;
 pub mod protocol;

@@ -44,7 +44,7 @@ impl Responses {
 
     /// The answer carrying a tool's result.
     pub fn tool_result(&self, id: &Value, era: &Era, out: &ToolOutput) -> String {
-        let line = tool_line(id, era, out.text.get(), Some(out.structured.get()));
+        let line = tool_line(id, era, &out.text, Some(&out.structured));
         if line.len() <= self.ceiling {
             return line;
         }
@@ -166,7 +166,6 @@ fn clip(message: &str) -> std::borrow::Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::value::to_raw_value;
 
     fn modern() -> Era {
         Era::Modern {
@@ -176,8 +175,8 @@ mod tests {
 
     fn output(text: &str, structured: Value) -> ToolOutput {
         ToolOutput {
-            structured: to_raw_value(&structured).unwrap(),
-            text: to_raw_value(text).unwrap(),
+            structured: structured.to_string(),
+            text: Value::String(text.to_owned()).to_string(),
         }
     }
 

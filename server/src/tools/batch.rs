@@ -242,7 +242,7 @@ fn run_operations(
     let done = AtomicUsize::new(0);
     let run_one = |tool: &str, a: Value| -> Outcome {
         let r = match ctx.registry.call(&ctx.child(), tool, a) {
-            Some(Ok(out)) => Ok(out.structured),
+            Some(Ok(out)) => out.into_raw_structured(),
             Some(Err(e)) => Err(e),
             None => Err(ToolError::new(format!("unknown tool {tool:?}"))),
         };
@@ -376,7 +376,7 @@ mod tests {
         let room = 500_000;
         let encoded = encode_within::<CallReadToolsBatch>(out, room).unwrap();
         assert!(encoded.encoded_len() <= room, "{}", encoded.encoded_len());
-        let v: Value = serde_json::from_str(encoded.structured.get()).unwrap();
+        let v: Value = serde_json::from_str(encoded.structured.as_str()).unwrap();
         let dropped: Vec<bool> = v["results"]
             .as_array()
             .unwrap()

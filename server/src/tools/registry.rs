@@ -114,40 +114,70 @@ pub trait Tool {
     fn shrink(_output: &mut Self::Output, _excess: usize) -> bool {
         false
     }
+
+    /// Encodes a result in at most `room` bytes; `Err` carries the size
+    /// of the last encoding that did not fit (0: none could be made). The
+    /// default, [`encode_within`], encodes the whole result after each
+    /// [`Tool::shrink`]; a tool with large results may encode each piece
+    /// once and count what a cut saves, answering byte for byte as the
+    /// default would.
+    fn encode(output: Self::Output, room: usize) -> Result<ToolOutput, usize>
+    where
+        Self: Sized,
+    {
+        encode_within::<Self>(output, room)
+    }
 }
 
 /// What a successful call returns, encoded once: the structured result and
 /// its text rendering, each as the JSON that goes into the response.
 #[derive(Debug, Clone)]
 pub struct ToolOutput {
-    /// `structuredContent`.
-    pub structured: Box<RawValue>,
+    /// `structuredContent`: a JSON value.
+    pub structured: String,
     /// The text rendering, as a JSON string (quotes and escapes included).
-    pub text: Box<RawValue>,
+    pub text: String,
 }
 
 impl ToolOutput {
     /// The bytes the result takes in a response line.
     pub fn encoded_len(&self) -> usize {
-        self.structured.get().len() + self.text.get().len()
+        self.structured.len() + self.text.len()
+    }
+
+    /// The structured result as a raw JSON value, for a result that goes
+    /// into another one (a batch's); checked on the way, as a raw value is.
+    pub fn into_raw_structured(self) -> Result<Box<RawValue>, ToolError> {
+        RawValue::from_string(self.structured)
+            .map_err(|e| ToolError::internal(format!("a result is not JSON: {e}")))
     }
 }
 
 /// Rounds of cutting a result before it is refused (each round encodes it
 /// again; a tool's estimate is usually right the first time).
-const MAX_FIT_ROUNDS: usize = 32;
+pub const MAX_FIT_ROUNDS: usize = 32;
 
 /// Encodes `output`, cutting it with [`Tool::shrink`] until it takes at
 /// most `room` bytes. `Err` carries the size of the last encoding that
 /// did not fit (or 0 when it could not be encoded at all).
-pub fn encode_within<T: Tool>(mut output: T::Output, room: usize) -> Result<ToolOutput, usize> {
+pub fn encode_within<T: Tool>(output: T::Output, room: usize) -> Result<ToolOutput, usize> {
+    fit_in_rounds::<T>(output, room, MAX_FIT_ROUNDS)
+}
+
+/// [`encode_within`] with `rounds` rounds of cutting left: for an encoder
+/// that did the first rounds its own way.
+pub fn fit_in_rounds<T: Tool>(
+    mut output: T::Output,
+    room: usize,
+    rounds: usize,
+) -> Result<ToolOutput, usize> {
     let encode = |output: &T::Output| -> Option<ToolOutput> {
         Some(ToolOutput {
-            structured: serde_json::value::to_raw_value(output).ok()?,
-            text: serde_json::value::to_raw_value(&T::text(output)).ok()?,
+            structured: serde_json::to_string(output).ok()?,
+            text: serde_json::to_string(&T::text(output)).ok()?,
         })
     };
-    for _ in 0..MAX_FIT_ROUNDS {
+    for _ in 0..rounds {
         let encoded = encode(&output).ok_or(0usize)?;
         let size = encoded.encoded_len();
         if size <= room {
@@ -216,14 +246,24 @@ fn call_typed<T: Tool>(ctx: &ToolContext, args: Value) -> Result<ToolOutput, Too
     let args: T::Args = serde_json::from_value(args)
         .map_err(|e| ToolError::new(format!("invalid arguments for {}: {e}", T::NAME)))?;
     let output = T::run(ctx, args)?;
+    encode::<T>(output, ctx.response_room, ctx.ceilings().response_bytes)
+}
+
+/// A tool's result as it goes into its response: encoded in at most
+/// `room` bytes, or the error that says why it cannot be (`ceiling`: the
+/// whole line's, which the error names).
+pub fn encode<T: Tool>(
+    output: T::Output,
+    room: usize,
+    ceiling: usize,
+) -> Result<ToolOutput, ToolError> {
     // A result that would not fit its response is cut where the tool can
     // cut it, else refused with a way forward; never sent.
-    encode_within::<T>(output, ctx.response_room).map_err(|size| {
+    T::encode(output, room).map_err(|size| {
         if size == 0 {
             return ToolError::internal(format!("{}: cannot encode the result", T::NAME));
         }
-        let ceiling = ctx.ceilings().response_bytes;
-        let line = size + ceiling.saturating_sub(ctx.response_room);
+        let line = size + ceiling.saturating_sub(room);
         ToolError::over_ceiling(format!(
             "{}: the result would make a {line}-byte response, over the {ceiling}-byte ceiling; narrow the request (filters, a smaller range, max_lines / max_bytes)",
             T::NAME
@@ -549,15 +589,15 @@ mod tests {
             .unwrap();
         assert!(out.encoded_len() <= 8_000, "{}", out.encoded_len());
         assert!(out.encoded_len() > 8_000 - 100, "{}", out.encoded_len());
-        let v: Value = serde_json::from_str(out.structured.get()).unwrap();
+        let v: Value = serde_json::from_str(out.structured.as_str()).unwrap();
         assert_eq!(v["cut"], true);
-        let text: String = serde_json::from_str(out.text.get()).unwrap();
+        let text: String = serde_json::from_str(out.text.as_str()).unwrap();
         assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), v);
         let small = reg
             .call(&ctx, "quotes", serde_json::json!({"n": 3}))
             .unwrap()
             .unwrap();
-        let v: Value = serde_json::from_str(small.structured.get()).unwrap();
+        let v: Value = serde_json::from_str(small.structured.as_str()).unwrap();
         assert_eq!(v["cut"], false);
         // A tool that cannot cut is refused, naming the whole line.
         let (reg, mut ctx) = context(

@@ -24,10 +24,13 @@
 //!    instead (`group.rs`),
 //!    lines are attributed to their pane and placements, what the page's
 //!    panes run (`pane_current_command`, `pane_current_path`: the costliest
-//!    fields to list) is asked for in one round trip. A result too large for
-//!    its response is cut from the end by the registry (`cut_to_size`,
-//!    through [`Tool::shrink`]), with flags that say so.
-//! 6. **Render** (`render.rs`) — the grep-like text of the result
+//!    fields to list) is asked for in one round trip.
+//! 6. **Encode** (`encode.rs`) — the answer's JSON and text, each hit line
+//!    written once; a result too large for its response is cut from the
+//!    end, by counting what each line costs, exactly as the registry would
+//!    cut it through [`Tool::shrink`] (`cut_to_size`), with flags that say
+//!    so.
+//! 7. **Render** (`render.rs`) — the grep-like text of the result
 //!    ([`render_text`], through [`Tool::text`]), which `panescan search`,
 //!    the demo and the bench print too.
 //!
@@ -38,6 +41,9 @@
 //! reaches tmux.
 
 mod cursor;
+mod encode;
+#[cfg(test)]
+pub(crate) mod golden;
 mod group;
 mod pipeline;
 mod plan;
@@ -63,7 +69,7 @@ pub use types::{
 
 use super::context::{ToolContext, ToolError};
 use crate::tmux::spans::Span;
-use crate::tools::registry::{Annotations, Tool};
+use crate::tools::registry::{Annotations, Tool, ToolOutput};
 use plan::Plan;
 use scope::{Listing, Scope};
 use since::Since;
@@ -86,27 +92,37 @@ impl Tool for SearchPanes {
 
     fn text(output: &Self::Output) -> String {
         let text = render_text(output);
-        // A client reading only the text needs the cursor to search since:
-        // it goes just above the closing summary line.
-        let mut extra = String::new();
-        for note in &output.since_panes {
-            extra.push_str(&format!(
-                "{} {}: searched in full\n",
-                note.pane_id, note.reason
-            ));
-        }
-        if output.since_reset {
-            extra.push_str("the tmux server restarted since the cursor: searched in full\n");
-        }
-        extra.push_str(&format!("cursor: {}\n", output.cursor));
-        let body = text.trim_end_matches('\n');
-        let at = body.rfind('\n').map_or(0, |i| i + 1);
-        format!("{}{extra}{}", &text[..at], &text[at..])
+        // The summary is the last line (it ends without a newline); the
+        // notes go just above it.
+        let at = text.rfind('\n').map_or(0, |i| i + 1);
+        format!("{}{}{}", &text[..at], text_notes(output), &text[at..])
+    }
+
+    fn encode(output: Self::Output, room: usize) -> Result<ToolOutput, usize> {
+        encode::encode(output, room)
     }
 
     fn shrink(output: &mut Self::Output, excess: usize) -> bool {
         shape::cut_to_size(output, excess)
     }
+}
+
+/// The lines the text gives just above its closing summary: a client
+/// reading only the text needs the cursor to search since, and to know
+/// which panes were searched in full.
+fn text_notes(output: &SearchPanesResult) -> String {
+    let mut notes = String::new();
+    for note in &output.since_panes {
+        notes.push_str(&format!(
+            "{} {}: searched in full\n",
+            note.pane_id, note.reason
+        ));
+    }
+    if output.since_reset {
+        notes.push_str("the tmux server restarted since the cursor: searched in full\n");
+    }
+    notes.push_str(&format!("cursor: {}\n", output.cursor));
+    notes
 }
 
 /// Runs a search: plan, scope, fetch and scan, shape (the registry renders

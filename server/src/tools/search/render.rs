@@ -2,7 +2,12 @@
 //! by the tool's text content, `panescan search`, the demo and the bench,
 //! and the names of the clamp flags that fired.
 
+use std::fmt::Write as _;
+
 use super::types::{HitGroup, HitLine, PaneHits, SearchPanesResult};
+
+/// What follows a pane's place when it has more matching lines than shown.
+pub(super) const MORE_LINES: &str = " (more matching lines not shown)\n";
 
 /// The grep-like rendering: one line per hit, `%3 dev:1.0 -12: text`,
 /// context lines with `-` instead of `:`, and a closing line that names
@@ -15,7 +20,8 @@ pub fn render_text(result: &SearchPanesResult) -> String {
             push_hit(&mut out, &place, hit, &Style::PLAIN);
         }
         if pane.lines_truncated {
-            out.push_str(&format!("{place} (more matching lines not shown)\n"));
+            out.push_str(&place);
+            out.push_str(MORE_LINES);
         }
     }
     for group in result.groups.iter().flatten() {
@@ -90,27 +96,34 @@ pub fn push_hit(out: &mut String, place: &str, hit: &HitLine, style: &Style) {
         ..
     } = *style;
     let first = hit.line - hit.before.len() as i64;
+    // Written in place (a String never fails to take a write): a big
+    // answer renders thousands of these.
     for (i, text) in hit.before.iter().enumerate() {
-        out.push_str(&format!(
-            "{place} {g}{}{r}- {d}{text}{r}\n",
-            first + i as i64
-        ));
+        let _ = writeln!(out, "{place} {g}{}{r}- {d}{text}{r}", first + i as i64);
     }
-    out.push_str(&format!("{place} {g}{}{r}: {}\n", hit.line, hit.text));
+    let _ = writeln!(out, "{place} {g}{}{r}: {}", hit.line, hit.text);
     for (i, text) in hit.after.iter().enumerate() {
-        out.push_str(&format!(
-            "{place} {g}{}{r}- {d}{text}{r}\n",
+        let _ = writeln!(
+            out,
+            "{place} {g}{}{r}- {d}{text}{r}",
             hit.line + 1 + i as i64
-        ));
+        );
     }
 }
 
 /// `-- 12 lines in 3 panes (page 1-3 of 3); searched 200 panes, ...`.
 pub fn summary_line(result: &SearchPanesResult) -> String {
     let lines: usize = result.matches.iter().map(|p| p.lines.len()).sum();
+    summary_of(result, lines, result.matches.len())
+}
+
+/// The summary line of `result` showing `lines` lines from `panes` panes
+/// (the result's own matches are not read: an encoder that holds them
+/// apart counts them itself).
+pub(super) fn summary_of(result: &SearchPanesResult, lines: usize, panes: usize) -> String {
     let mut s = format!(
         "-- {lines} matching lines shown from {} of {} matching panes; searched {} panes ({} failed), {} bytes, {} lines in {} ms",
-        result.matches.len(),
+        panes,
         result.total_panes_matched,
         result.panes_searched,
         result.panes_failed,
@@ -133,7 +146,7 @@ pub fn summary_line(result: &SearchPanesResult) -> String {
         s.push_str(&format!(
             "; {} more matching panes: use offset {}",
             result.truncated_panes.len(),
-            result.offset + result.matches.len()
+            result.offset + panes
         ));
     }
     let clamps = clamp_names(result);

@@ -2,8 +2,8 @@
 //! to their pane and placements, and what the page's panes run
 //! (`pane_current_command`, `pane_current_path`: the costliest fields to
 //! list) is asked for in one round trip. A result too large for its response
-//! is cut from the end by the registry (`cut_to_size`, through
-//! `Tool::shrink`), with flags that say so.
+//! is cut from the end (`cut_to_size`: `Tool::shrink`, which `encode.rs`
+//! replays by counting), with flags that say so.
 
 use std::time::{Duration, Instant};
 
@@ -293,7 +293,7 @@ mod tests {
     fn small_results_are_not_cut() {
         let r = empty_result(vec![hit(1, 3, 10)]);
         let out = encode_within::<SearchPanes>(r, 1_000_000).unwrap();
-        let v: serde_json::Value = serde_json::from_str(out.structured.get()).unwrap();
+        let v: serde_json::Value = serde_json::from_str(out.structured.as_str()).unwrap();
         assert_eq!(v["matches_truncated"], false);
         assert_eq!(v["matches"][0]["lines"].as_array().unwrap().len(), 3);
     }
@@ -310,7 +310,7 @@ mod tests {
         assert!(out.encoded_len() <= room, "{}", out.encoded_len());
         // Lines are dropped one by one: not much room is left over.
         assert!(out.encoded_len() > room - 10_000, "{}", out.encoded_len());
-        let v: serde_json::Value = serde_json::from_str(out.structured.get()).unwrap();
+        let v: serde_json::Value = serde_json::from_str(out.structured.as_str()).unwrap();
         assert_eq!(v["matches_truncated"], true);
         let panes = v["matches"].as_array().unwrap();
         // The first panes keep all their lines; the cut is at the end.
