@@ -25,6 +25,9 @@ pub struct ServerArgs {
     /// tmux -S socket path.
     #[serde(default)]
     pub socket_path: Option<PathBuf>,
+    /// A configured ssh host, or "local" (default).
+    #[serde(default)]
+    pub host: Option<String>,
 }
 
 /// `(progress, total, message)`.

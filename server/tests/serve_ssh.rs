@@ -1,0 +1,337 @@
+//! Many hosts through OpenSSH, against a real sshd the tests start on
+//! 127.0.0.1 (tests/common/sshd.rs): the tools over ssh answer as they do
+//! locally, two hosts in one search name their host on every match, a
+//! host that stops answering, has no tmux server or would prompt fails
+//! alone and clearly. Skipped, with the reason printed, when sshd is not
+//! installed.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::sshd::{self, Alias, SshWorld};
+use common::{eventually, Serve, TempDir};
+use panescan::tmux::private_server::PrivateServer;
+use serde_json::{json, Value};
+
+/// Shows `lines` in pane `main:0.0` and waits until tmux has them.
+fn show(tmux: &PrivateServer, lines: &str) {
+    let script = format!("printf '{lines}\\n'; exec cat");
+    tmux.run_ok(["respawn-pane", "-k", "-t", "main:0.0", &script])
+        .unwrap();
+    // A fixed name: tmux's automatic rename would change it under a test.
+    tmux.run_ok(["rename-window", "-t", "main:0", "w"]).unwrap();
+    let last = lines.rsplit("\\n").next().unwrap_or(lines).to_owned();
+    let shown = eventually(Duration::from_secs(10), || {
+        tmux.run_ok(["capture-pane", "-p", "-t", "main:0.0"])
+            .is_ok_and(|t| t.contains(&last))
+    });
+    assert!(shown, "{lines:?} never showed");
+}
+
+/// A private server whose socket is also `DIR/tmux-UID/default`, so a
+/// remote tmux with `TMUX_TMPDIR=DIR` finds it as its default server.
+fn server_under(label: &str, dir: &Path) -> PrivateServer {
+    let tmux = PrivateServer::start_under(label, 80, 24, Some(dir)).unwrap();
+    let socket = tmux.socket_path().unwrap();
+    std::os::unix::fs::symlink(&socket, socket.with_file_name("default")).unwrap();
+    tmux
+}
+
+fn serve(config: &Path, hosts: &[&str]) -> Serve {
+    let mut args: Vec<String> = vec!["serve".into(), "--ssh-config".into()];
+    args.push(config.display().to_string());
+    for h in hosts {
+        args.push("--ssh".into());
+        args.push((*h).to_owned());
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut s = Serve::spawn_with(&args, &[]);
+    s.initialize();
+    s
+}
+
+/// A result without what differs between two runs or two routes.
+fn comparable(mut v: Value) -> Value {
+    strip(&mut v);
+    v
+}
+
+fn strip(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            for key in ["host", "elapsed_ms", "cursor", "socket_path"] {
+                map.remove(key);
+            }
+            map.values_mut().for_each(strip);
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip),
+        _ => {}
+    }
+}
+
+fn hosts_of(result: &Value) -> Vec<String> {
+    result["matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["host"].as_str().unwrap_or("?").to_owned())
+        .collect()
+}
+
+#[test]
+fn tools_over_ssh_answer_as_they_do_locally() {
+    if !sshd::available() {
+        return;
+    }
+    let mut world = SshWorld::new("same");
+    let n = world.start_sshd();
+    let tmux = PrivateServer::start("ssh-same", 80, 24).unwrap();
+    show(&tmux, "alpha one\\nbeta two\\nalpha three");
+    let config = world.client_config(&[Alias {
+        name: "box",
+        sshd: n,
+        tmux_tmpdir: None,
+        identity: None,
+    }]);
+    let mut s = serve(&config, &["box"]);
+    let name = tmux.socket_name();
+    let pane = tmux
+        .run_ok(["display-message", "-p", "-t", "main:0.0", "#{pane_id}"])
+        .unwrap();
+    let pane = pane.trim();
+    for (tool, args) in [
+        ("list_panes", json!({"socket_name": name})),
+        (
+            "capture_pane",
+            json!({"socket_name": name, "pane_id": pane}),
+        ),
+        (
+            "search_panes",
+            json!({"socket_name": name, "pattern": "alpha", "context_lines": 1}),
+        ),
+    ] {
+        let mut local_args = args.clone();
+        local_args["host"] = json!("local");
+        let local = s.call_ok(tool, local_args);
+        let mut remote_args = args.clone();
+        remote_args["host"] = json!("box");
+        let remote = s.call_ok(tool, remote_args);
+        assert_eq!(comparable(local), comparable(remote.clone()), "{tool}");
+        if tool == "search_panes" {
+            assert_eq!(hosts_of(&remote), ["box"]);
+            assert_eq!(remote["matches"][0]["lines"].as_array().unwrap().len(), 2);
+        }
+    }
+    // The search again, from the pane cache of that host: the same answer.
+    let args = json!({"socket_name": name, "pattern": "alpha", "host": "box"});
+    let first = s.call_ok("search_panes", args.clone());
+    let again = s.call_ok("search_panes", args);
+    assert_eq!(comparable(first), comparable(again));
+    let info = s.call_ok(
+        "get_server_info",
+        json!({"socket_name": name, "host": "box"}),
+    );
+    assert!(info["version"].as_str().unwrap().starts_with('3'), "{info}");
+}
+
+#[test]
+fn two_hosts_in_one_search_name_their_host_on_every_match() {
+    if !sshd::available() {
+        return;
+    }
+    let mut world = SshWorld::new("two");
+    let n = world.start_sshd();
+    let (dir_a, dir_b) = (TempDir::new("ssh-two-a"), TempDir::new("ssh-two-b"));
+    let a = server_under("ssh-two-a", &dir_a.0);
+    let b = server_under("ssh-two-b", &dir_b.0);
+    show(&a, "shared from-a");
+    show(&b, "shared from-b\\nshared again-b");
+    let config = world.client_config(&[
+        Alias {
+            name: "a",
+            sshd: n,
+            tmux_tmpdir: Some(&dir_a.0),
+            identity: None,
+        },
+        Alias {
+            name: "b",
+            sshd: n,
+            tmux_tmpdir: Some(&dir_b.0),
+            identity: None,
+        },
+    ]);
+    let mut s = serve(&config, &["a", "b"]);
+    let r = s.call_ok(
+        "search_panes",
+        json!({"pattern": "shared", "hosts": ["b", "a"]}),
+    );
+    // Host order as asked, then pane order.
+    assert_eq!(hosts_of(&r), ["b", "a"], "{r}");
+    for m in r["matches"].as_array().unwrap() {
+        let host = m["host"].as_str().unwrap();
+        for line in m["lines"].as_array().unwrap() {
+            let text = line["text"].as_str().unwrap();
+            assert!(text.ends_with(&format!("-{host}")), "{host}: {text}");
+        }
+    }
+    assert_eq!(r["total_panes_matched"], 2);
+    assert!(r.get("hosts_failed").is_none(), "{r}");
+    // %0 on both hosts is two panes: capture each by host.
+    let pane = r["matches"][0]["pane_id"].as_str().unwrap().to_owned();
+    for host in ["a", "b"] {
+        let c = s.call_ok("capture_pane", json!({"pane_id": pane, "host": host}));
+        assert!(
+            c["text"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("from-{host}")),
+            "{c}"
+        );
+    }
+    // A shared line budget is charged in host order: b's scan fills it.
+    let r = s.call_ok(
+        "search_panes",
+        json!({"pattern": "shared", "hosts": ["b", "a"], "max_scan_lines": 1}),
+    );
+    assert_eq!(hosts_of(&r), ["b"], "{r}");
+    assert_eq!(r["matching_line_clamped"], true);
+    // An unknown host is refused, and never reaches ssh.
+    let e = s.call_err(
+        "search_panes",
+        json!({"pattern": "x", "hosts": ["a", "elsewhere"]}),
+    );
+    assert!(e.contains("not configured"), "{e}");
+}
+
+#[test]
+fn a_stopped_host_fails_alone_and_clearly() {
+    if !sshd::available() {
+        return;
+    }
+    let mut world = SshWorld::new("stopped");
+    let (n0, n1) = (world.start_sshd(), world.start_sshd());
+    let (dir_a, dir_b, empty) = (
+        TempDir::new("ssh-stop-a"),
+        TempDir::new("ssh-stop-b"),
+        TempDir::new("ssh-stop-none"),
+    );
+    let a = server_under("ssh-stop-a", &dir_a.0);
+    let b = server_under("ssh-stop-b", &dir_b.0);
+    show(&a, "needle a");
+    show(&b, "needle b");
+    let stranger = world.stranger_key();
+    let config = world.client_config(&[
+        Alias {
+            name: "a",
+            sshd: n0,
+            tmux_tmpdir: Some(&dir_a.0),
+            identity: None,
+        },
+        Alias {
+            name: "b",
+            sshd: n1,
+            tmux_tmpdir: Some(&dir_b.0),
+            identity: None,
+        },
+        Alias {
+            name: "empty",
+            sshd: n0,
+            tmux_tmpdir: Some(&empty.0),
+            identity: None,
+        },
+        Alias {
+            name: "locked",
+            sshd: n0,
+            tmux_tmpdir: None,
+            identity: Some(&stranger),
+        },
+    ]);
+    let mut s = serve(&config, &["a", "b", "empty", "locked"]);
+    let all =
+        json!({"pattern": "needle", "hosts": ["a", "b", "empty", "locked"], "timeout_ms": 4000});
+    let r = s.call_ok("search_panes", all.clone());
+    assert_eq!(hosts_of(&r), ["a", "b"], "{r}");
+    let failed = failures(&r);
+    assert_eq!(failed.len(), 2, "{r}");
+    // No tmux server there: said so, naming the host.
+    assert_eq!(failed[0].0, "empty");
+    assert!(
+        failed[0].1.contains("no tmux server at host empty"),
+        "{}",
+        failed[0].1
+    );
+    // A login ssh would have to prompt for: refused at once (BatchMode),
+    // with ssh's own words, not a timeout.
+    assert_eq!(failed[1].0, "locked");
+    assert!(failed[1].1.contains("Permission denied"), "{}", failed[1].1);
+    let e = s.call_err("list_panes", json!({"host": "locked"}));
+    assert!(e.contains("host locked cannot be used"), "{e}");
+
+    // b's sshd stops answering: b fails (its time budget), a answers.
+    world.sshd(n1).freeze();
+    let r = s.call_ok(
+        "search_panes",
+        json!({"pattern": "needle", "hosts": ["a", "b"], "timeout_ms": 3000}),
+    );
+    assert_eq!(hosts_of(&r), ["a"], "{r}");
+    let failed = failures(&r);
+    assert_eq!(failed.len(), 1, "{r}");
+    assert_eq!(failed[0].0, "b");
+}
+
+fn failures(r: &Value) -> Vec<(String, String)> {
+    r["hosts_failed"]
+        .as_array()
+        .map(|v| {
+            v.iter()
+                .map(|f| {
+                    (
+                        f["host"].as_str().unwrap().to_owned(),
+                        f["error"].as_str().unwrap().to_owned(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_bad_destination_or_remote_socket_path_is_refused() {
+    // No sshd needed: nothing here reaches ssh.
+    let empty = PathBuf::from("/nonexistent/ssh_config");
+    for dest in [
+        "-oProxyCommand=touch /tmp/x",
+        "a b",
+        "a;b",
+        "local",
+        "$(id)",
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_panescan"))
+            .args(["serve", &format!("--ssh={dest}"), "--ssh-config"])
+            .arg(&empty)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{dest:?}");
+        assert!(
+            out.stdout.is_empty(),
+            "{dest:?}: stdout carries JSON-RPC only"
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("refused"), "{dest:?}: {err}");
+    }
+    let mut s = serve(&empty, &["box"]);
+    let e = s.call_err(
+        "list_panes",
+        json!({"host": "box", "socket_path": "/tmp/x"}),
+    );
+    assert!(
+        e.contains("socket_path cannot be used with host box"),
+        "{e}"
+    );
+    let e = s.call_err("list_panes", json!({"host": "other"}));
+    assert!(e.contains("not configured"), "{e}");
+}
