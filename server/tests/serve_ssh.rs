@@ -335,3 +335,136 @@ fn a_bad_destination_or_remote_socket_path_is_refused() {
     let e = s.call_err("list_panes", json!({"host": "other"}));
     assert!(e.contains("not configured"), "{e}");
 }
+
+/// Median of `runs` timed search_panes calls with `args`, in ms (the
+/// structured result of the last one, to check it).
+fn timed(s: &mut Serve, args: &Value, runs: usize) -> (f64, Value) {
+    let mut ms = Vec::new();
+    let mut last = Value::Null;
+    for _ in 0..runs {
+        let t = std::time::Instant::now();
+        last = s.call_ok("search_panes", args.clone());
+        ms.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    ms.sort_by(f64::total_cmp);
+    (ms[ms.len() / 2], last)
+}
+
+/// The bench row of BENCHMARKS.md ("Many hosts through ssh"): 4 hosts x
+/// 200 panes (4 Host aliases to one local sshd, each its own tmux server)
+/// searched in one call, beside the slowest host searched alone, same
+/// run. Run: `cargo test -p panescan --test serve_ssh --
+/// --ignored --nocapture bench_four_hosts`.
+#[test]
+#[ignore]
+fn bench_four_hosts() {
+    use panescan::fixture::{Fixture, FixtureShape};
+    if !sshd::available() {
+        return;
+    }
+    let mut world = SshWorld::new("bench");
+    let n = world.start_sshd();
+    let shape = FixtureShape {
+        panes: 200,
+        lines: 500,
+        width: 120,
+        height: 30,
+        needle_every: 40,
+    };
+    let names = ["h1", "h2", "h3", "h4"];
+    let mut fixtures = Vec::new();
+    let mut dirs = Vec::new();
+    for name in names {
+        let f = Fixture::build(
+            &format!("ssh-bench-{name}"),
+            shape.clone(),
+            &panescan::corpus::sources(),
+            Duration::from_secs(300),
+            &mut |_, _| {},
+        )
+        .unwrap();
+        let dir = TempDir::new(&format!("ssh-bench-{name}"));
+        let uid_dir = dir.0.join(format!("tmux-{}", current_uid()));
+        std::fs::create_dir_all(&uid_dir).unwrap();
+        std::fs::set_permissions(
+            &uid_dir,
+            std::os::unix::fs::PermissionsExt::from_mode(0o700),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(f.server.socket_path().unwrap(), uid_dir.join("default"))
+            .unwrap();
+        fixtures.push(f);
+        dirs.push(dir);
+    }
+    let aliases: Vec<Alias> = names
+        .iter()
+        .zip(&dirs)
+        .map(|(name, dir)| Alias {
+            name,
+            sshd: n,
+            tmux_tmpdir: Some(&dir.0),
+            identity: None,
+        })
+        .collect();
+    let config = world.client_config(&aliases);
+    let mut s = serve(&config, &names);
+    let all = json!({"pattern": panescan::fixture::NEEDLE, "hosts": names, "scrollback_lines": 1_000_000});
+    let cold = std::time::Instant::now();
+    let first = s.call_ok("search_panes", all.clone());
+    let cold_ms = cold.elapsed().as_secs_f64() * 1000.0;
+    let per_host = fixtures[0].needles.len();
+    assert_eq!(
+        first["total_panes_matched"],
+        4 * 5,
+        "{}",
+        first["hosts_failed"]
+    );
+    assert!(per_host > 0);
+    let (together, r) = timed(&mut s, &all, 7);
+    assert_eq!(r["panes_searched"], 800);
+    let mut slowest = (0.0, "");
+    for name in names {
+        let one = json!({"pattern": panescan::fixture::NEEDLE, "hosts": [name], "scrollback_lines": 1_000_000});
+        let (ms, r) = timed(&mut s, &one, 7);
+        assert_eq!(r["panes_searched"], 200);
+        if ms > slowest.0 {
+            slowest = (ms, name);
+        }
+    }
+    // The pane cache off: what the hosts cost when every capture crosses ssh.
+    let mut nc = Serve::spawn_with(
+        &[
+            "serve",
+            "--no-cache",
+            "--ssh-config",
+            &config.display().to_string(),
+            "--ssh",
+            "h1",
+            "--ssh",
+            "h2",
+            "--ssh",
+            "h3",
+            "--ssh",
+            "h4",
+        ],
+        &[],
+    );
+    nc.initialize();
+    let _ = nc.call_ok("search_panes", all.clone());
+    let (uncached, _) = timed(&mut nc, &all, 5);
+    let one = json!({"pattern": panescan::fixture::NEEDLE, "hosts": [slowest.1], "scrollback_lines": 1_000_000});
+    let (uncached_one, _) = timed(&mut nc, &one, 5);
+    eprintln!(
+        "4 hosts x 200 panes x 500 lines: first call {cold_ms:.0} ms (connects); median {together:.1} ms; slowest host alone ({}) {:.1} ms; ratio {:.2}; without the pane cache: 4 hosts {uncached:.1} ms, {} alone {uncached_one:.1} ms, ratio {:.2}",
+        slowest.1,
+        slowest.0,
+        together / slowest.0,
+        slowest.1,
+        uncached / uncached_one
+    );
+}
+
+fn current_uid() -> u32 {
+    let out = std::process::Command::new("id").arg("-u").output().unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+}
