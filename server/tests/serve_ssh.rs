@@ -334,6 +334,26 @@ fn a_bad_destination_or_remote_socket_path_is_refused() {
     );
     let e = s.call_err("list_panes", json!({"host": "other"}));
     assert!(e.contains("not configured"), "{e}");
+    // run_command reads the pane's processes: this machine's only.
+    let config = empty.display().to_string();
+    let mut m = Serve::spawn_with(
+        &[
+            "serve",
+            "--tier",
+            "mutating",
+            "--ssh-config",
+            &config,
+            "--ssh",
+            "box",
+        ],
+        &[],
+    );
+    m.initialize();
+    let e = m.call_err(
+        "run_command",
+        json!({"host": "box", "pane_id": "%0", "command": "true"}),
+    );
+    assert!(e.contains("this machine's panes only"), "{e}");
 }
 
 /// Median of `runs` timed search_panes calls with `args`, in ms (the
