@@ -101,10 +101,13 @@ pub fn configure(settings: &Settings) -> Result<(), String> {
 }
 
 /// `$TMPDIR/panescan-ssh-UID-PID`, made 0700 (ssh's ControlPath must be
-/// short: a unix socket path has ~100 bytes).
+/// short: a unix socket path has ~100 bytes). The directories of panescan
+/// processes that are gone (killed before they could remove theirs) are
+/// removed first.
 fn control_dir() -> Result<PathBuf, String> {
     use std::os::unix::fs::DirBuilderExt;
     let uid = super::reach::current_uid().unwrap_or(0);
+    remove_stale(&std::env::temp_dir(), &format!("panescan-ssh-{uid}-"));
     let dir = std::env::temp_dir().join(format!("panescan-ssh-{uid}-{}", std::process::id()));
     match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
         Ok(()) => Ok(dir),
@@ -113,6 +116,30 @@ fn control_dir() -> Result<PathBuf, String> {
             "cannot make {} for ssh connections: {e}",
             dir.display()
         )),
+    }
+}
+
+/// Removes `DIR/PREFIX<pid>` directories whose process no longer runs
+/// (read in `/proc`; where there is none, nothing is removed).
+fn remove_stale(dir: &Path, prefix: &str) {
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(prefix))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
     }
 }
 
@@ -275,6 +302,22 @@ pub fn version(text: &str) -> Option<(u32, u32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_directories_of_gone_processes_are_removed() {
+        let root = std::env::temp_dir().join(format!("panescan-stale-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let gone = root.join("p-4294967"); // above any pid_max
+        let live = root.join(format!("p-{}", std::process::id()));
+        let other = root.join("q-4294967");
+        for d in [&gone, &live, &other] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        remove_stale(&root, "p-");
+        assert!(!gone.exists());
+        assert!(live.exists() && other.exists());
+        let _ = std::fs::remove_dir_all(&root);
+    }
 
     #[test]
     fn versions() {
