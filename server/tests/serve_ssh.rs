@@ -135,6 +135,28 @@ fn tools_over_ssh_answer_as_they_do_locally() {
         json!({"socket_name": name, "host": "box"}),
     );
     assert!(info["version"].as_str().unwrap().starts_with('3'), "{info}");
+    // A wait over ssh (the event stream rides the same control client):
+    // text typed into the pane until the wait sees it.
+    let id = s.fresh_id();
+    s.send(
+        &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "name": "wait_for_text",
+        "arguments": {"host": "box", "socket_name": name, "pane_id": pane,
+                      "pattern": "gamma", "timeout_ms": 30000}}}),
+    );
+    let mut answer = None;
+    let seen = eventually(Duration::from_secs(30), || {
+        tmux.run_ok(["send-keys", "-t", "main:0.0", "gamma", "Enter"])
+            .unwrap();
+        answer = s.recv(Duration::from_millis(300));
+        answer.is_some()
+    });
+    assert!(seen, "wait_for_text over ssh never answered");
+    let answer = answer.unwrap();
+    assert_eq!(answer["id"], id, "{answer}");
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    let text = answer["result"]["structuredContent"].to_string();
+    assert!(text.contains("gamma"), "{text}");
 }
 
 #[test]
