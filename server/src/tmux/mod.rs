@@ -44,6 +44,16 @@
 //!   guard per connection kills the orphaned client a second later (test
 //!   `dead_owner_leaves_no_client_attached`).
 //!
+//! # Other hosts
+//!
+//! A [`ServerSpec`] with a `host` names a tmux server on a machine the
+//! operator configured (`--ssh`): every client above (commands, the control
+//! client, capture sweeps, waits on channels) is then started through ssh
+//! ([`launch`] builds every tmux process, [`ssh`] the ssh command line and
+//! the remote version check), with the same answers; sweeps read from a
+//! pipe there (no terminal anchor), and a handle is per host, so `%3` on
+//! two hosts are two panes.
+//!
 //! # Events
 //!
 //! [`Tmux::subscribe`] delivers pane output (as "pane printed" triggers or

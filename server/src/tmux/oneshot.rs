@@ -1,4 +1,5 @@
-//! One-shot tmux processes: `tmux -S SOCKET source-file -`.
+//! One-shot tmux processes: `tmux -S SOCKET source-file -` (on another
+//! host, the same through ssh: [`super::launch`]).
 //!
 //! Used for every capture batch (fastest measured path, see the module docs
 //! of [`super`]) and for commands when no control client can attach (a
