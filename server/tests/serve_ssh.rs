@@ -135,6 +135,34 @@ fn tools_over_ssh_answer_as_they_do_locally() {
         json!({"socket_name": name, "host": "box"}),
     );
     assert!(info["version"].as_str().unwrap().starts_with('3'), "{info}");
+    // `panescan search` over ssh: -L names the server on every host.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_panescan"))
+        .args(["search", "--ssh", "box", "--ssh-config"])
+        .arg(&config)
+        .args([
+            "-L",
+            name,
+            "--host",
+            "local,box",
+            "--color",
+            "never",
+            "alpha",
+        ])
+        .env("LC_ALL", "C.UTF-8")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 4, "{stdout}");
+    assert!(
+        lines[..2].iter().all(|l| l.starts_with("local %")),
+        "{stdout}"
+    );
+    assert!(
+        lines[2..].iter().all(|l| l.starts_with("box %")),
+        "{stdout}"
+    );
     // A wait over ssh (the event stream rides the same control client):
     // text typed into the pane until the wait sees it.
     let id = s.fresh_id();

@@ -76,7 +76,8 @@ pub struct SearchArgs {
     /// Stop after this many milliseconds.
     #[arg(long)]
     pub timeout_ms: Option<u64>,
-    /// The tmux server, by socket name (as `tmux -L`).
+    /// The tmux server, by socket name (as `tmux -L`; with --ssh, on every
+    /// host searched).
     #[arg(short = 'L', long, conflicts_with = "socket_path")]
     pub socket_name: Option<String>,
     /// The tmux server, by socket path (as `tmux -S`).
@@ -161,7 +162,16 @@ impl SearchArgs {
                 Some(file) => read_cursor(file)?,
                 None => None,
             },
-            server: ServerArgs::default(),
+            // With --ssh hosts, -L names the server on every host searched
+            // (a socket path exists on this machine only).
+            server: ServerArgs {
+                socket_name: if self.ssh.ssh.is_empty() {
+                    None
+                } else {
+                    self.socket_name.clone()
+                },
+                ..ServerArgs::default()
+            },
             hosts: (!self.hosts.is_empty()).then(|| self.hosts.clone()),
         })
     }
