@@ -135,10 +135,15 @@ fn tools_over_ssh_answer_as_they_do_locally() {
         json!({"socket_name": name, "host": "box"}),
     );
     assert!(info["version"].as_str().unwrap().starts_with('3'), "{info}");
-    // `panescan search` over ssh: -L names the server on every host.
+    search_command_over_ssh(&config, name);
+    wait_over_ssh(&mut s, &tmux, name, pane);
+}
+
+/// `panescan search` over ssh: -L names the server on every host.
+fn search_command_over_ssh(config: &Path, name: &str) {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_panescan"))
         .args(["search", "--ssh", "box", "--ssh-config"])
-        .arg(&config)
+        .arg(config)
         .args([
             "-L",
             name,
@@ -163,8 +168,11 @@ fn tools_over_ssh_answer_as_they_do_locally() {
         lines[2..].iter().all(|l| l.starts_with("box %")),
         "{stdout}"
     );
-    // A wait over ssh (the event stream rides the same control client):
-    // text typed into the pane until the wait sees it.
+}
+
+/// A wait over ssh (the event stream rides the same control client):
+/// text typed into the pane until the wait sees it.
+fn wait_over_ssh(s: &mut Serve, tmux: &PrivateServer, name: &str, pane: &str) {
     let id = s.fresh_id();
     s.send(
         &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
@@ -428,7 +436,7 @@ fn timed(s: &mut Serve, args: &Value, runs: usize) -> (f64, Value) {
 #[test]
 #[ignore]
 fn bench_four_hosts() {
-    use panescan::fixture::{Fixture, FixtureShape};
+    use panescan::fixture::FixtureShape;
     if !sshd::available() {
         return;
     }
@@ -442,30 +450,7 @@ fn bench_four_hosts() {
         needle_every: 40,
     };
     let names = ["h1", "h2", "h3", "h4"];
-    let mut fixtures = Vec::new();
-    let mut dirs = Vec::new();
-    for name in names {
-        let f = Fixture::build(
-            &format!("ssh-bench-{name}"),
-            shape.clone(),
-            &panescan::corpus::sources(),
-            Duration::from_secs(300),
-            &mut |_, _| {},
-        )
-        .unwrap();
-        let dir = TempDir::new(&format!("ssh-bench-{name}"));
-        let uid_dir = dir.0.join(format!("tmux-{}", current_uid()));
-        std::fs::create_dir_all(&uid_dir).unwrap();
-        std::fs::set_permissions(
-            &uid_dir,
-            std::os::unix::fs::PermissionsExt::from_mode(0o700),
-        )
-        .unwrap();
-        std::os::unix::fs::symlink(f.server.socket_path().unwrap(), uid_dir.join("default"))
-            .unwrap();
-        fixtures.push(f);
-        dirs.push(dir);
-    }
+    let (fixtures, dirs) = bench_servers(&names, &shape);
     let aliases: Vec<Alias> = names
         .iter()
         .zip(&dirs)
@@ -532,6 +517,40 @@ fn bench_four_hosts() {
         slowest.1,
         uncached / uncached_one
     );
+}
+
+/// One filled server per host name, each the default server of its own
+/// `TMUX_TMPDIR` (what the host's alias sets).
+fn bench_servers(
+    names: &[&str],
+    shape: &panescan::fixture::FixtureShape,
+) -> (Vec<panescan::fixture::Fixture>, Vec<TempDir>) {
+    use panescan::fixture::Fixture;
+    let mut fixtures = Vec::new();
+    let mut dirs = Vec::new();
+    for name in names {
+        let f = Fixture::build(
+            &format!("ssh-bench-{name}"),
+            shape.clone(),
+            &panescan::corpus::sources(),
+            Duration::from_secs(300),
+            &mut |_, _| {},
+        )
+        .unwrap();
+        let dir = TempDir::new(&format!("ssh-bench-{name}"));
+        let uid_dir = dir.0.join(format!("tmux-{}", current_uid()));
+        std::fs::create_dir_all(&uid_dir).unwrap();
+        std::fs::set_permissions(
+            &uid_dir,
+            std::os::unix::fs::PermissionsExt::from_mode(0o700),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(f.server.socket_path().unwrap(), uid_dir.join("default"))
+            .unwrap();
+        fixtures.push(f);
+        dirs.push(dir);
+    }
+    (fixtures, dirs)
 }
 
 fn current_uid() -> u32 {
