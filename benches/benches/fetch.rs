@@ -293,8 +293,8 @@ fn main() {
         .configure_from_args();
     let (server, ids) = setup();
     let tmux = Tmux::connect(&ServerSpec {
-        socket_name: None,
         socket_path: Some(server.socket_path().unwrap()),
+        ..ServerSpec::default()
     })
     .unwrap();
     let mut raw = RawControl::new(&server);

@@ -175,6 +175,9 @@ pub struct ServeConfig {
     /// Secrets in returned pane text are replaced with `[REDACTED:KIND]`
     /// (`false`: `--no-redact`, the text is returned as the pane shows it).
     pub redact: bool,
+    /// The hosts a call may name in `host` (`--ssh DEST`, as written, in
+    /// order); their ssh settings live in [`crate::tmux::ssh`].
+    pub hosts: Vec<String>,
 }
 
 impl Default for ServeConfig {
@@ -188,6 +191,7 @@ impl Default for ServeConfig {
             wait_events: true,
             log_dir: None,
             redact: true,
+            hosts: Vec::new(),
         }
     }
 }

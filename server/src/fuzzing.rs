@@ -108,8 +108,8 @@ fn shared_server() -> &'static (Arc<Registry>, Arc<ServeConfig>) {
     SHARED.get_or_init(|| {
         let config = ServeConfig {
             server: ServerSpec {
-                socket_name: None,
                 socket_path: Some(nowhere()),
+                ..ServerSpec::default()
             },
             ..ServeConfig::default()
         };

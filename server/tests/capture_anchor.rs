@@ -29,8 +29,8 @@ fn eventually(what: &str, mut f: impl FnMut() -> bool) {
 
 fn connect(server: &PrivateServer) -> Tmux {
     Tmux::connect(&ServerSpec {
-        socket_name: None,
         socket_path: Some(server.socket_path().unwrap()),
+        ..ServerSpec::default()
     })
     .unwrap()
 }

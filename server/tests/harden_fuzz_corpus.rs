@@ -1,4 +1,4 @@
-//! Replays the seed corpora of the `jsonrpc` and `framing` fuzz targets
+//! Replays the seed corpora of the `jsonrpc`, `framing` and `ssh_dest` fuzz targets
 //! (fuzz/corpus/<target>) through the same checks the targets run, so CI
 //! needs no nightly toolchain. Any corpus file added by a fuzzing run
 //! (a minimized crash, say) is replayed too.
@@ -96,4 +96,23 @@ fn the_framing_check_rebuilds_forged_replies() {
     let s = framing(&data).unwrap();
     assert_eq!(s.framed_replies, 5);
     assert_eq!(s.forged_lines, 10);
+}
+
+#[test]
+fn ssh_dest_seed_corpus_replays_clean() {
+    use panescan::tmux::ssh::dest::{fuzz_check, parse};
+    let seeds = seeds("ssh_dest");
+    assert!(seeds.len() >= 30, "seed corpus too small: {}", seeds.len());
+    let mut accepted = 0;
+    for (path, data) in &seeds {
+        fuzz_check(data).unwrap_or_else(|p| panic!("{}: {p}", path.display()));
+        accepted += usize::from(parse(&String::from_utf8_lossy(data)).is_ok());
+    }
+    eprintln!(
+        "ssh_dest corpus: {} inputs, {accepted} accepted",
+        seeds.len()
+    );
+    // The seeds reach both sides: the forms ssh takes and the refusals.
+    assert!(accepted >= 5, "{accepted}");
+    assert!(seeds.len() - accepted >= 20, "{accepted}");
 }

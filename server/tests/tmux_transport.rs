@@ -34,8 +34,8 @@ fn window_running(server: &PrivateServer, options: &[&str], command: &str) -> (T
 
 fn connect(server: &PrivateServer) -> Tmux {
     Tmux::connect(&ServerSpec {
-        socket_name: None,
         socket_path: Some(server.socket_path().unwrap()),
+        ..ServerSpec::default()
     })
     .unwrap()
 }
@@ -1238,8 +1238,8 @@ fn joined_numbers_fall_back_when_a_width_may_be_seen_otherwise() {
 fn shared_handles_are_one_per_server() {
     let server = PrivateServer::start("shared", 80, 24).unwrap();
     let spec = ServerSpec {
-        socket_name: None,
         socket_path: Some(server.socket_path().unwrap()),
+        ..ServerSpec::default()
     };
     let a = Tmux::shared(&spec).unwrap();
     let b = Tmux::shared(&spec).unwrap();
@@ -1574,8 +1574,8 @@ fn helper_exit_with_replies_pending() {
         return;
     };
     let tmux = Tmux::connect(&ServerSpec {
-        socket_name: None,
         socket_path: Some(socket.into()),
+        ..ServerSpec::default()
     })
     .unwrap();
     tmux.run(

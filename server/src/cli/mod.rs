@@ -54,7 +54,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Commands {
     /// Serve MCP on stdin/stdout (JSON-RPC 2.0, one message per line).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Search every pane of a tmux server, like grep.
     Search(Box<search::SearchArgs>),
     /// See it work: a private tmux server full of real output, searched.
@@ -107,6 +107,9 @@ pub struct ServeArgs {
     /// Which tools exist: readonly (default), mutating, destructive.
     #[arg(long, env = "PANESCAN_TIER", value_enum, default_value_t = Tier::Readonly)]
     pub tier: Tier,
+    #[allow(missing_docs)]
+    #[command(flatten)]
+    pub ssh: SshArgs,
     // The flattened options document themselves.
     #[allow(missing_docs)]
     #[command(flatten)]
@@ -151,6 +154,54 @@ impl ServeArgs {
     /// The pane cache's size these options ask for (`None`: no cache).
     fn cache_bytes(&self) -> Option<usize> {
         (!self.no_cache).then(|| self.cache_mb.saturating_mul(1 << 20))
+    }
+}
+
+/// The hosts panescan reaches through OpenSSH.
+#[derive(Debug, Args, Default)]
+pub struct SshArgs {
+    /// A host whose tmux servers calls may reach (`host`): host,
+    /// user@host, ssh://user@host:port or a Host alias (repeatable).
+    #[arg(long = "ssh", value_name = "DEST")]
+    pub ssh: Vec<String>,
+    /// The ssh config file for those hosts (ssh -F FILE).
+    #[arg(long, value_name = "FILE")]
+    pub ssh_config: Option<PathBuf>,
+    /// Compress the ssh connections (ssh's Compression=yes).
+    #[arg(long)]
+    pub ssh_compress: bool,
+    /// Seconds ssh may take to connect to a host (and shake hands).
+    #[arg(long, value_name = "SECS", default_value_t = 10)]
+    pub ssh_connect_timeout: u64,
+}
+
+impl SshArgs {
+    /// Checks the destinations and hands them to the transport; the
+    /// names calls may use, in order.
+    pub fn configure(&self) -> Result<Vec<String>, String> {
+        let mut hosts = Vec::new();
+        for text in &self.ssh {
+            let dest = crate::tmux::ssh::dest::parse(text).map_err(|e| e.to_string())?;
+            if hosts
+                .iter()
+                .any(|h: &crate::tmux::ssh::Dest| h.text == dest.text)
+            {
+                return Err(format!("--ssh {text} is given twice"));
+            }
+            hosts.push(dest);
+        }
+        let config_file = match &self.ssh_config {
+            Some(f) => Some(std::path::absolute(f).map_err(|e| format!("--ssh-config: {e}"))?),
+            None => None,
+        };
+        let names = hosts.iter().map(|d| d.text.clone()).collect();
+        crate::tmux::ssh::configure(&crate::tmux::ssh::Settings {
+            config_file,
+            hosts,
+            compression: self.ssh_compress,
+            connect_timeout: std::time::Duration::from_secs(self.ssh_connect_timeout),
+        })?;
+        Ok(names)
     }
 }
 
@@ -226,11 +277,20 @@ pub fn main() -> ExitCode {
             });
             let cache_bytes = args.cache_bytes();
             let sockets = args.socket_policy();
+            let hosts = match args.ssh.configure() {
+                Ok(h) => h,
+                Err(e) => {
+                    eprintln!("panescan serve: {e}");
+                    return ExitCode::from(2);
+                }
+            };
             let config = ServeConfig {
                 server: ServerSpec {
                     socket_name: args.socket_name,
                     socket_path: args.socket_path,
+                    host: None,
                 },
+                hosts,
                 tier: args.tier,
                 ceilings: args.ceilings.apply(Ceilings::default()),
                 cache_bytes,

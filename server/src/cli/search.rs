@@ -76,7 +76,8 @@ pub struct SearchArgs {
     /// Stop after this many milliseconds.
     #[arg(long)]
     pub timeout_ms: Option<u64>,
-    /// The tmux server, by socket name (as `tmux -L`).
+    /// The tmux server, by socket name (as `tmux -L`; with --ssh, on every
+    /// host searched).
     #[arg(short = 'L', long, conflicts_with = "socket_path")]
     pub socket_name: Option<String>,
     /// The tmux server, by socket path (as `tmux -S`).
@@ -96,6 +97,13 @@ pub struct SearchArgs {
     /// Print the structured result as JSON.
     #[arg(long)]
     pub json: bool,
+    #[allow(missing_docs)]
+    #[command(flatten)]
+    pub ssh: super::SshArgs,
+    /// Search only these hosts (`local` or an --ssh DEST; repeat or
+    /// separate with commas; default: this machine and every --ssh host).
+    #[arg(long = "host", value_delimiter = ',', value_name = "HOST")]
+    pub hosts: Vec<String>,
     /// Colour: auto (on a terminal), always, never.
     #[arg(long, default_value = "auto", value_parser = ["auto", "always", "never"])]
     pub color: String,
@@ -154,7 +162,17 @@ impl SearchArgs {
                 Some(file) => read_cursor(file)?,
                 None => None,
             },
-            server: ServerArgs::default(),
+            // With --ssh hosts, -L names the server on every host searched
+            // (a socket path exists on this machine only).
+            server: ServerArgs {
+                socket_name: if self.ssh.ssh.is_empty() {
+                    None
+                } else {
+                    self.socket_name.clone()
+                },
+                ..ServerArgs::default()
+            },
+            hosts: (!self.hosts.is_empty()).then(|| self.hosts.clone()),
         })
     }
 }
@@ -164,11 +182,20 @@ pub fn run(args: &SearchArgs) -> ExitCode {
     let server = crate::tmux::ServerSpec {
         socket_name: args.socket_name.clone(),
         socket_path: args.socket_path.clone(),
+        host: None,
+    };
+    let hosts = match args.ssh.configure() {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("panescan search: {e}");
+            return ExitCode::from(2);
+        }
     };
     let mut ctx = ToolContext::read_only(server, Ceilings::default());
-    if args.no_redact {
+    {
         let mut config = (*ctx.config).clone();
-        config.redact = false;
+        config.redact = !args.no_redact;
+        config.hosts = hosts;
         ctx.config = std::sync::Arc::new(config);
     }
     let tool_args = match args.to_tool_args(ctx.ceilings()) {
@@ -216,6 +243,9 @@ pub fn run(args: &SearchArgs) -> ExitCode {
     }
     if !args.json {
         eprintln!("{}", summary_line(&result));
+        for failed in &result.hosts_failed {
+            eprintln!("host {} failed: {}", failed.host, failed.error);
+        }
         for note in &result.since_panes {
             eprintln!("{} {}: searched in full", note.pane_id, note.reason);
         }

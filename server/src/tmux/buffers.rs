@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::connection::{nonce, Shared};
-use super::oneshot::{client_error, finish, tmux};
+use super::oneshot::finish;
 use super::{TmuxCommand, TmuxError};
 
 /// One paste buffer as `list-buffers` shows it.
@@ -82,11 +82,11 @@ pub(crate) fn read(
     max_bytes: usize,
     deadline: Instant,
 ) -> Result<BufferHead, TmuxError> {
-    let socket = shared.socket_path().to_path_buf();
+    let at = shared.endpoint().clone();
     let line = TmuxCommand::new("show-buffer").option("-b", name);
     let line = line.to_line()?.to_owned();
-    let mut child = tmux(&socket)
-        .args(["source-file", "-"])
+    let mut child = at
+        .tmux(&["source-file", "-"])?
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -124,7 +124,7 @@ pub(crate) fn read(
     }
     let done = finish(child, deadline)?;
     if !done.success {
-        return Err(client_error(&socket, done.stderr.trim()));
+        return Err(at.client_error(done.stderr.trim(), done.code));
     }
     Ok(BufferHead { bytes, truncated })
 }

@@ -9,12 +9,10 @@
 //! entry on the channel until the next signal, which then wakes nobody
 //! alive; the server is unharmed.
 
-use std::path::Path;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use super::oneshot;
 use super::TmuxError;
 
 /// Longest channel name accepted.
@@ -54,21 +52,21 @@ pub fn check_channel(name: &str) -> Result<(), TmuxError> {
 /// until it is signalled, `deadline` passes or `cancel` is set; the client
 /// is killed in the last two cases.
 pub fn wait(
-    socket: &Path,
+    at: &super::launch::Endpoint,
     channel: &str,
     deadline: Instant,
     cancel: &AtomicBool,
 ) -> Result<WaitEnd, TmuxError> {
     check_channel(channel)?;
-    let mut child = oneshot::tmux(socket)
-        .args(["wait-for", channel])
+    let mut child = at
+        .tmux(&["wait-for", channel])?
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| TmuxError::Spawn(e.to_string()))?;
     let ended = loop {
         match child.try_wait() {
-            Ok(Some(status)) => break Some(status.success()),
+            Ok(Some(status)) => break Some(status),
             Ok(None) => {}
             Err(e) => {
                 let _ = child.kill();
@@ -82,14 +80,15 @@ pub fn wait(
         std::thread::sleep(POLL);
     };
     match ended {
-        Some(true) => Ok(WaitEnd::Signalled),
-        Some(false) => {
+        Some(status) if status.success() => Ok(WaitEnd::Signalled),
+        Some(status) => {
+            let code = status.code();
             let mut stderr = String::new();
             if let Some(mut e) = child.stderr.take() {
                 use std::io::Read;
                 let _ = e.read_to_string(&mut stderr);
             }
-            Err(oneshot::client_error(socket, &stderr))
+            Err(at.client_error(&stderr, code))
         }
         None => {
             let _ = child.kill();

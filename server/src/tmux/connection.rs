@@ -40,6 +40,7 @@ pub const IDLE_DETACH: Duration = Duration::from_secs(10);
 use super::caller::CallerPane;
 use super::events::Hub;
 use super::framing::{Event, Parser, RawReply};
+use super::launch::Endpoint;
 use super::{oneshot, ServerInfo, ServerSpec, TmuxCommand, TmuxError};
 
 type Waiter = Sender<Result<RawReply, TmuxError>>;
@@ -114,9 +115,9 @@ pub(crate) fn nonce() -> String {
 
 impl Control {
     /// Attaches a control client to session `session_id`.
-    fn attach(socket: &Path, session_id: &str, hub: &Arc<Hub>) -> Result<Arc<Control>, TmuxError> {
-        let mut child = oneshot::tmux(socket)
-            .args([
+    fn attach(at: &Endpoint, session_id: &str, hub: &Arc<Hub>) -> Result<Arc<Control>, TmuxError> {
+        let mut child = at
+            .tmux(&[
                 "-C",
                 "attach-session",
                 // -E: attaching copies nothing into the session's
@@ -126,8 +127,8 @@ impl Control {
                 "-f",
                 "no-output,ignore-size",
                 "-t",
-            ])
-            .arg(session_id)
+                session_id,
+            ])?
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -145,18 +146,25 @@ impl Control {
         let dead = Arc::new(AtomicBool::new(false));
         let client_pid = child.id();
         let (wtx, wrx) = crossbeam_channel::unbounded::<Vec<u8>>();
-        let guard = std::process::Command::new("sh")
-            .arg("-c")
-            .arg(GUARD)
-            .arg("sh")
-            .arg(client_pid.to_string())
-            .arg(socket)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn();
+        // A remote client is ssh here: when panescan dies its stdin closes,
+        // ssh closes the channel and the remote client gets end of file;
+        // there is no local tmux client to guard.
+        let guard = match at.host() {
+            Some(_) => None,
+            None => std::process::Command::new("sh")
+                .arg("-c")
+                .arg(GUARD)
+                .arg("sh")
+                .arg(client_pid.to_string())
+                .arg(at.path())
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .ok(),
+        };
         let guard_stdin = match guard {
-            Ok(mut g) => {
+            Some(mut g) => {
                 let stdin = g.stdin.take();
                 // Reap the guard whenever it ends.
                 std::thread::spawn(move || {
@@ -164,7 +172,7 @@ impl Control {
                 });
                 stdin
             }
-            Err(_) => None,
+            None => None,
         };
         let control = Arc::new(Control {
             child: Mutex::new(child),
@@ -420,7 +428,9 @@ pub(crate) enum Route {
 #[derive(Debug)]
 pub struct Shared {
     spec: ServerSpec,
-    socket: PathBuf,
+    at: Endpoint,
+    /// A remote host's tmux version was found good enough.
+    version_checked: AtomicBool,
     control: Mutex<Option<Arc<Control>>>,
     pub(crate) caller: CallerPane,
     /// Never attach: answer every command with one-shot processes.
@@ -436,10 +446,11 @@ pub struct Shared {
 
 impl Shared {
     pub(crate) fn new(spec: ServerSpec) -> Result<Self, TmuxError> {
-        let socket = resolve_socket(&spec)?;
+        let at = Endpoint::for_spec(&spec)?;
         Ok(Shared {
             spec,
-            socket,
+            at,
+            version_checked: AtomicBool::new(false),
             control: Mutex::new(None),
             caller: CallerPane::from_env(),
             oneshot_only: AtomicBool::new(false),
@@ -459,7 +470,26 @@ impl Shared {
     }
 
     pub(crate) fn socket_path(&self) -> &Path {
-        &self.socket
+        self.at.path()
+    }
+
+    /// Where this server's clients run.
+    pub(crate) fn endpoint(&self) -> &Endpoint {
+        &self.at
+    }
+
+    /// On a remote host, checks once that tmux is there and recent enough
+    /// (the error names the host and what it found).
+    fn check_remote(&self, deadline: Instant) -> Result<(), TmuxError> {
+        let Some(host) = self.at.host() else {
+            return Ok(());
+        };
+        if self.version_checked.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        host.check_version(deadline)?;
+        self.version_checked.store(true, Ordering::Release);
+        Ok(())
     }
 
     /// The live control client, connecting if needed; `OneShot` when the
@@ -485,18 +515,18 @@ impl Shared {
             }
         }
         *slot = None;
+        self.check_remote(deadline)?;
         if self.oneshot_only.load(Ordering::Relaxed) {
-            *slot = None;
             return Ok(Route::OneShot);
         }
-        if !self.socket.exists() {
+        if self.at.host().is_none() && !self.at.path().exists() {
             return Err(TmuxError::NoServer {
-                socket: self.socket.display().to_string(),
+                socket: self.at.label(),
             });
         }
         for _attempt in 0..3 {
             let sessions =
-                oneshot::run_line(&self.socket, "list-sessions -F \"#{session_id}\"", deadline);
+                oneshot::run_line(&self.at, "list-sessions -F \"#{session_id}\"", deadline);
             let sessions = match sessions {
                 Ok(s) => s,
                 Err(TmuxError::Command(m)) if m.contains("no sessions") => String::new(),
@@ -508,7 +538,7 @@ impl Shared {
             else {
                 return Ok(Route::OneShot);
             };
-            let control = Control::attach(&self.socket, id, &self.hub)?;
+            let control = Control::attach(&self.at, id, &self.hub)?;
             // Handshake: the first reply proves the client is attached.
             let rx = control.submit(&["display-message -p ok"]);
             let ok = rx.into_iter().next().map(|rx| wait(&rx, deadline));
@@ -570,7 +600,7 @@ impl Shared {
             match route {
                 Route::OneShot => {
                     for (&i, line) in todo.iter().zip(&batch) {
-                        results[i] = oneshot::run_line(&self.socket, line, deadline);
+                        results[i] = oneshot::run_line(&self.at, line, deadline);
                     }
                 }
                 Route::Control(control) => {
@@ -622,7 +652,7 @@ impl Shared {
             pid: field(0).parse().unwrap_or(0),
             version: field(1).to_string(),
             socket_path: if field(2).is_empty() {
-                self.socket.display().to_string()
+                self.at.path().display().to_string()
             } else {
                 field(2).to_string()
             },

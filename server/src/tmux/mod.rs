@@ -44,6 +44,16 @@
 //!   guard per connection kills the orphaned client a second later (test
 //!   `dead_owner_leaves_no_client_attached`).
 //!
+//! # Other hosts
+//!
+//! A [`ServerSpec`] with a `host` names a tmux server on a machine the
+//! operator configured (`--ssh`): every client above (commands, the control
+//! client, capture sweeps, waits on channels) is then started through ssh
+//! ([`launch`] builds every tmux process, [`ssh`] the ssh command line and
+//! the remote version check), with the same answers; sweeps read from a
+//! pipe there (no terminal anchor), and a handle is per host, so `%3` on
+//! two hosts are two panes.
+//!
 //! # Events
 //!
 //! [`Tmux::subscribe`] delivers pane output (as "pane printed" triggers or
@@ -95,12 +105,14 @@ pub mod format;
 pub mod framing;
 pub mod ids;
 pub mod inventory;
+pub mod launch;
 pub mod notification;
 pub mod oneshot;
 pub mod private_server;
 pub mod reach;
 pub mod servers;
 pub mod spans;
+pub mod ssh;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -117,8 +129,13 @@ pub use inventory::{Fields, Inventory, Pane, PanePlacement, Session, Window, Win
 ///
 /// Both `None`: the server the `tmux` command itself would use — the socket
 /// in `$TMUX` if set, else `$TMUX_TMPDIR` (or `/tmp`) `/tmux-UID/default`.
+/// With a `host`, the server is on that host ([`launch`], [`ssh`]): its
+/// default one, or `-L socket_name` there.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct ServerSpec {
+    /// A host the operator configured (`--ssh DEST`, as written); `None`:
+    /// this machine.
+    pub host: Option<String>,
     /// `tmux -L NAME`.
     pub socket_name: Option<String>,
     /// `tmux -S PATH` (wins over `socket_name`).
@@ -130,7 +147,7 @@ impl ServerSpec {
     pub fn named(socket_name: &str) -> ServerSpec {
         ServerSpec {
             socket_name: Some(socket_name.to_owned()),
-            socket_path: None,
+            ..ServerSpec::default()
         }
     }
 }
@@ -161,6 +178,14 @@ pub enum TmuxError {
     Refused(String),
     /// The tmux program could not be run.
     Spawn(String),
+    /// A remote host could not be reached over ssh, or has no usable tmux
+    /// ([`ssh`]).
+    Unreachable {
+        /// The host, as the operator named it.
+        host: String,
+        /// What ssh or the host said.
+        message: String,
+    },
 }
 
 impl fmt::Display for TmuxError {
@@ -185,6 +210,10 @@ impl fmt::Display for TmuxError {
             ),
             TmuxError::Invalid(m) => write!(f, "invalid argument: {m}"),
             TmuxError::Refused(m) => f.write_str(m),
+            TmuxError::Unreachable { host, message } => write!(
+                f,
+                "host {host} cannot be used: {message} (check that `ssh {host} tmux -V` works without a prompt and shows tmux 3.2 or later)"
+            ),
             TmuxError::Spawn(m) => match binary::not_found() {
                 Some(where_looked) => write!(f, "cannot run tmux ({m}): {where_looked}"),
                 None => write!(f, "cannot run {} ({m})", binary::program().display()),
@@ -381,7 +410,13 @@ impl Tmux {
         self.inner.spec()
     }
 
-    /// The socket path this handle resolved `spec` to.
+    /// The host this handle's server is on (`None`: this machine).
+    pub fn host(&self) -> Option<&str> {
+        self.inner.spec().host.as_deref()
+    }
+
+    /// The socket path this handle resolved `spec` to (for a server on
+    /// another host, a name no local socket has: `ssh://HOST/NAME`).
     pub fn socket_path(&self) -> &std::path::Path {
         self.inner.socket_path()
     }
@@ -418,7 +453,7 @@ impl Tmux {
         deadline: Instant,
         cancel: &AtomicBool,
     ) -> Result<channel::WaitEnd, TmuxError> {
-        channel::wait(self.socket_path(), channel, deadline, cancel)
+        channel::wait(self.inner.endpoint(), channel, deadline, cancel)
     }
 
     /// Ends the server. The control client detaches first, so tmux holds
@@ -426,7 +461,7 @@ impl Tmux {
     /// client. Done when the server no longer answers on its socket.
     pub fn kill_server(&self, deadline: Instant) -> Result<(), TmuxError> {
         self.inner.shutdown();
-        let socket = self.socket_path();
+        let socket = self.inner.endpoint();
         let killed = oneshot::run_line(socket, "kill-server", deadline);
         // tmux exits once its clients have gone: until then it may still
         // accept a connection.

@@ -1,4 +1,5 @@
-//! One-shot tmux processes: `tmux -S SOCKET source-file -`.
+//! One-shot tmux processes: `tmux -S SOCKET source-file -` (on another
+//! host, the same through ssh: [`super::launch`]).
 //!
 //! Used for every capture batch (fastest measured path, see the module docs
 //! of [`super`]) and for commands when no control client can attach (a
@@ -14,25 +15,15 @@
 
 use std::io::{Read, Write};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
+use super::launch::Endpoint;
 use super::TmuxError;
 
-/// A `tmux` command aimed at `socket`, with the client environment of
-/// [`super::client_env`] (a UTF-8 locale, outside any tmux, none of
-/// panescan's own variables).
-pub(crate) fn tmux(socket: &Path) -> Command {
-    let mut cmd = Command::new(super::binary::program());
-    super::client_env::apply(&mut cmd)
-        .arg("-S")
-        .arg(socket)
-        .stdin(Stdio::null());
-    cmd
-}
-
-/// Maps a failed tmux client's stderr to an error.
-pub(crate) fn client_error(socket: &Path, stderr: &str) -> TmuxError {
+/// Maps a failed tmux client's stderr to an error; `socket` names the
+/// server in it.
+pub(crate) fn client_error(socket: &str, stderr: &str) -> TmuxError {
     let msg = stderr.trim();
     if msg.starts_with("no server running")
         || msg.starts_with("error connecting to")
@@ -40,7 +31,7 @@ pub(crate) fn client_error(socket: &Path, stderr: &str) -> TmuxError {
         || msg.contains("Connection refused")
     {
         TmuxError::NoServer {
-            socket: socket.display().to_string(),
+            socket: socket.to_owned(),
         }
     } else if msg.starts_with("can't find") {
         TmuxError::NotFound(msg.to_string())
@@ -51,9 +42,9 @@ pub(crate) fn client_error(socket: &Path, stderr: &str) -> TmuxError {
 
 /// Starts `tmux source-file -` with `script` on its stdin (written by a
 /// thread so a large script cannot dead-lock against unread output).
-pub(crate) fn spawn_source(socket: &Path, script: String) -> Result<Child, TmuxError> {
-    let mut child = tmux(socket)
-        .args(["source-file", "-"])
+pub(crate) fn spawn_source(at: &Endpoint, script: String) -> Result<Child, TmuxError> {
+    let mut child = at
+        .tmux(&["source-file", "-"])?
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -71,13 +62,11 @@ pub(crate) fn spawn_source(socket: &Path, script: String) -> Result<Child, TmuxE
 /// pane's terminal, which tells tmux the client's pane (see
 /// `capture/anchor.rs`), so the script comes from the file at `script`.
 pub(crate) fn spawn_source_path(
-    socket: &Path,
+    at: &Endpoint,
     script: &Path,
     stdin: std::fs::File,
 ) -> Result<Child, TmuxError> {
-    tmux(socket)
-        .arg("source-file")
-        .arg(script)
+    at.tmux(&[std::ffi::OsStr::new("source-file"), script.as_os_str()])?
         .stdin(Stdio::from(stdin))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -91,6 +80,8 @@ pub(crate) struct Finished {
     pub stdout: Vec<u8>,
     pub stderr: String,
     pub success: bool,
+    /// The exit code (`None`: ended by a signal).
+    pub code: Option<i32>,
 }
 
 /// Waits for `child` until `deadline`, reading stdout and stderr; kills it
@@ -129,7 +120,7 @@ pub(crate) fn finish(mut child: Child, deadline: Instant) -> Result<Finished, Tm
     }
     let status = loop {
         match child.try_wait() {
-            Ok(Some(s)) => break s.success(),
+            Ok(Some(s)) => break s,
             Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(1)),
             Ok(None) => {
                 let _ = child.kill();
@@ -142,17 +133,22 @@ pub(crate) fn finish(mut child: Child, deadline: Instant) -> Result<Finished, Tm
     Ok(Finished {
         stdout,
         stderr: String::from_utf8_lossy(&stderr).into_owned(),
-        success: status,
+        success: status.success(),
+        code: status.code(),
     })
 }
 
 /// Runs one command line in its own client; its stdout, or its error.
-pub(crate) fn run_line(socket: &Path, line: &str, deadline: Instant) -> Result<String, TmuxError> {
-    let child = spawn_source(socket, format!("{line}\n"))?;
+pub(crate) fn run_line(at: &Endpoint, line: &str, deadline: Instant) -> Result<String, TmuxError> {
+    let child = spawn_source(at, format!("{line}\n"))?;
     let done = finish(child, deadline)?;
     if done.success {
         Ok(String::from_utf8_lossy(&done.stdout).into_owned())
     } else {
+        // ssh's own failure (255) or no tmux there (127): stderr says why.
+        if at.host().is_some() && matches!(done.code, Some(255 | 127)) {
+            return Err(at.client_error(&done.stderr, done.code));
+        }
         // `source-file` reports parse errors on stdout, command errors on
         // stderr.
         let msg = if done.stderr.trim().is_empty() {
@@ -160,7 +156,7 @@ pub(crate) fn run_line(socket: &Path, line: &str, deadline: Instant) -> Result<S
         } else {
             done.stderr
         };
-        Err(client_error(socket, strip_location(msg.trim())))
+        Err(at.client_error(strip_location(msg.trim()), done.code))
     }
 }
 

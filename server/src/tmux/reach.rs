@@ -65,7 +65,7 @@ impl SocketPolicy {
         operator: &ServerSpec,
     ) -> Result<ServerSpec, TmuxError> {
         if let Some(name) = &asked.socket_name {
-            self.check_name(name)?;
+            check_name(name)?;
         }
         let wanted = match (&asked.socket_path, &asked.socket_name) {
             (Some(path), _) => path.clone(),
@@ -95,29 +95,9 @@ impl SocketPolicy {
             self.check_socket(&wanted, &real)?;
         }
         Ok(ServerSpec {
-            socket_name: None,
             socket_path: Some(real),
+            ..ServerSpec::default()
         })
-    }
-
-    /// A socket name is a file name in the user's tmux directory, nothing
-    /// that leads out of it.
-    fn check_name(&self, name: &str) -> Result<(), TmuxError> {
-        let why = if name.is_empty() {
-            "it is empty"
-        } else if name.contains('/') {
-            "it contains `/`"
-        } else if name == "." || name == ".." {
-            "it names a directory"
-        } else if name.contains('\0') {
-            "it contains a NUL byte"
-        } else {
-            return Ok(());
-        };
-        Err(TmuxError::Refused(format!(
-            "socket_name {name:?} refused: {why}; socket_name is a plain name in this user's tmux socket directory ({}), for a socket elsewhere pass socket_path: {HOW_TO_ALLOW}",
-            user_socket_dir().display()
-        )))
     }
 
     /// `real` (resolved) must be a socket owned by this user.
@@ -198,6 +178,26 @@ impl SocketPolicy {
     }
 }
 
+/// A socket name is a file name in the user's tmux directory, nothing
+/// that leads out of it.
+pub fn check_name(name: &str) -> Result<(), TmuxError> {
+    let why = if name.is_empty() {
+        "it is empty"
+    } else if name.contains('/') {
+        "it contains `/`"
+    } else if name == "." || name == ".." {
+        "it names a directory"
+    } else if name.contains('\0') {
+        "it contains a NUL byte"
+    } else {
+        return Ok(());
+    };
+    Err(TmuxError::Refused(format!(
+        "socket_name {name:?} refused: {why}; socket_name is a plain name in this user's tmux socket directory ({}), for a socket elsewhere pass socket_path: {HOW_TO_ALLOW}",
+        user_socket_dir().display()
+    )))
+}
+
 /// Sockets reachable whatever their directory: the operator's server and
 /// the one panescan runs in (resolved; those that do not exist are left
 /// out).
@@ -274,8 +274,8 @@ mod tests {
     #[test]
     fn relative_paths_are_refused() {
         let asked = ServerSpec {
-            socket_name: None,
             socket_path: Some(PathBuf::from("tmux-0/default")),
+            ..ServerSpec::default()
         };
         let m = refused(SocketPolicy::default().confine(&asked, &ServerSpec::default()));
         assert!(m.contains("absolute"), "{m}");

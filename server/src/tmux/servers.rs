@@ -16,7 +16,8 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Instant;
 
-use super::oneshot::{client_error, finish, tmux};
+use super::launch::Endpoint;
+use super::oneshot::{client_error, finish};
 use super::reach::current_uid;
 use super::TmuxError;
 
@@ -99,8 +100,8 @@ pub fn probe(path: &Path, deadline: Instant) -> Probe {
 fn sessions(path: &Path, deadline: Instant) -> Result<u32, TmuxError> {
     // list-sessions, unlike new-session, never starts a server on a
     // socket nothing answers on.
-    let child = tmux(path)
-        .args(["list-sessions", "-F", "#{session_id}"])
+    let child = Endpoint::local(path.to_path_buf())
+        .tmux(&["list-sessions", "-F", "#{session_id}"])?
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -112,7 +113,10 @@ fn sessions(path: &Path, deadline: Instant) -> Result<u32, TmuxError> {
     } else if done.stderr.contains("no sessions") {
         Ok(0)
     } else {
-        Err(client_error(path, done.stderr.trim()))
+        Err(client_error(
+            &path.display().to_string(),
+            done.stderr.trim(),
+        ))
     }
 }
 

@@ -25,6 +25,12 @@ pub struct ServerArgs {
     /// tmux -S socket path.
     #[serde(default)]
     pub socket_path: Option<PathBuf>,
+    // A configured ssh host (`--ssh DEST`) or "local" (the default). No
+    // doc comment: it would be a description in every tool's schema, and
+    // tools/list must stay small; search_panes' `hosts` says what it is.
+    #[allow(missing_docs)]
+    #[serde(default)]
+    pub host: Option<String>,
 }
 
 /// `(progress, total, message)`.

@@ -130,6 +130,7 @@ pub fn shutdown_connections() {
     for t in handles {
         t.shutdown();
     }
+    crate::tmux::ssh::shutdown();
 }
 
 impl ToolContext {
@@ -137,15 +138,61 @@ impl ToolContext {
     /// server a call names is checked first ([`crate::tmux::reach`]): a
     /// socket outside the allowed places is refused before any tmux client
     /// starts, and tmux is given the resolved path.
+    ///
+    /// On another host ([`Self::host`]) panescan cannot look at a socket:
+    /// only `socket_name` is taken there (a plain name, as tmux's `-L`;
+    /// none: that host's default server); a `socket_path` is refused. The
+    /// operator's `--socket-name` / `--socket-path` are this machine's.
     pub fn server_spec(&self, server: &ServerArgs) -> Result<ServerSpec, ToolError> {
+        if let Some(host) = self.host(server.host.as_deref())? {
+            if server.socket_path.is_some() {
+                return Err(ToolError::refused(format!(
+                    "socket_path cannot be used with host {host}: panescan cannot check a socket on another machine; pass socket_name (a plain name, as tmux -L)"
+                )));
+            }
+            let socket_name = server.socket_name.clone();
+            if let Some(name) = &socket_name {
+                crate::tmux::reach::check_name(name).map_err(ToolError::from)?;
+            }
+            return Ok(ServerSpec {
+                host: Some(host),
+                socket_name,
+                socket_path: None,
+            });
+        }
         let asked = ServerSpec {
             socket_name: server.socket_name.clone(),
             socket_path: server.socket_path.clone(),
+            host: None,
         };
         self.config
             .sockets
             .confine(&asked, &self.config.server)
             .map_err(ToolError::from)
+    }
+
+    /// The host a call's `host` names: `None` for this machine (no host,
+    /// or `"local"`), else one the operator configured (`--ssh`); any
+    /// other name is refused, so nothing a caller writes reaches ssh.
+    pub fn host(&self, asked: Option<&str>) -> Result<Option<String>, ToolError> {
+        match asked {
+            None | Some(crate::tmux::ssh::LOCAL) => Ok(None),
+            Some(h) if self.config.hosts.iter().any(|c| c == h) => Ok(Some(h.to_owned())),
+            Some(h) => Err(ToolError::refused(format!(
+                "host {h:?} is not configured: hosts are \"local\"{}{}",
+                if self.config.hosts.is_empty() {
+                    ""
+                } else {
+                    ", "
+                },
+                self.config
+                    .hosts
+                    .iter()
+                    .map(|h| format!("{h:?}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))),
+        }
     }
 
     /// A handle on the server [`Self::server_spec`] picks (nothing connects
@@ -206,9 +253,10 @@ impl ToolContext {
 impl From<TmuxError> for ToolError {
     fn from(e: TmuxError) -> Self {
         let kind = match &e {
-            TmuxError::NoServer { .. } | TmuxError::ConnectionLost(_) | TmuxError::Spawn(_) => {
-                ErrorKind::TmuxUnavailable
-            }
+            TmuxError::NoServer { .. }
+            | TmuxError::ConnectionLost(_)
+            | TmuxError::Spawn(_)
+            | TmuxError::Unreachable { .. } => ErrorKind::TmuxUnavailable,
             TmuxError::Timeout => ErrorKind::TimedOut,
             TmuxError::Cancelled => ErrorKind::Cancelled,
             TmuxError::NotFound(_) => ErrorKind::NotFound,

@@ -96,8 +96,8 @@ impl Tool for ListServers {
             .iter()
             .map(|p| {
                 let asked = ServerSpec {
-                    socket_name: None,
                     socket_path: Some(p.clone()),
+                    ..ServerSpec::default()
                 };
                 match ctx.config.sockets.confine(&asked, &ctx.config.server) {
                     Ok(spec) => Ok(spec.socket_path.unwrap_or_else(|| p.clone())),

@@ -35,6 +35,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod injection;
+pub mod sshd;
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};

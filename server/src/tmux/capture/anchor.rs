@@ -93,6 +93,10 @@ pub(crate) fn find(
     requests: &[CaptureRequest],
     deadline: Instant,
 ) -> Option<Anchor> {
+    // On another host the terminal is not here to open: a pipe it is.
+    if shared.endpoint().host().is_some() {
+        return None;
+    }
     let dir = shared.socket_path().parent()?.to_path_buf();
     let dir_text = dir.to_str()?;
     if !dir.is_absolute() || dir_text.contains(['*', '?', '[', '\\']) {

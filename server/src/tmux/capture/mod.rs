@@ -177,7 +177,6 @@ pub struct CapturedText {
 }
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -186,6 +185,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, Sender};
 
 use super::connection::{nonce, Shared};
+use super::launch::Endpoint;
 use super::oneshot;
 use super::spans::Span;
 use gate::{Member, Permit};
@@ -212,7 +212,7 @@ pub(crate) fn start(
     spare: Option<Spare>,
 ) -> Receiver<CaptureReply> {
     let (tx, rx) = crossbeam_channel::bounded(CHANNEL_CAPACITY);
-    let socket = shared.socket_path().to_path_buf();
+    let socket = shared.endpoint().clone();
     let server_panes = shared.listed_panes.load(Ordering::Relaxed);
     // A one-pane capture is the cheap call the gate keeps moving.
     let member = (requests.len() > 1).then(|| Gate::join(&shared.sweeps));
@@ -257,7 +257,7 @@ pub(crate) fn start(
 }
 
 struct Batch {
-    socket: PathBuf,
+    socket: Endpoint,
     /// Panes on the server at its last listing (0: not known).
     server_panes: usize,
     options: CaptureOptions,
@@ -721,7 +721,7 @@ fn script(
 /// complete. `Ok` once the end marker was read.
 fn read_chunk(
     child: &SharedChild,
-    socket: &Path,
+    socket: &Endpoint,
     token: &str,
     chunk: &[CaptureRequest],
     options: CaptureOptions,
@@ -758,12 +758,13 @@ fn read_chunk(
         // Nobody wants the rest: do not let tmux go on writing it.
         kill_child(child);
     }
-    let _ = child.lock().unwrap_or_else(|e| e.into_inner()).wait();
+    let status = child.lock().unwrap_or_else(|e| e.into_inner()).wait();
     let err = err_reader.join().unwrap_or_default();
     if splitter.ended() {
         return Ok(());
     }
-    Err(match oneshot::client_error(socket, &err) {
+    let code = status.ok().and_then(|s| s.code());
+    Err(match socket.client_error(&err, code) {
         TmuxError::Command(m) if m.is_empty() => {
             TmuxError::ConnectionLost("tmux stopped before the capture finished".into())
         }
@@ -784,7 +785,7 @@ mod tests {
     fn chunks_ask_for_no_more_than_the_time_left_holds() {
         let (tx, _rx) = crossbeam_channel::bounded(1);
         let batch = |left: Duration| Batch {
-            socket: PathBuf::new(),
+            socket: Endpoint::local(std::path::PathBuf::new()),
             server_panes: 0,
             options: CaptureOptions::default(),
             deadline: Instant::now() + left,

@@ -121,6 +121,13 @@ impl Tool for RunCommand {
         let timeout = wait_timeout(ctx, args.timeout_ms, DEFAULT_TIMEOUT)?;
         let bounds = output_bounds(ctx.ceilings(), args.max_lines, args.max_bytes)?;
         let tmux = ctx.tmux(&args.server)?;
+        // Whether the pane's shell waits at its prompt is read from the
+        // pane's processes and terminal, which are this machine's only.
+        if let Some(host) = tmux.host() {
+            return Err(ToolError::refused(format!(
+                "run_command works on this machine's panes only (it reads the pane's processes and terminal), not on host {host}: use send_keys and wait_for_text there"
+            )));
+        }
         let entry = start(ctx, &tmux, &args)?;
         let progress = wait(ctx, &entry, timeout)?;
         answer(ctx, &tmux, &entry, progress, bounds)

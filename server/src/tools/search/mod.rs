@@ -45,6 +45,7 @@ mod encode;
 #[cfg(test)]
 pub(crate) mod golden;
 mod group;
+mod hosts;
 mod pipeline;
 mod plan;
 mod render;
@@ -63,7 +64,7 @@ pub use render::{
 };
 pub use scope::resolve_scope;
 pub use types::{
-    GroupBy, GroupFirst, HitGroup, HitLine, PaneFailure, PaneHits, SearchPanesArgs,
+    GroupBy, GroupFirst, HitGroup, HitLine, HostFailure, PaneFailure, PaneHits, SearchPanesArgs,
     SearchPanesResult, SincePane,
 };
 
@@ -125,12 +126,27 @@ fn text_notes(output: &SearchPanesResult) -> String {
     notes
 }
 
-/// Runs a search: plan, scope, fetch and scan, shape (the registry renders
-/// the text and fits the response).
+/// Runs a search: on one server, or on several hosts at once
+/// (`hosts.rs`), which names each match's host.
 pub fn search_panes(
     ctx: &ToolContext,
     args: &SearchPanesArgs,
 ) -> Result<SearchPanesResult, ToolError> {
+    match hosts::targets(ctx, args)? {
+        Some(list) => hosts::search_many(ctx, args, &list, search_one),
+        None => {
+            let mut result = search_one(ctx, args)?;
+            if !ctx.config.hosts.is_empty() {
+                hosts::name(&mut result, &hosts::label(args.server.host.as_deref()));
+            }
+            Ok(result)
+        }
+    }
+}
+
+/// One server's search: plan, scope, fetch and scan, shape (the registry
+/// renders the text and fits the response).
+fn search_one(ctx: &ToolContext, args: &SearchPanesArgs) -> Result<SearchPanesResult, ToolError> {
     let started = Instant::now();
     let limits = &ctx.ceilings().search;
     let plan = Plan::new(args, limits)?;

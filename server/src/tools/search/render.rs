@@ -27,6 +27,9 @@ pub fn render_text(result: &SearchPanesResult) -> String {
     for group in result.groups.iter().flatten() {
         push_group(&mut out, group);
     }
+    for failed in &result.hosts_failed {
+        out.push_str(&format!("host {} failed: {}\n", failed.host, failed.error));
+    }
     out.push_str(&summary_line(result));
     out
 }
@@ -73,10 +76,16 @@ impl Style {
     };
 }
 
-/// `%3 dev:1.0`: the pane and where it sits.
+/// `%3 dev:1.0` (`build1 %3 dev:1.0` with hosts): the pane and where it
+/// sits.
 pub fn pane_place(pane: &PaneHits, style: &Style) -> String {
+    let host = pane
+        .host
+        .as_deref()
+        .map(|h| format!("{h} "))
+        .unwrap_or_default();
     format!(
-        "{}{}{} {}:{}.{}",
+        "{host}{}{}{} {}:{}.{}",
         style.pane,
         pane.pane_id,
         style.reset,

@@ -91,6 +91,7 @@ pub(super) fn shape(
         cursor: String::new(),
         since_reset: false,
         since_panes: Vec::new(),
+        hosts_failed: Vec::new(),
     }
 }
 
@@ -155,6 +156,7 @@ fn failures(outcome: &SearchOutcome, panes: &[&Pane]) -> Vec<PaneFailure> {
         .take(MAX_FAILURES_LISTED)
         .filter_map(|(key, reason)| {
             Some(PaneFailure {
+                host: None,
                 pane_id: panes.get(*key)?.pane_id,
                 error: reason.clone(),
             })
@@ -164,6 +166,7 @@ fn failures(outcome: &SearchOutcome, panes: &[&Pane]) -> Vec<PaneFailure> {
 
 fn pane_hits(pane: &Pane, lines: &[LineMatch], truncated: bool, several: bool) -> PaneHits {
     PaneHits {
+        host: None,
         pane_id: pane.pane_id,
         pane_index: pane.pane_index,
         window_id: pane.window_id,

@@ -71,6 +71,9 @@ pub struct SearchPanesArgs {
     /// A cursor of an earlier result: search only lines printed since (new panes in full).
     #[serde(default)]
     pub since: Option<String>,
+    /// "local" and/or configured ssh hosts, searched at once (default: all).
+    #[serde(default)]
+    pub hosts: Option<Vec<String>>,
     #[serde(flatten)]
     pub server: ServerArgs,
 }
@@ -135,6 +138,9 @@ pub struct GroupFirst {
 // reads in tools/list; the tool's description and the field names say it.
 #[allow(missing_docs)]
 pub struct PaneHits {
+    // Only when ssh hosts are configured: "local" or the host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
     pub pane_id: PaneId,
     pub pane_index: u32,
     pub window_id: WindowId,
@@ -160,7 +166,18 @@ pub struct PaneHits {
 // reads in tools/list; the tool's description and the field names say it.
 #[allow(missing_docs)]
 pub struct PaneFailure {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
     pub pane_id: PaneId,
+    pub error: String,
+}
+
+/// A host that did not answer.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+// A wire type: see PaneFailure.
+#[allow(missing_docs)]
+pub struct HostFailure {
+    pub host: String,
     pub error: String,
 }
 
@@ -217,6 +234,43 @@ pub struct SearchPanesResult {
     // Panes not searched from the since cursor, and why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub since_panes: Vec<SincePane>,
+    // Hosts that could not be searched (the others answered).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts_failed: Vec<HostFailure>,
+}
+
+/// A result with nothing in it yet, for a page at `offset` of `limit`
+/// (the merge of several hosts fills it).
+pub(super) fn empty(offset: usize, limit: usize) -> SearchPanesResult {
+    SearchPanesResult {
+        matches: Vec::new(),
+        groups: None,
+        total_groups: None,
+        redactions: 0,
+        total_panes_matched: 0,
+        offset,
+        limit,
+        truncated: false,
+        truncated_panes: Vec::new(),
+        panes_searched: 0,
+        panes_failed: 0,
+        failures: Vec::new(),
+        bytes_scanned: 0,
+        lines_scanned: 0,
+        elapsed_ms: 0,
+        effective_scrollback_lines: 0,
+        captures_byte_clamped: false,
+        matching_byte_clamped: false,
+        matching_line_clamped: false,
+        matching_time_clamped: false,
+        pane_limit_clamped: false,
+        scrollback_clamped: false,
+        matches_truncated: false,
+        cursor: String::new(),
+        since_reset: false,
+        since_panes: Vec::new(),
+        hosts_failed: Vec::new(),
+    }
 }
 
 /// Results built by hand, for the unit tests of the stages that shape and
@@ -228,6 +282,7 @@ pub(super) mod fixtures {
 
     pub(crate) fn hit(pane: u32, lines: usize, width: usize) -> PaneHits {
         PaneHits {
+            host: None,
             pane_id: PaneId::parse(&format!("%{pane}")).unwrap(),
             pane_index: 0,
             window_id: WindowId::parse("@1").unwrap(),
@@ -281,6 +336,7 @@ pub(super) mod fixtures {
             cursor: String::new(),
             since_reset: false,
             since_panes: vec![],
+            hosts_failed: vec![],
         }
     }
 }

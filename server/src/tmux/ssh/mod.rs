@@ -1,0 +1,356 @@
+//! tmux on other machines, through OpenSSH.
+//!
+//! The operator names hosts (`--ssh DEST`, [`dest`]) and may give ssh a
+//! config file (`--ssh-config FILE`, passed as `-F`); a call names one of
+//! them in `host` and nothing else reaches ssh. Every tmux client panescan
+//! starts for a host (commands, the control client, capture sweeps) is
+//!
+//! ```text
+//! ssh [-F FILE] -T -x -a -o BatchMode=yes -o ControlMaster=auto
+//!     -o ControlPath=DIR/N-%C -o ControlPersist=60 -o ConnectTimeout=N
+//!     -o ServerAliveInterval=5 -o ServerAliveCountMax=3 -o Compression=..
+//!     [-l USER] [-p PORT] -- HOST 'exec' 'tmux' '-u' ...
+//! ```
+//!
+//! * one multiplexed connection per host: the first client becomes the
+//!   master, in a directory of panescan's own (0700); the others ride on it;
+//! * `BatchMode`: ssh never prompts (a host that wants a password or an
+//!   unknown host key fails at once, with ssh's own words in the error);
+//! * a connect timeout and keepalives, so a host that vanishes fails its
+//!   calls rather than hang them;
+//! * every remote word single-quoted for a POSIX shell ([`quote`]): the
+//!   remote side runs `tmux` and nothing is installed there;
+//! * ssh runs with `HOME`, `PATH`, `USER`, `LOGNAME` and `SSH_AUTH_SOCK`
+//!   only: nothing else of panescan's environment can be forwarded.
+//!
+//! The remote tmux must be 3.2 or later; its version is checked once per
+//! server handle before anything else is sent ([`Host::check_version`]).
+
+pub mod dest;
+pub mod quote;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+pub use dest::{BadDest, Dest, LOCAL};
+
+use super::TmuxError;
+
+/// The oldest tmux panescan drives (control-mode flags, formats).
+pub const MIN_TMUX: (u32, u32) = (3, 2);
+
+/// How long an idle master connection stays up.
+const PERSIST_SECS: u32 = 60;
+
+/// The variables ssh keeps from panescan's environment.
+const SSH_ENV: [&str; 5] = ["HOME", "PATH", "USER", "LOGNAME", "SSH_AUTH_SOCK"];
+
+/// What the operator configured.
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    /// `--ssh-config FILE`, given to ssh as `-F`.
+    pub config_file: Option<PathBuf>,
+    /// `--ssh DEST`, in the order given.
+    pub hosts: Vec<Dest>,
+    /// `--ssh-compress`: ssh's `Compression=yes`.
+    pub compression: bool,
+    /// ssh's `ConnectTimeout` (also bounds the handshake).
+    pub connect_timeout: Duration,
+}
+
+/// One configured host, ready to start clients on.
+#[derive(Debug)]
+pub struct Host {
+    /// Its place among the configured hosts: names its master connection.
+    index: usize,
+    dest: Dest,
+    config_file: Option<PathBuf>,
+    control_dir: PathBuf,
+    compression: bool,
+    connect_timeout: Duration,
+}
+
+static HOSTS: RwLock<Vec<Arc<Host>>> = RwLock::new(Vec::new());
+
+/// Sets the hosts (once at start; a later call replaces them). Makes the
+/// private directory of the master connections.
+pub fn configure(settings: &Settings) -> Result<(), String> {
+    if settings.hosts.is_empty() {
+        return Ok(());
+    }
+    let control_dir = control_dir()?;
+    let hosts = settings
+        .hosts
+        .iter()
+        .enumerate()
+        .map(|(index, dest)| {
+            Arc::new(Host {
+                index,
+                dest: dest.clone(),
+                config_file: settings.config_file.clone(),
+                control_dir: control_dir.clone(),
+                compression: settings.compression,
+                connect_timeout: settings.connect_timeout.max(Duration::from_secs(1)),
+            })
+        })
+        .collect();
+    *HOSTS.write().unwrap_or_else(|e| e.into_inner()) = hosts;
+    Ok(())
+}
+
+/// `$TMPDIR/panescan-ssh-UID-PID`, made 0700 (ssh's ControlPath must be
+/// short: a unix socket path has ~100 bytes). The directories of panescan
+/// processes that are gone (killed before they could remove theirs) are
+/// removed first.
+fn control_dir() -> Result<PathBuf, String> {
+    use std::os::unix::fs::DirBuilderExt;
+    let uid = super::reach::current_uid().unwrap_or(0);
+    remove_stale(&std::env::temp_dir(), &format!("panescan-ssh-{uid}-"));
+    let dir = std::env::temp_dir().join(format!("panescan-ssh-{uid}-{}", std::process::id()));
+    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+        Ok(()) => Ok(dir),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(dir),
+        Err(e) => Err(format!(
+            "cannot make {} for ssh connections: {e}",
+            dir.display()
+        )),
+    }
+}
+
+/// Removes `DIR/PREFIX<pid>` directories whose process no longer runs
+/// (read in `/proc`; where there is none, nothing is removed).
+fn remove_stale(dir: &Path, prefix: &str) {
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(prefix))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+/// The configured host named `text`, if it is one.
+pub fn host(text: &str) -> Option<Arc<Host>> {
+    HOSTS
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .find(|h| h.dest.text == text)
+        .cloned()
+}
+
+/// Ends every master connection and removes their directory (at shutdown).
+pub fn shutdown() {
+    let hosts = std::mem::take(&mut *HOSTS.write().unwrap_or_else(|e| e.into_inner()));
+    let mut dirs = Vec::new();
+    for h in &hosts {
+        let mut cmd = h.ssh();
+        cmd.args(["-O", "exit", "--", &h.dest.host])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        if let Ok(child) = cmd.spawn() {
+            let _ = super::oneshot::finish(child, Instant::now() + Duration::from_secs(2));
+        }
+        if !dirs.contains(&h.control_dir) {
+            dirs.push(h.control_dir.clone());
+        }
+    }
+    for d in dirs {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
+impl Host {
+    /// The destination as the operator wrote it.
+    pub fn name(&self) -> &str {
+        &self.dest.text
+    }
+
+    /// The master connection's socket directory.
+    pub fn control_dir(&self) -> &Path {
+        &self.control_dir
+    }
+
+    /// `ssh` with every option but the destination and command.
+    fn ssh(&self) -> Command {
+        let mut cmd = Command::new("ssh");
+        cmd.env_clear();
+        for key in SSH_ENV {
+            if let Some(v) = std::env::var_os(key) {
+                cmd.env(key, v);
+            }
+        }
+        if let Some(f) = &self.config_file {
+            cmd.arg("-F").arg(f);
+        }
+        cmd.args([
+            "-T",
+            "-x",
+            "-a",
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            "ControlMaster=auto",
+        ]);
+        // One master per configured host, even for two destinations that
+        // reach the same machine as the same user (ssh's %C would be the
+        // same): each keeps the settings of its own Host entry.
+        cmd.arg("-o").arg(format!(
+            "ControlPath={}/{}-%C",
+            self.control_dir.display(),
+            self.index
+        ));
+        cmd.arg("-o").arg(format!("ControlPersist={PERSIST_SECS}"));
+        cmd.arg("-o").arg(format!(
+            "ConnectTimeout={}",
+            self.connect_timeout.as_secs().max(1)
+        ));
+        cmd.args(["-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3"]);
+        cmd.arg("-o").arg(if self.compression {
+            "Compression=yes"
+        } else {
+            "Compression=no"
+        });
+        if let Some(user) = &self.dest.user {
+            cmd.arg("-l").arg(user);
+        }
+        if let Some(port) = self.dest.port {
+            cmd.arg("-p").arg(port.to_string());
+        }
+        cmd
+    }
+
+    /// `ssh ... -- HOST 'exec' WORDS...`: runs `words` on the host, each
+    /// word quoted for its shell.
+    pub fn command(&self, words: &[&str]) -> Result<Command, TmuxError> {
+        let line = quote::command_line(words.iter().copied())
+            .ok_or_else(|| TmuxError::Invalid("an argument contains a NUL byte".into()))?;
+        let mut cmd = self.ssh();
+        cmd.arg("--").arg(&self.dest.host).arg(line);
+        cmd.stdin(Stdio::null());
+        Ok(cmd)
+    }
+
+    /// `tmux -V` on the host: its version, or an error naming the host
+    /// (unreachable, no tmux, or one older than [`MIN_TMUX`]).
+    pub fn check_version(&self, deadline: Instant) -> Result<String, TmuxError> {
+        let child = self
+            .command(&["tmux", "-V"])?
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| TmuxError::Spawn(format!("ssh: {e}")))?;
+        let done = super::oneshot::finish(child, deadline)?;
+        if done.code == Some(255) {
+            return Err(self.unreachable(&done.stderr));
+        }
+        let out = String::from_utf8_lossy(&done.stdout).trim().to_owned();
+        if !done.success {
+            return Err(self.unreachable(&format!(
+                "no tmux on this host (`tmux -V`: {})",
+                done.stderr.trim()
+            )));
+        }
+        match version(&out) {
+            Some(v) if v >= MIN_TMUX => Ok(out),
+            _ => Err(self.unreachable(&format!(
+                "{out:?} is not tmux {}.{} or later, which panescan needs",
+                MIN_TMUX.0, MIN_TMUX.1
+            ))),
+        }
+    }
+
+    /// An error naming this host, with what ssh (or the host) said.
+    pub fn unreachable(&self, said: &str) -> TmuxError {
+        let said = said.trim();
+        let said = if said.is_empty() {
+            "ssh ended without a word"
+        } else {
+            said
+        };
+        TmuxError::Unreachable {
+            host: self.dest.text.clone(),
+            message: said.chars().take(500).collect(),
+        }
+    }
+}
+
+/// `(major, minor)` of `tmux -V` output (`tmux 3.3a`, `tmux next-3.5`).
+pub fn version(text: &str) -> Option<(u32, u32)> {
+    let v = text.strip_prefix("tmux ")?;
+    let v = v.strip_prefix("next-").unwrap_or(v);
+    let (major, rest) = v.split_once('.')?;
+    let minor: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    Some((major.parse().ok()?, minor.parse().ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_directories_of_gone_processes_are_removed() {
+        let root = std::env::temp_dir().join(format!("panescan-stale-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let gone = root.join("p-4294967"); // above any pid_max
+        let live = root.join(format!("p-{}", std::process::id()));
+        let other = root.join("q-4294967");
+        for d in [&gone, &live, &other] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        remove_stale(&root, "p-");
+        assert!(!gone.exists());
+        assert!(live.exists() && other.exists());
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn versions() {
+        assert_eq!(version("tmux 3.3a"), Some((3, 3)));
+        assert_eq!(version("tmux 3.2"), Some((3, 2)));
+        assert_eq!(version("tmux next-3.5"), Some((3, 5)));
+        assert_eq!(version("tmux 10.1"), Some((10, 1)));
+        assert!(version("tmux 3.1c").is_some_and(|v| v < MIN_TMUX));
+        assert_eq!(version("sh: tmux: not found"), None);
+    }
+
+    #[test]
+    fn the_command_line_quotes_every_word_and_ends_options() {
+        let host = Host {
+            index: 0,
+            dest: dest::parse("ssh://me@box:2222").unwrap(),
+            config_file: Some(PathBuf::from("/etc/x config")),
+            control_dir: PathBuf::from("/tmp/d"),
+            compression: false,
+            connect_timeout: Duration::from_secs(5),
+        };
+        let cmd = host.command(&["tmux", "-L", "a'b;$(x)"]).unwrap();
+        let args: Vec<String> = cmd
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let n = args.len();
+        assert_eq!(&args[n - 3..n - 1], ["--", "box"]);
+        assert_eq!(args[n - 1], r#"exec 'tmux' '-L' 'a'\''b;$(x)'"#);
+        assert!(args.windows(2).any(|w| w == ["-F", "/etc/x config"]));
+        assert!(args.windows(2).any(|w| w == ["-l", "me"]));
+        assert!(args.windows(2).any(|w| w == ["-p", "2222"]));
+        assert!(args.windows(2).any(|w| w == ["-o", "BatchMode=yes"]));
+        assert!(host.command(&["a\0"]).is_err());
+    }
+}

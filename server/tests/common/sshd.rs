@@ -1,0 +1,269 @@
+//! A real OpenSSH server for the ssh tests, on 127.0.0.1, made and owned
+//! by the test: generated host and client keys, its own sshd_config and
+//! port, a known_hosts naming its key, and an ssh config whose `Host`
+//! aliases point at it. Each alias may carry its own `TMUX_TMPDIR`
+//! (`SetEnv`, which this sshd accepts), so two aliases of one sshd reach
+//! two different tmux servers as their default server. Every sshd (and the
+//! sessions it forked) is killed on drop, also when the test fails.
+//!
+//! [`available`] says whether the machine has sshd at all; a test without
+//! it prints why and returns (CI installs openssh-server).
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use super::{eventually, TempDir};
+
+/// The sshd binary.
+pub const SSHD: &str = "/usr/sbin/sshd";
+
+/// Whether sshd, ssh and ssh-keygen are here; prints why not.
+pub fn available() -> bool {
+    let found = Path::new(SSHD).exists()
+        && ["ssh", "ssh-keygen"].iter().all(|p| {
+            Command::new(p)
+                .arg("-V")
+                .stderr(Stdio::null())
+                .stdout(Stdio::null())
+                .status()
+                .is_ok()
+                || Command::new("sh")
+                    .args(["-c", &format!("command -v {p}")])
+                    .stdout(Stdio::null())
+                    .status()
+                    .is_ok_and(|s| s.success())
+        });
+    if !found {
+        eprintln!("SKIPPED: {SSHD}, ssh or ssh-keygen is not installed (apt-get install openssh-server openssh-client)");
+    }
+    found
+}
+
+/// Keys and files shared by every sshd of a test.
+pub struct SshWorld {
+    pub dir: TempDir,
+    client_key: PathBuf,
+    sshds: Vec<Sshd>,
+}
+
+/// One sshd.
+pub struct Sshd {
+    pub port: u16,
+    dir: PathBuf,
+    child: Option<Child>,
+    host_pub: String,
+}
+
+/// A `Host` alias of the client config.
+pub struct Alias<'a> {
+    pub name: &'a str,
+    /// Which sshd of the world ([`SshWorld::start_sshd`]'s index).
+    pub sshd: usize,
+    /// The remote tmux's `TMUX_TMPDIR` (`None`: the user's default).
+    pub tmux_tmpdir: Option<&'a Path>,
+    /// `None`: the client key; `Some(path)`: that key instead (one the
+    /// sshd does not know, to make a login fail).
+    pub identity: Option<&'a Path>,
+}
+
+fn keygen(path: &Path) {
+    let ok = Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-C", "panescan-test", "-f"])
+        .arg(path)
+        .stdin(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "ssh-keygen failed for {}", path.display());
+}
+
+fn current_user() -> String {
+    let out = Command::new("id").arg("-un").output().unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+impl SshWorld {
+    pub fn new(label: &str) -> SshWorld {
+        let dir = TempDir::new(&format!("ssh-{label}"));
+        let client_key = dir.0.join("client_key");
+        keygen(&client_key);
+        // sshd's privilege separation directory, made as Debian's init does.
+        let _ = std::fs::create_dir_all("/run/sshd");
+        SshWorld {
+            dir,
+            client_key,
+            sshds: Vec::new(),
+        }
+    }
+
+    /// A key no sshd here accepts.
+    pub fn stranger_key(&self) -> PathBuf {
+        let key = self.dir.0.join("stranger_key");
+        if !key.exists() {
+            keygen(&key);
+        }
+        key
+    }
+
+    /// Starts another sshd; its index.
+    pub fn start_sshd(&mut self) -> usize {
+        let n = self.sshds.len();
+        let dir = self.dir.0.join(format!("sshd{n}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        keygen(&dir.join("host_key"));
+        std::fs::copy(
+            self.client_key.with_extension("pub"),
+            dir.join("authorized_keys"),
+        )
+        .unwrap();
+        let host_pub = std::fs::read_to_string(dir.join("host_key.pub")).unwrap();
+        let mut sshd = Sshd {
+            port: 0,
+            dir,
+            child: None,
+            host_pub,
+        };
+        sshd.start();
+        self.sshds.push(sshd);
+        n
+    }
+
+    pub fn sshd(&mut self, n: usize) -> &mut Sshd {
+        &mut self.sshds[n]
+    }
+
+    /// Writes the client config with `aliases`; its path.
+    pub fn client_config(&self, aliases: &[Alias]) -> PathBuf {
+        let known = self.dir.0.join("known_hosts");
+        let mut known_text = String::new();
+        let mut text = String::new();
+        for a in aliases {
+            let sshd = &self.sshds[a.sshd];
+            known_text.push_str(&format!("[127.0.0.1]:{} {}", sshd.port, sshd.host_pub));
+            let key = a.identity.unwrap_or(&self.client_key);
+            text.push_str(&format!(
+                "Host {}\n  HostName 127.0.0.1\n  Port {}\n  User {}\n  IdentityFile {}\n  IdentitiesOnly yes\n  UserKnownHostsFile {}\n  StrictHostKeyChecking yes\n  LogLevel ERROR\n",
+                a.name,
+                sshd.port,
+                current_user(),
+                key.display(),
+                known.display()
+            ));
+            if let Some(d) = a.tmux_tmpdir {
+                text.push_str(&format!("  SetEnv TMUX_TMPDIR={}\n", d.display()));
+            }
+        }
+        std::fs::write(&known, known_text).unwrap();
+        let path = self.dir.0.join("ssh_config");
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap()
+}
+
+impl Sshd {
+    /// (Re)starts sshd on its port (a new one the first time).
+    ///
+    /// `SetEnv SHLVL=1`: bash reads `~/.bashrc` for a command sshd runs
+    /// only at shell level 1, and this machine's may wait for ever
+    /// (version managers initialised there); a remote shell panescan runs
+    /// a command in must not read interactive rc files (README).
+    pub fn start(&mut self) {
+        if self.port == 0 {
+            self.port = free_port();
+        }
+        let config = self.dir.join("sshd_config");
+        std::fs::write(
+            &config,
+            format!(
+                "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nAuthorizedKeysFile {d}/authorized_keys\nPidFile {d}/sshd.pid\nStrictModes no\nUsePAM no\nPermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nAcceptEnv TMUX_TMPDIR\nSetEnv SHLVL=1\nPrintMotd no\nLogLevel ERROR\n",
+                port = self.port,
+                d = self.dir.display()
+            ),
+        )
+        .unwrap();
+        let child = Command::new(SSHD)
+            .args(["-D", "-e", "-f"])
+            .arg(&config)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("sshd starts");
+        self.child = Some(child);
+        let port = self.port;
+        let up = eventually(Duration::from_secs(10), || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        assert!(up, "sshd never listened on port {port}");
+    }
+
+    /// The sshd and every process it forked (sessions, the tmux clients
+    /// they run), deepest first.
+    fn family(&self) -> Vec<u32> {
+        let Some(root) = self.child.as_ref().map(Child::id) else {
+            return Vec::new();
+        };
+        let mut parents: Vec<(u32, u32)> = Vec::new();
+        for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
+            let ppid = stat
+                .rsplit_once(')')
+                .and_then(|(_, r)| r.split_whitespace().nth(1))
+                .and_then(|p| p.parse().ok());
+            if let Some(ppid) = ppid {
+                parents.push((pid, ppid));
+            }
+        }
+        let mut family = vec![root];
+        let mut i = 0;
+        while i < family.len() {
+            let p = family[i];
+            family.extend(parents.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
+            i += 1;
+        }
+        family.reverse();
+        family
+    }
+
+    fn signal(&self, sig: &str) {
+        for pid in self.family() {
+            let _ = Command::new("kill")
+                .args([sig, &pid.to_string()])
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+
+    /// Freezes the sshd and its sessions (SIGSTOP): the host stops
+    /// answering without closing anything.
+    pub fn freeze(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Kills the sshd and its sessions: every connection to it drops.
+    pub fn kill(&mut self) {
+        self.signal("-KILL");
+        if let Some(mut c) = self.child.take() {
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
