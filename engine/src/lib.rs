@@ -69,6 +69,8 @@ mod budget;
 #[doc(hidden)]
 pub mod fuzz_redact;
 #[doc(hidden)]
+pub mod fuzz_structured;
+#[doc(hidden)]
 pub mod fuzzing;
 mod pattern;
 mod redact;
