@@ -40,14 +40,15 @@ impl<'a> Source<'a> {
         Source { data, at: 0 }
     }
 
-    fn byte(&mut self) -> u8 {
+    /// The next byte (0 after the end).
+    pub fn byte(&mut self) -> u8 {
         let b = self.data.get(self.at).copied().unwrap_or(0);
         self.at += 1;
         b
     }
 
     /// A number in `0..n` (0 when `n` is 0 or 1).
-    fn below(&mut self, n: usize) -> usize {
+    pub fn below(&mut self, n: usize) -> usize {
         match n {
             0 | 1 => 0,
             2..=256 => usize::from(self.byte()) % n,
@@ -57,12 +58,18 @@ impl<'a> Source<'a> {
 
     /// True with probability about `in_256 / 256` (never once the bytes
     /// have run out).
-    fn chance(&mut self, in_256: u8) -> bool {
+    pub fn chance(&mut self, in_256: u8) -> bool {
         self.byte() >= 255 - in_256 && self.at <= self.data.len()
     }
 
-    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
+    /// One of `items` (not empty).
+    pub fn pick<T: Copy>(&mut self, items: &[T]) -> T {
         items[self.below(items.len())]
+    }
+
+    /// The bytes not read yet.
+    pub fn rest(&self) -> &'a [u8] {
+        self.data.get(self.at..).unwrap_or_default()
     }
 }
 

@@ -37,7 +37,7 @@
 //! `#(touch /tmp/x)` or `#{pane_id}` is searched for literally and never
 //! reaches tmux.
 
-mod cursor;
+pub(crate) mod cursor;
 mod group;
 mod pipeline;
 mod plan;
