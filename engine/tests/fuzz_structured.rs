@@ -23,8 +23,17 @@ fn oracle(pattern: &str, match_case: bool) -> Option<OracleLine> {
     Some(Box::new(move |line: &[u8]| re.is_match(line)))
 }
 
+/// Cases the property test runs: 256, or `PANESCAN_STRUCTURED_CASES` for a
+/// longer run without the fuzzer's instrumentation.
+fn cases() -> u32 {
+    std::env::var("PANESCAN_STRUCTURED_CASES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(256)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    #![proptest_config(ProptestConfig::with_cases(cases()))]
 
     /// Any choices: the engine and the oracle agree (or the pattern is
     /// refused with a well-formed error).
