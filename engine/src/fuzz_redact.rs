@@ -105,7 +105,47 @@ pub fn check(data: &[u8]) -> Result<(), String> {
             String::from_utf8_lossy(&text)
         ));
     }
+    fixed_point(&out)?;
+    two_in_a_line(kind, body, split)
+}
+
+/// A redacted text holds no secret any more: redacting it again changes
+/// nothing (the `[REDACTED:KIND]` marks, and what they now stand next to,
+/// are not secrets).
+fn fixed_point(out: &[u8]) -> Result<(), String> {
+    let (again, _) = redact_bytes(out);
+    if again != out {
+        return Err(format!(
+            "redacting twice changed {:?} into {:?}",
+            String::from_utf8_lossy(out),
+            String::from_utf8_lossy(&again)
+        ));
+    }
     Ok(())
+}
+
+/// What may stand between two secrets on one line.
+const SEPARATORS: &[&str] = &[" ", "\t", ", ", "; ", "\"", " | ", "' '", " && ", "\t=\t"];
+
+/// Two secrets of two kinds on one line, between separators: neither
+/// survives.
+fn two_in_a_line(kind: u8, body: &[u8], split: usize) -> Result<(), String> {
+    let other: Vec<u8> = body.iter().rev().map(|b| b.wrapping_add(7)).collect();
+    let kind2 = kind.wrapping_add(1 + body.first().copied().unwrap_or(0) % (SAMPLE_KINDS - 1));
+    let (line1, secret1) = sample(kind, body);
+    let (line2, secret2) = sample(kind2, &other);
+    let sep = SEPARATORS[split % SEPARATORS.len()];
+    let text = format!("{sep}{line1}{sep}{line2}{sep}");
+    let (out, _) = redact_bytes(text.as_bytes());
+    for secret in [&secret1, &secret2] {
+        if contains(&out, secret.as_bytes()) {
+            return Err(format!(
+                "secret {secret:?} survived beside another: {:?}",
+                String::from_utf8_lossy(&out)
+            ));
+        }
+    }
+    fixed_point(&out)
 }
 
 fn clip(bytes: &[u8]) -> &[u8] {

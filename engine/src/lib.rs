@@ -71,6 +71,8 @@ mod budget;
 #[doc(hidden)]
 pub mod fuzz_redact;
 #[doc(hidden)]
+pub mod fuzz_structured;
+#[doc(hidden)]
 pub mod fuzzing;
 mod lanes;
 mod pattern;

@@ -436,23 +436,37 @@ pub(crate) fn private_key_blocks(hay: &[u8]) -> Vec<Range<usize>> {
         let (start, end) = line_at(hay, tail);
         let line = &hay[start..end];
         if let Some(b) = memchr::memmem::find(line, BEGIN) {
-            if open.is_none() {
-                open = Some(start + b);
+            match open {
+                // A second BEGIN before any END: the first block was cut
+                // short (say by `head`); it runs over its base64 lines, and
+                // the new one opens. (Kept open, the second key's body was
+                // never redacted.)
+                Some(from) if from < start => {
+                    push_block(&mut blocks, from..body_below(hay, from));
+                    open = Some(start + b);
+                }
+                Some(_) => {}
+                None => open = Some(start + b),
             }
         } else if memchr::memmem::find(line, END).is_some() {
             let from = match open.take() {
                 Some(from) => from,
                 None => body_above(hay, start),
             };
-            if blocks.last().is_none_or(|last| last.end <= from) {
-                blocks.push(from..end);
-            }
+            push_block(&mut blocks, from..end);
         }
     }
     if let Some(from) = open {
-        blocks.push(from..body_below(hay, from));
+        push_block(&mut blocks, from..body_below(hay, from));
     }
     blocks
+}
+
+/// Adds a block unless it overlaps the last one.
+fn push_block(blocks: &mut Vec<Range<usize>>, block: Range<usize>) {
+    if blocks.last().is_none_or(|last| last.end <= block.start) {
+        blocks.push(block);
+    }
 }
 
 /// The line holding byte `at`: its start and end (the `\n` or the text end).

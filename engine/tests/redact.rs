@@ -4,7 +4,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use panescan_engine::fuzz_redact::{check, sample, SAMPLE_KINDS};
-use panescan_engine::{redact, search_captures, Capture, Matcher, PatternOptions, SearchOptions};
+use panescan_engine::{
+    redact, redact_bytes, search_captures, Capture, Matcher, PatternOptions, SearchOptions,
+};
 use proptest::prelude::*;
 
 /// One known sample per kind: the text, and what it must become.
@@ -207,4 +209,17 @@ proptest! {
         prop_assert_eq!(out, text.as_str());
         prop_assert_eq!(n, 0);
     }
+}
+
+/// Two keys printed cut short (`head -2`), neither with its END line: both
+/// bodies go (the second was left whole when the first stayed open; found
+/// by the `redact` fuzz target's fixed-point check).
+#[test]
+fn two_keys_cut_short_are_both_redacted() {
+    let text = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n$ head -2 other.pem\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAsecondkeybody\n$ ";
+    let (out, _) = redact_bytes(text.as_bytes());
+    let out = String::from_utf8_lossy(&out);
+    assert!(!out.contains("MIIEvQIBADANBgkqhkiG9w0BAQEFAASC"), "{out}");
+    assert!(!out.contains("MIIEowIBAAKCAQEAsecondkeybody"), "{out}");
+    assert!(out.contains("$ head -2 other.pem"), "{out}");
 }

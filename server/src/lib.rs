@@ -16,6 +16,8 @@ pub mod config;
 pub mod corpus;
 pub mod fixture;
 #[doc(hidden)]
+pub mod fuzz_parsers;
+#[doc(hidden)]
 pub mod fuzzing;
 pub mod mcp;
 pub mod prompts;

@@ -631,7 +631,13 @@ fn build_regex(
 ) -> Result<meta::Regex, Box<meta::BuildError>> {
     let config = meta::Config::new()
         .match_kind(kind)
-        .utf8_empty(true)
+        // A line matches if the pattern matches anywhere in it, empty
+        // matches included: with utf8_empty on, `^` or `^.*` never matched
+        // a line starting with a stray UTF-8 continuation byte (the empty
+        // match before it "splits a codepoint"). Offsets of empty matches
+        // inside a character are harmless: clipping maps them onto the
+        // lossy text's boundaries.
+        .utf8_empty(false)
         .which_captures(regex_automata::nfa::thompson::WhichCaptures::Implicit)
         .nfa_size_limit(Some(MAX_NFA_BYTES))
         .onepass(false)

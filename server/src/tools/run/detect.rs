@@ -83,7 +83,13 @@ impl Detector {
         signs
     }
 
-    fn max_len(&self) -> usize {
+    /// Bytes kept for the next chunk (never more than [`Self::max_len`]).
+    pub(crate) fn carried(&self) -> usize {
+        self.carry.len()
+    }
+
+    /// The longest sign this detector can be waiting to complete.
+    pub(crate) fn max_len(&self) -> usize {
         MAX_OSC.max(self.token.len() + MAX_STATUS_DIGITS + 3)
     }
 

@@ -22,7 +22,7 @@
 //! stream, between the command's echoed line and its marker (or the next
 //! prompt), in tmux's line scale: see [`extract`].
 
-mod detect;
+pub(crate) mod detect;
 mod extract;
 mod shell;
 mod table;

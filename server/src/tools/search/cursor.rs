@@ -14,51 +14,51 @@
 use crate::tools::context::ToolError;
 
 /// The version prefix of every cursor.
-const PREFIX: &str = "ps1.";
+pub(crate) const PREFIX: &str = "ps1.";
 /// Entries a cursor may hold (a bound on what decoding allocates).
 const MAX_ENTRIES: usize = 100_000;
 /// Rows no pane reaches: a cursor saying more was not made by a search
 /// (and would overflow row arithmetic).
-const MAX_ROWS: u64 = 1 << 40;
+pub(crate) const MAX_ROWS: u64 = 1 << 40;
 
 /// Which tmux server a cursor belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct ServerId {
+pub(crate) struct ServerId {
     /// Hash of the socket path.
-    pub(super) socket: u32,
+    pub(crate) socket: u32,
     /// The server's process id.
-    pub(super) pid: u32,
+    pub(crate) pid: u32,
     /// Its start time (seconds since the epoch).
-    pub(super) start: u64,
+    pub(crate) start: u64,
 }
 
 /// Where one pane stood.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Entry {
-    pub(super) pane: u32,
-    pub(super) pid: u32,
-    pub(super) width: u32,
-    pub(super) history: u64,
+pub(crate) struct Entry {
+    pub(crate) pane: u32,
+    pub(crate) pid: u32,
+    pub(crate) width: u32,
+    pub(crate) history: u64,
     /// Absolute row (0 = oldest history row) of the terminal cursor: the
     /// first row a later search scans.
-    pub(super) boundary: u64,
+    pub(crate) boundary: u64,
     /// Rows above `boundary` the anchor lines cover (0: no anchor).
-    pub(super) anchor_rows: u64,
-    pub(super) anchor: u32,
+    pub(crate) anchor_rows: u64,
+    pub(crate) anchor: u32,
 }
 
 /// A decoded cursor.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) struct Cursor {
-    pub(super) server: ServerId,
+pub(crate) struct Cursor {
+    pub(crate) server: ServerId,
     /// Wrapped lines were joined (the anchor hashes joined lines).
-    pub(super) joined: bool,
+    pub(crate) joined: bool,
     /// Sorted by pane id, one per pane.
-    pub(super) entries: Vec<Entry>,
+    pub(crate) entries: Vec<Entry>,
 }
 
 /// FNV-1a, 32 bits: the checksum and the anchor hash.
-pub(super) fn fnv32(bytes: &[u8]) -> u32 {
+pub(crate) fn fnv32(bytes: &[u8]) -> u32 {
     let mut h: u32 = 0x811c_9dc5;
     for b in bytes {
         h ^= u32::from(*b);
@@ -69,7 +69,7 @@ pub(super) fn fnv32(bytes: &[u8]) -> u32 {
 
 impl Cursor {
     /// The opaque string.
-    pub(super) fn encode(&self) -> String {
+    pub(crate) fn encode(&self) -> String {
         let mut entries = self.entries.clone();
         entries.sort_by_key(|e| e.pane);
         entries.dedup_by_key(|e| e.pane);
@@ -97,7 +97,7 @@ impl Cursor {
 
     /// Reads a cursor; anything but an intact cursor of this version is an
     /// error that says what to pass instead.
-    pub(super) fn decode(text: &str) -> Result<Cursor, ToolError> {
+    pub(crate) fn decode(text: &str) -> Result<Cursor, ToolError> {
         let bad = || {
             ToolError::new(format!(
                 "since {:?} is not a search_panes cursor: pass the cursor field of an earlier search_panes result, or omit since for a full search",
@@ -211,7 +211,7 @@ const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwx
 
 /// Base64 with the URL alphabet and no padding: safe in JSON, a shell
 /// argument and a file name.
-fn base64url(bytes: &[u8]) -> String {
+pub(crate) fn base64url(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
     for chunk in bytes.chunks(3) {
         let n = chunk

@@ -40,7 +40,7 @@
 //! `#(touch /tmp/x)` or `#{pane_id}` is searched for literally and never
 //! reaches tmux.
 
-mod cursor;
+pub(crate) mod cursor;
 mod encode;
 #[cfg(test)]
 pub(crate) mod golden;
