@@ -39,23 +39,39 @@ pub const NEW_LINES: usize = 50;
 /// The cache section of the bench report.
 #[derive(Debug, Clone, Serialize)]
 pub struct CacheBench {
+    /// Median cold deep search (cache empty), ms.
     pub cold_deep_ms: f64,
+    /// Median warm search of unchanged panes, ms.
     pub warm_unchanged_ms: f64,
+    /// Median warm search after some panes printed, ms.
     pub warm_changed_ms: f64,
+    /// Panes that printed before each warm changed search.
     pub changed_panes: usize,
+    /// Lines each of those panes printed.
     pub new_lines_per_changed_pane: usize,
+    /// warm_unchanged_ms / cold_deep_ms.
     pub ratio_unchanged: f64,
+    /// warm_changed_ms / cold_deep_ms.
     pub ratio_changed: f64,
+    /// What the cache held at the end, bytes.
     pub cache_memory_bytes: usize,
+    /// Panes the cache held at the end.
     pub cache_panes: usize,
+    /// Captures served unchanged from the cache.
     pub reused: u64,
+    /// Captures that fetched only new lines.
     pub delta: u64,
+    /// Captures fetched in full.
     pub full: u64,
+    /// Deltas that did not line up and were fetched in full.
     pub delta_rejected: u64,
     /// Every warm result listed the same matching lines as the cold one.
     pub same_hits: bool,
+    /// Median since search (few panes printed), ms.
     pub since_ms: f64,
+    /// Panes that printed before each since search.
     pub since_changed_panes: usize,
+    /// since_ms / cold_deep_ms.
     pub ratio_since: f64,
     /// Every since search scanned exactly the new lines.
     pub since_exact: bool,

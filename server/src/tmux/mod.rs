@@ -359,7 +359,7 @@ impl Tmux {
     /// that will likely capture a few panes once its listing is back
     /// (capture/spare.rs); `None` if it cannot be started.
     pub fn spare_sweep(&self) -> Option<capture::Spare> {
-        capture::Spare::start(self.socket_path())
+        capture::Spare::start(self.inner.endpoint())
     }
 
     /// Subscribes to the server's event stream: pane output (as "pane

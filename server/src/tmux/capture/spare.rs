@@ -17,10 +17,9 @@
 //! already exited (the server went away) is not used.
 
 use std::io::Write as _;
-use std::path::Path;
 use std::process::{Child, ChildStdin, Stdio};
 
-use super::super::oneshot;
+use super::super::launch::Endpoint;
 
 /// A `tmux source-file -` client waiting for its script.
 #[derive(Debug)]
@@ -30,11 +29,12 @@ pub struct Spare {
 }
 
 impl Spare {
-    /// Starts a spare client for the server at `socket`; `None` if it
-    /// cannot be started (the batch then starts its own).
-    pub(crate) fn start(socket: &Path) -> Option<Spare> {
-        let mut child = oneshot::tmux(socket)
-            .args(["source-file", "-"])
+    /// Starts a spare client for the server at `at` (here or on a host);
+    /// `None` if it cannot be started (the batch then starts its own).
+    pub(crate) fn start(at: &Endpoint) -> Option<Spare> {
+        let mut child = at
+            .tmux(&["source-file", "-"])
+            .ok()?
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
