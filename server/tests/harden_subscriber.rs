@@ -214,7 +214,7 @@ fn updates_due_while_the_client_does_not_read_are_kept_and_coalesced() {
     s.resume();
     let mut seen = BTreeMap::new();
     s.answer(last, &mut seen);
-    let all = eventually(Duration::from_secs(10), || {
+    let all = eventually(Duration::from_secs(30), || {
         while let Ok(m) = s.rx.try_recv() {
             count_update(&m, &mut seen);
         }

@@ -18,7 +18,7 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use crate::tmux::events::{StreamEvent, Subscription};
-use crate::tmux::{PaneId, Tmux, TmuxCommand};
+use crate::tmux::{PaneId, Tmux, TmuxCommand, TmuxError};
 use crate::tools::context::{ToolContext, ToolError};
 
 /// First and longest probe interval of a polled pane.
@@ -281,6 +281,9 @@ impl Waker {
                     continue;
                 }
                 Ok(_) => return Err(closed(pane)),
+                // tmux stood still past the round trip's deadline: no news
+                // of this pane this time; the wait's own timeout decides.
+                Err(TmuxError::Timeout) => continue,
                 Err(e) => return Err(ToolError::new(format!("{pane} while waiting: {e}"))),
             };
             let moved = probe != self.last_probe[i];
