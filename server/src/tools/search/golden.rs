@@ -65,6 +65,7 @@ fn pane(
 ) -> PaneHits {
     let session = format!("s\"{}", n % 3);
     PaneHits {
+        host: None,
         pane_id: id(PaneId::parse, &format!("%{n}")),
         pane_index: n % 4,
         window_id: id(WindowId::parse, &format!("@{}", n / 4)),
@@ -105,6 +106,7 @@ fn result(panes: Vec<PaneHits>) -> SearchPanesResult {
         .map(|l| l.redactions as u64)
         .sum();
     SearchPanesResult {
+        hosts_failed: vec![],
         total_panes_matched: panes.len(),
         matches: panes,
         groups: None,
@@ -152,6 +154,7 @@ fn small() -> SearchPanesResult {
         .collect();
     r.panes_failed = 2;
     r.failures = vec![PaneFailure {
+        host: None,
         pane_id: id(PaneId::parse, "%40"),
         error: "pane is gone \"%40\"".into(),
     }];
