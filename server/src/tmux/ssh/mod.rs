@@ -111,11 +111,28 @@ fn control_dir() -> Result<PathBuf, String> {
     let dir = std::env::temp_dir().join(format!("panescan-ssh-{uid}-{}", std::process::id()));
     match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
         Ok(()) => Ok(dir),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(dir),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => own_private_dir(dir, uid),
         Err(e) => Err(format!(
             "cannot make {} for ssh connections: {e}",
             dir.display()
         )),
+    }
+}
+
+/// `dir`, found already there, if it is a real directory (not a link)
+/// of this user that no one else can enter: the temporary directory is
+/// shared, and ssh would trust a master socket someone else placed in it.
+fn own_private_dir(dir: PathBuf, uid: u32) -> Result<PathBuf, String> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::symlink_metadata(&dir)
+        .map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+    if meta.is_dir() && meta.uid() == uid && meta.mode() & 0o077 == 0 {
+        Ok(dir)
+    } else {
+        Err(format!(
+            "{} exists and is not a private directory of this user: remove it, or set TMPDIR",
+            dir.display()
+        ))
     }
 }
 
@@ -302,6 +319,31 @@ pub fn version(text: &str) -> Option<(u32, u32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_control_directory_found_there_must_be_private_and_ours() {
+        use std::os::unix::fs::PermissionsExt;
+        let root = std::env::temp_dir().join(format!("panescan-own-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).unwrap();
+        let uid = crate::tmux::reach::current_uid().unwrap();
+        let private = root.join("private");
+        std::fs::create_dir(&private).unwrap();
+        std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();
+        assert!(own_private_dir(private.clone(), uid).is_ok());
+        let open = root.join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(own_private_dir(open, uid).is_err(), "others can enter it");
+        let link = root.join("link");
+        std::os::unix::fs::symlink(&private, &link).unwrap();
+        assert!(
+            own_private_dir(link, uid).is_err(),
+            "a link to a private one"
+        );
+        assert!(own_private_dir(private, uid + 1).is_err(), "someone else's");
+        let _ = std::fs::remove_dir_all(&root);
+    }
 
     #[test]
     fn only_the_directories_of_gone_processes_are_removed() {
