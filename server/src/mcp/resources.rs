@@ -149,11 +149,12 @@ impl Subscriptions {
             let (state, out) = (state.clone(), out.clone());
             Arc::new(move |change: Change| {
                 let lines = lock(&state).lines(&change);
-                for line in lines {
-                    // A client that stops reading for this long loses
-                    // updates, not the server.
-                    let _ = out.send_timeout(Outgoing::Line(line), Duration::from_secs(2));
-                }
+                // A client that stops reading holds the watcher at most
+                // this long per round; the change is offered again later.
+                lines.into_iter().all(|line| {
+                    out.send_timeout(Outgoing::Line(line), Duration::from_secs(2))
+                        .is_ok()
+                })
             })
         };
         Subscriptions {

@@ -55,8 +55,10 @@ pub enum Change {
     ListChanged,
 }
 
-/// Where changes go (the protocol side turns them into notifications).
-pub type Sink = Arc<dyn Fn(Change) + Send + Sync>;
+/// Where changes go (the protocol side turns them into notifications);
+/// false when it could not take one now (a client that stopped reading):
+/// the change is kept and offered again, never dropped.
+pub type Sink = Arc<dyn Fn(Change) -> bool + Send + Sync>;
 
 /// What is watched: URIs (as subscribed) and whether list changes are.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -506,14 +508,19 @@ impl Loop {
             let _ = sub.rearm(&panes, self.ctx.tmux_deadline());
         }
         for uri in due {
-            self.dirty.remove(&uri);
-            self.last_sent.insert(uri.clone(), now);
             let change = if uri == LIST_KEY {
                 Change::ListChanged
             } else {
-                Change::Updated(uri)
+                Change::Updated(uri.clone())
             };
-            (self.sink)(change);
+            if !(self.sink)(change) {
+                // Not taken: this one and the rest stay due, for the next
+                // round (a dirty set: a client that reads again gets each
+                // once, however long it stopped).
+                break;
+            }
+            self.dirty.remove(&uri);
+            self.last_sent.insert(uri, now);
         }
     }
 }
