@@ -2,8 +2,6 @@
 //! ordinary test, so CI needs no nightly toolchain.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::PathBuf;
-
 use panescan_engine::fuzzing::{check, OracleLine, Verdict};
 use proptest::prelude::*;
 
@@ -19,20 +17,9 @@ fn oracle(pattern: &str, match_case: bool) -> Option<OracleLine> {
 
 #[test]
 fn grammar_seed_corpus_replays_clean() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/grammar");
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    entries.sort();
-    assert!(
-        entries.len() >= 20,
-        "seed corpus too small: {}",
-        entries.len()
-    );
+    let seeds = common::seed_corpus("grammar", 20);
     let (mut rejected, mut agreed) = (0, 0);
-    for path in &entries {
-        let data = std::fs::read(path).unwrap();
+    for (path, data) in seeds {
         match check(&data, &oracle) {
             Ok(Verdict::Rejected(_)) => rejected += 1,
             Ok(Verdict::Agreed { .. }) => agreed += 1,
@@ -110,7 +97,7 @@ proptest::proptest! {
 #[test]
 fn most_random_syntax_cases_that_compile_have_hits() {
     let compiled = std::cell::Cell::new(0usize);
-    let share = common::share_with_hits(random_case(), 2000, |data| match check(data, &oracle) {
+    let share = common::share_with_hits(random_case(), 2000, |data| match check(&data, &oracle) {
         Ok(Verdict::Agreed { matched }) => {
             compiled.set(compiled.get() + 1);
             matched > 0
@@ -130,20 +117,9 @@ fn most_random_syntax_cases_that_compile_have_hits() {
 
 #[test]
 fn redact_seed_corpus_replays_clean() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/redact");
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    entries.sort();
     // Every kind is seeded.
-    assert!(
-        entries.len() >= 14,
-        "seed corpus too small: {}",
-        entries.len()
-    );
-    for path in &entries {
-        let data = std::fs::read(path).unwrap();
+    let seeds = common::seed_corpus("redact", 14);
+    for (path, data) in seeds {
         if let Err(problem) = panescan_engine::fuzz_redact::check(&data) {
             panic!("{}: {problem}", path.display());
         }

@@ -4,12 +4,12 @@
 //! of generated cases that compile and find lines.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::PathBuf;
-
 use panescan_engine::fuzz_structured::{check, generate};
 use panescan_engine::fuzzing::{OracleLine, Verdict};
 use panescan_engine::MAX_NESTING;
 use proptest::prelude::*;
+
+mod common;
 
 /// The `regex` crate as the fuzz target builds it: its nesting and size
 /// limits raised so that every pattern the engine accepts builds.
@@ -47,19 +47,8 @@ proptest! {
 
 #[test]
 fn structured_seed_corpus_replays_clean() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/grammar_structured");
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    entries.sort();
-    assert!(
-        entries.len() >= 10,
-        "seed corpus too small: {}",
-        entries.len()
-    );
-    for path in &entries {
-        let data = std::fs::read(path).unwrap();
+    let seeds = common::seed_corpus("grammar_structured", 10);
+    for (path, data) in seeds {
         if let Err(problem) = check(&data, &oracle) {
             panic!("{}: {problem}", path.display());
         }

@@ -253,3 +253,29 @@ pub fn engine_view_with_context(outcome: &SearchOutcome) -> Vec<(usize, Vec<Hit>
         })
         .collect()
 }
+
+/// The seed corpus of fuzz target `target` (fuzz/corpus/TARGET), in name
+/// order: each file's path and bytes. Fails the test when it holds fewer
+/// than `at_least` seeds.
+pub fn seed_corpus(target: &str, at_least: usize) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../fuzz/corpus")
+        .join(target);
+    let mut entries: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    assert!(
+        entries.len() >= at_least,
+        "{target}: seed corpus too small: {}",
+        entries.len()
+    );
+    entries
+        .into_iter()
+        .map(|p| {
+            let data = std::fs::read(&p).unwrap();
+            (p, data)
+        })
+        .collect()
+}
