@@ -4,31 +4,13 @@
 //! (a minimized crash, say) is replayed too.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::PathBuf;
+mod common;
 
 use panescan::fuzzing::{framing, jsonrpc, FramingStats, JsonRpcStats};
 
-fn seeds(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../fuzz/corpus")
-        .join(target);
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    entries.sort();
-    entries
-        .into_iter()
-        .map(|p| {
-            let data = std::fs::read(&p).unwrap();
-            (p, data)
-        })
-        .collect()
-}
-
 #[test]
 fn jsonrpc_seed_corpus_replays_clean() {
-    let seeds = seeds("jsonrpc");
+    let seeds = common::seed_corpus("jsonrpc");
     assert!(seeds.len() >= 30, "seed corpus too small: {}", seeds.len());
     let mut total = JsonRpcStats::default();
     for (path, data) in &seeds {
@@ -46,7 +28,7 @@ fn jsonrpc_seed_corpus_replays_clean() {
 
 #[test]
 fn framing_seed_corpus_replays_clean() {
-    let seeds = seeds("framing");
+    let seeds = common::seed_corpus("framing");
     assert!(seeds.len() >= 10, "seed corpus too small: {}", seeds.len());
     let mut total = FramingStats::default();
     for (path, data) in &seeds {
@@ -101,7 +83,7 @@ fn the_framing_check_rebuilds_forged_replies() {
 #[test]
 fn ssh_dest_seed_corpus_replays_clean() {
     use panescan::tmux::ssh::dest::{fuzz_check, parse};
-    let seeds = seeds("ssh_dest");
+    let seeds = common::seed_corpus("ssh_dest");
     assert!(seeds.len() >= 30, "seed corpus too small: {}", seeds.len());
     let mut accepted = 0;
     for (path, data) in &seeds {

@@ -4,27 +4,15 @@
 //! corpus file a fuzzing run adds (a minimized crash, say) replays too.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::PathBuf;
+mod common;
 
 use panescan::fuzz_parsers::{cursor, detect, uri};
 
 fn replay(target: &str, at_least: usize, check: fn(&[u8]) -> Result<(), String>) {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../fuzz/corpus")
-        .join(target);
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    entries.sort();
-    assert!(
-        entries.len() >= at_least,
-        "{target}: {} seeds",
-        entries.len()
-    );
-    for path in &entries {
-        let data = std::fs::read(path).unwrap();
-        if let Err(problem) = check(&data) {
+    let seeds = common::seed_corpus(target);
+    assert!(seeds.len() >= at_least, "{target}: {} seeds", seeds.len());
+    for (path, data) in &seeds {
+        if let Err(problem) = check(data) {
             panic!("{}: {problem}", path.display());
         }
     }

@@ -697,3 +697,23 @@ pub fn child_process(pid: u32, parent: u32) -> Option<ProcessInfo> {
             .unwrap_or_default(),
     })
 }
+
+/// The seed corpus of fuzz target `target` (fuzz/corpus/TARGET), in name
+/// order: each file's path and bytes.
+pub fn seed_corpus(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../fuzz/corpus")
+        .join(target);
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    entries
+        .into_iter()
+        .map(|p| {
+            let data = std::fs::read(&p).unwrap();
+            (p, data)
+        })
+        .collect()
+}
