@@ -15,20 +15,12 @@ use std::time::Duration;
 use common::sshd::{self, Alias, SshWorld};
 use common::{eventually, Serve, TempDir};
 use panescan::tmux::private_server::PrivateServer;
-use serde_json::{json, Value};
+use serde_json::json;
 
+/// A server reached as host `label`'s default server, showing `text`.
 fn server_under(label: &str, dir: &Path, text: &str) -> PrivateServer {
-    let tmux = PrivateServer::start_under(label, 80, 24, Some(dir)).unwrap();
-    let socket = tmux.socket_path().unwrap();
-    std::os::unix::fs::symlink(&socket, socket.with_file_name("default")).unwrap();
-    let script = format!("printf '{text}\\n'; exec cat");
-    tmux.run_ok(["respawn-pane", "-k", "-t", "main:0.0", &script])
-        .unwrap();
-    let shown = eventually(Duration::from_secs(10), || {
-        tmux.run_ok(["capture-pane", "-p", "-t", "main:0.0"])
-            .is_ok_and(|t| t.contains(text))
-    });
-    assert!(shown);
+    let tmux = sshd::server_under(label, dir);
+    sshd::show(&tmux, text);
     tmux
 }
 
@@ -55,20 +47,6 @@ fn waits_on(serve: &Serve, host: &str) -> bool {
                 ppid == pid && cmd.starts_with("ssh ") && cmd.contains(&needle)
             })
     })
-}
-
-fn hosts_failed(r: &Value) -> Vec<(String, String)> {
-    r["hosts_failed"]
-        .as_array()
-        .map(|v| {
-            v.iter()
-                .map(|f| {
-                    let host = f["host"].as_str().unwrap().to_owned();
-                    (host, f["error"].as_str().unwrap().to_owned())
-                })
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 #[test]
@@ -119,7 +97,7 @@ fn ssh_dropped_mid_call_fails_that_host_alone_and_reconnects() {
     let out = &r["result"]["structuredContent"];
     assert_eq!(out["matches"][0]["host"], "a", "{r}");
     assert_eq!(out["total_panes_matched"], 1, "{r}");
-    let failed = hosts_failed(out);
+    let failed = sshd::hosts_failed(out);
     assert_eq!(failed.len(), 1, "{r}");
     assert_eq!(failed[0].0, "b");
     // Answered because the connection dropped, not because time ran out.

@@ -16,30 +16,6 @@ use common::{eventually, Serve, TempDir};
 use panescan::tmux::private_server::PrivateServer;
 use serde_json::{json, Value};
 
-/// Shows `lines` in pane `main:0.0` and waits until tmux has them.
-fn show(tmux: &PrivateServer, lines: &str) {
-    let script = format!("printf '{lines}\\n'; exec cat");
-    tmux.run_ok(["respawn-pane", "-k", "-t", "main:0.0", &script])
-        .unwrap();
-    // A fixed name: tmux's automatic rename would change it under a test.
-    tmux.run_ok(["rename-window", "-t", "main:0", "w"]).unwrap();
-    let last = lines.rsplit("\\n").next().unwrap_or(lines).to_owned();
-    let shown = eventually(Duration::from_secs(10), || {
-        tmux.run_ok(["capture-pane", "-p", "-t", "main:0.0"])
-            .is_ok_and(|t| t.contains(&last))
-    });
-    assert!(shown, "{lines:?} never showed");
-}
-
-/// A private server whose socket is also `DIR/tmux-UID/default`, so a
-/// remote tmux with `TMUX_TMPDIR=DIR` finds it as its default server.
-fn server_under(label: &str, dir: &Path) -> PrivateServer {
-    let tmux = PrivateServer::start_under(label, 80, 24, Some(dir)).unwrap();
-    let socket = tmux.socket_path().unwrap();
-    std::os::unix::fs::symlink(&socket, socket.with_file_name("default")).unwrap();
-    tmux
-}
-
 fn serve(config: &Path, hosts: &[&str]) -> Serve {
     let mut args: Vec<String> = vec!["serve".into(), "--ssh-config".into()];
     args.push(config.display().to_string());
@@ -89,7 +65,7 @@ fn tools_over_ssh_answer_as_they_do_locally() {
     let mut world = SshWorld::new("same");
     let n = world.start_sshd();
     let tmux = PrivateServer::start("ssh-same", 80, 24).unwrap();
-    show(&tmux, "alpha one\\nbeta two\\nalpha three");
+    sshd::show(&tmux, "alpha one\\nbeta two\\nalpha three");
     let config = world.client_config(&[Alias {
         name: "box",
         sshd: n,
@@ -203,10 +179,10 @@ fn two_hosts_in_one_search_name_their_host_on_every_match() {
     let mut world = SshWorld::new("two");
     let n = world.start_sshd();
     let (dir_a, dir_b) = (TempDir::new("ssh-two-a"), TempDir::new("ssh-two-b"));
-    let a = server_under("ssh-two-a", &dir_a.0);
-    let b = server_under("ssh-two-b", &dir_b.0);
-    show(&a, "shared from-a");
-    show(&b, "shared from-b\\nshared again-b");
+    let a = sshd::server_under("ssh-two-a", &dir_a.0);
+    let b = sshd::server_under("ssh-two-b", &dir_b.0);
+    sshd::show(&a, "shared from-a");
+    sshd::show(&b, "shared from-b\\nshared again-b");
     let config = world.client_config(&[
         Alias {
             name: "a",
@@ -276,10 +252,10 @@ fn a_stopped_host_fails_alone_and_clearly() {
         TempDir::new("ssh-stop-b"),
         TempDir::new("ssh-stop-none"),
     );
-    let a = server_under("ssh-stop-a", &dir_a.0);
-    let b = server_under("ssh-stop-b", &dir_b.0);
-    show(&a, "needle a");
-    show(&b, "needle b");
+    let a = sshd::server_under("ssh-stop-a", &dir_a.0);
+    let b = sshd::server_under("ssh-stop-b", &dir_b.0);
+    sshd::show(&a, "needle a");
+    sshd::show(&b, "needle b");
     let stranger = world.stranger_key();
     let config = world.client_config(&[
         Alias {
@@ -312,7 +288,7 @@ fn a_stopped_host_fails_alone_and_clearly() {
         json!({"pattern": "needle", "hosts": ["a", "b", "empty", "locked"], "timeout_ms": 4000});
     let r = s.call_ok("search_panes", all.clone());
     assert_eq!(hosts_of(&r), ["a", "b"], "{r}");
-    let failed = failures(&r);
+    let failed = sshd::hosts_failed(&r);
     assert_eq!(failed.len(), 2, "{r}");
     // No tmux server there: said so, naming the host.
     assert_eq!(failed[0].0, "empty");
@@ -335,25 +311,9 @@ fn a_stopped_host_fails_alone_and_clearly() {
         json!({"pattern": "needle", "hosts": ["a", "b"], "timeout_ms": 3000}),
     );
     assert_eq!(hosts_of(&r), ["a"], "{r}");
-    let failed = failures(&r);
+    let failed = sshd::hosts_failed(&r);
     assert_eq!(failed.len(), 1, "{r}");
     assert_eq!(failed[0].0, "b");
-}
-
-fn failures(r: &Value) -> Vec<(String, String)> {
-    r["hosts_failed"]
-        .as_array()
-        .map(|v| {
-            v.iter()
-                .map(|f| {
-                    (
-                        f["host"].as_str().unwrap().to_owned(),
-                        f["error"].as_str().unwrap().to_owned(),
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 #[test]

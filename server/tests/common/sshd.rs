@@ -14,6 +14,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use panescan::tmux::private_server::PrivateServer;
+use serde_json::Value;
+
 use super::{eventually, TempDir};
 
 /// The sshd binary.
@@ -266,4 +269,45 @@ impl Drop for Sshd {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// Shows `lines` in pane `main:0.0` and waits until tmux has them.
+pub fn show(tmux: &PrivateServer, lines: &str) {
+    let script = format!("printf '{lines}\\n'; exec cat");
+    tmux.run_ok(["respawn-pane", "-k", "-t", "main:0.0", &script])
+        .unwrap();
+    // A fixed name: tmux's automatic rename would change it under a test.
+    tmux.run_ok(["rename-window", "-t", "main:0", "w"]).unwrap();
+    let last = lines.rsplit("\\n").next().unwrap_or(lines).to_owned();
+    let shown = eventually(Duration::from_secs(10), || {
+        tmux.run_ok(["capture-pane", "-p", "-t", "main:0.0"])
+            .is_ok_and(|t| t.contains(&last))
+    });
+    assert!(shown, "{lines:?} never showed");
+}
+
+/// A private server whose socket is also `DIR/tmux-UID/default`, so a
+/// remote tmux with `TMUX_TMPDIR=DIR` finds it as its default server.
+pub fn server_under(label: &str, dir: &Path) -> PrivateServer {
+    let tmux = PrivateServer::start_under(label, 80, 24, Some(dir)).unwrap();
+    let socket = tmux.socket_path().unwrap();
+    std::os::unix::fs::symlink(&socket, socket.with_file_name("default")).unwrap();
+    tmux
+}
+
+/// The `hosts_failed` of a search answer, as (host, error) pairs.
+pub fn hosts_failed(r: &Value) -> Vec<(String, String)> {
+    r["hosts_failed"]
+        .as_array()
+        .map(|v| {
+            v.iter()
+                .map(|f| {
+                    (
+                        f["host"].as_str().unwrap().to_owned(),
+                        f["error"].as_str().unwrap().to_owned(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
