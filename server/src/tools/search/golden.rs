@@ -106,33 +106,16 @@ fn result(panes: Vec<PaneHits>) -> SearchPanesResult {
         .map(|l| l.redactions as u64)
         .sum();
     SearchPanesResult {
-        hosts_failed: vec![],
         total_panes_matched: panes.len(),
         matches: panes,
-        groups: None,
-        total_groups: None,
         redactions,
-        offset: 0,
-        limit: 100,
-        truncated: false,
-        truncated_panes: vec![],
         panes_searched: 200,
-        panes_failed: 0,
-        failures: vec![],
         bytes_scanned: 21_000_000,
         lines_scanned: 400_000,
         elapsed_ms: 31,
         effective_scrollback_lines: 2_000,
-        captures_byte_clamped: false,
-        matching_byte_clamped: false,
-        matching_line_clamped: false,
-        matching_time_clamped: false,
-        pane_limit_clamped: false,
-        scrollback_clamped: false,
-        matches_truncated: false,
         cursor: "c1.AbC-dEf_123".into(),
-        since_reset: false,
-        since_panes: vec![],
+        ..super::types::empty(0, 100)
     }
 }
 

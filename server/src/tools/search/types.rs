@@ -312,31 +312,7 @@ pub(super) mod fixtures {
         SearchPanesResult {
             total_panes_matched: matches.len(),
             matches,
-            groups: None,
-            total_groups: None,
-            redactions: 0,
-            offset: 0,
-            limit: 100,
-            truncated: false,
-            truncated_panes: vec![],
-            panes_searched: 0,
-            panes_failed: 0,
-            failures: vec![],
-            bytes_scanned: 0,
-            lines_scanned: 0,
-            elapsed_ms: 0,
-            effective_scrollback_lines: 0,
-            captures_byte_clamped: false,
-            matching_byte_clamped: false,
-            matching_line_clamped: false,
-            matching_time_clamped: false,
-            pane_limit_clamped: false,
-            scrollback_clamped: false,
-            matches_truncated: false,
-            cursor: String::new(),
-            since_reset: false,
-            since_panes: vec![],
-            hosts_failed: vec![],
+            ..super::empty(0, 100)
         }
     }
 }
