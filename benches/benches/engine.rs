@@ -33,24 +33,7 @@ use panescan_engine::{
 };
 
 fn corpus() -> Vec<u8> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../corpus");
-    let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "txt" || e == "ansi"))
-        .collect();
-    names.sort();
-    let mut text = Vec::new();
-    for name in names {
-        // Both sides search the visible text: escapes are stripped here, as
-        // the engine would strip them, so the baseline sees the same lines.
-        let bytes = std::fs::read(name).unwrap();
-        text.extend_from_slice(&panescan_engine::strip_escapes(&bytes));
-        if text.last() != Some(&b'\n') {
-            text.push(b'\n');
-        }
-    }
-    text
+    panescan_benches::corpus_text(b"")
 }
 
 /// One capture per copy of the corpus (~80 KB, ~1,500 lines: a pane with

@@ -19,7 +19,6 @@
 //!   returns everything).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use panescan_engine::{
@@ -33,23 +32,7 @@ error: bad key AKIAIOSFODNN7EXAMPLE\n\
 -----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA75bodyline0123456789\n-----END RSA PRIVATE KEY-----\n";
 
 fn corpus() -> Vec<u8> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../corpus");
-    let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "txt" || e == "ansi"))
-        .collect();
-    names.sort();
-    let mut text = Vec::new();
-    for name in names {
-        let bytes = std::fs::read(name).unwrap();
-        text.extend_from_slice(&panescan_engine::strip_escapes(&bytes));
-        if text.last() != Some(&b'\n') {
-            text.push(b'\n');
-        }
-        text.extend_from_slice(SECRETS.as_bytes());
-    }
-    text
+    panescan_benches::corpus_text(SECRETS.as_bytes())
 }
 
 fn time(f: &mut impl FnMut() -> usize) -> Duration {
