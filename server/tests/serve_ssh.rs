@@ -435,17 +435,52 @@ fn bench_four_hosts() {
         first["hosts_failed"]
     );
     assert!(per_host > 0);
+    // CPU spent per call by everything a search crosses: the four tmux
+    // servers and the sshd with its sessions (the "remote" side), panescan
+    // and its ssh clients (the local side).
+    let marker = config.display().to_string();
+    let mut remote: Vec<u32> = fixtures
+        .iter()
+        .filter_map(|f| f.server.pid().ok())
+        .collect();
+    remote.extend(world.sshd(n).pid());
+    let local = [s.pid()];
+    let (remote, local, marker) = (&remote[..], &local[..], marker.as_str());
+    let cpu = |runs: f64| {
+        let (r, l) = (
+            sshd::cpu_ms(remote, None),
+            sshd::cpu_ms(local, Some(marker)),
+        );
+        move || {
+            let r2 = sshd::cpu_ms(remote, None) - r;
+            let l2 = sshd::cpu_ms(local, Some(marker)) - l;
+            (r2 / runs, l2 / runs)
+        }
+    };
+    let spent = cpu(7.0);
     let (together, r) = timed(&mut s, &all, 7);
+    let (remote_cpu, local_cpu) = spent();
     assert_eq!(r["panes_searched"], 800);
-    let mut slowest = (0.0, "");
+    let mut slowest = (0.0, "", (0.0, 0.0));
     for name in names {
         let one = json!({"pattern": panescan::fixture::NEEDLE, "hosts": [name], "scrollback_lines": 1_000_000});
+        let spent = cpu(7.0);
         let (ms, r) = timed(&mut s, &one, 7);
+        let used = spent();
         assert_eq!(r["panes_searched"], 200);
         if ms > slowest.0 {
-            slowest = (ms, name);
+            slowest = (ms, name, used);
         }
     }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    eprintln!(
+        "CPU per call: 4 hosts {remote_cpu:.0} ms remote side (tmux, sshd) + {local_cpu:.0} ms local (panescan, ssh); slowest host alone {:.0} + {:.0} ms. \
+         On {cores} cores the 4-host call cannot take less than {:.1} ms ({:.2}x the slowest host alone); measured {together:.1} ms",
+        slowest.2 .0,
+        slowest.2 .1,
+        (remote_cpu + local_cpu) / cores,
+        (remote_cpu + local_cpu) / cores / slowest.0,
+    );
     // The pane cache off: what the hosts cost when every capture crosses ssh.
     let mut nc = Serve::spawn_with(
         &[

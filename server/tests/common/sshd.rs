@@ -208,6 +208,11 @@ impl Sshd {
         assert!(up, "sshd never listened on port {port}");
     }
 
+    /// The sshd's own process id, if it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// The sshd and every process it forked (sessions, the tmux clients
     /// they run), deepest first.
     fn family(&self) -> Vec<u32> {
@@ -310,4 +315,52 @@ pub fn hosts_failed(r: &Value) -> Vec<(String, String)> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// CPU time (user + system, with that of reaped children) in ms spent so far
+/// by the processes in `roots`, every process descending from them, and
+/// every process whose command line holds `marker` (ssh's backgrounded
+/// ControlMasters, which init adopts), with their descendants.
+pub fn cpu_ms(roots: &[u32], marker: Option<&str>) -> f64 {
+    let mut procs: Vec<(u32, u32, u64)> = Vec::new();
+    let mut family: Vec<u32> = roots.to_vec();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let num = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        // After the name: state, ppid, ... utime (11), stime, cutime, cstime.
+        procs.push((pid, num(1) as u32, num(11) + num(12) + num(13) + num(14)));
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if marker.is_some_and(|m| String::from_utf8_lossy(&cmdline).contains(m)) {
+            family.push(pid);
+        }
+    }
+    let mut i = 0;
+    while i < family.len() {
+        let p = family[i];
+        let children: Vec<u32> = procs
+            .iter()
+            .filter(|(c, pp, _)| *pp == p && !family.contains(c))
+            .map(|(c, _, _)| *c)
+            .collect();
+        family.extend(children);
+        i += 1;
+    }
+    family.sort_unstable();
+    family.dedup();
+    let ticks: u64 = procs
+        .iter()
+        .filter(|(pid, _, _)| family.binary_search(pid).is_ok())
+        .map(|(_, _, t)| t)
+        .sum();
+    // Linux reports these in clock ticks of 1/100 s (USER_HZ).
+    ticks as f64 * 10.0
 }
