@@ -3,14 +3,16 @@
 //! or during wait_for_text, watch_panes, run_command, wait_for_command and
 //! wait_for_channel with a short timeout_ms. Each answers with its
 //! timed-out answer, or an error naming its timeout_ms, well before
-//! panescan's round-trip deadline for tmux (which would otherwise hold it).
+//! panescan's round-trip deadline for tmux (which would otherwise hold it),
+//! on this machine and on a host reached through ssh.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{plain_shell, Serve};
+use common::sshd::{self, Alias, SshWorld};
+use common::{plain_shell, Serve, TempDir};
 use panescan::tmux::private_server::PrivateServer;
 use serde_json::{json, Value};
 
@@ -196,4 +198,58 @@ fn watch_panes_ends_by_its_timeout_when_tmux_stops_during_it() {
         json!({"pattern": "never", "timeout_ms": 2 * WAIT_MS}),
         "watching",
     );
+}
+
+/// The same through ssh: a host whose tmux stopped (its sshd still
+/// answering) holds each wait no longer than on this machine.
+#[test]
+fn waits_on_a_host_whose_tmux_stopped_end_by_their_timeout() {
+    if !sshd::available() {
+        return;
+    }
+    let mut world = SshWorld::new("wait-dl");
+    let n = world.start_sshd();
+    let dir = TempDir::new("wait-dl-host");
+    let tmux = sshd::server_under("wait-dl-host", &dir.0);
+    let config = world.client_config(&[Alias {
+        name: "h",
+        sshd: n,
+        tmux_tmpdir: Some(&dir.0),
+        identity: None,
+    }]);
+    let config = config.display().to_string();
+    let args = [
+        "serve",
+        "--ssh-config",
+        &config,
+        "--ssh",
+        "h",
+        "--tier",
+        "mutating",
+    ];
+    let mut s = Serve::spawn_with(&args, &[]);
+    s.initialize();
+    s.call_ok("list_panes", json!({"host": "h"}));
+    let waits = [
+        (
+            "wait_for_text",
+            json!({"host": "h", "pane_id": "%0", "pattern": "never", "timeout_ms": WAIT_MS}),
+        ),
+        (
+            "watch_panes",
+            json!({"host": "h", "pattern": "never", "timeout_ms": WAIT_MS}),
+        ),
+        (
+            "wait_for_channel",
+            json!({"host": "h", "channel": "never-signalled", "timeout_ms": WAIT_MS}),
+        ),
+    ];
+    let frozen = tmux.stop().unwrap();
+    for (tool, args) in waits {
+        let started = Instant::now();
+        let id = send(&mut s, tool, args, None);
+        let (result, took) = answer(&mut s, &id, started);
+        assert_ended_by_its_time(&format!("{tool} on host h"), &result, took);
+    }
+    drop(frozen);
 }
