@@ -253,3 +253,27 @@ fn waits_on_a_host_whose_tmux_stopped_end_by_their_timeout() {
     }
     drop(frozen);
 }
+
+/// A command running while tmux stands still past a round trip's deadline
+/// is still watched: wait_for_command afterwards finds how it ended.
+#[test]
+fn a_command_outlives_a_stopped_tmux_and_its_end_is_still_found() {
+    let (tmux, mut s) = serve("wait-dl-outlive", &[]);
+    let r = s.call_ok(
+        "run_command",
+        json!({"pane_id": "%0", "command": "sleep 2; echo done-$((6*7))", "timeout_ms": 100}),
+    );
+    assert_eq!(r["timed_out"], true, "{r}");
+    let frozen = tmux.stop().unwrap();
+    // The fault: tmux stands still longer than one round trip may take.
+    std::thread::sleep(TMUX_DEADLINE + Duration::from_secs(1));
+    drop(frozen);
+    let w = s.call(
+        "wait_for_command",
+        json!({"command_id": r["command_id"], "timeout_ms": 30_000}),
+    );
+    let sc = &w["structuredContent"];
+    assert_eq!(sc["timed_out"], false, "the command was lost: {w}");
+    assert_eq!(sc["exit_status"], 0, "{w}");
+    assert_eq!(sc["output"], "done-42\n", "{w}");
+}
