@@ -236,16 +236,16 @@ fn a_stopped_tmux_ends_every_new_call_by_its_deadline_and_the_next_calls_work() 
     let frozen = tmux.stop().unwrap();
     let calls = surface("%0", &cat, &other, &command_id);
     let n = calls.len();
-    // A call's own time (a wait's timeout_ms) comes before tmux is needed
-    // again: its tmux deadline runs from then.
+    // A wait ends by its own time (timeout_ms), tmux answering or not;
+    // any other call by tmux's deadline.
     let allowed: BTreeMap<String, Duration> = calls
         .iter()
         .map(|(label, (_, p))| {
-            let own = p["arguments"]["timeout_ms"].as_u64().unwrap_or(0);
-            (
-                label.clone(),
-                Duration::from_millis(own) + TMUX_DEADLINE + SLACK,
-            )
+            let limit = match p["arguments"]["timeout_ms"].as_u64() {
+                Some(own) => Duration::from_millis(own),
+                None => TMUX_DEADLINE,
+            };
+            (label.clone(), limit + SLACK)
         })
         .collect();
     let ends = all_at_once(&mut s, calls);

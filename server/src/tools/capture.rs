@@ -5,7 +5,7 @@
 //! bounded again after (bytes, keeping the tail: the newest output is what
 //! an agent wants). Results say what was cut.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -27,15 +27,28 @@ pub fn capture_one(
     range: CaptureRange,
     options: CaptureOptions,
 ) -> Result<CapturedText, ToolError> {
+    capture_one_by(ctx, tmux, pane, range, options, ctx.tmux_deadline())
+}
+
+/// [`capture_one`] answered by `deadline`.
+pub fn capture_one_by(
+    ctx: &ToolContext,
+    tmux: &Tmux,
+    pane: PaneId,
+    range: CaptureRange,
+    options: CaptureOptions,
+    deadline: Instant,
+) -> Result<CapturedText, ToolError> {
     ctx.check_cancelled()?;
     let rx = tmux.capture(
         vec![CaptureRequest { pane, range }],
         options,
-        ctx.tmux_deadline(),
+        deadline,
         ctx.cancel.clone(),
     );
-    let wait = ctx.ceilings().tmux_timeout + Duration::from_secs(1);
-    match rx.recv_timeout(wait) {
+    // The capture answers by its deadline itself; this only stops a lost
+    // reply from holding the call.
+    match rx.recv_deadline(deadline + Duration::from_secs(1)) {
         Ok(reply) => reply.result.map_err(ToolError::from),
         Err(_) => Err(ToolError::timed_out(format!(
             "tmux did not return the capture of {pane} in time: retry, or capture fewer lines"

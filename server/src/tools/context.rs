@@ -6,7 +6,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -15,6 +15,13 @@ use crate::cache::PaneCache;
 use crate::config::{Ceilings, ServeConfig, Tier};
 use crate::tmux::ServerSpec;
 use crate::tools::registry::Registry;
+
+/// How far past a wait's end (its `timeout_ms`) the wait's reads of tmux
+/// may run: the capture that reads what woke it just before its end, and
+/// the listing (and typing) a short wait needs before it can begin. An
+/// idle tmux answers those in milliseconds; a stopped one costs the wait
+/// this much more, not the whole round-trip deadline.
+pub const WAIT_GRACE: Duration = Duration::from_millis(500);
 
 /// The arguments every tool takes to pick a tmux server.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
@@ -260,6 +267,13 @@ impl ToolContext {
     /// The deadline for one tmux round trip started now.
     pub fn tmux_deadline(&self) -> Instant {
         Instant::now() + self.config.ceilings.tmux_timeout
+    }
+
+    /// The deadline for one tmux round trip, started now, of a wait that
+    /// ends at `end`: the earlier of the two, so tmux standing still holds
+    /// the wait no longer than its own time.
+    pub fn tmux_deadline_by(&self, end: Instant) -> Instant {
+        self.tmux_deadline().min(end)
     }
 
     /// A context for one operation of a batch, or for one call of a

@@ -212,7 +212,16 @@ impl ToolContext {
     /// ([`Fields::Full`]), within the per-round-trip timeout and
     /// abandoned if the call is cancelled.
     pub fn inventory(&self, tmux: &Tmux) -> Result<Inventory, ToolError> {
-        let (tmux, deadline) = (tmux.clone(), self.tmux_deadline());
+        self.inventory_by(tmux, self.tmux_deadline())
+    }
+
+    /// [`Self::inventory`] answered by `deadline`.
+    pub fn inventory_by(
+        &self,
+        tmux: &Tmux,
+        deadline: std::time::Instant,
+    ) -> Result<Inventory, ToolError> {
+        let tmux = tmux.clone();
         self.cancellable(move || {
             tmux.inventory(Fields::Full, &[], deadline)
                 .map(|(inv, _)| inv)

@@ -34,8 +34,8 @@ use std::time::{Duration, Instant};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::capture::{capture_one, keep_tail_bytes, output_bounds};
-use super::context::{ErrorKind, ServerArgs, ToolContext, ToolError};
+use super::capture::{capture_one_by, keep_tail_bytes, output_bounds};
+use super::context::{ErrorKind, ServerArgs, ToolContext, ToolError, WAIT_GRACE};
 use super::find_pane;
 use super::wait::wait_timeout;
 use crate::config::Tier;
@@ -119,6 +119,7 @@ impl Tool for RunCommand {
     fn run(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
         shell::check_command(&args.command, args.allow_multiline, MAX_COMMAND_BYTES)?;
         let timeout = wait_timeout(ctx, args.timeout_ms, DEFAULT_TIMEOUT)?;
+        let end = End::after(timeout);
         let bounds = output_bounds(ctx.ceilings(), args.max_lines, args.max_bytes)?;
         let tmux = ctx.tmux(&args.server)?;
         // Whether the pane's shell waits at its prompt is read from the
@@ -128,9 +129,9 @@ impl Tool for RunCommand {
                 "run_command works on this machine's panes only (it reads the pane's processes and terminal), not on host {host}: use send_keys and wait_for_text there"
             )));
         }
-        let entry = start(ctx, &tmux, &args)?;
-        let progress = wait(ctx, &entry, timeout)?;
-        answer(ctx, &tmux, &entry, progress, bounds)
+        let entry = start(ctx, &tmux, &args, &end)?;
+        let progress = wait(ctx, &entry, &end)?;
+        answer(ctx, &tmux, &entry, progress, bounds, &end)
     }
 
     fn text(out: &Self::Output) -> String {
@@ -176,11 +177,12 @@ impl Tool for WaitForCommand {
 
     fn run(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
         let timeout = wait_timeout(ctx, args.timeout_ms, DEFAULT_TIMEOUT)?;
+        let end = End::after(timeout);
         let bounds = output_bounds(ctx.ceilings(), args.max_lines, args.max_bytes)?;
         let entry = table::get(&args.command_id)?;
         let tmux = ctx.tmux(&entry.server)?;
-        let progress = wait(ctx, &entry, timeout)?;
-        answer(ctx, &tmux, &entry, progress, bounds)
+        let progress = wait(ctx, &entry, &end)?;
+        answer(ctx, &tmux, &entry, progress, bounds, &end)
     }
 
     fn text(out: &Self::Output) -> String {
@@ -192,6 +194,46 @@ impl Tool for WaitForCommand {
     }
 }
 
+/// When a call's time (`timeout_ms`, from the call's start) is up. Its
+/// round trips to tmux (listing, typing, the capture of the output) end by
+/// then plus [`WAIT_GRACE`], so a tmux that stands still costs the call
+/// its own time, not tmux's round-trip deadline.
+struct End {
+    at: Instant,
+    timeout: Duration,
+}
+
+impl End {
+    fn after(timeout: Duration) -> End {
+        End {
+            at: Instant::now() + timeout,
+            timeout,
+        }
+    }
+
+    /// The deadline of a round trip started now.
+    fn deadline(&self, ctx: &ToolContext) -> Instant {
+        ctx.tmux_deadline_by(self.at + WAIT_GRACE)
+    }
+
+    /// Whether `e` says tmux did not answer within the call's time.
+    fn ran_out(&self, e: &ToolError) -> bool {
+        e.kind == ErrorKind::TimedOut && Instant::now() >= self.at
+    }
+
+    /// `e`, said as the call's time running out when it did.
+    fn said(&self, e: ToolError, what: &str) -> ToolError {
+        if self.ran_out(&e) {
+            ToolError::timed_out(format!(
+                "tmux did not answer within timeout_ms ({} ms) {what}",
+                self.timeout.as_millis()
+            ))
+        } else {
+            e
+        }
+    }
+}
+
 /// `len` random hex digits (at most 32), from the nonce every tmux token
 /// of panescan's comes from.
 fn random_hex(len: usize) -> String {
@@ -200,8 +242,15 @@ fn random_hex(len: usize) -> String {
 }
 
 /// Checks the pane, records the command, starts its watcher and types it.
-fn start(ctx: &ToolContext, tmux: &Tmux, args: &RunCommandArgs) -> Result<Arc<Entry>, ToolError> {
-    let inv = ctx.inventory(tmux)?;
+fn start(
+    ctx: &ToolContext,
+    tmux: &Tmux,
+    args: &RunCommandArgs,
+    end: &End,
+) -> Result<Arc<Entry>, ToolError> {
+    let inv = ctx
+        .inventory_by(tmux, end.deadline(ctx))
+        .map_err(|e| end.said(e, "while listing panes: the command was not typed"))?;
     let pane = find_pane(&inv, args.pane_id)?;
     let sh = shell::ready(pane)?;
     let socket = tmux.socket_path().to_path_buf();
@@ -211,7 +260,7 @@ fn start(ctx: &ToolContext, tmux: &Tmux, args: &RunCommandArgs) -> Result<Arc<En
             mode: OutputMode::Bytes,
             structure: false,
         };
-        tmux.subscribe(interest, ctx.tmux_deadline())
+        tmux.subscribe(interest, end.deadline(ctx))
     });
     let covered = sub.as_ref().is_some_and(|s| {
         let c = s.coverage();
@@ -253,7 +302,14 @@ fn start(ctx: &ToolContext, tmux: &Tmux, args: &RunCommandArgs) -> Result<Arc<En
         ctx.ceilings().tmux_timeout,
     )
     .spawn()
-    .and_then(|()| type_line(ctx, tmux, entry.pane, &entry.typed));
+    .and_then(|()| type_line(ctx, tmux, entry.pane, &entry.typed, end.deadline(ctx)))
+    .map_err(|e| {
+        // Sent, tmux may still type it when it runs again.
+        end.said(
+            e,
+            "while the command was typed: tmux may still type it once it answers, and it is not watched; look at the pane before running it again",
+        )
+    });
     if let Err(e) = typing {
         entry.finish(Progress::Lost(e.clone()));
         return Err(e);
@@ -261,8 +317,14 @@ fn start(ctx: &ToolContext, tmux: &Tmux, args: &RunCommandArgs) -> Result<Arc<En
     Ok(entry)
 }
 
-/// Types `line` literally, then Enter.
-fn type_line(ctx: &ToolContext, tmux: &Tmux, pane: PaneId, line: &str) -> Result<(), ToolError> {
+/// Types `line` literally, then Enter, answered by `deadline`.
+fn type_line(
+    ctx: &ToolContext,
+    tmux: &Tmux,
+    pane: PaneId,
+    line: &str,
+    deadline: Instant,
+) -> Result<(), ToolError> {
     ctx.check_cancelled()?;
     // `--`: a command starting with `-` is not a flag; -l: no key names.
     let keys = [
@@ -273,16 +335,15 @@ fn type_line(ctx: &ToolContext, tmux: &Tmux, pane: PaneId, line: &str) -> Result
             .arg(line),
         TmuxCommand::new("send-keys").target(pane).arg("Enter"),
     ];
-    for r in tmux.run_many(&keys, ctx.tmux_deadline()) {
+    for r in tmux.run_many(&keys, deadline) {
         r.map_err(ToolError::from)?;
     }
     Ok(())
 }
 
-/// Waits for the command's end within `timeout` (or the call's cancel).
-fn wait(ctx: &ToolContext, entry: &Entry, timeout: Duration) -> Result<Progress, ToolError> {
-    let until = Instant::now() + timeout;
-    let progress = entry.wait(until, CANCEL_SLICE, || ctx.is_cancelled());
+/// Waits for the command's end until `end` (or the call's cancel).
+fn wait(ctx: &ToolContext, entry: &Entry, end: &End) -> Result<Progress, ToolError> {
+    let progress = entry.wait(end.at, CANCEL_SLICE, || ctx.is_cancelled());
     ctx.check_cancelled()?;
     match progress {
         Progress::Lost(e) => Err(e),
@@ -297,12 +358,17 @@ fn answer(
     entry: &Entry,
     progress: Progress,
     (max_lines, max_bytes): (usize, usize),
+    end: &End,
 ) -> Result<RunCommandResult, ToolError> {
     let (ended, status) = match progress {
         Progress::Ended { status, .. } => (true, status),
         _ => (false, None),
     };
-    let (cap, earliest) = capture_command(ctx, tmux, entry, max_lines)?;
+    let (cap, earliest) = match capture_command(ctx, tmux, entry, max_lines, end) {
+        Ok(read) => read,
+        Err(e) if end.ran_out(&e) => return unread(entry, ended.then_some(status), end),
+        Err(e) => return Err(e),
+    };
     let placed = earliest.is_some();
     let earliest = earliest.unwrap_or(0);
     let lines = caption_lines(&cap);
@@ -348,6 +414,36 @@ fn answer(
     })
 }
 
+/// The answer when tmux did not answer the capture of the output within
+/// the call's time: for a command still running, the timed-out answer with
+/// nothing read (flagged as cut); for one that ended (`Some(status)`), an
+/// error, since its output is what was asked for and can still be read.
+fn unread(
+    entry: &Entry,
+    ended: Option<Option<i32>>,
+    end: &End,
+) -> Result<RunCommandResult, ToolError> {
+    if let Some(status) = ended {
+        let status = status.map_or_else(String::new, |s| format!(" with status {s}"));
+        return Err(ToolError::timed_out(format!(
+            "command {id} ended{status}, but tmux did not answer the capture of its output within timeout_ms ({} ms): wait_for_command {id} reads it once tmux answers",
+            end.timeout.as_millis(),
+            id = entry.id,
+        )));
+    }
+    Ok(RunCommandResult {
+        exit_status: None,
+        output: String::new(),
+        lines: 0,
+        redactions: 0,
+        output_truncated: true,
+        timed_out: true,
+        elapsed_ms: entry.started.elapsed().as_millis() as u64,
+        command_id: entry.id.clone(),
+        pane_id: entry.pane,
+    })
+}
+
 /// The captured lines (each without its newline).
 fn caption_lines(cap: &CapturedText) -> Vec<String> {
     let text = String::from_utf8_lossy(&cap.bytes);
@@ -376,13 +472,14 @@ fn capture_command(
     tmux: &Tmux,
     entry: &Entry,
     max_lines: usize,
+    end: &End,
 ) -> Result<(CapturedText, Option<usize>), ToolError> {
     let probe = TmuxCommand::new("display-message")
         .flag("-p")
         .target(entry.pane)
         .format_arg("#{history_size} #{cursor_y} #{pane_height}");
     let text = tmux
-        .run(&probe, ctx.tmux_deadline())
+        .run(&probe, end.deadline(ctx))
         .map_err(ToolError::from)?;
     let nums: Vec<i64> = text
         .split_whitespace()
@@ -400,7 +497,7 @@ fn capture_command(
     let (before, limit) = entry.history;
     let known = history >= before && history < limit - limit / 10 - 1 && typed_at <= cursor_y;
     let start = if known { typed_at.max(lowest) } else { lowest };
-    let cap = capture_one(
+    let cap = capture_one_by(
         ctx,
         tmux,
         entry.pane,
@@ -412,6 +509,7 @@ fn capture_command(
             join_wrapped: true,
             escapes: false,
         },
+        end.deadline(ctx),
     )
     .map_err(|e| match e.kind {
         ErrorKind::NotFound => ToolError::not_found(format!(

@@ -17,6 +17,9 @@
 //! canonical mode: a line editor is reading); seen twice in a row, it types the
 //! marker's printf again, once, which prints the status the interrupted
 //! command left in `$?` (130 for C-c in bash).
+//!
+//! A round trip tmux does not answer by its deadline (tmux stopped) is no
+//! news: the command stays watched, as a wait's probe does.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -209,10 +212,20 @@ impl Watcher {
             Instant::now() + self.round_trip,
             Arc::new(AtomicBool::new(false)),
         );
-        let reply = rx
-            .recv_timeout(self.round_trip + Duration::from_secs(1))
-            .map_err(|_| ToolError::timed_out("tmux did not return a capture in time"))?;
-        let cap = reply.result.map_err(|e| self.pane_error(e))?;
+        let reply = match rx.recv_timeout(self.round_trip + Duration::from_secs(1)) {
+            Ok(reply) => reply.result,
+            Err(_) => Err(TmuxError::Timeout),
+        };
+        let cap = match reply {
+            Ok(cap) => cap,
+            // tmux stood still past the round trip's deadline: no news;
+            // the command is still watched and looked for again.
+            Err(TmuxError::Timeout) => {
+                self.next_poll = Instant::now() + self.poll_every;
+                return Ok(());
+            }
+            Err(e) => return Err(self.pane_error(e)),
+        };
         let mut fresh = Detector::new(token);
         let mut moved = false;
         for sign in fresh.feed(&cap.bytes) {
@@ -252,10 +265,16 @@ impl Watcher {
             .flag("-p")
             .target(self.entry.pane)
             .format_arg("#{pane_dead}\t#{pane_current_command}\t#{pane_tty}\t#{pane_pid}");
-        let text = self
-            .tmux
-            .run(&probe, Instant::now() + self.round_trip)
-            .map_err(|e| self.pane_error(e))?;
+        let text = match self.tmux.run(&probe, Instant::now() + self.round_trip) {
+            Ok(text) => text,
+            // No answer is no news (a stopped tmux): the next check looks
+            // again, and two sightings in a row are needed anew.
+            Err(TmuxError::Timeout) => {
+                self.prompt_seen = 0;
+                return Ok(());
+            }
+            Err(e) => return Err(self.pane_error(e)),
+        };
         let fields: Vec<&str> = text.trim_end_matches('\n').split('\t').collect();
         let [dead, current, tty, pid] = fields[..] else {
             return Err(ToolError::not_found(format!(
@@ -299,7 +318,11 @@ impl Watcher {
             TmuxCommand::new("send-keys").target(pane).arg("Enter"),
         ];
         for r in self.tmux.run_many(&keys, Instant::now() + self.round_trip) {
-            r.map_err(|e| self.pane_error(e))?;
+            match r {
+                // Sent or not, the marker is looked for as before.
+                Ok(_) | Err(TmuxError::Timeout) => {}
+                Err(e) => return Err(self.pane_error(e)),
+            }
         }
         Ok(())
     }

@@ -25,7 +25,7 @@ use panescan_engine::{Matcher, PatternOptions};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::context::{ServerArgs, ToolContext, ToolError};
+use super::context::{ErrorKind, ServerArgs, ToolContext, ToolError, WAIT_GRACE};
 use super::search::{capped, pattern_list, resolve_scope};
 use crate::tmux::events::Interest;
 use crate::tmux::{
@@ -39,6 +39,10 @@ use watch::{Hit, PaneWatch};
 pub const MAX_WAIT_PANES: usize = 256;
 /// Progress is reported this often.
 const PROGRESS_EVERY: Duration = Duration::from_millis(500);
+/// How long after a capture's deadline its reply is waited for at most
+/// (the capture machinery answers by the deadline itself; this only stops
+/// a lost reply from holding the wait).
+const REPLY_BACKSTOP: Duration = Duration::from_secs(1);
 
 #[derive(Debug, Deserialize, JsonSchema)]
 // A wire type: its doc comments would be schema descriptions every client
@@ -125,19 +129,19 @@ impl Tool for WaitForText {
     fn run(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
         let plan = Plan::new(ctx, &args)?;
         let tmux = ctx.tmux(&args.server)?;
-        let inv = listing(ctx, &tmux)?;
+        let inv = plan.first_listing(ctx, &tmux)?;
         let watches = scope(&inv, &args)?;
         let ids: Vec<PaneId> = watches.iter().map(|w| w.pane).collect();
-        let sub = ctx
-            .config
-            .wait_events
-            .then(|| tmux.subscribe(Interest::printed(ids.iter().copied()), ctx.tmux_deadline()));
+        let sub = ctx.config.wait_events.then(|| {
+            let interest = Interest::printed(ids.iter().copied());
+            tmux.subscribe(interest, ctx.tmux_deadline_by(plan.deadline))
+        });
         let mut wait = Wait {
             ctx,
             tmux: &tmux,
+            waker: wake::Waker::new(sub, ids, plan.deadline),
             plan,
             watches,
-            waker: wake::Waker::new(sub, ids),
             checks: 0,
             closed_ok: false,
         };
@@ -220,6 +224,33 @@ impl Plan {
             timeout,
         })
     }
+
+    /// When the wait's reads of tmux (listings, captures) must be
+    /// answered: its end plus [`WAIT_GRACE`] (or tmux's own deadline, if
+    /// sooner).
+    fn reads_end(&self) -> Instant {
+        self.deadline + WAIT_GRACE
+    }
+
+    /// Whether the wait's time is up.
+    fn ran_out(&self) -> bool {
+        Instant::now() >= self.deadline
+    }
+
+    /// The panes listed before the wait begins; tmux not answering within
+    /// the wait's time is said as that, not as tmux's round-trip deadline.
+    fn first_listing(&self, ctx: &ToolContext, tmux: &Tmux) -> Result<Inventory, ToolError> {
+        listing(ctx, tmux, self.reads_end()).map_err(|e| {
+            if e.kind == ErrorKind::TimedOut && self.ran_out() {
+                ToolError::timed_out(format!(
+                    "tmux did not answer within the wait's timeout_ms ({} ms): no pane was watched; retry once tmux answers",
+                    self.timeout.as_millis()
+                ))
+            } else {
+                e
+            }
+        })
+    }
 }
 
 /// The pattern arguments a waiting tool takes.
@@ -230,10 +261,11 @@ struct Patterns<'a> {
     match_case: bool,
 }
 
-/// Every pane with what a wait needs (history size, cursor, height).
-fn listing(ctx: &ToolContext, tmux: &Tmux) -> Result<Inventory, ToolError> {
+/// Every pane with what a wait needs (history size, cursor, height), if
+/// tmux answers by `end` (and its round-trip deadline).
+fn listing(ctx: &ToolContext, tmux: &Tmux, end: Instant) -> Result<Inventory, ToolError> {
     let tmux = tmux.clone();
-    let deadline = ctx.tmux_deadline();
+    let deadline = ctx.tmux_deadline_by(end);
     ctx.cancellable(move || {
         tmux.inventory(Fields::SearchWithFingerprint, &[], deadline)
             .map(|(inv, _)| inv)
@@ -327,7 +359,9 @@ impl Wait<'_> {
     }
 
     /// [`Wait::check`] keeping up to `max` hits, in scope order then line
-    /// order.
+    /// order. A capture tmux did not answer before the wait's time ran out
+    /// ends the check with the hits found so far: the wait then ends as
+    /// timed out.
     fn check_all(&mut self, due: &[usize], max: usize) -> Result<Vec<Hit>, ToolError> {
         if due.is_empty() || max == 0 {
             return Ok(Vec::new());
@@ -336,7 +370,9 @@ impl Wait<'_> {
         let mut hits: Vec<(usize, Vec<Hit>)> = Vec::new();
         let mut todo = due.to_vec();
         for attempt in 0..3 {
-            let caps = self.capture(&todo)?;
+            let Some(caps) = self.capture(&todo)? else {
+                break;
+            };
             let mut again = Vec::new();
             for (i, cap) in todo.iter().copied().zip(caps) {
                 self.waker.captured(i);
@@ -362,8 +398,9 @@ impl Wait<'_> {
     }
 
     /// One capture batch of the watches `which`, in that order (`None` for
-    /// a pane that closed, when that is allowed).
-    fn capture(&self, which: &[usize]) -> Result<Vec<Option<CapturedText>>, ToolError> {
+    /// a pane that closed, when that is allowed); `None` for the batch when
+    /// the wait's time ran out before tmux answered it.
+    fn capture(&self, which: &[usize]) -> Result<Option<Vec<Option<CapturedText>>>, ToolError> {
         self.ctx.check_cancelled()?;
         let requests: Vec<CaptureRequest> = which
             .iter()
@@ -372,32 +409,36 @@ impl Wait<'_> {
                 range: self.watches[i].range(),
             })
             .collect();
+        let deadline = self.ctx.tmux_deadline_by(self.plan.reads_end());
         let rx = self.tmux.capture(
             requests,
             CaptureOptions::default(),
-            self.ctx.tmux_deadline(),
+            deadline,
             self.ctx.cancel.clone(),
         );
-        let wait = self.ctx.ceilings().tmux_timeout + Duration::from_secs(1);
         let mut out = Vec::with_capacity(which.len());
         for &i in which {
             let pane = self.watches[i].pane;
-            match rx.recv_timeout(wait) {
+            match rx.recv_deadline(deadline + REPLY_BACKSTOP) {
                 Ok(reply) => match reply.result {
                     Ok(cap) => out.push(Some(cap)),
                     Err(TmuxError::NotFound(_)) if self.closed_ok => out.push(None),
                     Err(TmuxError::NotFound(_)) => return Err(wake::closed(pane)),
+                    Err(TmuxError::Timeout) if self.plan.ran_out() => return Ok(None),
                     Err(e) => return Err(ToolError::new(format!("{pane} while waiting: {e}"))),
                 },
                 Err(_) => {
                     self.ctx.check_cancelled()?;
+                    if self.plan.ran_out() {
+                        return Ok(None);
+                    }
                     return Err(ToolError::new(format!(
                         "tmux did not return the capture of {pane} in time: retry"
                     )));
                 }
             }
         }
-        Ok(out)
+        Ok(Some(out))
     }
 
     fn result(&self, hit: Option<Hit>) -> WaitForTextResult {

@@ -125,7 +125,7 @@ impl Tool for WatchPanes {
             return Err(ToolError::new("pane_ids must name at least one pane"));
         }
         let tmux = ctx.tmux(&args.server)?;
-        let inv = listing(ctx, &tmux)?;
+        let inv = plan.first_listing(ctx, &tmux)?;
         let mut scope = Scope::new(ctx, &args, &inv)?;
         let ids: Vec<PaneId> = scope.watches.iter().map(|w| w.pane).collect();
         let interest = Interest {
@@ -136,8 +136,8 @@ impl Tool for WatchPanes {
         let sub = ctx
             .config
             .wait_events
-            .then(|| tmux.subscribe(interest, ctx.tmux_deadline()));
-        let mut waker = wake::Waker::new(sub, ids);
+            .then(|| tmux.subscribe(interest, ctx.tmux_deadline_by(plan.deadline)));
+        let mut waker = wake::Waker::new(sub, ids, plan.deadline);
         waker.follow_new_panes();
         waker.ignore(scope.known.iter().copied());
         let mut wait = Wait {
@@ -224,7 +224,7 @@ impl Scope {
     /// listing that fails, or a scope that no longer resolves (its session
     /// went away), adds nothing.
     fn add_new(&mut self, wait: &mut Wait, tmux: &Tmux, args: &WatchPanesArgs) -> Vec<usize> {
-        let Ok(inv) = listing(wait.ctx, tmux) else {
+        let Ok(inv) = listing(wait.ctx, tmux, wait.plan.deadline) else {
             return Vec::new();
         };
         let in_scope: HashSet<PaneId> =

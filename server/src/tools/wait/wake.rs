@@ -62,12 +62,14 @@ pub struct Waker {
     follows_new_panes: bool,
     /// Panes that closed.
     gone: BTreeSet<PaneId>,
+    /// The wait's end: no probe or re-arm waits on tmux past it.
+    end: Instant,
 }
 
 impl Waker {
     /// Watches `panes` through `sub` where it covers them (all polled
-    /// without one).
-    pub fn new(sub: Option<Subscription>, panes: Vec<PaneId>) -> Waker {
+    /// without one), for a wait that ends at `end`.
+    pub fn new(sub: Option<Subscription>, panes: Vec<PaneId>, end: Instant) -> Waker {
         let n = panes.len();
         let mut waker = Waker {
             sub,
@@ -82,6 +84,7 @@ impl Waker {
             ignored: BTreeSet::new(),
             follows_new_panes: false,
             gone: BTreeSet::new(),
+            end,
         };
         waker.refresh_coverage();
         waker
@@ -114,7 +117,7 @@ impl Waker {
         self.ignored.remove(&pane);
         if let Some(sub) = &self.sub {
             // A failed re-arm shows up as a resync later.
-            let _ = sub.rearm(&[pane], ctx.tmux_deadline());
+            let _ = sub.rearm(&[pane], ctx.tmux_deadline_by(self.end));
         }
         self.refresh_coverage();
     }
@@ -244,7 +247,7 @@ impl Waker {
                 return;
             }
             // A failed re-arm shows up as a resync later.
-            let _ = sub.rearm(&panes, ctx.tmux_deadline());
+            let _ = sub.rearm(&panes, ctx.tmux_deadline_by(self.end));
             armed.extend(panes);
             if round + 1 < REARM_ROUNDS {
                 let next = sub.try_recv();
@@ -266,13 +269,17 @@ impl Waker {
                     .format_arg("#{pane_id} #{history_size} #{cursor_x} #{cursor_y} #{pane_dead}")
             })
             .collect();
-        let replies = tmux.run_many(&cmds, ctx.tmux_deadline());
+        let replies = tmux.run_many(&cmds, ctx.tmux_deadline_by(self.end));
         let mut due = Vec::new();
         let mut moved_any = false;
         for (&i, reply) in which.iter().zip(replies) {
             let pane = self.panes[i];
             let probe = match reply {
                 Ok(probe) if !probe.trim().is_empty() => probe,
+                // tmux stood still past the round trip's deadline: no news
+                // of this pane this time (not a pane that is gone); the
+                // wait's own timeout decides.
+                Err(TmuxError::Timeout) => continue,
                 // tmux answers an empty line (or an error) for a target
                 // that is gone.
                 _ if self.follows_new_panes => {
@@ -281,9 +288,6 @@ impl Waker {
                     continue;
                 }
                 Ok(_) => return Err(closed(pane)),
-                // tmux stood still past the round trip's deadline: no news
-                // of this pane this time; the wait's own timeout decides.
-                Err(TmuxError::Timeout) => continue,
                 Err(e) => return Err(ToolError::new(format!("{pane} while waiting: {e}"))),
             };
             let moved = probe != self.last_probe[i];
