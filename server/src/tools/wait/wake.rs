@@ -273,6 +273,12 @@ impl Waker {
             let pane = self.panes[i];
             let probe = match reply {
                 Ok(probe) if !probe.trim().is_empty() => probe,
+                // tmux stood still past the round trip's deadline: no news
+                // of this pane this time; the wait's own timeout decides.
+                // (Before the arm below: a pane that did not answer is not
+                // gone, and a watch that took it for gone never polled it
+                // again.)
+                Err(TmuxError::Timeout) => continue,
                 // tmux answers an empty line (or an error) for a target
                 // that is gone.
                 _ if self.follows_new_panes => {
@@ -281,9 +287,6 @@ impl Waker {
                     continue;
                 }
                 Ok(_) => return Err(closed(pane)),
-                // tmux stood still past the round trip's deadline: no news
-                // of this pane this time; the wait's own timeout decides.
-                Err(TmuxError::Timeout) => continue,
                 Err(e) => return Err(ToolError::new(format!("{pane} while waiting: {e}"))),
             };
             let moved = probe != self.last_probe[i];
