@@ -477,6 +477,9 @@ fn a_watch_outlives_a_stopped_tmux_and_still_sees_its_polled_panes() {
 #[test]
 fn a_watch_outlives_a_stopped_tmux_and_still_hears_its_covered_panes() {
     let (pane, sc) = watch_across_a_stop(|_| "%0".to_owned(), "harden-surface-heard");
+    if sc.is_null() {
+        return; // ended clearly by a capture's deadline (checked above)
+    }
     assert_eq!(
         sc["timed_out"], false,
         "the watch went deaf to {pane}: {sc}"
