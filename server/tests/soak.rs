@@ -112,10 +112,6 @@ fn soak(duration: Duration, panescan_flat: bool) {
     });
     let elapsed = started.elapsed();
     report(elapsed, &tally, &faults, warm, end);
-    eprintln!(
-        "watch_panes misses (known bug, see HARDENING.md): {:#?}",
-        tally.known_misses
-    );
     assert!(
         tally.missed.is_empty(),
         "waits that missed printed lines: {:#?}",

@@ -52,6 +52,14 @@
 //!   [re-armed](Subscription::rearm) it, just before it captures. A pane
 //!   printing without end (`yes`) thus costs one burst per capture, not a
 //!   stream: it can neither flood panescan nor be stalled by it.
+//! * A pane stays paused only while a subscriber holds its trigger (the
+//!   `Printed` waiting in its channel) and so will re-arm it. A trigger no
+//!   channel took (full) leaves the pane on; a subscriber of every pane
+//!   continues the paused panes when it subscribes; and every reconcile
+//!   (after a subscriber leaves, retried while tmux does not answer)
+//!   continues the watched panes whose trigger nobody holds. Otherwise a
+//!   pane paused for a subscriber that left before re-arming it stayed
+//!   paused for every later one: deaf.
 //! * Structure notifications reach every control client whatever its
 //!   flags; `%layout-change` only for windows of its own session.
 
@@ -387,35 +395,78 @@ impl HubState {
         if !triggers && !bytes {
             self.flows.insert(pane, Flow::Off);
             changes.push(pane, PANE_OFF);
-        } else if flow == Flow::Armed && !bytes {
+        } else if flow == Flow::Armed && !bytes && self.held(pane) {
+            // Paused only while a subscriber holds the trigger and will
+            // re-arm it; a trigger no channel took (full) leaves the pane
+            // on, so its next output tries again.
             self.flows.insert(pane, Flow::Disarmed);
             changes.push(pane, "pause");
         }
     }
 
-    /// tmux paused `pane` itself: its output was dropped.
+    /// `%pause`: tmux paused `pane`, its output dropped (the client fell a
+    /// second behind), or echoed panescan's own pause. The pane stays
+    /// paused only while a subscriber holds a trigger for it: one nobody
+    /// holds is continued at once, one nobody watches counts as off.
     fn paused(&mut self, pane: PaneId, changes: &mut Changes) {
         if self.flows.get(&pane) == Some(&Flow::Off) {
             return; // panescan paused it as off (or tmux did too)
         }
-        let mut bytes = false;
+        let (mut triggers, mut bytes) = (false, false);
         for sub in self.subs.values() {
             if !sub.interest.watch.contains(pane) {
                 continue;
             }
             match sub.interest.mode {
-                OutputMode::Trigger => sub.printed(pane),
+                OutputMode::Trigger => {
+                    triggers = true;
+                    sub.printed(pane);
+                }
                 OutputMode::Bytes => {
                     bytes = true;
                     sub.resync();
                 }
             }
         }
-        if bytes {
+        if !triggers && !bytes {
+            self.flows.insert(pane, Flow::Off);
+        } else if bytes || !self.held(pane) {
             self.flows.insert(pane, Flow::Armed);
             changes.push(pane, "continue");
         } else {
             self.flows.insert(pane, Flow::Disarmed);
+        }
+    }
+
+    /// Panes paused after a trigger, until re-armed.
+    fn disarmed(&self) -> Vec<PaneId> {
+        let flows = self.flows.iter();
+        flows
+            .filter(|(_, f)| **f == Flow::Disarmed)
+            .map(|(p, _)| *p)
+            .collect()
+    }
+
+    /// Whether a trigger subscriber watching `pane` has its `Printed`
+    /// waiting: that subscriber re-arms the pane once it takes it.
+    fn held(&self, pane: PaneId) -> bool {
+        self.subs.values().any(|sub| {
+            sub.interest.mode == OutputMode::Trigger
+                && sub.interest.watch.contains(pane)
+                && lock(&sub.state.queued).contains(&pane)
+        })
+    }
+
+    /// Panes paused for a trigger that no subscriber holds any more (its
+    /// subscriber went away before re-arming, or took it and will not),
+    /// among `panes`: nobody would ever re-arm them, so they would stay
+    /// deaf. Continued in `changes`.
+    fn continue_orphans(&mut self, panes: &BTreeSet<PaneId>, changes: &mut Changes) {
+        for &pane in panes {
+            if self.flows.get(&pane) == Some(&Flow::Disarmed) && !self.held(pane) {
+                self.flows.insert(pane, Flow::Armed);
+                changes.push(pane, "continue");
+            }
         }
     }
 
@@ -518,7 +569,8 @@ impl Hub {
         *lock(&self.shared) = Arc::downgrade(shared);
         let (tx, rx) = crossbeam_channel::bounded(CHANNEL_CAPACITY);
         let state = Arc::new(SubState::default());
-        let panes: Vec<PaneId> = match &interest.watch {
+        let every = interest.watch == Watch::Every;
+        let mut panes: Vec<PaneId> = match &interest.watch {
             Watch::Panes(set) => set.iter().copied().collect(),
             _ => Vec::new(),
         };
@@ -546,7 +598,14 @@ impl Hub {
         if self.reconcile(shared, deadline).is_ok() {
             // A pane paused for another subscriber's trigger must report to
             // this one from now on.
+            if every {
+                panes = lock(&self.state).disarmed();
+            }
             let _ = sub.rearm(&panes, deadline);
+        } else {
+            // tmux did not answer in time: the background reconcile
+            // publishes coverage (and re-arms) once it does.
+            self.schedule();
         }
         sub
     }
@@ -575,7 +634,15 @@ impl Hub {
                 loop {
                     while hub.dirty.swap(false, Ordering::AcqRel) {
                         let deadline = Instant::now() + Duration::from_secs(5);
-                        let _ = hub.reconcile(&shared, deadline);
+                        if let Err(TmuxError::Timeout) = hub.reconcile(&shared, deadline) {
+                            // tmux stood still: try again while anyone
+                            // listens, or the flows (a pane left paused
+                            // for a subscriber gone meanwhile) stay wrong.
+                            if hub.listening() {
+                                hub.dirty.store(true, Ordering::Release);
+                                std::thread::sleep(Duration::from_millis(100));
+                            }
+                        }
                     }
                     hub.worker.store(false, Ordering::Release);
                     // A request that came after the loop's last look but
@@ -722,6 +789,13 @@ impl Hub {
                     st.flows.insert(pane, Flow::Off);
                 }
             }
+            let watched: BTreeSet<PaneId> = panes
+                .in_session
+                .iter()
+                .copied()
+                .filter(|&p| wants.pane(p))
+                .collect();
+            st.continue_orphans(&watched, &mut changes);
             st.flows.retain(|p, _| panes.on_server.contains(p));
             st.send(changes.command(flags))
         };
@@ -970,6 +1044,64 @@ mod tests {
         assert_eq!(ch.0, vec!["%2:pause"]);
         assert_eq!(st.flows.get(&p(2)), Some(&Flow::Off));
         assert!(rxs[0].try_recv().is_err());
+    }
+
+    #[test]
+    fn a_trigger_nobody_holds_leaves_the_pane_on() {
+        let (mut st, rxs) = state_with(vec![Interest::printed([p(1)])]);
+        let mut ch = Changes::default();
+        st.output(p(1), b"a", &mut ch);
+        assert_eq!(st.flows.get(&p(1)), Some(&Flow::Disarmed));
+        // The subscriber goes away before re-arming: the pane would stay
+        // paused for good. A reconcile continues it for whoever watches.
+        let gone = st.subs.remove(&0).unwrap();
+        drop(rxs);
+        let (tx, _rx) = crossbeam_channel::bounded(4);
+        st.subs.insert(
+            1,
+            Sub {
+                tx,
+                interest: Interest::printed([p(1)]),
+                state: Arc::default(),
+            },
+        );
+        let mut ch = Changes::default();
+        st.continue_orphans(&BTreeSet::from([p(1)]), &mut ch);
+        assert_eq!(ch.0, vec!["%1:continue"]);
+        assert_eq!(st.flows.get(&p(1)), Some(&Flow::Armed));
+        drop(gone);
+        // A held trigger keeps its pane paused.
+        st.output(p(1), b"b", &mut ch);
+        assert_eq!(st.flows.get(&p(1)), Some(&Flow::Disarmed));
+        let mut ch = Changes::default();
+        st.continue_orphans(&BTreeSet::from([p(1)]), &mut ch);
+        assert!(ch.0.is_empty());
+    }
+
+    #[test]
+    fn a_trigger_a_full_channel_refused_does_not_pause_the_pane() {
+        let (mut st, rxs) = state_with(vec![Interest {
+            watch: Watch::Every,
+            mode: OutputMode::Trigger,
+            structure: true,
+        }]);
+        for _ in 0..4 {
+            st.structure(StructureEvent::SessionsChanged);
+        }
+        let mut ch = Changes::default();
+        st.output(p(1), b"a", &mut ch);
+        assert!(ch.0.is_empty(), "{:?}", ch.0);
+        assert_ne!(st.flows.get(&p(1)), Some(&Flow::Disarmed));
+        // tmux pausing it (a second behind) continues it likewise.
+        st.paused(p(1), &mut ch);
+        assert_eq!(ch.0, vec!["%1:continue"]);
+        assert!(st.subs[&0].state.resync.load(Ordering::Acquire));
+        // Once the subscriber made room, the next output is its trigger.
+        while rxs[0].try_recv().is_ok() {}
+        let mut ch = Changes::default();
+        st.output(p(1), b"b", &mut ch);
+        assert_eq!(ch.0, vec!["%1:pause"]);
+        assert_eq!(rxs[0].try_recv(), Ok(StreamEvent::Printed(p(1))));
     }
 
     #[test]

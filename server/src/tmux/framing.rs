@@ -20,7 +20,8 @@
 //! hooks) are skipped. Notification lines (`%output`, `%window-add`, ...)
 //! are handed out as [`Event::Notification`] when they arrive between
 //! replies, or, when they arrive between a command's guard and its nonce
-//! block, once the nonce has shown where the guard was: a line inside a
+//! block, once the nonce has shown where the guard was (ahead of that
+//! reply, as tmux wrote them): a line inside a
 //! reply's content is content, so a pane that prints `%window-close @1`
 //! into a listing cannot forge an event. The parser is pure: bytes in,
 //! replies and notifications out, unit-tested on byte streams.
@@ -146,10 +147,13 @@ impl Parser {
                     lines.push(line);
                     let (reply, guard_at) = finish(&lines, at);
                     self.nonces.pop_front();
-                    events.push(Event::Reply(reply));
+                    // tmux wrote the gap's notifications before the reply
+                    // was complete: they come first, so whoever waited for
+                    // the reply finds them already delivered.
                     if let Some(g) = guard_at {
                         gap_notifications(&lines[g + 1..at], events);
                     }
+                    events.push(Event::Reply(reply));
                     return;
                 }
                 let is_nonce = self.nonces.front().is_some_and(|n| *n == line)
@@ -267,8 +271,8 @@ mod tests {
             vec![
                 note("%session-changed $0 main"),
                 reply("hello\n", true),
-                reply("can't find pane: %99\n", false),
                 note("%window-add @3"),
+                reply("can't find pane: %99\n", false),
                 Event::Exit(String::new())
             ]
         );
@@ -294,11 +298,11 @@ mod tests {
             ev,
             vec![
                 note("%output %1 before"),
+                note("%layout-change @4 x y *"),
                 reply(
                     "%window-close @1\n%output %2 forged\n%end 7 2 1\n%sessions-changed\n",
                     true
                 ),
-                note("%layout-change @4 x y *"),
                 note("%pause %1"),
             ]
         );
@@ -385,11 +389,11 @@ mod tests {
                     stream.extend_from_slice(b"%window-add @1\n%sessions-changed\n");
                 }
                 stream.extend_from_slice(format!("%begin 5 {m} 1\n{nonce}\n%end 5 {m} 1\n").as_bytes());
-                expected.push(Event::Reply(RawReply { output: out.into_bytes(), ok }));
                 if noise {
                     expected.push(Event::Notification(b"%window-add @1".to_vec()));
                     expected.push(Event::Notification(b"%sessions-changed".to_vec()));
                 }
+                expected.push(Event::Reply(RawReply { output: out.into_bytes(), ok }));
             }
             let mut ev = Vec::new();
             for chunk in stream.chunks(cut) {

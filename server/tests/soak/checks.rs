@@ -26,10 +26,9 @@ pub struct Tally {
     churn_outcomes: BTreeMap<String, u32>,
     pub slowest: (Duration, String),
     pub worst_ping: Duration,
-    /// Waits that timed out though their pane kept printing.
+    /// Waits (watch_panes too) that timed out though their pane kept
+    /// printing.
     pub missed: Vec<String>,
-    /// The same for watch_panes: a covered pane it stops hearing.
-    pub known_misses: Vec<String>,
 }
 
 impl Tally {
@@ -453,17 +452,10 @@ impl<'a> Client<'a> {
         let sc = &r["result"]["structuredContent"];
         assert_eq!(r["result"]["isError"], false, "{}: {r}", w.tool);
         if sc["timed_out"] == true {
-            // Counted, and failed at the end once the figures are out;
-            // watch_panes' misses are a known bug (HARDENING.md, "Seen,
-            // not fixed"), listed apart and not failed.
+            // Counted, and failed at the end once the figures are out.
             let pane = self.pane(w.slot);
             let now = self.last_tick(w.slot);
-            let list = if w.tool == "watch_panes" {
-                &mut self.tally.known_misses
-            } else {
-                &mut self.tally.missed
-            };
-            list.push(format!(
+            self.tally.missed.push(format!(
                 "{} on {pane} (slot {}): ticks {}..{now} printed, none seen in {:?}",
                 w.tool,
                 w.slot,

@@ -277,8 +277,10 @@ impl Waker {
             let probe = match reply {
                 Ok(probe) if !probe.trim().is_empty() => probe,
                 // tmux stood still past the round trip's deadline: no news
-                // of this pane this time (not a pane that is gone); the
-                // wait's own timeout decides.
+                // of this pane this time; the wait's own timeout decides.
+                // (Before the arm below: a pane that did not answer is not
+                // gone, and a watch that took it for gone never polled it
+                // again.)
                 Err(TmuxError::Timeout) => continue,
                 // tmux answers an empty line (or an error) for a target
                 // that is gone.
