@@ -43,7 +43,7 @@ pub enum Start {
     /// Restarted: the cap holds; remove it and the marker from the
     /// environment.
     Restarted,
-    /// The operator chose (or the restart failed once): nothing to do.
+    /// The operator chose: nothing to do.
     AsIs,
 }
 
