@@ -83,6 +83,8 @@ fn soak(duration: Duration, panescan_flat: bool) {
     );
     s.initialize();
     let serve_pid = s.pid();
+    // Answered by now, so this is the environment after any restart.
+    eprintln!("panescan's malloc arenas: {}", arenas(serve_pid));
     let tmux_pid = world.tmux.pid().unwrap();
     let mut client = checks::Client::new(&world, &mut s);
     client.subscribe();
@@ -115,7 +117,8 @@ fn soak(duration: Duration, panescan_flat: bool) {
         let end = memory(serve_pid, tmux_pid);
         stop.store(true, Ordering::Relaxed);
         let faults = churner.join().unwrap();
-        (client.finish(), warm.unwrap(), end, faults)
+        let warm = warm.expect("the run ended inside its warm-up (30 s at least)");
+        (client.finish(), warm, end, faults)
     });
     let (warm, warm_rounds) = warm;
     let elapsed = started.elapsed();
@@ -153,6 +156,23 @@ fn assert_flat(what: &str, warm: u64, end: u64) {
         end * 10 < warm * 11,
         "{what} VmHWM grew {warm} -> {end} kB after warm-up (10% allowed)"
     );
+}
+
+/// The arena setting panescan runs with, from the environment it was
+/// (re)started with: the figures depend on it.
+fn arenas(pid: u32) -> String {
+    let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+    let vars: Vec<String> = env
+        .split(|b| *b == 0)
+        .map(String::from_utf8_lossy)
+        .filter(|v| v.starts_with("MALLOC_ARENA_MAX=") || v.contains("arena_max="))
+        .map(|v| v.into_owned())
+        .collect();
+    if vars.is_empty() {
+        "glibc's default (8 per core)".into()
+    } else {
+        vars.join(" ")
+    }
 }
 
 fn report(
