@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
+pub mod arenas;
 // The bench modules' items are documented as they are reworked.
 #[allow(missing_docs)]
 pub mod bench;
@@ -268,6 +269,8 @@ pub fn main() -> ExitCode {
     let _ = crate::tmux::binary::init(cli.tmux.as_deref().map(|p| p.as_os_str()));
     match cli.command {
         Commands::Serve(args) => {
+            // Before any thread: may start this program again (same pid).
+            arenas::cap();
             // Off the path to the first answer: a missing tmux is worth a
             // line on stderr, not a slower start.
             std::thread::spawn(|| {
