@@ -332,7 +332,9 @@ fn scan_text(
         line_index += memchr::memchr_iter(b'\n', &hay[line_start..=chunk_end]).count();
         line_start = chunk_end + 1;
     }
-    out.lines = hits.drain(..).collect();
+    // Moved out, so `hits` keeps its room for the next capture.
+    out.lines = Vec::with_capacity(hits.len());
+    out.lines.append(hits);
     // Everything before `line_start` was scanned (line bytes + 1 per line).
     if line_start > hay.len() {
         out.bytes_scanned = hay.len() as u64 + 1;
