@@ -8,7 +8,7 @@
 //! Cases: a rare literal (case-sensitive), a case-insensitive literal, a
 //! common word (case-insensitive), a set of 10 literals (case-insensitive),
 //! a simple regex (case-sensitive) and a complex one (case-insensitive, with
-//! Unicode classes). Each case is measured three ways:
+//! Unicode classes). Each case is measured in these rows:
 //! - `engine-1t`: the engine on a one-thread rayon pool (throughput per core);
 //! - `engine-all`: the engine on the global pool (all cores);
 //! - `regex-lines`: one thread, `regex::bytes::Regex::is_match` on every line;
@@ -17,6 +17,10 @@
 //!   directory), counting matching lines with the same patterns and case
 //!   setting (`-F` for literals, `-i`/`-s`): the anchor the engine is held to.
 //!   Each iteration is one `rg` process, so its start-up is in the figure.
+//! - `ripgrep-n-1t` (when `rg` is on `PATH`): the same with `-n` instead of
+//!   `-c`: every matching line written out with its line number, which is
+//!   what the engine produces (`rg -c` neither counts lines nor builds any
+//!   line's text).
 //!
 //! and once, `ceiling/one-memmem-pass`: a `memmem` search for a needle that
 //! never occurs, one thread — about the cost of reading the bytes once, the
@@ -132,10 +136,11 @@ impl RgFile {
         Some(RgFile(path))
     }
 
-    /// `rg -j1 -c` for `case` over the file.
-    fn command(&self, case: &Case) -> Command {
+    /// `rg -j1 <output>` for `case` over the file (`-c`: count matching
+    /// lines; `-n`: print them with their line numbers).
+    fn command(&self, case: &Case, output: &str) -> Command {
         let mut rg = Command::new("rg");
-        rg.args(["--no-config", "-j1", "-c"]);
+        rg.args(["--no-config", "-j1", output]);
         rg.arg(if case.match_case { "-s" } else { "-i" });
         if !case.regex {
             rg.arg("-F");
@@ -149,7 +154,7 @@ impl RgFile {
 
     /// The number of matching lines `rg -c` prints.
     fn count(&self, case: &Case) -> usize {
-        let out = self.command(case).output().unwrap();
+        let out = self.command(case, "-c").output().unwrap();
         String::from_utf8_lossy(&out.stdout)
             .trim()
             .parse()
@@ -263,7 +268,10 @@ fn bench(c: &mut Criterion) {
         });
         if let Some(rg) = &rg {
             group.bench_function(BenchmarkId::new("ripgrep-1t", case.name), |b| {
-                b.iter(|| rg.command(case).output().unwrap().stdout.len())
+                b.iter(|| rg.command(case, "-c").output().unwrap().stdout.len())
+            });
+            group.bench_function(BenchmarkId::new("ripgrep-n-1t", case.name), |b| {
+                b.iter(|| rg.command(case, "-n").output().unwrap().stdout.len())
             });
         }
     }

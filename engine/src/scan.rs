@@ -220,7 +220,16 @@ pub(crate) fn scan(
     LOWERED.with(|scratch| {
         let mut scratch = scratch.borrow_mut();
         let searched = matcher.searched(&prepared.haystack[..end], &mut scratch);
-        let out = scan_text(matcher, prepared, searched, lines, options, budget);
+        let out = HITS.with(|hits| {
+            let mut hits = hits.borrow_mut();
+            let out = scan_text(
+                matcher, prepared, searched, lines, options, budget, &mut hits,
+            );
+            if hits.capacity() > KEEP_HITS {
+                *hits = Vec::new();
+            }
+            out
+        });
         if scratch.capacity() > KEEP_SCRATCH_BYTES {
             *scratch = Vec::new();
         }
@@ -231,11 +240,19 @@ pub(crate) fn scan(
 thread_local! {
     /// Per-thread buffer for the lowered copy of a haystack
     /// ([`Matcher::searched`]), reused from capture to capture.
-    static LOWERED: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    static LOWERED: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    /// Per-thread buffer the matching lines of a capture are gathered in,
+    /// reused from capture to capture: each capture's lines then cost one
+    /// allocation of the right size, where a growing vector was reallocated
+    /// and copied every time it doubled.
+    static HITS: RefCell<Vec<LineMatch>> = const { RefCell::new(Vec::new()) };
 }
 
 /// A scratch buffer larger than this is given back after the scan.
 const KEEP_SCRATCH_BYTES: usize = 8 << 20;
+/// A hit buffer holding room for more lines than this is given back after
+/// the scan (a line takes about 100 bytes).
+const KEEP_HITS: usize = 1 << 12;
 
 /// The scan proper over the admitted start of `prepared`'s haystack, which
 /// `searched` holds as the matcher wants it (same length, same offsets):
@@ -247,8 +264,10 @@ fn scan_text(
     lines: usize,
     options: &ScanOptions,
     budget: &Budget,
+    hits: &mut Vec<LineMatch>,
 ) -> PaneScan {
     let mut out = PaneScan::default();
+    hits.clear();
     let hay = &prepared.haystack[..searched.len()];
     let context = options.context_lines.min(MAX_CONTEXT_LINES);
     let texts = Texts::new(matcher, hay, options);
@@ -275,7 +294,7 @@ fn scan_text(
             line_index += memchr::memchr_iter(b'\n', &chunk[line_start..hit]).count();
             let start = memchr::memrchr(b'\n', &chunk[..hit]).map_or(0, |i| i + 1);
             let stop = memchr::memchr(b'\n', &hay[hit..]).map_or(hay.len(), |i| hit + i);
-            if out.lines.len() as u64 >= options.max_hits {
+            if hits.len() as u64 >= options.max_hits {
                 out.truncated = true;
                 // Count as scanned only up to the end of the previous line.
                 line_start = start;
@@ -285,7 +304,7 @@ fn scan_text(
             // Lines in ascending order: the context before, the line, the
             // context after (the redactor searches each line once).
             let before = context_before(&texts, start, context, &mut redactions);
-            out.lines.push(LineMatch {
+            hits.push(LineMatch {
                 line: prepared.line_number(line_index),
                 text: texts.line(start..stop, true, &mut redactions),
                 pattern_index: matcher.lowest_pattern_from(&searched[start..stop], found),
@@ -313,6 +332,9 @@ fn scan_text(
         line_index += memchr::memchr_iter(b'\n', &hay[line_start..=chunk_end]).count();
         line_start = chunk_end + 1;
     }
+    // Moved out, so `hits` keeps its room for the next capture.
+    out.lines = Vec::with_capacity(hits.len());
+    out.lines.append(hits);
     // Everything before `line_start` was scanned (line bytes + 1 per line).
     if line_start > hay.len() {
         out.bytes_scanned = hay.len() as u64 + 1;
@@ -362,7 +384,13 @@ impl<'a> Texts<'a> {
             return match line {
                 Cow::Owned(bytes) => String::from_utf8(bytes)
                     .unwrap_or_else(|e| text::lossy(e.as_bytes()).into_owned()),
-                Cow::Borrowed(bytes) => text::lossy(bytes).into_owned(),
+                // Checking first and copying once valid is faster than the
+                // lossy conversion's chunk walk, and nearly every line is
+                // valid.
+                Cow::Borrowed(bytes) => match std::str::from_utf8(bytes) {
+                    Ok(valid) => valid.to_owned(),
+                    Err(_) => text::lossy(bytes).into_owned(),
+                },
             };
         }
         let span = if locate {
@@ -377,6 +405,9 @@ impl<'a> Texts<'a> {
 /// Up to `n` lines before the line starting at `start`, asked for in
 /// ascending order (as [`Texts`] wants them).
 fn context_before(texts: &Texts, start: usize, n: usize, redactions: &mut usize) -> Vec<String> {
+    if n == 0 {
+        return Vec::new();
+    }
     let hay = texts.hay;
     let mut ranges = Vec::new();
     let mut end = start; // one past the `\n` ending the previous line

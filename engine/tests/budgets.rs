@@ -352,3 +352,41 @@ fn driver_does_not_buffer_every_capture() {
         worst.load(Ordering::SeqCst)
     );
 }
+
+/// Captures that arrive in reverse key order all wait for key 0, which
+/// comes last: many more than the in-flight limit wait at once, and the
+/// driver must keep taking input until key 0 arrives.
+#[test]
+fn captures_waiting_for_a_missing_predecessor_do_not_stop_the_input() {
+    let count = 4 * max_in_flight() + 3;
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    let producer = std::thread::spawn(move || {
+        for k in (0..count).rev() {
+            let text = format!("line {k}\nhit {k}\n");
+            if tx
+                .send(Incoming::Capture(Capture::new(k, 0, text)))
+                .is_err()
+            {
+                return;
+            }
+        }
+    });
+    let (result_tx, result_rx) = crossbeam_channel::bounded(1);
+    std::thread::spawn(move || {
+        let m = Matcher::new(&["hit"], PatternOptions::default()).unwrap();
+        let _ = result_tx.send(search(&m, &common::open_options(), rx, &|_| {}));
+    });
+    // A driver that stopped taking input would wait for ever: give it far
+    // more time than the search takes, then fail.
+    let o = result_rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the search never ended: the driver stopped taking input");
+    producer.join().unwrap();
+    assert_eq!(o.panes_searched, count);
+    let keys: Vec<usize> = o.panes.iter().map(|p| p.key).collect();
+    assert_eq!(keys, (0..count).collect::<Vec<_>>());
+    assert!(o
+        .panes
+        .iter()
+        .all(|p| p.lines[0].text == format!("hit {}", p.key)));
+}

@@ -111,12 +111,7 @@ impl<'d, 's> Driver<'d, 's> {
         let limit = max_in_flight();
         let never = crossbeam_channel::never::<Incoming>();
         while self.open || self.outstanding > 0 {
-            // Prepared captures waiting for a predecessor hold memory but no
-            // thread; only running tasks count against the limit, or a
-            // missing predecessor could never be received.
-            let running = self
-                .outstanding
-                .saturating_sub(self.tasks.gate().ready_waiting());
+            let running = self.running();
             let take_input = self.open && !self.stopped && running < limit;
             match wait(if take_input { captures } else { &never }, &self.done) {
                 Event::Timeout => {}
@@ -128,6 +123,26 @@ impl<'d, 's> Driver<'d, 's> {
             self.check_budgets();
         }
         self.finished
+    }
+
+    /// The captures received that count against the in-flight limit.
+    ///
+    /// Prepared captures waiting for a predecessor hold memory but no
+    /// thread. While nothing is being prepared, the predecessor they wait
+    /// for has not been received: they do not count, or it never could be.
+    /// While captures are being prepared, it may be one of them and comes
+    /// without more input: they count, or one task slow to prepare (a busy
+    /// machine) would let the producer run ahead of the scans. A task whose
+    /// capture joins them reports [`Done::Waiting`], so this is counted
+    /// again then.
+    fn running(&self) -> usize {
+        let gate = self.tasks.gate();
+        let exempt = if gate.preparing == 0 {
+            gate.ready_waiting()
+        } else {
+            0
+        };
+        self.outstanding.saturating_sub(exempt)
     }
 
     /// A capture arrived: a task prepares it, admits and scans.
@@ -149,10 +164,13 @@ impl<'d, 's> Driver<'d, 's> {
 
     /// A task reported on one capture.
     fn on_done(&mut self, done: Done) {
+        if let Done::Waiting = done {
+            return; // not finished: `run` counts again
+        }
         self.outstanding -= 1;
         let finished = &mut self.finished;
         match done {
-            Done::Dropped => {}
+            Done::Dropped | Done::Waiting => {}
             Done::Skipped(key) => {
                 finished.count += 1;
                 finished.skipped.insert(key);

@@ -26,6 +26,9 @@ pub(super) enum Done {
     Skipped(usize),
     /// The search stopped before it was admitted.
     Dropped,
+    /// Prepared, and waiting for a predecessor to be admitted first: not
+    /// finished, but the driver counts the tasks holding a thread again.
+    Waiting,
 }
 
 /// A capture that arrived and waits for its turn to be admitted.
@@ -160,6 +163,10 @@ impl<'a> Tasks<'a> {
             gate.preparing = gate.preparing.saturating_sub(1);
             gate.waiting.insert(prepared.key, Slot::Ready(prepared));
         });
+        if tickets.is_empty() {
+            // The driver holds the receiver until every task is done.
+            let _ = self.done.send(Done::Waiting);
+        }
         self.run(scope, tickets);
     }
 
