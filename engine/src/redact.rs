@@ -5,10 +5,12 @@
 //! copy of the text (which finds what an ASCII case-insensitive search of
 //! the text would, several times faster: a case-insensitive automaton has
 //! no useful prefilter): a text without any of them costs one pass and is
-//! returned as it is. Only a line holding one is
-//! handed to the confirming regexes (regex-automata, one multi-pattern
-//! meta regex, leftmost-first), which say whether it is a secret and where
-//! it ends. Every kind but one lies within a line; private keys (PEM
+//! returned as it is. Every single-line kind's match starts with its
+//! literal (a URL's scheme comes before its `://`), so the confirming
+//! regexes (regex-automata, one multi-pattern meta regex, leftmost-first)
+//! run anchored where a literal was found, forward only, and say whether
+//! a secret starts there and where it ends. The kinds that ignore case
+//! ignore ASCII case only, as the prefilter does. Every kind but one lies within a line; private keys (PEM
 //! blocks) span lines and are found first, per text, by their armour
 //! lines: every line of a block is replaced, line ends kept, so line
 //! numbers stay right.
@@ -18,12 +20,13 @@
 //! readable.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::ops::Range;
 use std::sync::OnceLock;
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
-use regex_automata::meta::Regex;
-use regex_automata::Input;
+use regex_automata::meta::{Cache, Regex};
+use regex_automata::{Anchored, Input, Match};
 
 /// The kinds, in the order their regexes are tried at one position (the
 /// first listed wins: `sk-ant-` is Anthropic's before it is OpenAI's).
@@ -34,7 +37,7 @@ const KINDS: &[(&str, &str)] = &[
     ),
     (
         "AWS_SECRET_KEY",
-        r#"(?i:secret_?access_?key)["']?[ \t]*[:=][ \t]*["']?([A-Za-z0-9/+]{40})"#,
+        r#"(?i-u:secret_?access_?key)["']?[ \t]*[:=][ \t]*["']?([A-Za-z0-9/+]{40})"#,
     ),
     ("GITHUB_TOKEN", r"(?-u:\b)gh[pousr]_[A-Za-z0-9]{36,255}"),
     ("GITHUB_TOKEN", r"(?-u:\b)github_pat_[A-Za-z0-9_]{22,255}"),
@@ -57,38 +60,50 @@ const KINDS: &[(&str, &str)] = &[
     ),
     (
         "SECRET",
-        r#"(?i:password|passwd|secret|token|api[_\-]?key)["']?[ \t]*[:=][ \t]*(?:"([^"\n]+)"|'([^'\n]+)'|([^ \t\n"',;=][^ \t\n"',;]*))"#,
+        r#"(?i-u:password|passwd|secret|token|api[_\-]?key)["']?[ \t]*[:=][ \t]*(?:"([^"\n]+)"|'([^'\n]+)'|([^ \t\n"',;=][^ \t\n"',;]*))"#,
     ),
 ];
 
-/// The literals one of which every single-line kind's match holds (ASCII
-/// case ignored: they are lower case and matched on lowered text; the
-/// regexes decide).
-const LITERALS: &[&str] = &[
-    "akia",
-    "asia",
-    "secret",
-    "password",
-    "passwd",
-    "token",
-    "api_key",
-    "apikey",
-    "api-key",
-    "ghp_",
-    "gho_",
-    "ghu_",
-    "ghs_",
-    "ghr_",
-    "github_pat_",
-    "glpat-",
-    "xox",
-    "sk_live_",
-    "rk_live_",
-    "sk-",
-    "aiza",
-    "eyj",
-    "://",
+/// The literals one of which every single-line kind's match starts with
+/// (ASCII case ignored: they are lower case and matched on lowered text;
+/// the regexes decide), but for a URL password, whose scheme comes before
+/// its `://` ([`scheme_starts`]); with what a match starting there needs.
+const LITERALS: &[(&str, Start)] = &[
+    ("akia", Start::Bounded("AKIA")),
+    ("asia", Start::Bounded("ASIA")),
+    ("secret", Start::Word),
+    ("password", Start::Word),
+    ("passwd", Start::Word),
+    ("token", Start::Word),
+    ("api_key", Start::Word),
+    ("apikey", Start::Word),
+    ("api-key", Start::Word),
+    ("ghp_", Start::Bounded("ghp_")),
+    ("gho_", Start::Bounded("gho_")),
+    ("ghu_", Start::Bounded("ghu_")),
+    ("ghs_", Start::Bounded("ghs_")),
+    ("ghr_", Start::Bounded("ghr_")),
+    ("github_pat_", Start::Bounded("github_pat_")),
+    ("glpat-", Start::Bounded("glpat-")),
+    ("xox", Start::Bounded("xox")),
+    ("sk_live_", Start::Bounded("sk_live_")),
+    ("rk_live_", Start::Bounded("rk_live_")),
+    ("sk-", Start::Bounded("sk-")),
+    ("aiza", Start::Bounded("AIza")),
+    ("eyj", Start::Bounded("eyJ")),
+    ("://", Start::Scheme),
 ];
+
+/// What a match starting at a literal needs there.
+#[derive(Clone, Copy, Debug)]
+enum Start {
+    /// A key word of an assignment, in any case (`Password:`).
+    Word,
+    /// A token's prefix, in this case, starting a word (`(?-u:\b)`).
+    Bounded(&'static str),
+    /// No match starts at `://`; the scheme before it may start one.
+    Scheme,
+}
 
 /// The kind named for private key blocks.
 const PRIVATE_KEY: &str = "PRIVATE_KEY";
@@ -112,7 +127,7 @@ fn detector() -> Option<&'static Detector> {
             // fraction of the cost of walking it byte by byte.
             let prefilter = AhoCorasickBuilder::new()
                 .match_kind(MatchKind::LeftmostFirst)
-                .build(LITERALS)
+                .build(LITERALS.iter().map(|(literal, _)| literal))
                 .ok()?;
             let patterns: Vec<&str> = KINDS.iter().map(|(_, p)| *p).collect();
             let confirm = Regex::new_many(&patterns).ok()?;
@@ -253,6 +268,10 @@ pub(crate) struct LineRedactor<'h> {
     scratch: Vec<Found>,
     /// The lowered text the prefilter reads (kept for the same reason).
     low: Vec<u8>,
+    /// How far past the line asked for the next search goes: doubled while
+    /// the lines asked for follow each other, back to the least after a
+    /// jump (a match's context and the match are then searched at once).
+    ahead: usize,
 }
 
 impl<'h> LineRedactor<'h> {
@@ -266,6 +285,7 @@ impl<'h> LineRedactor<'h> {
             singles: Vec::new(),
             scratch: Vec::new(),
             low: Vec::new(),
+            ahead: 0,
         }
     }
 
@@ -281,6 +301,12 @@ impl<'h> LineRedactor<'h> {
         let lo = self.singles.partition_point(|f| f.span.start < range.start);
         let n = self.singles[lo..].partition_point(|f| f.span.start < range.end);
         let blocks = self.blocks.get_or_insert_with(|| private_key_blocks(hay));
+        // Blocks ending at or before the range have nothing in it.
+        let first = blocks.partition_point(|b| b.end <= range.start);
+        let in_block = blocks.get(first).is_some_and(|b| b.start < range.end);
+        if n == 0 && !in_block {
+            return (Cow::Borrowed(&hay[range]), 0);
+        }
         self.scratch.clear();
         block_lines(hay, &range, blocks, &mut self.scratch);
         // A span found in a line of the range starts in the range, and no
@@ -293,24 +319,45 @@ impl<'h> LineRedactor<'h> {
     /// `range`: searched only where not searched yet when `range` starts
     /// inside or right after the lines already searched, else searched
     /// afresh.
+    ///
+    /// While the lines asked for follow each other (a search returning
+    /// every matching line with its context), the search runs ahead of
+    /// them, further each time, so most lines are found already searched
+    /// and the prefilter runs over long stretches rather than line by
+    /// line; a line asked for alone costs itself and a few lines after.
     fn cover(&mut self, detector: &Detector, range: &Range<usize>) {
         let (start, from) = match &self.done {
             Some(done) if done.start <= range.start && range.end <= done.end => return,
             // `done.end` ends a line: its `\n` (or the text's end) is where
             // the search goes on.
             Some(done) if done.start <= range.start && range.start <= done.end + 1 => {
+                self.ahead = (self.ahead * 2).clamp(MIN_AHEAD, MAX_AHEAD);
                 (done.start, done.end)
             }
             _ => {
                 self.singles.clear();
+                self.ahead = MIN_AHEAD;
                 (range.start, range.start)
             }
         };
-        let scan = from..range.end;
-        find_single_line(detector, self.hay, &scan, &mut self.low, &mut self.singles);
-        self.done = Some(start..range.end);
+        let hay = self.hay;
+        // Whole lines: up to the end of the line holding `range.end + ahead`.
+        let end = match range.end.checked_add(self.ahead) {
+            Some(target) if target < hay.len() => {
+                memchr::memchr(b'\n', &hay[target..]).map_or(hay.len(), |i| target + i)
+            }
+            _ => hay.len(),
+        };
+        let scan = from..end;
+        find_single_line(detector, hay, &scan, &mut self.low, &mut self.singles);
+        self.done = Some(start..end);
     }
 }
+
+/// The first and the most a [`LineRedactor`] searches ahead of the lines
+/// asked for.
+const MIN_AHEAD: usize = 256;
+const MAX_AHEAD: usize = 64 * 1024;
 
 /// The prefilter lowers at most about this many bytes at a time (whole
 /// lines), so a long text needs no copy of its size.
@@ -343,7 +390,9 @@ fn find_single_line(
     }
 }
 
-/// [`find_single_line`] in `hay[chunk]`, lowered in `low`.
+/// [`find_single_line`] in `hay[chunk]`, lowered in `low`: each literal
+/// the prefilter finds is a place where a secret may start, and a line's
+/// places are confirmed together once its last literal is found.
 fn find_in_chunk(
     detector: &Detector,
     hay: &[u8],
@@ -352,29 +401,131 @@ fn find_in_chunk(
     found: &mut Vec<Found>,
 ) {
     let base = chunk.start;
+    let mut starts: Vec<usize> = Vec::new();
+    // The line holding the literals in `starts`.
+    let mut line = chunk.start..chunk.start;
     let mut at = chunk.start;
     while at < chunk.end {
         let input = aho_corasick::Input::new(low).span(at - base..chunk.end - base);
         let Some(hit) = detector.prefilter.find(input) else {
-            return;
+            break;
         };
-        let hit = base + hit.start();
-        // The line of the literal: confirm there, then go on after it.
-        let line_start = memchr::memrchr(b'\n', &hay[chunk.start..hit])
-            .map_or(chunk.start, |i| chunk.start + i + 1)
-            .max(at);
-        let line_end = memchr::memchr(b'\n', &hay[hit..chunk.end]).map_or(chunk.end, |i| hit + i);
-        confirm_line(detector, hay, line_start..line_end, found);
-        at = line_end + 1;
+        let (literal, hit) = (hit.pattern().as_usize(), base + hit.start());
+        if hit >= line.end {
+            confirm_line(detector, hay, &line, &mut starts, found);
+            line = line_around(hay, chunk, hit);
+        }
+        match LITERALS.get(literal).map(|(_, start)| *start) {
+            Some(Start::Word) => starts.push(hit),
+            // Checked here, where it is cheap: most `sk-` are in words
+            // (`task-list`), most `://` are no password.
+            Some(Start::Bounded(exact)) => {
+                if hay[hit..].starts_with(exact.as_bytes()) && !after_word(hay, hit) {
+                    starts.push(hit);
+                }
+            }
+            Some(Start::Scheme) | None => scheme_starts(hay, hit, &mut starts),
+        }
+        // Literals may overlap (`secretoken=x`, `akiapi_key=x`): the next
+        // one may start inside this one.
+        at = hit + 1;
+    }
+    confirm_line(detector, hay, &line, &mut starts, found);
+}
+
+/// The line of `hay` holding byte `at`, within `chunk` (whole lines).
+fn line_around(hay: &[u8], chunk: &Range<usize>, at: usize) -> Range<usize> {
+    let start =
+        memchr::memrchr(b'\n', &hay[chunk.start..at]).map_or(chunk.start, |i| chunk.start + i + 1);
+    let end = memchr::memchr(b'\n', &hay[at..chunk.end]).map_or(chunk.end, |i| at + i);
+    start..end
+}
+
+/// Where a URL's scheme may start before the `://` at `colon`: every
+/// letter of the run of scheme bytes before it that starts a word (as the
+/// pattern's `\b[A-Za-z][A-Za-z0-9+.\-]*://` wants).
+fn scheme_starts(hay: &[u8], colon: usize, starts: &mut Vec<usize>) {
+    let is_scheme = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'.' | b'-');
+    let mut s = colon;
+    while s > 0 && is_scheme(hay[s - 1]) {
+        s -= 1;
+        if hay[s].is_ascii_alphabetic() && !after_word(hay, s) {
+            starts.push(s);
+        }
     }
 }
 
-fn confirm_line(detector: &Detector, hay: &[u8], line: Range<usize>, found: &mut Vec<Found>) {
-    let input = Input::new(hay).span(line);
-    // Matches are found by the lazy DFA alone; the value a kind names is
-    // read off the match (`value_of`), which costs a fraction of asking
-    // the regex for its capture groups.
-    for m in detector.confirm.find_iter(input) {
+/// Whether the byte before `at` is a word byte (so `(?-u:\b)` does not
+/// hold at `at` before a word byte). The whole text is looked at, as the
+/// regexes look behind a line's start.
+fn after_word(hay: &[u8], at: usize) -> bool {
+    at.checked_sub(1)
+        .and_then(|i| hay.get(i))
+        .is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// The secrets of `line` starting at `starts` (every place in the line
+/// where one may start, in any order; emptied): from the first, each place
+/// not inside the last secret found is tried with the regexes anchored
+/// there, which is what a leftmost-first search of the line finds, for the
+/// cost of one forward pass from each place (an unanchored search walks
+/// the whole line, then back from each match to find its start).
+fn confirm_line(
+    detector: &Detector,
+    hay: &[u8],
+    line: &Range<usize>,
+    starts: &mut Vec<usize>,
+    found: &mut Vec<Found>,
+) {
+    if starts.is_empty() {
+        return;
+    }
+    starts.sort_unstable();
+    starts.dedup();
+    let regex = &detector.confirm;
+    let kept = CONFIRM_CACHE.try_with(|cell| match cell.try_borrow_mut() {
+        Ok(mut slot) => {
+            let cache = slot.get_or_insert_with(|| regex.create_cache());
+            confirm_starts(hay, line, starts, found, |input| {
+                regex.search_with(cache, input)
+            });
+        }
+        Err(_) => confirm_starts(hay, line, starts, found, |input| regex.search(input)),
+    });
+    // Only while the thread ends: the regex's own pool then.
+    if kept.is_err() {
+        confirm_starts(hay, line, starts, found, |input| regex.search(input));
+    }
+    starts.clear();
+}
+
+thread_local! {
+    /// The confirming regex's scratch space, one per thread, kept warm from
+    /// text to text (the regex's own pool takes a lock for every thread
+    /// but the one that built it, at every search).
+    static CONFIRM_CACHE: RefCell<Option<Cache>> = const { RefCell::new(None) };
+}
+
+/// [`confirm_line`] with `search` (the regex, anchored at a start).
+fn confirm_starts(
+    hay: &[u8],
+    line: &Range<usize>,
+    starts: &[usize],
+    found: &mut Vec<Found>,
+    mut search: impl FnMut(&Input<'_>) -> Option<Match>,
+) {
+    let mut at = line.start;
+    for &start in starts {
+        if start < at {
+            continue;
+        }
+        let input = Input::new(hay)
+            .span(start..line.end)
+            .anchored(Anchored::Yes);
+        let Some(m) = search(&input) else {
+            continue;
+        };
+        at = m.end().max(start + 1);
         let Some((kind, _)) = KINDS.get(m.pattern().as_usize()) else {
             continue;
         };
@@ -613,7 +764,8 @@ mod tests {
         fn the_lowered_prefilter_finds_what_ignoring_case_finds(
             pieces in proptest::collection::vec(
                 prop_oneof![
-                    proptest::sample::select(LITERALS.to_vec()).prop_map(str::to_owned),
+                    proptest::sample::select(LITERALS.iter().map(|(l, _)| *l).collect::<Vec<_>>())
+                        .prop_map(str::to_owned),
                     "[a-zA-Z:/_-]{0,6}",
                     "[^\n]{0,4}",
                 ],
@@ -630,7 +782,7 @@ mod tests {
             let ignoring = AhoCorasickBuilder::new()
                 .ascii_case_insensitive(true)
                 .match_kind(MatchKind::LeftmostFirst)
-                .build(LITERALS)
+                .build(LITERALS.iter().map(|(l, _)| l))
                 .unwrap();
             let want: Vec<(usize, usize)> =
                 ignoring.find_iter(&text).map(|m| (m.start(), m.end())).collect();
@@ -681,6 +833,115 @@ mod tests {
                 let got = redactor.line(range.clone());
                 proptest::prop_assert_eq!(got, want, "{:?} of {:?}", range, text);
             }
+        }
+    }
+
+    /// What the confirming regexes find searching every whole line, with
+    /// no prefilter and nothing anchored: what the prefilter and the
+    /// anchored confirmation must find.
+    fn redact_by_searching_every_line(hay: &[u8]) -> (Vec<u8>, usize) {
+        let detector = detector().unwrap();
+        let blocks = private_key_blocks(hay);
+        let mut found = Vec::new();
+        block_lines(hay, &(0..hay.len()), &blocks, &mut found);
+        for line in line_ranges(hay) {
+            for m in detector.confirm.find_iter(Input::new(hay).span(line)) {
+                let (kind, _) = KINDS[m.pattern().as_usize()];
+                let span = value_of(kind, hay, m.range());
+                if kind == "OPENAI_KEY" && span.len() < MIN_OPENAI_KEY {
+                    continue;
+                }
+                found.push(Found { span, kind });
+            }
+        }
+        let (out, n) = replace(hay, 0..hay.len(), &mut found);
+        (out.into_owned(), n)
+    }
+
+    /// Secrets, secrets cut short or glued to what comes before, literals
+    /// that overlap (`secretoken=`), URL schemes after other tokens, key
+    /// words in any case, wide characters (some that fold to ASCII letters
+    /// under Unicode case rules: `ſ`, the Kelvin sign), repeated.
+    fn near_piece() -> impl Strategy<Value = String> {
+        let secret = (
+            0..crate::fuzz_redact::SAMPLE_KINDS,
+            proptest::collection::vec(any::<u8>(), 1..24),
+        )
+            .prop_map(|(k, body)| crate::fuzz_redact::sample(k, &body).0);
+        let piece = prop_oneof![
+            secret.clone(),
+            (secret.clone(), any::<proptest::sample::Index>())
+                .prop_map(|(s, i)| s.chars().take(i.index(s.chars().count() + 1)).collect()),
+            (secret, "[a-zA-Z0-9_.+-]{1,3}").prop_map(|(s, pre)| format!("{pre}{s}")),
+            proptest::sample::select(LITERALS.iter().map(|(l, _)| *l).collect::<Vec<_>>())
+                .prop_map(str::to_owned),
+            proptest::sample::select(vec![
+                "secretoken=abc",
+                "akiapi_key=xyz",
+                "AKIAIzaSyDaGmWKa4JsXZ-HjGw7ISLn_3namBGewQe",
+                "x.sk-proj-7abcdefghijklmnopqrstuv://u:p@h",
+                "a+b.c-d://user:pw@host",
+                "ſecret=abc",
+                "toKen=abc",
+                "PassWord : 'x y'",
+                "api-KEY\"=\"v\"",
+                "https://例え:パス@host",
+                "sk-ant-🦀",
+                "task-list eyJhbGciOi.eyJzdWIiOiIx.x",
+                "://:@",
+            ])
+            .prop_map(str::to_owned),
+            "[a-zA-Z0-9 :=/@._\"'-]{0,12}",
+            "[é日本🦀\t ]{0,3}",
+        ];
+        (piece, 1..3usize).prop_map(|(p, n)| p.repeat(n))
+    }
+
+    proptest::proptest! {
+        /// The prefilter and the confirmation anchored at its literals
+        /// redact what searching every line with the regexes redacts, for
+        /// a whole text and for its lines asked one by one.
+        #[test]
+        fn anchored_confirmation_agrees_with_searching_every_line(
+            pieces in proptest::collection::vec(near_piece(), 0..24),
+            seps in proptest::collection::vec(
+                proptest::sample::select(vec!["", " ", "\n", "=", ":", ".", "-", "/", "@", "\t"]),
+                24,
+            ),
+            upper in proptest::collection::vec(any::<bool>(), 0..64),
+        ) {
+            let mut text = String::new();
+            for (piece, sep) in pieces.iter().zip(&seps) {
+                text.push_str(piece);
+                text.push_str(sep);
+            }
+            // Some ASCII letters flipped to upper case.
+            let mut bytes = text.into_bytes();
+            for (b, up) in bytes.iter_mut().step_by(3).zip(upper) {
+                if up {
+                    b.make_ascii_uppercase();
+                }
+            }
+            let hay = &bytes[..];
+            let (want, want_n) = redact_by_searching_every_line(hay);
+            let (got, got_n) = redact_bytes(hay);
+            proptest::prop_assert_eq!(
+                (String::from_utf8_lossy(&got), got_n),
+                (String::from_utf8_lossy(&want), want_n)
+            );
+            let mut redactor = LineRedactor::new(hay);
+            let mut lines = Vec::new();
+            let mut n = 0;
+            for range in line_ranges(hay) {
+                let (line, k) = redactor.line(range);
+                lines.push(line.into_owned());
+                n += k;
+            }
+            let joined = lines.join(&b'\n');
+            proptest::prop_assert_eq!(
+                (String::from_utf8_lossy(&joined), n),
+                (String::from_utf8_lossy(&want), want_n)
+            );
         }
     }
 
