@@ -4,7 +4,9 @@
 //! private key), the shape of a deep search of 200 panes.
 //!
 //! Run: `cargo bench -p panescan-benches --bench redact`
-//! (PANESCAN_BENCH_PANES changes the number of captures; default 200).
+//! (PANESCAN_BENCH_PANES changes the number of captures; default 200;
+//! PANESCAN_BENCH_PROFILE=ROW runs only that search row, 50 times, for a
+//! profiler: `search-default`, `search-all-lines`, their `-redacted`).
 //!
 //! Rows (medians of 15 runs, each pair run alternately, all threads):
 //! - `search-default` / `search-default-redacted`: a common word
@@ -97,6 +99,25 @@ fn main() {
         max_matches_per_pane: 20,
         ..SearchBudgets::unlimited()
     };
+    // One case alone, many times, for a profiler.
+    if let Ok(case) = std::env::var("PANESCAN_BENCH_PROFILE") {
+        let (budgets, redact) = match case.as_str() {
+            "search-default" => (default, false),
+            "search-default-redacted" => (default, true),
+            "search-all-lines" => (SearchBudgets::unlimited(), false),
+            _ => (SearchBudgets::unlimited(), true),
+        };
+        let run = search(budgets, redact);
+        let t = Instant::now();
+        for _ in 0..50 {
+            std::hint::black_box(run());
+        }
+        eprintln!(
+            "{case}: 50 runs in {:.0} ms",
+            t.elapsed().as_secs_f64() * 1e3
+        );
+        return;
+    }
     // Warm up: page in the captures and build the automata once.
     search(default.clone(), true)();
     let (plain, red) = pair(
