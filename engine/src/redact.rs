@@ -179,7 +179,7 @@ pub(crate) fn redact_range<'h>(
     };
     let mut found = Vec::new();
     block_lines(hay, &range, blocks, &mut found);
-    find_single_line(detector, hay, &range, &mut Vec::new(), &mut found);
+    find_single_line(detector, hay, &range, &mut Scratch::default(), &mut found);
     replace(hay, range, &mut found)
 }
 
@@ -252,10 +252,11 @@ fn block_lines(hay: &[u8], range: &Range<usize>, blocks: &[Range<usize>], found:
 /// lines of a busy text, many of them twice (the context of one match is
 /// the context or the match of the next). Asked in ascending order (each
 /// line at or after the start of the one before), the lines are searched
-/// for secrets once each, next lines in one prefilter call, the private
-/// key blocks found once per text, and a line costs no allocation unless
-/// it holds a secret. Asking out of order stays correct; it only searches
-/// again.
+/// for secrets once each (a match and its context in one search when
+/// [expected](LineRedactor::expect)), the private key blocks found once per
+/// text, and a line costs no allocation unless it holds a secret, nor a
+/// bisection to find its secrets. Asking out of order stays correct; it
+/// only searches again.
 pub(crate) struct LineRedactor<'h> {
     hay: &'h [u8],
     /// The private key blocks of `hay`, found at the first line asked for.
@@ -264,14 +265,14 @@ pub(crate) struct LineRedactor<'h> {
     /// (sorted by start); `None` before the first line.
     done: Option<Range<usize>>,
     singles: Vec<Found>,
+    /// Where the last line asked for starts in `singles` and in `blocks`
+    /// (the next line's are at or after them).
+    next_single: usize,
+    next_block: usize,
     /// One line's replacements (kept to spare an allocation per line).
     scratch: Vec<Found>,
-    /// The lowered text the prefilter reads (kept for the same reason).
-    low: Vec<u8>,
-    /// How far past the line asked for the next search goes: doubled while
-    /// the lines asked for follow each other, back to the least after a
-    /// jump (a match's context and the match are then searched at once).
-    ahead: usize,
+    /// The search's scratch space (kept for the same reason).
+    search: Scratch,
 }
 
 impl<'h> LineRedactor<'h> {
@@ -283,9 +284,10 @@ impl<'h> LineRedactor<'h> {
             blocks: None,
             done: None,
             singles: Vec::new(),
+            next_single: 0,
+            next_block: 0,
             scratch: Vec::new(),
-            low: Vec::new(),
-            ahead: 0,
+            search: Scratch::default(),
         }
     }
 
@@ -298,11 +300,16 @@ impl<'h> LineRedactor<'h> {
             return fail_closed();
         };
         self.cover(detector, &range);
-        let lo = self.singles.partition_point(|f| f.span.start < range.start);
-        let n = self.singles[lo..].partition_point(|f| f.span.start < range.end);
+        let lo = seek(&self.singles, &mut self.next_single, |f| {
+            f.span.start < range.start
+        });
+        let n = self.singles[lo..]
+            .iter()
+            .take_while(|f| f.span.start < range.end)
+            .count();
         let blocks = self.blocks.get_or_insert_with(|| private_key_blocks(hay));
         // Blocks ending at or before the range have nothing in it.
-        let first = blocks.partition_point(|b| b.end <= range.start);
+        let first = seek(blocks, &mut self.next_block, |b| b.end <= range.start);
         let in_block = blocks.get(first).is_some_and(|b| b.start < range.end);
         if n == 0 && !in_block {
             return (Cow::Borrowed(&hay[range]), 0);
@@ -315,62 +322,93 @@ impl<'h> LineRedactor<'h> {
         replace(hay, range, &mut self.scratch)
     }
 
+    /// Searches the lines of `range` (whole lines) for secrets before they
+    /// are asked for one by one: one search for a match and its context
+    /// rather than one per line. Lines asked for outside it stay correct.
+    pub(crate) fn expect(&mut self, range: Range<usize>) {
+        let range = range.start.min(self.hay.len())..range.end.min(self.hay.len());
+        if let Some(detector) = detector() {
+            self.cover(detector, &range);
+        }
+    }
+
     /// Makes `singles` hold the single-line secrets of every line of
     /// `range`: searched only where not searched yet when `range` starts
-    /// inside or right after the lines already searched, else searched
-    /// afresh.
-    ///
-    /// While the lines asked for follow each other (a search returning
-    /// every matching line with its context), the search runs ahead of
-    /// them, further each time, so most lines are found already searched
-    /// and the prefilter runs over long stretches rather than line by
-    /// line; a line asked for alone costs itself and a few lines after.
+    /// inside or a little after the lines already searched (the lines
+    /// between are searched too: a search costs as much to start as to
+    /// cross a few hundred bytes), else searched afresh.
     fn cover(&mut self, detector: &Detector, range: &Range<usize>) {
         let (start, from) = match &self.done {
             Some(done) if done.start <= range.start && range.end <= done.end => return,
             // `done.end` ends a line: its `\n` (or the text's end) is where
             // the search goes on.
-            Some(done) if done.start <= range.start && range.start <= done.end + 1 => {
-                self.ahead = (self.ahead * 2).clamp(MIN_AHEAD, MAX_AHEAD);
+            Some(done) if done.start <= range.start && range.start <= done.end + GAP => {
                 (done.start, done.end)
             }
             _ => {
                 self.singles.clear();
-                self.ahead = MIN_AHEAD;
+                self.next_single = 0;
                 (range.start, range.start)
             }
         };
-        let hay = self.hay;
-        // Whole lines: up to the end of the line holding `range.end + ahead`.
-        let end = match range.end.checked_add(self.ahead) {
-            Some(target) if target < hay.len() => {
-                memchr::memchr(b'\n', &hay[target..]).map_or(hay.len(), |i| target + i)
-            }
-            _ => hay.len(),
-        };
-        let scan = from..end;
-        find_single_line(detector, hay, &scan, &mut self.low, &mut self.singles);
-        self.done = Some(start..end);
+        let scan = from..range.end;
+        find_single_line(
+            detector,
+            self.hay,
+            &scan,
+            &mut self.search,
+            &mut self.singles,
+        );
+        self.done = Some(start..range.end);
     }
 }
 
-/// The first and the most a [`LineRedactor`] searches ahead of the lines
-/// asked for.
-const MIN_AHEAD: usize = 256;
-const MAX_AHEAD: usize = 64 * 1024;
+/// The most bytes between the lines already searched and the next asked
+/// for that are searched rather than skipped.
+const GAP: usize = 512;
+
+/// The first index of `items` (sorted) whose item is not `before` the
+/// line asked for, looked for from `hint` (where the last line's were),
+/// which then holds it: a step or two for lines asked for in order, a
+/// bisection otherwise.
+fn seek<T>(items: &[T], hint: &mut usize, before: impl Fn(&T) -> bool) -> usize {
+    let mut i = (*hint).min(items.len());
+    if i > 0 && !before(&items[i - 1]) {
+        i = items[..i].partition_point(&before);
+    } else {
+        let mut steps = 0;
+        while i < items.len() && before(&items[i]) {
+            i += 1;
+            steps += 1;
+            if steps == 8 {
+                i += items[i..].partition_point(&before);
+                break;
+            }
+        }
+    }
+    *hint = i;
+    i
+}
 
 /// The prefilter lowers at most about this many bytes at a time (whole
 /// lines), so a long text needs no copy of its size.
 const LOWER_CHUNK: usize = 64 * 1024;
 
+/// Space a search for single-line secrets reuses: the lowered text the
+/// prefilter reads, the places where a line's secrets may start.
+#[derive(Default)]
+struct Scratch {
+    low: Vec<u8>,
+    starts: Vec<usize>,
+}
+
 /// Single-line secrets in `hay[range]`: lines holding a literal are
 /// confirmed by the regexes; matches inside a private key are dropped later.
-/// `low` is scratch space for the lowered text.
 fn find_single_line(
     detector: &Detector,
     hay: &[u8],
     range: &Range<usize>,
-    low: &mut Vec<u8>,
+    scratch: &mut Scratch,
     found: &mut Vec<Found>,
 ) {
     let mut at = range.start;
@@ -383,9 +421,13 @@ fn find_single_line(
             memchr::memchr(b'\n', &hay[at + LOWER_CHUNK..range.end])
                 .map_or(range.end, |i| at + LOWER_CHUNK + i)
         };
+        let low = &mut scratch.low;
         low.clear();
-        low.extend(hay[at..end].iter().map(u8::to_ascii_lowercase));
-        find_in_chunk(detector, hay, &(at..end), low, found);
+        // A copy, then lowered in place: both vectorised (lowering byte by
+        // byte into the vector is several times slower).
+        low.extend_from_slice(&hay[at..end]);
+        low.make_ascii_lowercase();
+        find_in_chunk(detector, hay, &(at..end), low, &mut scratch.starts, found);
         at = end;
     }
 }
@@ -398,10 +440,10 @@ fn find_in_chunk(
     hay: &[u8],
     chunk: &Range<usize>,
     low: &[u8],
+    starts: &mut Vec<usize>,
     found: &mut Vec<Found>,
 ) {
     let base = chunk.start;
-    let mut starts: Vec<usize> = Vec::new();
     // The line holding the literals in `starts`.
     let mut line = chunk.start..chunk.start;
     let mut at = chunk.start;
@@ -412,7 +454,7 @@ fn find_in_chunk(
         };
         let (literal, hit) = (hit.pattern().as_usize(), base + hit.start());
         if hit >= line.end {
-            confirm_line(detector, hay, &line, &mut starts, found);
+            confirm_line(detector, hay, &line, starts, found);
             line = line_around(hay, chunk, hit);
         }
         match LITERALS.get(literal).map(|(_, start)| *start) {
@@ -424,13 +466,13 @@ fn find_in_chunk(
                     starts.push(hit);
                 }
             }
-            Some(Start::Scheme) | None => scheme_starts(hay, hit, &mut starts),
+            Some(Start::Scheme) | None => scheme_starts(hay, hit, starts),
         }
         // Literals may overlap (`secretoken=x`, `akiapi_key=x`): the next
         // one may start inside this one.
         at = hit + 1;
     }
-    confirm_line(detector, hay, &line, &mut starts, found);
+    confirm_line(detector, hay, &line, starts, found);
 }
 
 /// The line of `hay` holding byte `at`, within `chunk` (whole lines).
@@ -800,7 +842,8 @@ mod tests {
     proptest::proptest! {
         /// The line redactor answers each line as `redact_range` does,
         /// whatever order the lines are asked in: a search's order (each
-        /// match with its context, ascending, overlapping) or any other.
+        /// match with its context, ascending, overlapping, announced or
+        /// not) or any other.
         #[test]
         fn the_line_redactor_agrees_with_redact_range(
             pieces in proptest::collection::vec(piece(), 0..40),
@@ -816,19 +859,32 @@ mod tests {
             let mut matches: Vec<(usize, usize)> =
                 picks.iter().map(|(i, c)| (i.index(lines.len()), *c)).collect();
             matches.sort_unstable();
-            let mut asked: Vec<Range<usize>> = Vec::new();
-            for (m, c) in matches {
+            // (Whether the lines are announced first, and the lines.)
+            let mut asked: Vec<(bool, Range<usize>)> = Vec::new();
+            for (k, (m, c)) in matches.into_iter().enumerate() {
                 let first = m.saturating_sub(c);
                 let last = (m + c).min(lines.len() - 1);
-                asked.extend(lines[first..=last].iter().cloned());
+                // Every other match is announced, as a search does.
+                if k % 2 == 0 {
+                    asked.push((true, lines[first].start..lines[last].end));
+                }
+                asked.extend(lines[first..=last].iter().map(|r| (false, r.clone())));
             }
-            // Then lines in any order, and a range of several lines.
-            asked.extend(shuffled.iter().map(|i| lines[i.index(lines.len())].clone()));
+            // Then lines in any order, some announced, and a range of
+            // several lines.
+            for (k, i) in shuffled.iter().enumerate() {
+                asked.push((k % 3 == 0, lines[i.index(lines.len())].clone()));
+                asked.push((false, lines[i.index(lines.len())].clone()));
+            }
             if let (Some(a), Some(b)) = (lines.first(), lines.last()) {
-                asked.push(a.start..b.end);
+                asked.push((false, a.start..b.end));
             }
             let mut redactor = LineRedactor::new(hay);
-            for range in asked {
+            for (announce, range) in asked {
+                if announce {
+                    redactor.expect(range);
+                    continue;
+                }
                 let want = redact_range(hay, range.clone(), &blocks);
                 let got = redactor.line(range.clone());
                 proptest::prop_assert_eq!(got, want, "{:?} of {:?}", range, text);
