@@ -259,8 +259,8 @@ fn block_lines(hay: &[u8], range: &Range<usize>, blocks: &[Range<usize>], found:
 /// only searches again.
 pub(crate) struct LineRedactor<'h> {
     hay: &'h [u8],
-    /// The private key blocks of `hay`, found at the first line asked for.
-    blocks: Option<Vec<Range<usize>>>,
+    /// The private key blocks of `hay`, found as far as lines are asked for.
+    blocks: KeyBlocks,
     /// Whole lines of `hay` whose single-line secrets are in `singles`
     /// (sorted by start); `None` before the first line.
     done: Option<Range<usize>>,
@@ -281,7 +281,7 @@ impl<'h> LineRedactor<'h> {
     pub(crate) fn new(hay: &'h [u8]) -> LineRedactor<'h> {
         LineRedactor {
             hay,
-            blocks: None,
+            blocks: KeyBlocks::default(),
             done: None,
             singles: Vec::new(),
             next_single: 0,
@@ -307,7 +307,7 @@ impl<'h> LineRedactor<'h> {
             .iter()
             .take_while(|f| f.span.start < range.end)
             .count();
-        let blocks = self.blocks.get_or_insert_with(|| private_key_blocks(hay));
+        let blocks = self.blocks.reach(hay, range.end);
         // Blocks ending at or before the range have nothing in it.
         let first = seek(blocks, &mut self.next_block, |b| b.end <= range.start);
         let in_block = blocks.get(first).is_some_and(|b| b.start < range.end);
@@ -622,37 +622,105 @@ const KEY_ARMOUR_TAIL: &[u8] = b"PRIVATE KEY-----";
 /// start scrolled away) runs over the base64 lines next to the armour line
 /// that is there.
 pub(crate) fn private_key_blocks(hay: &[u8]) -> Vec<Range<usize>> {
-    let mut blocks: Vec<Range<usize>> = Vec::new();
-    let finder = memchr::memmem::Finder::new(KEY_ARMOUR_TAIL);
-    let mut open: Option<usize> = None;
-    for tail in finder.find_iter(hay) {
+    let mut blocks = KeyBlocks::default();
+    blocks.reach(hay, hay.len());
+    blocks.blocks
+}
+
+/// [`private_key_blocks`] found step by step, only as far down the text as
+/// lines are asked for: a search that stops early (its budgets spent) does
+/// not read the whole text for them.
+#[derive(Debug, Default)]
+pub(crate) struct KeyBlocks {
+    blocks: Vec<Range<usize>>,
+    /// A BEGIN line seen without its END yet.
+    open: Option<usize>,
+    /// Armour tails starting before this were handled.
+    scanned: usize,
+    /// The whole text was handled.
+    done: bool,
+}
+
+impl KeyBlocks {
+    /// The blocks, every one holding a byte before `at` among them.
+    ///
+    /// What lies below can still make a block above: a block's END line
+    /// without its BEGIN takes the body lines right above it, and an open
+    /// BEGIN runs to its END. So the search goes on to the end of the
+    /// first line from `at` on that no body can cross, and to the end of
+    /// the text while a BEGIN above is open.
+    pub(crate) fn reach(&mut self, hay: &[u8], at: usize) -> &[Range<usize>] {
+        if self.done {
+            return &self.blocks;
+        }
+        let mut limit = hay.len();
+        let mut next = at.saturating_add(1);
+        while next < hay.len() {
+            let end = memchr::memchr(b'\n', &hay[next..]).map_or(hay.len(), |i| next + i);
+            if !is_body_line(&hay[next..end]) {
+                limit = end;
+                break;
+            }
+            next = end + 1;
+        }
+        self.advance(hay, limit);
+        if self.open.is_some_and(|from| from < limit) {
+            self.advance(hay, hay.len());
+        }
+        if self.scanned >= hay.len() {
+            if let Some(from) = self.open.take() {
+                push_block(&mut self.blocks, from..body_below(hay, from));
+            }
+            self.done = true;
+        }
+        &self.blocks
+    }
+
+    /// Handles the armour tails lying wholly before `to`.
+    fn advance(&mut self, hay: &[u8], to: usize) {
+        let to = to.min(hay.len());
+        if to <= self.scanned {
+            return;
+        }
+        let finder = memchr::memmem::Finder::new(KEY_ARMOUR_TAIL);
+        let from = self.scanned;
+        for tail in finder.find_iter(&hay[from..to]) {
+            self.tail(hay, from + tail);
+        }
+        // A tail cut by `to` is found by the next step.
+        self.scanned = if to == hay.len() {
+            to
+        } else {
+            to.saturating_sub(KEY_ARMOUR_TAIL.len() - 1).max(from)
+        };
+    }
+
+    /// One `PRIVATE KEY-----` at `tail`: a BEGIN opens a block, an END
+    /// closes one.
+    fn tail(&mut self, hay: &[u8], tail: usize) {
         let (start, end) = line_at(hay, tail);
         let line = &hay[start..end];
         if let Some(b) = memchr::memmem::find(line, BEGIN) {
-            match open {
+            match self.open {
                 // A second BEGIN before any END: the first block was cut
                 // short (say by `head`); it runs over its base64 lines, and
                 // the new one opens. (Kept open, the second key's body was
                 // never redacted.)
                 Some(from) if from < start => {
-                    push_block(&mut blocks, from..body_below(hay, from));
-                    open = Some(start + b);
+                    push_block(&mut self.blocks, from..body_below(hay, from));
+                    self.open = Some(start + b);
                 }
                 Some(_) => {}
-                None => open = Some(start + b),
+                None => self.open = Some(start + b),
             }
         } else if memchr::memmem::find(line, END).is_some() {
-            let from = match open.take() {
+            let from = match self.open.take() {
                 Some(from) => from,
                 None => body_above(hay, start),
             };
-            push_block(&mut blocks, from..end);
+            push_block(&mut self.blocks, from..end);
         }
     }
-    if let Some(from) = open {
-        push_block(&mut blocks, from..body_below(hay, from));
-    }
-    blocks
 }
 
 /// Adds a block unless it overlaps the last one.
