@@ -302,8 +302,14 @@ fn scan_text(
             }
             let mut redactions = 0;
             // Lines in ascending order: the context before, the line, the
-            // context after (the redactor searches each line once).
-            let before = context_before(&texts, start, context, &mut redactions);
+            // context after (the redactor searches each line once, all the
+            // lines of a match at once).
+            let before = lines_before(hay, start, context);
+            texts.expect(before.first().map_or(start, |r| r.start), stop, context);
+            let before = before
+                .into_iter()
+                .map(|range| texts.line(range, false, &mut redactions))
+                .collect();
             hits.push(LineMatch {
                 line: prepared.line_number(line_index),
                 text: texts.line(start..stop, true, &mut redactions),
@@ -367,6 +373,22 @@ impl<'a> Texts<'a> {
         }
     }
 
+    /// Tells the redactor the lines about to be asked for: from `start` to
+    /// the end of the `context`-th line after the one ending at `stop`.
+    fn expect(&self, start: usize, stop: usize, context: usize) {
+        if let Some(redactor) = &self.redactor {
+            let mut end = stop;
+            for _ in 0..context {
+                if end >= self.hay.len() {
+                    break;
+                }
+                end = memchr::memchr(b'\n', &self.hay[end + 1..])
+                    .map_or(self.hay.len(), |i| end + 1 + i);
+            }
+            redactor.borrow_mut().expect(start..end);
+        }
+    }
+
     /// The output text of `hay[range]` (one line); `locate` centres a clip
     /// on the match.
     fn line(&self, range: std::ops::Range<usize>, locate: bool, redactions: &mut usize) -> String {
@@ -402,13 +424,9 @@ impl<'a> Texts<'a> {
     }
 }
 
-/// Up to `n` lines before the line starting at `start`, asked for in
-/// ascending order (as [`Texts`] wants them).
-fn context_before(texts: &Texts, start: usize, n: usize, redactions: &mut usize) -> Vec<String> {
-    if n == 0 {
-        return Vec::new();
-    }
-    let hay = texts.hay;
+/// Up to `n` lines before the line starting at `start`, in ascending order
+/// (as [`Texts`] wants them asked for).
+fn lines_before(hay: &[u8], start: usize, n: usize) -> Vec<std::ops::Range<usize>> {
     let mut ranges = Vec::new();
     let mut end = start; // one past the `\n` ending the previous line
     while ranges.len() < n && end > 0 {
@@ -417,11 +435,8 @@ fn context_before(texts: &Texts, start: usize, n: usize, redactions: &mut usize)
         ranges.push(prev_start..prev_end);
         end = prev_start;
     }
+    ranges.reverse();
     ranges
-        .into_iter()
-        .rev()
-        .map(|range| texts.line(range, false, redactions))
-        .collect()
 }
 
 fn context_after(texts: &Texts, stop: usize, n: usize, redactions: &mut usize) -> Vec<String> {
