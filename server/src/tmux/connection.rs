@@ -442,6 +442,9 @@ pub struct Shared {
     hub: Arc<Hub>,
     /// How the server's capture sweeps share it.
     pub(crate) sweeps: Arc<super::capture::Gate>,
+    /// Small captures may go over the control client (cleared once this
+    /// server's replies prove not decodable: tmux/capture/control.rs).
+    pub(crate) captures_over_control: AtomicBool,
 }
 
 impl Shared {
@@ -457,6 +460,7 @@ impl Shared {
             listed_panes: std::sync::atomic::AtomicUsize::new(0),
             hub: Arc::default(),
             sweeps: Arc::default(),
+            captures_over_control: AtomicBool::new(true),
         })
     }
 
