@@ -231,6 +231,17 @@ impl Control {
         self.submit(&[line]).into_iter().next()
     }
 
+    /// Queues `commands` as pipelined requests written together, so tmux
+    /// reads them in one go rather than one round trip each; `None` (and
+    /// nothing sent) when one of them has no valid line.
+    pub(crate) fn send_all(&self, commands: &[TmuxCommand]) -> Option<Vec<ReplyRx>> {
+        let lines: Vec<&str> = commands
+            .iter()
+            .map(|c| c.to_line().ok())
+            .collect::<Option<_>>()?;
+        Some(self.submit(&lines))
+    }
+
     fn is_dead(&self) -> bool {
         self.dead.load(Ordering::Acquire)
     }

@@ -52,11 +52,14 @@ use crate::tmux::framing::RawReply;
 use crate::tmux::TmuxError;
 
 /// Most requests fetched over the control client: it is shared with every
-/// other call on the server, so a batch must not hold it long (and from
-/// [`super::anchor::MIN_REQUESTS`] on, a sweep takes the anchor).
+/// other call on the server, so a batch must not hold it long. Measured
+/// (BENCHMARKS.md, "Search since a cursor"): 4 delta requests answer in
+/// a few ms this way against ~30 ms for a sweep, but 44 (~4,000 lines)
+/// took 60-110 ms against 30-45 ms for a sweep (where that time goes was
+/// not found), so larger batches sweep.
 pub(super) const MAX_REQUESTS: usize = 12;
 /// Most lines (as estimated before the capture) a batch may ask for over
-/// the control client; more go through a sweep, faster for deep text.
+/// the control client.
 pub(super) const MAX_LINES: u64 = 1_000;
 
 /// Whether a batch is small enough for the control client.
@@ -86,18 +89,23 @@ pub(super) fn fetch(
     cancel: &AtomicBool,
 ) -> Fetched {
     let prefix = format!("panescan-{}", crate::tmux::connection::nonce());
-    let sent: Vec<Option<(ReplyRx, ReplyRx)>> = requests
+    // Both lines of every request in one write: tmux reads them in one go,
+    // and a capture whose buffer nobody deletes is never sent alone.
+    let commands: Vec<TmuxCommand> = requests
         .iter()
         .enumerate()
-        .map(|(i, r)| {
+        .flat_map(|(i, r)| {
             let (capture, show) = lines(r, options, &format!("{prefix}-{i}"));
-            // Both lines or neither: a capture whose buffer nobody
-            // deletes would stay.
-            if capture.to_line().is_err() || show.to_line().is_err() {
-                return None;
-            }
-            Some((control.send(&capture)?, control.send(&show)?))
+            [capture, show]
         })
+        .collect();
+    let Some(replies) = control.send_all(&commands) else {
+        return Fetched::Unsuited;
+    };
+    let mut replies = replies.into_iter();
+    let sent: Vec<Option<(ReplyRx, ReplyRx)>> = requests
+        .iter()
+        .map(|_| Some((replies.next()?, replies.next()?)))
         .collect();
     let mut results = Vec::with_capacity(requests.len());
     for (r, rxs) in requests.iter().zip(sent) {

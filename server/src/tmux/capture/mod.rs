@@ -29,7 +29,11 @@
 //! through buffers (`capture-pane -b` + `show-buffer` + `delete-buffer`)
 //! does not leak but costs three round trips a pane; one process per pane
 //! is slowest by far. One `source-file -` process per chunk is the fastest
-//! deep path that leaks nothing.
+//! deep path that leaks nothing. A small batch of the pane cache (a since
+//! search's few deltas) is the exception: there the process is most of
+//! the cost, and the buffer path over the control client already attached
+//! (two pipelined lines a request, not three round trips) answers it
+//! without one (`control.rs`).
 //!
 //! 500-line slices were no cheaper for tmux here, and slicing a range needs
 //! the history size before the script is written (breaking the atomic probe),
