@@ -4,10 +4,11 @@
 //! client of the test's own that asks twice learns how many commands ran
 //! in between. A warm search of unchanged panes, and a search since a
 //! cursor with nothing printed, must cost one round trip of two commands
-//! (the listing and the server's stamp: [`LISTING`]; a since search also
-//! the empty script of the sweep client it started ahead); a since search
-//! after one pane printed adds one sweep for that pane, and no terminal
-//! probe. Every sweep client panescan started has ended and been reaped
+//! (the listing and the server's stamp: [`LISTING`]), a since search
+//! included: with a control client live it starts no sweep client ahead;
+//! a since search after one pane printed fetches that pane's delta over
+//! the control client ([`DELTA_OVER_CONTROL`]: no process, no terminal
+//! probe). Every sweep client panescan started has ended and been reaped
 //! before the count is read.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -136,7 +137,7 @@ fn search(s: &mut Serve, since: Option<&Value>) -> Value {
 }
 
 #[test]
-fn a_repeated_search_costs_tmux_one_listing_and_a_since_search_one_small_sweep() {
+fn a_repeated_search_costs_tmux_one_listing_and_a_since_search_no_process() {
     let shape = FixtureShape {
         panes: 30,
         lines: 200,
@@ -175,14 +176,13 @@ fn a_repeated_search_costs_tmux_one_listing_and_a_since_search_one_small_sweep()
     let (commands, since) = counter.during(serve, || search(&mut s, Some(&warm["cursor"])));
     assert_eq!(since["lines_scanned"], 0, "{since}");
     assert_eq!(
-        commands,
-        LISTING + UNUSED_SPARE,
+        commands, LISTING,
         "a since search, nothing printed: {since}"
     );
 
-    // One pane prints a line: the listing, one sweep of that pane's delta
-    // (SWEEP_OF_ONE_DELTA says what it holds), and the hit's command and
-    // path.
+    // One pane prints a line: the listing, that pane's delta over the
+    // control client (DELTA_OVER_CONTROL says what it holds), and the
+    // hit's command and path.
     let pane = &fx.pane_ids[7];
     let tty = fx
         .server
@@ -203,7 +203,7 @@ fn a_repeated_search_costs_tmux_one_listing_and_a_since_search_one_small_sweep()
     assert_eq!(found["lines_scanned"], 1, "{found}");
     assert_eq!(found["total_panes_matched"], 1, "{found}");
     eprintln!("since search after one pane printed: {commands} tmux commands");
-    assert_eq!(commands, SWEEP_OF_ONE_DELTA, "{found}");
+    assert_eq!(commands, DELTA_OVER_CONTROL, "{found}");
 }
 
 /// The listing and the server's stamp, in one round trip on panescan's
@@ -211,18 +211,14 @@ fn a_repeated_search_costs_tmux_one_listing_and_a_since_search_one_small_sweep()
 /// of a fresh nonce (tmux/framing.rs): 2 x 2.
 const LISTING: u64 = 4;
 
-/// A since search starts its sweep's client before its listing
-/// (tmux/capture/spare.rs); with nothing to fetch the client gets an empty
-/// script: its `source-file` command, that command's completion and the
-/// client's.
-const UNUSED_SPARE: u64 = 3;
-
 /// What the since search after one pane printed costs tmux: the listing
 /// (4), the matching pane's command and path (one command and its nonce:
-/// 2), and one sweep of 8: the `source-file` client's command, its
-/// completion and the client's (tmux queues both), and the script's probe
-/// and capture of the delta's two ranges (the new rows below the anchor,
-/// the oldest stored rows) and end marker. A terminal probe before the
-/// sweep (worth it only for large sweeps, tmux/capture/anchor.rs) would
-/// be two more.
-const SWEEP_OF_ONE_DELTA: u64 = 14;
+/// 2), and the delta's two ranges (the new rows below the anchor, the
+/// oldest stored rows) over the control client, 6 each
+/// (tmux/capture/control.rs): `display-message` (the probe) and
+/// `capture-pane -b` on one line, `show-buffer` and `delete-buffer` on the
+/// next, and each line's nonce. A sweep process instead would cost 14 in
+/// all (its client's `source-file` command, that command's completion and
+/// the client's, the script's probes, captures and end marker), and a
+/// spare client started ahead and left unused 3 more.
+const DELTA_OVER_CONTROL: u64 = 18;

@@ -97,6 +97,17 @@ impl TmuxCommand {
         }
     }
 
+    /// This command, then `next`, as one command list (`a ; b`): tmux runs
+    /// the commands of one line one after the other, nothing between them.
+    pub(crate) fn then(mut self, next: TmuxCommand) -> Self {
+        if let Some(e) = next.error {
+            self.fail(e);
+        }
+        self.line.push_str(" ; ");
+        self.line.push_str(&next.line);
+        self
+    }
+
     fn fail(&mut self, message: String) {
         if self.error.is_none() {
             self.error = Some(message);

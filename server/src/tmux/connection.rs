@@ -231,6 +231,17 @@ impl Control {
         self.submit(&[line]).into_iter().next()
     }
 
+    /// Queues `commands` as pipelined requests written together, so tmux
+    /// reads them in one go rather than one round trip each; `None` (and
+    /// nothing sent) when one of them has no valid line.
+    pub(crate) fn send_all(&self, commands: &[TmuxCommand]) -> Option<Vec<ReplyRx>> {
+        let lines: Vec<&str> = commands
+            .iter()
+            .map(|c| c.to_line().ok())
+            .collect::<Option<_>>()?;
+        Some(self.submit(&lines))
+    }
+
     fn is_dead(&self) -> bool {
         self.dead.load(Ordering::Acquire)
     }
@@ -442,6 +453,9 @@ pub struct Shared {
     hub: Arc<Hub>,
     /// How the server's capture sweeps share it.
     pub(crate) sweeps: Arc<super::capture::Gate>,
+    /// Small captures may go over the control client (cleared once this
+    /// server's replies prove not decodable: tmux/capture/control.rs).
+    pub(crate) captures_over_control: AtomicBool,
 }
 
 impl Shared {
@@ -457,6 +471,7 @@ impl Shared {
             listed_panes: std::sync::atomic::AtomicUsize::new(0),
             hub: Arc::default(),
             sweeps: Arc::default(),
+            captures_over_control: AtomicBool::new(true),
         })
     }
 

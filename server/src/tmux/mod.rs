@@ -330,13 +330,15 @@ impl Tmux {
             options,
             deadline,
             cancel,
-            None,
+            capture::Ahead::default(),
         )
     }
 
-    /// [`Tmux::capture`] with a sweep client started ahead
-    /// ([`Tmux::spare_sweep`]), which the batch's first chunk uses if it is
-    /// small enough to go through a pipe (else it is let go unused).
+    /// [`Tmux::capture`] for the pane cache: a small batch goes over the
+    /// live control client, with no process (capture/control.rs); else a
+    /// sweep client started ahead ([`Tmux::spare_sweep`]) serves the
+    /// batch's first chunk if it is small enough to go through a pipe
+    /// (else it is let go unused).
     pub fn capture_with_spare(
         &self,
         requests: Vec<CaptureRequest>,
@@ -351,7 +353,10 @@ impl Tmux {
             options,
             deadline,
             cancel,
-            spare,
+            capture::Ahead {
+                spare,
+                over_control: true,
+            },
         )
     }
 
@@ -359,6 +364,15 @@ impl Tmux {
     /// that will likely capture a few panes once its listing is back
     /// (capture/spare.rs); `None` if it cannot be started.
     pub fn spare_sweep(&self) -> Option<capture::Spare> {
+        // With a live control client a small batch needs no process at all
+        // (capture/control.rs), and a larger one starts its own.
+        let over_control = self
+            .inner
+            .captures_over_control
+            .load(std::sync::atomic::Ordering::Relaxed);
+        if over_control && self.inner.own_client_pid().is_some() {
+            return None;
+        }
         capture::Spare::start(self.inner.endpoint())
     }
 

@@ -29,7 +29,11 @@
 //! through buffers (`capture-pane -b` + `show-buffer` + `delete-buffer`)
 //! does not leak but costs three round trips a pane; one process per pane
 //! is slowest by far. One `source-file -` process per chunk is the fastest
-//! deep path that leaks nothing.
+//! deep path that leaks nothing. A small batch of the pane cache (a since
+//! search's few deltas) is the exception: there the process is most of
+//! the cost, and the buffer path over the control client already attached
+//! (two pipelined lines a request, not three round trips) answers it
+//! without one (`control.rs`).
 //!
 //! 500-line slices were no cheaper for tmux here, and slicing a range needs
 //! the history size before the script is written (breaking the atomic probe),
@@ -95,9 +99,11 @@
 //! capture is returned (`joined = false`), so numbers are never guessed.
 
 mod anchor;
+mod control;
 mod gate;
 mod spare;
 mod split;
+mod unvis;
 
 pub(crate) use gate::Gate;
 pub use spare::Spare;
@@ -184,7 +190,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
 
-use super::connection::{nonce, Shared};
+use super::connection::{nonce, Route, Shared};
 use super::launch::Endpoint;
 use super::oneshot;
 use super::spans::Span;
@@ -209,8 +215,12 @@ pub(crate) fn start(
     options: CaptureOptions,
     deadline: Instant,
     cancel: Arc<AtomicBool>,
-    spare: Option<Spare>,
+    ahead: Ahead,
 ) -> Receiver<CaptureReply> {
+    let Ahead {
+        spare,
+        over_control,
+    } = ahead;
     let (tx, rx) = crossbeam_channel::bounded(CHANNEL_CAPACITY);
     let socket = shared.endpoint().clone();
     let server_panes = shared.listed_panes.load(Ordering::Relaxed);
@@ -222,17 +232,9 @@ pub(crate) fn start(
             let requests = requests.clone();
             let tx = tx.clone();
             move || {
-                // The terminal query is a round trip: made here, not in the
-                // caller's thread. Small batches walk little: no anchor.
-                let finding = Span::new("capture.anchor");
-                let anchor = (requests.len() >= anchor::MIN_REQUESTS)
-                    .then(|| anchor::find(&shared, &requests, deadline))
-                    .flatten();
-                drop(finding);
-                let _sweeping = Span::new("capture.batch");
-                Batch {
+                let mut batch = Batch {
                     socket,
-                    anchor,
+                    anchor: None,
                     spare: std::sync::Mutex::new(spare),
                     server_panes,
                     options,
@@ -240,8 +242,19 @@ pub(crate) fn start(
                     cancel,
                     tx,
                     member,
+                };
+                if over_control && batch.run_over_control(&shared, &requests) {
+                    return;
                 }
-                .run(requests)
+                // The terminal query is a round trip: made here, not in the
+                // caller's thread. Small batches walk little: no anchor.
+                let finding = Span::new("capture.anchor");
+                batch.anchor = (requests.len() >= anchor::MIN_REQUESTS)
+                    .then(|| anchor::find(&shared, &requests, deadline))
+                    .flatten();
+                drop(finding);
+                let _sweeping = Span::new("capture.batch");
+                batch.run(requests)
             }
         });
     if let Err(e) = spawned {
@@ -254,6 +267,15 @@ pub(crate) fn start(
         }
     }
     rx
+}
+
+/// What a batch may use besides sweeps of its own.
+#[derive(Debug, Default)]
+pub(crate) struct Ahead {
+    /// A client started ahead for the first pipe-fed chunk (`spare.rs`).
+    pub(crate) spare: Option<Spare>,
+    /// A small batch may go over the open control client (`control.rs`).
+    pub(crate) over_control: bool,
 }
 
 struct Batch {
@@ -362,6 +384,36 @@ impl Batch {
                 result,
             })
             .is_ok()
+    }
+
+    /// Answers a small batch over the live control client (`control.rs`);
+    /// `false` when sweeps must answer it instead (nothing was answered).
+    fn run_over_control(&self, shared: &Shared, requests: &[CaptureRequest]) -> bool {
+        if !shared.captures_over_control.load(Ordering::Relaxed)
+            || !control::suits(requests)
+            || shared.own_client_pid().is_none()
+        {
+            return false;
+        }
+        let Ok(Route::Control(client)) = shared.route(self.deadline) else {
+            return false;
+        };
+        let _fetching = Span::new("capture.control");
+        let results =
+            match control::fetch(&client, requests, self.options, self.deadline, &self.cancel) {
+                control::Fetched::Done(results) => results,
+                control::Fetched::Unsuited => {
+                    shared.captures_over_control.store(false, Ordering::Relaxed);
+                    return false;
+                }
+            };
+        for (index, (r, result)) in requests.iter().zip(results).enumerate() {
+            let result = result.and_then(|s| self.verify(r, s));
+            if !self.reply(index, r.pane, result) {
+                break;
+            }
+        }
+        true
     }
 
     fn run(self, requests: Vec<CaptureRequest>) {

@@ -194,14 +194,14 @@ impl<'a> Splitter<'a> {
 }
 
 /// The error of a pane that was listed but is not there any more.
-fn gone(pane: PaneId) -> TmuxError {
+pub(super) fn gone(pane: PaneId) -> TmuxError {
     TmuxError::NotFound(format!(
         "pane {pane} not found (closed since it was listed?)"
     ))
 }
 
 /// One request's result from its header fields and captured bytes.
-fn build(
+pub(super) fn build(
     req: &CaptureRequest,
     header: &[u8],
     bytes: &[u8],
