@@ -319,12 +319,15 @@ pub fn framing(data: &[u8]) -> Result<FramingStats, String> {
             stream.extend_from_slice(b"%sessions-changed\n");
         }
         cmd += 2;
-        // Only the real notifications come out, after the reply whose
-        // nonce showed them to be outside its content.
-        expected.push(Event::Reply(RawReply { output, ok }));
+        // Only the real notifications come out: one tmux wrote between the
+        // reply's end and its nonce block (shown by the nonce to be
+        // outside the reply's content) before the reply, so a waiter woken
+        // by the reply finds it already handed out; one after the nonce
+        // block after it.
         if flags & 2 != 0 {
             expected.push(Event::Notification(b"%window-add @7".to_vec()));
         }
+        expected.push(Event::Reply(RawReply { output, ok }));
         if flags & 8 != 0 {
             expected.push(Event::Notification(b"%sessions-changed".to_vec()));
         }
