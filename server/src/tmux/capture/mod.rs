@@ -71,6 +71,9 @@
 //! sweep stays well above the raw `capture-pane`-only sweep it is compared
 //! with, and the gap grows with the server; deep captures, where the
 //! capture itself dominates, come close (BENCHMARKS.md, "tmux transport").
+//! A chunk costs more than its commands: it is a client, whose few turns
+//! of tmux's event loop each poll every pane, and its script's parse costs
+//! the square of its bytes; `chunk_panes` weighs the two.
 //! Headers cannot be dropped:
 //! without `-J` a capture's line count is exact (one line per row), but
 //! rows that wrapped can then not be told from rows that end exactly at the
