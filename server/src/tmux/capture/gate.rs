@@ -3,8 +3,9 @@
 //! tmux runs every command of a `source-file` script before it reads the
 //! next message from any client, so a cheap call (a listing, one pane's
 //! capture) waits for every chunk tmux already holds. Without a limit, eight
-//! deep searches put sixteen chunks of up to [`super::CHUNK_LINES`] lines in
-//! front of it. The gate keeps the server's sweeps to [`SERVER_CHUNKS`]
+//! deep searches put sixteen chunks of up to [`super::CHUNK_LINES`] lines
+//! (more on a server of over ~500 panes: `super::chunk_panes`) in front of
+//! it. The gate keeps the server's sweeps to [`SERVER_CHUNKS`]
 //! chunks in flight (two keep tmux busy: it produces one while the other
 //! is read; behind 8 deep searches a one-pane capture waited ~105 ms
 //! median, ~315 ms worst with four, ~50 and under ~200 ms with two:

@@ -75,6 +75,9 @@
 //! sweep stays well above the raw `capture-pane`-only sweep it is compared
 //! with, and the gap grows with the server; deep captures, where the
 //! capture itself dominates, come close (BENCHMARKS.md, "tmux transport").
+//! A chunk costs more than its commands: it is a client, whose few turns
+//! of tmux's event loop each poll every pane, and its script's parse costs
+//! the square of its bytes; `chunk_panes` weighs the two.
 //! Headers cannot be dropped:
 //! without `-J` a capture's line count is exact (one line per row), but
 //! rows that wrapped can then not be told from rows that end exactly at the
@@ -201,10 +204,14 @@ use split::{Split, Splitter};
 const CHANNEL_CAPACITY: usize = 32;
 /// Rough line budget of the first chunk (small, to deliver early).
 const FIRST_CHUNK_LINES: u64 = 16_000;
-/// Rough line budget of later chunks.
+/// Rough line budget of later chunks (on a server of up to ~500 panes).
 const CHUNK_LINES: u64 = 120_000;
-/// Most panes in one chunk.
+/// Most panes in one chunk on a small server (see [`chunk_panes`]).
 const CHUNK_PANES: usize = 400;
+/// Panes a chunk may hold: the square root of this times the server's.
+const CHUNK_PANES_SCALE: usize = 1_000;
+/// Lines a later chunk may hold per pane it may hold (see [`chunk_panes`]).
+const CHUNK_LINES_PER_PANE: u64 = 240;
 /// Lines a second tmux is assumed to capture before a batch has measured
 /// it (here: ~2,000 lines/ms for 200-cell lines; half that, to be safe).
 const ASSUMED_LINES_PER_MS: u64 = 1_000;
@@ -317,6 +324,45 @@ enum ChunkEvent {
 
 /// Events a chunk's reader may send ahead of the batch.
 const EVENTS_AHEAD: usize = 16;
+
+/// Most panes in one chunk on a server of `server_panes` (0: not known),
+/// `left` requests still to be cut: the rest is split evenly.
+///
+/// Two costs of tmux (3.3a-3.6) pull apart here. Each chunk is a client,
+/// and a client costs tmux a few turns of its event loop, each of which
+/// polls every pane's terminal and walks every window: a chunk's fixed cost
+/// grows with the server (~15-30 ms of tmux on 1,000 panes). Parsing a
+/// script, tmux logs its whole command list with `strlcat` in a loop
+/// (`cmd_parse_build_commands`): a cost that grows with the square of the
+/// chunk (~30% of tmux's time in one 1,000-pane visible chunk). Over a
+/// sweep, `panes / n` chunks cost `panes / n * server` and `panes * n`, least
+/// near `n = sqrt(K * server)`; K here is what measured best on 1,000 panes
+/// (BENCHMARKS.md, "tmux transport"). An even split leaves no small last
+/// chunk paying a whole client for a few panes.
+fn chunk_panes(server_panes: usize, left: usize) -> usize {
+    let most = CHUNK_PANES.max((CHUNK_PANES_SCALE * server_panes).isqrt());
+    let chunks = left.div_ceil(most).max(1);
+    left.div_ceil(chunks).max(1)
+}
+
+/// A chunk's token: 128 random bits written as 22 letters and digits
+/// (62^22 > 2^128) instead of 32 hex digits. It heads every header line,
+/// and tmux's parse of a script costs the square of its bytes (see
+/// [`chunk_panes`]): the shorter token keeps the same secret in fewer bytes.
+fn sweep_token() -> String {
+    const DIGITS: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    let hex = nonce();
+    let Ok(mut n) = u128::from_str_radix(&hex, 16) else {
+        // Not expected; the hex token is as secret, only longer.
+        return hex;
+    };
+    let mut token = String::with_capacity(22);
+    for _ in 0..22 {
+        token.push(char::from(DIGITS[(n % 62) as usize]));
+        n /= 62;
+    }
+    token
+}
 
 /// The `-S`/`-E` arguments for `range`.
 fn range_args(range: CaptureRange) -> (Option<String>, Option<String>) {
@@ -528,6 +574,12 @@ impl Batch {
         } else {
             CHUNK_LINES
         };
+        let most = chunk_panes(self.server_panes, requests.len() - a);
+        let alone = if a == 0 {
+            alone
+        } else {
+            alone.max(most as u64 * CHUNK_LINES_PER_PANE)
+        };
         let budget = self.member.as_ref().map_or(alone, |m| m.chunk_lines(alone));
         // tmux runs a script to its end even if its client is killed, so a
         // chunk sent to tmux is work done whatever happens: ask for no more
@@ -536,7 +588,7 @@ impl Batch {
         let budget = budget.min(self.lines_in_time_left(started, seen_lines).max(1));
         let seen = (seen_panes > 0).then(|| seen_lines / seen_panes);
         let (mut b, mut lines) = (a, 0);
-        while b < requests.len() && (b == a || lines < budget) && b - a < CHUNK_PANES {
+        while b < requests.len() && (b == a || lines < budget) && b - a < most {
             lines += estimate_lines(requests[b].range, seen);
             b += 1;
         }
@@ -604,7 +656,7 @@ impl Batch {
         permit: Option<Permit>,
     ) -> Flight {
         let (tx, rx) = crossbeam_channel::bounded(EVENTS_AHEAD);
-        let token = nonce();
+        let token = sweep_token();
         let script = script(&token, chunk, options, self.server_panes);
         let meta: Vec<CaptureRequest> = chunk.to_vec();
         let (child, script_file) = self.spawn(&token, script);
@@ -858,6 +910,76 @@ mod tests {
         // A generous budget leaves the chunk sizes alone.
         let long = batch(Duration::from_secs(30)).lines_in_time_left(&started, 0);
         assert!(long > CHUNK_LINES);
+    }
+
+    fn requests(n: u32, range: CaptureRange) -> Vec<CaptureRequest> {
+        (0..n)
+            .map(|i| CaptureRequest {
+                pane: PaneId::from_number(i),
+                range,
+            })
+            .collect()
+    }
+
+    /// The chunk sizes a sweep of `requests` on a server of `server_panes`
+    /// is cut into, every pane seen holding `pane_lines` lines.
+    fn cuts(requests: &[CaptureRequest], server_panes: usize, pane_lines: u64) -> Vec<usize> {
+        let (tx, _rx) = crossbeam_channel::bounded(1);
+        let batch = Batch {
+            socket: Endpoint::local(std::path::PathBuf::new()),
+            server_panes,
+            options: CaptureOptions::default(),
+            deadline: Instant::now() + Duration::from_secs(60),
+            cancel: Arc::new(AtomicBool::new(false)),
+            tx,
+            member: None,
+            anchor: None,
+            spare: std::sync::Mutex::new(None),
+        };
+        let started = Instant::now();
+        let (mut a, mut sizes) = (0, Vec::new());
+        while a < requests.len() {
+            let seen = a as u64;
+            let b = batch.chunk_end(requests, a, &started, seen * pane_lines, seen);
+            sizes.push(b - a);
+            a = b;
+        }
+        sizes
+    }
+
+    #[test]
+    fn a_big_server_is_swept_in_few_chunks() {
+        // Each chunk is a client, whose cost to tmux grows with the server:
+        // 1,000 panes go in two chunks visible, three deep.
+        let visible = cuts(&requests(1000, CaptureRange::Visible), 1000, 50);
+        assert_eq!(visible.len(), 2, "{visible:?}");
+        let deep = cuts(&requests(1000, CaptureRange::AllHistory), 1000, 200);
+        assert!(deep.len() <= 3, "{deep:?}");
+        // No small last chunk paying a whole client for a few panes.
+        let rest = cuts(&requests(1300, CaptureRange::Visible), 1000, 50);
+        assert!(rest.iter().skip(1).all(|&n| n >= 300), "{rest:?}");
+        // A small server's deep chunks keep their line budget.
+        let small = cuts(&requests(200, CaptureRange::AllHistory), 200, 2000);
+        assert!(small.iter().all(|&n| n <= 61), "{small:?}");
+    }
+
+    #[test]
+    fn a_sweep_script_costs_tmux_two_short_commands_a_pane() {
+        // tmux's parse of a script costs the square of its bytes: a pane
+        // adds two commands and ~75 bytes (85 with a hex token).
+        let token = sweep_token();
+        assert_eq!(token.len(), 22, "{token}");
+        assert!(token.bytes().all(|b| b.is_ascii_alphanumeric()), "{token}");
+        let chunk = requests(1000, CaptureRange::Visible);
+        let options = CaptureOptions {
+            join_wrapped: true,
+            escapes: false,
+        };
+        let listed = script(&token, &chunk[500..], options, 1000);
+        let commands = listed.lines().count();
+        assert_eq!(commands, 2 * 500 + 2, "{commands}");
+        assert!(listed.len() <= 500 * 76 + 200, "{} bytes", listed.len());
+        assert_eq!(listed.matches(token.as_str()).count(), 500 + 2);
     }
 
     #[test]
