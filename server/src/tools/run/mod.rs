@@ -253,7 +253,6 @@ fn start(
         .map_err(|e| end.said(e, "while listing panes: the command was not typed"))?;
     let pane = find_pane(&inv, args.pane_id)?;
     let sh = shell::ready(pane)?;
-    shell::await_line_editor(&pane.pane_current_command, &pane.pane_tty, end.deadline(ctx));
     let socket = tmux.socket_path().to_path_buf();
     let sub = ctx.config.wait_events.then(|| {
         let interest = Interest {

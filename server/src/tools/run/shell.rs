@@ -2,8 +2,6 @@
 //! instead), the line typed into it, and whether its shell's line editor
 //! is reading (the terminal out of canonical mode).
 
-use std::time::{Duration, Instant};
-
 use crate::tmux::Pane;
 use crate::tools::context::ToolError;
 
@@ -147,32 +145,6 @@ pub fn in_foreground(pid: u32) -> Option<bool> {
     let rest = &stat[stat.rfind(')')? + 1..];
     let tpgid: i64 = rest.split_whitespace().nth(5)?.parse().ok()?;
     Some(tpgid == i64::from(pid))
-}
-
-/// Shells that read their prompt through a line editor by default
-/// (readline, zle, fish's own): at their prompt the terminal is out of
-/// canonical mode. Others (dash, a plain sh) read in canonical mode.
-const EDITING_SHELLS: &[&str] = &["bash", "zsh", "fish"];
-
-/// How long a shell that edits its line may take to reach its prompt
-/// after the previous command ended, before the line is typed anyway.
-const PROMPT_PATIENCE: Duration = Duration::from_secs(2);
-
-/// Waits (bounded by [`PROMPT_PATIENCE`] and `deadline`) until the shell
-/// `command` of the pane with terminal `tty` reads its line through its
-/// line editor. A line typed before that (the previous command just
-/// ended, the prompt not drawn yet) is echoed by the terminal first and
-/// drawn again by the editor after the prompt, so the command's output
-/// would begin on the row its echo is cut from. Shells without a line
-/// editor, or a terminal whose mode cannot be read, are not waited for.
-pub fn await_line_editor(command: &str, tty: &str, deadline: Instant) {
-    if !EDITING_SHELLS.contains(&command.trim_start_matches('-')) {
-        return;
-    }
-    let until = deadline.min(Instant::now() + PROMPT_PATIENCE);
-    while line_editor_reading(tty) == Some(false) && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 /// Whether the terminal `tty` is out of canonical mode: a line editor
