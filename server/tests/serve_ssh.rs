@@ -475,7 +475,7 @@ fn bench_four_hosts() {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
     eprintln!(
         "CPU per call: 4 hosts {remote_cpu:.0} ms remote side (tmux, sshd) + {local_cpu:.0} ms local (panescan, ssh); slowest host alone {:.0} + {:.0} ms. \
-         On {cores} cores the 4-host call cannot take less than {:.1} ms ({:.2}x the slowest host alone); measured {together:.1} ms",
+         That CPU spread over {cores} cores is {:.1} ms ({:.2}x the slowest host alone; it counts threads that spin while they wait, so a call can take less); measured {together:.1} ms",
         slowest.2 .0,
         slowest.2 .1,
         (remote_cpu + local_cpu) / cores,

@@ -219,29 +219,7 @@ impl Sshd {
         let Some(root) = self.child.as_ref().map(Child::id) else {
             return Vec::new();
         };
-        let mut parents: Vec<(u32, u32)> = Vec::new();
-        for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-            let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
-                continue;
-            };
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-                continue;
-            };
-            let ppid = stat
-                .rsplit_once(')')
-                .and_then(|(_, r)| r.split_whitespace().nth(1))
-                .and_then(|p| p.parse().ok());
-            if let Some(ppid) = ppid {
-                parents.push((pid, ppid));
-            }
-        }
-        let mut family = vec![root];
-        let mut i = 0;
-        while i < family.len() {
-            let p = family[i];
-            family.extend(parents.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
-            i += 1;
-        }
+        let mut family = descendants(vec![root], &processes());
         family.reverse();
         family
     }
@@ -317,13 +295,17 @@ pub fn hosts_failed(r: &Value) -> Vec<(String, String)> {
         .unwrap_or_default()
 }
 
-/// CPU time (user + system, with that of reaped children) in ms spent so far
-/// by the processes in `roots`, every process descending from them, and
-/// every process whose command line holds `marker` (ssh's backgrounded
-/// ControlMasters, which init adopts), with their descendants.
-pub fn cpu_ms(roots: &[u32], marker: Option<&str>) -> f64 {
-    let mut procs: Vec<(u32, u32, u64)> = Vec::new();
-    let mut family: Vec<u32> = roots.to_vec();
+/// One process as `/proc/PID/stat` shows it.
+struct Process {
+    pid: u32,
+    ppid: u32,
+    /// utime + stime + cutime + cstime, in clock ticks.
+    cpu_ticks: u64,
+}
+
+/// Every process of the machine now.
+fn processes() -> Vec<Process> {
+    let mut procs = Vec::new();
     for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
         let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
             continue;
@@ -337,29 +319,52 @@ pub fn cpu_ms(roots: &[u32], marker: Option<&str>) -> f64 {
         let f: Vec<&str> = rest.split_whitespace().collect();
         let num = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
         // After the name: state, ppid, ... utime (11), stime, cutime, cstime.
-        procs.push((pid, num(1) as u32, num(11) + num(12) + num(13) + num(14)));
-        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        if marker.is_some_and(|m| String::from_utf8_lossy(&cmdline).contains(m)) {
-            family.push(pid);
-        }
+        procs.push(Process {
+            pid,
+            ppid: num(1) as u32,
+            cpu_ticks: num(11) + num(12) + num(13) + num(14),
+        });
     }
+    procs
+}
+
+/// `roots` and every process descending from them, parents before
+/// children, each once.
+fn descendants(mut family: Vec<u32>, procs: &[Process]) -> Vec<u32> {
     let mut i = 0;
     while i < family.len() {
         let p = family[i];
         let children: Vec<u32> = procs
             .iter()
-            .filter(|(c, pp, _)| *pp == p && !family.contains(c))
-            .map(|(c, _, _)| *c)
+            .filter(|c| c.ppid == p && !family.contains(&c.pid))
+            .map(|c| c.pid)
             .collect();
         family.extend(children);
         i += 1;
     }
+    family
+}
+
+/// CPU time (user + system, with that of reaped children) in ms spent so far
+/// by the processes in `roots`, every process descending from them, and
+/// every process whose command line holds `marker` (ssh's backgrounded
+/// ControlMasters, which init adopts), with their descendants.
+pub fn cpu_ms(roots: &[u32], marker: Option<&str>) -> f64 {
+    let procs = processes();
+    let mut family: Vec<u32> = roots.to_vec();
+    if let Some(m) = marker {
+        family.extend(procs.iter().map(|p| p.pid).filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            String::from_utf8_lossy(&cmdline).contains(m)
+        }));
+    }
+    let mut family = descendants(family, &procs);
     family.sort_unstable();
     family.dedup();
     let ticks: u64 = procs
         .iter()
-        .filter(|(pid, _, _)| family.binary_search(pid).is_ok())
-        .map(|(_, _, t)| t)
+        .filter(|p| family.binary_search(&p.pid).is_ok())
+        .map(|p| p.cpu_ticks)
         .sum();
     // Linux reports these in clock ticks of 1/100 s (USER_HZ).
     ticks as f64 * 10.0
