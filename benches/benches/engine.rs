@@ -31,6 +31,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use panescan_benches::{Case, ENGINE_CASES};
+
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use panescan_engine::{
     search_captures, Capture, Matcher, PatternOptions, SearchBudgets, SearchOptions,
@@ -49,63 +51,6 @@ fn captures(megabytes: usize) -> Vec<Capture> {
         .map(|k| Capture::new(k, -1500, base.clone()))
         .collect()
 }
-
-struct Case {
-    name: &'static str,
-    patterns: &'static [&'static str],
-    regex: bool,
-    match_case: bool,
-}
-
-const CASES: &[Case] = &[
-    Case {
-        name: "rare-literal",
-        patterns: &["ParseIntError"],
-        regex: false,
-        match_case: true,
-    },
-    Case {
-        name: "case-insensitive-literal",
-        patterns: &["filenotfounderror"],
-        regex: false,
-        match_case: false,
-    },
-    Case {
-        name: "common-word",
-        patterns: &["error"],
-        regex: false,
-        match_case: false,
-    },
-    Case {
-        name: "10-literals",
-        patterns: &[
-            "panicked",
-            "FAILED",
-            "Traceback",
-            "RuntimeError",
-            "mismatched",
-            "warning",
-            "kworker",
-            "Compiling",
-            "ParseIntError",
-            "zombie",
-        ],
-        regex: false,
-        match_case: false,
-    },
-    Case {
-        name: "simple-regex",
-        patterns: &[r"error\[E\d+\]"],
-        regex: true,
-        match_case: true,
-    },
-    Case {
-        name: "complex-regex",
-        patterns: &[r"(?:warn|error|fail)\w*:\s+\w+"],
-        regex: true,
-        match_case: false,
-    },
-];
 
 /// The captures written one after another to a file on tmpfs, removed when
 /// dropped; `None` when ripgrep is not installed.
@@ -191,7 +136,7 @@ fn bench(c: &mut Criterion) {
     group.warm_up_time(Duration::from_millis(500));
     group.measurement_time(Duration::from_secs(3));
 
-    for case in CASES {
+    for case in ENGINE_CASES {
         let matcher = Matcher::new(
             case.patterns,
             PatternOptions {

@@ -27,42 +27,6 @@ use panescan_engine::{
     search_captures, Capture, Matcher, PatternOptions, SearchBudgets, SearchOptions,
 };
 
-/// (name, patterns, regex, match case), as in `benches/engine.rs`.
-const CASES: &[(&str, &[&str], bool, bool)] = &[
-    ("rare-literal", &["ParseIntError"], false, true),
-    (
-        "case-insensitive-literal",
-        &["filenotfounderror"],
-        false,
-        false,
-    ),
-    ("common-word", &["error"], false, false),
-    (
-        "10-literals",
-        &[
-            "panicked",
-            "FAILED",
-            "Traceback",
-            "RuntimeError",
-            "mismatched",
-            "warning",
-            "kworker",
-            "Compiling",
-            "ParseIntError",
-            "zombie",
-        ],
-        false,
-        false,
-    ),
-    ("simple-regex", &[r"error\[E\d+\]"], true, true),
-    (
-        "complex-regex",
-        &[r"(?:warn|error|fail)\w*:\s+\w+"],
-        true,
-        false,
-    ),
-];
-
 fn env_number(name: &str, default: usize) -> usize {
     std::env::var(name)
         .ok()
@@ -110,10 +74,11 @@ fn main() {
     let name = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "common-word".into());
-    let &(_, patterns, regex, match_case) = CASES
+    let case = panescan_benches::ENGINE_CASES
         .iter()
-        .find(|c| c.0 == name)
+        .find(|c| c.name == name)
         .expect("a case name of the engine bench");
+    let (patterns, regex, match_case) = (case.patterns, case.regex, case.match_case);
     let runs = env_number("PANESCAN_BENCH_RUNS", 20);
     let base = panescan_benches::corpus_text(b"");
     let count = (env_number("PANESCAN_BENCH_MB", 100) << 20) / base.len() + 1;

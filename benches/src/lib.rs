@@ -29,3 +29,68 @@ pub fn corpus_text(after_each: &[u8]) -> Vec<u8> {
     }
     text
 }
+
+/// One engine bench case: what is searched for, and how.
+#[derive(Debug)]
+pub struct Case {
+    /// The row name.
+    pub name: &'static str,
+    /// The patterns, searched for at once.
+    pub patterns: &'static [&'static str],
+    /// Patterns are regexes (else literals).
+    pub regex: bool,
+    /// Case-sensitive matching.
+    pub match_case: bool,
+}
+
+/// The cases the engine bench (`benches/engine.rs`, beside ripgrep) and
+/// `examples/engine_cpu.rs` time, in their order.
+pub const ENGINE_CASES: &[Case] = &[
+    Case {
+        name: "rare-literal",
+        patterns: &["ParseIntError"],
+        regex: false,
+        match_case: true,
+    },
+    Case {
+        name: "case-insensitive-literal",
+        patterns: &["filenotfounderror"],
+        regex: false,
+        match_case: false,
+    },
+    Case {
+        name: "common-word",
+        patterns: &["error"],
+        regex: false,
+        match_case: false,
+    },
+    Case {
+        name: "10-literals",
+        patterns: &[
+            "panicked",
+            "FAILED",
+            "Traceback",
+            "RuntimeError",
+            "mismatched",
+            "warning",
+            "kworker",
+            "Compiling",
+            "ParseIntError",
+            "zombie",
+        ],
+        regex: false,
+        match_case: false,
+    },
+    Case {
+        name: "simple-regex",
+        patterns: &[r"error\[E\d+\]"],
+        regex: true,
+        match_case: true,
+    },
+    Case {
+        name: "complex-regex",
+        patterns: &[r"(?:warn|error|fail)\w*:\s+\w+"],
+        regex: true,
+        match_case: false,
+    },
+];
