@@ -66,6 +66,8 @@ const STALE_SCRIPT: Duration = Duration::from_secs(3600);
 pub(crate) struct Anchor {
     tty: File,
     dir: PathBuf,
+    /// The server's tmux version, `(major, minor)`, when it reads as one.
+    version: Option<(u32, u32)>,
 }
 
 /// A script written for one chunk; removed when dropped.
@@ -106,21 +108,26 @@ pub(crate) fn find(
     let probe = TmuxCommand::new("display-message")
         .flag("-p")
         .target(lowest)
-        .format_arg("#{pane_dead} #{pane_tty}");
+        .format_arg("#{pane_dead} #{pane_tty} #{version}");
     let answer = shared.run_many(&[probe], deadline).pop()?.ok()?;
-    let tty = live_tty(&answer)?;
+    let (tty, version) = live_tty(&answer)?;
     let tty = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOCTTY)
         .open(tty)
         .ok()?;
     remove_stale_scripts(&dir, SystemTime::now());
-    Some(Anchor { tty, dir })
+    Some(Anchor {
+        tty,
+        dir,
+        version: parse_version(version),
+    })
 }
 
 /// Removes the scripts in `dir` older than [`STALE_SCRIPT`] at `now`:
-/// only regular files named as panescan names them (the prefix and 32 hex
-/// digits), so nothing of tmux's or the user's is touched.
+/// only regular files named as panescan names them (the prefix and a
+/// chunk's token: 22 letters and digits, or the 32 hex digits of older
+/// builds), so nothing of tmux's or the user's is touched.
 fn remove_stale_scripts(dir: &Path, now: SystemTime) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
@@ -128,8 +135,10 @@ fn remove_stale_scripts(dir: &Path, now: SystemTime) {
     for entry in entries.flatten() {
         let name = entry.file_name();
         let is_script = name.to_str().is_some_and(|n| {
-            n.strip_prefix(SCRIPT_PREFIX)
-                .is_some_and(|t| t.len() == 32 && t.bytes().all(|b| b.is_ascii_hexdigit()))
+            n.strip_prefix(SCRIPT_PREFIX).is_some_and(|t| {
+                (t.len() == 22 && t.bytes().all(|b| b.is_ascii_alphanumeric()))
+                    || (t.len() == 32 && t.bytes().all(|b| b.is_ascii_hexdigit()))
+            })
         });
         let Ok(meta) = entry.metadata() else { continue };
         let old = meta
@@ -143,10 +152,21 @@ fn remove_stale_scripts(dir: &Path, now: SystemTime) {
     }
 }
 
-/// `0 /dev/pts/N` (live, its terminal) -> the terminal.
-fn live_tty(answer: &str) -> Option<&Path> {
-    let (dead, tty) = answer.trim_end_matches('\n').split_once(' ')?;
-    (dead == "0" && tty.starts_with("/dev/")).then(|| Path::new(tty))
+/// `0 /dev/pts/N VERSION` (live, its terminal, tmux's version) -> the
+/// terminal and the version.
+fn live_tty(answer: &str) -> Option<(&Path, &str)> {
+    let mut fields = answer.trim_end_matches('\n').splitn(3, ' ');
+    let (dead, tty) = (fields.next()?, fields.next()?);
+    let version = fields.next().unwrap_or("");
+    (dead == "0" && tty.starts_with("/dev/")).then(|| (Path::new(tty), version))
+}
+
+/// `3.3a` -> `(3, 3)`; `None` for what does not start as a release number
+/// (`next-3.6`, `master`, ...).
+fn parse_version(version: &str) -> Option<(u32, u32)> {
+    let (major, rest) = version.split_once('.')?;
+    let minor: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    Some((major.parse().ok()?, minor.parse().ok()?))
 }
 
 impl Anchor {
@@ -157,6 +177,21 @@ impl Anchor {
 
     /// Writes `script` to a new file only panescan can read, named with
     /// the chunk's `token` (128 random bits: no name is guessed or reused).
+    /// The `capture-pane` flags that print every row of a pane on a line
+    /// of its own (no join) with the bytes a joined capture gives a row
+    /// that did not wrap (trailing spaces kept, cells as far as tmux's
+    /// `-J` goes): `-N` on tmux 3.2-3.3, `-N -T` from 3.4, where `-T` came
+    /// and an unjoined capture otherwise runs to the row's allocated cells
+    /// (cmd-capture-pane.c). `None` for a version not known here: a counted
+    /// sweep (`counted.rs`) is then not used.
+    pub(crate) fn counted_flags(&self) -> Option<&'static str> {
+        match self.version? {
+            (3, 2..=3) => Some("-N"),
+            (3, 4..=6) => Some("-N -T"),
+            _ => None,
+        }
+    }
+
     pub(crate) fn script_file(&self, token: &str, script: &str) -> Option<ScriptFile> {
         let path = self.dir.join(format!("{SCRIPT_PREFIX}{token}"));
         let mut file = std::fs::OpenOptions::new()
@@ -187,8 +222,10 @@ mod tests {
         let token = "0123456789abcdef0123456789abcdef";
         let names = [
             format!("{SCRIPT_PREFIX}{token}"),
+            format!("{SCRIPT_PREFIX}Ab3DeFgH1jKlMnOpQr5tUv"),
             format!("{SCRIPT_PREFIX}{token}x"),
             format!("{SCRIPT_PREFIX}short"),
+            format!("{SCRIPT_PREFIX}Ab3DeFgH1jKlMnOpQr5t-v"),
             "default".to_owned(),
         ];
         for n in &names {
@@ -197,18 +234,47 @@ mod tests {
         let an_hour_on = SystemTime::now() + STALE_SCRIPT + Duration::from_secs(60);
         remove_stale_scripts(&dir, SystemTime::now());
         assert!(dir.join(&names[0]).exists(), "a fresh script is kept");
+        assert!(dir.join(&names[1]).exists(), "a fresh script is kept");
         remove_stale_scripts(&dir, an_hour_on);
         let left: Vec<bool> = names.iter().map(|n| dir.join(n).exists()).collect();
         let _ = std::fs::remove_dir_all(&dir);
-        assert_eq!(left, [false, true, true, true]);
+        assert_eq!(left, [false, false, true, true, true, true]);
     }
 
     #[test]
     fn only_a_live_pane_gives_its_terminal() {
-        assert_eq!(live_tty("0 /dev/pts/3\n"), Some(Path::new("/dev/pts/3")));
-        assert_eq!(live_tty("1 /dev/pts/3\n"), None);
-        assert_eq!(live_tty("0 \n"), None);
+        let pts3 = Path::new("/dev/pts/3");
+        assert_eq!(live_tty("0 /dev/pts/3 3.3a\n"), Some((pts3, "3.3a")));
+        assert_eq!(live_tty("0 /dev/pts/3\n"), Some((pts3, "")));
+        assert_eq!(live_tty("1 /dev/pts/3 3.3a\n"), None);
+        assert_eq!(live_tty("0  3.3a\n"), None);
         assert_eq!(live_tty(""), None);
-        assert_eq!(live_tty("0 pts/3"), None);
+        assert_eq!(live_tty("0 pts/3 3.3a"), None);
+    }
+
+    #[test]
+    fn counted_sweeps_only_on_versions_whose_flags_are_known() {
+        assert_eq!(parse_version("3.3a"), Some((3, 3)));
+        assert_eq!(parse_version("3.6b"), Some((3, 6)));
+        assert_eq!(parse_version("3.10"), Some((3, 10)));
+        assert_eq!(parse_version("next-3.6"), None);
+        assert_eq!(parse_version("master"), None);
+        assert_eq!(parse_version(""), None);
+        let flags = |v: &str| {
+            let tty = File::open("/dev/null").unwrap();
+            Anchor {
+                tty,
+                dir: PathBuf::new(),
+                version: parse_version(v),
+            }
+            .counted_flags()
+        };
+        assert_eq!(flags("3.2"), Some("-N"));
+        assert_eq!(flags("3.3a"), Some("-N"));
+        assert_eq!(flags("3.4"), Some("-N -T"));
+        assert_eq!(flags("3.6b"), Some("-N -T"));
+        assert_eq!(flags("3.1c"), None);
+        assert_eq!(flags("3.7"), None);
+        assert_eq!(flags("next-3.7"), None);
     }
 }

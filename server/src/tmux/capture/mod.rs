@@ -71,18 +71,24 @@
 //! the first pane whose tty matches the client's: a sweep's clients show
 //! tmux the terminal of its lowest-numbered pane (`anchor.rs`, which says
 //! why that is harmless), which takes most of the walk away. Exact framing
-//! needs a header per capture, i.e. a second command per pane, so a visible
-//! sweep stays well above the raw `capture-pane`-only sweep it is compared
-//! with, and the gap grows with the server; deep captures, where the
-//! capture itself dominates, come close (BENCHMARKS.md, "tmux transport").
-//! A chunk costs more than its commands: it is a client, whose few turns
-//! of tmux's event loop each poll every pane, and its script's parse costs
-//! the square of its bytes; `chunk_panes` weighs the two.
-//! Headers cannot be dropped:
-//! without `-J` a capture's line count is exact (one line per row), but
-//! rows that wrapped can then not be told from rows that end exactly at the
-//! pane's edge; with `-J` the count depends on display widths, which a
-//! wrong guess would turn into lines attributed to the wrong pane.
+//! needs a header per capture, i.e. a second command per pane, which on a
+//! big server costs tmux about what a visible capture does; deep captures,
+//! where the capture itself dominates, come close to the raw sweep anyway
+//! (BENCHMARKS.md, "tmux transport"). A chunk costs more than its
+//! commands: it is a client, whose few turns of tmux's event loop each
+//! poll every pane, and its script's parse costs the square of its bytes;
+//! `chunk_panes` weighs the two.
+//!
+//! Per-pane headers are dropped in one case: a visible chunk holding a
+//! large share of the server's panes is counted (`counted.rs`). Without
+//! `-J` a capture's line count is exact (one line per row) and the chunk's
+//! own listing gives each pane's rows; but rows that wrapped can then not
+//! be told from rows that end at the pane's edge, so a pane with a row
+//! reaching the edge is captured again with a header (and `-J` when
+//! joining). Deep captures keep their headers: with `-J` the count depends
+//! on display widths, which a wrong guess would turn into lines attributed
+//! to the wrong pane, and long histories nearly always hold a row that
+//! reaches the edge.
 //!
 //! The control-mode leak: `capture-pane -p` hands a control client its text
 //! with `control_write()` and never frees the buffer (cmd-capture-pane.c),
@@ -103,6 +109,7 @@
 
 mod anchor;
 mod control;
+mod counted;
 mod gate;
 mod spare;
 mod split;
@@ -249,6 +256,7 @@ pub(crate) fn start(
                     cancel,
                     tx,
                     member,
+                    counting: Arc::new(AtomicBool::new(true)),
                 };
                 if over_control && batch.run_over_control(&shared, &requests) {
                     return;
@@ -299,6 +307,9 @@ struct Batch {
     anchor: Option<anchor::Anchor>,
     /// A client started ahead for the first pipe-fed chunk (`spare.rs`).
     spare: std::sync::Mutex<Option<Spare>>,
+    /// Whether visible chunks may still be counted (`counted.rs`): a chunk
+    /// that had to capture many panes again turns it off for the batch.
+    counting: Arc<AtomicBool>,
 }
 
 /// A chunk in flight: its process and the thread reading it.
@@ -489,7 +500,8 @@ impl Batch {
                 let a = next_start;
                 let b = self.chunk_end(&requests, a, &started, seen_lines, seen_panes);
                 next_start = b;
-                flights.push_back(self.launch(&requests[a..b], a, self.options, permit));
+                let counted = self.counted_flags(&requests[a..b]);
+                flights.push_back(self.launch(&requests[a..b], a, self.options, permit, counted));
             }
             let Some(flight) = flights.pop_front() else {
                 break;
@@ -646,29 +658,55 @@ impl Batch {
         }
     }
 
+    /// The flags of a counted chunk (`counted.rs`) for `chunk`, if it may
+    /// be one: a chunk of visible captures holding a large share of the
+    /// server's panes (so its listing is worth it), on a server whose
+    /// version the anchor read, while counting pays in this batch.
+    fn counted_flags(&self, chunk: &[CaptureRequest]) -> Option<&'static str> {
+        let listed = self.server_panes > 0 && chunk.len() * 4 >= self.server_panes;
+        if !listed
+            || !self.counting.load(Ordering::Relaxed)
+            || !chunk.iter().all(|r| counted::suits(r.range))
+        {
+            return None;
+        }
+        self.anchor.as_ref()?.counted_flags()
+    }
+
     /// Starts a chunk; `permit` (the gate's leave) is held until its
-    /// process has ended.
+    /// process has ended. `counted`: the flags of a counted chunk.
     fn launch(
         &self,
         chunk: &[CaptureRequest],
         start: usize,
         options: CaptureOptions,
         permit: Option<Permit>,
+        counted: Option<&'static str>,
     ) -> Flight {
         let (tx, rx) = crossbeam_channel::bounded(EVENTS_AHEAD);
         let token = sweep_token();
-        let script = script(&token, chunk, options, self.server_panes);
+        let script = match counted {
+            Some(flags) => counted::script(&token, chunk, options, flags),
+            None => script(&token, chunk, options, self.server_panes),
+        };
         let meta: Vec<CaptureRequest> = chunk.to_vec();
         let (child, script_file) = self.spawn(&token, script);
         let child: Result<SharedChild, TmuxError> =
             child.map(|c| Arc::new(std::sync::Mutex::new(c)));
         let shared_child = child.as_ref().ok().cloned();
         let socket = self.socket.clone();
+        let counting = Arc::clone(&self.counting);
         let spawned = std::thread::Builder::new()
             .name("tmux-capture-chunk".into())
             .spawn(move || {
-                let outcome =
-                    child.and_then(|c| read_chunk(&c, &socket, &token, &meta, options, &tx));
+                let chunk = Chunk {
+                    socket: &socket,
+                    token: &token,
+                    requests: &meta,
+                    options,
+                    counted: counted.is_some(),
+                };
+                let outcome = child.and_then(|c| chunk.read(&c, &counting, &tx));
                 drop((permit, script_file));
                 let _ = tx.send(ChunkEvent::End(outcome));
             });
@@ -729,7 +767,7 @@ impl Batch {
             join_wrapped: false,
             ..self.options
         };
-        let flight = self.launch(std::slice::from_ref(req), 0, options, None);
+        let flight = self.launch(std::slice::from_ref(req), 0, options, None, None);
         let result = match flight.events.recv_deadline(self.deadline) {
             Ok(ChunkEvent::Pane(_, result)) => result.map(|s| s.text),
             Ok(ChunkEvent::End(Err(e))) => Err(e),
@@ -776,13 +814,16 @@ fn kill_child(child: &SharedChild) {
 /// capture itself costs little more than a command, so there the header
 /// is a large share, which the listing form cuts (the figures:
 /// BENCHMARKS.md, "tmux transport").
+/// What a header (or a listing line) says of a pane.
+const PROBE_FIELDS: &str = "#{pane_id} #{history_size} #{pane_width} #{pane_height}";
+
 fn script(
     token: &str,
     chunk: &[CaptureRequest],
     options: CaptureOptions,
     server_panes: usize,
 ) -> String {
-    const FIELDS: &str = "#{pane_id} #{history_size} #{pane_width} #{pane_height}";
+    const FIELDS: &str = PROBE_FIELDS;
     let listed = server_panes > 0 && chunk.len() * 4 >= server_panes;
     let mut s = String::with_capacity(chunk.len() * 160);
     if listed {
@@ -821,15 +862,147 @@ fn script(
     s
 }
 
-/// Reads a chunk's output, handing out each pane on `tx` as soon as it is
-/// complete. `Ok` once the end marker was read.
-fn read_chunk(
+/// How a chunk's output is cut: a header per pane, or counted.
+enum Cutter<'a> {
+    Headed(Splitter<'a>),
+    Counted(counted::Counted<'a>),
+}
+
+impl Cutter<'_> {
+    fn push(&mut self, data: &[u8], emit: &mut dyn FnMut(usize, Result<Split, TmuxError>)) {
+        match self {
+            Cutter::Headed(s) => s.push(data, emit),
+            Cutter::Counted(c) => c.push(data, emit),
+        }
+    }
+
+    fn ended(&self) -> bool {
+        match self {
+            Cutter::Headed(s) => s.ended(),
+            Cutter::Counted(c) => c.ended(),
+        }
+    }
+}
+
+/// Whether a cut pane must be captured again with a header (`counted.rs`).
+fn is_again(result: &Result<Split, TmuxError>) -> bool {
+    matches!(result, Ok(s) if s.again)
+}
+
+/// A chunk as its reader sees it.
+struct Chunk<'a> {
+    socket: &'a Endpoint,
+    token: &'a str,
+    requests: &'a [CaptureRequest],
+    options: CaptureOptions,
+    /// Cut by counting (`counted.rs`), not by a header per pane.
+    counted: bool,
+}
+
+impl Chunk<'_> {
+    /// Reads the chunk's output, handing out each pane on `tx` as soon as
+    /// it is complete. `Ok` once the end marker was read.
+    ///
+    /// Panes a counted chunk could not place (`Split::again`) are captured
+    /// again in one headed script once the chunk is read; the panes after
+    /// the first of them wait for it, so `tx` still gets every request in
+    /// order. A chunk that needed that for more than a quarter of its panes
+    /// turns counting off (`counting`) for the rest of the batch.
+    fn read(
+        &self,
+        child: &SharedChild,
+        counting: &AtomicBool,
+        tx: &Sender<ChunkEvent>,
+    ) -> Result<(), TmuxError> {
+        let mut cutter = if self.counted {
+            Cutter::Counted(counted::Counted::new(
+                self.token,
+                self.requests,
+                self.options,
+            ))
+        } else {
+            Cutter::Headed(Splitter::new(self.token, self.requests, self.options))
+        };
+        let mut held: Vec<(usize, Result<Split, TmuxError>)> = Vec::new();
+        let outcome = read_output(child, self.socket, &mut cutter, &mut |i, result| {
+            if held.is_empty() && !is_again(&result) {
+                tx.send(ChunkEvent::Pane(i, result)).is_ok()
+            } else {
+                held.push((i, result));
+                true
+            }
+        });
+        if held.is_empty() {
+            return outcome;
+        }
+        let agains = held.iter().filter(|(_, r)| is_again(r)).count();
+        if agains * 4 > self.requests.len() {
+            counting.store(false, Ordering::Relaxed);
+        }
+        let mut fresh = self.capture_again(child, &held);
+        for (i, result) in held {
+            let result = if is_again(&result) {
+                fresh
+                    .remove(&i)
+                    .unwrap_or_else(|| Err(TmuxError::ConnectionLost("no reply".into())))
+            } else {
+                result
+            };
+            if tx.send(ChunkEvent::Pane(i, result)).is_err() {
+                break;
+            }
+        }
+        outcome
+    }
+
+    /// Captures the panes of `held` marked `again`, each with a header, on
+    /// a client of its own that takes the chunk's place in `child` (so the
+    /// batch's cancel reaches it). Results by request index.
+    fn capture_again(
+        &self,
+        child: &SharedChild,
+        held: &[(usize, Result<Split, TmuxError>)],
+    ) -> std::collections::HashMap<usize, Result<Split, TmuxError>> {
+        let indexes: Vec<usize> = held
+            .iter()
+            .filter(|(_, r)| is_again(r))
+            .map(|(i, _)| *i)
+            .collect();
+        let requests: Vec<CaptureRequest> = indexes
+            .iter()
+            .filter_map(|&i| self.requests.get(i).cloned())
+            .collect();
+        let token = sweep_token();
+        let mut fresh = std::collections::HashMap::new();
+        let outcome =
+            oneshot::spawn_source(self.socket, script(&token, &requests, self.options, 0))
+                .and_then(|c| {
+                    *child.lock().unwrap_or_else(|e| e.into_inner()) = c;
+                    let mut cutter = Cutter::Headed(Splitter::new(&token, &requests, self.options));
+                    read_output(child, self.socket, &mut cutter, &mut |k, result| {
+                        if let Some(&i) = indexes.get(k) {
+                            fresh.insert(i, result);
+                        }
+                        true
+                    })
+                });
+        if let Err(e) = outcome {
+            for &i in &indexes {
+                fresh.entry(i).or_insert_with(|| Err(e.clone()));
+            }
+        }
+        fresh
+    }
+}
+
+/// Reads a client's output through `cutter`, which calls `emit` for each
+/// request it completes; `emit` returns whether anyone still listens (if
+/// not, the client is killed). `Ok` once the end marker was read.
+fn read_output(
     child: &SharedChild,
     socket: &Endpoint,
-    token: &str,
-    chunk: &[CaptureRequest],
-    options: CaptureOptions,
-    tx: &Sender<ChunkEvent>,
+    cutter: &mut Cutter<'_>,
+    emit: &mut dyn FnMut(usize, Result<Split, TmuxError>) -> bool,
 ) -> Result<(), TmuxError> {
     let (stdout, stderr) = {
         let mut c = child.lock().unwrap_or_else(|e| e.into_inner());
@@ -842,7 +1015,6 @@ fn read_chunk(
         }
         err
     });
-    let mut splitter = Splitter::new(token, chunk, options);
     let mut listening = true;
     if let Some(mut stdout) = stdout {
         let mut piece = vec![0u8; READ_SIZE];
@@ -853,8 +1025,8 @@ fn read_chunk(
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(_) => break,
             };
-            splitter.push(&piece[..n], &mut |i, result| {
-                listening = listening && tx.send(ChunkEvent::Pane(i, result)).is_ok();
+            cutter.push(&piece[..n], &mut |i, result| {
+                listening = listening && emit(i, result);
             });
         }
     }
@@ -864,7 +1036,7 @@ fn read_chunk(
     }
     let status = child.lock().unwrap_or_else(|e| e.into_inner()).wait();
     let err = err_reader.join().unwrap_or_default();
-    if splitter.ended() {
+    if cutter.ended() {
         return Ok(());
     }
     let code = status.ok().and_then(|s| s.code());
@@ -898,6 +1070,7 @@ mod tests {
             member: None,
             anchor: None,
             spare: std::sync::Mutex::new(None),
+            counting: Arc::new(AtomicBool::new(true)),
         };
         let started = Instant::now();
         // Nothing seen yet: the assumed rate.
@@ -935,6 +1108,7 @@ mod tests {
             member: None,
             anchor: None,
             spare: std::sync::Mutex::new(None),
+            counting: Arc::new(AtomicBool::new(true)),
         };
         let started = Instant::now();
         let (mut a, mut sizes) = (0, Vec::new());

@@ -32,6 +32,11 @@ pub(crate) struct Split {
     /// With `join_wrapped`: whether the joined lines add up to the rows
     /// captured (if not, the pane is captured again without joining).
     pub rows_match: bool,
+    /// Cut from a counted chunk (`counted.rs`) whose rows cannot be told
+    /// joined or not (a row reaches the pane's edge), or whose group did
+    /// not add up: the pane must be captured again with a header of its
+    /// own. `text` is then empty.
+    pub again: bool,
 }
 
 /// The index field of a listing line.
@@ -39,7 +44,7 @@ pub(crate) const LISTING: &str = "L";
 
 /// Bytes before the current pane are dropped from the buffer once this many
 /// have piled up (and they are at least half of it).
-const COMPACT_AT: usize = 1 << 20;
+pub(super) const COMPACT_AT: usize = 1 << 20;
 
 /// Cuts one sweep's output into panes, in request order.
 pub(crate) struct Splitter<'a> {
@@ -237,6 +242,7 @@ pub(super) fn build(
             joined: options.join_wrapped,
         },
         rows_match,
+        again: false,
     })
 }
 
@@ -367,7 +373,7 @@ fn wrap(widths: &[u64], width: u64) -> u64 {
 }
 
 /// The text of a line as shown, escape sequences left out.
-fn visible_text(line: &[u8]) -> String {
+pub(super) fn visible_text(line: &[u8]) -> String {
     let text = String::from_utf8_lossy(line);
     let mut shown = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();

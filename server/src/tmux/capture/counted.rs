@@ -1,0 +1,435 @@
+//! Counted chunks: a visible sweep with one header per group of panes
+//! instead of one per pane.
+//!
+//! # Why
+//!
+//! A header is a command, and on a big server tmux spends about as much on
+//! a bare `display-message` as on a visible `capture-pane` (every command
+//! pays the parse, the queue, the hooks lookup and walks of the session's
+//! windows): a headed visible sweep costs tmux about twice the raw
+//! captures (BENCHMARKS.md, "Counted visible sweeps").
+//!
+//! # How
+//!
+//! Without `-J`, `capture-pane` prints exactly one line per row
+//! (cmd-capture-pane.c, 3.2-3.6), and a chunk's script runs without tmux
+//! yielding, so the `list-panes -a` at its top gives every pane's height
+//! as the captures see it: a visible capture of pane P is exactly
+//! `height(P)` lines, a pane the listing lacks prints nothing. The script:
+//!
+//! ```text
+//! list-panes -a -F "TOKEN L #{pane_id} #{history_size} #{pane_width} #{pane_height}"
+//! capture-pane -p -N [-T] [-e] -t %P      (GROUP panes)
+//! display-message -p "TOKEN g"
+//! ...
+//! display-message -p "TOKEN end"
+//! ```
+//!
+//! Each group's lines are counted against the heights its panes were
+//! listed with; a group that does not add up is not guessed at, all its
+//! panes are captured again with headers. `-N` (and `-T` from 3.4) give a
+//! row the bytes `-J` gives it (trailing spaces kept, cells as far as `-J`
+//! goes), so where no row wrapped the text is the joined capture's, byte
+//! for byte. A row that wrapped fills the pane to its edge (the last cell,
+//! or the one before it when a wide character went on to the next row),
+//! and a cell takes at least a byte: so when joining is asked for, a pane
+//! with a row whose shown text is at least `width - 1` bytes long may hold
+//! a wrapped row and is captured again with a header and `-J`; every other
+//! pane holds none. (Not covered: a row tmux marks wrapped that does not
+//! reach the edge, which takes a program moving the cursor to the last
+//! column and printing a wide character there; its rows are then two
+//! lines here where `-J` joins them. Line numbers stay exact either way.)
+
+use memchr::memmem::Finder;
+
+use super::split::{build, gone, visible_text, Split, LISTING};
+use super::{span, CaptureOptions, CaptureRange, CaptureRequest};
+use crate::tmux::TmuxError;
+
+/// Panes between two headers: a header costs tmux about a capture, and a
+/// group is handed out once its header is read.
+pub(crate) const GROUP: usize = 32;
+
+/// The ranges a counted chunk can hold: those whose rows the listing gives.
+pub(crate) fn suits(range: CaptureRange) -> bool {
+    matches!(range, CaptureRange::Visible | CaptureRange::Scrollback(0))
+}
+
+/// The script of a counted chunk; `flags` from
+/// [`super::anchor::Anchor::counted_flags`], which give a row the bytes of
+/// a joined capture: without joining, a capture's plain flags already give
+/// what a headed one does.
+pub(crate) fn script(
+    token: &str,
+    chunk: &[CaptureRequest],
+    options: CaptureOptions,
+    flags: &str,
+) -> String {
+    let mut s = String::with_capacity(chunk.len() * 40 + 200);
+    s.push_str(&format!(
+        "list-panes -a -F \"{token} {LISTING} {}\"\n",
+        super::PROBE_FIELDS
+    ));
+    for (i, r) in chunk.iter().enumerate() {
+        if i > 0 && i % GROUP == 0 {
+            s.push_str(&format!("display-message -p \"{token} g\"\n"));
+        }
+        s.push_str("capture-pane -p");
+        if options.join_wrapped {
+            s.push(' ');
+            s.push_str(flags);
+        }
+        if options.escapes {
+            s.push_str(" -e");
+        }
+        s.push_str(&format!(" -t {}\n", r.pane));
+    }
+    s.push_str(&format!("display-message -p \"{token} end\"\n"));
+    s
+}
+
+/// Cuts a counted chunk's output into panes, a group at a time.
+pub(crate) struct Counted<'a> {
+    /// `\nTOKEN `: a header is a line that starts with the token.
+    header: Finder<'static>,
+    chunk: &'a [CaptureRequest],
+    options: CaptureOptions,
+    /// Output not yet handed out, after a leading `\n` (see `split.rs`).
+    buf: Vec<u8>,
+    /// Where the next header search starts.
+    search_from: usize,
+    /// Where the current group's text starts (after the last header line).
+    group_start: usize,
+    /// Requests before this one have been handed out.
+    next: usize,
+    /// Listing fields by pane id.
+    listed: std::collections::HashMap<Vec<u8>, Vec<u8>>,
+    ended: bool,
+}
+
+impl<'a> Counted<'a> {
+    pub(crate) fn new(token: &str, chunk: &'a [CaptureRequest], options: CaptureOptions) -> Self {
+        Counted {
+            header: Finder::new(format!("\n{token} ").as_bytes()).into_owned(),
+            chunk,
+            options,
+            buf: vec![b'\n'],
+            search_from: 0,
+            group_start: 1,
+            next: 0,
+            listed: Default::default(),
+            ended: false,
+        }
+    }
+
+    /// Whether the end marker has been read: every request was handed out.
+    pub(crate) fn ended(&self) -> bool {
+        self.ended
+    }
+
+    /// Takes the next piece of output; `emit(i, result)` is called for every
+    /// request of each group completed, in order, each exactly once.
+    pub(crate) fn push(
+        &mut self,
+        data: &[u8],
+        emit: &mut dyn FnMut(usize, Result<Split, TmuxError>),
+    ) {
+        if self.ended {
+            return;
+        }
+        self.buf.extend_from_slice(data);
+        let pattern = self.header.needle().len();
+        loop {
+            let Some(found) = self.header.find(&self.buf[self.search_from..]) else {
+                self.search_from = self
+                    .search_from
+                    .max(self.buf.len().saturating_sub(pattern - 1));
+                break;
+            };
+            let newline = self.search_from + found;
+            let line_start = newline + 1;
+            let Some(eol) = memchr::memchr(b'\n', &self.buf[line_start..]) else {
+                self.search_from = newline;
+                break;
+            };
+            let fields = self.buf[line_start + pattern - 1..line_start + eol].to_vec();
+            let text_start = line_start + eol + 1;
+            if let Some(rest) = fields
+                .strip_prefix(LISTING.as_bytes())
+                .and_then(|r| r.strip_prefix(b" "))
+            {
+                let pane = rest.split(|&b| b == b' ').next().unwrap_or_default();
+                self.listed.insert(pane.to_vec(), rest.to_vec());
+            } else if fields == b"g" || fields == b"end" {
+                let until = if fields == b"end" {
+                    self.chunk.len()
+                } else {
+                    (self.next + GROUP).min(self.chunk.len())
+                };
+                let text = self.buf[self.group_start..newline + 1].to_vec();
+                self.group(&text, until, emit);
+                if fields == b"end" {
+                    self.ended = true;
+                    self.buf = Vec::new();
+                    return;
+                }
+            }
+            self.group_start = text_start;
+            self.search_from = text_start - 1;
+        }
+        self.compact();
+    }
+
+    /// Hands out requests `self.next..until`, whose captures are `text`.
+    fn group(
+        &mut self,
+        text: &[u8],
+        until: usize,
+        emit: &mut dyn FnMut(usize, Result<Split, TmuxError>),
+    ) {
+        let chunk = self.chunk;
+        let group = chunk.get(self.next..until).unwrap_or_default();
+        let fields: Vec<Option<Vec<u8>>> = group
+            .iter()
+            .map(|r| self.listed.get(r.pane.to_string().as_bytes()).cloned())
+            .collect();
+        let rows: Vec<usize> = fields
+            .iter()
+            .map(|f| f.as_deref().map_or(0, rows_of))
+            .collect();
+        let lines = memchr::memchr_iter(b'\n', text).count();
+        let adds_up =
+            lines == rows.iter().sum::<usize>() && text.last().is_none_or(|&b| b == b'\n');
+        let mut at = 0usize;
+        for ((r, f), n) in group.iter().zip(&fields).zip(&rows) {
+            let index = self.next;
+            self.next += 1;
+            let Some(f) = f else {
+                emit(index, Err(gone(r.pane)));
+                continue;
+            };
+            if !adds_up {
+                emit(index, Ok(again()));
+                continue;
+            }
+            let end = nth_line_end(text, at, *n);
+            let bytes = &text[at..end];
+            at = end;
+            let result = build(r, f, bytes, self.options).map(|mut s| {
+                if self.options.join_wrapped && may_have_wrapped(bytes, s.text.pane_width) {
+                    s = again();
+                }
+                s
+            });
+            emit(index, result);
+        }
+    }
+
+    /// Drops the bytes no group needs any more.
+    fn compact(&mut self) {
+        let keep_from = self.group_start.min(self.search_from);
+        if keep_from >= super::split::COMPACT_AT && keep_from * 2 >= self.buf.len() {
+            self.buf.drain(..keep_from);
+            self.search_from -= keep_from;
+            self.group_start -= keep_from;
+        }
+    }
+}
+
+/// A pane to be captured again with a header of its own.
+fn again() -> Split {
+    Split {
+        text: Default::default(),
+        rows_match: true,
+        again: true,
+    }
+}
+
+/// The rows a visible capture of a pane listed with `fields` (`%P HISTORY
+/// WIDTH HEIGHT`) prints.
+fn rows_of(fields: &[u8]) -> usize {
+    let text = String::from_utf8_lossy(fields);
+    let mut f = text.split(' ').skip(1);
+    let hsize: u64 = f.next().and_then(|v| v.parse().ok()).unwrap_or(0);
+    let _width = f.next();
+    let height: u32 = f.next().and_then(|v| v.parse().ok()).unwrap_or(0);
+    let (first, last) = span(CaptureRange::Visible, hsize, height);
+    usize::try_from(last - first + 1).unwrap_or(0)
+}
+
+/// Where the `n`th line of `text` counted from `start` ends (after its
+/// newline).
+fn nth_line_end(text: &[u8], start: usize, n: usize) -> usize {
+    if n == 0 {
+        return start;
+    }
+    memchr::memchr_iter(b'\n', &text[start..])
+        .nth(n - 1)
+        .map_or(text.len(), |i| start + i + 1)
+}
+
+/// Whether some row of `bytes` (one row a line) may have wrapped on a pane
+/// `width` cells wide: its shown text reaches `width - 1` bytes.
+fn may_have_wrapped(bytes: &[u8], width: u32) -> bool {
+    let edge = usize::try_from(width.saturating_sub(1)).unwrap_or(usize::MAX);
+    bytes
+        .split(|&b| b == b'\n')
+        .any(|row| row.len() >= edge && (!row.contains(&0x1b) || visible_text(row).len() >= edge))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use crate::tmux::ids::PaneId;
+
+    const TOKEN: &str = "Tok3nTok3nTok3nTok3nTk";
+
+    fn requests(ids: &[u32]) -> Vec<CaptureRequest> {
+        ids.iter()
+            .map(|&i| CaptureRequest {
+                pane: PaneId::from_number(i),
+                range: CaptureRange::Visible,
+            })
+            .collect()
+    }
+
+    fn listing(panes: &[(u32, u32, u32)]) -> String {
+        panes
+            .iter()
+            .map(|(id, w, h)| format!("{TOKEN} L %{id} 100 {w} {h}\n"))
+            .collect()
+    }
+
+    /// Feeds `out` in pieces of `step` bytes; every emitted result, in order.
+    fn cut(
+        chunk: &[CaptureRequest],
+        options: CaptureOptions,
+        out: &str,
+        step: usize,
+    ) -> Vec<(usize, Result<Split, TmuxError>)> {
+        let mut c = Counted::new(TOKEN, chunk, options);
+        let mut got = Vec::new();
+        for piece in out.as_bytes().chunks(step.max(1)) {
+            c.push(piece, &mut |i, r| got.push((i, r)));
+        }
+        assert!(c.ended(), "the end marker was read");
+        got
+    }
+
+    fn text(r: &Result<Split, TmuxError>) -> String {
+        let s = r.as_ref().unwrap();
+        assert!(!s.again);
+        String::from_utf8(s.text.bytes.clone()).unwrap()
+    }
+
+    #[test]
+    fn rows_are_dealt_out_by_the_listed_heights_in_any_pieces() {
+        let chunk = requests(&[1, 2, 3]);
+        let options = CaptureOptions {
+            join_wrapped: true,
+            escapes: false,
+        };
+        // Blank rows, repeated rows, a row that looks like a header but
+        // lacks the token, trailing spaces.
+        let out = format!(
+            "{}a\n\n\nx\nx\n{TOKEN}x\nend\n  \n{TOKEN} end\n",
+            listing(&[(1, 40, 3), (2, 40, 2), (3, 40, 3)])
+        );
+        for step in [1, 2, 7, 1000] {
+            let got = cut(&chunk, options, &out, step);
+            let idx: Vec<usize> = got.iter().map(|(i, _)| *i).collect();
+            assert_eq!(idx, [0, 1, 2]);
+            assert_eq!(text(&got[0].1), "a\n\n\n");
+            assert_eq!(text(&got[1].1), "x\nx\n");
+            assert_eq!(text(&got[2].1), format!("{TOKEN}x\nend\n  \n"));
+            let t = &got[2].1.as_ref().unwrap().text;
+            assert_eq!((t.first_line, t.pane_height, t.pane_width), (0, 3, 40));
+            assert_eq!(t.line_numbers, None);
+            assert!(t.joined);
+        }
+    }
+
+    #[test]
+    fn groups_are_checked_one_by_one() {
+        let ids: Vec<u32> = (0..(GROUP as u32 + 2)).collect();
+        let chunk = requests(&ids);
+        let options = CaptureOptions::default();
+        let panes: Vec<(u32, u32, u32)> = ids.iter().map(|&i| (i, 30, 1)).collect();
+        let mut out = listing(&panes);
+        for i in 0..GROUP {
+            out.push_str(&format!("row of {i}\n"));
+        }
+        // The second group is one row short: it is not guessed at.
+        out.push_str(&format!("{TOKEN} g\nonly one row\n{TOKEN} end\n"));
+        let got = cut(&chunk, options, &out, 5);
+        assert_eq!(got.len(), GROUP + 2);
+        for (i, (index, r)) in got.iter().enumerate().take(GROUP) {
+            assert_eq!(*index, i);
+            assert_eq!(text(r), format!("row of {i}\n"));
+        }
+        for (_, r) in &got[GROUP..] {
+            assert!(r.as_ref().unwrap().again, "captured again");
+        }
+    }
+
+    #[test]
+    fn a_pane_missing_from_the_listing_is_gone_and_prints_nothing() {
+        let chunk = requests(&[1, 2, 3]);
+        let out = format!(
+            "{}one\ntwo\nthree\n{TOKEN} end\n",
+            listing(&[(1, 20, 1), (3, 20, 2)])
+        );
+        let got = cut(&chunk, CaptureOptions::default(), &out, 3);
+        assert_eq!(text(&got[0].1), "one\n");
+        assert!(matches!(got[1].1, Err(TmuxError::NotFound(_))));
+        assert_eq!(text(&got[2].1), "two\nthree\n");
+    }
+
+    #[test]
+    fn a_row_reaching_the_edge_is_captured_again_only_when_joining() {
+        let chunk = requests(&[1, 2, 3]);
+        // Width 10: 9 bytes may be a wrapped row followed by a wide
+        // character; 8 cannot; colours do not count.
+        let out = format!(
+            "{}123456789\nshort\n12345678\n\x1b[31mred\x1b[0m\x1b[1mbold\x1b[0m\n{TOKEN} end\n",
+            listing(&[(1, 10, 2), (2, 10, 1), (3, 10, 1)])
+        );
+        let join = CaptureOptions {
+            join_wrapped: true,
+            escapes: true,
+        };
+        let got = cut(&chunk, join, &out, 4);
+        assert!(got[0].1.as_ref().unwrap().again);
+        assert_eq!(text(&got[1].1), "12345678\n");
+        assert_eq!(text(&got[2].1), "\x1b[31mred\x1b[0m\x1b[1mbold\x1b[0m\n");
+        let plain = CaptureOptions {
+            join_wrapped: false,
+            escapes: true,
+        };
+        let got = cut(&chunk, plain, &out, 4);
+        assert_eq!(text(&got[0].1), "123456789\nshort\n");
+    }
+
+    #[test]
+    fn a_script_has_a_header_a_group_and_every_capture_unjoined() {
+        let ids: Vec<u32> = (0..(2 * GROUP as u32 + 1)).collect();
+        let chunk = requests(&ids);
+        let options = CaptureOptions {
+            join_wrapped: true,
+            escapes: false,
+        };
+        let s = script(TOKEN, &chunk, options, "-N -T");
+        assert_eq!(s.lines().count(), 1 + chunk.len() + 2 + 1);
+        assert_eq!(s.matches(&format!("{TOKEN} g\"")).count(), 2);
+        assert!(s.lines().nth(1).unwrap() == "capture-pane -p -N -T -t %0");
+        assert!(!s.contains(" -J"));
+        let plain = CaptureOptions {
+            join_wrapped: false,
+            escapes: true,
+        };
+        let s = script(TOKEN, &chunk, plain, "-N -T");
+        assert!(s.lines().nth(1).unwrap() == "capture-pane -p -e -t %0");
+        assert!(s.ends_with(&format!("display-message -p \"{TOKEN} end\"\n")));
+    }
+}

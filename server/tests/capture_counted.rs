@@ -1,0 +1,313 @@
+//! A visible sweep of a large share of a server's panes is counted
+//! (tmux/capture/counted.rs): one `capture-pane -N` a pane, unjoined, its
+//! rows dealt out by the heights the chunk's own listing gave, one header
+//! per group. These tests check on a private server (killed on drop, also
+//! when a test fails) that what it hands out is, pane by pane and byte for
+//! byte, what a capture of that pane alone with its own header gives:
+//! blank, repeated and full-width rows, rows one cell short of the edge,
+//! wrapped lines, wide characters pushed to the next row, colours, tabs,
+//! trailing spaces, the alternate screen, a pane that printed nothing,
+//! text that looks like tmux's framing, and a pane closed before the
+//! sweep; joined or not, with escapes or not. And that it costs tmux about
+//! one command a pane, where a headed sweep costs two.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Stdio};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use panescan::tmux::private_server::PrivateServer;
+use panescan::tmux::{
+    CaptureOptions, CaptureRange, CaptureReply, CaptureRequest, Fields, PaneId, ServerSpec, Tmux,
+};
+
+const WIDTH: u16 = 30;
+const HEIGHT: u16 = 6;
+
+/// What each pane prints, byte for byte.
+fn pane_texts() -> Vec<String> {
+    let a45 = "a".repeat(45);
+    let b30 = "b".repeat(30);
+    let c29 = "c".repeat(29);
+    let d35 = "d".repeat(35);
+    let wide = "\u{4e2d}".repeat(15);
+    vec![
+        "plain\nrows\n\nafter a blank\n".into(),
+        format!("{a45}\nafter the wrap\n"),
+        format!("{b30}\nfull row above\n"),
+        format!("{c29}\none short of the edge above\n"),
+        format!("x{wide}\nwide pushed over\n"),
+        "\x1b[31mred\x1b[0m and \x1b[1;44mbold blue\x1b[0m\n".into(),
+        "abc   \n\x1b[44m   \x1b[0m\nend\n".into(),
+        "a\tb\tc\n".into(),
+        String::new(),
+        "\x1b[?1049hon the alternate screen\n".into(),
+        format!("{d35}\x1b[A\r\x1b[Kshort\n"),
+        "same\nsame\nsame\nsame\nsame\nsame\nsame\n".into(),
+        "%begin 1 2 3\n%end 1 2 3\nTOKEN 0 %1 0 30 6\n".into(),
+        format!("{}\n", "e".repeat(28)),
+        "\u{e9}\u{e8} accents \u{200b}zero width\n".into(),
+        "f".repeat(30),
+    ]
+}
+
+struct Fixture {
+    server: PrivateServer,
+    dir: std::path::PathBuf,
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        self.server.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A server with the panes of [`pane_texts`], then `plain` panes printing
+/// a line each, and one pane closed after it was created. Returns the
+/// live panes and the closed one.
+fn server(label: &str, plain: usize) -> (Fixture, Vec<PaneId>, PaneId) {
+    let server = PrivateServer::start(label, WIDTH, HEIGHT).unwrap();
+    let dir = std::env::temp_dir().join(format!("{}.texts", server.socket_name()));
+    let fixture = Fixture { server, dir };
+    std::fs::create_dir_all(&fixture.dir).unwrap();
+    let mut texts = pane_texts();
+    texts.extend((0..plain).map(|i| format!("plain pane {i}\n")));
+    let mut script = String::new();
+    for (i, text) in texts.iter().enumerate() {
+        let file = fixture.dir.join(format!("pane-{i}"));
+        std::fs::write(&file, text).unwrap();
+        script.push_str(&format!(
+            "new-window -d \"sh -c 'cat {}; exec sleep 2147483647'\"\n",
+            file.display()
+        ));
+    }
+    fixture.server.source(&script).unwrap();
+    let closed = fixture
+        .server
+        .run_ok(["new-window", "-d", "-P", "-F", "#{pane_id}", "sleep 600"])
+        .unwrap();
+    let closed = PaneId::parse(closed.trim()).unwrap();
+    fixture
+        .server
+        .run_ok(["kill-pane", "-t", &closed.to_string()])
+        .unwrap();
+    let out = fixture
+        .server
+        .run_ok(["list-panes", "-a", "-F", "#{pane_id}"])
+        .unwrap();
+    let mut ids: Vec<PaneId> = out.lines().map(|l| PaneId::parse(l).unwrap()).collect();
+    ids.sort_by_key(|p| p.number());
+    // A pane has printed all of its text once sh has become sleep (the
+    // session's first window runs a shell, which is left alone).
+    let until = Instant::now() + Duration::from_secs(60);
+    loop {
+        let commands = fixture
+            .server
+            .run_ok(["list-panes", "-a", "-F", "#{pane_current_command}"])
+            .unwrap();
+        if commands.lines().filter(|c| *c == "sleep").count() == texts.len() {
+            break;
+        }
+        assert!(Instant::now() < until, "panes never settled: {commands}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (fixture, ids, closed)
+}
+
+fn connect(server: &PrivateServer) -> Tmux {
+    let tmux = Tmux::connect(&ServerSpec {
+        socket_path: Some(server.socket_path().unwrap()),
+        ..ServerSpec::default()
+    })
+    .unwrap();
+    // A sweep chooses its chunks' shape from the last listing's size.
+    tmux.inventory(
+        Fields::Search,
+        &[],
+        Instant::now() + Duration::from_secs(30),
+    )
+    .unwrap();
+    tmux
+}
+
+fn capture(tmux: &Tmux, ids: &[PaneId], options: CaptureOptions) -> Vec<CaptureReply> {
+    let requests = ids
+        .iter()
+        .map(|&pane| CaptureRequest {
+            pane,
+            range: CaptureRange::Visible,
+        })
+        .collect();
+    let rx = tmux.capture(
+        requests,
+        options,
+        Instant::now() + Duration::from_secs(60),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let mut out = Vec::new();
+    while let Ok(r) = rx.recv_timeout(Duration::from_secs(60)) {
+        out.push(r);
+    }
+    out
+}
+
+/// A reply as compared: everything a capture says of the pane.
+fn summary(r: &CaptureReply) -> String {
+    match &r.result {
+        Ok(t) => format!(
+            "{} first {} hsize {} {}x{} joined {} numbers {:?}\n{}",
+            r.pane,
+            t.first_line,
+            t.history_size,
+            t.pane_width,
+            t.pane_height,
+            t.joined,
+            t.line_numbers,
+            String::from_utf8_lossy(&t.bytes)
+        ),
+        Err(e) => format!(
+            "{} error {}",
+            r.pane,
+            e.to_string().split(' ').next().unwrap_or("")
+        ),
+    }
+}
+
+#[test]
+fn a_counted_sweep_gives_each_pane_what_its_own_capture_gives() {
+    let (fx, mut ids, closed) = server("counted-same", 8);
+    let tmux = connect(&fx.server);
+    ids.push(closed);
+    ids.sort_by_key(|p| p.number());
+    for join_wrapped in [true, false] {
+        for escapes in [false, true] {
+            let options = CaptureOptions {
+                join_wrapped,
+                escapes,
+            };
+            let swept = capture(&tmux, &ids, options);
+            assert_eq!(swept.len(), ids.len());
+            for (i, r) in swept.iter().enumerate() {
+                assert_eq!(r.index, i);
+                assert_eq!(r.pane, ids[i]);
+                let alone = capture(&tmux, &[r.pane], options);
+                assert_eq!(
+                    summary(r),
+                    summary(&alone[0]),
+                    "{} with {options:?}",
+                    r.pane
+                );
+            }
+            let gone = swept.iter().find(|r| r.pane == closed).unwrap();
+            assert!(gone.result.is_err(), "the closed pane fails alone");
+        }
+    }
+    // The fixture does hold what a join changes: a wrapped line.
+    let joined = capture(
+        &tmux,
+        &ids[..],
+        CaptureOptions {
+            join_wrapped: true,
+            escapes: false,
+        },
+    );
+    let wrapped = joined
+        .iter()
+        .filter_map(|r| r.result.as_ref().ok())
+        .any(|t| String::from_utf8_lossy(&t.bytes).contains(&"a".repeat(45)));
+    assert!(wrapped, "the 45-cell line comes back joined");
+}
+
+/// A control client of the test's own, reading tmux's command counter
+/// (every `%begin` line carries the number of the command it answers).
+struct Counter {
+    child: Child,
+    stdin: ChildStdin,
+    lines: crossbeam_channel::Receiver<String>,
+    asked: usize,
+}
+
+impl Counter {
+    fn attach(tmux: &PrivateServer) -> Counter {
+        let mut child = tmux
+            .command()
+            .args(["-C", "attach"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = crossbeam_channel::unbounded();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        Counter {
+            child,
+            stdin,
+            lines,
+            asked: 0,
+        }
+    }
+
+    /// The number tmux gives the next command it runs.
+    fn now(&mut self) -> u64 {
+        self.asked += 1;
+        let probe = format!("counter-probe-{}", self.asked);
+        writeln!(self.stdin, "display-message -p {probe}").unwrap();
+        let mut number = None;
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(Duration::from_secs(30))
+                .expect("the counter's control client stopped answering");
+            if let Some(rest) = line.strip_prefix("%begin ") {
+                number = rest.split(' ').nth(1).and_then(|n| n.parse().ok());
+            } else if line == probe {
+                return number.expect("a %begin before the probe's answer");
+            }
+        }
+    }
+}
+
+impl Drop for Counter {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_counted_sweep_costs_tmux_about_one_command_a_pane() {
+    let (fx, ids, _closed) = server("counted-cost", 48);
+    let tmux = connect(&fx.server);
+    let mut counter = Counter::attach(&fx.server);
+    let plain = CaptureOptions {
+        join_wrapped: false,
+        escapes: false,
+    };
+    // Warm: panescan's own control client is attached by now.
+    assert_eq!(capture(&tmux, &ids, plain).len(), ids.len());
+    let before = counter.now();
+    let replies = capture(&tmux, &ids, plain);
+    let commands = counter.now() - before - 1;
+    assert!(replies.iter().all(|r| r.result.is_ok()));
+    // A headed sweep runs a header and a capture a pane (2 x 64 = 128).
+    // Counted: a capture a pane, a header per 32, the listing, the end,
+    // the terminal probe.
+    let panes = ids.len() as u64;
+    eprintln!("a counted visible sweep of {panes} panes: {commands} tmux commands");
+    assert!(
+        commands <= panes + panes / 8 + 4,
+        "{commands} commands for {panes} panes"
+    );
+}
