@@ -69,12 +69,18 @@ impl Drop for Fixture {
 /// a line each, and one pane closed after it was created. Returns the
 /// live panes and the closed one.
 fn server(label: &str, plain: usize) -> (Fixture, Vec<PaneId>, PaneId) {
+    let mut texts = pane_texts();
+    texts.extend((0..plain).map(|i| format!("plain pane {i}\n")));
+    server_with(label, &texts)
+}
+
+/// A server with a pane printing each of `texts`, and one pane closed
+/// after it was created.
+fn server_with(label: &str, texts: &[String]) -> (Fixture, Vec<PaneId>, PaneId) {
     let server = PrivateServer::start(label, WIDTH, HEIGHT).unwrap();
     let dir = std::env::temp_dir().join(format!("{}.texts", server.socket_name()));
     let fixture = Fixture { server, dir };
     std::fs::create_dir_all(&fixture.dir).unwrap();
-    let mut texts = pane_texts();
-    texts.extend((0..plain).map(|i| format!("plain pane {i}\n")));
     let mut script = String::new();
     for (i, text) in texts.iter().enumerate() {
         let file = fixture.dir.join(format!("pane-{i}"));
@@ -219,6 +225,39 @@ fn a_counted_sweep_gives_each_pane_what_its_own_capture_gives() {
         .filter_map(|r| r.result.as_ref().ok())
         .any(|t| String::from_utf8_lossy(&t.bytes).contains(&"a".repeat(45)));
     assert!(wrapped, "the 45-cell line comes back joined");
+}
+
+#[test]
+fn panes_that_may_have_wrapped_come_back_joined_and_in_order() {
+    // Every pane wraps a line (and some rows end at the edge unwrapped):
+    // nearly all are captured again, which also turns counting off for
+    // the rest of the sweep; answers stay exact and in order.
+    let texts: Vec<String> = (0..40)
+        .map(|i| match i % 3 {
+            0 => format!("{}{i}\nnext\n", "w".repeat(40)),
+            1 => format!("{}\n{i}\n", "x".repeat(30)),
+            _ => format!("short {i}\n"),
+        })
+        .collect();
+    let (fx, ids, _closed) = server_with("counted-wrapped", &texts);
+    let tmux = connect(&fx.server);
+    let options = CaptureOptions {
+        join_wrapped: true,
+        escapes: false,
+    };
+    let swept = capture(&tmux, &ids, options);
+    assert_eq!(swept.len(), ids.len());
+    for (i, r) in swept.iter().enumerate() {
+        assert_eq!((r.index, r.pane), (i, ids[i]));
+        let alone = capture(&tmux, &[r.pane], options);
+        assert_eq!(summary(r), summary(&alone[0]));
+    }
+    let joined = swept
+        .iter()
+        .filter_map(|r| r.result.as_ref().ok())
+        .filter(|t| t.line_numbers.is_some())
+        .count();
+    assert!(joined >= 13, "{joined} panes hold a joined line");
 }
 
 /// A control client of the test's own, reading tmux's command counter

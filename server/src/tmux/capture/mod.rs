@@ -939,7 +939,16 @@ impl Chunk<'_> {
         if agains * 4 > self.requests.len() {
             counting.store(false, Ordering::Relaxed);
         }
-        let mut fresh = self.capture_again(child, &held);
+        // A chunk that did not end (killed: cancelled or out of time; tmux
+        // gone) starts nothing more: its panes to be seen again fail with it.
+        let mut fresh = match &outcome {
+            Ok(()) => self.capture_again(child, &held),
+            Err(e) => held
+                .iter()
+                .filter(|(_, r)| is_again(r))
+                .map(|(i, _)| (*i, Err(e.clone())))
+                .collect(),
+        };
         for (i, result) in held {
             let result = if is_again(&result) {
                 fresh
