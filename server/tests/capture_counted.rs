@@ -120,6 +120,27 @@ fn server_with(label: &str, texts: &[String]) -> (Fixture, Vec<PaneId>, PaneId) 
         assert!(Instant::now() < until, "panes never settled: {commands}");
         std::thread::sleep(Duration::from_millis(50));
     }
+    // ... and tmux has read all of it once every screen stays the same.
+    let screens = || -> String {
+        ids.iter()
+            .map(|p| {
+                fixture
+                    .server
+                    .run_ok(["capture-pane", "-p", "-e", "-J", "-t", &p.to_string()])
+                    .unwrap_or_default()
+            })
+            .collect()
+    };
+    let mut last = screens();
+    loop {
+        std::thread::sleep(Duration::from_millis(100));
+        let now = screens();
+        if now == last {
+            break;
+        }
+        assert!(Instant::now() < until, "panes never settled");
+        last = now;
+    }
     (fixture, ids, closed)
 }
 
