@@ -40,9 +40,7 @@
 //! column and printing a wide character there; its rows are then two
 //! lines here where `-J` joins them. Line numbers stay exact either way.)
 
-use memchr::memmem::Finder;
-
-use super::split::{build, gone, visible_text, Split, LISTING};
+use super::split::{build, gone, listing_entry, visible_text, HeaderLine, Headers, Split, LISTING};
 use super::{span, CaptureOptions, CaptureRange, CaptureRequest};
 use crate::tmux::TmuxError;
 
@@ -90,8 +88,7 @@ pub(crate) fn script(
 
 /// Cuts a counted chunk's output into panes, a group at a time.
 pub(crate) struct Counted<'a> {
-    /// `\nTOKEN `: a header is a line that starts with the token.
-    header: Finder<'static>,
+    headers: Headers,
     chunk: &'a [CaptureRequest],
     options: CaptureOptions,
     /// Output not yet handed out, after a leading `\n` (see `split.rs`).
@@ -110,7 +107,7 @@ pub(crate) struct Counted<'a> {
 impl<'a> Counted<'a> {
     pub(crate) fn new(token: &str, chunk: &'a [CaptureRequest], options: CaptureOptions) -> Self {
         Counted {
-            header: Finder::new(format!("\n{token} ").as_bytes()).into_owned(),
+            headers: Headers::new(token),
             chunk,
             options,
             buf: vec![b'\n'],
@@ -138,27 +135,13 @@ impl<'a> Counted<'a> {
             return;
         }
         self.buf.extend_from_slice(data);
-        let pattern = self.header.needle().len();
-        loop {
-            let Some(found) = self.header.find(&self.buf[self.search_from..]) else {
-                self.search_from = self
-                    .search_from
-                    .max(self.buf.len().saturating_sub(pattern - 1));
-                break;
-            };
-            let newline = self.search_from + found;
-            let line_start = newline + 1;
-            let Some(eol) = memchr::memchr(b'\n', &self.buf[line_start..]) else {
-                self.search_from = newline;
-                break;
-            };
-            let fields = self.buf[line_start + pattern - 1..line_start + eol].to_vec();
-            let text_start = line_start + eol + 1;
-            if let Some(rest) = fields
-                .strip_prefix(LISTING.as_bytes())
-                .and_then(|r| r.strip_prefix(b" "))
-            {
-                let pane = rest.split(|&b| b == b' ').next().unwrap_or_default();
+        while let Some(HeaderLine {
+            newline,
+            fields,
+            text_start,
+        }) = self.headers.next(&self.buf, &mut self.search_from)
+        {
+            if let Some((pane, rest)) = listing_entry(&fields) {
                 self.listed.insert(pane.to_vec(), rest.to_vec());
             } else if fields == b"g" || fields == b"end" {
                 let until = if fields == b"end" {
@@ -166,8 +149,9 @@ impl<'a> Counted<'a> {
                 } else {
                     (self.next + GROUP).min(self.chunk.len())
                 };
-                let text = self.buf[self.group_start..newline + 1].to_vec();
-                self.group(&text, until, emit);
+                let text = &self.buf[self.group_start..newline + 1];
+                self.group(text, self.next, until, emit);
+                self.next = until;
                 if fields == b"end" {
                     self.ended = true;
                     self.buf = Vec::new();
@@ -180,30 +164,29 @@ impl<'a> Counted<'a> {
         self.compact();
     }
 
-    /// Hands out requests `self.next..until`, whose captures are `text`.
+    /// Hands out requests `from..until`, whose captures are `text`.
     fn group(
-        &mut self,
+        &self,
         text: &[u8],
+        from: usize,
         until: usize,
         emit: &mut dyn FnMut(usize, Result<Split, TmuxError>),
     ) {
-        let chunk = self.chunk;
-        let group = chunk.get(self.next..until).unwrap_or_default();
-        let fields: Vec<Option<Vec<u8>>> = group
+        let group = self.chunk.get(from..until).unwrap_or_default();
+        let fields: Vec<Option<&[u8]>> = group
             .iter()
-            .map(|r| self.listed.get(r.pane.to_string().as_bytes()).cloned())
+            .map(|r| {
+                self.listed
+                    .get(r.pane.to_string().as_bytes())
+                    .map(Vec::as_slice)
+            })
             .collect();
-        let rows: Vec<usize> = fields
-            .iter()
-            .map(|f| f.as_deref().map_or(0, rows_of))
-            .collect();
+        let rows: Vec<usize> = fields.iter().map(|f| f.map_or(0, rows_of)).collect();
         let lines = memchr::memchr_iter(b'\n', text).count();
         let adds_up =
             lines == rows.iter().sum::<usize>() && text.last().is_none_or(|&b| b == b'\n');
         let mut at = 0usize;
-        for ((r, f), n) in group.iter().zip(&fields).zip(&rows) {
-            let index = self.next;
-            self.next += 1;
+        for (index, ((r, f), n)) in (from..).zip(group.iter().zip(&fields).zip(&rows)) {
             let Some(f) = f else {
                 emit(index, Err(gone(r.pane)));
                 continue;

@@ -823,12 +823,11 @@ fn script(
     options: CaptureOptions,
     server_panes: usize,
 ) -> String {
-    const FIELDS: &str = PROBE_FIELDS;
     let listed = server_panes > 0 && chunk.len() * 4 >= server_panes;
     let mut s = String::with_capacity(chunk.len() * 160);
     if listed {
         s.push_str(&format!(
-            "list-panes -a -F \"{token} {} {FIELDS}\"\n",
+            "list-panes -a -F \"{token} {} {PROBE_FIELDS}\"\n",
             split::LISTING
         ));
     }
@@ -838,7 +837,7 @@ fn script(
             s.push_str(&format!("display-message -p \"{token} {i}\"\n"));
         } else {
             s.push_str(&format!(
-                "display-message -p -t {p} \"{token} {i} {FIELDS}\"\n"
+                "display-message -p -t {p} \"{token} {i} {PROBE_FIELDS}\"\n"
             ));
         }
         s.push_str("capture-pane -p");

@@ -46,10 +46,70 @@ pub(crate) const LISTING: &str = "L";
 /// have piled up (and they are at least half of it).
 pub(super) const COMPACT_AT: usize = 1 << 20;
 
+/// Finds a sweep's header lines (`TOKEN FIELDS`) in its output as it
+/// arrives: shared by the headed cutter here and the counted one
+/// (`counted.rs`).
+pub(crate) struct Headers {
+    /// `\nTOKEN `: a header is a line that starts with the token.
+    finder: Finder<'static>,
+}
+
+/// One complete header line found in a buffer.
+pub(crate) struct HeaderLine {
+    /// Where the newline before the header is: the text before the header
+    /// ends just after it.
+    pub newline: usize,
+    /// What follows `TOKEN ` on the line.
+    pub fields: Vec<u8>,
+    /// Where the text after the header line starts.
+    pub text_start: usize,
+}
+
+impl Headers {
+    pub(crate) fn new(token: &str) -> Self {
+        Headers {
+            finder: Finder::new(format!("\n{token} ").as_bytes()).into_owned(),
+        }
+    }
+
+    /// The next complete header line of `buf` at or after `*from`. `None`
+    /// when there is none yet; `*from` is then where to look again once
+    /// more output came (a header may have begun in the last bytes). The
+    /// caller moves `*from` past a header it took (to `text_start - 1`, the
+    /// newline that may start the next one).
+    pub(crate) fn next(&self, buf: &[u8], from: &mut usize) -> Option<HeaderLine> {
+        let pattern = self.finder.needle().len();
+        let Some(found) = self.finder.find(&buf[*from..]) else {
+            *from = (*from).max(buf.len().saturating_sub(pattern - 1));
+            return None;
+        };
+        let newline = *from + found;
+        let line_start = newline + 1;
+        let Some(eol) = memchr::memchr(b'\n', &buf[line_start..]) else {
+            // The header line is not complete yet.
+            *from = newline;
+            return None;
+        };
+        Some(HeaderLine {
+            newline,
+            fields: buf[line_start + pattern - 1..line_start + eol].to_vec(),
+            text_start: line_start + eol + 1,
+        })
+    }
+}
+
+/// The pane id and fields of a listing line's fields (`L %P ...`).
+pub(crate) fn listing_entry(fields: &[u8]) -> Option<(&[u8], &[u8])> {
+    let rest = fields
+        .strip_prefix(LISTING.as_bytes())
+        .and_then(|r| r.strip_prefix(b" "))?;
+    let pane = rest.split(|&b| b == b' ').next().unwrap_or_default();
+    Some((pane, rest))
+}
+
 /// Cuts one sweep's output into panes, in request order.
 pub(crate) struct Splitter<'a> {
-    /// `\nTOKEN `: a header is a line that starts with the token.
-    header: Finder<'static>,
+    headers: Headers,
     chunk: &'a [CaptureRequest],
     options: CaptureOptions,
     /// Output not yet handed out. Starts with a `\n` so that a header on
@@ -69,7 +129,7 @@ pub(crate) struct Splitter<'a> {
 impl<'a> Splitter<'a> {
     pub(crate) fn new(token: &str, chunk: &'a [CaptureRequest], options: CaptureOptions) -> Self {
         Splitter {
-            header: Finder::new(format!("\n{token} ").as_bytes()).into_owned(),
+            headers: Headers::new(token),
             chunk,
             options,
             buf: vec![b'\n'],
@@ -98,24 +158,12 @@ impl<'a> Splitter<'a> {
             return;
         }
         self.buf.extend_from_slice(data);
-        let pattern = self.header.needle().len();
-        loop {
-            let Some(found) = self.header.find(&self.buf[self.search_from..]) else {
-                // A header may begin in the last bytes: look there again.
-                self.search_from = self
-                    .search_from
-                    .max(self.buf.len().saturating_sub(pattern - 1));
-                break;
-            };
-            let newline = self.search_from + found;
-            let line_start = newline + 1;
-            let Some(eol) = memchr::memchr(b'\n', &self.buf[line_start..]) else {
-                // The header line is not complete yet.
-                self.search_from = newline;
-                break;
-            };
-            let text_start = line_start + eol + 1;
-            let fields = self.buf[line_start + pattern - 1..line_start + eol].to_vec();
+        while let Some(HeaderLine {
+            newline,
+            fields,
+            text_start,
+        }) = self.headers.next(&self.buf, &mut self.search_from)
+        {
             // The text of the pane before ends with the header's newline.
             self.close(newline + 1, emit);
             if fields == b"end" {
@@ -124,11 +172,7 @@ impl<'a> Splitter<'a> {
                 self.buf = Vec::new();
                 return;
             }
-            if let Some(rest) = fields
-                .strip_prefix(LISTING.as_bytes())
-                .and_then(|r| r.strip_prefix(b" "))
-            {
-                let pane = rest.split(|&b| b == b' ').next().unwrap_or_default();
+            if let Some((pane, rest)) = listing_entry(&fields) {
                 self.listed.insert(pane.to_vec(), rest.to_vec());
                 self.search_from = text_start - 1;
                 continue;
