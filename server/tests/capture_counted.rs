@@ -12,12 +12,13 @@
 //! one command a pane, where a headed sweep costs two.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Stdio};
+mod common;
+
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::counter::Counter;
 use panescan::tmux::private_server::PrivateServer;
 use panescan::tmux::{
     CaptureOptions, CaptureRange, CaptureReply, CaptureRequest, Fields, PaneId, ServerSpec, Tmux,
@@ -279,71 +280,6 @@ fn panes_that_may_have_wrapped_come_back_joined_and_in_order() {
         .filter(|t| t.line_numbers.is_some())
         .count();
     assert!(joined >= 13, "{joined} panes hold a joined line");
-}
-
-/// A control client of the test's own, reading tmux's command counter
-/// (every `%begin` line carries the number of the command it answers).
-struct Counter {
-    child: Child,
-    stdin: ChildStdin,
-    lines: crossbeam_channel::Receiver<String>,
-    asked: usize,
-}
-
-impl Counter {
-    fn attach(tmux: &PrivateServer) -> Counter {
-        let mut child = tmux
-            .command()
-            .args(["-C", "attach"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = crossbeam_channel::unbounded();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { return };
-                if tx.send(line).is_err() {
-                    return;
-                }
-            }
-        });
-        Counter {
-            child,
-            stdin,
-            lines,
-            asked: 0,
-        }
-    }
-
-    /// The number tmux gives the next command it runs.
-    fn now(&mut self) -> u64 {
-        self.asked += 1;
-        let probe = format!("counter-probe-{}", self.asked);
-        writeln!(self.stdin, "display-message -p {probe}").unwrap();
-        let mut number = None;
-        loop {
-            let line = self
-                .lines
-                .recv_timeout(Duration::from_secs(30))
-                .expect("the counter's control client stopped answering");
-            if let Some(rest) = line.strip_prefix("%begin ") {
-                number = rest.split(' ').nth(1).and_then(|n| n.parse().ok());
-            } else if line == probe {
-                return number.expect("a %begin before the probe's answer");
-            }
-        }
-    }
-}
-
-impl Drop for Counter {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 #[test]

@@ -14,73 +14,17 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Stdio};
+use std::io::Write;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use common::counter::Counter;
 use common::{child_process, eventually, last_pid, new_children, Serve};
 use panescan::fixture::{Fixture, FixtureShape};
-use panescan::tmux::private_server::PrivateServer;
 use serde_json::{json, Value};
 
 const MARK: &str = "warm-commands-mark";
 
-/// A control client of the test's own, to read tmux's command counter.
-struct Counter {
-    child: Child,
-    stdin: ChildStdin,
-    lines: crossbeam_channel::Receiver<String>,
-    asked: usize,
-}
-
 impl Counter {
-    fn attach(tmux: &PrivateServer) -> Counter {
-        let mut child = tmux
-            .command()
-            .args(["-C", "attach"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = crossbeam_channel::unbounded();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { return };
-                if tx.send(line).is_err() {
-                    return;
-                }
-            }
-        });
-        Counter {
-            child,
-            stdin,
-            lines,
-            asked: 0,
-        }
-    }
-
-    /// The number tmux gives the next command it runs for this client.
-    fn now(&mut self) -> u64 {
-        self.asked += 1;
-        let probe = format!("counter-probe-{}", self.asked);
-        writeln!(self.stdin, "display-message -p {probe}").unwrap();
-        let mut number = None;
-        loop {
-            let line = self
-                .lines
-                .recv_timeout(Duration::from_secs(30))
-                .expect("the counter's control client stopped answering");
-            if let Some(rest) = line.strip_prefix("%begin ") {
-                number = rest.split(' ').nth(1).and_then(|n| n.parse().ok());
-            } else if line == probe {
-                return number.expect("a %begin before the probe's answer");
-            }
-        }
-    }
-
     /// Commands tmux ran (for every client) during `f`, a call to the
     /// `panescan serve` whose pid is `serve`, counted once every tmux
     /// client it started meanwhile has ended and been reaped.
@@ -104,13 +48,6 @@ impl Counter {
         );
         // The second probe is one more command.
         (self.now() - before - 1, out)
-    }
-}
-
-impl Drop for Counter {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

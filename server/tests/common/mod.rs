@@ -31,9 +31,10 @@
 //! - helpers: [`validate`] (structuredContent against an outputSchema),
 //!   [`plain_shell`] (an rc-less bash in a pane, ready to type into),
 //!   [`eventually`], [`modern_meta`], [`memory_kb`] (a process's peak and
-//!   resident memory).
+//!   resident memory), [`counter::Counter`] (tmux's command counter).
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod counter;
 pub mod injection;
 pub mod sshd;
 
