@@ -2,7 +2,10 @@
 //!
 //! The engine knows nothing about tmux. It takes captures (bytes, an opaque
 //! key, and the tmux line number of the first line) and returns the matching
-//! lines and the flags of every budget that stopped the search.
+//! lines and the flags of every budget that stopped the search. A capture's
+//! bytes are a shared [`Bytes`]: a caller that keeps its text (a cache)
+//! hands the search a view of it ([`Capture::shared`]), which the search
+//! reads in place, copying only text it must clean (`\r\n`, escapes).
 //!
 //! # Pieces
 //!
@@ -82,6 +85,7 @@ mod search;
 mod text;
 
 pub use budget::{ClampFlags, SearchBudgets};
+pub use bytes::Bytes;
 pub use pattern::{
     Matcher, Pattern, PatternError, PatternOptions, MAX_CACHE_BYTES, MAX_DFA_BYTES, MAX_NESTING,
     MAX_NFA_BYTES, MAX_PATTERNS, MAX_PATTERN_BYTES, MAX_REPETITION,

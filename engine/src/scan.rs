@@ -16,6 +16,8 @@
 use std::borrow::Cow;
 use std::cell::RefCell;
 
+use bytes::Bytes;
+
 use crate::budget::{Budget, Interrupt};
 use crate::lanes;
 use crate::pattern::Matcher;
@@ -32,8 +34,10 @@ pub struct Capture {
     /// negative = history).
     pub first_line: i64,
     /// The text: lines ended by `\n` (or `\r\n`). A final `\n` ends the last
-    /// line; it does not start an empty one.
-    pub bytes: Vec<u8>,
+    /// line; it does not start an empty one. Shared, not owned: a caller
+    /// that keeps the text (a cache) hands the search a view of it, and
+    /// the search never copies it unless it must clean it (`\r\n`, escapes).
+    pub bytes: Bytes,
     /// One tmux line number per line, when they are not consecutive (wrapped
     /// lines were joined). Lines beyond the end of this list are numbered on
     /// from its last entry.
@@ -43,10 +47,16 @@ pub struct Capture {
 impl Capture {
     /// A capture whose lines are numbered `first_line`, `first_line + 1`, ...
     pub fn new(key: usize, first_line: i64, bytes: impl Into<Vec<u8>>) -> Capture {
+        Capture::shared(key, first_line, Bytes::from(bytes.into()))
+    }
+
+    /// The same, for text the caller keeps too (the search reads the
+    /// shared bytes; it neither copies nor frees them).
+    pub fn shared(key: usize, first_line: i64, bytes: Bytes) -> Capture {
         Capture {
             key,
             first_line,
-            bytes: bytes.into(),
+            bytes,
             line_numbers: None,
         }
     }
@@ -111,8 +121,8 @@ pub(crate) struct Prepared {
     first_line: i64,
     line_numbers: Option<Vec<i64>>,
     /// Prepared text: `\r\n` folded, escapes stripped if asked, final `\n`
-    /// removed.
-    haystack: Vec<u8>,
+    /// removed. The capture's own bytes when nothing needed cleaning.
+    haystack: Bytes,
     line_count: usize,
 }
 
@@ -132,17 +142,14 @@ impl Prepared {
         let survey = lanes::survey(&haystack);
         let mut newlines = survey.newlines;
         if survey.special {
-            if strip_escapes && text::has_escapes(&haystack) {
-                haystack = text::strip_escapes(&haystack).into_owned();
-            }
-            fold_crlf(&mut haystack);
+            haystack = cleaned(haystack, strip_escapes);
             newlines = memchr::memchr_iter(b'\n', &haystack).count();
         }
         // A final `\n` ends the last line; it does not start another.
         let line_count = match haystack.last() {
             None => 0,
             Some(b'\n') => {
-                haystack.pop();
+                haystack.truncate(haystack.len() - 1);
                 newlines
             }
             Some(_) => newlines + 1,
@@ -182,11 +189,23 @@ impl Prepared {
     }
 }
 
-/// Removes each `\r` that comes right before a `\n`, in place.
-fn fold_crlf(bytes: &mut Vec<u8>) {
-    if memchr::memmem::find(bytes, b"\r\n").is_none() {
-        return;
+/// The text with escapes stripped (when asked) and `\r\n` folded: a new
+/// buffer only when one of them changes something.
+fn cleaned(bytes: Bytes, strip_escapes: bool) -> Bytes {
+    let stripped = (strip_escapes && text::has_escapes(&bytes))
+        .then(|| text::strip_escapes(&bytes).into_owned());
+    let text = stripped.as_deref().unwrap_or(&bytes);
+    if memchr::memmem::find(text, b"\r\n").is_none() {
+        return stripped.map_or(bytes, Bytes::from);
     }
+    let mut owned = stripped.unwrap_or_else(|| bytes.to_vec());
+    fold_crlf(&mut owned);
+    Bytes::from(owned)
+}
+
+/// Removes each `\r` that comes right before a `\n`, in place (the caller
+/// has seen one).
+fn fold_crlf(bytes: &mut Vec<u8>) {
     let mut write = 0;
     for read in 0..bytes.len() {
         let b = bytes[read];
@@ -459,6 +478,31 @@ mod tests {
     use super::*;
     use crate::budget::SearchBudgets;
     use crate::pattern::PatternOptions;
+
+    /// Clean text is scanned where it lies (the caller keeps it, the scan
+    /// neither copies nor frees it); text to clean gets a buffer of its own
+    /// and the caller's bytes stay as they were.
+    #[test]
+    fn prepares_clean_text_in_place_and_copies_only_to_clean() {
+        let clean = Bytes::from_static(b"one\ntwo\n");
+        let p = Prepared::new(Capture::shared(0, 0, clean.clone()), true);
+        assert_eq!(p.haystack(), b"one\ntwo");
+        assert_eq!(p.haystack().as_ptr(), clean.as_ptr());
+        assert_eq!(p.line_count(), 2);
+        for (dirty, strip, want, lines) in [
+            (&b"one\r\ntwo\r\n"[..], false, &b"one\ntwo"[..], 2),
+            (b"\x1b[1mone\x1b[0m\ntwo\n", true, b"one\ntwo", 2),
+            (b"\x1b[1mone\r\n\r\n", true, b"one\n", 2),
+            (b"lone\rcr\n", false, b"lone\rcr", 1),
+            (b"\x1b[1mkept\n", false, b"\x1b[1mkept", 1),
+        ] {
+            let shared = Bytes::copy_from_slice(dirty);
+            let p = Prepared::new(Capture::shared(0, 0, shared.clone()), strip);
+            assert_eq!(p.haystack(), want, "{dirty:?}");
+            assert_eq!(p.line_count(), lines, "{dirty:?}");
+            assert_eq!(shared, dirty, "the caller's text is unchanged");
+        }
+    }
 
     fn run(pattern: &str, regex: bool, bytes: &[u8], context: usize) -> PaneScan {
         let m = Matcher::new(

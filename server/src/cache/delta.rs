@@ -175,7 +175,7 @@ pub(super) fn splice(
         history_size: fresh.history_size,
         width: fresh.pane_width,
         height: fresh.pane_height,
-        bytes,
+        bytes: bytes.into(),
         starts,
         rows,
     })
@@ -222,7 +222,7 @@ pub(super) fn checked_top(
     if top.history_size != fresh.history_size
         || u64::try_from(top_first).ok()? != old.first_abs()?
         || top.joined != join_wrapped
-        || top.bytes.as_slice() != &old.bytes[..old.starts[lines]]
+        || top.bytes[..] != old.bytes[..old.starts[lines]]
     {
         return None;
     }
@@ -387,13 +387,13 @@ mod tests {
         let top = text(45, -45, &numbered(0, 32));
         let fresh = text(45, -37, &numbered(8, 47));
         let spliced = splice(&plan, Some(&top), &fresh, false).unwrap();
-        assert_eq!(spliced.bytes, numbered(0, 47));
+        assert_eq!(spliced.bytes, numbered(0, 47)[..]);
         assert_eq!(
             spliced
                 .serve(CaptureRange::AllHistory, false)
                 .unwrap()
                 .bytes,
-            numbered(0, 47)
+            numbered(0, 47)[..]
         );
         // A changed anchor row, or one found at another row, is refused.
         let mut bad = numbered(8, 47);
@@ -405,7 +405,7 @@ mod tests {
         // lines printed since the inventory: still spliced exactly.
         let top = text(48, -48, &numbered(0, 32));
         let raced = splice(&plan, Some(&top), &text(48, -45, &numbered(3, 50)), false).unwrap();
-        assert_eq!(raced.bytes, numbered(0, 50));
+        assert_eq!(raced.bytes, numbered(0, 50)[..]);
         assert_eq!(raced.rows, (0..50).collect::<Vec<u64>>());
         assert_eq!(raced.history_size, 48);
         // A line above the anchor that changed is refused.
@@ -432,7 +432,7 @@ mod tests {
         let whole = text(45, -45, &numbered(0, 47));
         assert_eq!(
             splice(&plan, None, &whole, false).unwrap().bytes,
-            numbered(0, 47)
+            numbered(0, 47)[..]
         );
     }
 
@@ -452,7 +452,7 @@ mod tests {
         let end = text.starts.get(to).copied().unwrap_or(text.bytes.len());
         CapturedText {
             first_line: from as i64 - text.history_size as i64,
-            bytes: text.bytes[text.starts[from]..end].to_vec(),
+            bytes: text.bytes.slice(text.starts[from]..end),
             line_numbers: None,
             history_size: text.history_size,
             pane_height: text.height,

@@ -6,7 +6,7 @@ use crate::tmux::CapturedText;
 pub(super) fn text(hsize: u64, first_line: i64, bytes: &[u8]) -> CapturedText {
     CapturedText {
         first_line,
-        bytes: bytes.to_vec(),
+        bytes: bytes::Bytes::copy_from_slice(bytes),
         line_numbers: None,
         history_size: hsize,
         pane_height: 2,

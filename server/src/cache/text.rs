@@ -1,5 +1,7 @@
 //! The text and line tables of a stored capture (pure).
 
+use bytes::Bytes;
+
 use crate::tmux::{CaptureRange, CapturedText};
 
 /// A pane's stored text: whole lines as tmux produced them, from
@@ -10,7 +12,8 @@ pub(super) struct PaneText {
     pub(super) history_size: u64,
     pub(super) width: u32,
     pub(super) height: u32,
-    pub(super) bytes: Vec<u8>,
+    /// Shared with the captures served from it (a view, not a copy).
+    pub(super) bytes: Bytes,
     /// Byte offset of each line's start.
     pub(super) starts: Vec<usize>,
     /// Absolute row (0 = oldest history row) of each line's start.
@@ -103,7 +106,7 @@ impl PaneText {
             .get(last + 1)
             .copied()
             .unwrap_or(self.bytes.len());
-        let bytes = self.bytes[self.starts[index]..to].to_vec();
+        let bytes = self.bytes.slice(self.starts[index]..to);
         let first_line = i64::try_from(start).ok()? - i64::try_from(self.history_size).ok()?;
         // Stored rows are the transport's own joined numbers (cumulative
         // rows per line, checked against the rows captured), and a splice
@@ -191,16 +194,29 @@ mod tests {
         assert_eq!(stored.rows, vec![0, 1, 2, 3, 4]);
         assert_eq!(stored.history_complete(), 3);
         let all = stored.serve(CaptureRange::AllHistory, false).unwrap();
-        assert_eq!(all.bytes, b"a\nb\nc\nd\ne\n");
+        assert_eq!(all.bytes, &b"a\nb\nc\nd\ne\n"[..]);
         assert_eq!(all.first_line, -3);
         let one = stored.serve(CaptureRange::Scrollback(1), false).unwrap();
-        assert_eq!(one.bytes, b"c\nd\ne\n");
+        assert_eq!(one.bytes, &b"c\nd\ne\n"[..]);
         assert_eq!(one.first_line, -1);
         let screen = stored.serve(CaptureRange::Visible, false).unwrap();
-        assert_eq!(screen.bytes, b"d\ne\n");
+        assert_eq!(screen.bytes, &b"d\ne\n"[..]);
         // A stored capture from row 1 cannot serve row 0.
         let partial = PaneText::from_capture(&text(3, -2, b"b\nc\nd\ne\n")).unwrap();
         assert!(partial.serve(CaptureRange::AllHistory, false).is_none());
+    }
+
+    /// A search reads the stored text itself: storing a reply and serving
+    /// from it copy nothing (each copy was a pass over every cached byte,
+    /// and a free of it when the search ended).
+    #[test]
+    fn storing_and_serving_share_the_text() {
+        let reply = text(3, -3, b"a\nb\nc\nd\ne\n");
+        let stored = PaneText::from_capture(&reply).unwrap();
+        assert_eq!(stored.bytes.as_ptr(), reply.bytes.as_ptr());
+        let screen = stored.serve(CaptureRange::Visible, false).unwrap();
+        assert_eq!(screen.bytes, &b"d\ne\n"[..]);
+        assert_eq!(screen.bytes.as_ptr(), stored.bytes[6..].as_ptr());
     }
 
     #[test]
@@ -208,17 +224,20 @@ mod tests {
         let stored = PaneText::from_capture(&text(3, -3, b"a\nb\nc\nd\ne\n")).unwrap();
         let lines = |start, end| CaptureRange::Lines { start, end };
         let got = stored.serve(lines(-2, -1), false).unwrap();
-        assert_eq!(got.bytes, b"b\nc\n");
+        assert_eq!(got.bytes, &b"b\nc\n"[..]);
         assert_eq!(got.first_line, -2);
         assert_eq!(
             stored.serve(lines(-50, 0), false).unwrap().bytes,
-            b"a\nb\nc\nd\n"
+            &b"a\nb\nc\nd\n"[..]
         );
         assert_eq!(
             stored.serve(lines(1, -1), false).unwrap().bytes,
-            b"c\nd\ne\n"
+            &b"c\nd\ne\n"[..]
         );
-        assert_eq!(stored.serve(lines(0, 99), false).unwrap().bytes, b"d\ne\n");
+        assert_eq!(
+            stored.serve(lines(0, 99), false).unwrap().bytes,
+            &b"d\ne\n"[..]
+        );
         assert!(reaches_bottom(lines(-5, 1), 2));
         assert!(!reaches_bottom(lines(-5, 0), 2));
         // A joined line spanning rows 0-1 cannot end a range at row 0.
@@ -229,11 +248,11 @@ mod tests {
         assert!(joined.serve(lines(-3, -3), true).is_none());
         assert_eq!(
             joined.serve(lines(-3, -2), true).unwrap().bytes,
-            b"aaaaaaaaaaaaaaa\n"
+            &b"aaaaaaaaaaaaaaa\n"[..]
         );
         assert_eq!(
             joined.serve(lines(-3, -1), true).unwrap().bytes,
-            b"aaaaaaaaaaaaaaa\nb\n"
+            &b"aaaaaaaaaaaaaaa\nb\n"[..]
         );
     }
 

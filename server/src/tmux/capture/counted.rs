@@ -303,7 +303,7 @@ mod tests {
     fn text(r: &Result<Split, TmuxError>) -> String {
         let s = r.as_ref().unwrap();
         assert!(!s.again);
-        String::from_utf8(s.text.bytes.clone()).unwrap()
+        String::from_utf8(s.text.bytes.to_vec()).unwrap()
     }
 
     #[test]

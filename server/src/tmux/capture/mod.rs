@@ -120,6 +120,7 @@ pub use spare::Spare;
 
 use super::ids::PaneId;
 use super::TmuxError;
+use bytes::Bytes;
 
 /// One pane to capture, and which lines.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -174,8 +175,9 @@ pub struct CaptureReply {
 pub struct CapturedText {
     /// tmux line number of the first line of `bytes`, exact at capture time.
     pub first_line: i64,
-    /// The text: lines each ending in `\n`.
-    pub bytes: Vec<u8>,
+    /// The text: lines each ending in `\n`. Shared: the pane cache keeps it
+    /// and hands searches views of it without copying.
+    pub bytes: Bytes,
     /// With `join_wrapped`: the tmux line number of every output line
     /// (joined lines span several rows). `None` when every line is one row
     /// (line number = `first_line` + index).

@@ -19,6 +19,7 @@
 //! and hands out each pane the moment the next header shows it complete, so
 //! scanning starts while tmux is still sending the rest.
 
+use bytes::Bytes;
 use memchr::memmem::Finder;
 
 use super::{span, CaptureOptions, CaptureRequest, CapturedText};
@@ -278,7 +279,7 @@ pub(super) fn build(
     Ok(Split {
         text: CapturedText {
             first_line: first,
-            bytes: bytes.to_vec(),
+            bytes: Bytes::copy_from_slice(bytes),
             line_numbers,
             history_size: hsize,
             pane_height: height,
@@ -531,7 +532,7 @@ mod tests {
         for piece in out.chunks(step.max(1)) {
             s.push(piece, &mut |i, r| {
                 assert_eq!(i, got.len(), "handed out in order, once each");
-                got.push(r.map(|s| s.text.bytes).map_err(|e| e.to_string()));
+                got.push(r.map(|s| s.text.bytes.to_vec()).map_err(|e| e.to_string()));
             });
         }
         (got, s.ended())
@@ -582,9 +583,9 @@ mod tests {
                         .map_err(|e| e.to_string())
                 })
                 .collect();
-            assert_eq!(texts[0], Ok((b"a\nb\n".to_vec(), 5, 2)));
+            assert_eq!(texts[0], Ok((b"a\nb\n".to_vec().into(), 5, 2)));
             assert!(texts[1].as_ref().unwrap_err().contains("%2 not found"));
-            assert_eq!(texts[2], Ok((b"c\n".to_vec(), 0, 2)));
+            assert_eq!(texts[2], Ok((b"c\n".to_vec().into(), 0, 2)));
         }
     }
 

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use panescan_engine::{
     self as engine, Capture, Incoming, Progress, SearchBudgets, SearchOptions, SearchOutcome,
@@ -193,7 +194,7 @@ fn second_look(
                 None => Capture {
                     key,
                     first_line: 0,
-                    bytes: Vec::new(),
+                    bytes: Bytes::new(),
                     line_numbers: None,
                 },
             };
@@ -352,7 +353,7 @@ fn keep_newest(capture: &mut Capture, max_bytes: usize) {
         None => from = len,
     }
     let dropped_lines = memchr::memchr_iter(b'\n', &capture.bytes[..from]).count();
-    capture.bytes.drain(..from);
+    capture.bytes = capture.bytes.slice(from..);
     match &mut capture.line_numbers {
         Some(numbers) => {
             numbers.drain(..dropped_lines.min(numbers.len()));
@@ -405,21 +406,21 @@ mod tests {
         let mut c = Capture {
             key: 0,
             first_line: -4,
-            bytes: b"aaaa\nbbbb\ncccc\ndddd\n".to_vec(),
+            bytes: b"aaaa\nbbbb\ncccc\ndddd\n".to_vec().into(),
             line_numbers: None,
         };
         keep_newest(&mut c, 11);
-        assert_eq!(c.bytes, b"cccc\ndddd\n");
+        assert_eq!(c.bytes, &b"cccc\ndddd\n"[..]);
         assert_eq!(c.first_line, -2);
 
         let mut c = Capture {
             key: 0,
             first_line: -10,
-            bytes: b"aaaa\nbbbb\ncccc\n".to_vec(),
+            bytes: b"aaaa\nbbbb\ncccc\n".to_vec().into(),
             line_numbers: Some(vec![-10, -7, -3]),
         };
         keep_newest(&mut c, 5);
-        assert_eq!(c.bytes, b"cccc\n");
+        assert_eq!(c.bytes, &b"cccc\n"[..]);
         assert_eq!(c.line_numbers, Some(vec![-3]));
     }
 }

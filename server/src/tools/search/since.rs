@@ -25,6 +25,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use bytes::Bytes;
 use panescan_engine::Capture;
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -464,17 +465,18 @@ fn empty(key: usize) -> Capture {
     Capture {
         key,
         first_line: 0,
-        bytes: Vec::new(),
+        bytes: Bytes::new(),
         line_numbers: None,
     }
 }
 
-/// The engine's input for some lines of a capture.
+/// The engine's input for some lines of a capture: a view of its text
+/// (the rows of a capture follow each other, each ending in `\n`).
 fn slice(key: usize, cap: &CapturedText, rows: &[Row]) -> Capture {
-    let mut bytes = Vec::with_capacity(rows.iter().map(|r| r.end - r.start + 1).sum());
-    for r in rows {
-        bytes.extend_from_slice(&cap.bytes[r.start..=r.end]);
-    }
+    let bytes = match (rows.first(), rows.last()) {
+        (Some(first), Some(last)) => cap.bytes.slice(first.start..=last.end),
+        _ => Bytes::new(),
+    };
     Capture {
         key,
         first_line: rows.first().map_or(0, |r| r.number),
@@ -496,14 +498,14 @@ mod tests {
         }
         CapturedText {
             first_line,
-            bytes,
+            bytes: bytes.into(),
             history_size: history,
             ..CapturedText::default()
         }
     }
 
     fn text(c: &Capture) -> String {
-        String::from_utf8(c.bytes.clone()).unwrap()
+        String::from_utf8(c.bytes.to_vec()).unwrap()
     }
 
     #[test]

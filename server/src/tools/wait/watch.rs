@@ -196,7 +196,7 @@ mod tests {
         }
         CapturedText {
             first_line,
-            bytes,
+            bytes: bytes.into(),
             history_size: history,
             pane_height: height,
             ..CapturedText::default()
