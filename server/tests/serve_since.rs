@@ -116,12 +116,31 @@ fn a_since_search_returns_exactly_the_lines_printed_in_3_of_200_panes() {
     assert_eq!(again["lines_scanned"], 0, "{again}");
 }
 
+/// `panescan serve` on `socket_name`, with its pane cache or without (a
+/// search without one lists fewer fields: the cursor's must all be there).
+fn serve(socket_name: &str, cached: bool) -> Serve {
+    let mut args = vec!["serve", "--socket-name", socket_name];
+    if !cached {
+        args.push("--no-cache");
+    }
+    Serve::spawn_with(&args, &[])
+}
+
 #[test]
 fn a_since_search_says_per_pane_what_was_cleared_resized_respawned_or_new() {
-    let fx = fixture("since-reset", 4, 120);
+    since_reasons("since-reset", true);
+}
+
+#[test]
+fn without_the_pane_cache_a_since_search_says_the_same() {
+    since_reasons("since-reset-uncached", false);
+}
+
+fn since_reasons(label: &str, cached: bool) {
+    let fx = fixture(label, 4, 120);
     let tmux = &fx.server;
     let ids = &fx.pane_ids;
-    let mut s = Serve::spawn(tmux.socket_name());
+    let mut s = serve(tmux.socket_name(), cached);
     s.initialize();
     let first = search(&mut s, None);
     assert_eq!(first["total_panes_matched"], 0, "{first}");
@@ -258,7 +277,16 @@ fn a_damaged_or_foreign_cursor_is_an_error_and_a_restart_searches_in_full() {
 
 #[test]
 fn a_since_search_says_when_history_was_trimmed_and_whether_lines_were_lost() {
-    let tmux = PrivateServer::start("since-trim", 80, 20).unwrap();
+    since_trimmed("since-trim", true);
+}
+
+#[test]
+fn without_the_pane_cache_a_since_search_says_when_history_was_trimmed() {
+    since_trimmed("since-trim-uncached", false);
+}
+
+fn since_trimmed(label: &str, cached: bool) {
+    let tmux = PrivateServer::start(label, 80, 20).unwrap();
     tmux.run_ok(["set-option", "-g", "history-limit", "100"])
         .unwrap();
     let window = |name: &str| {
@@ -284,7 +312,7 @@ fn a_since_search_says_when_history_was_trimmed_and_whether_lines_were_lost() {
         })
     });
     assert!(filled);
-    let mut s = Serve::spawn(tmux.socket_name());
+    let mut s = serve(tmux.socket_name(), cached);
     s.initialize();
     let first = search(&mut s, None);
     // `lost` prints far more than its history keeps; `kept` a little,

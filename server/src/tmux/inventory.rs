@@ -214,6 +214,12 @@ const SEARCH_FIELDS: &[&str] = &[
     "history_size",
 ];
 
+/// What a search's cursor records of each pane besides [`SEARCH_FIELDS`]
+/// (its process, width, cursor row and history limit: `since` reads them
+/// to tell what each pane printed since). A subset of
+/// [`CACHE_FINGERPRINT_FIELDS`].
+const CURSOR_FIELDS: &[&str] = &["pane_width", "pane_pid", "history_limit", "cursor_y"];
+
 /// What the pane cache checks, besides [`SEARCH_FIELDS`], before it reuses
 /// text (a respawn, trim, resize or screen switch must invalidate it, and
 /// output shows in the window's activity second). One listing carries it
@@ -246,6 +252,12 @@ pub enum Fields {
     /// nothing). About 5x cheaper for tmux than [`Fields::Full`]; fill in
     /// what the panes run with [`super::Tmux::commands_and_paths`].
     Search,
+    /// [`Fields::Search`] plus what a search's cursor records of each pane
+    /// (`pane_width`, `pane_pid`, `history_limit`, `cursor_y`): what a
+    /// search lists when there is no pane cache to check its text against
+    /// (five fields fewer for tmux to expand a pane than
+    /// [`Fields::SearchWithFingerprint`]).
+    SearchWithCursor,
     /// [`Fields::Search`] plus what the pane cache checks before it reuses
     /// text: `pane_width`, `pane_height`, `pane_pid`, `history_limit`,
     /// `cursor_x`, `cursor_y`, `alternate_on`, `pane_dead` and
@@ -258,6 +270,7 @@ impl Fields {
         match self {
             Fields::Full => FIELDS.to_vec(),
             Fields::Search => SEARCH_FIELDS.to_vec(),
+            Fields::SearchWithCursor => [SEARCH_FIELDS, CURSOR_FIELDS].concat(),
             Fields::SearchWithFingerprint => [SEARCH_FIELDS, CACHE_FINGERPRINT_FIELDS].concat(),
         }
     }
@@ -702,6 +715,14 @@ mod tests {
              #{cursor_x} #{cursor_y} #{alternate_on} #{pane_dead} #{window_activity}\
              <s>#{session_name}<s>#{window_name}<e>"
         );
+        assert_eq!(
+            sent(Fields::SearchWithCursor),
+            "#{session_id} #{window_id} #{window_index} #{pane_id} #{pane_index} \
+             #{history_size} #{pane_width} #{pane_pid} #{history_limit} #{cursor_y}\
+             <s>#{session_name}<s>#{window_name}<e>"
+        );
+        let with_cache = Fields::SearchWithFingerprint.names();
+        assert!(CURSOR_FIELDS.iter().all(|f| with_cache.contains(f)));
         let full = sent(Fields::Full);
         assert_eq!(full.matches("#{").count(), FIELDS.len());
         assert_eq!(full.matches("<s>").count(), TEXT_FIELDS.len());

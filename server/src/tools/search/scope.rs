@@ -24,9 +24,11 @@ pub(super) struct Listing {
 }
 
 /// Lists every pane, with what the search cursor records of each (process,
-/// width, cursor row) and what the pane cache checks (the same fields and
-/// the window's activity second), and the server's pid and start time:
-/// one listing and one `display-message`, in one round trip. The listing
+/// width, cursor row, history limit) and, when there is a pane cache, what
+/// it checks (those and a few more, and the window's activity second;
+/// tmux pays for each field of each pane, so a search without a cache does
+/// not ask for them), and the server's pid and start time: one listing and
+/// one `display-message`, in one round trip. The listing
 /// uses the search's own deadline (a tmux busy with other calls' captures
 /// gets the whole budget, and a stopped one cannot hold the call past it).
 pub(super) fn list(
@@ -37,9 +39,12 @@ pub(super) fn list(
     let then = [TmuxCommand::new("display-message")
         .flag("-p")
         .format_arg("#{pid} #{start_time}")];
+    let fields = match ctx.pane_cache {
+        Some(_) => Fields::SearchWithFingerprint,
+        None => Fields::SearchWithCursor,
+    };
     let t = tmux.clone();
-    let (inventory, mut extra) =
-        ctx.cancellable(move || t.inventory(Fields::SearchWithFingerprint, &then, deadline))?;
+    let (inventory, mut extra) = ctx.cancellable(move || t.inventory(fields, &then, deadline))?;
     let server = extra.pop().and_then(Result::ok).unwrap_or_default();
     Ok(Listing { inventory, server })
 }
