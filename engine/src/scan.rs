@@ -142,8 +142,10 @@ impl Prepared {
         let survey = lanes::survey(&haystack);
         let mut newlines = survey.newlines;
         if survey.special {
-            haystack = cleaned(haystack, strip_escapes);
-            newlines = memchr::memchr_iter(b'\n', &haystack).count();
+            if let Some(clean) = cleaned(&haystack, strip_escapes) {
+                haystack = clean;
+                newlines = memchr::memchr_iter(b'\n', &haystack).count();
+            }
         }
         // A final `\n` ends the last line; it does not start another.
         let line_count = match haystack.last() {
@@ -189,18 +191,19 @@ impl Prepared {
     }
 }
 
-/// The text with escapes stripped (when asked) and `\r\n` folded: a new
-/// buffer only when one of them changes something.
-fn cleaned(bytes: Bytes, strip_escapes: bool) -> Bytes {
-    let stripped = (strip_escapes && text::has_escapes(&bytes))
-        .then(|| text::strip_escapes(&bytes).into_owned());
-    let text = stripped.as_deref().unwrap_or(&bytes);
+/// The text with escapes stripped (when asked) and `\r\n` folded, in a
+/// buffer of its own; `None` when neither changes anything (the text is
+/// scanned as it is, its line count still right).
+fn cleaned(bytes: &[u8], strip_escapes: bool) -> Option<Bytes> {
+    let stripped = (strip_escapes && text::has_escapes(bytes))
+        .then(|| text::strip_escapes(bytes).into_owned());
+    let text = stripped.as_deref().unwrap_or(bytes);
     if memchr::memmem::find(text, b"\r\n").is_none() {
-        return stripped.map_or(bytes, Bytes::from);
+        return stripped.map(Bytes::from);
     }
     let mut owned = stripped.unwrap_or_else(|| bytes.to_vec());
     fold_crlf(&mut owned);
-    Bytes::from(owned)
+    Some(Bytes::from(owned))
 }
 
 /// Removes each `\r` that comes right before a `\n`, in place (the caller

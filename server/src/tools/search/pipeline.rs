@@ -191,12 +191,7 @@ fn second_look(
         let forwarder = threads.spawn(|| {
             let take = |key: usize, text| match panes.get(key) {
                 Some(&(i, _, _)) => since.refind(key, i, text),
-                None => Capture {
-                    key,
-                    first_line: 0,
-                    bytes: Bytes::new(),
-                    line_numbers: None,
-                },
+                None => Capture::shared(key, 0, Bytes::new()),
             };
             forward_captures(
                 replies,

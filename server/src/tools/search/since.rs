@@ -462,24 +462,19 @@ fn whole(key: usize, cap: CapturedText) -> Capture {
 }
 
 fn empty(key: usize) -> Capture {
-    Capture {
-        key,
-        first_line: 0,
-        bytes: Bytes::new(),
-        line_numbers: None,
-    }
+    Capture::shared(key, 0, Bytes::new())
 }
 
 /// The engine's input for some lines of a capture: a view of its text
 /// (the rows of a capture follow each other, each ending in `\n`).
 fn slice(key: usize, cap: &CapturedText, rows: &[Row]) -> Capture {
-    let bytes = match (rows.first(), rows.last()) {
-        (Some(first), Some(last)) => cap.bytes.slice(first.start..=last.end),
-        _ => Bytes::new(),
+    let (bytes, first_line) = match (rows.first(), rows.last()) {
+        (Some(first), Some(last)) => (cap.bytes.slice(first.start..=last.end), first.number),
+        _ => (Bytes::new(), 0),
     };
     Capture {
         key,
-        first_line: rows.first().map_or(0, |r| r.number),
+        first_line,
         bytes,
         line_numbers: Some(rows.iter().map(|r| r.number).collect()),
     }
