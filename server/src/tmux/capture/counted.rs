@@ -40,7 +40,7 @@
 //! column and printing a wide character there; its rows are then two
 //! lines here where `-J` joins them. Line numbers stay exact either way.)
 
-use super::split::{build, gone, listing_entry, visible_text, HeaderLine, Headers, Split, LISTING};
+use super::split::{build, gone, listing_entry, visible_text, HeaderLine, Output, Split, LISTING};
 use super::{span, CaptureOptions, CaptureRange, CaptureRequest};
 use crate::tmux::TmuxError;
 
@@ -88,13 +88,9 @@ pub(crate) fn script(
 
 /// Cuts a counted chunk's output into panes, a group at a time.
 pub(crate) struct Counted<'a> {
-    headers: Headers,
+    output: Output,
     chunk: &'a [CaptureRequest],
     options: CaptureOptions,
-    /// Output not yet handed out, after a leading `\n` (see `split.rs`).
-    buf: Vec<u8>,
-    /// Where the next header search starts.
-    search_from: usize,
     /// Where the current group's text starts (after the last header line).
     group_start: usize,
     /// Requests before this one have been handed out.
@@ -107,11 +103,9 @@ pub(crate) struct Counted<'a> {
 impl<'a> Counted<'a> {
     pub(crate) fn new(token: &str, chunk: &'a [CaptureRequest], options: CaptureOptions) -> Self {
         Counted {
-            headers: Headers::new(token),
+            output: Output::new(token),
             chunk,
             options,
-            buf: vec![b'\n'],
-            search_from: 0,
             group_start: 1,
             next: 0,
             listed: Default::default(),
@@ -134,12 +128,12 @@ impl<'a> Counted<'a> {
         if self.ended {
             return;
         }
-        self.buf.extend_from_slice(data);
+        self.output.push(data);
         while let Some(HeaderLine {
             newline,
             fields,
             text_start,
-        }) = self.headers.next(&self.buf, &mut self.search_from)
+        }) = self.output.next_header()
         {
             if let Some((pane, rest)) = listing_entry(&fields) {
                 self.listed.insert(pane.to_vec(), rest.to_vec());
@@ -149,17 +143,16 @@ impl<'a> Counted<'a> {
                 } else {
                     (self.next + GROUP).min(self.chunk.len())
                 };
-                let text = &self.buf[self.group_start..newline + 1];
+                let text = self.output.text(self.group_start..newline + 1);
                 self.group(text, self.next, until, emit);
                 self.next = until;
                 if fields == b"end" {
                     self.ended = true;
-                    self.buf = Vec::new();
+                    self.output.release();
                     return;
                 }
             }
             self.group_start = text_start;
-            self.search_from = text_start - 1;
         }
         self.compact();
     }
@@ -210,12 +203,7 @@ impl<'a> Counted<'a> {
 
     /// Drops the bytes no group needs any more.
     fn compact(&mut self) {
-        let keep_from = self.group_start.min(self.search_from);
-        if keep_from >= super::split::COMPACT_AT && keep_from * 2 >= self.buf.len() {
-            self.buf.drain(..keep_from);
-            self.search_from -= keep_from;
-            self.group_start -= keep_from;
-        }
+        self.group_start -= self.output.compact(self.group_start);
     }
 }
 
@@ -330,6 +318,47 @@ mod tests {
             assert_eq!((t.first_line, t.pane_height, t.pane_width), (0, 3, 40));
             assert_eq!(t.line_numbers, None);
             assert!(t.joined);
+        }
+    }
+
+    /// A first group of megabytes is dropped from the buffer once cut; the
+    /// next group is still dealt out exactly.
+    #[test]
+    fn a_long_output_is_compacted_and_cut_exactly() {
+        let count = GROUP as u32 + 8;
+        let ids: Vec<u32> = (0..count).collect();
+        let chunk = requests(&ids);
+        let panes: Vec<(u32, u32, u32)> = ids.iter().map(|&i| (i, 30, 5_000)).collect();
+        let rows = |pane: u32| -> String {
+            (0..5_000)
+                .map(|k| format!("pane {pane} row {k}\n"))
+                .collect()
+        };
+        let mut first = listing(&panes);
+        for pane in 0..GROUP as u32 {
+            first.push_str(&rows(pane));
+        }
+        assert!(first.len() > super::super::split::COMPACT_AT);
+        let mut rest = format!("{TOKEN} g\n");
+        for pane in GROUP as u32..count {
+            rest.push_str(&rows(pane));
+        }
+        let mut c = Counted::new(TOKEN, &chunk, CaptureOptions::default());
+        let mut got = Vec::new();
+        for piece in first.as_bytes().chunks(65_536) {
+            c.push(piece, &mut |i, r| got.push((i, r)));
+        }
+        for piece in rest.as_bytes().chunks(65_536) {
+            c.push(piece, &mut |i, r| got.push((i, r)));
+        }
+        assert!(c.output.held() < rest.len(), "the first group was dropped");
+        c.push(format!("{TOKEN} end\n").as_bytes(), &mut |i, r| {
+            got.push((i, r))
+        });
+        assert!(c.ended());
+        assert_eq!(got.len(), count as usize);
+        for (index, result) in &got {
+            assert!(text(result) == rows(*index as u32), "pane {index}");
         }
     }
 

@@ -47,12 +47,18 @@ pub(crate) const LISTING: &str = "L";
 /// have piled up (and they are at least half of it).
 pub(super) const COMPACT_AT: usize = 1 << 20;
 
-/// Finds a sweep's header lines (`TOKEN FIELDS`) in its output as it
-/// arrives: shared by the headed cutter here and the counted one
-/// (`counted.rs`).
-pub(crate) struct Headers {
+/// A sweep's output as it arrives: the bytes not handed out yet, its
+/// header lines (`TOKEN FIELDS`) found in them, and when to drop what no
+/// pane needs any more. Shared by the headed cutter here and the counted
+/// one (`counted.rs`).
+pub(crate) struct Output {
     /// `\nTOKEN `: a header is a line that starts with the token.
     finder: Finder<'static>,
+    /// Output not yet handed out. Starts with a `\n` so that a header on
+    /// the very first line is found like any other.
+    buf: Vec<u8>,
+    /// Where the next header search starts.
+    search_from: usize,
 }
 
 /// One complete header line found in a buffer.
@@ -66,36 +72,75 @@ pub(crate) struct HeaderLine {
     pub text_start: usize,
 }
 
-impl Headers {
+impl Output {
     pub(crate) fn new(token: &str) -> Self {
-        Headers {
+        Output {
             finder: Finder::new(format!("\n{token} ").as_bytes()).into_owned(),
+            buf: vec![b'\n'],
+            search_from: 0,
         }
     }
 
-    /// The next complete header line of `buf` at or after `*from`. `None`
-    /// when there is none yet; `*from` is then where to look again once
-    /// more output came (a header may have begun in the last bytes). The
-    /// caller moves `*from` past a header it took (to `text_start - 1`, the
-    /// newline that may start the next one).
-    pub(crate) fn next(&self, buf: &[u8], from: &mut usize) -> Option<HeaderLine> {
+    /// Adds the next piece of output.
+    pub(crate) fn push(&mut self, data: &[u8]) {
+        self.buf.extend_from_slice(data);
+    }
+
+    /// The next complete header line, taken: the search goes on after it
+    /// (from its last newline, which may start the next header). `None`
+    /// when there is none yet; the search then resumes where a header may
+    /// have begun in the last bytes, once more output came.
+    pub(crate) fn next_header(&mut self) -> Option<HeaderLine> {
+        let from = self.search_from;
         let pattern = self.finder.needle().len();
-        let Some(found) = self.finder.find(&buf[*from..]) else {
-            *from = (*from).max(buf.len().saturating_sub(pattern - 1));
+        let Some(found) = self.finder.find(&self.buf[from..]) else {
+            self.search_from = from.max(self.buf.len().saturating_sub(pattern - 1));
             return None;
         };
-        let newline = *from + found;
+        let newline = from + found;
         let line_start = newline + 1;
-        let Some(eol) = memchr::memchr(b'\n', &buf[line_start..]) else {
+        let Some(eol) = memchr::memchr(b'\n', &self.buf[line_start..]) else {
             // The header line is not complete yet.
-            *from = newline;
+            self.search_from = newline;
             return None;
         };
+        let text_start = line_start + eol + 1;
+        self.search_from = text_start - 1;
         Some(HeaderLine {
             newline,
-            fields: buf[line_start + pattern - 1..line_start + eol].to_vec(),
-            text_start: line_start + eol + 1,
+            fields: self.buf[line_start + pattern - 1..line_start + eol].to_vec(),
+            text_start,
         })
+    }
+
+    /// The output between two offsets (empty if they are not in it).
+    pub(crate) fn text(&self, range: std::ops::Range<usize>) -> &[u8] {
+        self.buf.get(range).unwrap_or_default()
+    }
+
+    /// Drops the bytes before `needed` (and before the header search) once
+    /// they are many and most of the buffer; returns how far every offset
+    /// into the output moved back (0 when nothing was dropped).
+    pub(crate) fn compact(&mut self, needed: usize) -> usize {
+        let keep_from = needed.min(self.search_from);
+        if keep_from >= COMPACT_AT && keep_from * 2 >= self.buf.len() {
+            self.buf.drain(..keep_from);
+            self.search_from -= keep_from;
+            return keep_from;
+        }
+        0
+    }
+
+    /// Bytes held now.
+    #[cfg(test)]
+    pub(crate) fn held(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Frees the buffer: the output has ended.
+    pub(crate) fn release(&mut self) {
+        self.buf = Vec::new();
+        self.search_from = 0;
     }
 }
 
@@ -110,14 +155,9 @@ pub(crate) fn listing_entry(fields: &[u8]) -> Option<(&[u8], &[u8])> {
 
 /// Cuts one sweep's output into panes, in request order.
 pub(crate) struct Splitter<'a> {
-    headers: Headers,
+    output: Output,
     chunk: &'a [CaptureRequest],
     options: CaptureOptions,
-    /// Output not yet handed out. Starts with a `\n` so that a header on
-    /// the very first line is found like any other.
-    buf: Vec<u8>,
-    /// Where the next header search starts.
-    search_from: usize,
     /// The pane being read: its request index, header fields, text start.
     current: Option<(usize, Vec<u8>, usize)>,
     /// Requests before this one have been handed out.
@@ -130,11 +170,9 @@ pub(crate) struct Splitter<'a> {
 impl<'a> Splitter<'a> {
     pub(crate) fn new(token: &str, chunk: &'a [CaptureRequest], options: CaptureOptions) -> Self {
         Splitter {
-            headers: Headers::new(token),
+            output: Output::new(token),
             chunk,
             options,
-            buf: vec![b'\n'],
-            search_from: 0,
             current: None,
             next: 0,
             listed: Default::default(),
@@ -158,24 +196,23 @@ impl<'a> Splitter<'a> {
         if self.ended {
             return;
         }
-        self.buf.extend_from_slice(data);
+        self.output.push(data);
         while let Some(HeaderLine {
             newline,
             fields,
             text_start,
-        }) = self.headers.next(&self.buf, &mut self.search_from)
+        }) = self.output.next_header()
         {
             // The text of the pane before ends with the header's newline.
             self.close(newline + 1, emit);
             if fields == b"end" {
                 self.ended = true;
                 self.skip_to(self.chunk.len(), emit);
-                self.buf = Vec::new();
+                self.output.release();
                 return;
             }
             if let Some((pane, rest)) = listing_entry(&fields) {
                 self.listed.insert(pane.to_vec(), rest.to_vec());
-                self.search_from = text_start - 1;
                 continue;
             }
             let mut parts = fields.splitn(2, |&b| b == b' ');
@@ -199,7 +236,6 @@ impl<'a> Splitter<'a> {
                 }
                 self.current = Some((i, header, text_start));
             }
-            self.search_from = text_start - 1;
         }
         self.compact();
     }
@@ -209,7 +245,7 @@ impl<'a> Splitter<'a> {
         let Some((i, header, start)) = self.current.take() else {
             return;
         };
-        let text = self.buf.get(start..end).unwrap_or_default();
+        let text = self.output.text(start..end);
         if let Some(req) = self.chunk.get(i) {
             emit(i, build(req, &header, text, self.options));
             self.next = i + 1;
@@ -218,16 +254,10 @@ impl<'a> Splitter<'a> {
 
     /// Drops the bytes no pane needs any more.
     fn compact(&mut self) {
-        let keep_from = match &self.current {
-            Some((_, _, start)) => self.search_from.min(*start),
-            None => self.search_from,
-        };
-        if keep_from >= COMPACT_AT && keep_from * 2 >= self.buf.len() {
-            self.buf.drain(..keep_from);
-            self.search_from -= keep_from;
-            if let Some((_, _, start)) = &mut self.current {
-                *start -= keep_from;
-            }
+        let needed = self.current.as_ref().map_or(usize::MAX, |c| c.2);
+        let moved = self.output.compact(needed);
+        if let Some((_, _, start)) = &mut self.current {
+            *start -= moved;
         }
     }
 
@@ -552,6 +582,37 @@ mod tests {
             assert!(got[1].as_ref().unwrap_err().contains("%2 not found"));
             assert!(got[2].as_ref().unwrap_err().contains("%3 not found"));
             assert_eq!(got[3].as_deref().unwrap(), b"x\n\ny\n");
+        }
+    }
+
+    /// Megabytes of output: what no pane needs any more is dropped from
+    /// the buffer on the way, and every pane's text is still cut exactly.
+    #[test]
+    fn a_long_output_is_compacted_and_cut_exactly() {
+        let reqs = requests(4);
+        let text = |pane: usize| -> Vec<u8> {
+            (0..30_000)
+                .flat_map(|k| format!("pane {pane} line {k}\n").into_bytes())
+                .collect()
+        };
+        let mut out = Vec::new();
+        for pane in 0..4 {
+            out.extend_from_slice(format!("T {pane} %{} 5 80 2\n", pane + 1).as_bytes());
+            out.extend_from_slice(&text(pane));
+        }
+        let mut s = Splitter::new("T", &reqs, CaptureOptions::default());
+        let mut got = Vec::new();
+        for piece in out.chunks(65_536) {
+            s.push(piece, &mut |_, r| got.push(r.unwrap().text.bytes.to_vec()));
+        }
+        assert!(s.output.held() * 2 < out.len(), "the output was compacted");
+        s.push(b"T end\n", &mut |_, r| {
+            got.push(r.unwrap().text.bytes.to_vec())
+        });
+        assert!(s.ended());
+        assert_eq!(got.len(), 4);
+        for (pane, bytes) in got.iter().enumerate() {
+            assert!(*bytes == text(pane), "pane {pane}");
         }
     }
 
