@@ -4,7 +4,9 @@
 //! this harms nothing: that pane receives no byte and shows none, its
 //! terminal attributes and foreground process group are unchanged, the
 //! pane dying mid-sweep fails no other pane, and a dead lowest pane makes
-//! the sweep fall back to a pipe with the same answers.
+//! the sweep fall back to a pipe with the same answers. The anchor the
+//! server keeps for the next sweep, and the client started on it before
+//! the sweep's script is known, are held to the same.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::{Path, PathBuf};
@@ -15,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use panescan::tmux::private_server::PrivateServer;
 use panescan::tmux::{
-    CaptureOptions, CaptureRange, CaptureReply, CaptureRequest, PaneId, ServerSpec, Tmux,
+    CaptureOptions, CaptureRange, CaptureReply, CaptureRequest, Fields, PaneId, ServerSpec, Tmux,
 };
 
 /// Polls `f` until it holds; fails the test after a minute.
@@ -118,16 +120,36 @@ fn sweep(
     ids: &[PaneId],
     range: CaptureRange,
 ) -> crossbeam_channel::Receiver<CaptureReply> {
+    sweep_on(tmux, ids, range, None)
+}
+
+/// [`sweep`] whose first chunk may run on a client started ahead.
+fn sweep_on(
+    tmux: &Tmux,
+    ids: &[PaneId],
+    range: CaptureRange,
+    spare: Option<panescan::tmux::capture::Spare>,
+) -> crossbeam_channel::Receiver<CaptureReply> {
     let requests = ids
         .iter()
         .map(|&pane| CaptureRequest { pane, range })
         .collect();
-    tmux.capture(
+    tmux.sweep_with_spare(
         requests,
         CaptureOptions::default(),
         Instant::now() + Duration::from_secs(60),
         Arc::new(AtomicBool::new(false)),
+        spare,
     )
+}
+
+/// A client started on the anchor the server keeps, as a search without
+/// the pane cache starts one before its listing is back (the server must
+/// have been listed: an anchor pays only on a server of many panes).
+fn early_client(tmux: &Tmux) -> Option<panescan::tmux::capture::Spare> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    tmux.inventory(Fields::Search, &[], deadline).unwrap();
+    tmux.anchored_spare()
 }
 
 /// Every pane but %0 answered with its own text, whole.
@@ -194,6 +216,14 @@ fn the_anchor_pane_receives_nothing_and_keeps_its_terminal() {
     assert_eq!(ids[0].number(), 0);
     for range in [CaptureRange::Visible, CaptureRange::AllHistory].repeat(3) {
         assert_exact(&collect(sweep(&tmux, &ids, range)), &ids, range);
+        // The next sweep's first client starts on the kept anchor, then
+        // waits for its script (as during a search's listing).
+        let early = early_client(&tmux);
+        assert!(early.is_some(), "a client on the kept anchor");
+        std::thread::sleep(Duration::from_millis(100));
+        assert_exact(&collect(sweep_on(&tmux, &ids, range, early)), &ids, range);
+        // Not used (the listing failed, the scope was small): it ends.
+        drop(early_client(&tmux));
     }
     assert_eq!(termios(), termios_before, "terminal attributes");
     assert_eq!(foreground(), fg_before, "foreground process group");
@@ -245,6 +275,15 @@ fn history(server: &PrivateServer, pane: &str) -> String {
 fn a_dead_lowest_pane_makes_the_sweep_use_a_pipe() {
     let fixture = server_with_reader("anchor-dead", 20, 200);
     let (server, out) = (&fixture.server, &fixture.out);
+    // A sweep while %0 lives keeps its terminal for the next.
+    let tmux = connect(server);
+    let ids = pane_ids(server);
+    assert_exact(
+        &collect(sweep(&tmux, &ids, CaptureRange::Visible)),
+        &ids,
+        CaptureRange::Visible,
+    );
+    assert!(early_client(&tmux).is_some(), "the anchor is kept");
     server
         .run_ok(["set-option", "-w", "-t", "%0", "remain-on-exit", "on"])
         .unwrap();
@@ -258,14 +297,14 @@ fn a_dead_lowest_pane_makes_the_sweep_use_a_pipe() {
     // undone). Its text must then hold still, so the sweep and tmux's own
     // capture below read the same thing.
     eventually("%0 is dead", || field(server, "%0", "#{pane_dead}") == "1");
+    // The anchor kept from the sweep before is not taken: its pane died.
+    assert!(early_client(&tmux).is_none(), "no client on a dead pane");
     let mut last = history(server, "%0");
     eventually("%0 holds still", || {
         std::thread::sleep(Duration::from_millis(300));
         let now = history(server, "%0");
         std::mem::replace(&mut last, now) == last
     });
-    let tmux = connect(server);
-    let ids = pane_ids(server);
     let socket = server.socket_path().unwrap();
     let rx = sweep(&tmux, &ids, CaptureRange::AllHistory);
     let first = rx.recv_timeout(Duration::from_secs(60)).unwrap();

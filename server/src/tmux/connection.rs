@@ -456,6 +456,9 @@ pub struct Shared {
     /// Small captures may go over the control client (cleared once this
     /// server's replies prove not decodable: tmux/capture/control.rs).
     pub(crate) captures_over_control: AtomicBool,
+    /// The terminal the last sweep showed tmux, kept for the next
+    /// (tmux/capture/anchor.rs).
+    pub(crate) anchor: Mutex<Option<Arc<super::capture::Anchor>>>,
 }
 
 impl Shared {
@@ -472,6 +475,7 @@ impl Shared {
             hub: Arc::default(),
             sweeps: Arc::default(),
             captures_over_control: AtomicBool::new(true),
+            anchor: Mutex::new(None),
         })
     }
 

@@ -376,6 +376,37 @@ impl Tmux {
         capture::Spare::start(self.inner.endpoint())
     }
 
+    /// Starts a sweep client for a batch about to capture many panes, on
+    /// the terminal the last sweep showed tmux, before the batch's script
+    /// is known (capture/spare.rs); `None` if there is none to start.
+    /// Pass it to [`Tmux::sweep_with_spare`].
+    pub fn anchored_spare(&self) -> Option<capture::Spare> {
+        capture::anchored_spare(&self.inner)
+    }
+
+    /// [`Tmux::capture`], whose first chunk may run on `spare` (a client
+    /// started ahead by [`Tmux::anchored_spare`] or [`Tmux::spare_sweep`]).
+    pub fn sweep_with_spare(
+        &self,
+        requests: Vec<CaptureRequest>,
+        options: CaptureOptions,
+        deadline: Instant,
+        cancel: Arc<AtomicBool>,
+        spare: Option<capture::Spare>,
+    ) -> crossbeam_channel::Receiver<CaptureReply> {
+        capture::start(
+            self.inner.clone(),
+            requests,
+            options,
+            deadline,
+            cancel,
+            capture::Ahead {
+                spare,
+                over_control: false,
+            },
+        )
+    }
+
     /// Subscribes to the server's event stream: pane output (as "pane
     /// printed" triggers or bytes) and/or structure events, as `interest`
     /// says. Sets the stream up before it returns (a listing and one

@@ -33,16 +33,31 @@
 //!   that cannot be opened, or a socket directory whose path tmux's glob
 //!   would read as a pattern: the sweep uses a pipe, as before.
 //!
+//! # Kept between sweeps
+//!
+//! Finding the terminal is a round trip; the server keeps the anchor it
+//! found ([`Shared::anchor`]) and the next sweep whose lowest pane is the
+//! same one takes it without asking, once its terminal proves live here:
+//! when a pane's process ends or the pane is respawned, tmux closes the
+//! terminal's master side and the open terminal is hung up (`tcgetattr`
+//! fails with `EIO`), so a dead, respawned or killed pane, or a server
+//! gone, is asked about again. Holding the terminal open keeps its number
+//! from going to another terminal meanwhile. A kept anchor also lets a
+//! sweep's first client start before its script is known
+//! (`spare.rs`).
+//!
 //! `capture_anchor.rs` (tests) checks each point on private servers.
 
 use std::fs::File;
-use std::io::Write as _;
-use std::os::unix::fs::OpenOptionsExt as _;
+use std::io::{IsTerminal as _, Write as _};
+use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use super::super::command::TmuxCommand;
 use super::super::connection::Shared;
+use super::super::ids::PaneId;
 use super::CaptureRequest;
 
 /// Fewer requests than this sweep through a pipe. Finding the terminal
@@ -64,6 +79,8 @@ const STALE_SCRIPT: Duration = Duration::from_secs(3600);
 /// A sweep's terminal, and where its scripts go.
 #[derive(Debug)]
 pub(crate) struct Anchor {
+    /// The pane whose terminal it is.
+    pane: PaneId,
     tty: File,
     dir: PathBuf,
     /// The server's tmux version, `(major, minor)`, when it reads as one.
@@ -89,12 +106,35 @@ impl Drop for ScriptFile {
 }
 
 /// The terminal of the lowest-numbered pane of `requests`, opened, if that
-/// pane is live and everything above holds; `None`: use a pipe.
+/// pane is live and everything above holds; `None`: use a pipe. The one
+/// the server keeps is taken when it is that pane's and still live; else
+/// tmux is asked, and what it says is kept.
 pub(crate) fn find(
     shared: &Shared,
     requests: &[CaptureRequest],
     deadline: Instant,
-) -> Option<Anchor> {
+) -> Option<Arc<Anchor>> {
+    let lowest = requests.iter().map(|r| r.pane).min_by_key(|p| p.number())?;
+    let mut kept = shared.anchor.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(anchor) = kept.as_ref() {
+        if anchor.pane == lowest && anchor.is_live() {
+            return Some(Arc::clone(anchor));
+        }
+    }
+    let found = ask(shared, lowest, deadline).map(Arc::new);
+    kept.clone_from(&found);
+    found
+}
+
+/// The anchor the server keeps, if its terminal is still live: what a
+/// sweep's early client (`spare.rs`) is started on.
+pub(crate) fn kept(shared: &Shared) -> Option<Arc<Anchor>> {
+    let kept = shared.anchor.lock().unwrap_or_else(|e| e.into_inner());
+    kept.as_ref().filter(|a| a.is_live()).map(Arc::clone)
+}
+
+/// Asks tmux for `lowest`'s terminal and opens it.
+fn ask(shared: &Shared, lowest: PaneId, deadline: Instant) -> Option<Anchor> {
     // On another host the terminal is not here to open: a pipe it is.
     if shared.endpoint().host().is_some() {
         return None;
@@ -104,7 +144,6 @@ pub(crate) fn find(
     if !dir.is_absolute() || dir_text.contains(['*', '?', '[', '\\']) {
         return None;
     }
-    let lowest = requests.iter().map(|r| r.pane).min_by_key(|p| p.number())?;
     let probe = TmuxCommand::new("display-message")
         .flag("-p")
         .target(lowest)
@@ -118,6 +157,7 @@ pub(crate) fn find(
         .ok()?;
     remove_stale_scripts(&dir, SystemTime::now());
     Some(Anchor {
+        pane: lowest,
         tty,
         dir,
         version: parse_version(version),
@@ -146,7 +186,9 @@ fn remove_stale_scripts(dir: &Path, now: SystemTime) {
             .ok()
             .and_then(|m| now.duration_since(m).ok())
             .is_some_and(|age| age > STALE_SCRIPT);
-        if is_script && meta.is_file() && old {
+        // A FIFO is an early client's (`spare.rs`).
+        let ours = meta.is_file() || meta.file_type().is_fifo();
+        if is_script && ours && old {
             let _ = std::fs::remove_file(entry.path());
         }
     }
@@ -170,13 +212,19 @@ fn parse_version(version: &str) -> Option<(u32, u32)> {
 }
 
 impl Anchor {
+    /// Whether the terminal still belongs to a live pane: a pane whose
+    /// process ended (or was respawned, or killed) had its master side
+    /// closed by tmux, which hangs the terminal up, and a hung-up terminal
+    /// answers `tcgetattr` (what `isatty` asks) with `EIO`.
+    pub(crate) fn is_live(&self) -> bool {
+        self.tty.is_terminal()
+    }
+
     /// A handle on the terminal for one client's stdin.
     pub(crate) fn stdin(&self) -> Option<File> {
         self.tty.try_clone().ok()
     }
 
-    /// Writes `script` to a new file only panescan can read, named with
-    /// the chunk's `token` (128 random bits: no name is guessed or reused).
     /// The `capture-pane` flags that print every row of a pane on a line
     /// of its own (no join) with the bytes a joined capture gives a row
     /// that did not wrap (trailing spaces kept, cells as far as tmux's
@@ -192,6 +240,21 @@ impl Anchor {
         }
     }
 
+    /// Makes a FIFO only panescan can open, named as a script is, for an
+    /// early client to read its script from (`spare.rs`).
+    pub(crate) fn fifo(&self, token: &str) -> Option<ScriptFile> {
+        let path = self.dir.join(format!("{SCRIPT_PREFIX}{token}"));
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            &path,
+            rustix::fs::Mode::from_raw_mode(0o600),
+        )
+        .ok()?;
+        Some(ScriptFile { path })
+    }
+
+    /// Writes `script` to a new file only panescan can read, named with
+    /// the chunk's `token` (128 random bits: no name is guessed or reused).
     pub(crate) fn script_file(&self, token: &str, script: &str) -> Option<ScriptFile> {
         let path = self.dir.join(format!("{SCRIPT_PREFIX}{token}"));
         let mut file = std::fs::OpenOptions::new()
@@ -263,6 +326,7 @@ mod tests {
         let flags = |v: &str| {
             let tty = File::open("/dev/null").unwrap();
             Anchor {
+                pane: PaneId::from_number(0),
                 tty,
                 dir: PathBuf::new(),
                 version: parse_version(v),

@@ -115,6 +115,7 @@ mod spare;
 mod split;
 mod unvis;
 
+pub(crate) use anchor::Anchor;
 pub(crate) use gate::Gate;
 pub use spare::Spare;
 
@@ -306,7 +307,7 @@ struct Batch {
     /// The sweep's place at the server's gate (`None`: one pane, ungated).
     member: Option<Member>,
     /// The terminal its clients show tmux (`None`: they read a pipe).
-    anchor: Option<anchor::Anchor>,
+    anchor: Option<Arc<anchor::Anchor>>,
     /// A client started ahead for the first pipe-fed chunk (`spare.rs`).
     spare: std::sync::Mutex<Option<Spare>>,
     /// Whether visible chunks may still be counted (`counted.rs`): a chunk
@@ -356,6 +357,18 @@ fn chunk_panes(server_panes: usize, left: usize) -> usize {
     let most = CHUNK_PANES.max((CHUNK_PANES_SCALE * server_panes).isqrt());
     let chunks = left.div_ceil(most).max(1);
     left.div_ceil(chunks).max(1)
+}
+
+/// A sweep client started on the kept anchor's terminal before the
+/// batch's script is known (`spare.rs`), for a caller about to sweep a
+/// server of many panes; `None` when there is no live anchor kept (the
+/// first sweep, another host) or too few panes for an anchor to pay.
+pub(crate) fn anchored_spare(shared: &Shared) -> Option<Spare> {
+    if shared.listed_panes.load(Ordering::Relaxed) < anchor::MIN_REQUESTS {
+        return None;
+    }
+    let anchor = anchor::kept(shared)?;
+    Spare::start_anchored(shared.endpoint(), anchor, &sweep_token())
 }
 
 /// A chunk's token: 128 random bits written as 22 letters and digits
@@ -733,14 +746,21 @@ impl Batch {
         }
     }
 
-    /// Starts a chunk's client: on the anchor's terminal with the script
-    /// in a file when the batch has one (the file lives until the chunk
-    /// ends), else with the script on a pipe.
+    /// Starts a chunk's client: the spare started ahead for this kind of
+    /// chunk when there is one (`spare.rs`); else on the anchor's terminal
+    /// with the script in a file when the batch has one (the file lives
+    /// until the chunk ends), else with the script on a pipe.
     fn spawn(
         &self,
         token: &str,
         script: String,
     ) -> (Result<Child, TmuxError>, Option<anchor::ScriptFile>) {
+        if let Some((child, fifo)) = self
+            .take_spare()
+            .and_then(|spare| spare.feed(script.clone(), self.deadline))
+        {
+            return (Ok(child), fifo);
+        }
         if let Some(anchor) = &self.anchor {
             if let (Some(file), Some(stdin)) = (anchor.script_file(token, &script), anchor.stdin())
             {
@@ -749,13 +769,18 @@ impl Batch {
                 }
             }
         }
-        let spare = self.spare.lock().ok().and_then(|mut s| s.take());
-        match spare {
-            Some(spare) => match spare.feed(script.clone()) {
-                Some(child) => (Ok(child), None),
-                None => (oneshot::spawn_source(&self.socket, script), None),
-            },
-            None => (oneshot::spawn_source(&self.socket, script), None),
+        (oneshot::spawn_source(&self.socket, script), None)
+    }
+
+    /// The spare started ahead, if it can run this batch's chunks: an
+    /// anchored one on the batch's own anchor, a pipe-fed one when the
+    /// batch has none.
+    fn take_spare(&self) -> Option<Spare> {
+        let mut spare = self.spare.lock().ok()?;
+        if spare.as_ref()?.serves(self.anchor.as_ref()) {
+            spare.take()
+        } else {
+            None
         }
     }
 

@@ -1,36 +1,81 @@
 //! A sweep client started before its script is known.
 //!
-//! Starting a `tmux source-file -` process is most of what a small sweep
-//! costs (a since search's few deltas: a handful of commands for tmux, a
-//! process start for the machine, far longer on a loaded one). A caller
-//! that will likely sweep a few panes once its listing is back starts a
-//! spare first, so the process starts while the listing's round trip is
-//! under way; the first small chunk of its batch then writes its script
-//! to the spare's standard input instead of starting a process.
+//! Starting a `tmux source-file` process is a large share of what a sweep
+//! costs besides the captures (the process, its connection and tmux's
+//! handshake: a few ms on a quiet machine, far longer on a loaded one). A
+//! caller that will sweep once its listing is back starts a spare first,
+//! so the process starts while the listing's round trip is under way; the
+//! batch's first chunk then hands its script to the spare instead of
+//! starting a process.
 //!
-//! The spare is an ordinary pipe-fed sweep client: tmux reads the script
-//! only when its standard input ends, and runs it then, without yielding,
-//! as any sweep's (the probes and captures stay atomic). A spare not used
-//! is given an empty script (its standard input closed: tmux runs nothing
-//! and the client exits) and reaped on a thread of its own; if panescan
-//! dies first, the pipe closes just the same. A spare whose client has
-//! already exited (the server went away) is not used.
+//! Two kinds, as a chunk's client is fed (`mod.rs`, `Batch::spawn`):
+//!
+//! - **Pipe**: `tmux source-file -`, the script on its standard input, for
+//!   a small batch with no anchor (a since search's few deltas).
+//! - **Anchored**: `tmux source-file FIFO` on the kept anchor's terminal
+//!   (`anchor.rs`), for a whole sweep. A non-attached client reads a
+//!   `source-file` path itself (file.c `file_read`: the server asks the
+//!   client to open it, 3.2-3.6b) with `O_NONBLOCK`; a FIFO no writer has
+//!   opened yet reads as neither data nor end of file on Linux (its poll
+//!   reports nothing until a writer comes and goes), so the client waits
+//!   there. Feeding opens the FIFO for writing, writes the script and
+//!   closes it: the client reads the script and its end, as from a file.
+//!   The FIFO is made 0600 beside the socket under a chunk's random name
+//!   (the scripts' naming, `anchor.rs`), and removed when the chunk ends.
+//!
+//! Either runs its script as any sweep's: tmux reads it whole, then runs it
+//! without yielding (the probes and captures stay atomic). A spare not used
+//! is given an empty script (its input ended: tmux runs nothing and the
+//! client exits), or killed when an anchored one has not opened its FIFO
+//! yet, and reaped on a thread of its own; if panescan dies first, the pipe
+//! closes just the same and a FIFO left behind is removed with the stale
+//! scripts. A spare whose client has already exited (the server went away)
+//! is not used.
 
 use std::io::Write as _;
+use std::os::unix::fs::OpenOptionsExt as _;
+use std::path::Path;
 use std::process::{Child, ChildStdin, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use super::super::launch::Endpoint;
+use super::super::oneshot;
+use super::anchor::{Anchor, ScriptFile};
 
-/// A `tmux source-file -` client waiting for its script.
+/// How long a fed anchored spare may take to open its FIFO: it started
+/// before the listing's round trip and opens it as soon as tmux asks,
+/// so this only bounds a client that died or hung on the way.
+const FIFO_OPEN_WAIT: Duration = Duration::from_secs(10);
+/// Between two looks at whether the client has opened its FIFO.
+const FIFO_POLL: Duration = Duration::from_micros(100);
+
+/// A `tmux source-file` client waiting for its script.
 #[derive(Debug)]
 pub struct Spare {
     child: Option<Child>,
-    stdin: Option<ChildStdin>,
+    input: Input,
 }
 
+/// Where a spare's script goes.
+#[derive(Debug)]
+enum Input {
+    /// The client's standard input.
+    Pipe(Option<ChildStdin>),
+    /// A FIFO the client reads the script from, on `anchor`'s terminal.
+    Fifo {
+        fifo: Option<ScriptFile>,
+        anchor: Arc<Anchor>,
+    },
+}
+
+/// A spare's client with its script on the way, and the FIFO to remove
+/// when its chunk ends (anchored spares).
+pub(crate) type Fed = (Child, Option<ScriptFile>);
+
 impl Spare {
-    /// Starts a spare client for the server at `at` (here or on a host);
-    /// `None` if it cannot be started (the batch then starts its own).
+    /// Starts a pipe-fed spare client for the server at `at` (here or on a
+    /// host); `None` if it cannot be started (the batch then starts its own).
     pub(crate) fn start(at: &Endpoint) -> Option<Spare> {
         let mut child = at
             .tmux(&["source-file", "-"])
@@ -43,12 +88,43 @@ impl Spare {
         let stdin = child.stdin.take();
         Some(Spare {
             child: Some(child),
-            stdin,
+            input: Input::Pipe(stdin),
         })
     }
 
-    /// The client with `script` on its way to it, if it is still running.
-    pub(crate) fn feed(mut self, script: String) -> Option<Child> {
+    /// Starts a spare client on `anchor`'s terminal, reading its script
+    /// from a FIFO named with `token`; `None` where FIFOs do not behave as
+    /// described above (not Linux) or it cannot be started.
+    pub(crate) fn start_anchored(at: &Endpoint, anchor: Arc<Anchor>, token: &str) -> Option<Spare> {
+        if !cfg!(target_os = "linux") {
+            return None;
+        }
+        let fifo = anchor.fifo(token)?;
+        let child = oneshot::spawn_source_path(at, fifo.path(), anchor.stdin()?).ok()?;
+        Some(Spare {
+            child: Some(child),
+            input: Input::Fifo {
+                fifo: Some(fifo),
+                anchor,
+            },
+        })
+    }
+
+    /// Whether this spare can run a chunk whose clients show tmux `anchor`
+    /// (`None`: a pipe-fed chunk).
+    pub(crate) fn serves(&self, anchor: Option<&Arc<Anchor>>) -> bool {
+        match (&self.input, anchor) {
+            (Input::Pipe(_), None) => true,
+            (Input::Fifo { anchor: own, .. }, Some(wanted)) => Arc::ptr_eq(own, wanted),
+            _ => false,
+        }
+    }
+
+    /// The client with `script` on its way to it, if it is still running;
+    /// the script is written on a thread, as a freshly started sweep's is
+    /// (the caller reads the output while the script is still going in),
+    /// and not after `deadline`.
+    pub(crate) fn feed(mut self, script: String, deadline: Instant) -> Option<Fed> {
         let alive = self
             .child
             .as_mut()
@@ -56,24 +132,274 @@ impl Spare {
         if !alive {
             return None;
         }
-        let (child, mut stdin) = (self.child.take()?, self.stdin.take()?);
-        // Written on a thread, as a freshly started sweep's script is: the
-        // caller reads the output while the script is still going in.
-        std::thread::spawn(move || {
-            let _ = stdin.write_all(script.as_bytes());
-        });
-        Some(child)
+        let child = self.child.take()?;
+        match &mut self.input {
+            Input::Pipe(stdin) => {
+                let mut stdin = stdin.take()?;
+                std::thread::spawn(move || {
+                    let _ = stdin.write_all(script.as_bytes());
+                });
+                Some((child, None))
+            }
+            Input::Fifo { fifo, .. } => {
+                let fifo = fifo.take()?;
+                let path = fifo.path().to_path_buf();
+                std::thread::spawn(move || write_fifo(&path, script.as_bytes(), deadline));
+                Some((child, Some(fifo)))
+            }
+        }
+    }
+}
+
+/// Writes `script` into the FIFO at `path` once its reader has opened it,
+/// then closes it (the reader's end of file). Gives up at `deadline` (or
+/// after [`FIFO_OPEN_WAIT`]) or when the FIFO is removed (its chunk ended):
+/// the chunk's reader then reports the client's failure.
+fn write_fifo(path: &Path, script: &[u8], deadline: Instant) {
+    let until = deadline.min(Instant::now() + FIFO_OPEN_WAIT);
+    let Some(mut fifo) = open_for_writing(path, until) else {
+        return;
+    };
+    let mut left = script;
+    while !left.is_empty() {
+        match fifo.write(left) {
+            Ok(0) => return,
+            Ok(n) => left = &left[n..],
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if Instant::now() >= until {
+                    return;
+                }
+                std::thread::sleep(FIFO_POLL);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            // The client went away (EPIPE): nothing left to feed.
+            Err(_) => return,
+        }
+    }
+}
+
+/// The FIFO at `path` opened for writing, non-blocking, once a reader has
+/// it open (before that, opening it so fails with `ENXIO`); `None` when it
+/// is gone or `until` passes first.
+fn open_for_writing(path: &Path, until: Instant) -> Option<std::fs::File> {
+    loop {
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)
+        {
+            Ok(file) => return Some(file),
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) && Instant::now() < until => {
+                std::thread::sleep(FIFO_POLL);
+            }
+            Err(_) => return None,
+        }
     }
 }
 
 impl Drop for Spare {
     fn drop(&mut self) {
-        // End of input: an empty script, which tmux runs as nothing.
-        drop(self.stdin.take());
-        if let Some(mut child) = self.child.take() {
-            std::thread::spawn(move || {
-                let _ = child.wait();
-            });
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        match &mut self.input {
+            // End of input: an empty script, which tmux runs as nothing.
+            Input::Pipe(stdin) => drop(stdin.take()),
+            Input::Fifo { fifo, .. } => {
+                let fifo = fifo.take();
+                let opened = fifo
+                    .as_ref()
+                    .is_some_and(|f| open_for_writing(f.path(), Instant::now()).is_some());
+                // Opened and closed again: the client read an empty script
+                // and ends. Not opened by the client yet: it would wait for
+                // a writer forever, so it is stopped.
+                if !opened {
+                    let _ = child.kill();
+                }
+                drop(fifo);
+            }
         }
+        std::thread::spawn(move || {
+            let _ = child.wait();
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use std::io::Read as _;
+    use std::os::unix::fs::FileTypeExt as _;
+
+    use super::super::super::connection::Shared;
+    use super::super::super::ids::PaneId;
+    use super::super::super::private_server::PrivateServer;
+    use super::super::super::ServerSpec;
+    use super::super::{anchor, anchored_spare, CaptureRange, CaptureRequest};
+    use super::*;
+
+    /// A private server of 20 panes under a directory of its own, and the
+    /// server's handle with an anchor kept on its lowest pane.
+    fn anchored(label: &str) -> (PrivateServer, std::path::PathBuf, Shared) {
+        let dir = std::env::temp_dir().join(format!("panescan-{label}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let server = PrivateServer::start_under(label, 80, 10, Some(&dir)).unwrap();
+        server
+            .source(&"new-window -d 'exec sleep 100000'\n".repeat(19))
+            .unwrap();
+        let socket = server.socket_path().unwrap();
+        let shared = Shared::new(ServerSpec {
+            socket_path: Some(socket.clone()),
+            ..ServerSpec::default()
+        })
+        .unwrap();
+        shared
+            .listed_panes
+            .store(20, std::sync::atomic::Ordering::Relaxed);
+        let requests: Vec<CaptureRequest> = (0..20)
+            .map(|n| CaptureRequest {
+                pane: PaneId::from_number(n),
+                range: CaptureRange::Visible,
+            })
+            .collect();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        assert!(anchor::find(&shared, &requests, deadline).is_some());
+        (server, socket.parent().unwrap().to_path_buf(), shared)
+    }
+
+    fn fifos(dir: &Path) -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_fifo()))
+            .map(|e| e.path())
+            .collect()
+    }
+
+    fn gone(pid: u32) -> bool {
+        let until = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < until {
+            if !Path::new(&format!("/proc/{pid}")).exists() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
+    #[test]
+    fn an_anchored_spare_runs_the_script_it_is_fed_from_its_fifo() {
+        let (server, dir, shared) = anchored("spare-fed");
+        let spare = anchored_spare(&shared).expect("a kept anchor starts a spare");
+        let kept = anchor::kept(&shared).unwrap();
+        assert!(spare.serves(Some(&kept)), "its own anchor's chunks");
+        assert!(!spare.serves(None), "not a pipe-fed chunk");
+        let fifo = fifos(&dir);
+        assert_eq!(fifo.len(), 1, "one FIFO beside the socket");
+        // The client is waiting on its FIFO well before it is fed.
+        std::thread::sleep(Duration::from_millis(300));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let (mut child, guard) = spare
+            .feed("display-message -p fed-through-the-fifo\n".into(), deadline)
+            .unwrap();
+        let mut out = String::new();
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
+        assert!(child.wait().unwrap().success());
+        assert_eq!(out, "fed-through-the-fifo\n");
+        drop(guard);
+        assert!(fifos(&dir).is_empty(), "the FIFO is removed with its chunk");
+        drop(server);
+        let _ = std::fs::remove_dir_all(dir.parent().unwrap_or(&dir));
+    }
+
+    #[test]
+    fn an_unused_anchored_spare_ends_and_leaves_nothing() {
+        let (server, dir, shared) = anchored("spare-unused");
+        // Dropped at once (its client may not have opened the FIFO yet)
+        // and after its client waits on it: both end, FIFOs removed.
+        for wait in [Duration::ZERO, Duration::from_millis(300)] {
+            let spare = anchored_spare(&shared).unwrap();
+            let pid = spare.child.as_ref().unwrap().id();
+            std::thread::sleep(wait);
+            drop(spare);
+            assert!(gone(pid), "the spare's client ended ({wait:?})");
+            assert!(fifos(&dir).is_empty(), "no FIFO left ({wait:?})");
+        }
+        // Another anchor's spare does not serve: the anchor is compared,
+        // not just its pane.
+        let spare = anchored_spare(&shared).unwrap();
+        *shared.anchor.lock().unwrap() = None;
+        let requests = [CaptureRequest {
+            pane: PaneId::from_number(0),
+            range: CaptureRange::Visible,
+        }];
+        let other = anchor::find(&shared, &requests, Instant::now() + Duration::from_secs(30));
+        assert!(!spare.serves(other.as_ref()));
+        drop(spare);
+        drop(server);
+        let _ = std::fs::remove_dir_all(dir.parent().unwrap_or(&dir));
+    }
+
+    /// A batch with `anchor` and `spare`, for `Batch::spawn`.
+    fn batch(shared: &Shared, anchor: Option<Arc<Anchor>>, spare: Spare) -> super::super::Batch {
+        let (tx, _rx) = crossbeam_channel::bounded(1);
+        super::super::Batch {
+            socket: shared.endpoint().clone(),
+            server_panes: 20,
+            options: super::super::CaptureOptions::default(),
+            deadline: Instant::now() + Duration::from_secs(30),
+            cancel: Arc::default(),
+            tx,
+            member: None,
+            anchor,
+            spare: std::sync::Mutex::new(Some(spare)),
+            counting: Arc::default(),
+        }
+    }
+
+    #[test]
+    fn a_chunk_runs_on_the_spare_of_its_own_kind_only() {
+        let (server, dir, shared) = anchored("spare-chunk");
+        let script = || "display-message -p chunk\n".to_owned();
+        let run = |mut child: Child| {
+            let mut out = String::new();
+            child
+                .stdout
+                .take()
+                .unwrap()
+                .read_to_string(&mut out)
+                .unwrap();
+            let _ = child.wait();
+            out
+        };
+        // The batch's anchor is the spare's: its first chunk runs there.
+        let spare = anchored_spare(&shared).unwrap();
+        let pid = spare.child.as_ref().unwrap().id();
+        let anchored = batch(&shared, anchor::kept(&shared), spare);
+        let (child, fifo) = anchored.spawn("token", script());
+        let child = child.unwrap();
+        assert_eq!(child.id(), pid, "the spare ran the chunk");
+        assert!(fifo.is_some(), "its FIFO lives as long as the chunk");
+        assert_eq!(run(child), "chunk\n");
+        drop(fifo);
+        // A pipe-fed batch starts its own client and leaves the spare.
+        let spare = anchored_spare(&shared).unwrap();
+        let pid = spare.child.as_ref().unwrap().id();
+        let piped = batch(&shared, None, spare);
+        let (child, fifo) = piped.spawn("token", script());
+        let child = child.unwrap();
+        assert_ne!(child.id(), pid, "not the anchored spare");
+        assert!(fifo.is_none());
+        assert_eq!(run(child), "chunk\n");
+        assert!(piped.spare.lock().unwrap().is_some(), "the spare is left");
+        drop(piped);
+        drop(anchored);
+        drop(server);
+        let _ = std::fs::remove_dir_all(dir.parent().unwrap_or(&dir));
     }
 }

@@ -161,9 +161,14 @@ fn search_one(ctx: &ToolContext, args: &SearchPanesArgs) -> Result<SearchPanesRe
         .since
         .as_deref()
         .is_some_and(|s| cursor::Cursor::decode(s).is_ok());
-    let spare = (ctx.pane_cache.is_some() && valid_since)
-        .then(|| tmux.spare_sweep())
-        .flatten();
+    // Without the pane cache a search sweeps every pane in its scope:
+    // the sweep's first client starts now, on the terminal the last one
+    // showed tmux (tmux/capture/spare.rs).
+    let spare = match &ctx.pane_cache {
+        Some(_) if valid_since => tmux.spare_sweep(),
+        Some(_) => None,
+        None => tmux.anchored_spare(),
+    };
     let listing = Span::new("search.list");
     let Listing { inventory, server } = scope::list(ctx, &tmux, deadline)?;
     drop(listing);

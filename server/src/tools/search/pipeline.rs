@@ -276,7 +276,13 @@ fn start_fetch(
             stop_fetch.clone(),
             listed.spare,
         ),
-        None => tmux.capture(requests, capture_options, deadline, stop_fetch.clone()),
+        None => tmux.sweep_with_spare(
+            requests,
+            capture_options,
+            deadline,
+            stop_fetch.clone(),
+            listed.spare,
+        ),
     }
 }
 
