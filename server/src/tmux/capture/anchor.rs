@@ -75,6 +75,13 @@ const SCRIPT_PREFIX: &str = ".panescan-sweep-";
 /// call's deadline): a panescan killed mid-chunk left it, and the next
 /// sweep removes it.
 const STALE_SCRIPT: Duration = Duration::from_secs(3600);
+/// An early client's FIFO (`spare.rs`) this old belongs to no waiting
+/// spare (a spare is fed or let go once its caller's listing is back): a
+/// panescan killed between starting the client and feeding it left it, and
+/// possibly the client waiting on it, which the next sweep releases.
+const STALE_FIFO: Duration = Duration::from_secs(60);
+/// How often a sweep that finds its anchor kept looks for stale scripts.
+const STALE_LOOK_EVERY: Duration = Duration::from_secs(60);
 
 /// A sweep's terminal, and where its scripts go.
 #[derive(Debug)]
@@ -85,6 +92,8 @@ pub(crate) struct Anchor {
     dir: PathBuf,
     /// The server's tmux version, `(major, minor)`, when it reads as one.
     version: Option<(u32, u32)>,
+    /// When stale scripts were last looked for beside the socket.
+    last_look: std::sync::Mutex<Instant>,
 }
 
 /// A script written for one chunk; removed when dropped.
@@ -118,6 +127,7 @@ pub(crate) fn find(
     let mut kept = shared.anchor.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(anchor) = kept.as_ref() {
         if anchor.pane == lowest && anchor.is_live() {
+            anchor.look_for_stale_scripts();
             return Some(Arc::clone(anchor));
         }
     }
@@ -128,9 +138,13 @@ pub(crate) fn find(
 
 /// The anchor the server keeps, if its terminal is still live: what a
 /// sweep's early client (`spare.rs`) is started on.
+/// A dead one is let go (its terminal closed) on the way.
 pub(crate) fn kept(shared: &Shared) -> Option<Arc<Anchor>> {
-    let kept = shared.anchor.lock().unwrap_or_else(|e| e.into_inner());
-    kept.as_ref().filter(|a| a.is_live()).map(Arc::clone)
+    let mut kept = shared.anchor.lock().unwrap_or_else(|e| e.into_inner());
+    if kept.as_ref().is_some_and(|a| !a.is_live()) {
+        *kept = None;
+    }
+    kept.clone()
 }
 
 /// Asks tmux for `lowest`'s terminal and opens it.
@@ -161,14 +175,19 @@ fn ask(shared: &Shared, lowest: PaneId, deadline: Instant) -> Option<Anchor> {
         tty,
         dir,
         version: parse_version(version),
+        last_look: std::sync::Mutex::new(Instant::now()),
     })
 }
 
-/// Removes the scripts in `dir` older than [`STALE_SCRIPT`] at `now`:
-/// only regular files named as panescan names them (the prefix and a
-/// chunk's token: 22 letters and digits, or the 32 hex digits of older
-/// builds), so nothing of tmux's or the user's is touched.
-fn remove_stale_scripts(dir: &Path, now: SystemTime) {
+/// Removes the scripts in `dir` older than [`STALE_SCRIPT`] at `now`, and
+/// the FIFOs older than [`STALE_FIFO`]: only regular files and FIFOs named
+/// as panescan names them (the prefix and a chunk's token: 22 letters and
+/// digits, or the 32 hex digits of older builds), so nothing of tmux's or
+/// the user's is touched. A client still waiting on a stale FIFO (its
+/// panescan died before feeding it) would wait for a writer as long as
+/// tmux runs: the FIFO is opened for writing and closed first, which ends
+/// its script there, empty, and the client with it.
+pub(super) fn remove_stale_scripts(dir: &Path, now: SystemTime) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
@@ -181,14 +200,22 @@ fn remove_stale_scripts(dir: &Path, now: SystemTime) {
             })
         });
         let Ok(meta) = entry.metadata() else { continue };
-        let old = meta
+        let age = meta
             .modified()
             .ok()
-            .and_then(|m| now.duration_since(m).ok())
-            .is_some_and(|age| age > STALE_SCRIPT);
-        // A FIFO is an early client's (`spare.rs`).
-        let ours = meta.is_file() || meta.file_type().is_fifo();
-        if is_script && ours && old {
+            .and_then(|m| now.duration_since(m).ok());
+        let older = |limit: Duration| age.is_some_and(|age| age > limit);
+        if !is_script {
+            continue;
+        }
+        if meta.file_type().is_fifo() && older(STALE_FIFO) {
+            // Fails at once (ENXIO) when no client has it open.
+            let _ = std::fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(entry.path());
+            let _ = std::fs::remove_file(entry.path());
+        } else if meta.is_file() && older(STALE_SCRIPT) {
             let _ = std::fs::remove_file(entry.path());
         }
     }
@@ -212,6 +239,17 @@ fn parse_version(version: &str) -> Option<(u32, u32)> {
 }
 
 impl Anchor {
+    /// Removes stale scripts beside the socket, at most once every
+    /// [`STALE_LOOK_EVERY`] for the life of a kept anchor (a new one
+    /// looks when it is found).
+    fn look_for_stale_scripts(&self) {
+        let mut last = self.last_look.lock().unwrap_or_else(|e| e.into_inner());
+        if last.elapsed() >= STALE_LOOK_EVERY {
+            *last = Instant::now();
+            remove_stale_scripts(&self.dir, SystemTime::now());
+        }
+    }
+
     /// Whether the terminal still belongs to a live pane: a pane whose
     /// process ended (or was respawned, or killed) had its master side
     /// closed by tmux, which hangs the terminal up, and a hung-up terminal
@@ -330,6 +368,7 @@ mod tests {
                 tty,
                 dir: PathBuf::new(),
                 version: parse_version(v),
+                last_look: std::sync::Mutex::new(Instant::now()),
             }
             .counted_flags()
         };

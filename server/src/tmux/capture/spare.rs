@@ -27,10 +27,12 @@
 //! without yielding (the probes and captures stay atomic). A spare not used
 //! is given an empty script (its input ended: tmux runs nothing and the
 //! client exits), or killed when an anchored one has not opened its FIFO
-//! yet, and reaped on a thread of its own; if panescan dies first, the pipe
-//! closes just the same and a FIFO left behind is removed with the stale
-//! scripts. A spare whose client has already exited (the server went away)
-//! is not used.
+//! yet, and reaped on a thread of its own. If panescan dies first, a pipe
+//! closes just the same; a FIFO has no writer left to end it, and its
+//! client would wait as long as tmux runs: the next sweep of the server
+//! (any panescan's) ends such a client and removes its FIFO a minute on
+//! (`anchor.rs`, stale scripts). A spare whose client has already exited
+//! (the server went away) is not used.
 
 use std::io::Write as _;
 use std::os::unix::fs::OpenOptionsExt as _;
@@ -276,10 +278,13 @@ mod tests {
             .collect()
     }
 
+    /// Whether process `pid` ends (exits, reaped or not) within 30 s.
     fn gone(pid: u32) -> bool {
         let until = Instant::now() + Duration::from_secs(30);
         while Instant::now() < until {
-            if !Path::new(&format!("/proc/{pid}")).exists() {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+            if stat.is_empty() || state.starts_with('Z') {
                 return true;
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -341,6 +346,25 @@ mod tests {
         let other = anchor::find(&shared, &requests, Instant::now() + Duration::from_secs(30));
         assert!(!spare.serves(other.as_ref()));
         drop(spare);
+        drop(server);
+        let _ = std::fs::remove_dir_all(dir.parent().unwrap_or(&dir));
+    }
+
+    #[test]
+    fn a_spare_left_waiting_by_a_dead_panescan_is_released_by_the_next() {
+        let (server, dir, shared) = anchored("spare-left");
+        let spare = anchored_spare(&shared).unwrap();
+        let pid = spare.child.as_ref().unwrap().id();
+        // As if panescan died before feeding it: nothing ends the client,
+        // which opens its FIFO and waits for a writer.
+        std::mem::forget(spare);
+        std::thread::sleep(Duration::from_millis(300));
+        anchor::remove_stale_scripts(&dir, std::time::SystemTime::now());
+        assert_eq!(fifos(&dir).len(), 1, "a fresh FIFO is left alone");
+        let later = std::time::SystemTime::now() + Duration::from_secs(120);
+        anchor::remove_stale_scripts(&dir, later);
+        assert!(gone(pid), "the waiting client ended");
+        assert!(fifos(&dir).is_empty(), "the stale FIFO is removed");
         drop(server);
         let _ = std::fs::remove_dir_all(dir.parent().unwrap_or(&dir));
     }
