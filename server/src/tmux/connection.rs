@@ -456,6 +456,9 @@ pub struct Shared {
     /// Small captures may go over the control client (cleared once this
     /// server's replies prove not decodable: tmux/capture/control.rs).
     pub(crate) captures_over_control: AtomicBool,
+    /// The server's process as tmux last reported it, for reading what its
+    /// panes run from `/proc` (tmux/procfs.rs).
+    pub(crate) server_process: super::procfs::ServerCache,
 }
 
 impl Shared {
@@ -472,6 +475,7 @@ impl Shared {
             hub: Arc::default(),
             sweeps: Arc::default(),
             captures_over_control: AtomicBool::new(true),
+            server_process: super::procfs::ServerCache::default(),
         })
     }
 
