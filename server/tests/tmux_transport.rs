@@ -624,7 +624,10 @@ fn names_linked_windows_and_grouped_sessions() {
     assert_eq!(lean.panes.len(), inv.panes.len());
     assert_eq!(cached.panes.len(), inv.panes.len());
     let ids: Vec<PaneId> = inv.panes.iter().map(|p| p.pane_id).collect();
-    let details = tmux.commands_and_paths(&ids, soon());
+    // With their pids, read from /proc (tmux/procfs.rs): the same answers.
+    let with_pids: Vec<(PaneId, Option<u32>)> =
+        inv.panes.iter().map(|p| (p.pane_id, p.pane_pid)).collect();
+    let details = tmux.commands_and_paths(&with_pids, soon());
     assert_eq!(details.len(), ids.len());
     for (((l, c), f), d) in lean
         .panes
@@ -688,7 +691,7 @@ fn names_linked_windows_and_grouped_sessions() {
     // one listing (a large share of the server's panes) or pane by pane (a
     // small share, once the server has more panes), with the same answers.
     let gone = PaneId::from_number(9_999);
-    let mixed = tmux.commands_and_paths(&[gone, ids[0]], soon());
+    let mixed = tmux.commands_and_paths(&[(gone, None), (ids[0], None)], soon());
     assert_eq!(mixed.len(), 2);
     assert!(mixed[0].is_none() && mixed[1].is_some(), "{mixed:?}");
     let names: Vec<&str> = inv
@@ -781,7 +784,8 @@ fn names_linked_windows_and_grouped_sessions() {
     // panes (a small share asked), matches the listing of them all.
     let gone = PaneId::from_number(9_999);
     let first = inv.panes[0].pane_id;
-    let before = tmux.commands_and_paths(&[gone, first], soon());
+    // Without pids: tmux is asked.
+    let before = tmux.commands_and_paths(&[(gone, None), (first, None)], soon());
     for _ in 0..12 {
         server
             .run_ok(["new-window", "-d", "-t", "main:", "exec sleep 1000000"])
@@ -804,10 +808,10 @@ fn names_linked_windows_and_grouped_sessions() {
         std::thread::sleep(Duration::from_millis(50));
     };
     assert!(many.panes.len() >= 15);
-    let one = tmux.commands_and_paths(&[gone, first], soon());
+    let one = tmux.commands_and_paths(&[(gone, None), (first, None)], soon());
     assert_eq!(one, before);
     assert!(one[0].is_none() && one[1].is_some(), "{one:?}");
-    let all: Vec<PaneId> = many.panes.iter().map(|p| p.pane_id).collect();
+    let all: Vec<(PaneId, Option<u32>)> = many.panes.iter().map(|p| (p.pane_id, None)).collect();
     let listed = tmux.commands_and_paths(&all, soon());
     for (p, d) in many.panes.iter().zip(&listed) {
         assert_eq!(

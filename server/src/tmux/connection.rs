@@ -459,6 +459,9 @@ pub struct Shared {
     /// The terminal the last sweep showed tmux, kept for the next
     /// (tmux/capture/anchor.rs).
     pub(crate) anchor: Mutex<Option<Arc<super::capture::Anchor>>>,
+    /// The server's process as tmux last reported it, for reading what its
+    /// panes run from `/proc` (tmux/procfs.rs).
+    pub(crate) server_process: super::procfs::ServerCache,
 }
 
 impl Shared {
@@ -476,6 +479,7 @@ impl Shared {
             sweeps: Arc::default(),
             captures_over_control: AtomicBool::new(true),
             anchor: Mutex::new(None),
+            server_process: super::procfs::ServerCache::default(),
         })
     }
 

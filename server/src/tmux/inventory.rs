@@ -383,18 +383,59 @@ pub(crate) fn fetch(
     Ok((inv, replies.collect()))
 }
 
-/// `pane_current_command` and `pane_current_path` of `panes`, in one round
-/// trip; `None` for a pane that is gone (or if tmux did not answer).
+/// `pane_current_command` and `pane_current_path` of `panes` (each with its
+/// `pane_pid`, if listed); `None` for a pane that is gone (or if tmux did
+/// not answer).
 ///
-/// These two fields are the costliest a listing has (tmux reads `/proc` for
-/// them), and asking pane by pane costs a command each (~80 µs here): for
-/// more than a fifth of the server's panes, one listing of every pane is
-/// cheaper.
+/// These two fields are the costliest a listing has: tmux reads `/proc`
+/// for them, ~25 µs a pane on its single thread. For a server on this
+/// machine panescan reads them itself where it can be certain of tmux's
+/// answer ([`procfs`](super::procfs)), and asks tmux for the rest.
 pub(crate) fn commands_and_paths(
     shared: &Shared,
-    panes: &[PaneId],
+    panes: &[(PaneId, Option<u32>)],
     deadline: Instant,
 ) -> Vec<Option<(String, String)>> {
+    let mut found = if shared.endpoint().host().is_none() {
+        let _span = Span::new("details.procfs");
+        let ask = || {
+            let identity = TmuxCommand::new("display-message")
+                .flag("-p")
+                .format_arg("#{pid} #{start_time}");
+            let text = shared.run_many(&[identity], deadline).pop()?.ok()?;
+            super::procfs::parse_identity(&text)
+        };
+        shared.server_process.details(panes, ask)
+    } else {
+        vec![None; panes.len()]
+    };
+    let rest: Vec<usize> = found
+        .iter()
+        .enumerate()
+        .filter_map(|(i, d)| d.is_none().then_some(i))
+        .collect();
+    if rest.is_empty() {
+        return found;
+    }
+    let _span = Span::new("details.tmux");
+    let ids: Vec<PaneId> = rest
+        .iter()
+        .filter_map(|&i| panes.get(i))
+        .map(|p| p.0)
+        .collect();
+    for (i, answer) in rest.into_iter().zip(ask_tmux(shared, &ids, deadline)) {
+        if let Some(slot) = found.get_mut(i) {
+            *slot = answer;
+        }
+    }
+    found
+}
+
+/// tmux's own answer for `panes`, in one round trip.
+///
+/// Asking pane by pane costs a command each (~80 µs here): for more than a
+/// fifth of the server's panes, one listing of every pane is cheaper.
+fn ask_tmux(shared: &Shared, panes: &[PaneId], deadline: Instant) -> Vec<Option<(String, String)>> {
     if panes.is_empty() {
         return Vec::new();
     }

@@ -109,6 +109,7 @@ pub mod launch;
 pub mod notification;
 pub mod oneshot;
 pub mod private_server;
+pub mod procfs;
 pub mod reach;
 pub mod servers;
 pub mod spans;
@@ -302,13 +303,16 @@ impl Tmux {
         inventory::fetch(&self.inner, fields, then, deadline)
     }
 
-    /// `pane_current_command` and `pane_current_path` of some panes, in one
-    /// round trip; `None` for a pane that is gone or did not answer. A
-    /// search lists with [`Fields::Search`] and asks this only for the
-    /// panes it returns.
+    /// `pane_current_command` and `pane_current_path` of some panes (each
+    /// with its `pane_pid` if listed); `None` for a pane that is gone or did
+    /// not answer. Read from `/proc` where the server is on this machine
+    /// and that gives tmux's answer with certainty ([`procfs`]), asked of
+    /// tmux in one round trip for the rest. A search lists with
+    /// [`Fields::SearchWithCursor`] or [`Fields::SearchWithFingerprint`]
+    /// (both carry `pane_pid`) and asks this only for the panes it returns.
     pub fn commands_and_paths(
         &self,
-        panes: &[PaneId],
+        panes: &[(PaneId, Option<u32>)],
         deadline: Instant,
     ) -> Vec<Option<(String, String)>> {
         inventory::commands_and_paths(&self.inner, panes, deadline)

@@ -96,6 +96,7 @@ fn pane(
             })
             .collect(),
         lines_truncated: n % 5 == 4,
+        pane_pid: None,
     }
 }
 

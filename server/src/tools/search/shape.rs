@@ -134,10 +134,12 @@ impl Page {
 }
 
 /// What the returned panes run was left out of the listing (the costliest
-/// fields for tmux): ask for it now, for this page only. A search that ran
+/// fields for tmux): learn it now, for this page only, from `/proc` where
+/// the listing gave the pane's process, else from tmux. A search that ran
 /// out of time still gets a moment for it.
 fn add_details(tmux: &Tmux, matches: &mut [PaneHits], deadline: Instant) {
-    let page: Vec<PaneId> = matches.iter().map(|m| m.pane_id).collect();
+    let page: Vec<(PaneId, Option<u32>)> =
+        matches.iter().map(|m| (m.pane_id, m.pane_pid)).collect();
     let details_deadline = deadline.max(Instant::now() + DETAILS_GRACE);
     let details = tmux.commands_and_paths(&page, details_deadline);
     for (hit, detail) in matches.iter_mut().zip(details) {
@@ -190,6 +192,7 @@ fn pane_hits(pane: &Pane, lines: &[LineMatch], truncated: bool, several: bool) -
             })
             .collect(),
         lines_truncated: truncated,
+        pane_pid: pane.pane_pid,
     }
 }
 

@@ -158,6 +158,10 @@ pub struct PaneHits {
     pub lines: Vec<HitLine>,
     // More lines matched in this pane than are listed.
     pub lines_truncated: bool,
+    // The pane's process, when the listing has it: what the pane runs is
+    // read from /proc through it (tmux/procfs.rs). Never sent.
+    #[serde(skip)]
+    pub pane_pid: Option<u32>,
 }
 
 /// A pane whose capture failed.
@@ -305,6 +309,7 @@ pub(super) mod fixtures {
                 })
                 .collect(),
             lines_truncated: false,
+            pane_pid: None,
         }
     }
 
