@@ -351,16 +351,17 @@ impl Tmux {
         cancel: Arc<AtomicBool>,
         spare: Option<capture::Spare>,
     ) -> crossbeam_channel::Receiver<CaptureReply> {
+        let ahead = capture::Ahead {
+            spare,
+            over_control: true,
+        };
         capture::start(
             self.inner.clone(),
             requests,
             options,
             deadline,
             cancel,
-            capture::Ahead {
-                spare,
-                over_control: true,
-            },
+            ahead,
         )
     }
 
@@ -398,16 +399,17 @@ impl Tmux {
         cancel: Arc<AtomicBool>,
         spare: Option<capture::Spare>,
     ) -> crossbeam_channel::Receiver<CaptureReply> {
+        let ahead = capture::Ahead {
+            spare,
+            over_control: false,
+        };
         capture::start(
             self.inner.clone(),
             requests,
             options,
             deadline,
             cancel,
-            capture::Ahead {
-                spare,
-                over_control: false,
-            },
+            ahead,
         )
     }
 
