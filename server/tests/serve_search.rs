@@ -119,6 +119,47 @@ fn every_pane_matching_stays_under_the_response_ceiling() {
     assert_eq!(result["total_panes_matched"], 60);
 }
 
+/// The progress notifications of call `id` (token `token`) read before
+/// its response.
+fn progress_of(s: &mut Serve, id: &Value, token: &str) -> Vec<f64> {
+    let r = s.response(id, Duration::from_secs(30));
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    s.take_pending()
+        .into_iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .filter(|m| m["params"]["progressToken"] == token)
+        .map(|m| m["params"]["progress"].as_f64().unwrap())
+        .collect()
+}
+
+#[test]
+fn a_search_whose_last_panes_are_skipped_still_reports_progress() {
+    // A scan budget of 100 bytes: the first panes are scanned in part,
+    // the others skipped (the engine reports progress only for scanned
+    // panes, so never "5 of 5"), and the call is quicker than the 100 ms
+    // between two reports; the client that asked for progress still
+    // hears how far the search got.
+    let fx = fixture("serve-progress-skip", 5, 50);
+    let mut s = Serve::spawn(fx.server.socket_name());
+    s.initialize();
+    s.call_ok("search_panes", json!({"pattern": NEEDLE}));
+    let id = s.fresh_id();
+    s.send(
+        &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "search_panes",
+            "arguments": {"pattern": NEEDLE, "max_scan_bytes": 100},
+            "_meta": {"progressToken": "skip-tok"}
+        }}),
+    );
+    let progress = progress_of(&mut s, &id, "skip-tok");
+    // What was searched (skipped panes were not), never beyond the total.
+    assert!(!progress.is_empty(), "no progress notification");
+    assert!(
+        progress.iter().all(|&p| (0.0..5.0).contains(&p)),
+        "{progress:?}"
+    );
+}
+
 #[test]
 fn progress_is_reported_and_cancel_stops_a_search_with_no_response() {
     let fx = fixture("serve-cancel", 30, 300);

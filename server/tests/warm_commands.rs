@@ -119,7 +119,8 @@ fn a_repeated_search_costs_tmux_one_listing_and_a_since_search_no_process() {
 
     // One pane prints a line: the listing, that pane's delta over the
     // control client (DELTA_OVER_CONTROL says what it holds), and the
-    // hit's command and path.
+    // server's identity, asked once so the hit's command and path can be
+    // read from /proc (tmux/procfs.rs).
     let pane = &fx.pane_ids[7];
     let tty = fx
         .server
@@ -149,8 +150,9 @@ fn a_repeated_search_costs_tmux_one_listing_and_a_since_search_no_process() {
 const LISTING: u64 = 4;
 
 /// What the since search after one pane printed costs tmux: the listing
-/// (4), the matching pane's command and path (one command and its nonce:
-/// 2), and the delta's two ranges (the new rows below the anchor, the
+/// (4), the server's `#{pid} #{start_time}`, asked the first time a
+/// search returns a pane, so its command and path are read from /proc
+/// (one command and its nonce: 2), and the delta's two ranges (the new rows below the anchor, the
 /// oldest stored rows) over the control client, 6 each
 /// (tmux/capture/control.rs): `display-message` (the probe) and
 /// `capture-pane -b` on one line, `show-buffer` and `delete-buffer` on the

@@ -100,6 +100,7 @@ pub(super) fn fetch_and_scan(
         });
         let scanning = Span::new("search.engine");
         let outcome = engine::search(&plan.matcher, &options, rx, &|p| progress.report(p));
+        progress.finish();
         drop(scanning);
         // The engine may stop early (a budget ran out): stop asking tmux.
         stop_fetch.store(true, Ordering::Relaxed);
@@ -364,11 +365,18 @@ fn keep_newest(capture: &mut Capture, max_bytes: usize) {
 }
 
 /// Reports progress at most every 100 ms and on the last pane, so a
-/// 1,000-pane search sends tens of notifications, not thousands.
+/// 1,000-pane search sends tens of notifications, not thousands; and once
+/// more when the engine is done, so a client that asked for progress gets
+/// some even from a search quicker than 100 ms whose last pane was not
+/// scanned (it failed, or a since search had nothing new in it).
 struct ProgressThrottle<'a> {
     ctx: &'a ToolContext,
     total: usize,
-    last: std::sync::Mutex<(Instant, usize)>,
+    /// When and at how many panes progress was last reported (`None`:
+    /// never).
+    last: std::sync::Mutex<(Instant, Option<usize>)>,
+    /// The most panes the engine has said it finished.
+    done: std::sync::atomic::AtomicUsize,
 }
 
 impl<'a> ProgressThrottle<'a> {
@@ -376,25 +384,39 @@ impl<'a> ProgressThrottle<'a> {
         ProgressThrottle {
             ctx,
             total,
-            last: std::sync::Mutex::new((Instant::now(), 0)),
+            last: std::sync::Mutex::new((Instant::now(), None)),
+            done: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
     fn report(&self, p: Progress) {
-        if !self.ctx.progress.is_active() {
-            return;
-        }
-        let Ok(mut last) = self.last.lock() else {
+        self.done.fetch_max(p.panes_done, Ordering::Relaxed);
+        let Ok(last) = self.last.lock() else {
             return;
         };
         let due = p.panes_done == self.total || last.0.elapsed() >= Duration::from_millis(100);
-        if due && p.panes_done > last.1 {
-            *last = (Instant::now(), p.panes_done);
-            let message = format!("{} of {} panes searched", p.panes_done, self.total);
-            self.ctx
-                .progress
-                .report(p.panes_done as f64, Some(self.total as f64), Some(&message));
+        if due {
+            self.send(last, p.panes_done);
         }
+    }
+
+    /// The engine is done: what it finished, unless that was reported.
+    fn finish(&self) {
+        if let Ok(last) = self.last.lock() {
+            self.send(last, self.done.load(Ordering::Relaxed));
+        }
+    }
+
+    /// Reports `done` panes if that is more than was reported before.
+    fn send(&self, mut last: std::sync::MutexGuard<'_, (Instant, Option<usize>)>, done: usize) {
+        if !self.ctx.progress.is_active() || last.1.is_some_and(|reported| done <= reported) {
+            return;
+        }
+        *last = (Instant::now(), Some(done));
+        let message = format!("{done} of {} panes searched", self.total);
+        self.ctx
+            .progress
+            .report(done as f64, Some(self.total as f64), Some(&message));
     }
 }
 
