@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::counter::Counter;
-use common::{child_process, eventually, last_pid, new_children, Serve};
+use common::{eventually, Serve};
 use panescan::tmux::private_server::PrivateServer;
 use panescan::tmux::procfs::{self, ServerProcess};
 use panescan::tmux::{PaneId, ServerSpec, Tmux};
@@ -481,23 +481,11 @@ fn quiet(counter: &mut Counter) -> u64 {
 }
 
 /// Commands tmux ran (for every client) during `f`, a call to the
-/// `panescan serve` whose pid is `serve`, counted once every tmux client it
-/// started meanwhile has ended (as tests/warm_commands.rs counts).
+/// `panescan serve` whose pid is `serve`, once tmux has gone quiet
+/// ([`Counter::during`]).
 fn commands_during<T>(counter: &mut Counter, serve: u32, f: impl FnOnce() -> T) -> (u64, T) {
-    let since = last_pid();
-    let before = quiet(counter);
-    let out = f();
-    let clients: Vec<u32> = new_children(serve, since)
-        .into_iter()
-        .filter(|p| p.cmdline.contains("source-file"))
-        .map(|p| p.pid)
-        .collect();
-    assert!(eventually(Duration::from_secs(30), || {
-        clients
-            .iter()
-            .all(|&pid| child_process(pid, serve).is_none())
-    }));
-    (counter.now() - before - 1, out)
+    quiet(counter);
+    counter.during(serve, f)
 }
 
 fn next_second() {

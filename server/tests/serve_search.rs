@@ -119,16 +119,25 @@ fn every_pane_matching_stays_under_the_response_ceiling() {
     assert_eq!(result["total_panes_matched"], 60);
 }
 
-/// The progress notifications of call `id` (token `token`) read before
-/// its response.
-fn progress_of(s: &mut Serve, id: &Value, token: &str) -> Vec<f64> {
-    let r = s.response(id, Duration::from_secs(30));
+/// Calls search_panes with `arguments` and progress token `token` (no
+/// other call in flight); the progress it reported before its answer.
+fn search_with_progress(s: &mut Serve, arguments: Value, token: &str) -> Vec<f64> {
+    let id = s.fresh_id();
+    s.send(
+        &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "search_panes", "arguments": arguments,
+            "_meta": {"progressToken": token}
+        }}),
+    );
+    let r = s.response(&id, Duration::from_secs(30));
     assert_eq!(r["result"]["isError"], false, "{r}");
     s.take_pending()
         .into_iter()
         .filter(|m| m["method"] == "notifications/progress")
-        .filter(|m| m["params"]["progressToken"] == token)
-        .map(|m| m["params"]["progress"].as_f64().unwrap())
+        .map(|m| {
+            assert_eq!(m["params"]["progressToken"], token);
+            m["params"]["progress"].as_f64().unwrap()
+        })
         .collect()
 }
 
@@ -143,15 +152,8 @@ fn a_search_whose_last_panes_are_skipped_still_reports_progress() {
     let mut s = Serve::spawn(fx.server.socket_name());
     s.initialize();
     s.call_ok("search_panes", json!({"pattern": NEEDLE}));
-    let id = s.fresh_id();
-    s.send(
-        &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
-            "name": "search_panes",
-            "arguments": {"pattern": NEEDLE, "max_scan_bytes": 100},
-            "_meta": {"progressToken": "skip-tok"}
-        }}),
-    );
-    let progress = progress_of(&mut s, &id, "skip-tok");
+    let arguments = json!({"pattern": NEEDLE, "max_scan_bytes": 100});
+    let progress = search_with_progress(&mut s, arguments, "skip-tok");
     // What was searched (skipped panes were not), never beyond the total.
     assert!(!progress.is_empty(), "no progress notification");
     assert!(
@@ -166,25 +168,8 @@ fn progress_is_reported_and_cancel_stops_a_search_with_no_response() {
     let mut s = Serve::spawn(fx.server.socket_name());
     s.initialize();
 
-    let id = s.fresh_id();
-    s.send(
-        &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
-            "name": "search_panes",
-            "arguments": {"pattern": NEEDLE, "scrollback_lines": 1000},
-            "_meta": {"progressToken": "tok-1"}
-        }}),
-    );
-    let r = s.response(&id, Duration::from_secs(30));
-    assert_eq!(r["result"]["isError"], false, "{r}");
-    let progress: Vec<f64> = s
-        .take_pending()
-        .into_iter()
-        .filter(|m| m["method"] == "notifications/progress")
-        .map(|m| {
-            assert_eq!(m["params"]["progressToken"], "tok-1");
-            m["params"]["progress"].as_f64().unwrap()
-        })
-        .collect();
+    let arguments = json!({"pattern": NEEDLE, "scrollback_lines": 1000});
+    let progress = search_with_progress(&mut s, arguments, "tok-1");
     assert!(!progress.is_empty(), "no progress notification");
     assert!(progress.windows(2).all(|w| w[0] < w[1]), "{progress:?}");
     assert_eq!(progress.last(), Some(&30.0), "{progress:?}");

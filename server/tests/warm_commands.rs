@@ -18,38 +18,11 @@ use std::io::Write;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use common::counter::Counter;
-use common::{child_process, eventually, last_pid, new_children, Serve};
+use common::{eventually, Serve};
 use panescan::fixture::{Fixture, FixtureShape};
 use serde_json::{json, Value};
 
 const MARK: &str = "warm-commands-mark";
-
-impl Counter {
-    /// Commands tmux ran (for every client) during `f`, a call to the
-    /// `panescan serve` whose pid is `serve`, counted once every tmux
-    /// client it started meanwhile has ended and been reaped.
-    fn during<T>(&mut self, serve: u32, f: impl FnOnce() -> T) -> (u64, T) {
-        let since = last_pid();
-        let before = self.now();
-        let out = f();
-        let clients: Vec<u32> = new_children(serve, since)
-            .into_iter()
-            .filter(|p| p.cmdline.contains("source-file"))
-            .map(|p| p.pid)
-            .collect();
-        let ended = eventually(Duration::from_secs(30), || {
-            clients
-                .iter()
-                .all(|&pid| child_process(pid, serve).is_none())
-        });
-        assert!(
-            ended,
-            "a sweep client of panescan's was left running or unreaped"
-        );
-        // The second probe is one more command.
-        (self.now() - before - 1, out)
-    }
-}
 
 fn now_secs() -> u64 {
     SystemTime::now()

@@ -292,9 +292,8 @@ impl Drop for Stopped<'_> {
 
 /// The state letter of process `pid` in `/proc` (`T` when stopped).
 pub fn process_state(pid: u32) -> Option<char> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The state follows the command name, which is in parentheses.
-    stat.rsplit_once(") ")?.1.chars().next()
+    let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
+    super::procfs::parse_stat(&stat).map(|s| char::from(s.state))
 }
 
 /// Sends `sig` (a name such as `CONT`) to `pid`; whether it was delivered.

@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use panescan::tmux::private_server::PrivateServer;
 
+use super::{child_process, eventually, last_pid, new_children};
+
 /// A control client attached to a private server, to read its counter.
 pub struct Counter {
     child: Child,
@@ -65,6 +67,31 @@ impl Counter {
                 return number.expect("a %begin before the probe's answer");
             }
         }
+    }
+
+    /// Commands tmux ran (for every client) during `f`, a call to the
+    /// `panescan serve` whose pid is `serve`, counted once every tmux
+    /// client it started meanwhile has ended and been reaped.
+    pub fn during<T>(&mut self, serve: u32, f: impl FnOnce() -> T) -> (u64, T) {
+        let since = last_pid();
+        let before = self.now();
+        let out = f();
+        let clients: Vec<u32> = new_children(serve, since)
+            .into_iter()
+            .filter(|p| p.cmdline.contains("source-file"))
+            .map(|p| p.pid)
+            .collect();
+        let ended = eventually(Duration::from_secs(30), || {
+            clients
+                .iter()
+                .all(|&pid| child_process(pid, serve).is_none())
+        });
+        assert!(
+            ended,
+            "a sweep client of panescan's was left running or unreaped"
+        );
+        // The second probe is one more command.
+        (self.now() - before - 1, out)
     }
 }
 

@@ -209,11 +209,11 @@ pub(super) fn remove_stale_scripts(dir: &Path, now: SystemTime) {
             continue;
         }
         if meta.file_type().is_fifo() && older(STALE_FIFO) {
-            // Fails at once (ENXIO) when no client has it open.
-            let _ = std::fs::OpenOptions::new()
-                .write(true)
-                .custom_flags(libc::O_NONBLOCK)
-                .open(entry.path());
+            // Opened (and closed at once) only when a client has it open.
+            drop(super::spare::open_for_writing(
+                &entry.path(),
+                Instant::now(),
+            ));
             let _ = std::fs::remove_file(entry.path());
         } else if meta.is_file() && older(STALE_SCRIPT) {
             let _ = std::fs::remove_file(entry.path());
@@ -278,10 +278,16 @@ impl Anchor {
         }
     }
 
+    /// Where chunk `token`'s script (or FIFO) goes: beside the socket, named
+    /// as [`remove_stale_scripts`] recognises.
+    fn script_path(&self, token: &str) -> PathBuf {
+        self.dir.join(format!("{SCRIPT_PREFIX}{token}"))
+    }
+
     /// Makes a FIFO only panescan can open, named as a script is, for an
     /// early client to read its script from (`spare.rs`).
     pub(crate) fn fifo(&self, token: &str) -> Option<ScriptFile> {
-        let path = self.dir.join(format!("{SCRIPT_PREFIX}{token}"));
+        let path = self.script_path(token);
         rustix::fs::mkfifoat(
             rustix::fs::CWD,
             &path,
@@ -294,7 +300,7 @@ impl Anchor {
     /// Writes `script` to a new file only panescan can read, named with
     /// the chunk's `token` (128 random bits: no name is guessed or reused).
     pub(crate) fn script_file(&self, token: &str, script: &str) -> Option<ScriptFile> {
-        let path = self.dir.join(format!("{SCRIPT_PREFIX}{token}"));
+        let path = self.script_path(token);
         let mut file = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)

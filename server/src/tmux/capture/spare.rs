@@ -182,8 +182,8 @@ fn write_fifo(path: &Path, script: &[u8], deadline: Instant) {
 
 /// The FIFO at `path` opened for writing, non-blocking, once a reader has
 /// it open (before that, opening it so fails with `ENXIO`); `None` when it
-/// is gone or `until` passes first.
-fn open_for_writing(path: &Path, until: Instant) -> Option<std::fs::File> {
+/// is gone or `until` passes first (at once when `until` has passed).
+pub(super) fn open_for_writing(path: &Path, until: Instant) -> Option<std::fs::File> {
     loop {
         match std::fs::OpenOptions::new()
             .write(true)
@@ -230,12 +230,11 @@ impl Drop for Spare {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-    use std::io::Read as _;
     use std::os::unix::fs::FileTypeExt as _;
 
     use super::super::super::connection::Shared;
     use super::super::super::ids::PaneId;
-    use super::super::super::private_server::PrivateServer;
+    use super::super::super::private_server::{process_state, PrivateServer};
     use super::super::super::ServerSpec;
     use super::super::{anchor, anchored_spare, CaptureRange, CaptureRequest};
     use super::*;
@@ -282,9 +281,7 @@ mod tests {
     fn gone(pid: u32) -> bool {
         let until = Instant::now() + Duration::from_secs(30);
         while Instant::now() < until {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
-            if stat.is_empty() || state.starts_with('Z') {
+            if process_state(pid).is_none_or(|state| state == 'Z') {
                 return true;
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -304,18 +301,12 @@ mod tests {
         // The client is waiting on its FIFO well before it is fed.
         std::thread::sleep(Duration::from_millis(300));
         let deadline = Instant::now() + Duration::from_secs(30);
-        let (mut child, guard) = spare
+        let (child, guard) = spare
             .feed("display-message -p fed-through-the-fifo\n".into(), deadline)
             .unwrap();
-        let mut out = String::new();
-        child
-            .stdout
-            .take()
-            .unwrap()
-            .read_to_string(&mut out)
-            .unwrap();
-        assert!(child.wait().unwrap().success());
-        assert_eq!(out, "fed-through-the-fifo\n");
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success());
+        assert_eq!(out.stdout, b"fed-through-the-fifo\n");
         drop(guard);
         assert!(fifos(&dir).is_empty(), "the FIFO is removed with its chunk");
         drop(server);
@@ -390,17 +381,7 @@ mod tests {
     fn a_chunk_runs_on_the_spare_of_its_own_kind_only() {
         let (server, dir, shared) = anchored("spare-chunk");
         let script = || "display-message -p chunk\n".to_owned();
-        let run = |mut child: Child| {
-            let mut out = String::new();
-            child
-                .stdout
-                .take()
-                .unwrap()
-                .read_to_string(&mut out)
-                .unwrap();
-            let _ = child.wait();
-            out
-        };
+        let run = |child: Child| child.wait_with_output().unwrap().stdout;
         // The batch's anchor is the spare's: its first chunk runs there.
         let spare = anchored_spare(&shared).unwrap();
         let pid = spare.child.as_ref().unwrap().id();
@@ -409,7 +390,7 @@ mod tests {
         let child = child.unwrap();
         assert_eq!(child.id(), pid, "the spare ran the chunk");
         assert!(fifo.is_some(), "its FIFO lives as long as the chunk");
-        assert_eq!(run(child), "chunk\n");
+        assert_eq!(run(child), b"chunk\n");
         drop(fifo);
         // A pipe-fed batch starts its own client and leaves the spare.
         let spare = anchored_spare(&shared).unwrap();
@@ -419,7 +400,7 @@ mod tests {
         let child = child.unwrap();
         assert_ne!(child.id(), pid, "not the anchored spare");
         assert!(fifo.is_none());
-        assert_eq!(run(child), "chunk\n");
+        assert_eq!(run(child), b"chunk\n");
         assert!(piped.spare.lock().unwrap().is_some(), "the spare is left");
         drop(piped);
         drop(anchored);

@@ -139,12 +139,8 @@ pub fn check_command(command: &str, allow_multiline: bool, max: usize) -> Result
 /// terminal (`tpgid` in `/proc/PID/stat`): the pane's own shell, not a
 /// program or a nested shell it started. `None` when it cannot be told.
 pub fn in_foreground(pid: u32) -> Option<bool> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // After the command name in parentheses: state ppid pgrp session
-    // tty_nr tpgid ...
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let tpgid: i64 = rest.split_whitespace().nth(5)?.parse().ok()?;
-    Some(tpgid == i64::from(pid))
+    let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
+    Some(crate::tmux::procfs::parse_stat(&stat)?.tpgid == i64::from(pid))
 }
 
 /// Whether the terminal `tty` is out of canonical mode: a line editor
