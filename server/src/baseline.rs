@@ -183,15 +183,41 @@ pub fn source_fetch(
     })
 }
 
+/// The two single-connection ways of fetching text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FloorPath {
+    /// [`control_fetch`].
+    Control,
+    /// [`source_fetch`].
+    Source,
+}
+
+impl FloorPath {
+    /// One fetch along this path.
+    pub fn fetch(
+        self,
+        socket_name: &str,
+        session: &str,
+        panes: &[String],
+        range: FetchRange,
+    ) -> std::io::Result<Fetched> {
+        match self {
+            FloorPath::Control => control_fetch(socket_name, session, panes, range),
+            FloorPath::Source => source_fetch(socket_name, panes, range),
+        }
+    }
+}
+
 /// The faster of [`control_fetch`] and [`source_fetch`], each the median of
-/// `runs`.
+/// `runs`, and which of them it was (so later fetches can be paired with
+/// what they are compared to).
 pub fn raw_floor(
     socket_name: &str,
     session: &str,
     panes: &[String],
     range: FetchRange,
     runs: usize,
-) -> std::io::Result<Fetched> {
+) -> std::io::Result<(Fetched, FloorPath)> {
     let mut control = Vec::new();
     let mut source = Vec::new();
     for _ in 0..runs.max(1) {
@@ -200,7 +226,11 @@ pub fn raw_floor(
     }
     let c = median_fetch(&mut control);
     let s = median_fetch(&mut source);
-    Ok(if c.elapsed <= s.elapsed { c } else { s })
+    Ok(if c.elapsed <= s.elapsed {
+        (c, FloorPath::Control)
+    } else {
+        (s, FloorPath::Source)
+    })
 }
 
 fn median_fetch(runs: &mut [Fetched]) -> Fetched {

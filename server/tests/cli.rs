@@ -146,6 +146,11 @@ fn bench_reports_every_case_as_json_and_as_a_chart() {
         .find(|r| r["case"] == "rare literal" && r["scope"] == "deep")
         .unwrap();
     assert_eq!(rare["matching_lines"], 1, "{rare}");
+    // Each row is read against raw fetches timed beside its own runs.
+    for r in rows {
+        assert!(r["raw_fetch_ms"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["ratio_to_raw_fetch"].as_f64().unwrap() > 0.0, "{r}");
+    }
     // The chart: one bar label per case, beside the raw fetch floor.
     let svg = std::fs::read_to_string(&chart).unwrap_or_default();
     let _ = std::fs::remove_file(&chart);

@@ -4,7 +4,11 @@
 //! times a matrix of searches through the real MCP front end beside the
 //! cost of fetching the same text raw ([`crate::baseline`]), all in the same
 //! run. Medians of `--runs` runs; ratios against the raw floor are what to
-//! read (the absolute numbers move with the machine's load).
+//! read (the absolute numbers move with the machine's load). Each search
+//! run is paired with a raw fetch of the same range along the faster
+//! single-connection path, timed right beside it, and a row's ratio is the
+//! median of its runs' ratios: a machine whose load drifts between the
+//! floors' phase and a case's moves both halves of a pair alike.
 
 use std::time::{Duration, Instant};
 
@@ -15,7 +19,7 @@ use serde_json::{json, Value};
 
 use super::client::McpClient;
 use super::progress;
-use crate::baseline::{self, median, FetchRange, Fetched};
+use crate::baseline::{self, median, FetchRange, Fetched, FloorPath};
 use crate::fixture::{FixtureShape, NEEDLE};
 
 /// `panescan bench` options.
@@ -82,8 +86,12 @@ pub struct BenchRow {
     pub lines_scanned: u64,
     pub matching_lines: u64,
     pub clamps: Vec<String>,
-    /// Median time over the raw single-connection fetch of the same range.
+    /// The median, over runs, of the search's time over the raw fetch of
+    /// the same range timed right beside it (paired, so the machine's
+    /// drift between phases of the bench does not move the ratio).
     pub ratio_to_raw_fetch: f64,
+    /// Median of the raw fetches paired with this case's runs.
+    pub raw_fetch_ms: f64,
 }
 
 /// The whole report.
@@ -206,7 +214,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     let steps = 4 + cases.len() as u64 + u64::from(!args.no_process_baseline) * 2;
     let bar = progress::steps(steps, !args.json && !args.csv);
     let floors = Floors::measure(args, &socket, &fixture.pane_ids, runs, &bar)?;
-    let rows = run_cases(&socket, cases, runs, &floors, &bar)?;
+    let rows = run_cases(&socket, &fixture.pane_ids, cases, runs, &floors, &bar)?;
     bar.finish_and_clear();
     let load = Some(super::bench_load::run(
         &socket,
@@ -249,6 +257,11 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
 struct Floors {
     raw_visible: Fetched,
     raw_deep: Fetched,
+    /// The faster single-connection path, visible and deep: each search
+    /// run is paired with a fetch along it.
+    visible_path: FloorPath,
+    deep_path: FloorPath,
+    deep_range: FetchRange,
     /// One tmux process per pane (absent with `--no-process-baseline`).
     ppp_visible: Option<Fetched>,
     ppp_deep: Option<Fetched>,
@@ -263,12 +276,13 @@ impl Floors {
         bar: &ProgressBar,
     ) -> Result<Floors, String> {
         bar.set_message("raw fetch, visible");
-        let raw_visible = baseline::raw_floor(socket, "main", panes, FetchRange::Visible, runs)
-            .map_err(|e| format!("raw fetch failed: {e}"))?;
+        let (raw_visible, visible_path) =
+            baseline::raw_floor(socket, "main", panes, FetchRange::Visible, runs)
+                .map_err(|e| format!("raw fetch failed: {e}"))?;
         bar.inc(1);
         bar.set_message("raw fetch, deep");
         let deep_range = FetchRange::Scrollback(args.lines as u64);
-        let raw_deep = baseline::raw_floor(socket, "main", panes, deep_range, runs)
+        let (raw_deep, deep_path) = baseline::raw_floor(socket, "main", panes, deep_range, runs)
             .map_err(|e| format!("raw fetch failed: {e}"))?;
         bar.inc(1);
         let (mut ppp_visible, mut ppp_deep) = (None, None);
@@ -283,15 +297,88 @@ impl Floors {
         Ok(Floors {
             raw_visible,
             raw_deep,
+            visible_path,
+            deep_path,
+            deep_range,
             ppp_visible,
             ppp_deep,
         })
     }
+
+    /// One raw fetch of a case's range along the faster path.
+    fn fetch(&self, socket: &str, panes: &[String], deep: bool) -> Result<Duration, String> {
+        let (path, range) = if deep {
+            (self.deep_path, self.deep_range)
+        } else {
+            (self.visible_path, FetchRange::Visible)
+        };
+        path.fetch(socket, "main", panes, range)
+            .map(|f| f.elapsed)
+            .map_err(|e| format!("raw fetch failed: {e}"))
+    }
 }
 
-/// Times each case through `panescan serve`, `runs` times; a row per case.
+/// One case's runs: each search timed beside a raw fetch of the same range,
+/// the two in turn (which goes first alternates, so neither always meets
+/// the state the other left).
+struct PairedRuns {
+    searches: Vec<Duration>,
+    fetches: Vec<Duration>,
+    ratios: Vec<f64>,
+    last: Value,
+    errors: Vec<String>,
+}
+
+impl PairedRuns {
+    fn measure(
+        client: &mut McpClient,
+        arguments: &Value,
+        pair: impl Fn() -> Result<Duration, String>,
+        runs: usize,
+    ) -> Result<PairedRuns, String> {
+        let mut r = PairedRuns {
+            searches: Vec::with_capacity(runs),
+            fetches: Vec::with_capacity(runs),
+            ratios: Vec::with_capacity(runs),
+            last: Value::Null,
+            errors: Vec::new(),
+        };
+        for run in 0..runs {
+            let fetch_first = run % 2 == 0;
+            let before = if fetch_first { Some(pair()?) } else { None };
+            let start = Instant::now();
+            // A tool error (a budget too small to even list the panes) is a
+            // result worth reporting, not a reason to stop the bench.
+            match client.call_tool("search_panes", arguments.clone(), Duration::from_secs(600)) {
+                Ok(result) => r.last = result,
+                Err(e) => r.errors.push(e),
+            }
+            let search = start.elapsed();
+            let fetch = match before {
+                Some(fetch) => fetch,
+                None => pair()?,
+            };
+            if !fetch.is_zero() {
+                r.ratios.push(search.as_secs_f64() / fetch.as_secs_f64());
+            }
+            r.searches.push(search);
+            r.fetches.push(fetch);
+        }
+        Ok(r)
+    }
+
+    fn median_ratio(&mut self) -> f64 {
+        self.ratios.sort_by(f64::total_cmp);
+        let ratio = self.ratios.get(self.ratios.len() / 2).copied();
+        ratio.map_or(0.0, |r| (r * 100.0).round() / 100.0)
+    }
+}
+
+/// Times each case through `panescan serve`, `runs` times, each run paired
+/// with a raw fetch; a row per case.
 fn run_cases(
     socket: &str,
+    panes: &[String],
     cases: Vec<(&'static str, bool, Value)>,
     runs: usize,
     floors: &Floors,
@@ -310,29 +397,16 @@ fn run_cases(
     let mut rows = Vec::new();
     for (name, deep, arguments) in cases {
         bar.set_message(format!("{} {name}", if deep { "deep" } else { "visible" }));
-        let mut times = Vec::with_capacity(runs);
-        let mut last = Value::Null;
-        let mut errors = Vec::new();
-        for _ in 0..runs {
-            let start = Instant::now();
-            // A tool error (a budget too small to even list the panes) is a
-            // result worth reporting, not a reason to stop the bench.
-            match client.call_tool("search_panes", arguments.clone(), Duration::from_secs(600)) {
-                Ok(result) => last = result,
-                Err(e) => errors.push(e),
-            }
-            times.push(start.elapsed());
-        }
-        let median_time = median(&mut times);
-        let floor = if deep {
-            floors.raw_deep
-        } else {
-            floors.raw_visible
-        };
-        let mut r = row(name, deep, median_time, &last, floor);
-        if let Some(first) = errors.first() {
-            r.clamps
-                .push(format!("{} of {runs} runs failed: {first}", errors.len()));
+        let pair = || floors.fetch(socket, panes, deep);
+        let mut paired = PairedRuns::measure(&mut client, &arguments, pair, runs)?;
+        let mut r = row(name, deep, median(&mut paired.searches), &paired.last);
+        r.ratio_to_raw_fetch = paired.median_ratio();
+        r.raw_fetch_ms = ms(median(&mut paired.fetches));
+        if let Some(first) = paired.errors.first() {
+            r.clamps.push(format!(
+                "{} of {runs} runs failed: {first}",
+                paired.errors.len()
+            ));
         }
         rows.push(r);
         bar.inc(1);
@@ -391,7 +465,7 @@ fn process_baseline(socket: &str, panes: &[String], range: FetchRange) -> Result
     baseline::process_per_pane(socket, panes, range).map_err(|e| format!("tmux failed: {e}"))
 }
 
-fn row(name: &str, deep: bool, time: Duration, result: &Value, floor: Fetched) -> BenchRow {
+fn row(name: &str, deep: bool, time: Duration, result: &Value) -> BenchRow {
     let number = |key: &str| result.get(key).and_then(Value::as_u64).unwrap_or(0);
     let matching_lines = result
         .get("matches")
@@ -416,11 +490,8 @@ fn row(name: &str, deep: bool, time: Duration, result: &Value, floor: Fetched) -
         lines_scanned: number("lines_scanned"),
         matching_lines,
         clamps,
-        ratio_to_raw_fetch: if floor.elapsed.is_zero() {
-            0.0
-        } else {
-            (time.as_secs_f64() / floor.elapsed.as_secs_f64() * 100.0).round() / 100.0
-        },
+        ratio_to_raw_fetch: 0.0,
+        raw_fetch_ms: 0.0,
     }
 }
 
@@ -438,15 +509,16 @@ fn print_table(r: &BenchReport) {
     }
     println!();
     println!(
-        "{:<8} {:<34} {:>10} {:>8} {:>12} {:>10} {:>6}  clamps",
-        "scope", "search", "median ms", "x raw", "bytes", "lines", "hits"
+        "{:<8} {:<34} {:>10} {:>8} {:>7} {:>12} {:>10} {:>6}  clamps",
+        "scope", "search", "median ms", "raw ms", "x raw", "bytes", "lines", "hits"
     );
     for row in &r.rows {
         println!(
-            "{:<8} {:<34} {:>10.1} {:>8.2} {:>12} {:>10} {:>6}  {}",
+            "{:<8} {:<34} {:>10.1} {:>8.1} {:>7.2} {:>12} {:>10} {:>6}  {}",
             row.scope,
             row.case,
             row.median_ms,
+            row.raw_fetch_ms,
             row.ratio_to_raw_fetch,
             row.bytes_scanned,
             row.lines_scanned,
@@ -463,11 +535,6 @@ fn print_table(r: &BenchReport) {
 fn print_csv(r: &BenchReport) {
     println!("scope,case,median_ms,ratio_to_raw_fetch,bytes_scanned,lines_scanned,matching_lines,clamps,raw_fetch_ms,panes,lines");
     for row in &r.rows {
-        let raw = if row.scope == "deep" {
-            r.raw_deep_ms
-        } else {
-            r.raw_visible_ms
-        };
         println!(
             "{},\"{}\",{},{},{},{},{},\"{}\",{},{},{}",
             row.scope,
@@ -478,7 +545,7 @@ fn print_csv(r: &BenchReport) {
             row.lines_scanned,
             row.matching_lines,
             row.clamps.join(" "),
-            raw,
+            row.raw_fetch_ms,
             r.panes,
             r.lines
         );
