@@ -87,6 +87,28 @@ fn nested_thousand_by_thousand_is_rejected_for_size() {
     assert_eq!(err.to_string(), "invalid regular expression at byte 0: the compiled pattern would need more than the limit of 4 MiB; use smaller counted repetitions or narrower classes");
 }
 
+/// `check` finds every error but the automata's size (which only building
+/// them finds), and names it as `new` does.
+#[test]
+fn check_finds_what_new_finds_short_of_the_size_of_the_automata() {
+    assert!(Matcher::check(&["(a{1000}){1000}"], REGEX).is_ok());
+    for bad in ["abcde{5000}", "(", "a\\", "[z-a]"] {
+        let checked = Matcher::check(&[bad], REGEX).expect_err(bad);
+        assert_eq!(checked, reject(bad), "{bad}");
+    }
+    let lines = PatternOptions {
+        regex: false,
+        match_case: true,
+    };
+    let two = ["fine", "two\nlines"];
+    assert_eq!(
+        Matcher::check(&two, lines).unwrap_err(),
+        Matcher::new(&two, lines).unwrap_err()
+    );
+    let none: [&str; 0] = [];
+    assert!(Matcher::check(&none, REGEX).is_err());
+}
+
 #[test]
 fn counted_repetition_over_limit_names_offset_and_limit() {
     let err = reject("abcde{5000}");

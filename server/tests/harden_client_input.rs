@@ -215,6 +215,8 @@ search_panes | {"pattern": "x", "window": "@99999999999999999999"} | must look l
 search_panes | {"pattern": "x", "nope": true} | unknown argument nope
 search_panes | {"pattern": "(", "regex": true} | at byte 0
 search_panes | {"pattern": "x{100000}", "regex": true} | {100000} exceeds the limit
+search_panes | {"pattern": "(a{1000}){1000}", "regex": true} | would need more than the limit of 4 MiB
+search_panes | {"patterns": ["ok", "(a{1000}){1000}"], "regex": true, "socket_name": "panescan-no-such-server"} | pattern 1: invalid regular expression at byte 0: the compiled pattern would need more
 capture_pane | {"pane_id": "%0", "start": 9223372036854775807, "end": -9223372036854775807} | is after end
 capture_pane | {"pane_id": "%0", "start": 1e40} | 1e+40
 capture_pane | {"pane_id": "%0", "max_lines": -1} | `-1`

@@ -209,6 +209,26 @@ impl Matcher {
         Matcher::from_patterns(&patterns, options.match_case)
     }
 
+    /// Whether [`Matcher::new`] would accept `patterns` read as `options`
+    /// says, short of building the automata: every error but a pattern
+    /// whose compiled form would exceed the engine's size limits. Cheap
+    /// beside building a regex (a parse against a build of the automata),
+    /// so a caller can check before starting other work and build
+    /// meanwhile.
+    pub fn check<S: AsRef<str>>(
+        patterns: &[S],
+        options: PatternOptions,
+    ) -> Result<(), PatternError> {
+        let patterns: Vec<Pattern> = patterns
+            .iter()
+            .map(|p| Pattern {
+                text: p.as_ref().to_owned(),
+                regex: options.regex,
+            })
+            .collect();
+        Checked::of(&patterns, options.match_case).map(|_| ())
+    }
+
     /// Compiles patterns of either kind.
     pub fn from_patterns(patterns: &[Pattern], match_case: bool) -> Result<Matcher, PatternError> {
         let count = patterns.len();
@@ -219,42 +239,7 @@ impl Matcher {
             pattern_count: count,
             regex: patterns.get(index).is_some_and(|p| p.regex),
         };
-        if patterns.is_empty() {
-            return Err(error(0, 0, "no pattern was given".into()));
-        }
-        if count > MAX_PATTERNS {
-            return Err(error(
-                MAX_PATTERNS,
-                0,
-                format!("{count} patterns were given; the limit is {MAX_PATTERNS}"),
-            ));
-        }
-
-        // Check every pattern first, so errors name the right one.
-        let mut hirs = Vec::with_capacity(count);
-        let mut oracle = Vec::with_capacity(count);
-        for (index, pattern) in patterns.iter().enumerate() {
-            if pattern.regex {
-                let checked = grammar::parse_regex(&pattern.text, match_case)
-                    .map_err(|(offset, reason)| error(index, offset, reason))?;
-                hirs.push(checked.hir);
-                oracle.push(checked.rewritten);
-            } else {
-                grammar::check_size(&pattern.text)
-                    .map_err(|(offset, reason)| error(index, offset, reason))?;
-                if let Some(offset) = pattern.text.find(['\n']) {
-                    return Err(error(
-                        index,
-                        offset,
-                        "a match lies within one line, so a pattern cannot contain a line break"
-                            .into(),
-                    ));
-                }
-                hirs.push(literal_hir(&pattern.text, match_case));
-                oracle.push(regex_syntax::escape(&pattern.text));
-            }
-        }
-
+        let Checked { hirs, oracle } = Checked::of(patterns, match_case)?;
         let all_literal = patterns.iter().all(|p| !p.regex);
         let imp = if all_literal && match_case && count == 1 {
             Imp::Memmem(Box::new(
@@ -302,6 +287,63 @@ impl Matcher {
             imp,
             oracle,
         })
+    }
+}
+
+/// Every pattern parsed and checked: what a matcher is built from.
+struct Checked {
+    hirs: Vec<regex_syntax::hir::Hir>,
+    /// Each pattern as a regex (literals escaped): the test oracle's input.
+    oracle: Vec<String>,
+}
+
+impl Checked {
+    fn of(patterns: &[Pattern], match_case: bool) -> Result<Checked, PatternError> {
+        let count = patterns.len();
+        let error = |index: usize, offset: usize, reason: String| PatternError {
+            pattern_index: index,
+            offset,
+            reason,
+            pattern_count: count,
+            regex: patterns.get(index).is_some_and(|p| p.regex),
+        };
+        if patterns.is_empty() {
+            return Err(error(0, 0, "no pattern was given".into()));
+        }
+        if count > MAX_PATTERNS {
+            return Err(error(
+                MAX_PATTERNS,
+                0,
+                format!("{count} patterns were given; the limit is {MAX_PATTERNS}"),
+            ));
+        }
+
+        // Every pattern is checked before any is built, so errors name the
+        // right one.
+        let mut hirs = Vec::with_capacity(count);
+        let mut oracle = Vec::with_capacity(count);
+        for (index, pattern) in patterns.iter().enumerate() {
+            if pattern.regex {
+                let checked = grammar::parse_regex(&pattern.text, match_case)
+                    .map_err(|(offset, reason)| error(index, offset, reason))?;
+                hirs.push(checked.hir);
+                oracle.push(checked.rewritten);
+            } else {
+                grammar::check_size(&pattern.text)
+                    .map_err(|(offset, reason)| error(index, offset, reason))?;
+                if let Some(offset) = pattern.text.find(['\n']) {
+                    return Err(error(
+                        index,
+                        offset,
+                        "a match lies within one line, so a pattern cannot contain a line break"
+                            .into(),
+                    ));
+                }
+                hirs.push(literal_hir(&pattern.text, match_case));
+                oracle.push(regex_syntax::escape(&pattern.text));
+            }
+        }
+        Ok(Checked { hirs, oracle })
     }
 }
 

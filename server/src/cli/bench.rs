@@ -25,7 +25,7 @@ use crate::fixture::{FixtureShape, NEEDLE};
 /// `panescan bench` options.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  panescan bench\n  panescan bench --panes 1000 --lines 200\n  panescan bench --panes 50 --lines 10000 --runs 3 --json\n  panescan bench --wait-only --runs 15\n  panescan bench --load-only\n  panescan bench --big-only\n  panescan bench --svg bench.svg\n  panescan bench --markdown"
+    after_help = "Examples:\n  panescan bench\n  panescan bench --panes 1000 --lines 200 --matrix-only\n  panescan bench --panes 50 --lines 10000 --runs 3 --json\n  panescan bench --wait-only --runs 15\n  panescan bench --load-only\n  panescan bench --big-only\n  panescan bench --svg bench.svg\n  panescan bench --markdown"
 )]
 pub struct BenchArgs {
     /// Panes in the private server.
@@ -70,6 +70,10 @@ pub struct BenchArgs {
     /// searches run, then 64 deep searches at once.
     #[arg(long, conflicts_with_all = ["cache_only", "wait_only"])]
     pub load_only: bool,
+    /// Only the search matrix: each search beside raw fetches of the same
+    /// text (the pane-count rows, without the sections after them).
+    #[arg(long, conflicts_with_all = ["cache_only", "wait_only", "big_only", "load_only"])]
+    pub matrix_only: bool,
     /// Also draw the report as an SVG chart: each search's median beside
     /// the raw fetch floor and the one-process-per-pane fetch.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["cache_only", "wait_only"])]
@@ -216,17 +220,18 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     let floors = Floors::measure(args, &socket, &fixture.pane_ids, runs, &bar)?;
     let rows = run_cases(&socket, &fixture.pane_ids, cases, runs, &floors, &bar)?;
     bar.finish_and_clear();
-    let load = Some(super::bench_load::run(
-        &socket,
-        args.lines,
-        &first_pane,
-        runs,
-        false,
-    )?);
-    let cache = Some(super::bench_cache::run(&fixture, runs)?);
-    let big = Some(super::bench_big::run(&fixture, runs)?);
-    let wait = Some(super::bench_wait::run(runs)?);
+    let sections = if args.matrix_only {
+        Sections::default()
+    } else {
+        Sections::measure(&fixture, &socket, args.lines, &first_pane, runs)?
+    };
     drop(fixture);
+    let Sections {
+        load,
+        cache,
+        big,
+        wait,
+    } = sections;
 
     let report = BenchReport {
         panes: args.panes,
@@ -250,6 +255,34 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         super::bench_chart::write(&report, path)?;
     }
     print_report(args, &report)
+}
+
+/// The sections after the search matrix.
+#[derive(Default)]
+struct Sections {
+    load: Option<super::bench_load::LoadBench>,
+    cache: Option<super::bench_cache::CacheBench>,
+    big: Option<super::bench_big::BigBench>,
+    wait: Option<super::bench_wait::WaitBench>,
+}
+
+impl Sections {
+    fn measure(
+        fixture: &crate::fixture::Fixture,
+        socket: &str,
+        lines: usize,
+        first_pane: &str,
+        runs: usize,
+    ) -> Result<Sections, String> {
+        Ok(Sections {
+            load: Some(super::bench_load::run(
+                socket, lines, first_pane, runs, false,
+            )?),
+            cache: Some(super::bench_cache::run(fixture, runs)?),
+            big: Some(super::bench_big::run(fixture, runs)?),
+            wait: Some(super::bench_wait::run(runs)?),
+        })
+    }
 }
 
 /// What fetching the bench's text costs without panescan: the floors the

@@ -245,7 +245,11 @@ fn input_schema_of<T: Tool>() -> Value {
 fn call_typed<T: Tool>(ctx: &ToolContext, args: Value) -> Result<ToolOutput, ToolError> {
     let args: T::Args = serde_json::from_value(args)
         .map_err(|e| ToolError::new(format!("invalid arguments for {}: {e}", T::NAME)))?;
-    let output = T::run(ctx, args)?;
+    let output = {
+        let _running = crate::tmux::spans::Span::new("tool.run");
+        T::run(ctx, args)?
+    };
+    let _encoding = crate::tmux::spans::Span::new("tool.encode");
     encode::<T>(output, ctx.response_room, ctx.ceilings().response_bytes)
 }
 

@@ -149,9 +149,16 @@ pub fn search_panes(
 fn search_one(ctx: &ToolContext, args: &SearchPanesArgs) -> Result<SearchPanesResult, ToolError> {
     let started = Instant::now();
     let limits = &ctx.ceilings().search;
-    let plan = Plan::new(args, limits)?;
-    let deadline = started + plan.timeout;
-    let tmux = ctx.tmux(&args.server)?;
+    let checked = Plan::check(args, limits)?;
+    let deadline = started + checked.timeout;
+    let tmux = match ctx.tmux(&args.server) {
+        Ok(tmux) => tmux,
+        // A pattern too big to build is the error, server or no server.
+        Err(e) => {
+            checked.build()?;
+            return Err(e);
+        }
+    };
 
     // A since search with the pane cache fetches only the panes that
     // printed, usually few: their sweep's client starts now, while the
@@ -169,9 +176,23 @@ fn search_one(ctx: &ToolContext, args: &SearchPanesArgs) -> Result<SearchPanesRe
         Some(_) => None,
         None => tmux.anchored_spare(),
     };
-    let listing = Span::new("search.list");
-    let Listing { inventory, server } = scope::list(ctx, &tmux, deadline)?;
-    drop(listing);
+    // The patterns' automata are built while tmux lists the panes (a
+    // regex's take about a millisecond, as long as a listing of 200).
+    let (plan, listed) = std::thread::scope(|threads| {
+        let building = threads.spawn(move || {
+            let _building = Span::new("search.build");
+            checked.build()
+        });
+        let listing = Span::new("search.list");
+        let listed = scope::list(ctx, &tmux, deadline);
+        drop(listing);
+        let plan = building
+            .join()
+            .unwrap_or_else(|_| Err(ToolError::internal("building the patterns failed")));
+        (plan, listed)
+    });
+    let plan = plan?;
+    let Listing { inventory, server } = listed?;
     let planned = Span::new("search.scope_and_since");
     let scope = Scope::select(&inventory, args, &plan, limits)?;
     let since = Since::new(since::Setup {

@@ -1,6 +1,6 @@
 //! Plan: a search's arguments checked against the operator's ceilings and
-//! its patterns compiled, before anything touches tmux (a bad pattern costs
-//! nothing).
+//! its patterns parsed before anything touches tmux (a bad pattern costs
+//! nothing), then its patterns built (while tmux lists the panes).
 
 use std::time::Duration;
 
@@ -25,24 +25,71 @@ pub(super) struct Plan {
     pub(super) context_lines: usize,
     pub(super) limit: usize,
     pub(super) offset: usize,
-    pub(super) timeout: Duration,
     pub(super) engine_limits: SearchBudgets,
     pub(super) group_by: Option<GroupBy>,
 }
 
+/// A search's arguments checked, its patterns parsed but not yet built:
+/// building a regex's automata is most of a plan's cost (~1 ms), and a
+/// search builds them while tmux lists its panes.
+#[derive(Debug)]
+pub(super) struct CheckedPlan {
+    patterns: Vec<String>,
+    options: PatternOptions,
+    requested_scrollback: u64,
+    scrollback: u64,
+    join_wrapped: bool,
+    context_lines: usize,
+    limit: usize,
+    offset: usize,
+    pub(super) timeout: Duration,
+    engine_limits: SearchBudgets,
+    group_by: Option<GroupBy>,
+}
+
+impl CheckedPlan {
+    /// The plan, its patterns built. Fails only for patterns whose
+    /// automata would exceed the engine's size limits.
+    pub(super) fn build(self) -> Result<Plan, ToolError> {
+        let matcher = Matcher::new(&self.patterns, self.options)
+            .map_err(|e| ToolError::new(e.to_string()))?;
+        Ok(Plan {
+            patterns: self.patterns,
+            matcher,
+            requested_scrollback: self.requested_scrollback,
+            scrollback: self.scrollback,
+            join_wrapped: self.join_wrapped,
+            context_lines: self.context_lines,
+            limit: self.limit,
+            offset: self.offset,
+            engine_limits: self.engine_limits,
+            group_by: self.group_by,
+        })
+    }
+}
+
 impl Plan {
-    /// The first argument a caller got wrong is the error (in the order
-    /// below), so the same call always gets the same answer.
+    /// [`Plan::check`], then [`CheckedPlan::build`].
     pub(super) fn new(args: &SearchPanesArgs, limits: &SearchCeilings) -> Result<Plan, ToolError> {
+        Plan::check(args, limits)?.build()
+    }
+
+    /// The arguments checked, the patterns parsed. The first argument a
+    /// caller got wrong is the error (in the order below), so the same
+    /// call always gets the same answer; nothing here touches tmux, so a
+    /// bad pattern costs nothing. (Patterns whose automata would exceed
+    /// the engine's size limits are found only when built: that error
+    /// comes after these, and before any of the listing's.)
+    pub(super) fn check(
+        args: &SearchPanesArgs,
+        limits: &SearchCeilings,
+    ) -> Result<CheckedPlan, ToolError> {
         let patterns = patterns_of(args)?;
-        let matcher = Matcher::new(
-            &patterns,
-            PatternOptions {
-                regex: args.regex,
-                match_case: args.match_case,
-            },
-        )
-        .map_err(|e| ToolError::new(e.to_string()))?;
+        let options = PatternOptions {
+            regex: args.regex,
+            match_case: args.match_case,
+        };
+        Matcher::check(&patterns, options).map_err(|e| ToolError::new(e.to_string()))?;
         let context = args.context_lines.unwrap_or(0);
         if context > MAX_CONTEXT_LINES {
             return Err(ToolError::new(format!(
@@ -62,9 +109,9 @@ impl Plan {
             limits.max_page as u64,
             "limit",
         )? as usize;
-        Ok(Plan {
+        Ok(CheckedPlan {
             patterns,
-            matcher,
+            options,
             requested_scrollback,
             scrollback: requested_scrollback.min(limits.max_scrollback_lines),
             join_wrapped: args.join_wrapped.unwrap_or(true),
