@@ -199,14 +199,7 @@ impl Matcher {
         patterns: &[S],
         options: PatternOptions,
     ) -> Result<Matcher, PatternError> {
-        let patterns: Vec<Pattern> = patterns
-            .iter()
-            .map(|p| Pattern {
-                text: p.as_ref().to_owned(),
-                regex: options.regex,
-            })
-            .collect();
-        Matcher::from_patterns(&patterns, options.match_case)
+        Matcher::from_patterns(&read_as(patterns, options), options.match_case)
     }
 
     /// Whether [`Matcher::new`] would accept `patterns` read as `options`
@@ -219,14 +212,7 @@ impl Matcher {
         patterns: &[S],
         options: PatternOptions,
     ) -> Result<(), PatternError> {
-        let patterns: Vec<Pattern> = patterns
-            .iter()
-            .map(|p| Pattern {
-                text: p.as_ref().to_owned(),
-                regex: options.regex,
-            })
-            .collect();
-        Checked::of(&patterns, options.match_case).map(|_| ())
+        Checked::of(&read_as(patterns, options), options.match_case).map(|_| ())
     }
 
     /// Compiles patterns of either kind.
@@ -288,6 +274,17 @@ impl Matcher {
             oracle,
         })
     }
+}
+
+/// `patterns`, each read as `options` says (all regexes, or all literals).
+fn read_as<S: AsRef<str>>(patterns: &[S], options: PatternOptions) -> Vec<Pattern> {
+    patterns
+        .iter()
+        .map(|p| Pattern {
+            text: p.as_ref().to_owned(),
+            regex: options.regex,
+        })
+        .collect()
 }
 
 /// Every pattern parsed and checked: what a matcher is built from.
