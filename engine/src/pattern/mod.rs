@@ -218,13 +218,7 @@ impl Matcher {
     /// Compiles patterns of either kind.
     pub fn from_patterns(patterns: &[Pattern], match_case: bool) -> Result<Matcher, PatternError> {
         let count = patterns.len();
-        let error = |index: usize, offset: usize, reason: String| PatternError {
-            pattern_index: index,
-            offset,
-            reason,
-            pattern_count: count,
-            regex: patterns.get(index).is_some_and(|p| p.regex),
-        };
+        let error = error_in(patterns);
         let Checked { hirs, oracle } = Checked::of(patterns, match_case)?;
         let all_literal = patterns.iter().all(|p| !p.regex);
         let imp = if all_literal && match_case && count == 1 {
@@ -276,6 +270,17 @@ impl Matcher {
     }
 }
 
+/// The error at byte `offset` of pattern `index` of `patterns`.
+fn error_in(patterns: &[Pattern]) -> impl Fn(usize, usize, String) -> PatternError + '_ {
+    move |index, offset, reason| PatternError {
+        pattern_index: index,
+        offset,
+        reason,
+        pattern_count: patterns.len(),
+        regex: patterns.get(index).is_some_and(|p| p.regex),
+    }
+}
+
 /// `patterns`, each read as `options` says (all regexes, or all literals).
 fn read_as<S: AsRef<str>>(patterns: &[S], options: PatternOptions) -> Vec<Pattern> {
     patterns
@@ -297,13 +302,7 @@ struct Checked {
 impl Checked {
     fn of(patterns: &[Pattern], match_case: bool) -> Result<Checked, PatternError> {
         let count = patterns.len();
-        let error = |index: usize, offset: usize, reason: String| PatternError {
-            pattern_index: index,
-            offset,
-            reason,
-            pattern_count: count,
-            regex: patterns.get(index).is_some_and(|p| p.regex),
-        };
+        let error = error_in(patterns);
         if patterns.is_empty() {
             return Err(error(0, 0, "no pattern was given".into()));
         }
