@@ -390,3 +390,53 @@ fn captures_waiting_for_a_missing_predecessor_do_not_stop_the_input() {
         .iter()
         .all(|p| p.lines[0].text == format!("hit {}", p.key)));
 }
+
+/// Small captures are scanned on the driver's thread and big ones on
+/// rayon: arriving in any order, mixed, under a byte budget that cuts one
+/// of them, they give what the same captures searched in order give.
+#[test]
+fn small_and_big_captures_in_any_order_give_the_in_order_answer() {
+    let m = Matcher::new(&["hit"], PatternOptions::default()).unwrap();
+    // Big captures (over 64 KiB) are repeated lines with one hit near the
+    // end; small ones a hit between blank lines.
+    let text = |k: usize| {
+        if k % 3 == 0 {
+            format!("{}hit {k}\nafter\n", "filler line\n".repeat(8_000))
+        } else {
+            format!("\nhit {k}\n\n\u{4e2d}\n")
+        }
+    };
+    let captures: Vec<Capture> = (0..24).map(|k| Capture::new(k, 0, text(k))).collect();
+    for max_scan_bytes in [u64::MAX, 600_000] {
+        let mut options = common::open_options();
+        options.limits.max_scan_bytes = max_scan_bytes;
+        let in_order = search_captures(&m, &options, captures.clone());
+        if max_scan_bytes == u64::MAX {
+            // What each capture holds, checked against the text itself.
+            let hits: Vec<(usize, i64, String)> = in_order
+                .panes
+                .iter()
+                .map(|p| (p.key, p.lines[0].line, p.lines[0].text.to_string()))
+                .collect();
+            let expected: Vec<(usize, i64, String)> = (0..24)
+                .map(|k| (k, if k % 3 == 0 { 8_000 } else { 1 }, format!("hit {k}")))
+                .collect();
+            assert_eq!(hits, expected);
+        }
+        for order in [
+            (0..24).rev().collect::<Vec<_>>(),
+            (0..24).map(|k| (k * 7) % 24).collect(),
+        ] {
+            let (tx, rx) = crossbeam_channel::unbounded();
+            for &k in &order {
+                tx.send(Incoming::Capture(captures[k].clone())).unwrap();
+            }
+            drop(tx);
+            let o = in_pool(2, || search(&m, &options, rx, &|_| {}));
+            assert_eq!(summary(&o), summary(&in_order), "{order:?}");
+        }
+        if max_scan_bytes != u64::MAX {
+            assert!(in_order.flags.byte_clamped, "{:?}", in_order.flags);
+        }
+    }
+}

@@ -60,6 +60,11 @@ impl Finished {
     }
 }
 
+/// Captures up to this size are scanned on the driver's thread
+/// ([`Driver::on_capture`]): a few microseconds of work at the engine's
+/// speed.
+const SCAN_HERE_BYTES: usize = 64 << 10;
+
 /// Why input stops.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Close {
@@ -145,13 +150,22 @@ impl<'d, 's> Driver<'d, 's> {
         self.outstanding.saturating_sub(exempt)
     }
 
-    /// A capture arrived: a task prepares it, admits and scans.
+    /// A capture arrived: a task prepares it, admits and scans. A small
+    /// one (a visible screen) is prepared and scanned right here: handing
+    /// it to rayon woke a worker for a scan of microseconds, and the
+    /// workers' spinning before they sleep again cost more CPU than the
+    /// scans, CPU that tmux, sweeping on the same machine, wants. Captures
+    /// it releases from waiting (its successors) still go to rayon.
     fn on_capture(&mut self, capture: Capture) {
         self.outstanding += 1;
         self.tasks.gate().preparing += 1;
         let tasks = self.tasks;
-        self.scope
-            .spawn(move |s| tasks.prepare_and_scan(s, capture));
+        if capture.bytes.len() <= SCAN_HERE_BYTES {
+            tasks.prepare_and_scan(self.scope, capture);
+        } else {
+            self.scope
+                .spawn(move |s| tasks.prepare_and_scan(s, capture));
+        }
     }
 
     /// A capture could not be made: its key is admitted as empty.
