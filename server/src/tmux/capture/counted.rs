@@ -243,9 +243,16 @@ fn nth_line_end(text: &[u8], start: usize, n: usize) -> usize {
 /// `width` cells wide: its shown text reaches `width - 1` bytes.
 fn may_have_wrapped(bytes: &[u8], width: u32) -> bool {
     let edge = usize::try_from(width.saturating_sub(1)).unwrap_or(usize::MAX);
-    bytes
-        .split(|&b| b == b'\n')
-        .any(|row| row.len() >= edge && (!row.contains(&0x1b) || visible_text(row).len() >= edge))
+    // Rows found with memchr: splitting with a byte closure was most of
+    // what cutting a counted chunk cost.
+    let ends = memchr::memchr_iter(b'\n', bytes).chain(std::iter::once(bytes.len()));
+    let mut start = 0;
+    ends.map(|end| {
+        let row = bytes.get(start..end).unwrap_or_default();
+        start = end + 1;
+        row
+    })
+    .any(|row| row.len() >= edge && (!row.contains(&0x1b) || visible_text(row).len() >= edge))
 }
 
 #[cfg(test)]
@@ -443,5 +450,36 @@ mod tests {
         let s = script(TOKEN, &chunk, plain, "-N -T");
         assert!(s.lines().nth(1).unwrap() == "capture-pane -p -e -t %0");
         assert!(s.ends_with(&format!("display-message -p \"{TOKEN} end\"\n")));
+    }
+
+    proptest::proptest! {
+        /// Rows found by newline search are the rows a split on every
+        /// byte finds: blank rows, a last row with no newline, escapes,
+        /// wide characters, rows one byte either side of the edge.
+        #[test]
+        fn rows_reaching_the_edge_are_found_as_a_split_finds_them(
+            rows in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::strategy::Just(String::new()),
+                    "[a-z ]{0,12}",
+                    proptest::strategy::Just("\u{1b}[31mred\u{1b}[0m".to_owned()),
+                    proptest::strategy::Just("\u{4e2d}\u{6587}x".to_owned()),
+                ],
+                0..8,
+            ),
+            width in 1u32..14,
+            last_newline in proptest::bool::ANY,
+        ) {
+            let mut text = rows.join("\n");
+            if last_newline {
+                text.push('\n');
+            }
+            let bytes = text.as_bytes();
+            let edge = usize::try_from(width.saturating_sub(1)).unwrap_or(usize::MAX);
+            let split = bytes.split(|&b| b == b'\n').any(|row| {
+                row.len() >= edge && (!row.contains(&0x1b) || visible_text(row).len() >= edge)
+            });
+            proptest::prop_assert_eq!(may_have_wrapped(bytes, width), split);
+        }
     }
 }
