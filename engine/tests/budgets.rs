@@ -397,7 +397,7 @@ fn captures_waiting_for_a_missing_predecessor_do_not_stop_the_input() {
 #[test]
 fn small_and_big_captures_in_any_order_give_the_in_order_answer() {
     let m = Matcher::new(&["hit"], PatternOptions::default()).unwrap();
-    // Big captures (over 64 KiB) are repeated lines with one hit near the
+    // Big captures (over 16 KiB) are repeated lines with one hit near the
     // end; small ones a hit between blank lines.
     let text = |k: usize| {
         if k % 3 == 0 {
@@ -427,13 +427,27 @@ fn small_and_big_captures_in_any_order_give_the_in_order_answer() {
             (0..24).rev().collect::<Vec<_>>(),
             (0..24).map(|k| (k * 7) % 24).collect(),
         ] {
-            let (tx, rx) = crossbeam_channel::unbounded();
-            for &k in &order {
-                tx.send(Incoming::Capture(captures[k].clone())).unwrap();
+            // Queued all at once (scanned on rayon), and handed over one at
+            // a time with nothing queued behind (small ones scanned on the
+            // driver's thread).
+            for one_at_a_time in [false, true] {
+                let (tx, rx) = if one_at_a_time {
+                    crossbeam_channel::bounded(0)
+                } else {
+                    crossbeam_channel::unbounded()
+                };
+                let sent: Vec<Capture> = order.iter().map(|&k| captures[k].clone()).collect();
+                let producer = std::thread::spawn(move || {
+                    for c in sent {
+                        if tx.send(Incoming::Capture(c)).is_err() {
+                            return;
+                        }
+                    }
+                });
+                let o = in_pool(2, || search(&m, &options, rx, &|_| {}));
+                producer.join().unwrap();
+                assert_eq!(summary(&o), summary(&in_order), "{order:?} {one_at_a_time}");
             }
-            drop(tx);
-            let o = in_pool(2, || search(&m, &options, rx, &|_| {}));
-            assert_eq!(summary(&o), summary(&in_order), "{order:?}");
         }
         if max_scan_bytes != u64::MAX {
             assert!(in_order.flags.byte_clamped, "{:?}", in_order.flags);

@@ -61,9 +61,11 @@ impl Finished {
 }
 
 /// Captures up to this size are scanned on the driver's thread
-/// ([`Driver::on_capture`]): a few microseconds of work at the engine's
-/// speed.
-const SCAN_HERE_BYTES: usize = 64 << 10;
+/// ([`Driver::on_capture`]): a visible screen of 200x50 with its escapes,
+/// a few microseconds of work at the engine's speed. Small enough that
+/// many captures already in memory (a warm pane cache of a thousand
+/// short panes) still spread over rayon's threads.
+const SCAN_HERE_BYTES: usize = 16 << 10;
 
 /// Why input stops.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -154,8 +156,9 @@ impl<'d, 's> Driver<'d, 's> {
     /// one (a visible screen) is prepared and scanned right here: handing
     /// it to rayon woke a worker for a scan of microseconds, and the
     /// workers' spinning before they sleep again cost more CPU than the
-    /// scans, CPU that tmux, sweeping on the same machine, wants. Captures
-    /// it releases from waiting (its successors) still go to rayon.
+    /// scans, CPU that tmux, sweeping on the same machine, wants. Bigger
+    /// captures go to rayon, in parallel, as do the captures a small one
+    /// releases from waiting (its successors).
     fn on_capture(&mut self, capture: Capture) {
         self.outstanding += 1;
         self.tasks.gate().preparing += 1;
