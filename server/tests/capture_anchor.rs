@@ -9,15 +9,18 @@
 //! the sweep's script is known, are held to the same.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::connect;
 use panescan::tmux::private_server::PrivateServer;
 use panescan::tmux::{
-    CaptureOptions, CaptureRange, CaptureReply, CaptureRequest, Fields, PaneId, ServerSpec, Tmux,
+    CaptureOptions, CaptureRange, CaptureReply, CaptureRequest, Fields, PaneId, Tmux,
 };
 
 /// Polls `f` until it holds; fails the test after a minute.
@@ -27,14 +30,6 @@ fn eventually(what: &str, mut f: impl FnMut() -> bool) {
         assert!(Instant::now() < until, "never: {what}");
         std::thread::sleep(Duration::from_millis(20));
     }
-}
-
-fn connect(server: &PrivateServer) -> Tmux {
-    Tmux::connect(&ServerSpec {
-        socket_path: Some(server.socket_path().unwrap()),
-        ..ServerSpec::default()
-    })
-    .unwrap()
 }
 
 fn pane_ids(server: &PrivateServer) -> Vec<PaneId> {

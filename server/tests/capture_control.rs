@@ -16,9 +16,7 @@ use std::time::{Duration, Instant};
 
 use common::eventually;
 use panescan::tmux::private_server::PrivateServer;
-use panescan::tmux::{
-    CaptureOptions, CaptureRange, CaptureReply, CaptureRequest, PaneId, ServerSpec, Tmux,
-};
+use panescan::tmux::{CaptureOptions, CaptureRange, CaptureReply, CaptureRequest, PaneId, Tmux};
 
 /// Every tmux this test binary runs goes through a wrapper that logs its
 /// arguments, so a test can see whether a capture started a process.
@@ -71,11 +69,7 @@ fn soon() -> Instant {
 }
 
 fn connect(server: &PrivateServer) -> Tmux {
-    let tmux = Tmux::connect(&ServerSpec {
-        socket_path: Some(server.socket_path().unwrap()),
-        ..ServerSpec::default()
-    })
-    .unwrap();
+    let tmux = common::connect(server);
     // Attaches the control client, as a search's listing does.
     tmux.server_info(soon()).unwrap();
     tmux

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use common::counter::Counter;
 use panescan::tmux::private_server::PrivateServer;
 use panescan::tmux::{
-    CaptureOptions, CaptureRange, CaptureReply, CaptureRequest, Fields, PaneId, ServerSpec, Tmux,
+    CaptureOptions, CaptureRange, CaptureReply, CaptureRequest, Fields, PaneId, Tmux,
 };
 
 const WIDTH: u16 = 30;
@@ -146,11 +146,7 @@ fn server_with(label: &str, texts: &[String]) -> (Fixture, Vec<PaneId>, PaneId) 
 }
 
 fn connect(server: &PrivateServer) -> Tmux {
-    let tmux = Tmux::connect(&ServerSpec {
-        socket_path: Some(server.socket_path().unwrap()),
-        ..ServerSpec::default()
-    })
-    .unwrap();
+    let tmux = common::connect(server);
     // A sweep chooses its chunks' shape from the last listing's size.
     tmux.inventory(
         Fields::Search,

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use common::eventually;
 use panescan::tmux::events::{Interest, OutputMode, StreamEvent, Subscription, Watch};
 use panescan::tmux::private_server::PrivateServer;
-use panescan::tmux::{PaneId, ServerSpec, Tmux};
+use panescan::tmux::{PaneId, Tmux};
 
 /// A server whose pane `%0` runs `cat` (each line typed comes back once),
 /// and a handle on it.
@@ -23,11 +23,7 @@ fn server(label: &str) -> (PrivateServer, Tmux, PaneId) {
     server
         .run_ok(["respawn-pane", "-k", "-t", "%0", "cat"])
         .unwrap();
-    let tmux = Tmux::connect(&ServerSpec {
-        socket_path: Some(server.socket_path().unwrap()),
-        ..ServerSpec::default()
-    })
-    .unwrap();
+    let tmux = common::connect(&server);
     (server, tmux, PaneId::parse("%0").unwrap())
 }
 

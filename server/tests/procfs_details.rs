@@ -270,11 +270,7 @@ fn proc_answers_are_tmux_answers_and_only_the_uncertain_panes_ask_tmux() {
     // Through a connection: every pane answered, as tmux answers; the
     // /proc panes cost tmux no command (once the server's pid is known),
     // the others are asked.
-    let tmux = Tmux::connect(&ServerSpec {
-        socket_path: Some(server.socket_path().unwrap()),
-        ..ServerSpec::default()
-    })
-    .unwrap();
+    let tmux = common::connect(&server);
     let mut counter = Counter::attach(&server);
     let pairs: Vec<(PaneId, Option<u32>)> = said.iter().map(|s| (s.0, Some(s.1))).collect();
     let all = tmux.commands_and_paths(&pairs, soon());
@@ -319,11 +315,7 @@ fn a_pane_process_found_once_is_known_through_exec() {
         path: tmp.0.to_str().map(str::to_owned),
     };
     let (id, pid, command, path) = settled(&server, std::slice::from_ref(&case)).remove(0);
-    let tmux = Tmux::connect(&ServerSpec {
-        socket_path: Some(server.socket_path().unwrap()),
-        ..ServerSpec::default()
-    })
-    .unwrap();
+    let tmux = common::connect(&server);
     let pair = [(id, Some(pid))];
     assert_eq!(
         tmux.commands_and_paths(&pair, soon()),
@@ -361,11 +353,7 @@ fn a_new_server_on_the_same_socket_is_asked_for_again() {
         path: tmp.0.to_str().map(str::to_owned),
     };
     let (id, pid, command, path) = settled(&server, std::slice::from_ref(&first)).remove(0);
-    let tmux = Tmux::connect(&ServerSpec {
-        socket_path: Some(server.socket_path().unwrap()),
-        ..ServerSpec::default()
-    })
-    .unwrap();
+    let tmux = common::connect(&server);
     let got = tmux.commands_and_paths(&[(id, Some(pid))], soon());
     assert_eq!(got, [Some((command, path))]);
 

@@ -8,6 +8,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::connect;
 use panescan::tmux::connection::IDLE_DETACH;
 use panescan::tmux::private_server::PrivateServer;
 use panescan::tmux::{
@@ -30,14 +31,6 @@ fn window_running(server: &PrivateServer, options: &[&str], command: &str) -> (T
     let tmux = connect(server);
     let pane = *pane_ids(server).last().unwrap();
     (tmux, pane)
-}
-
-fn connect(server: &PrivateServer) -> Tmux {
-    Tmux::connect(&ServerSpec {
-        socket_path: Some(server.socket_path().unwrap()),
-        ..ServerSpec::default()
-    })
-    .unwrap()
 }
 
 /// Adds `n` windows to session `main`, each printing `PANE-<id>` then

@@ -752,15 +752,20 @@ mod tests {
         }
     }
 
+    /// This test process's pid and start (seconds since the epoch), as
+    /// tmux's `#{pid} #{start_time}` would give a server's.
+    fn own_pid_and_start() -> (u32, i64) {
+        let stat = parse_stat(&std::fs::read("/proc/self/stat").unwrap()).unwrap();
+        let hz = parse_clock_ticks(&std::fs::read("/proc/self/auxv").unwrap()).unwrap();
+        let btime = parse_btime(&std::fs::read("/proc/stat").unwrap()).unwrap();
+        (std::process::id(), btime + (stat.starttime / hz) as i64)
+    }
+
     #[test]
     fn a_server_process_is_known_by_its_start_and_namespaces() {
         // verify() accepts a process whose start matches: this test's own
         // process stands in for a server (same namespaces and user).
-        let me = std::process::id();
-        let stat = parse_stat(&std::fs::read("/proc/self/stat").unwrap()).unwrap();
-        let hz = parse_clock_ticks(&std::fs::read("/proc/self/auxv").unwrap()).unwrap();
-        let btime = parse_btime(&std::fs::read("/proc/stat").unwrap()).unwrap();
-        let started = btime + (stat.starttime / hz) as i64;
+        let (me, started) = own_pid_and_start();
         let found = ServerProcess::verify(me, started).unwrap();
         assert_eq!(found.pid(), me);
         assert!(found.alive());
@@ -773,11 +778,7 @@ mod tests {
 
     #[test]
     fn the_server_is_asked_for_once_and_again_only_for_a_stray_pane() {
-        let me = std::process::id();
-        let stat = parse_stat(&std::fs::read("/proc/self/stat").unwrap()).unwrap();
-        let hz = parse_clock_ticks(&std::fs::read("/proc/self/auxv").unwrap()).unwrap();
-        let btime = parse_btime(&std::fs::read("/proc/stat").unwrap()).unwrap();
-        let started = btime + (stat.starttime / hz) as i64;
+        let (me, started) = own_pid_and_start();
         let asked = std::cell::Cell::new(0);
         let ask = || {
             asked.set(asked.get() + 1);

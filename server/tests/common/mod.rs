@@ -46,6 +46,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError};
 use panescan::tmux::private_server::PrivateServer;
+use panescan::tmux::{ServerSpec, Tmux};
 use serde_json::{json, Value};
 
 /// How long a request may take before the test fails.
@@ -528,6 +529,15 @@ pub fn window_showing(
     });
     assert!(shown, "{marker:?} never showed in {pane} ({script})");
     pane
+}
+
+/// A connection to the private server `server` (by its socket path).
+pub fn connect(server: &PrivateServer) -> Tmux {
+    Tmux::connect(&ServerSpec {
+        socket_path: Some(server.socket_path().unwrap()),
+        ..ServerSpec::default()
+    })
+    .unwrap()
 }
 
 /// Polls `f` until it returns true or `timeout` passes.
