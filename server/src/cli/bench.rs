@@ -431,17 +431,8 @@ fn run_cases(
     for (name, deep, arguments) in cases {
         bar.set_message(format!("{} {name}", if deep { "deep" } else { "visible" }));
         let pair = || floors.fetch(socket, panes, deep);
-        let mut paired = PairedRuns::measure(&mut client, &arguments, pair, runs)?;
-        let mut r = row(name, deep, median(&mut paired.searches), &paired.last);
-        r.ratio_to_raw_fetch = paired.median_ratio();
-        r.raw_fetch_ms = ms(median(&mut paired.fetches));
-        if let Some(first) = paired.errors.first() {
-            r.clamps.push(format!(
-                "{} of {runs} runs failed: {first}",
-                paired.errors.len()
-            ));
-        }
-        rows.push(r);
+        let paired = PairedRuns::measure(&mut client, &arguments, pair, runs)?;
+        rows.push(row(name, deep, paired));
         bar.inc(1);
     }
     Ok(rows)
@@ -498,7 +489,9 @@ fn process_baseline(socket: &str, panes: &[String], range: FetchRange) -> Result
     baseline::process_per_pane(socket, panes, range).map_err(|e| format!("tmux failed: {e}"))
 }
 
-fn row(name: &str, deep: bool, time: Duration, result: &Value) -> BenchRow {
+/// A case's row from its paired runs.
+fn row(name: &str, deep: bool, mut paired: PairedRuns) -> BenchRow {
+    let result = &paired.last;
     let number = |key: &str| result.get(key).and_then(Value::as_u64).unwrap_or(0);
     let matching_lines = result
         .get("matches")
@@ -511,20 +504,28 @@ fn row(name: &str, deep: bool, time: Duration, result: &Value) -> BenchRow {
                 .sum()
         })
         .unwrap_or(0);
-    let clamps = crate::tools::search::clamp_names_in_json(result)
+    let mut clamps: Vec<String> = crate::tools::search::clamp_names_in_json(result)
         .into_iter()
         .map(str::to_owned)
         .collect();
+    let (bytes_scanned, lines_scanned) = (number("bytes_scanned"), number("lines_scanned"));
+    if let Some(first) = paired.errors.first() {
+        let runs = paired.searches.len();
+        clamps.push(format!(
+            "{} of {runs} runs failed: {first}",
+            paired.errors.len()
+        ));
+    }
     BenchRow {
         case: name.to_owned(),
         scope: if deep { "deep" } else { "visible" },
-        median_ms: ms(time),
-        bytes_scanned: number("bytes_scanned"),
-        lines_scanned: number("lines_scanned"),
+        median_ms: ms(median(&mut paired.searches)),
+        bytes_scanned,
+        lines_scanned,
         matching_lines,
         clamps,
-        ratio_to_raw_fetch: 0.0,
-        raw_fetch_ms: 0.0,
+        ratio_to_raw_fetch: paired.median_ratio(),
+        raw_fetch_ms: ms(median(&mut paired.fetches)),
     }
 }
 
