@@ -1400,8 +1400,11 @@ fn idle_control_client_detaches_and_comes_back() {
     let server = PrivateServer::start("idle", 80, 24).unwrap();
     let tmux = connect(&server);
     let x = TmuxCommand::new("display-message").flag("-p").arg("x");
-    tmux.run(&x, soon()).unwrap();
+    // Idle counts from the request's submission, so the clock starts
+    // before it: taken after the reply, it would start late by the reply's
+    // time and the lower bound below would fail by that much.
     let used = Instant::now();
+    tmux.run(&x, soon()).unwrap();
     assert_eq!(server.run_ok(["list-clients"]).unwrap().lines().count(), 1);
     let detached = wait_until(IDLE_DETACH * 3, || {
         server.run_ok(["list-clients"]).unwrap().is_empty()
