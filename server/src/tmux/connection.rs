@@ -462,6 +462,12 @@ pub struct Shared {
     /// The server's process as tmux last reported it, for reading what its
     /// panes run from `/proc` (tmux/procfs.rs).
     pub(crate) server_process: super::procfs::ServerCache,
+    /// What the last sweeps of searches asked for
+    /// (tmux/listing_ahead.rs).
+    pub(crate) sweeps_noted: super::listing_ahead::SweepMemory,
+    /// A sweep client kept started for the next search
+    /// (tmux/listing_ahead.rs).
+    pub(crate) kept_client: super::listing_ahead::KeptClient,
 }
 
 impl Shared {
@@ -480,6 +486,8 @@ impl Shared {
             captures_over_control: AtomicBool::new(true),
             anchor: Mutex::new(None),
             server_process: super::procfs::ServerCache::default(),
+            sweeps_noted: super::listing_ahead::SweepMemory::default(),
+            kept_client: super::listing_ahead::KeptClient::default(),
         })
     }
 
@@ -517,6 +525,19 @@ impl Shared {
 
     /// The live control client, connecting if needed; `OneShot` when the
     /// server has no session to attach to.
+    /// Connects the control client if it is not, and counts this as a use
+    /// of it (it detaches after [`IDLE_DETACH`] unused); `false` when
+    /// commands go through one-shot processes instead, or nothing answers.
+    pub(crate) fn keep_control(&self, deadline: Instant) -> bool {
+        match self.route(deadline) {
+            Ok(Route::Control(c)) => {
+                *lock(&c.last_used) = Instant::now();
+                true
+            }
+            _ => false,
+        }
+    }
+
     pub(crate) fn route(&self, deadline: Instant) -> Result<Route, TmuxError> {
         // Another thread may be connecting; wait for it only until our own
         // deadline.

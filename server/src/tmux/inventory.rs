@@ -340,6 +340,48 @@ fn separators() -> (String, String) {
     (format!("<{token}f>"), format!("<{token}r>"))
 }
 
+/// A `list-panes -a` of some fields under fresh separators, and how to
+/// read its output: sent over the control client ([`fetch`]) or at the top
+/// of a sweep's own script (capture/preamble.rs).
+#[derive(Debug)]
+pub(crate) struct ListingQuery {
+    fields: Vec<&'static str>,
+    sep: String,
+    end: String,
+}
+
+impl ListingQuery {
+    pub(crate) fn new(fields: Fields) -> ListingQuery {
+        let (sep, end) = separators();
+        ListingQuery {
+            fields: fields.names(),
+            sep,
+            end,
+        }
+    }
+
+    pub(crate) fn command(&self) -> TmuxCommand {
+        TmuxCommand::new("list-panes")
+            .flag("-a")
+            .option("-F", &format(&self.fields, &self.sep, &self.end))
+    }
+
+    /// The inventory in `text` (the command's output), its panes marked
+    /// as the caller's where they are, their count kept for the sweeps.
+    pub(crate) fn read(&self, shared: &Shared, text: &str) -> Inventory {
+        let own = shared.own_session();
+        let mut inv = parse_fields(&self.fields, text, &self.sep, &self.end, own.as_deref());
+        shared
+            .listed_panes
+            .store(inv.panes.len(), std::sync::atomic::Ordering::Relaxed);
+        let caller = shared.caller.on_server(shared.socket_path());
+        for p in &mut inv.panes {
+            p.is_caller = caller.map(|c| c == Some(p.pane_id));
+        }
+        inv
+    }
+}
+
 /// The inventory with `fields`, and the output of `then` commands
 /// pipelined right after it in the same round trip: tmux runs them after
 /// the inventory's own command, so they see the server no earlier than the
@@ -350,12 +392,8 @@ pub(crate) fn fetch(
     then: &[TmuxCommand],
     deadline: Instant,
 ) -> Result<(Inventory, Vec<Result<String, TmuxError>>), TmuxError> {
-    let (sep, end) = separators();
-    let fields = fields.names();
-    let cmd = TmuxCommand::new("list-panes")
-        .flag("-a")
-        .option("-F", &format(&fields, &sep, &end));
-    let mut commands = vec![cmd];
+    let query = ListingQuery::new(fields);
+    let mut commands = vec![query.command()];
     commands.extend_from_slice(then);
     let round_trip = Span::new("inventory.round_trip");
     let mut replies = shared.run_many(&commands, deadline).into_iter();
@@ -371,16 +409,7 @@ pub(crate) fn fetch(
         Some(Err(e)) => return Err(e),
         None => return Err(TmuxError::ConnectionLost("no reply".into())),
     };
-    let own = shared.own_session();
-    let mut inv = parse_fields(&fields, &text, &sep, &end, own.as_deref());
-    shared
-        .listed_panes
-        .store(inv.panes.len(), std::sync::atomic::Ordering::Relaxed);
-    let caller = shared.caller.on_server(shared.socket_path());
-    for p in &mut inv.panes {
-        p.is_caller = caller.map(|c| c == Some(p.pane_id));
-    }
-    Ok((inv, replies.collect()))
+    Ok((query.read(shared, &text), replies.collect()))
 }
 
 /// `pane_current_command` and `pane_current_path` of `panes` (each with its

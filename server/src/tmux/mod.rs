@@ -106,6 +106,7 @@ pub mod framing;
 pub mod ids;
 pub mod inventory;
 pub mod launch;
+pub mod listing_ahead;
 pub mod notification;
 pub mod oneshot;
 pub mod private_server;
@@ -125,6 +126,7 @@ pub use capture::{CaptureOptions, CaptureRange, CaptureReply, CaptureRequest, Ca
 pub use command::TmuxCommand;
 pub use ids::{PaneId, SessionId, Target, WindowId};
 pub use inventory::{Fields, Inventory, Pane, PanePlacement, Session, Window, WindowPlacement};
+pub use listing_ahead::ListingAhead;
 
 /// Which tmux server to talk to.
 ///
@@ -354,6 +356,7 @@ impl Tmux {
         let ahead = capture::Ahead {
             spare,
             over_control: true,
+            preamble: None,
         };
         capture::start(
             self.inner.clone(),
@@ -402,6 +405,7 @@ impl Tmux {
         let ahead = capture::Ahead {
             spare,
             over_control: false,
+            preamble: None,
         };
         capture::start(
             self.inner.clone(),
@@ -411,6 +415,99 @@ impl Tmux {
             cancel,
             ahead,
         )
+    }
+
+    /// [`Tmux::sweep_with_spare`] with a listing of `fields` at the top of
+    /// its first script (capture/preamble.rs): tmux lists the panes and
+    /// captures them in one go, the listing still before every capture.
+    /// For a caller expecting to sweep what it swept last
+    /// ([`Tmux::steady_sweep`]); [`ListingAhead::wait`] gives the listing.
+    pub fn sweep_after_listing(
+        &self,
+        fields: Fields,
+        requests: Vec<CaptureRequest>,
+        options: CaptureOptions,
+        deadline: Instant,
+        cancel: Arc<AtomicBool>,
+        spare: Option<capture::Spare>,
+    ) -> (ListingAhead, crossbeam_channel::Receiver<CaptureReply>) {
+        let query = inventory::ListingQuery::new(fields);
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let ahead = capture::Ahead {
+            spare,
+            over_control: false,
+            preamble: Some(capture::Preamble {
+                listing: query.command(),
+                tx,
+            }),
+        };
+        let replies = capture::start(
+            self.inner.clone(),
+            requests,
+            options,
+            deadline,
+            cancel,
+            ahead,
+        );
+        let listing = ListingAhead {
+            query,
+            rx,
+            shared: self.inner.clone(),
+        };
+        (listing, replies)
+    }
+
+    /// Starts a sweep client for the next search and keeps it, unless one
+    /// is kept (tmux/listing_ahead.rs: let go once panescan's control
+    /// client is gone or after [`listing_ahead::KEPT_CLIENT_IDLE`]). The
+    /// control client is kept attached meanwhile, as the listings it
+    /// answered kept it: its going is the sign the last session went.
+    /// Done on a thread of its own: the caller does not wait.
+    pub fn keep_sweep_client(&self) {
+        if self.inner.kept_client.holds() {
+            return;
+        }
+        let shared = self.inner.clone();
+        let _ = std::thread::Builder::new()
+            .name("tmux-keep-client".into())
+            .spawn(move || {
+                let deadline = Instant::now() + std::time::Duration::from_secs(2);
+                if !shared.keep_control(deadline) || shared.kept_client.holds() {
+                    return;
+                }
+                if let Some(spare) = capture::anchored_spare(&shared) {
+                    listing_ahead::KeptClient::keep(&shared, spare);
+                }
+            });
+    }
+
+    /// The sweep client kept by [`Tmux::keep_sweep_client`], else one
+    /// started now ([`Tmux::anchored_spare`]).
+    pub fn kept_or_anchored_spare(&self) -> Option<capture::Spare> {
+        self.inner
+            .kept_client
+            .take()
+            .or_else(|| self.anchored_spare())
+    }
+
+    /// Notes the captures a search of this server asked for.
+    pub fn note_sweep(&self, requests: &[CaptureRequest], options: CaptureOptions) {
+        self.inner.sweeps_noted.note(requests, options);
+    }
+
+    /// How long the search whose captures were noted last took.
+    pub fn note_search_took(&self, time: std::time::Duration) {
+        self.inner.sweeps_noted.took(time);
+    }
+
+    /// The captures the last two searches noted both asked for, if they
+    /// did and the last took at most half of `room`: what the next is
+    /// likely to ask for, in time to list at the top of its sweep.
+    pub fn steady_sweep(
+        &self,
+        room: std::time::Duration,
+    ) -> Option<(Vec<CaptureRequest>, CaptureOptions)> {
+        self.inner.sweeps_noted.steady(room)
     }
 
     /// Subscribes to the server's event stream: pane output (as "pane

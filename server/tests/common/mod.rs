@@ -150,6 +150,16 @@ impl Serve {
     /// [`Serve::spawn_with`], and without the variables `removed` (even
     /// `LC_ALL`, which the tests otherwise set).
     pub fn spawn_env(args: &[&str], envs: &[(&str, &str)], removed: &[&str]) -> Serve {
+        Serve::spawn_logged(args, envs, removed, Stdio::null())
+    }
+
+    /// [`Serve::spawn_env`] with its standard error going to `stderr`.
+    pub fn spawn_logged(
+        args: &[&str],
+        envs: &[(&str, &str)],
+        removed: &[&str],
+        stderr: Stdio,
+    ) -> Serve {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_panescan"));
         cmd.args(args)
             .env_remove("TMUX")
@@ -160,7 +170,7 @@ impl Serve {
             .env("LC_ALL", "C.UTF-8")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null());
+            .stderr(stderr);
         for (k, v) in envs {
             cmd.env(k, v);
         }

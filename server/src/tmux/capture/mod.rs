@@ -111,12 +111,15 @@ mod anchor;
 mod control;
 mod counted;
 mod gate;
+mod preamble;
 mod spare;
 mod split;
 mod unvis;
 
 pub(crate) use anchor::Anchor;
 pub(crate) use gate::Gate;
+pub use preamble::ListedAhead;
+pub(crate) use preamble::Preamble;
 pub use spare::Spare;
 
 use super::ids::PaneId;
@@ -237,7 +240,9 @@ pub(crate) fn start(
     let Ahead {
         spare,
         over_control,
+        preamble,
     } = ahead;
+    let alone_first = preamble.is_some();
     let (tx, rx) = crossbeam_channel::bounded(CHANNEL_CAPACITY);
     let socket = shared.endpoint().clone();
     let server_panes = shared.listed_panes.load(Ordering::Relaxed);
@@ -260,8 +265,10 @@ pub(crate) fn start(
                     tx,
                     member,
                     counting: Arc::new(AtomicBool::new(true)),
+                    preamble: std::sync::Mutex::new(preamble),
+                    alone_first,
                 };
-                if over_control && batch.run_over_control(&shared, &requests) {
+                if over_control && !alone_first && batch.run_over_control(&shared, &requests) {
                     return;
                 }
                 // The terminal query is a round trip: made here, not in the
@@ -294,6 +301,8 @@ pub(crate) struct Ahead {
     pub(crate) spare: Option<Spare>,
     /// A small batch may go over the open control client (`control.rs`).
     pub(crate) over_control: bool,
+    /// A listing for the top of the first chunk (`preamble.rs`).
+    pub(crate) preamble: Option<Preamble>,
 }
 
 struct Batch {
@@ -313,6 +322,11 @@ struct Batch {
     /// Whether visible chunks may still be counted (`counted.rs`): a chunk
     /// that had to capture many panes again turns it off for the batch.
     counting: Arc<AtomicBool>,
+    /// A listing for the top of the first chunk, until it is launched.
+    preamble: std::sync::Mutex<Option<Preamble>>,
+    /// The first chunk runs alone: no other chunk of the batch may reach
+    /// tmux before its preamble's listing (`preamble.rs`).
+    alone_first: bool,
 }
 
 /// A chunk in flight: its process and the thread reading it.
@@ -499,7 +513,8 @@ impl Batch {
         let mut failure: Option<TmuxError> = None;
         while sent < requests.len() {
             // Keep two chunks in flight, as the server's gate allows.
-            while failure.is_none() && flights.len() < 2 && next_start < requests.len() {
+            let most = if self.alone_first && sent == 0 { 1 } else { 2 };
+            while failure.is_none() && flights.len() < most && next_start < requests.len() {
                 failure = self.stopped();
                 if failure.is_some() {
                     break;
@@ -700,9 +715,19 @@ impl Batch {
     ) -> Flight {
         let (tx, rx) = crossbeam_channel::bounded(EVENTS_AHEAD);
         let token = sweep_token();
-        let script = match counted {
+        let own = match counted {
             Some(flags) => counted::script(&token, chunk, options, flags),
             None => script(&token, chunk, options, self.server_panes),
+        };
+        let preamble = self
+            .preamble
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .and_then(|p| p.head(&token).ok());
+        let (script, mut preamble) = match preamble {
+            Some((head, reader)) => (head + &own, Some(reader)),
+            None => (own, None),
         };
         let meta: Vec<CaptureRequest> = chunk.to_vec();
         let (child, script_file) = self.spawn(&token, script);
@@ -721,7 +746,7 @@ impl Batch {
                     options,
                     counted: counted.is_some(),
                 };
-                let outcome = child.and_then(|c| chunk.read(&c, &counting, &tx));
+                let outcome = child.and_then(|c| chunk.read(&c, preamble.as_mut(), &counting, &tx));
                 drop((permit, script_file));
                 let _ = tx.send(ChunkEvent::End(outcome));
             });
@@ -937,6 +962,7 @@ impl Chunk<'_> {
     fn read(
         &self,
         child: &SharedChild,
+        preamble: Option<&mut preamble::Reader>,
         counting: &AtomicBool,
         tx: &Sender<ChunkEvent>,
     ) -> Result<(), TmuxError> {
@@ -950,14 +976,20 @@ impl Chunk<'_> {
             Cutter::Headed(Splitter::new(self.token, self.requests, self.options))
         };
         let mut held: Vec<(usize, Result<Split, TmuxError>)> = Vec::new();
-        let outcome = read_output(child, self.socket, &mut cutter, &mut |i, result| {
-            if held.is_empty() && !is_again(&result) {
-                tx.send(ChunkEvent::Pane(i, result)).is_ok()
-            } else {
-                held.push((i, result));
-                true
-            }
-        });
+        let outcome = read_output(
+            child,
+            self.socket,
+            preamble,
+            &mut cutter,
+            &mut |i, result| {
+                if held.is_empty() && !is_again(&result) {
+                    tx.send(ChunkEvent::Pane(i, result)).is_ok()
+                } else {
+                    held.push((i, result));
+                    true
+                }
+            },
+        );
         if held.is_empty() {
             return outcome;
         }
@@ -1014,7 +1046,7 @@ impl Chunk<'_> {
                 .and_then(|c| {
                     *child.lock().unwrap_or_else(|e| e.into_inner()) = c;
                     let mut cutter = Cutter::Headed(Splitter::new(&token, &requests, self.options));
-                    read_output(child, self.socket, &mut cutter, &mut |k, result| {
+                    read_output(child, self.socket, None, &mut cutter, &mut |k, result| {
                         if let Some(&i) = indexes.get(k) {
                             fresh.insert(i, result);
                         }
@@ -1036,6 +1068,7 @@ impl Chunk<'_> {
 fn read_output(
     child: &SharedChild,
     socket: &Endpoint,
+    mut preamble: Option<&mut preamble::Reader>,
     cutter: &mut Cutter<'_>,
     emit: &mut dyn FnMut(usize, Result<Split, TmuxError>) -> bool,
 ) -> Result<(), TmuxError> {
@@ -1060,7 +1093,16 @@ fn read_output(
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(_) => break,
             };
-            cutter.push(&piece[..n], &mut |i, result| {
+            let after;
+            let mut data = &piece[..n];
+            if let Some(reader) = preamble.as_deref_mut().filter(|r| !r.done()) {
+                match reader.push(data) {
+                    Some(rest) => after = rest,
+                    None => continue,
+                }
+                data = &after;
+            }
+            cutter.push(data, &mut |i, result| {
                 listening = listening && emit(i, result);
             });
         }
@@ -1106,6 +1148,8 @@ mod tests {
             anchor: None,
             spare: std::sync::Mutex::new(None),
             counting: Arc::new(AtomicBool::new(true)),
+            preamble: std::sync::Mutex::new(None),
+            alone_first: false,
         };
         let started = Instant::now();
         // Nothing seen yet: the assumed rate.
@@ -1144,6 +1188,8 @@ mod tests {
             anchor: None,
             spare: std::sync::Mutex::new(None),
             counting: Arc::new(AtomicBool::new(true)),
+            preamble: std::sync::Mutex::new(None),
+            alone_first: false,
         };
         let started = Instant::now();
         let (mut a, mut sizes) = (0, Vec::new());

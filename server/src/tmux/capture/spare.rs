@@ -374,6 +374,8 @@ mod tests {
             anchor,
             spare: std::sync::Mutex::new(Some(spare)),
             counting: Arc::default(),
+            preamble: std::sync::Mutex::new(None),
+            alone_first: false,
         }
     }
 

@@ -40,6 +40,7 @@
 //! `#(touch /tmp/x)` or `#{pane_id}` is searched for literally and never
 //! reaches tmux.
 
+mod ahead;
 pub(crate) mod cursor;
 mod encode;
 #[cfg(test)]
@@ -150,7 +151,8 @@ fn search_one(ctx: &ToolContext, args: &SearchPanesArgs) -> Result<SearchPanesRe
     let started = Instant::now();
     let limits = &ctx.ceilings().search;
     let checked = Plan::check(args, limits)?;
-    let deadline = started + checked.timeout;
+    let checked_timeout = checked.timeout;
+    let deadline = started + checked_timeout;
     let tmux = match ctx.tmux(&args.server) {
         Ok(tmux) => tmux,
         // A pattern too big to build is the error, server or no server.
@@ -174,7 +176,14 @@ fn search_one(ctx: &ToolContext, args: &SearchPanesArgs) -> Result<SearchPanesRe
     let spare = match &ctx.pane_cache {
         Some(_) if valid_since => tmux.spare_sweep(),
         Some(_) => None,
-        None => tmux.anchored_spare(),
+        None => tmux.kept_or_anchored_spare(),
+    };
+    // A search likely to sweep what the last ones swept starts that sweep
+    // now, with its listing at the top of the sweep's first script.
+    let (ahead_started, spare) = ahead::start(ctx, &tmux, args, spare, deadline);
+    let (listing_ahead, mut sweep_ahead) = match ahead_started {
+        Some(s) => (Some(s.listing), Some(s.sweep)),
+        None => (None, None),
     };
     // The patterns' automata are built while tmux lists the panes (a
     // regex's take about a millisecond, as long as a listing of 200).
@@ -184,7 +193,7 @@ fn search_one(ctx: &ToolContext, args: &SearchPanesArgs) -> Result<SearchPanesRe
             checked.build()
         });
         let listing = Span::new("search.list");
-        let listed = scope::list(ctx, &tmux, deadline);
+        let listed = ahead::list(ctx, &tmux, listing_ahead, &mut sweep_ahead, deadline);
         drop(listing);
         let plan = building
             .join()
@@ -215,6 +224,8 @@ fn search_one(ctx: &ToolContext, args: &SearchPanesArgs) -> Result<SearchPanesRe
         pipeline::Listed {
             server: &server,
             spare,
+            ahead: sweep_ahead,
+            noted: ctx.pane_cache.is_none() && args.since.is_none(),
         },
         deadline,
     )?;
@@ -223,6 +234,7 @@ fn search_one(ctx: &ToolContext, args: &SearchPanesArgs) -> Result<SearchPanesRe
     let mut result = shape::shape(&tmux, &plan, &scope, scanned, deadline);
     drop(shaping);
 
+    ahead::prepare_next(ctx, &tmux, args, started.elapsed(), checked_timeout);
     let _finishing = Span::new("search.cursor");
     (result.cursor, result.since_panes) = since.finish();
     result.since_reset = since.reset;

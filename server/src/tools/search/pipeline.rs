@@ -15,6 +15,7 @@ use panescan_engine::{
     self as engine, Capture, Incoming, Progress, SearchBudgets, SearchOptions, SearchOutcome,
 };
 
+use super::ahead::AheadSweep;
 use super::plan::Plan;
 use super::scope::Scope;
 use super::since::Since;
@@ -38,6 +39,12 @@ pub(super) struct FetchReport {
 pub(super) struct Listed<'a> {
     pub(super) server: &'a str,
     pub(super) spare: Option<Spare>,
+    /// A sweep started before the listing (`ahead.rs`), kept if it asks
+    /// for what the listing does.
+    pub(super) ahead: Option<AheadSweep>,
+    /// The captures asked for are noted for the next search to start
+    /// ahead (a search without the pane cache and without `since`).
+    pub(super) noted: bool,
 }
 
 /// What fetching and scanning the scope found.
@@ -59,7 +66,6 @@ pub(super) fn fetch_and_scan(
     listed: Listed,
     deadline: Instant,
 ) -> Result<Scanned, ToolError> {
-    let stop_fetch = Arc::new(AtomicBool::new(false));
     let requests: Vec<CaptureRequest> = scope
         .panes
         .iter()
@@ -70,16 +76,7 @@ pub(super) fn fetch_and_scan(
         })
         .collect();
     let starting = Span::new("search.start_fetch");
-    let replies = start_fetch(
-        ctx,
-        tmux,
-        plan,
-        scope,
-        requests,
-        listed,
-        deadline,
-        &stop_fetch,
-    );
+    let (replies, stop_fetch) = start_fetch(ctx, tmux, plan, scope, requests, listed, deadline);
     drop(starting);
     let options = search_options(ctx, plan, deadline);
     let total = scope.panes.len();
@@ -248,8 +245,10 @@ fn settle_cursor(since: &Since, outcome: &SearchOutcome, fetch: &FetchReport, to
     }
 }
 
-/// Asks for every pane's capture at once; replies come back in pane order.
-/// The pane cache answers with the same text, fetching only what changed.
+/// Asks for every pane's capture at once (or keeps the sweep started
+/// ahead if it asks for the same: `ahead.rs`); replies come back in pane
+/// order. The pane cache answers with the same text, fetching only what
+/// changed. The stop flag ends the sweep.
 // The search's context and what it asks for.
 #[allow(clippy::too_many_arguments)]
 fn start_fetch(
@@ -260,13 +259,23 @@ fn start_fetch(
     requests: Vec<CaptureRequest>,
     listed: Listed,
     deadline: Instant,
-    stop_fetch: &Arc<AtomicBool>,
-) -> Receiver<CaptureReply> {
+) -> (Receiver<CaptureReply>, Arc<AtomicBool>) {
     let capture_options = CaptureOptions {
         join_wrapped: plan.join_wrapped,
         escapes: false,
     };
-    match &ctx.pane_cache {
+    if listed.noted {
+        tmux.note_sweep(&requests, capture_options);
+    }
+    if let Some(started) = listed
+        .ahead
+        .and_then(|a| a.take_if(&requests, capture_options))
+    {
+        let _kept = Span::new("search.ahead_kept");
+        return started;
+    }
+    let stop_fetch = Arc::new(AtomicBool::new(false));
+    let replies = match &ctx.pane_cache {
         Some(cache) => cache.capture_listed(
             tmux,
             scope.inventory,
@@ -284,7 +293,8 @@ fn start_fetch(
             stop_fetch.clone(),
             listed.spare,
         ),
-    }
+    };
+    (replies, stop_fetch)
 }
 
 /// Turns transport replies into engine input, in order, until the batch

@@ -1,0 +1,282 @@
+//! Searches started ahead of their listing (tools/search/ahead.rs) and the
+//! sweep client kept for them (tmux/listing_ahead.rs), through `panescan
+//! serve --no-cache` on private servers: the same answers as listed
+//! searches when the panes stay, when one comes and when one goes; a
+//! cursor that misses nothing; and a kept client that never keeps a tmux
+//! server alive once its last session is gone.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::{eventually, Serve, TempDir};
+use panescan::tmux::listing_ahead::KEPT_CLIENT_IDLE;
+use panescan::tmux::private_server::{process_state, PrivateServer};
+use serde_json::{json, Value};
+
+/// Windows printing text that hits: repeated and blank lines, wide
+/// characters, an escape sequence, the needle twice in some panes.
+const PANES: usize = 20;
+
+fn filled_server(label: &str) -> PrivateServer {
+    let tmux = PrivateServer::start(label, 80, 12).unwrap();
+    let mut script = String::new();
+    for k in 0..PANES {
+        let needle = if k % 3 == 0 {
+            "printf 'needle here\\n\\nneedle here\\n'; "
+        } else {
+            ""
+        };
+        script.push_str(&format!(
+            "new-window -d \"printf 'pane {k}\\n\\n\\033[1m表示 {k}\\033[0m\\nsame\\nsame\\n'; {needle}printf 'ready\\n'; exec sleep 100000\"\n"
+        ));
+    }
+    tmux.source(&script).unwrap();
+    tmux.run_ok(["kill-window", "-t", "main:0"]).unwrap();
+    let ready = eventually(Duration::from_secs(20), || {
+        let listing = tmux
+            .run_ok(["list-panes", "-a", "-F", "#{pane_id}"])
+            .unwrap_or_default();
+        listing.lines().count() == PANES
+            && listing.lines().all(|p| {
+                tmux.run_ok(["capture-pane", "-p", "-t", p])
+                    .is_ok_and(|t| t.contains("ready"))
+            })
+    });
+    assert!(ready, "panes did not print");
+    tmux
+}
+
+/// `panescan serve --no-cache` on `tmux`, its spans in `log`.
+fn serve(tmux: &PrivateServer, log: &std::path::Path) -> Serve {
+    let file = std::fs::File::create(log).unwrap();
+    let mut s = Serve::spawn_logged(
+        &["serve", "--socket-name", tmux.socket_name(), "--no-cache"],
+        &[("PANESCAN_SPANS", "1")],
+        &[],
+        Stdio::from(file),
+    );
+    s.initialize();
+    s
+}
+
+/// A search's answer without its timing.
+fn search(s: &mut Serve, args: Value) -> Value {
+    let mut r = s.call_ok("search_panes", args);
+    r.as_object_mut().unwrap().remove("elapsed_ms");
+    r
+}
+
+fn kept_sweeps(log: &std::path::Path) -> usize {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .matches("search.ahead_kept")
+        .count()
+}
+
+fn panes_matched(r: &Value) -> Vec<String> {
+    r["matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["pane_id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// What a fresh `panescan serve` answers (its first search lists over
+/// the control client: nothing to start ahead on).
+fn listed_answer(tmux: &PrivateServer, dir: &TempDir, args: &Value) -> Value {
+    let mut fresh = serve(tmux, &dir.0.join("fresh"));
+    search(&mut fresh, args.clone())
+}
+
+#[test]
+fn searches_started_ahead_answer_as_listed_ones_as_panes_come_and_go() {
+    let tmux = filled_server("ahead-same");
+    let dir = TempDir::new("ahead-same");
+    let log = dir.0.join("spans");
+    let mut s = serve(&tmux, &log);
+    let needle = json!({"pattern": "needle"});
+    for args in [
+        needle.clone(),
+        json!({"pattern": "same|表示", "regex": true, "context_lines": 1}),
+    ] {
+        let listed = listed_answer(&tmux, &dir, &args);
+        let before = kept_sweeps(&log);
+        for _ in 0..4 {
+            assert_eq!(search(&mut s, args.clone()), listed, "{args}");
+        }
+        assert!(kept_sweeps(&log) >= before + 2, "no search went ahead");
+    }
+    let first = search(&mut s, needle.clone());
+    assert_eq!(first["total_panes_matched"], 7);
+
+    // A pane comes: the sweep started ahead does not hold it, the listing
+    // does; the search finds it.
+    let came = tmux
+        .run_ok([
+            "new-window",
+            "-d",
+            "-P",
+            "-F",
+            "#{pane_id}",
+            "printf 'needle new\\n'; exec sleep 100000",
+        ])
+        .unwrap();
+    let came = came.trim().to_owned();
+    assert!(eventually(Duration::from_secs(10), || tmux
+        .run_ok(["capture-pane", "-p", "-t", &came])
+        .is_ok_and(|t| t.contains("needle new"))));
+    let with_new = search(&mut s, needle.clone());
+    assert!(panes_matched(&with_new).contains(&came), "{with_new}");
+    assert_eq!(with_new, listed_answer(&tmux, &dir, &needle));
+    assert_eq!(with_new["total_panes_matched"], 8);
+
+    // A pane goes: it is not reported, nothing fails.
+    let gone = panes_matched(&first)[0].clone();
+    tmux.run_ok(["kill-pane", "-t", &gone]).unwrap();
+    let listed = listed_answer(&tmux, &dir, &needle);
+    assert!(!panes_matched(&listed).contains(&gone), "{listed}");
+    let before = kept_sweeps(&log);
+    for _ in 0..4 {
+        assert_eq!(search(&mut s, needle.clone()), listed);
+    }
+    assert!(kept_sweeps(&log) >= before + 2, "no search went ahead");
+    assert_eq!(listed["total_panes_matched"], 7, "{listed}");
+    assert_eq!(listed["panes_failed"], 0, "{listed}");
+    assert_eq!(listed["panes_searched"], PANES, "{listed}");
+}
+
+#[test]
+fn a_cursor_from_a_search_started_ahead_misses_nothing() {
+    let tmux = filled_server("ahead-cursor");
+    let dir = TempDir::new("ahead-cursor");
+    let log = dir.0.join("spans");
+    let mut s = serve(&tmux, &log);
+    let args = json!({"pattern": "late line"});
+    for _ in 0..3 {
+        search(&mut s, args.clone());
+    }
+    let before = kept_sweeps(&log);
+    let r = search(&mut s, args.clone());
+    assert!(kept_sweeps(&log) > before, "the search did not go ahead");
+    assert_eq!(r["total_panes_matched"], 0);
+    let cursor = r["cursor"].as_str().unwrap().to_owned();
+    // Typed after the cursor into two panes (the terminal echoes it), on
+    // the line their cursor was on when the cursor was taken.
+    let panes = tmux
+        .run_ok(["list-panes", "-a", "-F", "#{pane_id}"])
+        .unwrap();
+    let panes: Vec<&str> = panes.lines().collect();
+    let typed = [panes[1], panes[7]];
+    for p in typed {
+        tmux.run_ok(["send-keys", "-t", p, "-l", "late line"])
+            .unwrap();
+        tmux.run_ok(["send-keys", "-t", p, "Enter"]).unwrap();
+    }
+    assert!(eventually(Duration::from_secs(10), || {
+        typed.iter().all(|p| {
+            tmux.run_ok(["capture-pane", "-p", "-t", p])
+                .is_ok_and(|t| t.contains("late line"))
+        })
+    }));
+    let since = search(&mut s, json!({"pattern": "late line", "since": cursor}));
+    let mut found = panes_matched(&since);
+    found.sort();
+    let mut want: Vec<String> = typed.iter().map(|p| (*p).to_owned()).collect();
+    want.sort();
+    assert_eq!(found, want, "{since}");
+    // Every pane searched from its boundary: none in full.
+    assert!(since.get("since_panes").is_none(), "{since}");
+}
+
+#[test]
+fn a_search_short_of_time_lists_on_its_own() {
+    let tmux = filled_server("ahead-short");
+    let dir = TempDir::new("ahead-short");
+    let log = dir.0.join("spans");
+    let mut s = serve(&tmux, &log);
+    for _ in 0..3 {
+        search(&mut s, json!({"pattern": "needle"}));
+    }
+    let spans = || std::fs::read_to_string(&log).unwrap_or_default();
+    let ahead = spans().matches("search.ahead_listing").count();
+    assert!(ahead > 0, "no search went ahead");
+    // A sweep started ahead gives its listing once its first chunk has
+    // run; a search with less than twice the last one's time lists first,
+    // and its answer (cut by time, or a timeout) comes from that listing.
+    let r = s.call(
+        "search_panes",
+        json!({"pattern": "needle", "timeout_ms": 1}),
+    );
+    assert!(r["content"][0]["text"].is_string(), "{r}");
+    assert_eq!(spans().matches("search.ahead_listing").count(), ahead);
+    assert!(spans().matches("search.list ").count() > ahead);
+}
+
+/// The tmux clients panescan runs for sweeps, waiting or working.
+fn sweep_clients(serve_pid: u32) -> usize {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| common::child_process(pid, serve_pid))
+        .filter(|p| p.cmdline.contains("source-file"))
+        .count()
+}
+
+/// A filled server and a serve that has searched it three times alike:
+/// a sweep client is kept for the next search.
+fn with_a_kept_client(label: &str) -> (PrivateServer, TempDir, Serve) {
+    let tmux = filled_server(label);
+    let dir = TempDir::new(label);
+    let mut s = serve(&tmux, &dir.0.join("spans"));
+    for _ in 0..3 {
+        search(&mut s, json!({"pattern": "needle"}));
+    }
+    assert!(
+        eventually(Duration::from_secs(10), || sweep_clients(s.pid()) == 1),
+        "no sweep client kept"
+    );
+    (tmux, dir, s)
+}
+
+#[test]
+fn a_kept_sweep_client_lets_the_server_exit_with_its_last_session() {
+    let (tmux, _dir, s) = with_a_kept_client("ahead-exit");
+    let pid = tmux.pid().unwrap();
+    // The last session goes: tmux detaches panescan's control client, and
+    // the kept client must go too, well before its idle time is up (a
+    // connected client keeps the server from exiting).
+    tmux.run_ok(["kill-session", "-t", "main"]).unwrap();
+    let exited = eventually(
+        KEPT_CLIENT_IDLE / 2,
+        || !matches!(process_state(pid), Some(state) if state != 'Z'),
+    );
+    assert!(exited, "the tmux server outlived its last session");
+    assert!(eventually(Duration::from_secs(5), || sweep_clients(
+        s.pid()
+    ) == 0));
+}
+
+#[test]
+fn a_kept_sweep_client_unused_goes_after_its_idle_time() {
+    let (_tmux, _dir, mut s) = with_a_kept_client("ahead-idle");
+    assert!(
+        eventually(KEPT_CLIENT_IDLE * 3, || sweep_clients(s.pid()) == 0),
+        "the kept client stayed"
+    );
+    // The server still answers, and the next searches keep one again.
+    for _ in 0..3 {
+        assert_eq!(
+            search(&mut s, json!({"pattern": "needle"}))["total_panes_matched"],
+            7
+        );
+    }
+    assert!(eventually(Duration::from_secs(10), || sweep_clients(
+        s.pid()
+    ) == 1));
+}
