@@ -362,6 +362,12 @@ struct PairedRuns {
     errors: Vec<String>,
 }
 
+/// A pause before each timed search or fetch: what the one before left
+/// running in the background (a sweep client started for the next search,
+/// tmux letting a finished client go) is done before the next is timed,
+/// as it is before a caller's next call.
+const SETTLE: Duration = Duration::from_millis(50);
+
 impl PairedRuns {
     fn measure(
         client: &mut McpClient,
@@ -378,7 +384,13 @@ impl PairedRuns {
         };
         for run in 0..runs {
             let fetch_first = run % 2 == 0;
-            let before = if fetch_first { Some(pair()?) } else { None };
+            let before = if fetch_first {
+                std::thread::sleep(SETTLE);
+                Some(pair()?)
+            } else {
+                None
+            };
+            std::thread::sleep(SETTLE);
             let start = Instant::now();
             // A tool error (a budget too small to even list the panes) is a
             // result worth reporting, not a reason to stop the bench.
@@ -389,7 +401,10 @@ impl PairedRuns {
             let search = start.elapsed();
             let fetch = match before {
                 Some(fetch) => fetch,
-                None => pair()?,
+                None => {
+                    std::thread::sleep(SETTLE);
+                    pair()?
+                }
             };
             if !fetch.is_zero() {
                 r.ratios.push(search.as_secs_f64() / fetch.as_secs_f64());
