@@ -218,14 +218,42 @@ fn a_search_short_of_time_lists_on_its_own() {
 }
 
 /// The tmux clients panescan runs for sweeps, waiting or working.
-fn sweep_clients(serve_pid: u32) -> usize {
+fn sweep_client_pids(serve_pid: u32) -> Vec<u32> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
-        return 0;
+        return Vec::new();
     };
     dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
         .filter_map(|pid| common::child_process(pid, serve_pid))
         .filter(|p| p.cmdline.contains("source-file"))
-        .count()
+        .map(|p| p.pid)
+        .collect()
+}
+
+fn sweep_clients(serve_pid: u32) -> usize {
+    sweep_client_pids(serve_pid).len()
+}
+
+fn gone(pid: u32) -> bool {
+    !matches!(process_state(pid), Some(state) if state != 'Z')
+}
+
+#[test]
+fn a_kept_sweep_client_ends_with_a_killed_panescan() {
+    let (tmux, _dir, mut s) = with_a_kept_client("ahead-killed");
+    let kept = sweep_client_pids(s.pid());
+    assert_eq!(kept.len(), 1);
+    // Killed: nothing of panescan's runs to let the client go; the FIFO's
+    // write end it held closes with it, and the client reads an empty
+    // script.
+    s.signal("KILL");
+    assert!(s.wait_exit(Duration::from_secs(10)).is_some());
+    assert!(
+        eventually(KEPT_CLIENT_IDLE / 2, || gone(kept[0])),
+        "the kept client outlived panescan"
+    );
+    let pid = tmux.pid().unwrap();
+    tmux.run_ok(["kill-session", "-t", "main"]).unwrap();
+    assert!(eventually(Duration::from_secs(5), || gone(pid)));
 }
 
 /// A filled server and a serve that has searched it three times alike:
@@ -252,10 +280,7 @@ fn a_kept_sweep_client_lets_the_server_exit_with_its_last_session() {
     // the kept client must go too, well before its idle time is up (a
     // connected client keeps the server from exiting).
     tmux.run_ok(["kill-session", "-t", "main"]).unwrap();
-    let exited = eventually(
-        KEPT_CLIENT_IDLE / 2,
-        || !matches!(process_state(pid), Some(state) if state != 'Z'),
-    );
+    let exited = eventually(KEPT_CLIENT_IDLE / 2, || gone(pid));
     assert!(exited, "the tmux server outlived its last session");
     assert!(eventually(Duration::from_secs(5), || sweep_clients(
         s.pid()

@@ -18,7 +18,10 @@
 //! from exiting once its last session is gone (server.c `server_loop`:
 //! "don't actually exit until they've gone"), so the kept client is let go
 //! as soon as panescan's control client is (tmux detaches it when the
-//! last session goes), and after [`KEPT_CLIENT_IDLE`] unused.
+//! last session goes), and after [`KEPT_CLIENT_IDLE`] unused; and
+//! panescan holds the write end of the FIFO it waits on
+//! (capture/spare.rs `Spare::hold`), so that if panescan is killed the
+//! kernel closes it and the client reads an empty script and exits.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};

@@ -475,8 +475,12 @@ impl Tmux {
                 if !shared.keep_control(deadline) || shared.kept_client.holds() {
                     return;
                 }
-                if let Some(spare) = capture::anchored_spare(&shared) {
-                    listing_ahead::KeptClient::keep(&shared, spare);
+                // Kept only with its FIFO's write end held: then it ends
+                // with panescan, however panescan ends.
+                if let Some(mut spare) = capture::anchored_spare(&shared) {
+                    if spare.hold(deadline) {
+                        listing_ahead::KeptClient::keep(&shared, spare);
+                    }
                 }
             });
     }

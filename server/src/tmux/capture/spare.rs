@@ -68,6 +68,8 @@ enum Input {
     Fifo {
         fifo: Option<ScriptFile>,
         anchor: Arc<Anchor>,
+        /// The FIFO's write end, once held ([`Spare::hold`]).
+        writer: Option<std::fs::File>,
     },
 }
 
@@ -108,8 +110,31 @@ impl Spare {
             input: Input::Fifo {
                 fifo: Some(fifo),
                 anchor,
+                writer: None,
             },
         })
+    }
+
+    /// Holds the write end of an anchored spare's FIFO once its client has
+    /// opened it (waiting until `until`): a spare kept between searches
+    /// (tmux/listing_ahead.rs) then ends with panescan, however panescan
+    /// ends, since the kernel closes the write end, and the client reads
+    /// an empty script and exits (a client left waiting would keep tmux
+    /// from exiting after its last session). `false` if it could not be
+    /// held (a pipe-fed spare, or the client did not open its FIFO).
+    pub(crate) fn hold(&mut self, until: Instant) -> bool {
+        let Input::Fifo {
+            fifo: Some(fifo),
+            writer,
+            ..
+        } = &mut self.input
+        else {
+            return false;
+        };
+        if writer.is_none() {
+            *writer = open_for_writing(fifo.path(), until);
+        }
+        writer.is_some()
     }
 
     /// Whether this spare can run a chunk whose clients show tmux `anchor`
@@ -143,10 +168,14 @@ impl Spare {
                 });
                 Some((child, None))
             }
-            Input::Fifo { fifo, .. } => {
+            Input::Fifo { fifo, writer, .. } => {
                 let fifo = fifo.take()?;
                 let path = fifo.path().to_path_buf();
-                std::thread::spawn(move || write_fifo(&path, script.as_bytes(), deadline));
+                let held = writer.take();
+                std::thread::spawn(move || match held {
+                    Some(file) => write_all(file, script.as_bytes(), deadline),
+                    None => write_fifo(&path, script.as_bytes(), deadline),
+                });
                 Some((child, Some(fifo)))
             }
         }
@@ -159,9 +188,14 @@ impl Spare {
 /// the chunk's reader then reports the client's failure.
 fn write_fifo(path: &Path, script: &[u8], deadline: Instant) {
     let until = deadline.min(Instant::now() + FIFO_OPEN_WAIT);
-    let Some(mut fifo) = open_for_writing(path, until) else {
-        return;
-    };
+    if let Some(fifo) = open_for_writing(path, until) {
+        write_all(fifo, script, until);
+    }
+}
+
+/// Writes `script` into the open, non-blocking `fifo` (until `until`),
+/// then closes it: the reader's end of file.
+fn write_all(mut fifo: std::fs::File, script: &[u8], until: Instant) {
     let mut left = script;
     while !left.is_empty() {
         match fifo.write(left) {
@@ -207,11 +241,13 @@ impl Drop for Spare {
         match &mut self.input {
             // End of input: an empty script, which tmux runs as nothing.
             Input::Pipe(stdin) => drop(stdin.take()),
-            Input::Fifo { fifo, .. } => {
+            Input::Fifo { fifo, writer, .. } => {
                 let fifo = fifo.take();
-                let opened = fifo
-                    .as_ref()
-                    .is_some_and(|f| open_for_writing(f.path(), Instant::now()).is_some());
+                // A held write end closing is the client's end of file.
+                let opened = writer.take().is_some()
+                    || fifo
+                        .as_ref()
+                        .is_some_and(|f| open_for_writing(f.path(), Instant::now()).is_some());
                 // Opened and closed again: the client read an empty script
                 // and ends. Not opened by the client yet: it would wait for
                 // a writer forever, so it is stopped.
