@@ -22,7 +22,13 @@ use serde_json::{json, Value};
 const PANES: usize = 20;
 
 fn filled_server(label: &str) -> PrivateServer {
-    let tmux = PrivateServer::start(label, 80, 12).unwrap();
+    filled_server_under(label, None)
+}
+
+/// [`filled_server`] with its socket (and so the sweeps' scripts) in
+/// `dir` instead of the shared directory.
+fn filled_server_under(label: &str, dir: Option<&std::path::Path>) -> PrivateServer {
+    let tmux = PrivateServer::start_under(label, 80, 12, dir).unwrap();
     let mut script = String::new();
     for k in 0..PANES {
         let needle = if k % 3 == 0 {
@@ -53,8 +59,14 @@ fn filled_server(label: &str) -> PrivateServer {
 /// `panescan serve --no-cache` on `tmux`, its spans in `log`.
 fn serve(tmux: &PrivateServer, log: &std::path::Path) -> Serve {
     let file = std::fs::File::create(log).unwrap();
+    let socket = tmux.socket_path().unwrap();
     let mut s = Serve::spawn_logged(
-        &["serve", "--socket-name", tmux.socket_name(), "--no-cache"],
+        &[
+            "serve",
+            "--socket-path",
+            socket.to_str().unwrap(),
+            "--no-cache",
+        ],
         &[("PANESCAN_SPANS", "1")],
         &[],
         Stdio::from(file),
@@ -240,7 +252,7 @@ fn gone(pid: u32) -> bool {
 
 #[test]
 fn a_kept_sweep_client_ends_with_a_killed_panescan() {
-    let (tmux, _dir, mut s) = with_a_kept_client("ahead-killed");
+    let (tmux, dir, mut s) = with_a_kept_client("ahead-killed");
     let kept = sweep_client_pids(s.pid());
     assert_eq!(kept.len(), 1);
     // Killed: nothing of panescan's runs to let the client go; the FIFO's
@@ -252,16 +264,25 @@ fn a_kept_sweep_client_ends_with_a_killed_panescan() {
         eventually(KEPT_CLIENT_IDLE / 2, || gone(kept[0])),
         "the kept client outlived panescan"
     );
+    // Nothing is left beside the socket either.
+    let left: Vec<_> = std::fs::read_dir(tmux.socket_path().unwrap().parent().unwrap())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".panescan-sweep-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
     let pid = tmux.pid().unwrap();
     tmux.run_ok(["kill-session", "-t", "main"]).unwrap();
     assert!(eventually(Duration::from_secs(5), || gone(pid)));
+    drop(dir);
 }
 
 /// A filled server and a serve that has searched it three times alike:
 /// a sweep client is kept for the next search.
 fn with_a_kept_client(label: &str) -> (PrivateServer, TempDir, Serve) {
-    let tmux = filled_server(label);
     let dir = TempDir::new(label);
+    let tmux = filled_server_under(label, Some(&dir.0));
     let mut s = serve(&tmux, &dir.0.join("spans"));
     for _ in 0..3 {
         search(&mut s, json!({"pattern": "needle"}));

@@ -133,6 +133,11 @@ impl Spare {
         };
         if writer.is_none() {
             *writer = open_for_writing(fifo.path(), until);
+            if writer.is_some() {
+                // Both ends are open: the name is no longer needed, and
+                // gone it cannot be left behind by a killed panescan.
+                let _ = std::fs::remove_file(fifo.path());
+            }
         }
         writer.is_some()
     }
