@@ -26,9 +26,7 @@ use super::scope::{self, Listing};
 use super::types::SearchPanesArgs;
 use crate::tmux::capture::Spare;
 use crate::tmux::spans::Span;
-use crate::tmux::{
-    CaptureOptions, CaptureReply, CaptureRequest, Fields, ListingAhead, Tmux, TmuxError,
-};
+use crate::tmux::{CaptureOptions, CaptureReply, CaptureRequest, ListingAhead, Tmux, TmuxError};
 use crate::tools::context::{ToolContext, ToolError};
 
 /// A sweep started ahead of its listing.
@@ -45,6 +43,13 @@ pub(super) struct AheadSweep {
     stop: Arc<AtomicBool>,
 }
 
+/// Whether the search is one that may start ahead, and whose captures
+/// are noted for the next: one without the pane cache and without
+/// `since`.
+pub(super) fn applies(ctx: &ToolContext, args: &SearchPanesArgs) -> bool {
+    ctx.pane_cache.is_none() && args.since.is_none()
+}
+
 /// Starts the sweep the last searches of this server made, when the
 /// search is one that may reuse it; `spare` is given back when nothing
 /// was started.
@@ -55,7 +60,7 @@ pub(super) fn start(
     spare: Option<Spare>,
     deadline: Instant,
 ) -> (Option<Started>, Option<Spare>) {
-    if ctx.pane_cache.is_some() || args.since.is_some() {
+    if !applies(ctx, args) {
         return (None, spare);
     }
     let room = deadline.saturating_duration_since(Instant::now());
@@ -64,7 +69,7 @@ pub(super) fn start(
     };
     let stop = Arc::new(AtomicBool::new(false));
     let (listing, replies) = tmux.sweep_after_listing(
-        Fields::SearchWithCursor,
+        scope::listing_fields(ctx),
         requests.clone(),
         options,
         deadline,
@@ -109,7 +114,7 @@ pub(super) fn prepare_next(
     took: Duration,
     timeout: Duration,
 ) {
-    if ctx.pane_cache.is_some() || args.since.is_some() {
+    if !applies(ctx, args) {
         return;
     }
     tmux.note_search_took(took);

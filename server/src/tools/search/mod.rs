@@ -225,7 +225,7 @@ fn search_one(ctx: &ToolContext, args: &SearchPanesArgs) -> Result<SearchPanesRe
             server: &server,
             spare,
             ahead: sweep_ahead,
-            noted: ctx.pane_cache.is_none() && args.since.is_none(),
+            noted: ahead::applies(ctx, args),
         },
         deadline,
     )?;

@@ -39,14 +39,19 @@ pub(super) fn list(
     let then = [TmuxCommand::new("display-message")
         .flag("-p")
         .format_arg("#{pid} #{start_time}")];
-    let fields = match ctx.pane_cache {
-        Some(_) => Fields::SearchWithFingerprint,
-        None => Fields::SearchWithCursor,
-    };
+    let fields = listing_fields(ctx);
     let t = tmux.clone();
     let (inventory, mut extra) = ctx.cancellable(move || t.inventory(fields, &then, deadline))?;
     let server = extra.pop().and_then(Result::ok).unwrap_or_default();
     Ok(Listing { inventory, server })
+}
+
+/// The fields a search lists: with a pane cache, what it checks too.
+pub(super) fn listing_fields(ctx: &ToolContext) -> Fields {
+    match ctx.pane_cache {
+        Some(_) => Fields::SearchWithFingerprint,
+        None => Fields::SearchWithCursor,
+    }
 }
 
 /// The panes a search captures, and what the operator's ceilings left out.
