@@ -91,7 +91,9 @@ sleep 1
 c=$(tr '\0' ' ' < /proc/$1/cmdline 2>/dev/null)
 case "$c" in *"-S $2 -C attach-session "*) kill -KILL "$1" ;; esac"#;
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+/// `m` locked; one poisoned by a thread that panicked is taken as it is,
+/// so one call's panic does not stop every later one.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -523,8 +525,6 @@ impl Shared {
         Ok(())
     }
 
-    /// The live control client, connecting if needed; `OneShot` when the
-    /// server has no session to attach to.
     /// Connects the control client if it is not, and counts this as a use
     /// of it (it detaches after [`IDLE_DETACH`] unused); `false` when
     /// commands go through one-shot processes instead, or nothing answers.
@@ -538,6 +538,8 @@ impl Shared {
         }
     }
 
+    /// The live control client, connecting if needed; `OneShot` when the
+    /// server has no session to attach to.
     pub(crate) fn route(&self, deadline: Instant) -> Result<Route, TmuxError> {
         // Another thread may be connecting; wait for it only until our own
         // deadline.

@@ -70,7 +70,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 
-use super::connection::{Control, ReplyRx, Route, Shared};
+use super::connection::{lock, Control, ReplyRx, Route, Shared};
 use super::ids::{PaneId, SessionId};
 use super::notification::{self, Notification};
 use super::{TmuxCommand, TmuxError};
@@ -323,10 +323,6 @@ impl Changes {
         }
         Some(cmd)
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The event stream of one tmux server (one per [`Shared`]).

@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 
 use super::capture::{ListedAhead, Spare};
-use super::connection::Shared;
+use super::connection::{lock, Shared};
 use super::inventory::{Inventory, ListingQuery};
 use super::{CaptureOptions, CaptureRequest, TmuxError};
 
@@ -95,7 +95,7 @@ struct Noted {
 
 impl SweepMemory {
     pub(crate) fn note(&self, requests: &[CaptureRequest], options: CaptureOptions) {
-        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        let mut last = lock(&self.last);
         let steady = last
             .as_ref()
             .is_some_and(|n| n.options == options && n.requests == requests);
@@ -109,7 +109,7 @@ impl SweepMemory {
 
     /// How long the search whose sweep was noted last took.
     pub(crate) fn took(&self, time: Duration) {
-        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        let mut last = lock(&self.last);
         if let Some(n) = last.as_mut() {
             n.took = Some(time);
         }
@@ -121,7 +121,7 @@ impl SweepMemory {
     /// little time left lists on its own, so that even a sweep cut by its
     /// deadline has its listing.
     pub(crate) fn steady(&self, room: Duration) -> Option<(Vec<CaptureRequest>, CaptureOptions)> {
-        let last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        let last = lock(&self.last);
         last.as_ref()
             .filter(|n| n.steady && !n.requests.is_empty())
             .filter(|n| n.took.is_some_and(|t| t.saturating_mul(2) <= room))
@@ -144,19 +144,19 @@ pub(crate) struct KeptClient {
 impl KeptClient {
     /// The kept client, if there is one.
     pub(crate) fn take(&self) -> Option<Spare> {
-        self.lock().take().map(|(_, spare)| spare)
+        lock(&self.slot).take().map(|(_, spare)| spare)
     }
 
     /// Whether a client is kept.
     pub(crate) fn holds(&self) -> bool {
-        self.lock().is_some()
+        lock(&self.slot).is_some()
     }
 
     /// Keeps `spare` for the next search (a client kept before is let go),
     /// watched until it is taken or must be let go.
     pub(crate) fn keep(shared: &Arc<Shared>, spare: Spare) {
         let id = shared.kept_client.kept.fetch_add(1, Ordering::Relaxed);
-        let old = shared.kept_client.lock().replace((id, spare));
+        let old = lock(&shared.kept_client.slot).replace((id, spare));
         drop(old);
         let weak = Arc::downgrade(shared);
         let watching = std::thread::Builder::new()
@@ -166,10 +166,6 @@ impl KeptClient {
             // Unwatched, it would outlive its use: let it go now.
             drop(shared.kept_client.take());
         }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<(u64, Spare)>> {
-        self.slot.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -181,7 +177,7 @@ fn watch(shared: &Weak<Shared>, id: u64, kept_at: Instant) {
         let Some(shared) = shared.upgrade() else {
             return;
         };
-        let mut slot = shared.kept_client.lock();
+        let mut slot = lock(&shared.kept_client.slot);
         if !matches!(&*slot, Some((kept, _)) if *kept == id) {
             return;
         }
