@@ -12,7 +12,7 @@ mod common;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{eventually, Serve, TempDir};
+use common::{eventually, window_showing, Serve, TempDir};
 use panescan::tmux::listing_ahead::KEPT_CLIENT_IDLE;
 use panescan::tmux::private_server::{process_state, PrivateServer};
 use serde_json::{json, Value};
@@ -128,20 +128,13 @@ fn searches_started_ahead_answer_as_listed_ones_as_panes_come_and_go() {
 
     // A pane comes: the sweep started ahead does not hold it, the listing
     // does; the search finds it.
-    let came = tmux
-        .run_ok([
-            "new-window",
-            "-d",
-            "-P",
-            "-F",
-            "#{pane_id}",
-            "printf 'needle new\\n'; exec sleep 100000",
-        ])
-        .unwrap();
-    let came = came.trim().to_owned();
-    assert!(eventually(Duration::from_secs(10), || tmux
-        .run_ok(["capture-pane", "-p", "-t", &came])
-        .is_ok_and(|t| t.contains("needle new"))));
+    let came = window_showing(
+        &tmux,
+        None,
+        "printf 'needle new\\n'; exec sleep 100000",
+        "needle new",
+        &[],
+    );
     let with_new = search(&mut s, needle.clone());
     assert!(panes_matched(&with_new).contains(&came), "{with_new}");
     assert_eq!(with_new, listed_answer(&tmux, &dir, &needle));
