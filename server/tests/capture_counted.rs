@@ -10,6 +10,13 @@
 //! text that looks like tmux's framing, and a pane closed before the
 //! sweep; joined or not, with escapes or not. And that it costs tmux about
 //! one command a pane, where a headed sweep costs two.
+//!
+//! Deep sweeps are counted too (joined: each line dealt out by the rows its
+//! text fills): the same comparison over history ranges, with long lines
+//! wrapped in the history, lines of exactly one or two rows, wrapped lines
+//! of wide characters (whose group is captured again with headers), a
+//! wrapped row cleared short of the edge, and a pane with less history
+//! than asked for.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -158,12 +165,18 @@ fn connect(server: &PrivateServer) -> Tmux {
 }
 
 fn capture(tmux: &Tmux, ids: &[PaneId], options: CaptureOptions) -> Vec<CaptureReply> {
+    capture_range(tmux, ids, CaptureRange::Visible, options)
+}
+
+fn capture_range(
+    tmux: &Tmux,
+    ids: &[PaneId],
+    range: CaptureRange,
+    options: CaptureOptions,
+) -> Vec<CaptureReply> {
     let requests = ids
         .iter()
-        .map(|&pane| CaptureRequest {
-            pane,
-            range: CaptureRange::Visible,
-        })
+        .map(|&pane| CaptureRequest { pane, range })
         .collect();
     let rx = tmux.capture(
         requests,
@@ -302,4 +315,109 @@ fn a_counted_sweep_costs_tmux_about_one_command_a_pane() {
         commands <= panes + panes / 8 + 4,
         "{commands} commands for {panes} panes"
     );
+}
+
+/// What each pane prints for the deep sweeps: [`pane_texts`] after and
+/// between lines that go into the history, and lines that wrap there.
+fn deep_texts(plain: usize) -> Vec<String> {
+    let history: String = (0..9).map(|k| format!("history line {k}\n")).collect();
+    let mut texts: Vec<String> = pane_texts()
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| match i % 3 {
+            0 => format!("{history}{t}"),
+            1 => format!("{t}{history}"),
+            _ => format!("{history}{t}{history}"),
+        })
+        .collect();
+    texts.push(format!(
+        "{}\n{history}{}\n{history}",
+        "g".repeat(60),
+        "h".repeat(31)
+    ));
+    texts.push(format!("{history}{}\nend\n", "\u{4e2d}".repeat(20)));
+    texts.push(format!("{}\n{}\n{history}", "i".repeat(90), "i".repeat(90)));
+    texts.push("only\n".into());
+    texts.extend(
+        (0..plain).map(|i| format!("{history}plain pane {i}\n{}\n", "p".repeat(40 + i % 25))),
+    );
+    texts
+}
+
+#[test]
+fn a_counted_deep_sweep_gives_each_pane_what_its_own_capture_gives() {
+    let texts = deep_texts(48);
+    let (fx, mut ids, closed) = server_with("counted-deep", &texts);
+    let tmux = connect(&fx.server);
+    // Panes in the order they were made: the session's first, the texts.
+    let plain_ids = ids[ids.len() - 48..].to_vec();
+    ids.push(closed);
+    ids.sort_by_key(|p| p.number());
+    let mut counter = Counter::attach(&fx.server);
+    for range in [
+        CaptureRange::Scrollback(4),
+        CaptureRange::Scrollback(1_000),
+        CaptureRange::AllHistory,
+    ] {
+        for join_wrapped in [true, false] {
+            for escapes in [false, true] {
+                let options = CaptureOptions {
+                    join_wrapped,
+                    escapes,
+                };
+                // The plain panes alone (ASCII, some lines wrapped in the
+                // history): counted, a capture a pane and a header per
+                // group, where headed would be two commands a pane. (A
+                // first chunk sized for long histories before any pane was
+                // seen may hold too few panes to be counted: headed.)
+                let before = counter.now();
+                let plain = capture_range(&tmux, &plain_ids, range, options);
+                let commands = counter.now() - before - 1;
+                let panes = plain_ids.len() as u64;
+                assert!(plain.iter().all(|r| r.result.is_ok()));
+                assert!(
+                    commands < 2 * panes - panes / 4,
+                    "{range:?} {options:?}: {commands} commands for {panes} panes"
+                );
+                let swept = capture_range(&tmux, &ids, range, options);
+                assert_eq!(swept.len(), ids.len());
+                for (i, r) in swept.iter().enumerate() {
+                    assert_eq!((r.index, r.pane), (i, ids[i]));
+                    let alone = capture_range(&tmux, &[r.pane], range, options);
+                    assert_eq!(
+                        summary(r),
+                        summary(&alone[0]),
+                        "{} with {range:?} {options:?}",
+                        r.pane
+                    );
+                }
+                let gone = swept.iter().find(|r| r.pane == closed).unwrap();
+                assert!(gone.result.is_err(), "the closed pane fails alone");
+            }
+        }
+    }
+    // The fixture does hold what counting by rows must get right: lines
+    // wrapped in the history, joined.
+    let joined = capture_range(
+        &tmux,
+        &ids,
+        CaptureRange::AllHistory,
+        CaptureOptions {
+            join_wrapped: true,
+            escapes: false,
+        },
+    );
+    let numbered = joined
+        .iter()
+        .filter_map(|r| r.result.as_ref().ok())
+        .filter(|t| t.line_numbers.is_some())
+        .count();
+    assert!(numbered >= 20, "{numbered} panes hold a joined line");
+    let text = |needle: &str| {
+        joined
+            .iter()
+            .filter_map(|r| r.result.as_ref().ok())
+            .any(|t| String::from_utf8_lossy(&t.bytes).contains(needle))
+    };
+    assert!(text(&"g".repeat(60)) && text(&"i".repeat(90)));
 }

@@ -1,44 +1,62 @@
-//! Counted chunks: a visible sweep with one header per group of panes
-//! instead of one per pane.
+//! Counted chunks: a sweep with one header per group of panes instead of
+//! one per pane.
 //!
 //! # Why
 //!
 //! A header is a command, and on a big server tmux spends about as much on
 //! a bare `display-message` as on a visible `capture-pane` (every command
 //! pays the parse, the queue, the hooks lookup and walks of the session's
-//! windows): a headed visible sweep costs tmux about twice the raw
-//! captures (BENCHMARKS.md, "Counted visible sweeps").
+//! windows, and the parse logs the whole script with a loop that costs the
+//! square of its length): a headed visible sweep costs tmux about twice
+//! the raw captures, a headed deep one about a fifth more (BENCHMARKS.md,
+//! "Counted visible sweeps", "Counted deep sweeps").
 //!
 //! # How
 //!
-//! Without `-J`, `capture-pane` prints exactly one line per row
-//! (cmd-capture-pane.c, 3.2-3.6), and a chunk's script runs without tmux
-//! yielding, so the `list-panes -a` at its top gives every pane's height
-//! as the captures see it: a visible capture of pane P is exactly
-//! `height(P)` lines, a pane the listing lacks prints nothing. The script:
+//! A chunk's script runs without tmux yielding, so the `list-panes -a` at
+//! its top gives every pane's history size, width and height as the
+//! captures see them, hence the rows each capture covers (`super::span`);
+//! a pane the listing lacks prints nothing. The script:
 //!
 //! ```text
 //! list-panes -a -F "TOKEN L #{pane_id} #{history_size} #{pane_width} #{pane_height}"
-//! capture-pane -p -N [-T] [-e] -t %P      (GROUP panes)
+//! capture-pane -p [-N [-T] | -J] [-e] -t %P [-S s]      (GROUP panes)
 //! display-message -p "TOKEN g"
 //! ...
 //! display-message -p "TOKEN end"
 //! ```
 //!
-//! Each group's lines are counted against the heights its panes were
+//! Each group's lines are dealt out to its panes by the rows they were
 //! listed with; a group that does not add up is not guessed at, all its
-//! panes are captured again with headers. `-N` (and `-T` from 3.4) give a
-//! row the bytes `-J` gives it (trailing spaces kept, cells as far as `-J`
-//! goes), so where no row wrapped the text is the joined capture's, byte
-//! for byte. A row that wrapped fills the pane to its edge (the last cell,
-//! or the one before it when a wide character went on to the next row),
-//! and a cell takes at least a byte: so when joining is asked for, a pane
-//! with a row whose shown text is at least `width - 1` bytes long may hold
-//! a wrapped row and is captured again with a header and `-J`; every other
-//! pane holds none. (Not covered: a row tmux marks wrapped that does not
-//! reach the edge, which takes a program moving the cursor to the last
-//! column and printing a wide character there; its rows are then two
-//! lines here where `-J` joins them. Line numbers stay exact either way.)
+//! panes are captured again with headers.
+//!
+//! **Visible chunks** ([`Rows::OneEach`]). Without `-J`, `capture-pane`
+//! prints exactly one line per row (cmd-capture-pane.c, 3.2-3.6). `-N`
+//! (and `-T` from 3.4) give a row the bytes `-J` gives it (trailing spaces
+//! kept, cells as far as `-J` goes), so where no row wrapped the text is
+//! the joined capture's, byte for byte. A row that wrapped fills the pane
+//! to its edge (the last cell, or the one before it when a wide character
+//! went on to the next row), and a cell takes at least a byte: so when
+//! joining is asked for, a pane with a row whose shown text is at least
+//! `width - 1` bytes long may hold a wrapped row and is captured again
+//! with a header and `-J`; every other pane holds none. (Not covered: a
+//! row tmux marks wrapped that does not reach the edge, which takes a
+//! program moving the cursor to the last column and printing a wide
+//! character there; its rows are then two lines here where `-J` joins
+//! them. Line numbers stay exact either way.)
+//!
+//! **Deep chunks** ([`Rows::Joined`] when joining, else one line a row).
+//! A history nearly always holds a row reaching the edge, so deep chunks
+//! capture with `-J` itself, and each joined line is given the rows its
+//! text fills (`joined_line_rows`): one for a line no longer in bytes than
+//! the pane is wide, `ceil(bytes / width)` for a longer line of ASCII, not
+//! sure for a longer line of anything else (the group is then captured
+//! again). That count can come out too low (a wrapped row cleared short
+//! of the edge), never too high, so an error cannot be offset by another:
+//! it leaves the group short and the group is captured again. Each pane's
+//! joined rows are then checked once more as a headed capture's are
+//! (`split::joined_rows`, with display widths): a pane whose lines do not
+//! fill its rows is captured again unjoined.
 
 use super::split::{build, gone, listing_entry, visible_text, HeaderLine, Output, Split, LISTING};
 use super::{span, CaptureOptions, CaptureRange, CaptureRequest};
@@ -48,22 +66,55 @@ use crate::tmux::TmuxError;
 /// group is handed out once its header is read.
 pub(crate) const GROUP: usize = 32;
 
-/// The ranges a counted chunk can hold: those whose rows the listing gives.
-pub(crate) fn suits(range: CaptureRange) -> bool {
-    matches!(range, CaptureRange::Visible | CaptureRange::Scrollback(0))
+/// How a counted chunk's lines sit on its panes' rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Rows {
+    /// One line a row: unjoined captures (`-N` where joining was asked;
+    /// the panes whose rows may have wrapped are then captured again).
+    OneEach,
+    /// Joined deep captures (`-J`): a line fills the rows its text takes.
+    Joined,
+}
+
+/// How a chunk of these requests is counted, if it can be: all visible
+/// (their rows are the listed heights), or all deep (the listed history
+/// and height give their rows, `super::span`); `None` for a mix or an
+/// explicit range of lines.
+pub(crate) fn rows_for(chunk: &[CaptureRequest], options: CaptureOptions) -> Option<Rows> {
+    let visible =
+        |r: &CaptureRequest| matches!(r.range, CaptureRange::Visible | CaptureRange::Scrollback(0));
+    let deep = |r: &CaptureRequest| {
+        matches!(
+            r.range,
+            CaptureRange::Scrollback(1..) | CaptureRange::AllHistory
+        )
+    };
+    if chunk.iter().all(visible) {
+        Some(Rows::OneEach)
+    } else if chunk.iter().all(deep) {
+        Some(if options.join_wrapped {
+            Rows::Joined
+        } else {
+            Rows::OneEach
+        })
+    } else {
+        None
+    }
 }
 
 /// The script of a counted chunk; `flags` from
-/// [`super::anchor::Anchor::counted_flags`], which give a row the bytes of
-/// a joined capture: without joining, a capture's plain flags already give
-/// what a headed one does.
+/// [`super::anchor::Anchor::counted_flags`], which give an unjoined row the
+/// bytes of a joined capture (a joined deep chunk captures with `-J`
+/// itself): without joining, a capture's plain flags already give what a
+/// headed one does.
 pub(crate) fn script(
     token: &str,
     chunk: &[CaptureRequest],
     options: CaptureOptions,
     flags: &str,
 ) -> String {
-    let mut s = String::with_capacity(chunk.len() * 40 + 200);
+    let joined = rows_for(chunk, options) == Some(Rows::Joined);
+    let mut s = String::with_capacity(chunk.len() * 48 + 200);
     s.push_str(&format!(
         "list-panes -a -F \"{token} {LISTING} {}\"\n",
         super::PROBE_FIELDS
@@ -73,14 +124,24 @@ pub(crate) fn script(
             s.push_str(&format!("display-message -p \"{token} g\"\n"));
         }
         s.push_str("capture-pane -p");
-        if options.join_wrapped {
+        if joined {
+            s.push_str(" -J");
+        } else if options.join_wrapped {
             s.push(' ');
             s.push_str(flags);
         }
         if options.escapes {
             s.push_str(" -e");
         }
-        s.push_str(&format!(" -t {}\n", r.pane));
+        s.push_str(&format!(" -t {}", r.pane));
+        let (start, end) = super::range_args(r.range);
+        if let Some(start) = start {
+            s.push_str(&format!(" -S {start}"));
+        }
+        if let Some(end) = end {
+            s.push_str(&format!(" -E {end}"));
+        }
+        s.push('\n');
     }
     s.push_str(&format!("display-message -p \"{token} end\"\n"));
     s
@@ -91,6 +152,7 @@ pub(crate) struct Counted<'a> {
     output: Output,
     chunk: &'a [CaptureRequest],
     options: CaptureOptions,
+    rows: Rows,
     /// Where the current group's text starts (after the last header line).
     group_start: usize,
     /// Requests before this one have been handed out.
@@ -106,6 +168,7 @@ impl<'a> Counted<'a> {
             output: Output::new(token),
             chunk,
             options,
+            rows: rows_for(chunk, options).unwrap_or(Rows::OneEach),
             group_start: 1,
             next: 0,
             listed: Default::default(),
@@ -174,25 +237,32 @@ impl<'a> Counted<'a> {
                     .map(Vec::as_slice)
             })
             .collect();
-        let rows: Vec<usize> = fields.iter().map(|f| f.map_or(0, rows_of)).collect();
-        let lines = memchr::memchr_iter(b'\n', text).count();
-        let adds_up =
-            lines == rows.iter().sum::<usize>() && text.last().is_none_or(|&b| b == b'\n');
+        let shapes: Vec<(usize, u32)> = group
+            .iter()
+            .zip(&fields)
+            .map(|(r, f)| f.map_or((0, 0), |f| listed_rows(f, r.range)))
+            .collect();
+        let ends = match self.rows {
+            Rows::OneEach => one_each_ends(text, &shapes),
+            Rows::Joined => joined_ends(text, &shapes),
+        };
         let mut at = 0usize;
-        for (index, ((r, f), n)) in (from..).zip(group.iter().zip(&fields).zip(&rows)) {
+        for (k, (index, (r, f))) in (from..).zip(group.iter().zip(&fields)).enumerate() {
             let Some(f) = f else {
                 emit(index, Err(gone(r.pane)));
                 continue;
             };
-            if !adds_up {
+            let Some(end) = ends.as_ref().and_then(|e| e.get(k).copied()) else {
                 emit(index, Ok(again()));
                 continue;
-            }
-            let end = nth_line_end(text, at, *n);
-            let bytes = &text[at..end];
+            };
+            let bytes = text.get(at..end).unwrap_or_default();
             at = end;
             let result = build(r, f, bytes, self.options).map(|mut s| {
-                if self.options.join_wrapped && may_have_wrapped(bytes, s.text.pane_width) {
+                if self.rows == Rows::OneEach
+                    && self.options.join_wrapped
+                    && may_have_wrapped(bytes, s.text.pane_width)
+                {
                     s = again();
                 }
                 s
@@ -216,16 +286,87 @@ fn again() -> Split {
     }
 }
 
-/// The rows a visible capture of a pane listed with `fields` (`%P HISTORY
-/// WIDTH HEIGHT`) prints.
-fn rows_of(fields: &[u8]) -> usize {
+/// The rows a capture of `range` prints of a pane listed with `fields`
+/// (`%P HISTORY WIDTH HEIGHT`), and the pane's width.
+fn listed_rows(fields: &[u8], range: CaptureRange) -> (usize, u32) {
     let text = String::from_utf8_lossy(fields);
     let mut f = text.split(' ').skip(1);
     let hsize: u64 = f.next().and_then(|v| v.parse().ok()).unwrap_or(0);
-    let _width = f.next();
+    let width: u32 = f.next().and_then(|v| v.parse().ok()).unwrap_or(0);
     let height: u32 = f.next().and_then(|v| v.parse().ok()).unwrap_or(0);
-    let (first, last) = span(CaptureRange::Visible, hsize, height);
-    usize::try_from(last - first + 1).unwrap_or(0)
+    let (first, last) = span(range, hsize, height);
+    (usize::try_from(last - first + 1).unwrap_or(0), width)
+}
+
+/// Where each pane's text ends in a group's `text` of one line a row, the
+/// panes' `(rows, width)` given; `None` when the lines do not add up.
+fn one_each_ends(text: &[u8], shapes: &[(usize, u32)]) -> Option<Vec<usize>> {
+    let lines = memchr::memchr_iter(b'\n', text).count();
+    let rows: usize = shapes.iter().map(|s| s.0).sum();
+    if lines != rows || text.last().is_some_and(|&b| b != b'\n') {
+        return None;
+    }
+    let mut at = 0;
+    Some(
+        shapes
+            .iter()
+            .map(|&(n, _)| {
+                at = nth_line_end(text, at, n);
+                at
+            })
+            .collect(),
+    )
+}
+
+/// Where each pane's text ends in a group's `text` of joined lines: each
+/// pane takes lines until they fill its rows. `None` when a line's rows
+/// are not sure or the lines do not fill the rows exactly.
+///
+/// Why a wrong guess cannot go unseen: a line is counted as sure only
+/// where its rows can be too few, never too many (`joined_line_rows`), so
+/// any error leaves the group's lines filling fewer rows than its panes
+/// were listed with, and the group does not add up; it is then captured
+/// again with headers.
+fn joined_ends(text: &[u8], shapes: &[(usize, u32)]) -> Option<Vec<usize>> {
+    let mut ends = Vec::with_capacity(shapes.len());
+    let mut at = 0usize;
+    for &(rows, width) in shapes {
+        let mut filled = 0usize;
+        while filled < rows {
+            let rest = text.get(at..)?;
+            let eol = memchr::memchr(b'\n', rest)?;
+            filled += joined_line_rows(&rest[..eol], width)?;
+            at += eol + 1;
+        }
+        if filled != rows {
+            return None;
+        }
+        ends.push(at);
+    }
+    (at == text.len()).then_some(ends)
+}
+
+/// The rows a joined line fills on a pane `width` cells wide, where sure.
+///
+/// tmux prints at most the pane's width in cells of each row, and a row
+/// that wrapped is full to the edge (cmd-capture-pane.c, grid.c). A cell
+/// takes at least a byte: a line no longer in bytes than the pane is wide
+/// fills one row. A longer line whose shown text is ASCII (one byte, one
+/// cell) fills `ceil(bytes / width)` rows, or more if a wrapped row was
+/// cleared short of the edge, never fewer. A longer line with any other
+/// character (a wide one pushed to the next row leaves a cell empty,
+/// widths tmux may see otherwise): `None`.
+fn joined_line_rows(line: &[u8], width: u32) -> Option<usize> {
+    let width = usize::try_from(width.max(1)).ok()?;
+    if line.len() <= width {
+        return Some(1);
+    }
+    let shown = if line.contains(&0x1b) {
+        std::borrow::Cow::Owned(visible_text(line).into_bytes())
+    } else {
+        std::borrow::Cow::Borrowed(line)
+    };
+    shown.is_ascii().then(|| shown.len().div_ceil(width).max(1))
 }
 
 /// Where the `n`th line of `text` counted from `start` ends (after its
@@ -234,7 +375,7 @@ fn nth_line_end(text: &[u8], start: usize, n: usize) -> usize {
     if n == 0 {
         return start;
     }
-    memchr::memchr_iter(b'\n', &text[start..])
+    memchr::memchr_iter(b'\n', text.get(start..).unwrap_or_default())
         .nth(n - 1)
         .map_or(text.len(), |i| start + i + 1)
 }
@@ -452,6 +593,133 @@ mod tests {
         assert!(s.ends_with(&format!("display-message -p \"{TOKEN} end\"\n")));
     }
 
+    fn deep(ids: &[u32], lines: u64) -> Vec<CaptureRequest> {
+        ids.iter()
+            .map(|&i| CaptureRequest {
+                pane: PaneId::from_number(i),
+                range: CaptureRange::Scrollback(lines),
+            })
+            .collect()
+    }
+
+    /// Listing lines of panes `(id, history, width, height)`.
+    fn deep_listing(panes: &[(u32, u32, u32, u32)]) -> String {
+        panes
+            .iter()
+            .map(|(id, h, w, rows)| format!("{TOKEN} L %{id} {h} {w} {rows}\n"))
+            .collect()
+    }
+
+    const JOINED: CaptureOptions = CaptureOptions {
+        join_wrapped: true,
+        escapes: true,
+    };
+
+    #[test]
+    fn joined_deep_lines_are_dealt_out_by_the_rows_they_fill() {
+        let chunk = deep(&[1, 2, 3], 4);
+        // Width 10. Pane 1: 4 history rows asked for of 9, and 2 visible:
+        // 6 rows, a 25-byte line (3 rows), a blank line, a line of exactly
+        // 10 (1 row), a coloured line of 10 shown cells (1 row). Pane 2:
+        // history 1 (fewer than asked), height 2: 3 rows, a line of 20 (2
+        // rows) and a repeated line. Pane 3 (40 wide): one row, a line
+        // that looks like a header.
+        let long = "x".repeat(25);
+        let ten = "y".repeat(10);
+        let twenty = "z".repeat(20);
+        let out = format!(
+            "{}{long}\n\n{ten}\n\x1b[31m{ten}\x1b[0m\n{twenty}\nsame\n{TOKEN}same\n{TOKEN} end\n",
+            deep_listing(&[(1, 9, 10, 2), (2, 1, 10, 2), (3, 0, 40, 1)])
+        );
+        for step in [1, 3, 11, 1000] {
+            let got = cut(&chunk, JOINED, &out, step);
+            let idx: Vec<usize> = got.iter().map(|(i, _)| *i).collect();
+            assert_eq!(idx, [0, 1, 2]);
+            assert_eq!(
+                text(&got[0].1),
+                format!("{long}\n\n{ten}\n\x1b[31m{ten}\x1b[0m\n")
+            );
+            assert_eq!(text(&got[1].1), format!("{twenty}\nsame\n"));
+            assert_eq!(text(&got[2].1), format!("{TOKEN}same\n"));
+            let t = &got[0].1.as_ref().unwrap().text;
+            assert_eq!((t.first_line, t.history_size, t.pane_width), (-4, 9, 10));
+            assert_eq!(t.line_numbers, Some(vec![-4, -1, 0, 1]));
+            let t = &got[1].1.as_ref().unwrap().text;
+            assert_eq!(
+                (t.first_line, t.line_numbers.clone()),
+                (-1, Some(vec![-1, 1]))
+            );
+        }
+    }
+
+    #[test]
+    fn a_joined_group_is_captured_again_when_its_rows_are_not_sure() {
+        let chunk = deep(&[1, 2], 10);
+        let listed = deep_listing(&[(1, 0, 10, 2), (2, 0, 10, 1)]);
+        let all_again = |out: String| {
+            let got = cut(&chunk, JOINED, &out, 4);
+            assert_eq!(got.len(), 2);
+            assert!(
+                got.iter().all(|(_, r)| r.as_ref().unwrap().again),
+                "{out:?}"
+            );
+        };
+        // A long line of wide characters: its rows are not counted.
+        all_again(format!(
+            "{listed}{}\nb\n{TOKEN} end\n",
+            "\u{4e2d}".repeat(6)
+        ));
+        // A wrapped row cleared short of the edge: its line fills two
+        // rows where its bytes say one, and the group falls a row short.
+        all_again(format!("{listed}{}\nb\n{TOKEN} end\n", "x".repeat(8)));
+        // A line across two panes' rows.
+        all_again(format!("{listed}a\n{}\n{TOKEN} end\n", "x".repeat(15)));
+        // Lines left over after the last pane's rows.
+        all_again(format!("{listed}a\nb\nc\nd\n{TOKEN} end\n"));
+        // The same text with each line where it belongs is dealt out.
+        let got = cut(
+            &chunk,
+            JOINED,
+            &format!("{listed}{}\nc\n{TOKEN} end\n", "x".repeat(15)),
+            4,
+        );
+        assert_eq!(text(&got[0].1), format!("{}\n", "x".repeat(15)));
+        assert_eq!(text(&got[1].1), "c\n");
+    }
+
+    #[test]
+    fn a_deep_script_captures_joined_with_its_range() {
+        let chunk = deep(&[0, 1], 200);
+        let s = script(TOKEN, &chunk, JOINED, "-N -T");
+        assert_eq!(
+            s.lines().nth(1).unwrap(),
+            "capture-pane -p -J -e -t %0 -S -200"
+        );
+        let plain = CaptureOptions::default();
+        let s = script(TOKEN, &chunk, plain, "-N -T");
+        assert_eq!(s.lines().nth(1).unwrap(), "capture-pane -p -t %0 -S -200");
+        let all: Vec<CaptureRequest> = chunk
+            .iter()
+            .map(|r| CaptureRequest {
+                range: CaptureRange::AllHistory,
+                ..r.clone()
+            })
+            .collect();
+        let s = script(TOKEN, &all, plain, "-N");
+        assert_eq!(s.lines().nth(1).unwrap(), "capture-pane -p -t %0 -S -");
+        // A mix of visible and deep, or explicit lines, is not counted.
+        let mixed = [requests(&[0])[0].clone(), chunk[1].clone()];
+        assert_eq!(rows_for(&mixed, plain), None);
+        let lines = [CaptureRequest {
+            pane: PaneId::from_number(0),
+            range: CaptureRange::Lines { start: 0, end: 3 },
+        }];
+        assert_eq!(rows_for(&lines, plain), None);
+        assert_eq!(rows_for(&chunk, plain), Some(Rows::OneEach));
+        assert_eq!(rows_for(&chunk, JOINED), Some(Rows::Joined));
+        assert_eq!(rows_for(&requests(&[0]), JOINED), Some(Rows::OneEach));
+    }
+
     proptest::proptest! {
         /// Rows found by newline search are the rows a split on every
         /// byte finds: blank rows, a last row with no newline, escapes,
@@ -480,6 +748,53 @@ mod tests {
                 row.len() >= edge && (!row.contains(&0x1b) || visible_text(row).len() >= edge)
             });
             proptest::prop_assert_eq!(may_have_wrapped(bytes, width), split);
+        }
+
+        /// Panes of ASCII lines wrapped as tmux wraps them (a line of n
+        /// bytes on rows of `width`: blank, repeated, exactly one or two
+        /// rows wide, one byte either side): the joined lines are dealt
+        /// out to exactly the panes whose rows they fill.
+        #[test]
+        fn joined_ascii_lines_go_to_the_panes_whose_rows_they_fill(
+            panes in proptest::collection::vec(
+                proptest::collection::vec(
+                    proptest::prop_oneof![
+                        proptest::strategy::Just(0usize),
+                        0usize..30,
+                        proptest::strategy::Just(7usize),
+                        proptest::strategy::Just(14usize),
+                        proptest::strategy::Just(15usize),
+                    ],
+                    1..6,
+                ),
+                1..5,
+            ),
+            width in proptest::prop_oneof![proptest::strategy::Just(7u32), 1u32..12],
+        ) {
+            let w = width as usize;
+            let mut text = String::new();
+            let mut shapes = Vec::new();
+            let mut want = Vec::new();
+            for (p, lines) in panes.iter().enumerate() {
+                let mut rows = 0;
+                for (k, &n) in lines.iter().enumerate() {
+                    // Repeated letters, so lines of different panes look
+                    // alike.
+                    let c = char::from(b'a' + u8::try_from((p + k) % 2).unwrap());
+                    text.push_str(&c.to_string().repeat(n));
+                    text.push('\n');
+                    rows += n.div_ceil(w).max(1);
+                }
+                shapes.push((rows, width));
+                want.push(text.len());
+            }
+            proptest::prop_assert_eq!(joined_ends(text.as_bytes(), &shapes), Some(want));
+            // One row fewer listed for any pane: the group does not add up.
+            for p in 0..shapes.len() {
+                let mut short = shapes.clone();
+                short[p].0 -= 1;
+                proptest::prop_assert_eq!(joined_ends(text.as_bytes(), &short), None);
+            }
         }
     }
 }

@@ -79,16 +79,14 @@
 //! poll every pane, and its script's parse costs the square of its bytes;
 //! `chunk_panes` weighs the two.
 //!
-//! Per-pane headers are dropped in one case: a visible chunk holding a
-//! large share of the server's panes is counted (`counted.rs`). Without
-//! `-J` a capture's line count is exact (one line per row) and the chunk's
-//! own listing gives each pane's rows; but rows that wrapped can then not
-//! be told from rows that end at the pane's edge, so a pane with a row
-//! reaching the edge is captured again with a header (and `-J` when
-//! joining). Deep captures keep their headers: with `-J` the count depends
-//! on display widths, which a wrong guess would turn into lines attributed
-//! to the wrong pane, and long histories nearly always hold a row that
-//! reaches the edge.
+//! Per-pane headers are dropped where a chunk holds a large share of the
+//! server's panes (`counted.rs`): the chunk's own listing gives each
+//! pane's rows, and the captures are dealt out by counting, with one header
+//! per group of panes to check the count. Visible chunks count unjoined
+//! rows (a pane with a row reaching the pane's edge is captured again with
+//! a header, and `-J` when joining); deep chunks count joined lines by the
+//! rows their text fills, where that is sure (lines of ASCII), and capture
+//! a group again with headers where it is not.
 //!
 //! The control-mode leak: `capture-pane -p` hands a control client its text
 //! with `control_write()` and never frees the buffer (cmd-capture-pane.c),
@@ -689,17 +687,15 @@ impl Batch {
     }
 
     /// The flags of a counted chunk (`counted.rs`) for `chunk`, if it may
-    /// be one: a chunk of visible captures holding a large share of the
-    /// server's panes (so its listing is worth it), on a server whose
+    /// be one: a chunk of visible or of deep captures (`counted::rows_for`)
+    /// holding a large share of the server's panes (so its listing is worth it), on a server whose
     /// version the anchor read, while counting pays in this batch.
     fn counted_flags(&self, chunk: &[CaptureRequest]) -> Option<&'static str> {
         let listed = self.server_panes > 0 && chunk.len() * 4 >= self.server_panes;
-        if !listed
-            || !self.counting.load(Ordering::Relaxed)
-            || !chunk.iter().all(|r| counted::suits(r.range))
-        {
+        if !listed || !self.counting.load(Ordering::Relaxed) {
             return None;
         }
+        counted::rows_for(chunk, self.options)?;
         self.anchor.as_ref()?.counted_flags()
     }
 
