@@ -983,3 +983,59 @@ fn capture_since_refinds_its_place_after_blank_lines_and_trimming() {
     assert_eq!(nums, (101..=130).collect::<Vec<u64>>(), "{text}");
     assert_eq!(lines.last(), Some(&"tail-done"), "{text}");
 }
+
+/// Without the pane cache, capture_pane of the visible screen is one round
+/// trip (the capture's own header gives the screen's height, no listing
+/// first); with the cache it lists the server first. Both must answer
+/// alike, field for field: wrapped lines joined or not, escapes, blank and
+/// repeated rows, wide characters, a screen cut by max_lines or max_bytes,
+/// a pane that does not exist.
+#[test]
+fn capture_pane_in_one_round_trip_answers_as_the_listed_path() {
+    let (tmux, mut cached) = Serve::with_tmux_size("capture-one-trip", 40, 12);
+    plain_shell(&tmux, "%0");
+    let long = "L".repeat(70);
+    type_line(
+        &tmux,
+        "%0",
+        &format!(
+            "clear; printf '\\033[32mgreen\\033[0m\\n\\nsame\\nsame\\n\\344\\270\\255\\346\\226\\207 wide\\n'; echo {long}; echo one-trip-done"
+        ),
+    );
+    wait_screen(&tmux, "%0", "one-trip-done");
+    let mut direct = Serve::spawn_with(
+        &["serve", "--no-cache", "--socket-name", tmux.socket_name()],
+        &[],
+    );
+    cached.initialize();
+    direct.initialize();
+    let cases = [
+        json!({"pane_id": "%0"}),
+        json!({"pane_id": "%0", "join_wrapped": true}),
+        json!({"pane_id": "%0", "escapes": true, "join_wrapped": true}),
+        json!({"pane_id": "%0", "max_lines": 12}),
+        json!({"pane_id": "%0", "max_lines": 5}),
+        json!({"pane_id": "%0", "max_lines": 5, "join_wrapped": true}),
+        json!({"pane_id": "%0", "max_bytes": 30}),
+    ];
+    for args in cases {
+        let a = cached.call_ok("capture_pane", args.clone());
+        let b = direct.call_ok("capture_pane", args.clone());
+        assert_eq!(a, b, "{args}");
+    }
+    assert!(
+        cached.call_ok(
+            "capture_pane",
+            json!({"pane_id": "%0", "join_wrapped": true})
+        )["text"]
+            .as_str()
+            .unwrap()
+            .contains(&long),
+        "the screen holds a wrapped line"
+    );
+    let missing = json!({"pane_id": "%42"});
+    assert_eq!(
+        cached.call_err("capture_pane", missing.clone()),
+        direct.call_err("capture_pane", missing)
+    );
+}

@@ -273,7 +273,32 @@ impl Tool for CapturePane {
         let limits = ctx.ceilings();
         let (max_lines, max_bytes) = output_bounds(limits, args.max_lines, args.max_bytes)?;
         let tmux = ctx.tmux(&args.server)?;
-        let inv = ctx.inventory(&tmux)?;
+        let options = CaptureOptions {
+            join_wrapped: args.join_wrapped,
+            escapes: args.escapes,
+        };
+        if let Some(cap) = screen_in_one_trip(ctx, &tmux, &args, options, max_lines)? {
+            let shown = Shown {
+                total_lines: u64::from(cap.pane_height),
+                dropped_lines: 0,
+                range_clamped: false,
+            };
+            return Ok(pane_result(
+                ctx,
+                args.pane_id,
+                &cap,
+                shown,
+                max_lines,
+                max_bytes,
+            ));
+        }
+        // The pane's history and height, and what the pane cache checks:
+        // not the full listing, whose fields cost tmux several times more.
+        let inv = ctx.inventory_of(
+            &tmux,
+            crate::tmux::Fields::SearchWithFingerprint,
+            ctx.tmux_deadline(),
+        )?;
         let pane = find_pane(&inv, args.pane_id)?;
         let top = -(pane.history_size as i64);
         let bottom = i64::from(pane.pane_height) - 1;
@@ -305,38 +330,21 @@ impl Tool for CapturePane {
             &inv,
             args.pane_id,
             CaptureRange::Lines { start, end },
-            CaptureOptions {
-                join_wrapped: args.join_wrapped,
-                escapes: args.escapes,
-            },
+            options,
         )?;
-        let mut lines = Lines::from_capture(&cap);
-        // Joined lines can still exceed max_lines when tmux's numbers moved
-        // between the inventory and the capture: cut again, from the front.
-        if lines.lines.len() > max_lines {
-            let extra = lines.lines.len() - max_lines;
-            dropped_lines += extra as u64;
-            lines.lines.drain(..extra);
-            lines.numbers.drain(..extra);
-        }
-        let (from, omitted) = keep_tail_bytes(&mut lines.lines, max_bytes);
-        let kept = &lines.lines[from..];
-        let mut text = join_lines(kept);
-        let redactions = ctx.redact(&mut text);
-        Ok(CapturePaneResult {
-            numbers: lines.numbers[from..].to_vec(),
-            pane_id: args.pane_id,
+        let shown = Shown {
             total_lines,
             dropped_lines,
-            effective_start: lines.numbers.get(from).copied(),
-            effective_end: lines.numbers.last().copied().filter(|_| !kept.is_empty()),
             range_clamped,
-            byte_clamped: omitted > 0,
-            returned_bytes: text.len() as u64,
-            omitted_bytes: omitted as u64,
-            text,
-            redactions,
-        })
+        };
+        Ok(pane_result(
+            ctx,
+            args.pane_id,
+            &cap,
+            shown,
+            max_lines,
+            max_bytes,
+        ))
     }
 
     fn text(out: &Self::Output) -> String {
@@ -374,6 +382,95 @@ impl Tool for CapturePane {
             out.effective_start = out.numbers.first().copied();
         }
         true
+    }
+}
+
+/// What of a pane's range a capture_pane answer covers, before its lines
+/// are cut to `max_lines` and the byte ceiling.
+struct Shown {
+    total_lines: u64,
+    dropped_lines: u64,
+    range_clamped: bool,
+}
+
+/// The visible screen asked for with no pane cache, in one round trip:
+/// the capture's own header gives the screen's height, where the general
+/// path lists the server first to learn it (a second wait behind whatever
+/// tmux is doing: under many deep searches the waits are most of a cheap
+/// call's time). `None` when the answer needs the listing: a pane cache
+/// to consult, a range asked for, a screen taller than `max_lines` (whose
+/// lines are then chosen by row, as before), or a pane not found (whose
+/// error lists the panes there are).
+fn screen_in_one_trip(
+    ctx: &ToolContext,
+    tmux: &Tmux,
+    args: &CapturePaneArgs,
+    options: CaptureOptions,
+    max_lines: usize,
+) -> Result<Option<CapturedText>, ToolError> {
+    if ctx.pane_cache.is_some() || args.start.is_some() || args.end.is_some() {
+        return Ok(None);
+    }
+    ctx.check_cancelled()?;
+    let deadline = ctx.tmux_deadline();
+    let rx = tmux.capture(
+        vec![CaptureRequest {
+            pane: args.pane_id,
+            range: CaptureRange::Visible,
+        }],
+        options,
+        deadline,
+        ctx.cancel.clone(),
+    );
+    match rx.recv_deadline(deadline + Duration::from_secs(1)) {
+        Ok(reply) => match reply.result {
+            Ok(cap) if u64::from(cap.pane_height) <= max_lines as u64 => Ok(Some(cap)),
+            Ok(_) | Err(crate::tmux::TmuxError::NotFound(_)) => Ok(None),
+            Err(e) => Err(ToolError::from(e)),
+        },
+        Err(_) => Err(ToolError::timed_out(format!(
+            "tmux did not return the capture of {} in time: retry, or capture fewer lines",
+            args.pane_id
+        ))),
+    }
+}
+
+/// The capture_pane answer of `cap`: cut to `max_lines` (joined lines can
+/// exceed it when tmux's numbers moved between the listing and the
+/// capture: cut again, from the front) and to `max_bytes`, redacted.
+fn pane_result(
+    ctx: &ToolContext,
+    pane_id: PaneId,
+    cap: &CapturedText,
+    shown: Shown,
+    max_lines: usize,
+    max_bytes: usize,
+) -> CapturePaneResult {
+    let mut dropped_lines = shown.dropped_lines;
+    let mut lines = Lines::from_capture(cap);
+    if lines.lines.len() > max_lines {
+        let extra = lines.lines.len() - max_lines;
+        dropped_lines += extra as u64;
+        lines.lines.drain(..extra);
+        lines.numbers.drain(..extra);
+    }
+    let (from, omitted) = keep_tail_bytes(&mut lines.lines, max_bytes);
+    let kept = &lines.lines[from..];
+    let mut text = join_lines(kept);
+    let redactions = ctx.redact(&mut text);
+    CapturePaneResult {
+        numbers: lines.numbers[from..].to_vec(),
+        pane_id,
+        total_lines: shown.total_lines,
+        dropped_lines,
+        effective_start: lines.numbers.get(from).copied(),
+        effective_end: lines.numbers.last().copied().filter(|_| !kept.is_empty()),
+        range_clamped: shown.range_clamped,
+        byte_clamped: omitted > 0,
+        returned_bytes: text.len() as u64,
+        omitted_bytes: omitted as u64,
+        text,
+        redactions,
     }
 }
 
