@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::context::{ServerArgs, ToolContext, ToolError};
+use super::context::{ErrorKind, ServerArgs, ToolContext, ToolError};
 use super::{find_pane, json_str_len};
 use crate::config::Ceilings;
 use crate::tmux::{
@@ -277,65 +277,16 @@ impl Tool for CapturePane {
             join_wrapped: args.join_wrapped,
             escapes: args.escapes,
         };
-        if let Some(cap) = screen_in_one_trip(ctx, &tmux, &args, options, max_lines)? {
-            let shown = Shown {
-                total_lines: u64::from(cap.pane_height),
-                dropped_lines: 0,
-                range_clamped: false,
-            };
-            return Ok(pane_result(
-                ctx,
-                args.pane_id,
-                &cap,
-                shown,
-                max_lines,
-                max_bytes,
-            ));
-        }
-        // The pane's history and height, and what the pane cache checks:
-        // not the full listing, whose fields cost tmux several times more.
-        let inv = ctx.inventory_of(
-            &tmux,
-            crate::tmux::Fields::SearchWithFingerprint,
-            ctx.tmux_deadline(),
-        )?;
-        let pane = find_pane(&inv, args.pane_id)?;
-        let top = -(pane.history_size as i64);
-        let bottom = i64::from(pane.pane_height) - 1;
-        let (req_start, req_end) = match (args.start, args.end) {
-            (None, None) => (0, bottom),
-            (Some(s), None) => (s, bottom),
-            (None, Some(e)) => (top, e),
-            (Some(s), Some(e)) => (s, e),
-        };
-        if req_start > req_end {
-            return Err(ToolError::new(format!(
-                "start {req_start} is after end {req_end}; {} has lines {top}..{bottom}",
-                args.pane_id
-            )));
-        }
-        let range_clamped = req_start < top || req_end > bottom;
-        let start = req_start.clamp(top, bottom);
-        let end = req_end.clamp(top, bottom);
-        let total_lines = (end - start + 1).max(0) as u64;
-        let mut dropped_lines = 0u64;
-        let mut start = start;
-        if total_lines > max_lines as u64 {
-            dropped_lines = total_lines - max_lines as u64;
-            start = end - max_lines as i64 + 1;
-        }
-        let cap = capture_one_cached(
-            ctx,
-            &tmux,
-            &inv,
-            args.pane_id,
-            CaptureRange::Lines { start, end },
-            options,
-        )?;
-        let shown = Shown {
-            total_lines,
-            dropped_lines,
-            range_clamped,
+        let (cap, shown) = match screen_in_one_trip(ctx, &tmux, &args, options, max_lines)? {
+            Some(cap) => {
+                let shown = Shown {
+                    total_lines: u64::from(cap.pane_height),
+                    dropped_lines: 0,
+                    range_clamped: false,
+                };
+                (cap, shown)
+            }
+            None => listed_capture(ctx, &tmux, &args, options, max_lines)?,
         };
         Ok(pane_result(
             ctx,
@@ -411,28 +362,70 @@ fn screen_in_one_trip(
     if ctx.pane_cache.is_some() || args.start.is_some() || args.end.is_some() {
         return Ok(None);
     }
-    ctx.check_cancelled()?;
-    let deadline = ctx.tmux_deadline();
-    let rx = tmux.capture(
-        vec![CaptureRequest {
-            pane: args.pane_id,
-            range: CaptureRange::Visible,
-        }],
-        options,
-        deadline,
-        ctx.cancel.clone(),
-    );
-    match rx.recv_deadline(deadline + Duration::from_secs(1)) {
-        Ok(reply) => match reply.result {
-            Ok(cap) if u64::from(cap.pane_height) <= max_lines as u64 => Ok(Some(cap)),
-            Ok(_) | Err(crate::tmux::TmuxError::NotFound(_)) => Ok(None),
-            Err(e) => Err(ToolError::from(e)),
-        },
-        Err(_) => Err(ToolError::timed_out(format!(
-            "tmux did not return the capture of {} in time: retry, or capture fewer lines",
-            args.pane_id
-        ))),
+    match capture_one(ctx, tmux, args.pane_id, CaptureRange::Visible, options) {
+        Ok(cap) if u64::from(cap.pane_height) <= max_lines as u64 => Ok(Some(cap)),
+        Ok(_) => Ok(None),
+        Err(e) if e.kind == ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
     }
+}
+
+/// capture_pane through the listing: the pane's history and height
+/// bound the range asked for, and `max_lines` is taken from its newest
+/// rows.
+fn listed_capture(
+    ctx: &ToolContext,
+    tmux: &Tmux,
+    args: &CapturePaneArgs,
+    options: CaptureOptions,
+    max_lines: usize,
+) -> Result<(CapturedText, Shown), ToolError> {
+    // The pane's history and height, and what the pane cache checks:
+    // not the full listing, whose fields cost tmux several times more.
+    let inv = ctx.inventory_of(
+        tmux,
+        crate::tmux::Fields::SearchWithFingerprint,
+        ctx.tmux_deadline(),
+    )?;
+    let pane = find_pane(&inv, args.pane_id)?;
+    let top = -(pane.history_size as i64);
+    let bottom = i64::from(pane.pane_height) - 1;
+    let (req_start, req_end) = match (args.start, args.end) {
+        (None, None) => (0, bottom),
+        (Some(s), None) => (s, bottom),
+        (None, Some(e)) => (top, e),
+        (Some(s), Some(e)) => (s, e),
+    };
+    if req_start > req_end {
+        return Err(ToolError::new(format!(
+            "start {req_start} is after end {req_end}; {} has lines {top}..{bottom}",
+            args.pane_id
+        )));
+    }
+    let range_clamped = req_start < top || req_end > bottom;
+    let start = req_start.clamp(top, bottom);
+    let end = req_end.clamp(top, bottom);
+    let total_lines = (end - start + 1).max(0) as u64;
+    let mut dropped_lines = 0u64;
+    let mut start = start;
+    if total_lines > max_lines as u64 {
+        dropped_lines = total_lines - max_lines as u64;
+        start = end - max_lines as i64 + 1;
+    }
+    let cap = capture_one_cached(
+        ctx,
+        tmux,
+        &inv,
+        args.pane_id,
+        CaptureRange::Lines { start, end },
+        options,
+    )?;
+    let shown = Shown {
+        total_lines,
+        dropped_lines,
+        range_clamped,
+    };
+    Ok((cap, shown))
 }
 
 /// The capture_pane answer of `cap`: cut to `max_lines` (joined lines can
