@@ -58,7 +58,9 @@
 //! (`split::joined_rows`, with display widths): a pane whose lines do not
 //! fill its rows is captured again unjoined.
 
-use super::split::{build, gone, listing_entry, visible_text, HeaderLine, Output, Split, LISTING};
+use super::split::{
+    build, gone, listing_entry, pane_shape, visible_text, HeaderLine, Output, Split, LISTING,
+};
 use super::{span, CaptureOptions, CaptureRange, CaptureRequest};
 use crate::tmux::TmuxError;
 
@@ -290,10 +292,7 @@ fn again() -> Split {
 /// (`%P HISTORY WIDTH HEIGHT`), and the pane's width.
 fn listed_rows(fields: &[u8], range: CaptureRange) -> (usize, u32) {
     let text = String::from_utf8_lossy(fields);
-    let mut f = text.split(' ').skip(1);
-    let hsize: u64 = f.next().and_then(|v| v.parse().ok()).unwrap_or(0);
-    let width: u32 = f.next().and_then(|v| v.parse().ok()).unwrap_or(0);
-    let height: u32 = f.next().and_then(|v| v.parse().ok()).unwrap_or(0);
+    let (hsize, width, height) = pane_shape(text.split(' ').skip(1));
     let (first, last) = span(range, hsize, height);
     (usize::try_from(last - first + 1).unwrap_or(0), width)
 }

@@ -688,8 +688,9 @@ impl Batch {
 
     /// The flags of a counted chunk (`counted.rs`) for `chunk`, if it may
     /// be one: a chunk of visible or of deep captures (`counted::rows_for`)
-    /// holding a large share of the server's panes (so its listing is worth it), on a server whose
-    /// version the anchor read, while counting pays in this batch.
+    /// holding a large share of the server's panes (so its listing is
+    /// worth it), on a server whose version the anchor read, while
+    /// counting pays in this batch.
     fn counted_flags(&self, chunk: &[CaptureRequest]) -> Option<&'static str> {
         let listed = self.server_panes > 0 && chunk.len() * 4 >= self.server_panes;
         if !listed || !self.counting.load(Ordering::Relaxed) {

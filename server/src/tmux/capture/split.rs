@@ -293,9 +293,7 @@ pub(super) fn build(
     if pane != req.pane.to_string() {
         return Err(gone(req.pane));
     }
-    let hsize: u64 = f.next().and_then(|v| v.parse().ok()).unwrap_or(0);
-    let width: u32 = f.next().and_then(|v| v.parse().ok()).unwrap_or(0);
-    let height: u32 = f.next().and_then(|v| v.parse().ok()).unwrap_or(0);
+    let (hsize, width, height) = pane_shape(f);
     let (first, last) = span(req.range, hsize, height);
     let (line_numbers, rows_match) = if options.join_wrapped {
         match joined_rows(bytes, first, last, width) {
@@ -319,6 +317,16 @@ pub(super) fn build(
         rows_match,
         again: false,
     })
+}
+
+/// History size, width and height from the fields that follow the pane
+/// id in a header or listing line (`%P HISTORY WIDTH HEIGHT`); 0 where one
+/// is missing or unreadable.
+pub(super) fn pane_shape<'a>(mut fields: impl Iterator<Item = &'a str>) -> (u64, u32, u32) {
+    let hsize = fields.next().and_then(|v| v.parse().ok()).unwrap_or(0);
+    let width = fields.next().and_then(|v| v.parse().ok()).unwrap_or(0);
+    let height = fields.next().and_then(|v| v.parse().ok()).unwrap_or(0);
+    (hsize, width, height)
 }
 
 /// How the lines of a joined capture sit on the pane's rows.
