@@ -213,34 +213,49 @@ fn summary(r: &CaptureReply) -> String {
     }
 }
 
+/// Joined or not, with escapes or not.
+fn every_option() -> [CaptureOptions; 4] {
+    [(true, false), (true, true), (false, false), (false, true)].map(|(join_wrapped, escapes)| {
+        CaptureOptions {
+            join_wrapped,
+            escapes,
+        }
+    })
+}
+
+/// Sweeps `ids` and checks that each reply comes in order and says, field
+/// for field, what a capture of its pane alone (headed) says; the replies.
+fn assert_swept_as_alone(
+    tmux: &Tmux,
+    ids: &[PaneId],
+    range: CaptureRange,
+    options: CaptureOptions,
+) -> Vec<CaptureReply> {
+    let swept = capture_range(tmux, ids, range, options);
+    assert_eq!(swept.len(), ids.len());
+    for (i, r) in swept.iter().enumerate() {
+        assert_eq!((r.index, r.pane), (i, ids[i]));
+        let alone = capture_range(tmux, &[r.pane], range, options);
+        assert_eq!(
+            summary(r),
+            summary(&alone[0]),
+            "{} with {range:?} {options:?}",
+            r.pane
+        );
+    }
+    swept
+}
+
 #[test]
 fn a_counted_sweep_gives_each_pane_what_its_own_capture_gives() {
     let (fx, mut ids, closed) = server("counted-same", 8);
     let tmux = connect(&fx.server);
     ids.push(closed);
     ids.sort_by_key(|p| p.number());
-    for join_wrapped in [true, false] {
-        for escapes in [false, true] {
-            let options = CaptureOptions {
-                join_wrapped,
-                escapes,
-            };
-            let swept = capture(&tmux, &ids, options);
-            assert_eq!(swept.len(), ids.len());
-            for (i, r) in swept.iter().enumerate() {
-                assert_eq!(r.index, i);
-                assert_eq!(r.pane, ids[i]);
-                let alone = capture(&tmux, &[r.pane], options);
-                assert_eq!(
-                    summary(r),
-                    summary(&alone[0]),
-                    "{} with {options:?}",
-                    r.pane
-                );
-            }
-            let gone = swept.iter().find(|r| r.pane == closed).unwrap();
-            assert!(gone.result.is_err(), "the closed pane fails alone");
-        }
+    for options in every_option() {
+        let swept = assert_swept_as_alone(&tmux, &ids, CaptureRange::Visible, options);
+        let gone = swept.iter().find(|r| r.pane == closed).unwrap();
+        assert!(gone.result.is_err(), "the closed pane fails alone");
     }
     // The fixture does hold what a join changes: a wrapped line.
     let joined = capture(
@@ -276,13 +291,7 @@ fn panes_that_may_have_wrapped_come_back_joined_and_in_order() {
         join_wrapped: true,
         escapes: false,
     };
-    let swept = capture(&tmux, &ids, options);
-    assert_eq!(swept.len(), ids.len());
-    for (i, r) in swept.iter().enumerate() {
-        assert_eq!((r.index, r.pane), (i, ids[i]));
-        let alone = capture(&tmux, &[r.pane], options);
-        assert_eq!(summary(r), summary(&alone[0]));
-    }
+    let swept = assert_swept_as_alone(&tmux, &ids, CaptureRange::Visible, options);
     let joined = swept
         .iter()
         .filter_map(|r| r.result.as_ref().ok())
@@ -359,41 +368,24 @@ fn a_counted_deep_sweep_gives_each_pane_what_its_own_capture_gives() {
         CaptureRange::Scrollback(1_000),
         CaptureRange::AllHistory,
     ] {
-        for join_wrapped in [true, false] {
-            for escapes in [false, true] {
-                let options = CaptureOptions {
-                    join_wrapped,
-                    escapes,
-                };
-                // The plain panes alone (ASCII, some lines wrapped in the
-                // history): counted, a capture a pane and a header per
-                // group, where headed would be two commands a pane. (A
-                // first chunk sized for long histories before any pane was
-                // seen may hold too few panes to be counted: headed.)
-                let before = counter.now();
-                let plain = capture_range(&tmux, &plain_ids, range, options);
-                let commands = counter.now() - before - 1;
-                let panes = plain_ids.len() as u64;
-                assert!(plain.iter().all(|r| r.result.is_ok()));
-                assert!(
-                    commands < 2 * panes - panes / 4,
-                    "{range:?} {options:?}: {commands} commands for {panes} panes"
-                );
-                let swept = capture_range(&tmux, &ids, range, options);
-                assert_eq!(swept.len(), ids.len());
-                for (i, r) in swept.iter().enumerate() {
-                    assert_eq!((r.index, r.pane), (i, ids[i]));
-                    let alone = capture_range(&tmux, &[r.pane], range, options);
-                    assert_eq!(
-                        summary(r),
-                        summary(&alone[0]),
-                        "{} with {range:?} {options:?}",
-                        r.pane
-                    );
-                }
-                let gone = swept.iter().find(|r| r.pane == closed).unwrap();
-                assert!(gone.result.is_err(), "the closed pane fails alone");
-            }
+        for options in every_option() {
+            // The plain panes alone (ASCII, some lines wrapped in the
+            // history): counted, a capture a pane and a header per group,
+            // where headed would be two commands a pane. (A first chunk
+            // sized for long histories before any pane was seen may hold
+            // too few panes to be counted: headed.)
+            let before = counter.now();
+            let plain = capture_range(&tmux, &plain_ids, range, options);
+            let commands = counter.now() - before - 1;
+            let panes = plain_ids.len() as u64;
+            assert!(plain.iter().all(|r| r.result.is_ok()));
+            assert!(
+                commands < 2 * panes - panes / 4,
+                "{range:?} {options:?}: {commands} commands for {panes} panes"
+            );
+            let swept = assert_swept_as_alone(&tmux, &ids, range, options);
+            let gone = swept.iter().find(|r| r.pane == closed).unwrap();
+            assert!(gone.result.is_err(), "the closed pane fails alone");
         }
     }
     // The fixture does hold what counting by rows must get right: lines
