@@ -18,7 +18,10 @@ use panescan::tmux::private_server::{process_state, PrivateServer};
 use serde_json::{json, Value};
 
 /// Windows printing text that hits: repeated and blank lines, wide
-/// characters, an escape sequence, the needle twice in some panes.
+/// characters, an escape sequence, the needle twice in some panes. Each
+/// window is named (which turns tmux's automatic rename off for it): a
+/// name that followed the running command would change between two
+/// answers compared here.
 const PANES: usize = 20;
 
 fn filled_server(label: &str) -> PrivateServer {
@@ -37,7 +40,7 @@ fn filled_server_under(label: &str, dir: Option<&std::path::Path>) -> PrivateSer
             ""
         };
         script.push_str(&format!(
-            "new-window -d \"printf 'pane {k}\\n\\n\\033[1m表示 {k}\\033[0m\\nsame\\nsame\\n'; {needle}printf 'ready\\n'; exec sleep 100000\"\n"
+            "new-window -d -n w{k} \"printf 'pane {k}\\n\\n\\033[1m表示 {k}\\033[0m\\nsame\\nsame\\n'; {needle}printf 'ready\\n'; exec sleep 100000\"\n"
         ));
     }
     tmux.source(&script).unwrap();
@@ -53,7 +56,18 @@ fn filled_server_under(label: &str, dir: Option<&std::path::Path>) -> PrivateSer
             })
     });
     assert!(ready, "panes did not print");
+    assert!(all_sleeping(&tmux), "panes never reached their sleep");
     tmux
+}
+
+/// Waits until every pane runs its final `sleep`: a pane still in its
+/// shell reports another `pane_current_command` than it will a moment
+/// later.
+fn all_sleeping(tmux: &PrivateServer) -> bool {
+    eventually(Duration::from_secs(20), || {
+        tmux.run_ok(["list-panes", "-a", "-F", "#{pane_current_command}"])
+            .is_ok_and(|l| l.lines().all(|c| c == "sleep"))
+    })
 }
 
 /// `panescan serve --no-cache` on `tmux`, its spans in `log`.
@@ -130,11 +144,12 @@ fn searches_started_ahead_answer_as_listed_ones_as_panes_come_and_go() {
     // does; the search finds it.
     let came = window_showing(
         &tmux,
-        None,
+        Some("came"),
         "printf 'needle new\\n'; exec sleep 100000",
         "needle new",
         &[],
     );
+    assert!(all_sleeping(&tmux), "the new pane never reached its sleep");
     let with_new = search(&mut s, needle.clone());
     assert!(panes_matched(&with_new).contains(&came), "{with_new}");
     assert_eq!(with_new, listed_answer(&tmux, &dir, &needle));
