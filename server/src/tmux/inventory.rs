@@ -145,6 +145,7 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use super::connection::{nonce, Shared};
+use super::full_listing;
 use super::spans::Span;
 use super::{TmuxCommand, TmuxError};
 
@@ -194,6 +195,12 @@ const FIELDS: &[&str] = &[
     "history_size",
     "history_limit",
 ];
+
+/// Every field of [`Fields::Full`], in the order a single listing of them
+/// asks for them.
+pub(super) fn fields_in_order() -> &'static [&'static str] {
+    FIELDS
+}
 
 /// The fields a search needs before it captures: where each pane is (ids,
 /// indexes, names, placements — enough to resolve a scope and order the
@@ -296,12 +303,12 @@ const TEXT_FIELDS: &[&str] = &[
 /// every literal byte of a format for every pane, so spaces instead of a
 /// 15-byte separator between plain fields make a listing cheaper (1,000
 /// panes: the search's 8 fields ~15 -> ~13 ms, all 43 fields ~112 -> ~86 ms).
-fn layout<'a>(fields: &[&'a str]) -> (Vec<&'a str>, Vec<&'a str>) {
+pub(super) fn layout<'a>(fields: &[&'a str]) -> (Vec<&'a str>, Vec<&'a str>) {
     fields.iter().partition(|f| !TEXT_FIELDS.contains(f))
 }
 
 /// The `list-panes` format for separator `sep` and record end `end`.
-fn format(fields: &[&str], sep: &str, end: &str) -> String {
+pub(super) fn format(fields: &[&str], sep: &str, end: &str) -> String {
     let (plain, text) = layout(fields);
     let field = |name: &str| format!("#{{{name}}}");
     let mut f = plain.iter().map(|n| field(n)).collect::<Vec<_>>().join(" ");
@@ -315,7 +322,7 @@ fn format(fields: &[&str], sep: &str, end: &str) -> String {
 
 /// The values of one record laid out by [`format`], plain fields first;
 /// `None` for a record that does not have them all.
-fn record_values<'t>(
+pub(super) fn record_values<'t>(
     plain_count: usize,
     text_count: usize,
     record: &'t str,
@@ -352,12 +359,12 @@ pub(crate) struct ListingQuery {
 
 impl ListingQuery {
     pub(crate) fn new(fields: Fields) -> ListingQuery {
+        ListingQuery::of(fields.names())
+    }
+
+    fn of(fields: Vec<&'static str>) -> ListingQuery {
         let (sep, end) = separators();
-        ListingQuery {
-            fields: fields.names(),
-            sep,
-            end,
-        }
+        ListingQuery { fields, sep, end }
     }
 
     pub(crate) fn command(&self) -> TmuxCommand {
@@ -392,6 +399,9 @@ pub(crate) fn fetch(
     then: &[TmuxCommand],
     deadline: Instant,
 ) -> Result<(Inventory, Vec<Result<String, TmuxError>>), TmuxError> {
+    if fields == Fields::Full {
+        return fetch_full(shared, then, deadline);
+    }
     let query = ListingQuery::new(fields);
     let mut commands = vec![query.command()];
     commands.extend_from_slice(then);
@@ -399,17 +409,51 @@ pub(crate) fn fetch(
     let mut replies = shared.run_many(&commands, deadline).into_iter();
     drop(round_trip);
     let _parsing = Span::new("inventory.parse");
-    let text = match replies.next() {
-        Some(Ok(t)) => t,
+    let text = listing_text(replies.next())?;
+    Ok((query.read(shared, &text), replies.collect()))
+}
+
+/// [`fetch`] of [`Fields::Full`], in the pieces `full_listing.rs` cuts it
+/// into: the panes, then the sessions' details in the same round trip,
+/// then (for a server on this machine) what each pane runs.
+fn fetch_full(
+    shared: &Shared,
+    then: &[TmuxCommand],
+    deadline: Instant,
+) -> Result<(Inventory, Vec<Result<String, TmuxError>>), TmuxError> {
+    let local = shared.endpoint().host().is_none();
+    let query = ListingQuery::of(full_listing::pane_fields(!local));
+    let sessions = full_listing::SessionQuery::new(query.sep.clone(), query.end.clone());
+    let mut commands = vec![query.command(), sessions.command()];
+    commands.extend_from_slice(then);
+    let round_trip = Span::new("inventory.round_trip");
+    let mut replies = shared.run_many(&commands, deadline).into_iter();
+    drop(round_trip);
+    let parsing = Span::new("inventory.parse");
+    let text = listing_text(replies.next())?;
+    let mut inv = query.read(shared, &text);
+    let details = listing_text(replies.next())?;
+    sessions.fill(&mut inv, &details, shared.own_session().as_deref());
+    drop(parsing);
+    if local && !inv.panes.is_empty() {
+        let found = commands_and_paths(shared, &full_listing::panes_with_pids(&inv), deadline);
+        full_listing::fill_running(&mut inv, found);
+    }
+    Ok((inv, replies.collect()))
+}
+
+/// A listing's output; a server with no session lists nothing.
+fn listing_text(reply: Option<Result<String, TmuxError>>) -> Result<String, TmuxError> {
+    match reply {
+        Some(Ok(t)) => Ok(t),
         Some(Err(TmuxError::Command(m)))
             if m.contains("no sessions") || m.contains("no current") =>
         {
-            String::new()
+            Ok(String::new())
         }
-        Some(Err(e)) => return Err(e),
-        None => return Err(TmuxError::ConnectionLost("no reply".into())),
-    };
-    Ok((query.read(shared, &text), replies.collect()))
+        Some(Err(e)) => Err(e),
+        None => Err(TmuxError::ConnectionLost("no reply".into())),
+    }
 }
 
 /// `pane_current_command` and `pane_current_path` of `panes` (each with its

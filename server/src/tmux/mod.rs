@@ -103,6 +103,7 @@ pub mod connection;
 pub mod events;
 pub mod format;
 pub mod framing;
+mod full_listing;
 pub mod ids;
 pub mod inventory;
 pub mod launch;
@@ -338,6 +339,19 @@ impl Tmux {
             cancel,
             capture::Ahead::default(),
         )
+    }
+
+    /// [`Tmux::capture`] for a caller of a few panes (a one-pane capture):
+    /// a batch small enough goes over the live control client, with no
+    /// process (capture/control.rs); larger ones sweep.
+    pub fn capture_small(
+        &self,
+        requests: Vec<CaptureRequest>,
+        options: CaptureOptions,
+        deadline: Instant,
+        cancel: Arc<AtomicBool>,
+    ) -> crossbeam_channel::Receiver<CaptureReply> {
+        self.capture_with_spare(requests, options, deadline, cancel, None)
     }
 
     /// [`Tmux::capture`] for the pane cache: a small batch goes over the

@@ -40,7 +40,10 @@ pub fn capture_one_by(
     deadline: Instant,
 ) -> Result<CapturedText, ToolError> {
     ctx.check_cancelled()?;
-    let rx = tmux.capture(
+    // One pane: over the open control client when it suits, with no
+    // process to start (a process's handshake takes several turns of
+    // tmux's loop, each one behind whatever sweep chunk tmux is running).
+    let rx = tmux.capture_small(
         vec![CaptureRequest { pane, range }],
         options,
         deadline,
