@@ -110,10 +110,12 @@ enum Landed {
 
 fn landed(r: &Value) -> Landed {
     if let Some(text) = outcome(r) {
-        assert!(
-            text.contains("every capture failed") && text.contains("lost the connection"),
-            "{text}"
-        );
+        // The sweep's client lost tmux mid-reply, or (on a busy machine)
+        // had not reached it yet when it died: tmux's own words then.
+        assert!(text.contains("every capture failed"), "{text}");
+        if !text.contains("lost the connection") {
+            assert_no_server(&text);
+        }
         return Landed::BeforeAnyCapture;
     }
     let sc = &r["result"]["structuredContent"];

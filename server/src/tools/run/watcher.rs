@@ -200,7 +200,7 @@ impl Watcher {
         let Completion::Marker { token, .. } = &self.entry.completion else {
             return Ok(());
         };
-        let rx = self.tmux.capture(
+        let rx = self.tmux.capture_small(
             vec![CaptureRequest {
                 pane: self.entry.pane,
                 range: CaptureRange::Scrollback(64),

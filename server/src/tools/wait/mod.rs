@@ -410,7 +410,7 @@ impl Wait<'_> {
             })
             .collect();
         let deadline = self.ctx.tmux_deadline_by(self.plan.reads_end());
-        let rx = self.tmux.capture(
+        let rx = self.tmux.capture_small(
             requests,
             CaptureOptions::default(),
             deadline,
