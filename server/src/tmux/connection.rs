@@ -470,6 +470,10 @@ pub struct Shared {
     /// A sweep client kept started for the next search
     /// (tmux/listing_ahead.rs).
     pub(crate) kept_client: super::listing_ahead::KeptClient,
+    /// Listings under way, shared by callers asking for the same fields
+    /// at once (tmux/listing_share.rs).
+    pub(crate) listings:
+        super::listing_share::ListingShare<super::inventory::Fields, super::inventory::Listed>,
 }
 
 impl Shared {
@@ -490,6 +494,7 @@ impl Shared {
             server_process: super::procfs::ServerCache::default(),
             sweeps_noted: super::listing_ahead::SweepMemory::default(),
             kept_client: super::listing_ahead::KeptClient::default(),
+            listings: Default::default(),
         })
     }
 

@@ -249,7 +249,7 @@ const CACHE_FINGERPRINT_FIELDS: &[&str] = &[
 /// field of every pane on its single thread, so a caller asks only for
 /// what it reads; a field not asked for is its default (zero, empty,
 /// false, `None`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Fields {
     /// Every field of [`Session`], [`Window`] and [`Pane`]: what the
     /// inspection and mutation tools report.
@@ -398,7 +398,24 @@ pub(crate) fn fetch(
     fields: Fields,
     then: &[TmuxCommand],
     deadline: Instant,
-) -> Result<(Inventory, Vec<Result<String, TmuxError>>), TmuxError> {
+) -> Listed {
+    if !then.is_empty() {
+        return fetch_now(shared, fields, then, deadline);
+    }
+    // Callers asking at once share a listing (listing_share.rs).
+    shared.listings.list(
+        fields,
+        deadline,
+        || fetch_now(shared, fields, &[], deadline),
+        || Err(TmuxError::Timeout),
+    )
+}
+
+/// A listing and the output of the commands after it.
+pub(crate) type Listed = Result<(Inventory, Vec<Result<String, TmuxError>>), TmuxError>;
+
+/// [`fetch`], this caller's own round trip.
+fn fetch_now(shared: &Shared, fields: Fields, then: &[TmuxCommand], deadline: Instant) -> Listed {
     if fields == Fields::Full {
         return fetch_full(shared, then, deadline);
     }

@@ -108,6 +108,7 @@ pub mod ids;
 pub mod inventory;
 pub mod launch;
 pub mod listing_ahead;
+mod listing_share;
 pub mod notification;
 pub mod oneshot;
 pub mod private_server;
