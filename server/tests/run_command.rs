@@ -11,7 +11,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{eventually, window_showing, Serve};
+use common::{eventually, window_showing, Serve, TempDir};
 use panescan::tmux::private_server::PrivateServer;
 use serde_json::{json, Value};
 
@@ -151,6 +151,48 @@ fn long_output_is_bounded_and_flagged_and_clear_is_survived() {
     let out = r["output"].as_str().unwrap();
     assert!(out.ends_with("after\n"), "{r}");
     assert!(!out.contains("printf") && !out.contains("$ "), "{r}");
+    tmux.kill();
+}
+
+/// bash prints its OSC 133 D mark from `PROMPT_COMMAND`, before its line
+/// editor reads: a call right after a command's end could type into the
+/// terminal's own echo, then readline echoed the line again (seen once
+/// under load: the output began with the echoed command). Here the gap is
+/// made wide (the prompt command sleeps after the mark); every call waits
+/// for the line editor, so each output is exact.
+#[test]
+fn a_command_typed_right_after_a_mark_waits_for_the_line_editor() {
+    let (tmux, mut s) = serve("run-gap");
+    // The pause is a builtin (`read` timing out on a FIFO no one writes):
+    // a `sleep` would be the pane's current command, not bash.
+    let dir = TempDir::new("run-gap");
+    let fifo = dir.0.join("pause");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo {}", fifo.display());
+    let bash = format!(
+        "env PS1='$ ' PROMPT_COMMAND='printf \"\\033]133;D;%s\\007\" $?; read -t 0.2 -u 9' \
+         bash --norc --noprofile 9<>{}",
+        fifo.display()
+    );
+    let pane = shell_pane(&tmux, &bash);
+    let r = run(&mut s, &pane, "false");
+    assert_eq!(r["exit_status"], 1, "{r}");
+    // Once the marks are learned, each call types as soon as the last
+    // one's mark is seen: inside the sleep.
+    for k in 0..4 {
+        let r = run(&mut s, &pane, &format!("echo one {k}; echo two"));
+        assert_eq!(r["exit_status"], 0, "{r}");
+        if k > 0 {
+            assert_eq!(r["output"], format!("one {k}\ntwo\n"), "{r}");
+        }
+    }
+    let shown = screen(&tmux, &pane);
+    assert!(
+        !shown
+            .lines()
+            .any(|l| l.trim_end() == "echo one 3; echo two"),
+        "typed into the terminal's own echo:\n{shown}"
+    );
     tmux.kill();
 }
 

@@ -1640,7 +1640,8 @@ fn dead_owner_leaves_no_client_attached() {
 }
 
 /// Fair sharing, by order rather than time: with eight deep sweeps running
-/// on one server, a listing and a one-pane capture started once every sweep
+/// on one server, a listing and a one-pane capture (by a process and over
+/// the control client) started once every sweep
 /// has delivered its first pane both complete before half of the sweeps
 /// have delivered their last one. (Without the gate, each sweep puts its whole remaining
 /// range into tmux at once and the cheap calls wait behind all of it.)
@@ -1702,6 +1703,18 @@ fn cheap_calls_pass_eight_deep_sweeps() {
     );
     let capture_done = seq.fetch_add(1, Ordering::SeqCst);
     assert!(one[0].result.is_ok());
+    // The same capture over the control client (capture_pane's path).
+    let small = collect(tmux.capture_small(
+        vec![CaptureRequest {
+            pane: ids[2],
+            range: CaptureRange::Visible,
+        }],
+        CaptureOptions::default(),
+        soon(),
+        Arc::new(AtomicBool::new(false)),
+    ));
+    let small_done = seq.fetch_add(1, Ordering::SeqCst);
+    assert!(small.len() == 1 && small[0].result.is_ok(), "{small:?}");
     let sweeps_done: Vec<usize> = sweeps.into_iter().map(|s| s.join().unwrap()).collect();
     // A sweep whose last chunk was already in tmux when the cheap calls
     // came may end first (seen: two of eight, on a loaded machine); behind
@@ -1710,7 +1723,8 @@ fn cheap_calls_pass_eight_deep_sweeps() {
     ends.sort_unstable();
     let half_ended = ends[SWEEPS / 2 - 1];
     assert!(
-        listing_done < half_ended && capture_done < half_ended,
-        "listing #{listing_done}, capture #{capture_done}, sweeps ended #{sweeps_done:?}"
+        listing_done < half_ended && capture_done < half_ended && small_done < half_ended,
+        "listing #{listing_done}, capture #{capture_done}, over control #{small_done}, \
+         sweeps ended #{sweeps_done:?}"
     );
 }

@@ -295,6 +295,10 @@ fn start(
         (start_abs, (history, limit)),
     ));
     table::insert(entry.clone())?;
+    if shell::edits_lines(&pane.pane_current_command) {
+        let until = (Instant::now() + shell::LINE_EDITOR_WAIT).min(end.deadline(ctx));
+        shell::await_line_editor(&pane.pane_tty, until);
+    }
     let typing = watcher::Watcher::new(
         entry.clone(),
         tmux.clone(),

@@ -2,6 +2,8 @@
 //! instead), the line typed into it, and whether its shell's line editor
 //! is reading (the terminal out of canonical mode).
 
+use std::time::{Duration, Instant};
+
 use crate::tmux::Pane;
 use crate::tools::context::ToolError;
 
@@ -145,30 +147,46 @@ pub fn in_foreground(pid: u32) -> Option<bool> {
 
 /// Whether the terminal `tty` is out of canonical mode: a line editor
 /// (readline, zle, fish) is reading a line, i.e. the shell sits at its
-/// prompt. `None` when it cannot be told.
+/// prompt. `None` when it cannot be told. The terminal is opened read-only,
+/// never as a controlling terminal and without blocking, and only its
+/// settings are read (as capture/anchor.rs opens a pane's terminal).
 pub fn line_editor_reading(tty: &str) -> Option<bool> {
+    use std::os::unix::fs::OpenOptionsExt;
     if !tty.starts_with("/dev/") || tty.contains("..") {
         return None;
     }
-    let out = std::process::Command::new("stty")
-        .arg("-F")
-        .arg(tty)
-        .arg("-a")
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output()
+    let terminal = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOCTTY | libc::O_NONBLOCK)
+        .open(tty)
         .ok()?;
-    if !out.status.success() {
-        return None;
-    }
-    let text = String::from_utf8_lossy(&out.stdout);
-    let words: Vec<&str> = text.split_whitespace().collect();
-    if words.contains(&"-icanon") {
-        Some(true)
-    } else if words.contains(&"icanon") {
-        Some(false)
-    } else {
-        None
+    let settings = rustix::termios::tcgetattr(&terminal).ok()?;
+    Some(
+        !settings
+            .local_modes
+            .contains(rustix::termios::LocalModes::ICANON),
+    )
+}
+
+/// Whether the shell `command` (a pane's `pane_current_command`) reads its
+/// prompt through a line editor: a line typed before the editor starts is
+/// echoed twice, once by the terminal and once by the editor.
+pub fn edits_lines(command: &str) -> bool {
+    matches!(command, "bash" | "zsh" | "fish")
+}
+
+/// How long a command waits for the line editor of a shell that edits
+/// lines. The shell prints its prompt's marks (OSC 133 D, from
+/// `PROMPT_COMMAND` or a hook) before its line editor reads, so the call
+/// after a command that just ended may come before it; a shell that
+/// never leaves canonical mode (line editing off) costs this once a call.
+pub const LINE_EDITOR_WAIT: Duration = Duration::from_millis(500);
+
+/// Waits until the line editor reads on `tty`, at most until `until`;
+/// returns at once when that cannot be told.
+pub fn await_line_editor(tty: &str, until: Instant) {
+    while line_editor_reading(tty) == Some(false) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(2));
     }
 }
 
