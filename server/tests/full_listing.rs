@@ -3,7 +3,7 @@
 //! against tmux's own answer: one `list-panes -a` of every field, on a
 //! private server with grouped sessions, a linked window, split windows,
 //! panes in other directories, a dead pane, a pane in copy mode and names
-//! that hold separators.
+//! that look like separators.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -12,7 +12,7 @@ mod common;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use common::{connect, eventually};
+use common::{connect, eventually, TempDir};
 use panescan::tmux::private_server::PrivateServer;
 use panescan::tmux::{Fields, Inventory};
 
@@ -176,9 +176,8 @@ fn settled(server: &PrivateServer) -> bool {
 
 #[test]
 fn a_full_listing_in_pieces_answers_as_one_listing_of_every_field() {
-    let dir = std::env::temp_dir().join(format!("panescan-full-listing-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let server = varied_server(&dir);
+    let dir = TempDir::new("full-listing");
+    let server = varied_server(&dir.0);
     let tmux = connect(&server);
     let soon = || Instant::now() + Duration::from_secs(10);
     assert!(eventually(Duration::from_secs(20), || settled(&server)));
@@ -252,7 +251,4 @@ fn a_full_listing_in_pieces_answers_as_one_listing_of_every_field() {
     assert!(values("pane_current_path").contains(&"/".to_owned()));
     assert!(values("session_grouped").contains(&"1".to_owned()));
     assert!(values("pane_current_command").contains(&"sleep".to_owned()));
-    drop(tmux);
-    drop(server);
-    let _ = std::fs::remove_dir_all(&dir);
 }
