@@ -3,7 +3,10 @@
 //! One `list-panes -a -F FORMAT`: tmux walks sessions (by name), their
 //! windows (by index) and panes (by index), so a window linked into several
 //! sessions shows up once per placement; we fold those into one window and
-//! one pane with every placement, the first seen being the primary.
+//! one pane with every placement, the first seen being the primary. The
+//! full listing adds a `list-sessions` in the same round trip and reads
+//! what the panes run from `/proc` (full_listing.rs); callers asking at
+//! once share a listing (listing_share.rs).
 //!
 //! Fields are separated by a per-inventory random token and every record is
 //! closed by another, so names holding tabs, newlines, `|` or any Unicode
