@@ -158,7 +158,7 @@ fn long_output_is_bounded_and_flagged_and_clear_is_survived() {
 /// editor reads: a call right after a command's end could type into the
 /// terminal's own echo, then readline echoed the line again (seen once
 /// under load: the output began with the echoed command). Here the gap is
-/// made wide (the prompt command sleeps after the mark); every call waits
+/// made wide (the prompt command pauses 0.1 s after the mark); every call waits
 /// for the line editor, so each output is exact.
 #[test]
 fn a_command_typed_right_after_a_mark_waits_for_the_line_editor() {
@@ -170,7 +170,7 @@ fn a_command_typed_right_after_a_mark_waits_for_the_line_editor() {
     let made = std::process::Command::new("mkfifo").arg(&fifo).status();
     assert!(made.is_ok_and(|s| s.success()), "mkfifo {}", fifo.display());
     let bash = format!(
-        "env PS1='$ ' PROMPT_COMMAND='printf \"\\033]133;D;%s\\007\" $?; read -t 0.2 -u 9' \
+        "env PS1='$ ' PROMPT_COMMAND='printf \"\\033]133;D;%s\\007\" $?; read -t 0.1 -u 9' \
          bash --norc --noprofile 9<>{}",
         fifo.display()
     );
