@@ -28,7 +28,7 @@
 use std::collections::HashMap;
 
 use super::command::TmuxCommand;
-use super::ids::{PaneId, SessionId};
+use super::ids::SessionId;
 use super::inventory::{fields_in_order, format, layout, record_values, Inventory, Window};
 
 /// What `list-sessions` adds to a session the pane listing named.
@@ -143,12 +143,6 @@ fn windows_in(windows: &[Window], session: SessionId) -> u32 {
         .filter(|w| w.placements.iter().any(|p| p.session_id == session))
         .count();
     u32::try_from(n).unwrap_or(u32::MAX)
-}
-
-/// The panes of `inv` with their processes, for
-/// [`super::inventory::commands_and_paths`].
-pub(crate) fn panes_with_pids(inv: &Inventory) -> Vec<(PaneId, Option<u32>)> {
-    inv.panes.iter().map(|p| (p.pane_id, p.pane_pid)).collect()
 }
 
 /// Puts what each pane runs (`found`, in the order of `inv.panes`) into

@@ -255,7 +255,8 @@ const CACHE_FINGERPRINT_FIELDS: &[&str] = &[
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Fields {
     /// Every field of [`Session`], [`Window`] and [`Pane`]: what the
-    /// inspection and mutation tools report.
+    /// inspection and mutation tools report. [`fetch`] lists it in pieces
+    /// (full_listing.rs): sessions' details never come from `list-panes`.
     Full,
     /// What a search needs before it captures: ids, indexes, names,
     /// placements and `history_size` (and `is_caller`, which costs tmux
@@ -379,8 +380,7 @@ impl ListingQuery {
     /// The inventory in `text` (the command's output), its panes marked
     /// as the caller's where they are, their count kept for the sweeps.
     pub(crate) fn read(&self, shared: &Shared, text: &str) -> Inventory {
-        let own = shared.own_session();
-        let mut inv = parse_fields(&self.fields, text, &self.sep, &self.end, own.as_deref());
+        let mut inv = parse_fields(&self.fields, text, &self.sep, &self.end);
         shared
             .listed_panes
             .store(inv.panes.len(), std::sync::atomic::Ordering::Relaxed);
@@ -436,11 +436,7 @@ fn fetch_now(shared: &Shared, fields: Fields, then: &[TmuxCommand], deadline: In
 /// [`fetch`] of [`Fields::Full`], in the pieces `full_listing.rs` cuts it
 /// into: the panes, then the sessions' details in the same round trip,
 /// then (for a server on this machine) what each pane runs.
-fn fetch_full(
-    shared: &Shared,
-    then: &[TmuxCommand],
-    deadline: Instant,
-) -> Result<(Inventory, Vec<Result<String, TmuxError>>), TmuxError> {
+fn fetch_full(shared: &Shared, then: &[TmuxCommand], deadline: Instant) -> Listed {
     let local = shared.endpoint().host().is_none();
     let query = ListingQuery::of(full_listing::pane_fields(!local));
     let sessions = full_listing::SessionQuery::new(query.sep.clone(), query.end.clone());
@@ -456,7 +452,9 @@ fn fetch_full(
     sessions.fill(&mut inv, &details, shared.own_session().as_deref());
     drop(parsing);
     if local && !inv.panes.is_empty() {
-        let found = commands_and_paths(shared, &full_listing::panes_with_pids(&inv), deadline);
+        let panes: Vec<(PaneId, Option<u32>)> =
+            inv.panes.iter().map(|p| (p.pane_id, p.pane_pid)).collect();
+        let found = commands_and_paths(shared, &panes, deadline);
         full_listing::fill_running(&mut inv, found);
     }
     Ok((inv, replies.collect()))
@@ -591,22 +589,16 @@ fn num<T: std::str::FromStr + Default>(v: &str) -> T {
     v.trim().parse().unwrap_or_default()
 }
 
-/// Parses `list-panes -a` output; `own_session` is the session panescan's
-/// control client is attached to (not counted in `session_attached`).
+/// Parses `list-panes -a` output of every field.
 #[cfg(test)]
-pub(crate) fn parse(text: &str, sep: &str, end: &str, own_session: Option<&str>) -> Inventory {
-    parse_fields(FIELDS, text, sep, end, own_session)
+pub(crate) fn parse(text: &str, sep: &str, end: &str) -> Inventory {
+    parse_fields(FIELDS, text, sep, end)
 }
 
 /// Parses records of `fields`; a field not in the list reads as empty (its
-/// default).
-fn parse_fields(
-    fields: &[&str],
-    text: &str,
-    sep: &str,
-    end: &str,
-    own_session: Option<&str>,
-) -> Inventory {
+/// default). A session gets its id and name here; its details come from
+/// `list-sessions` in a full listing (full_listing.rs).
+fn parse_fields(fields: &[&str], text: &str, sep: &str, end: &str) -> Inventory {
     let (plain, text_fields) = layout(fields);
     // Where each field's value sits in a record: plain fields, then text.
     let at: HashMap<&str, usize> = plain
@@ -621,13 +613,10 @@ fn parse_fields(
         let Some(values) = record_values(plain.len(), text_fields.len(), record, sep) else {
             continue;
         };
-        builder.add(
-            &Record {
-                at: &at,
-                values: &values,
-            },
-            own_session,
-        );
+        builder.add(&Record {
+            at: &at,
+            values: &values,
+        });
     }
     builder.inv
 }
@@ -661,7 +650,7 @@ struct Builder {
 
 impl Builder {
     /// Adds a record; one without valid ids is skipped.
-    fn add(&mut self, r: &Record, own_session: Option<&str>) {
+    fn add(&mut self, r: &Record) {
         let (Ok(session_id), Ok(window_id), Ok(pane_id)) = (
             SessionId::parse(r.get("session_id")),
             WindowId::parse(r.get("window_id")),
@@ -676,30 +665,27 @@ impl Builder {
             window_index: num(r.get("window_index")),
             window_name: r.get("window_name").to_string(),
         };
-        self.add_session(r, &placement, own_session);
+        self.add_session(&placement);
         self.add_window(r, &placement);
         self.add_pane(r, pane_id, placement);
     }
 
-    fn add_session(&mut self, r: &Record, at: &PanePlacement, own_session: Option<&str>) {
+    /// A session first met: its id and name (no pane listing carries its
+    /// details: `SessionQuery::fill` in full_listing.rs adds them).
+    fn add_session(&mut self, at: &PanePlacement) {
         let std::collections::hash_map::Entry::Vacant(slot) = self.sessions.entry(at.session_id)
         else {
             return;
         };
-        let mut attached: u32 = num(r.get("session_attached"));
-        if own_session == Some(r.get("session_id")) {
-            attached = attached.saturating_sub(1);
-        }
         slot.insert(self.inv.sessions.len());
         self.inv.sessions.push(Session {
             session_id: at.session_id,
             session_name: at.session_name.clone(),
-            session_windows: num(r.get("session_windows")),
-            session_attached: attached,
-            session_created: num(r.get("session_created")),
-            session_group: flag(r.get("session_grouped"))
-                .then(|| r.get("session_group").to_string()),
-            session_path: r.get("session_path").to_string(),
+            session_windows: 0,
+            session_attached: 0,
+            session_created: 0,
+            session_group: None,
+            session_path: String::new(),
         });
     }
 
@@ -820,7 +806,7 @@ mod tests {
             + &rec("$1", "z", "@1", "5", "%1")
             + &rec("$1", "z", "@2", "6", "%2")
             + "garbage<s><e>\n%end 1 2 3\n";
-        let inv = parse(&text, sep, end, Some("$1"));
+        let inv = parse(&text, sep, end);
         assert_eq!(inv.sessions.len(), 2);
         assert_eq!(inv.windows.len(), 2);
         assert_eq!(inv.panes.len(), 2);
@@ -828,7 +814,7 @@ mod tests {
         assert_eq!(inv.panes[0].placements[1].window_index, 5);
         assert_eq!(inv.panes[0].window_name, "name\twith\nnewline and spaces");
         assert_eq!(inv.panes[0].pane_title, "a title with spaces");
-        let _ = parse("\u{0}\n<e><s>", sep, end, None);
+        let _ = parse("\u{0}\n<e><s>", sep, end);
     }
 
     /// The bytes each field set sends tmux: a listing costs tmux per byte
