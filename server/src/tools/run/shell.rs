@@ -13,6 +13,14 @@ const POSIX_SHELLS: &[&str] = &[
 ];
 /// Shells whose exit status is `$status`.
 const STATUS_SHELLS: &[&str] = &["fish", "csh", "tcsh"];
+/// Shells that read their prompt through a line editor.
+const LINE_EDITING_SHELLS: &[&str] = &["bash", "zsh", "fish"];
+
+/// The shell's name in `command` (`pane_current_command`: a login shell
+/// may show as `-bash`).
+fn shell_name(command: &str) -> &str {
+    command.trim_start_matches('-')
+}
 
 /// The shell family of a pane's foreground program, if it is a shell.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,7 +35,7 @@ impl Shell {
     /// The family of `command` (`pane_current_command`: a login shell may
     /// show as `-bash`).
     pub fn of(command: &str) -> Option<Shell> {
-        let name = command.trim_start_matches('-');
+        let name = shell_name(command);
         if POSIX_SHELLS.contains(&name) {
             Some(Shell::Posix)
         } else if STATUS_SHELLS.contains(&name) {
@@ -172,7 +180,7 @@ pub fn line_editor_reading(tty: &str) -> Option<bool> {
 /// prompt through a line editor: a line typed before the editor starts is
 /// echoed twice, once by the terminal and once by the editor.
 pub fn edits_lines(command: &str) -> bool {
-    matches!(command, "bash" | "zsh" | "fish")
+    LINE_EDITING_SHELLS.contains(&shell_name(command))
 }
 
 /// How long a command waits for the line editor of a shell that edits
@@ -194,6 +202,13 @@ pub fn await_line_editor(tty: &str, until: Instant) {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
+
+    #[test]
+    fn login_shells_are_named_as_their_shell() {
+        assert_eq!(Shell::of("-bash"), Some(Shell::Posix));
+        assert!(edits_lines("bash") && edits_lines("-zsh") && edits_lines("fish"));
+        assert!(!edits_lines("dash") && !edits_lines("-sh") && !edits_lines("vim"));
+    }
 
     #[test]
     fn the_marker_is_joined_so_it_always_runs() {
