@@ -116,7 +116,9 @@ impl<K: Eq + Hash + Clone, V: Clone> ListingShare<K, V> {
             ready: Condvar::new(),
         });
         slot.next = Some(answer.clone());
-        while let Some(slot) = slots.get_mut(&key) {
+        loop {
+            // Slots are never removed: this is the one the group is in.
+            let slot = slots.entry(key.clone()).or_default();
             if !slot.running {
                 slot.running = true;
                 slot.next = None;
@@ -124,9 +126,10 @@ impl<K: Eq + Hash + Clone, V: Clone> ListingShare<K, V> {
             }
             let now = Instant::now();
             if now >= deadline {
-                // Too late to send it: the group's next caller, if any,
-                // waits on an answer that will not come, until its own
-                // deadline; hand it over instead.
+                // Out of time before the listing under way ended: the
+                // group gets the late answer with this caller (rather than
+                // wait for one never sent), and later callers form a new
+                // group.
                 slot.next = None;
                 drop(slots);
                 let value = late();

@@ -4,11 +4,11 @@
 //! `PANESCAN_SPANS=1` makes every [`Span`] print one line to stderr when it
 //! ends: `panescan span NAME 1.234 ms at 5.678 s on THREAD`, the second
 //! figure the time since the first span (so steps of concurrent calls can
-//! be put in order), the thread the one that ran it. Nothing is printed otherwise, and
-//! a span then costs one relaxed load: they stay in the code on the paths
-//! whose fixed cost matters (a warm search's listing, the cache's checks,
-//! a sweep's probe and processes). Answers never carry them, and stdout is
-//! never written.
+//! be put in order), the thread the one that ran it. Nothing is printed
+//! otherwise, and a span then costs one relaxed load: they stay in the
+//! code on the paths whose fixed cost matters (a warm search's listing,
+//! the cache's checks, a sweep's probe and processes). Answers never carry
+//! them, and stdout is never written.
 
 use std::sync::OnceLock;
 use std::time::Instant;
