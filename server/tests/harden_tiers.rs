@@ -373,3 +373,56 @@ fn a_forged_edited_or_foreign_cursor_is_refused() {
     let e = again.call_err("search_panes", json!({"pattern": "x", "since": since}));
     assert!(e.contains("not a cursor this panescan made"), "{e}");
 }
+
+#[test]
+fn create_session_on_another_host_sends_nothing_of_this_machines_environment() {
+    use common::sshd::{self, Alias, SshWorld};
+    assert!(
+        sshd::available(),
+        "this test needs sshd, ssh and ssh-keygen (apt-get install openssh-server openssh-client)"
+    );
+    let mut world = SshWorld::new("tiers-env");
+    let n = world.start_sshd();
+    let tmux = PrivateServer::start("tiers-env-ssh", 80, 24).unwrap();
+    let config = world.client_config(&[Alias {
+        name: "box",
+        sshd: n,
+        tmux_tmpdir: None,
+        identity: None,
+    }]);
+    let config = config.display().to_string();
+    // DISPLAY is in tmux's default update-environment and panescan's list.
+    let mut s = serve(
+        &tmux,
+        "mutating",
+        &[("DISPLAY", ":55"), ("TIERS_CHOSEN", "chosen-here")],
+        &[
+            "--ssh-config",
+            &config,
+            "--ssh",
+            "box",
+            "--pass-env",
+            "TIERS_CHOSEN",
+        ],
+    );
+    tmux.run_ok(["set-option", "-ga", "update-environment", "TIERS_CHOSEN"])
+        .unwrap();
+    let v = s.call_ok(
+        "create_session",
+        json!({"name": "remote-env", "host": "box", "socket_name": tmux.socket_name()}),
+    );
+    let session = v["session_id"].as_str().unwrap().to_owned();
+    let env = tmux.run_ok(["show-environment", "-t", &session]).unwrap();
+    assert!(
+        !env.contains(":55") && !env.contains("chosen-here"),
+        "{env}"
+    );
+    // The same call here passes both.
+    let v = s.call_ok("create_session", json!({"name": "local-env"}));
+    let session = v["session_id"].as_str().unwrap().to_owned();
+    let env = tmux.run_ok(["show-environment", "-t", &session]).unwrap();
+    assert!(
+        env.contains("DISPLAY=:55") && env.contains("TIERS_CHOSEN=chosen-here"),
+        "{env}"
+    );
+}
