@@ -112,6 +112,7 @@ pub mod listing_ahead;
 mod listing_share;
 pub mod notification;
 pub mod oneshot;
+pub mod paths;
 pub mod private_server;
 pub mod procfs;
 pub mod reach;

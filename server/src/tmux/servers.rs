@@ -18,7 +18,7 @@ use std::time::Instant;
 
 use super::launch::Endpoint;
 use super::oneshot::{client_error, finish};
-use super::reach::current_uid;
+use super::paths::current_uid;
 use super::TmuxError;
 
 /// What a probe found at one socket.

@@ -22,11 +22,7 @@ fn key() -> &'static [u8; 64] {
         if getrandom::fill(&mut k).is_err() {
             // Never expected: two of the connection's nonces, which fall
             // back to the clock themselves.
-            let text = format!(
-                "{}{}",
-                crate::tmux::connection::nonce(),
-                crate::tmux::connection::nonce()
-            );
+            let text = format!("{}{}", crate::sync::nonce(), crate::sync::nonce());
             for (i, b) in text.bytes().enumerate() {
                 k[i % 64] = b;
             }

@@ -151,10 +151,7 @@ struct OpenLogs;
 impl OpenLogs {
     fn keep(key: (PathBuf, PaneId), log: Option<OpenLog>) {
         static OPEN: OnceLock<Mutex<HashMap<(PathBuf, PaneId), OpenLog>>> = OnceLock::new();
-        let mut open = OPEN
-            .get_or_init(|| Mutex::new(HashMap::new()))
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let mut open = crate::sync::lock(OPEN.get_or_init(|| Mutex::new(HashMap::new())));
         match log {
             Some(log) => open.insert(key, log),
             None => open.remove(&key),
@@ -206,7 +203,7 @@ fn open_log(dir: &Path, file: &str) -> Result<OpenLog, ToolError> {
             st.st_nlink
         )));
     }
-    if crate::tmux::reach::current_uid().is_some_and(|uid| uid != st.st_uid) {
+    if crate::tmux::paths::current_uid().is_some_and(|uid| uid != st.st_uid) {
         return Err(refused(format!(
             "it is owned by uid {}, not by this user",
             st.st_uid

@@ -31,11 +31,12 @@ fn valid_key(key: &str) -> bool {
 /// too (window_pane_key), so a command meant for one shell would reach a
 /// REPL, an editor or an `ssh prod` beside it. (A paste goes to the pane
 /// named alone: paste_text needs no such check.)
+/// `deadline` bounds the round trip (a wait's own time, for run_command).
 pub(crate) fn refuse_synchronized(
-    ctx: &ToolContext,
     tmux: &crate::tmux::Tmux,
     pane: PaneId,
     allow: bool,
+    deadline: std::time::Instant,
 ) -> Result<(), ToolError> {
     if allow {
         return Ok(());
@@ -43,7 +44,7 @@ pub(crate) fn refuse_synchronized(
     let c = TmuxCommand::new("list-panes")
         .target(pane)
         .option("-F", "#{pane_id} #{pane_synchronized}");
-    let listed = tmux.run(&c, ctx.tmux_deadline()).map_err(ToolError::from)?;
+    let listed = tmux.run(&c, deadline).map_err(ToolError::from)?;
     let synchronized: Vec<&str> = listed
         .lines()
         .filter_map(|l| l.strip_suffix(" 1"))
@@ -131,7 +132,12 @@ impl Tool for SendKeys {
         let tmux = ctx.tmux(&args.server)?;
         let inv = ctx.inventory(&tmux)?;
         find_pane(&inv, args.pane_id)?;
-        refuse_synchronized(ctx, &tmux, args.pane_id, args.allow_synchronized)?;
+        refuse_synchronized(
+            &tmux,
+            args.pane_id,
+            args.allow_synchronized,
+            ctx.tmux_deadline(),
+        )?;
         let mut commands = Vec::new();
         if !text.is_empty() {
             // `--`: text (or a key) starting with `-` is not a flag.

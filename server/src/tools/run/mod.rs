@@ -39,7 +39,7 @@ use super::context::{ErrorKind, ServerArgs, ToolContext, ToolError, WAIT_GRACE};
 use super::find_pane;
 use super::wait::wait_timeout;
 use crate::config::Tier;
-use crate::tmux::connection::nonce;
+use crate::sync::nonce;
 use crate::tmux::events::{Interest, OutputMode, Watch};
 use crate::tmux::{CaptureOptions, CaptureRange, CapturedText, PaneId, Tmux, TmuxCommand};
 use crate::tools::registry::{Annotations, Tool};
@@ -132,7 +132,13 @@ impl Tool for RunCommand {
                 "run_command works on this machine's panes only (it reads the pane's processes and terminal), not on host {host}: use send_keys and wait_for_text there"
             )));
         }
-        super::mutate::refuse_synchronized(ctx, &tmux, args.pane_id, args.allow_synchronized)?;
+        super::mutate::refuse_synchronized(
+            &tmux,
+            args.pane_id,
+            args.allow_synchronized,
+            end.deadline(ctx),
+        )
+        .map_err(|e| end.said(e, "while checking the pane's window"))?;
         let entry = start(ctx, &tmux, &args, &end)?;
         let progress = wait(ctx, &entry, &end)?;
         answer(ctx, &tmux, &entry, progress, bounds, &end)
