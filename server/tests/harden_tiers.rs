@@ -242,6 +242,15 @@ fn pipe_pane_refuses_links_out_of_the_log_dir() {
     std::fs::hard_link(&target, logs.0.join("hard.log")).unwrap();
     std::os::unix::fs::symlink(&target, logs.0.join("soft.log")).unwrap();
     std::os::unix::fs::symlink(logs.0.join("nowhere"), logs.0.join("dangling.log")).unwrap();
+    // The pane prints a line every 100 ms (no shell to wait for).
+    tmux.run_ok([
+        "respawn-pane",
+        "-k",
+        "-t",
+        "%0",
+        "sh -c 'while :; do echo piped-$((6*7)); sleep 0.1; done'",
+    ])
+    .unwrap();
     let dir = logs.0.display().to_string();
     let mut s = serve(&tmux, "mutating", &[], &["--log-dir", &dir]);
     for (file, says) in [
@@ -261,8 +270,6 @@ fn pipe_pane_refuses_links_out_of_the_log_dir() {
     assert_eq!(v["piping"], true);
     let log = logs.0.join("ok.log");
     assert_eq!(v["path"], log.display().to_string());
-    tmux.run_ok(["send-keys", "-t", "%0", "echo piped-$((6*7))", "Enter"])
-        .unwrap();
     assert!(
         eventually(REPLY_TIMEOUT, || std::fs::read_to_string(&log)
             .is_ok_and(|t| t.contains("piped-42"))),
@@ -310,19 +317,30 @@ fn typing_refuses_a_synchronized_window_unless_asked() {
     let (a, b) = (dir.0.join("a"), dir.0.join("b"));
     sink(&tmux, "%0", &a);
     sink(&tmux, "%1", &b);
-    tmux.run_ok(["set-option", "-w", "-t", "main", "synchronize-panes", "on"])
+    tmux.run_ok(["set-option", "-w", "-t", "%0", "synchronize-panes", "on"])
         .unwrap();
     let mut s = serve(&tmux, "mutating", &[], &[]);
     let e = s.call_err("send_keys", json!({"pane_id": "%0", "text": "typed-1"}));
     assert!(e.contains("synchronize-panes") && e.contains("%1"), "{e}");
+    // Two shells at their prompts, synchronized: run_command types into
+    // neither.
+    tmux.run_ok(["new-window", "-t", "main"]).unwrap();
+    tmux.run_ok(["split-window", "-t", "%2"]).unwrap();
+    common::plain_shell(&tmux, "%2");
+    common::plain_shell(&tmux, "%3");
+    tmux.run_ok(["set-option", "-w", "-t", "%2", "synchronize-panes", "on"])
+        .unwrap();
     let e = s.call_err(
         "run_command",
-        json!({"pane_id": "%0", "command": "echo run-1"}),
+        json!({"pane_id": "%2", "command": "echo run-1"}),
     );
-    assert!(
-        e.contains("synchronize-panes") && e.contains("allow_synchronized"),
-        "{e}"
-    );
+    assert!(e.contains("synchronize-panes") && e.contains("%3"), "{e}");
+    assert!(e.contains("allow_synchronized"), "{e}");
+    std::thread::sleep(Duration::from_millis(200));
+    for p in ["%2", "%3"] {
+        let screen = tmux.run_ok(["capture-pane", "-p", "-t", p]).unwrap();
+        assert!(!screen.contains("run-1"), "{p}: {screen}");
+    }
     // A paste goes to the pane named alone (tmux writes it to that pane).
     s.call_ok("paste_text", json!({"pane_id": "%0", "text": "pasted-1"}));
     // Opting in types into both: that is what the window asks for.
@@ -341,7 +359,7 @@ fn typing_refuses_a_synchronized_window_unless_asked() {
     assert_eq!(read(&a), "pasted-1typed-2");
     assert_eq!(read(&b), "typed-2");
     // Without synchronization the pane named gets it.
-    tmux.run_ok(["set-option", "-w", "-t", "main", "synchronize-panes", "off"])
+    tmux.run_ok(["set-option", "-w", "-t", "%0", "synchronize-panes", "off"])
         .unwrap();
     s.call_ok("send_keys", json!({"pane_id": "%1", "text": "typed-3"}));
     assert!(eventually(REPLY_TIMEOUT, || read(&b).ends_with("typed-3")));

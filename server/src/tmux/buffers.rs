@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::connection::Shared;
-use super::oneshot::finish;
+use super::process::finish;
 use super::{TmuxCommand, TmuxError};
 use crate::sync::nonce;
 

@@ -136,6 +136,6 @@ impl Endpoint {
                     .unreachable(&format!("no tmux on this host ({})", stderr.trim()));
             }
         }
-        super::oneshot::client_error(&self.label(), stderr)
+        super::process::client_error(&self.label(), stderr)
     }
 }

@@ -179,7 +179,7 @@ pub fn shutdown() {
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         if let Ok(child) = cmd.spawn() {
-            let _ = super::oneshot::finish(child, Instant::now() + Duration::from_secs(2));
+            let _ = super::process::finish(child, Instant::now() + Duration::from_secs(2));
         }
         if !dirs.contains(&h.control_dir) {
             dirs.push(h.control_dir.clone());
@@ -270,7 +270,7 @@ impl Host {
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| TmuxError::Spawn(format!("ssh: {e}")))?;
-        let done = super::oneshot::finish(child, deadline)?;
+        let done = super::process::finish(child, deadline)?;
         if done.code == Some(255) {
             return Err(self.unreachable(&done.stderr));
         }

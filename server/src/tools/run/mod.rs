@@ -132,13 +132,6 @@ impl Tool for RunCommand {
                 "run_command works on this machine's panes only (it reads the pane's processes and terminal), not on host {host}: use send_keys and wait_for_text there"
             )));
         }
-        super::mutate::refuse_synchronized(
-            &tmux,
-            args.pane_id,
-            args.allow_synchronized,
-            end.deadline(ctx),
-        )
-        .map_err(|e| end.said(e, "while checking the pane's window"))?;
         let entry = start(ctx, &tmux, &args, &end)?;
         let progress = wait(ctx, &entry, &end)?;
         answer(ctx, &tmux, &entry, progress, bounds, &end)
@@ -263,6 +256,18 @@ fn start(
         .map_err(|e| end.said(e, "while listing panes: the command was not typed"))?;
     let pane = find_pane(&inv, args.pane_id)?;
     let sh = shell::ready(pane)?;
+    super::mutate::refuse_synchronized(
+        tmux,
+        pane.pane_id,
+        args.allow_synchronized,
+        end.deadline(ctx),
+    )
+    .map_err(|e| {
+        end.said(
+            e,
+            "while reading the pane's window: the command was not typed",
+        )
+    })?;
     let socket = tmux.socket_path().to_path_buf();
     let sub = ctx.config.wait_events.then(|| {
         let interest = Interest {

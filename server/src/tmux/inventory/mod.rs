@@ -148,7 +148,7 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use super::connection::Shared;
-use super::full_listing;
+mod full_listing;
 use super::spans::Span;
 use super::{TmuxCommand, TmuxError};
 use crate::sync::nonce;
