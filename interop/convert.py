@@ -21,7 +21,8 @@ client) in the shape a strict model sends: every argument present, null for
 each one it means to leave out; each call must succeed.
 
 With --sizes it prints the bytes of each tier's tools/list response and
-which of them are input schemas, descriptions and output schemas.
+which of them are input schemas, descriptions and output schemas (plain
+python3 will do: nothing to install).
 
 usage: convert.py --bin PANESCAN [--tier T]... [--calls SOCKET] [--sizes]
 Exit 0 when no converter found anything; the last line counts the checks.
@@ -34,8 +35,6 @@ import logging
 import os
 import subprocess
 import sys
-
-import jsonschema
 
 TIERS = ["readonly", "mutating", "destructive"]
 UNUSED_SOCKET = "panescan-interop-unused"
@@ -133,6 +132,8 @@ def optional_paths(schema, path=""):
 
 
 def accepts_null(schema):
+    import jsonschema
+
     try:
         jsonschema.Draft202012Validator(schema).validate(None)
         return True
@@ -213,6 +214,8 @@ def takes_string_only(prop):
 
 
 async def strict_calls(server, converted, calls):
+    import jsonschema
+
     findings = []
     done = set()
     for call in calls:
