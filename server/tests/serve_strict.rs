@@ -120,6 +120,11 @@ fn read_tools_take_null_for_every_argument_left_out() {
         json!({"operations": [{"tool": "get_pane_info", "arguments": {"pane_id": "%0"}}]}),
     );
     assert_eq!(v["succeeded"], 1, "{v}");
+    // Without ssh hosts `host` is not listed, and still taken.
+    assert!(schemas["get_pane_info"].0["properties"]
+        .get("host")
+        .is_none());
+    s.call_ok("get_pane_info", json!({"pane_id": "%0", "host": "local"}));
     // A required argument sent as null is still refused, naming it.
     let text = s.call_err("get_pane_info", json!({"pane_id": null}));
     assert!(text.contains("pane_id"), "{text}");

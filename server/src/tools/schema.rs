@@ -190,6 +190,7 @@ fn nullable_optional(value: &mut Value) {
                                 if !required.contains(name) {
                                     drop_null(p);
                                     or_null(p);
+                                    one_description(p);
                                 }
                             }
                             nullable_optional(prop);
@@ -254,6 +255,19 @@ fn or_null(prop: &mut Map<String, Value>) {
     );
 }
 
+/// A property's own description says what its branches' would (the doc
+/// comment of an enum type, inlined): one is enough.
+fn one_description(prop: &mut Map<String, Value>) {
+    if !prop.contains_key("description") {
+        return;
+    }
+    if let Some(Value::Array(branches)) = prop.get_mut("anyOf") {
+        for b in branches.iter_mut().filter_map(Value::as_object_mut) {
+            b.remove("description");
+        }
+    }
+}
+
 /// Drops the `null`s a strict caller sends for arguments it leaves out: a
 /// key whose value is `null` and which its object's schema does not
 /// require, in the arguments and in every object the schema describes
@@ -267,7 +281,7 @@ pub fn drop_absent_nulls(args: &mut Value, schema: &Value) {
                 return;
             };
             let required = shape.as_object().map(required_of).unwrap_or_default();
-            obj.retain(|k, v| !(v.is_null() && !required.contains(k)));
+            obj.retain(|k, v| !v.is_null() || required.contains(k));
             let props = shape.get("properties");
             for (k, v) in obj.iter_mut() {
                 if let Some(sub) = props.and_then(|p| p.get(k)) {
@@ -471,5 +485,101 @@ mod tests {
         assert!(s["properties"]["items"]["items"]["properties"]["a"]
             .get("format")
             .is_none());
+    }
+
+    /// Which way; documented per variant, which schemars writes as one
+    /// branch per variant.
+    #[allow(dead_code)]
+    #[derive(JsonSchema, serde::Deserialize)]
+    #[serde(rename_all = "lowercase")]
+    enum Way {
+        /// Up it goes.
+        Up,
+        /// Down it goes.
+        Down,
+    }
+
+    #[allow(dead_code)]
+    #[derive(JsonSchema, serde::Deserialize)]
+    struct Step {
+        name: String,
+        #[serde(default)]
+        quiet: bool,
+    }
+
+    #[allow(dead_code)]
+    #[derive(JsonSchema, serde::Deserialize)]
+    struct Args {
+        id: String,
+        count: Option<u32>,
+        way: Option<Way>,
+        #[serde(default)]
+        steps: Vec<Step>,
+        #[serde(default)]
+        loud: bool,
+    }
+
+    fn accepts_null(prop: &Value) -> bool {
+        prop["anyOf"]
+            .as_array()
+            .is_some_and(|b| b.iter().any(|b| b == &serde_json::json!({"type": "null"})))
+    }
+
+    #[test]
+    fn optional_arguments_accept_null_at_any_depth_and_enums_are_enums() {
+        let s = input_schema_for::<Args>();
+        let props = &s["properties"];
+        assert!(!accepts_null(&props["id"]), "{s}");
+        for name in ["count", "way", "steps", "loud"] {
+            assert!(accepts_null(&props[name]), "{name}: {s}");
+        }
+        let step = &props["steps"]["anyOf"][0]["items"]["properties"];
+        assert!(
+            !accepts_null(&step["name"]) && accepts_null(&step["quiet"]),
+            "{s}"
+        );
+        assert_eq!(props["way"]["anyOf"][0]["type"], "string", "{s}");
+        assert_eq!(
+            props["way"]["anyOf"][0]["enum"],
+            serde_json::json!(["up", "down"]),
+            "{s}"
+        );
+        let text = s.to_string();
+        assert!(
+            !text.contains("\"const\"") && !text.contains("oneOf"),
+            "{s}"
+        );
+        assert!(!text.contains("\"default\":false"), "{s}");
+    }
+
+    #[test]
+    fn nulls_for_optional_arguments_are_dropped_and_required_ones_kept() {
+        let s = input_schema_for::<Args>();
+        let mut args = serde_json::json!({
+            "id": null, "count": null, "way": null, "loud": null,
+            "steps": [{"name": "a", "quiet": null}]
+        });
+        drop_absent_nulls(&mut args, &s);
+        assert_eq!(
+            args,
+            serde_json::json!({"id": null, "steps": [{"name": "a"}]})
+        );
+        let mut args = serde_json::json!({"id": "x", "count": null, "steps": null});
+        drop_absent_nulls(&mut args, &s);
+        let decoded: Args = serde_json::from_value(args).unwrap_or_else(|e| panic!("{e}"));
+        assert!(decoded.count.is_none() && decoded.steps.is_empty() && !decoded.loud);
+    }
+
+    #[test]
+    fn an_enum_without_a_field_doc_takes_its_variants_docs() {
+        let mut v = serde_json::json!({"oneOf": [
+            {"const": "up", "type": "string", "description": "Up it goes."},
+            {"const": "down", "type": "string"}
+        ]});
+        enums_not_consts(&mut v);
+        assert_eq!(
+            v,
+            serde_json::json!({"type": "string", "enum": ["up", "down"], "description": "up: Up it goes"})
+        );
     }
 }
