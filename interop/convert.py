@@ -115,13 +115,14 @@ def sizes(bin_path, tiers):
 # ---- openai-agents -------------------------------------------------------
 
 def optional_paths(schema, path=""):
-    """(path, subschema) of every property not in its object's `required`."""
+    """The path of every property not in its object's `required`, at any
+    depth (`a.b`, `a[]` for items, `a|0` for an anyOf branch)."""
     props = schema.get("properties") or {}
     required = set(schema.get("required") or [])
     for name, sub in props.items():
         here = f"{path}.{name}" if path else name
         if name not in required:
-            yield here, name, schema
+            yield here
         yield from optional_paths(sub, here)
     if isinstance(schema.get("items"), dict):
         yield from optional_paths(schema["items"], f"{path}[]")
@@ -148,7 +149,7 @@ def strict_findings(tool, function_tool):
         return found
     strict = function_tool.params_json_schema
     original = tool.input_schema
-    for path, name, _ in optional_paths(original):
+    for path in optional_paths(original):
         # The same property in the strict schema, found by walking the path.
         sub = property_at(strict, path)
         if sub is not None and not accepts_null(sub):
