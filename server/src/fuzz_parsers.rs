@@ -19,20 +19,12 @@ use crate::tools::search::cursor::{base64url, Cursor, Entry, ServerId, MAX_ROWS,
 
 /// The one way panescan writes the URI of `target`.
 fn uri_of(target: Target) -> String {
-    match target {
-        Target::Sessions => uri::SESSIONS.to_owned(),
-        Target::Session(s) => format!("tmux://session/{s}"),
-        Target::Window(w) => format!("tmux://window/{w}"),
-        Target::Pane(p) => format!("tmux://pane/{p}"),
-        Target::Screen(p) => format!("tmux://pane/{p}/screen"),
-        Target::History(p, None) => format!("tmux://pane/{p}/history"),
-        Target::History(p, Some(n)) => format!("tmux://pane/{p}/history?lines={n}"),
-    }
+    target.uri()
 }
 
 /// `text` with the leading zeros of every number taken out: ids are read
-/// as tmux reads them (`%03` is pane 3 there too), so `tmux://pane/%03`
-/// names the pane `tmux://pane/%3` does.
+/// as tmux reads them (`%03` is pane 3 there too), so `tmux://pane/03`
+/// names the pane `tmux://pane/3` does.
 fn without_leading_zeros(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();

@@ -282,9 +282,11 @@ do not interrupt the command unless asked."
 
 fn diagnose(pane: Option<&str>, lines: Option<&str>) -> String {
     let (pane, lines) = (pane.unwrap_or("%0"), lines.unwrap_or("500"));
+    // A pane's URI has its number without the %.
+    let number = pane.trim_start_matches('%');
     format!(
         "Tmux pane {pane} shows a failure. Diagnose it:\n\
-1. Call capture_pane with {{\"pane_id\": \"{pane}\", \"start\": -{lines}}} (or read the resource tmux://pane/{pane}/history?lines={lines}).\n\
+1. Call capture_pane with {{\"pane_id\": \"{pane}\", \"start\": -{lines}}} (or read the resource tmux://pane/{number}/history?lines={lines}).\n\
 2. Find the first error that caused the others (a compiler error, a failed assertion, a traceback's last frame), quoting its lines.\n\
 3. Call get_pane_info with {{\"pane_id\": \"{pane}\"}} for the command and directory it ran in.\n\
 4. Explain the cause in a sentence or two and suggest the fix (the file and line to change, or the command to run). \

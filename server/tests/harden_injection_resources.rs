@@ -32,10 +32,11 @@ fn no_uri_cursor_or_prompt_argument_runs_a_command() {
             format!("tmux://pane/{p}/screen"),
             format!("tmux://pane/{bare}/screen"),
             format!("tmux://pane/%0{bare}"),
+            format!("tmux://pane/0{bare}"),
             format!("tmux://session/{bare}"),
             format!("tmux://session/$0{bare}"),
             format!("tmux://window/@0{bare}"),
-            format!("tmux://pane/%0/history?lines={p}"),
+            format!("tmux://pane/0/history?lines={p}"),
             format!("tmux://{p}"),
         ] {
             for method in ["resources/read", "resources/subscribe"] {

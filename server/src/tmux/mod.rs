@@ -200,7 +200,7 @@ impl fmt::Display for TmuxError {
         match self {
             TmuxError::NoServer { socket } => write!(
                 f,
-                "no tmux server at {socket}: start one with `tmux new-session -d` or pass socket_name / socket_path for the server you mean"
+                "no tmux server at {socket}: start one with `tmux new-session -d`, or name the server you mean: socket_name / socket_path in this call, or `panescan serve --socket-name NAME` (or --socket-path) in the client's configuration for every call (a client started without TMUX_TMPDIR looks in the default directory)"
             ),
             TmuxError::Timeout => f.write_str(
                 "tmux did not answer before the deadline: retry with a smaller scope or a larger time budget",
