@@ -76,7 +76,7 @@ pub struct SendKeysArgs {
     /// Press Enter at the end.
     #[serde(default)]
     pub enter: bool,
-    /// Type even when the window has synchronize-panes on (every synchronized pane of it receives the keys).
+    /// Type even if the window synchronizes panes (all get it).
     #[serde(default)]
     pub allow_synchronized: bool,
     #[serde(flatten)]

@@ -178,7 +178,7 @@ pub struct SetOption;
 impl Tool for SetOption {
     const NAME: &'static str = "set_option";
     const TITLE: &'static str = "Set an option";
-    const DESCRIPTION: &'static str = "Set or unset one tmux option (server, session, window or pane scope; a target or global), value taken literally. Refused: hooks, options that are commands (default-command, command-alias...), values holding #( or control characters, formats that expand again (E:, T:). Options that end sessions or the server, or erase buffers (destroy-unattached, exit-unattached, exit-empty on; remain-on-exit off; buffer-limit) need the destructive tier and are refused on panescan's own session. Check with show_option.";
+    const DESCRIPTION: &'static str = "Set or unset one tmux option (server, session, window or pane scope; a target or global), value taken literally. Refused: hooks, options that are commands (default-command, command-alias...), values holding #( or control characters, formats that expand again (E:, T:). Options that end sessions or the server (destroy-unattached, exit-*, remain-on-exit off) or erase buffers need the destructive tier. Check with show_option.";
     const TIER: Tier = Tier::Mutating;
     const ANNOTATIONS: Annotations = Annotations::MUTATE_IDEMPOTENT;
     type Args = SetOptionArgs;

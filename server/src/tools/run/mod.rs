@@ -76,7 +76,7 @@ pub struct RunCommandArgs {
     /// Allow newlines in command (each line runs in turn).
     #[serde(default)]
     pub allow_multiline: bool,
-    /// Type even when the window has synchronize-panes on (every synchronized pane of it receives the command).
+    /// Type even if the window synchronizes panes (all get it).
     #[serde(default)]
     pub allow_synchronized: bool,
     #[serde(flatten)]
