@@ -115,3 +115,107 @@ fn the_engine_knows_nothing_of_the_server() {
         "engine/Cargo.toml depends on the server: {depends:?}"
     );
 }
+
+/// The top-level rooms (`server/src/NAME.rs` or `server/src/NAME/`) each
+/// file under `src` names through `crate::ROOM`, outside comments.
+fn room_imports() -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
+    let src = root().join("server/src");
+    let mut rooms = std::collections::BTreeMap::new();
+    for file in rust_files(&src) {
+        let rel = file.strip_prefix(&src).unwrap_or(&file);
+        let first = rel
+            .components()
+            .next()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let room = first.trim_end_matches(".rs").to_owned();
+        if room == "lib" || room == "main" {
+            continue;
+        }
+        let text =
+            std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let named: &mut std::collections::BTreeSet<String> = rooms.entry(room.clone()).or_default();
+        for line in text.lines() {
+            let code = line.split("//").next().unwrap_or("");
+            for (at, _) in code.match_indices("crate::") {
+                let name: String = code[at + 7..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                if !name.is_empty() && name != room {
+                    named.insert(name);
+                }
+            }
+        }
+    }
+    rooms
+}
+
+#[test]
+fn tmux_and_cache_import_nothing_above_them() {
+    let rooms = room_imports();
+    let allowed: [(&str, &[&str]); 3] = [
+        ("tmux", &["sync"]),
+        ("cache", &["tmux", "sync"]),
+        ("sync", &[]),
+    ];
+    let mut wrong = Vec::new();
+    for (room, may) in allowed {
+        let named = rooms
+            .get(room)
+            .unwrap_or_else(|| panic!("no room {room} under server/src"));
+        for n in named.iter().filter(|n| !may.contains(&n.as_str())) {
+            wrong.push(format!("{room} imports crate::{n}"));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "ARCHITECTURE.md: tmux/ imports nothing above it but sync, cache/ only tmux and sync:\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn no_circle_between_top_level_rooms() {
+    let rooms = room_imports();
+    assert!(rooms.len() > 8, "rooms found: {:?}", rooms.keys());
+    // A room reaching itself through the rooms it imports is a circle.
+    let mut circles = Vec::new();
+    for start in rooms.keys() {
+        let mut path = vec![start.clone()];
+        let mut seen = std::collections::BTreeSet::new();
+        if let Some(circle) = reach_back(&rooms, start, &mut path, &mut seen) {
+            circles.push(circle.join(" -> "));
+        }
+    }
+    assert!(
+        circles.is_empty(),
+        "rooms import each other in a circle (ARCHITECTURE.md: the arrows point one way):\n{}",
+        circles.join("\n")
+    );
+}
+
+/// A path from the last room of `path` back to `start`, if any.
+fn reach_back(
+    rooms: &std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+    start: &str,
+    path: &mut Vec<String>,
+    seen: &mut std::collections::BTreeSet<String>,
+) -> Option<Vec<String>> {
+    let here = path.last().cloned().unwrap_or_default();
+    for next in rooms.get(&here).into_iter().flatten() {
+        if next == start {
+            let mut circle = path.clone();
+            circle.push(next.clone());
+            return Some(circle);
+        }
+        if rooms.contains_key(next) && seen.insert(next.clone()) {
+            path.push(next.clone());
+            if let Some(c) = reach_back(rooms, start, path, seen) {
+                return Some(c);
+            }
+            path.pop();
+        }
+    }
+    None
+}

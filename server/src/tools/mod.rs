@@ -7,7 +7,6 @@
 //! - [`search`] — search_panes, the reason panescan exists.
 //! - [`wait`] — wait_for_text, watch_panes.
 //! - [`batch`] — call_read_tools_batch.
-//! - [`mutate`] — send_keys, rename_window, set_pane_title (mutating tier).
 //! - [`layout`] — create_session, create_window, split_window, select_pane,
 //!   select_window, resize_pane, rename_session, move_window, swap_pane
 //!   (mutating tier).
