@@ -10,7 +10,7 @@
 use panescan_engine::fuzz_structured::Source;
 
 use crate::resources::uri::{self, Target, TEMPLATES};
-use crate::resources::ErrorKind;
+use crate::resources::ResourceErrorKind;
 use crate::tmux::{PaneId, SessionId, WindowId};
 use crate::tools::run::detect::{Detector, Sign};
 use crate::tools::search::cursor::{base64url, Cursor, Entry, ServerId, MAX_ROWS, PREFIX};
@@ -123,7 +123,7 @@ fn uri_text(text: &str) -> Result<(), String> {
         }
         Err(e) => {
             let named = TEMPLATES.iter().all(|t| e.message.contains(t.0));
-            if e.kind != ErrorKind::Malformed || !named {
+            if e.kind != ResourceErrorKind::Malformed || !named {
                 return Err(format!("{text:?} refused as {:?}: {}", e.kind, e.message));
             }
             Ok(())

@@ -35,7 +35,7 @@ use super::jsonrpc::{self, id_key, RpcError, INTERNAL_ERROR, INVALID_PARAMS};
 use crate::prompts;
 use crate::resources::uri::{self, Target};
 use crate::resources::watch::{Change, Wanted, Watcher};
-use crate::resources::{read, ErrorKind, ResourceError};
+use crate::resources::{read, ResourceError, ResourceErrorKind};
 use crate::tools::context::ToolContext;
 
 /// MCP's "resource not found" code.
@@ -48,9 +48,9 @@ pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 /// The JSON-RPC error for a failed resource request.
 pub fn rpc_error(e: ResourceError) -> RpcError {
     let code = match e.kind {
-        ErrorKind::Malformed => INVALID_PARAMS,
-        ErrorKind::NotFound => RESOURCE_NOT_FOUND,
-        ErrorKind::Failed => INTERNAL_ERROR,
+        ResourceErrorKind::Malformed => INVALID_PARAMS,
+        ResourceErrorKind::NotFound => RESOURCE_NOT_FOUND,
+        ResourceErrorKind::Failed => INTERNAL_ERROR,
     };
     RpcError::new(code, e.message)
 }

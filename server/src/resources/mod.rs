@@ -17,12 +17,13 @@ pub mod read;
 pub mod uri;
 pub mod watch;
 
-use crate::tools::context::{ErrorKind as ToolErrorKind, ToolError};
+use crate::tools::context::{ErrorKind, ToolError};
 
 /// What kind of failure a resource request met; the protocol side picks
 /// the JSON-RPC code from it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorKind {
+#[non_exhaustive]
+pub enum ResourceErrorKind {
     /// The URI or a parameter is not well formed.
     Malformed,
     /// The URI is well formed but names nothing that exists now.
@@ -35,7 +36,7 @@ pub enum ErrorKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResourceError {
     /// What kind of failure.
-    pub kind: ErrorKind,
+    pub kind: ResourceErrorKind,
     /// What failed and what to ask for instead.
     pub message: String,
 }
@@ -44,7 +45,7 @@ impl ResourceError {
     /// A malformed URI or parameter.
     pub fn malformed(message: impl Into<String>) -> Self {
         ResourceError {
-            kind: ErrorKind::Malformed,
+            kind: ResourceErrorKind::Malformed,
             message: message.into(),
         }
     }
@@ -53,9 +54,9 @@ impl ResourceError {
 impl From<ToolError> for ResourceError {
     fn from(e: ToolError) -> Self {
         let kind = match e.kind {
-            ToolErrorKind::NotFound => ErrorKind::NotFound,
-            ToolErrorKind::InvalidArgument | ToolErrorKind::OverCeiling => ErrorKind::Malformed,
-            _ => ErrorKind::Failed,
+            ErrorKind::NotFound => ResourceErrorKind::NotFound,
+            ErrorKind::InvalidArgument | ErrorKind::OverCeiling => ResourceErrorKind::Malformed,
+            _ => ResourceErrorKind::Failed,
         };
         ResourceError {
             kind,

@@ -144,7 +144,7 @@ pub fn snapshot(
 
 fn encode<T: Serialize>(value: &T) -> Result<String, ResourceError> {
     serde_json::to_string(value).map_err(|e| ResourceError {
-        kind: super::ErrorKind::Failed,
+        kind: super::ResourceErrorKind::Failed,
         message: format!("cannot encode the resource: {e}"),
     })
 }

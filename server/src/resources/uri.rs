@@ -290,7 +290,7 @@ mod tests {
             "",
         ] {
             let e = parse(bad).unwrap_err();
-            assert_eq!(e.kind, super::super::ErrorKind::Malformed, "{bad}");
+            assert_eq!(e.kind, super::super::ResourceErrorKind::Malformed, "{bad}");
             assert!(
                 e.message.contains("tmux://pane/{pane_number}/screen"),
                 "{bad}: {}",

@@ -92,7 +92,7 @@ pub(crate) fn read(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| TmuxError::Spawn(e.to_string()))?;
+        .map_err(|e| TmuxError::spawn("", e))?;
     if let Some(mut stdin) = child.stdin.take() {
         let _ = std::io::Write::write_all(&mut stdin, format!("{line}\n").as_bytes());
     }

@@ -63,7 +63,7 @@ pub fn wait(
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| TmuxError::Spawn(e.to_string()))?;
+        .map_err(|e| TmuxError::spawn("", e))?;
     let ended = loop {
         match child.try_wait() {
             Ok(Some(status)) => break Some(status),
@@ -71,7 +71,7 @@ pub fn wait(
             Err(e) => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(TmuxError::Spawn(e.to_string()));
+                return Err(TmuxError::spawn("", e));
             }
         }
         if cancel.load(Ordering::Relaxed) || Instant::now() >= deadline {

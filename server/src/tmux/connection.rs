@@ -112,15 +112,15 @@ impl Control {
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
-            .map_err(|e| TmuxError::Spawn(e.to_string()))?;
+            .map_err(|e| TmuxError::spawn("", e))?;
         let stdout = child
             .stdout
             .take()
-            .ok_or_else(|| TmuxError::Spawn("no stdout".into()))?;
+            .ok_or_else(|| TmuxError::spawn_without("no stdout"))?;
         let stdin = child
             .stdin
             .take()
-            .ok_or_else(|| TmuxError::Spawn("no stdin".into()))?;
+            .ok_or_else(|| TmuxError::spawn_without("no stdin"))?;
         let book = Arc::new(Mutex::new(Book::default()));
         let dead = Arc::new(AtomicBool::new(false));
         let client_pid = child.id();
@@ -169,7 +169,7 @@ impl Control {
             std::thread::Builder::new()
                 .name("tmux-control-idle".into())
                 .spawn(move || idle_watch(&weak))
-                .map_err(|e| TmuxError::Spawn(e.to_string()))?;
+                .map_err(|e| TmuxError::spawn("", e))?;
         }
         {
             let book = book.clone();
@@ -177,7 +177,7 @@ impl Control {
             std::thread::Builder::new()
                 .name("tmux-control-writer".into())
                 .spawn(move || writer(stdin, &wrx, &book, &dead))
-                .map_err(|e| TmuxError::Spawn(e.to_string()))?;
+                .map_err(|e| TmuxError::spawn("", e))?;
         }
         {
             let hub = hub.clone();
@@ -187,7 +187,7 @@ impl Control {
                     let on_purpose = reader(stdout, &book, &dead, &hub, client_pid);
                     hub.on_closed(client_pid, on_purpose);
                 })
-                .map_err(|e| TmuxError::Spawn(e.to_string()))?;
+                .map_err(|e| TmuxError::spawn("", e))?;
         }
         Ok(control)
     }

@@ -161,6 +161,7 @@ impl ServerSpec {
 
 /// What went wrong, in words a model can act on (see `Display`).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TmuxError {
     /// No tmux server listens on this socket.
     NoServer {
@@ -183,8 +184,9 @@ pub enum TmuxError {
     /// not in a place the operator allowed ([`reach`]); the message says
     /// how to allow it.
     Refused(String),
-    /// The tmux program could not be run.
-    Spawn(String),
+    /// The tmux program (or ssh) could not be run, or its pipes not used:
+    /// what was being done, and the system's error as the source.
+    Spawn(SpawnError),
     /// A remote host could not be reached over ssh, or has no usable tmux
     /// ([`ssh`]).
     Unreachable {
@@ -222,6 +224,7 @@ impl fmt::Display for TmuxError {
                 "host {host} cannot be used: {message} (check that `ssh {host} tmux -V` works without a prompt and shows tmux 3.2 or later)"
             ),
             TmuxError::Spawn(m) => match binary::not_found() {
+                // `m` says what was done and the system's words.
                 Some(where_looked) => write!(f, "cannot run tmux ({m}): {where_looked}"),
                 None => write!(f, "cannot run {} ({m})", binary::program().display()),
             },
@@ -229,7 +232,60 @@ impl fmt::Display for TmuxError {
     }
 }
 
-impl std::error::Error for TmuxError {}
+impl std::error::Error for TmuxError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            TmuxError::Spawn(s) => s.cause.as_deref().map(|e| e as _),
+            _ => None,
+        }
+    }
+}
+
+impl TmuxError {
+    /// A process could not be started or its pipes used while doing
+    /// `what`; `cause` is kept as the error's source.
+    pub(crate) fn spawn(what: &str, cause: std::io::Error) -> TmuxError {
+        TmuxError::Spawn(SpawnError {
+            what: what.to_owned(),
+            cause: Some(Arc::new(cause)),
+        })
+    }
+
+    /// The same without a system error (a pipe that was not there).
+    pub(crate) fn spawn_without(what: &str) -> TmuxError {
+        TmuxError::Spawn(SpawnError {
+            what: what.to_owned(),
+            cause: None,
+        })
+    }
+}
+
+/// What [`TmuxError::Spawn`] holds: what was being done, and the system's
+/// error (compared by its kind and words, so errors stay comparable).
+#[derive(Debug, Clone)]
+pub struct SpawnError {
+    what: String,
+    cause: Option<Arc<std::io::Error>>,
+}
+
+impl PartialEq for SpawnError {
+    fn eq(&self, other: &Self) -> bool {
+        let words = |c: &Option<Arc<std::io::Error>>| c.as_ref().map(|e| (e.kind(), e.to_string()));
+        self.what == other.what && words(&self.cause) == words(&other.cause)
+    }
+}
+
+impl Eq for SpawnError {}
+
+impl fmt::Display for SpawnError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.cause {
+            Some(e) if self.what.is_empty() => write!(f, "{e}"),
+            Some(e) => write!(f, "{}: {e}", self.what),
+            None => f.write_str(&self.what),
+        }
+    }
+}
 
 /// Facts about the tmux server.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]

@@ -31,7 +31,7 @@ pub(crate) fn spawn_source(at: &Endpoint, script: String) -> Result<Child, TmuxE
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| TmuxError::Spawn(e.to_string()))?;
+        .map_err(|e| TmuxError::spawn("", e))?;
     if let Some(mut stdin) = child.stdin.take() {
         std::thread::spawn(move || {
             let _ = stdin.write_all(script.as_bytes());
@@ -53,7 +53,7 @@ pub(crate) fn spawn_source_path(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| TmuxError::Spawn(e.to_string()))
+        .map_err(|e| TmuxError::spawn("", e))
 }
 
 /// Runs one command line in its own client; its stdout, or its error.

@@ -80,7 +80,7 @@ pub(crate) fn finish(mut child: Child, deadline: Instant) -> Result<Finished, Tm
                 let _ = child.wait();
                 return Err(TmuxError::Timeout);
             }
-            Err(e) => return Err(TmuxError::Spawn(e.to_string())),
+            Err(e) => return Err(TmuxError::spawn("", e)),
         }
     };
     Ok(Finished {

@@ -105,7 +105,7 @@ fn sessions(path: &Path, deadline: Instant) -> Result<u32, TmuxError> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| TmuxError::Spawn(e.to_string()))?;
+        .map_err(|e| TmuxError::spawn("", e))?;
     let done = finish(child, deadline)?;
     if done.success {
         let text = String::from_utf8_lossy(&done.stdout);

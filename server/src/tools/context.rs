@@ -89,6 +89,7 @@ impl ProgressSink {
 /// a client) can branch on without reading the sentence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ErrorKind {
     /// An argument is malformed, out of its range, or contradicts another.
     InvalidArgument,

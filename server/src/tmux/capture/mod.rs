@@ -282,11 +282,12 @@ pub(crate) fn start(
             }
         });
     if let Err(e) = spawned {
+        let error = TmuxError::spawn("", e);
         for (index, r) in requests.into_iter().enumerate() {
             let _ = tx.send(CaptureReply {
                 index,
                 pane: r.pane,
-                result: Err(TmuxError::Spawn(e.to_string())),
+                result: Err(error.clone()),
             });
         }
     }
@@ -750,7 +751,7 @@ impl Batch {
                 kill_child(c);
             }
             let (tx, rx2) = crossbeam_channel::bounded(1);
-            let _ = tx.send(ChunkEvent::End(Err(TmuxError::Spawn(e.to_string()))));
+            let _ = tx.send(ChunkEvent::End(Err(TmuxError::spawn("", e))));
             return Flight {
                 start,
                 len: chunk.len(),

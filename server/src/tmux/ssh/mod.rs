@@ -269,7 +269,7 @@ impl Host {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|e| TmuxError::Spawn(format!("ssh: {e}")))?;
+            .map_err(|e| TmuxError::spawn("ssh", e))?;
         let done = super::process::finish(child, deadline)?;
         if done.code == Some(255) {
             return Err(self.unreachable(&done.stderr));
