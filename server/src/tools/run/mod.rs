@@ -3,20 +3,30 @@
 //! return exactly what it printed.
 //!
 //! - [`shell`] — whether the pane sits at a shell prompt (a refusal saying
-//!   what it does instead), the typed line, the line editor check.
+//!   what it does instead), the typed line (one `eval` of the command).
+//! - [`seat`] — who leads the pane's terminal and whether a shell's line
+//!   editor reads there (`/proc` and the terminal).
 //! - [`detect`] — the completion detector: OSC 133 D marks and the call's
 //!   marker in the pane's raw output (pure).
 //! - [`extract`] — which captured lines the command printed (pure).
 //! - [`table`] — the bounded table of commands, for wait_for_command.
 //! - [`watcher`] — the thread that watches one command until it ends.
 //!
+//! What is typed: the command inside `eval '...'` (quoted for the
+//! shell), so the shell reads it whole whatever it holds: an unbalanced
+//! quote is the eval's error with a status, never a continuation prompt
+//! that would hold the pane (see [`shell`]).
+//!
 //! How the end is known: a pane whose shell was seen printing OSC 133 D
-//! marks (shell integration) gets the command as typed, and its end and
-//! status come from the next D mark. Any other pane gets the command
-//! followed by `; printf '%s%s:%s\n' PIECE1 PIECE2 "$?"`: the shell prints
-//! the marker PIECE1PIECE2 (random per call) with the status, and the
-//! typed line, which holds the pieces apart, can never be taken for it.
-//! The first marker run in a pane also learns whether a D mark follows.
+//! marks at its prompt (shell integration) gets that line alone, and its
+//! end and status come from the next D mark. Any other pane (and a command
+//! of several lines anywhere) gets it followed by `; printf '%s%s:%s\n'
+//! PIECE1 PIECE2 "$?"`: the shell prints the marker PIECE1PIECE2 (random
+//! per call) with the status, and the typed line, which holds the pieces
+//! apart, can never be taken for it. The first marker run in a pane also
+//! learns whether a D mark follows it in the pane's raw output: only the
+//! shell prints after its marker, so a mark the command printed itself
+//! teaches nothing.
 //!
 //! What was printed: the output comes from a capture, never from the event
 //! stream, between the command's echoed line and its marker (or the next
@@ -24,6 +34,7 @@
 
 pub(crate) mod detect;
 mod extract;
+mod seat;
 mod shell;
 mod table;
 mod watcher;
@@ -252,7 +263,9 @@ fn start(
         .inventory_by(tmux, end.deadline(ctx))
         .map_err(|e| end.said(e, "while listing panes: the command was not typed"))?;
     let pane = find_pane(&inv, args.pane_id)?;
-    let sh = shell::ready(pane)?;
+    // A shell drawing its prompt (hooks, its line editor starting) is
+    // waited for, within the call's time.
+    let sh = shell::ready(pane, end.at)?;
     let socket = tmux.socket_path().to_path_buf();
     let sub = ctx.config.wait_events.then(|| {
         let interest = Interest {
@@ -266,7 +279,11 @@ fn start(
         let c = s.coverage();
         c.live && c.panes.contains(&pane.pane_id)
     });
-    let completion = if covered && table::prints_osc133(&socket, pane.pane_id) {
+    // Several lines end in several D marks: the marker ends them once.
+    let completion = if covered
+        && !args.command.contains(['\n', '\r'])
+        && table::prints_osc133(&socket, pane.pane_id)
+    {
         Completion::Osc133
     } else {
         let key = random_hex(16);
@@ -281,7 +298,7 @@ fn start(
         Completion::Marker { command, .. } => Some(command.as_str()),
         Completion::Osc133 => None,
     };
-    let typed = shell::typed_line(&args.command, marker)?;
+    let typed = shell::typed_line(&args.command, marker, sh)?;
     let history = i64::try_from(pane.history_size).unwrap_or(i64::MAX / 4);
     let start_abs = history + i64::from(pane.cursor_y);
     let limit = i64::try_from(pane.history_limit).unwrap_or(i64::MAX / 4);
@@ -295,14 +312,11 @@ fn start(
         (start_abs, (history, limit)),
     ));
     table::insert(entry.clone())?;
-    if shell::edits_lines(&pane.pane_current_command) {
-        let until = (Instant::now() + shell::LINE_EDITOR_WAIT).min(end.deadline(ctx));
-        shell::await_line_editor(&pane.pane_tty, until);
-    }
     let typing = watcher::Watcher::new(
         entry.clone(),
         tmux.clone(),
         sub,
+        (pane.pane_pid, pane.pane_tty.clone()),
         ctx.ceilings().tmux_timeout,
     )
     .spawn()
