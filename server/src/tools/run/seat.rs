@@ -65,7 +65,14 @@ pub fn seat(pane_pid: u32, tty: &str) -> Option<Seat> {
     let leader = u32::try_from(stat(pane_pid)?.tpgid)
         .ok()
         .filter(|p| *p > 0)?;
-    let name = name_of(leader)?;
+    let Some(name) = name_of(leader) else {
+        // The leader just exited (a zombie has no command line): a
+        // prompt hook's process, most likely; look again.
+        return Some(Seat::Program {
+            name: String::new(),
+            young: true,
+        });
+    };
     match Shell::of(&name) {
         Some(shell) if !edits_lines(&name) => Some(Seat::Prompt(shell)),
         Some(shell) => Some(match line_editor_reading(tty) {

@@ -127,6 +127,9 @@ pub fn ready(pane: &Pane, until: Instant) -> Result<Shell, ToolError> {
                     PROMPT_WAIT.as_secs()
                 )))
             }
+            Seat::Program { name, .. } if name.is_empty() => {
+                return Err(busy(pane, &pane.pane_current_command))
+            }
             Seat::Program { name, .. } => return Err(busy(pane, &name)),
         }
     }
