@@ -209,12 +209,19 @@ fn own_marks_teach_nothing(shell: Sh, s: &mut Serve, pane: &str) {
 }
 
 fn exact(shell: Sh, s: &mut Serve, pane: &str) {
-    for (command, status) in [
+    // Typed lines wider than the pane (100 columns), the marker's key
+    // across the row's edge at one length or another.
+    let long: Vec<String> = (140..150)
+        .map(|n| format!("echo {}", "w".repeat(n)))
+        .collect();
+    let cases = [
         ("echo one; echo two; false", 1),
         ("seq 1 5; sh -c 'exit 3'", 3),
         ("printf 'a\\n\\nb\\n'", 0),
         ("echo 'it''s' \"q\"", 0),
-    ] {
+    ];
+    let long = long.iter().map(|c| (c.as_str(), 0));
+    for (command, status) in cases.into_iter().chain(long) {
         let r = run(s, pane, command, json!({}));
         assert_eq!(
             (&r["exit_status"], &r["output"]),

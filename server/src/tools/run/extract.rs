@@ -116,16 +116,14 @@ fn start_of(
         ),
         None => (typed, ""),
     };
-    let holds = |i: &usize| lines[*i].contains(anchor);
-    let echo = if marks.key.is_some() || marks.placed {
-        (earliest..end).find(holds)?
+    let found = |i: usize| echo_from(lines, i, end, anchor);
+    let (echo, after_at) = if marks.key.is_some() || marks.placed {
+        (earliest..end).find_map(found)?
     } else {
-        (earliest..end).rev().find(holds)?
+        (earliest..end).rev().find_map(found)?
     };
     let line = &lines[echo];
-    let after = line
-        .find(anchor)
-        .map_or("", |at| &line[at + anchor.len()..]);
+    let after = line.get(after_at..).unwrap_or("");
     let joined = after
         .strip_prefix(rest)
         .map(str::trim_end)
@@ -142,6 +140,31 @@ fn start_of(
         from += 1;
     }
     Some((from, joined))
+}
+
+/// Where `anchor`, starting on row `first`, ends: its last row and the
+/// byte just after it there. A line editor may break a long line itself
+/// (zsh does), so tmux does not join its rows: the anchor is looked for
+/// across rows as they are (not trimmed, so a space at a row's end stays).
+fn echo_from(lines: &[String], first: usize, end: usize, anchor: &str) -> Option<(usize, usize)> {
+    let head = lines.get(first)?;
+    if let Some(at) = head.find(anchor) {
+        return Some((first, at + anchor.len()));
+    }
+    let mut joined = head.clone();
+    for (row, line) in lines.iter().enumerate().take(end).skip(first + 1) {
+        if joined.len() >= head.len() + anchor.len() {
+            break;
+        }
+        let before = joined.len();
+        joined.push_str(line);
+        let Some(at) = joined.find(anchor) else {
+            continue;
+        };
+        let stop = at + anchor.len();
+        return (at < head.len() && stop > before).then_some((row, stop - before));
+    }
+    None
 }
 
 #[cfg(test)]
@@ -223,6 +246,30 @@ mod tests {
         };
         let text = ["$ ls -1a", "b", "$ "];
         assert_eq!(run(&text, 0, &marks).0, lines(&["a", "b"]));
+    }
+
+    #[test]
+    fn an_echo_the_line_editor_broke_into_rows_is_found_across_them() {
+        // zsh breaks a long line itself: the key spans two rows, and
+        // the typed text after it a third.
+        let text = [
+            "$ make; printf '%s%s:%s\\n' __ps1a2b 3c4d",
+            "5e6f \"$",
+            "?\"",
+            "out",
+            "__ps1a2b3c4d5e6f:0",
+            "$",
+        ];
+        assert_eq!(run(&text, 0, &marker(true)), (lines(&["out"]), true));
+        let marks = Marks {
+            token: None,
+            key: None,
+            typed: "eval 'echo aaaa bbbb'",
+            ended: true,
+            placed: false,
+        };
+        let text = ["$ eval 'echo aaaa ", "bbbb'", "aaaa bbbb", "$ "];
+        assert_eq!(run(&text, 0, &marks), (lines(&["aaaa bbbb"]), true));
     }
 
     #[test]
