@@ -131,8 +131,22 @@ fn shows_row(tmux: &PrivateServer, pane: &str, line: &str) -> bool {
     screen(tmux, pane).lines().any(|l| l.trim_end() == line)
 }
 
+/// Fails (never skips) when `shell` is not installed.
+fn need(shell: Sh) {
+    let name = format!("{shell:?}").to_lowercase();
+    let found = std::process::Command::new(&name)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        found,
+        "{name} is not installed: the shell matrix needs it (.ci/run installs it)"
+    );
+}
+
 /// Every case, in `shell`, plain or with the README's snippets.
 fn matrix(shell: Sh, snippets: bool) {
+    need(shell);
     let label = format!("shells-{shell:?}-{snippets}").to_lowercase();
     let (tmux, mut s) = serve(&label, 100, &[]);
     let dir = TempDir::new(&label);
