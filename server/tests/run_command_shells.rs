@@ -429,3 +429,52 @@ fn a_marker_drawn_on_the_screen_does_not_end_the_command() {
     );
     tmux.kill();
 }
+
+/// A command that replaces the shell (`exec dash`) is released with an
+/// error that says so, and the pane takes the next command in dash.
+#[test]
+fn a_shell_replaced_by_exec_is_released_saying_so() {
+    let (tmux, mut s) = serve("shells-exec", 100, &[]);
+    let dir = TempDir::new("shells-exec");
+    let pane = shell_pane(&tmux, &dir.0, Sh::Bash, "");
+    let e = s.call_err(
+        "run_command",
+        json!({"pane_id": pane, "command": "exec env PS1='$ ' dash", "timeout_ms": 10000}),
+    );
+    assert!(e.contains("replaced") && e.contains("dash"), "{e}");
+    let r = run(&mut s, &pane, "echo in dash; false", json!({}));
+    assert_eq!(
+        (&r["exit_status"], &r["output"]),
+        (&json!(1), &json!("in dash\n")),
+        "{r}"
+    );
+    tmux.kill();
+}
+
+/// Refusals say what helps: a pager is quit with `q`; a tool of the
+/// mutating tier on a read-only server names the flag that serves it.
+#[test]
+fn refusals_say_what_helps() {
+    let (tmux, mut s) = serve("shells-pager", 100, &[]);
+    let dir = TempDir::new("shells-pager");
+    let file = dir.0.join("long.txt");
+    std::fs::write(&file, really_prints(Sh::Bash, "seq 1 200")).unwrap();
+    let pager = window_showing(&tmux, None, &format!("less {}", file.display()), "1", &[]);
+    let e = s.call_err("run_command", json!({"pane_id": pager, "command": "true"}));
+    assert!(e.contains("send_keys q"), "{e}");
+    tmux.kill();
+
+    let tmux = PrivateServer::start("shells-readonly", 80, 24).unwrap();
+    let mut s = Serve::spawn_with(&["serve", "--socket-name", tmux.socket_name()], &[]);
+    s.initialize();
+    let r = s.request(
+        "tools/call",
+        json!({"name": "run_command", "arguments": {"pane_id": "%0", "command": "true"}}),
+    );
+    let text = r.to_string();
+    assert!(
+        text.contains("needs tier mutating") && text.contains("panescan serve --tier mutating"),
+        "{text}"
+    );
+    tmux.kill();
+}

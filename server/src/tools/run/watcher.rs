@@ -51,6 +51,9 @@ pub struct Watcher {
     /// The marker was seen in the event stream: OSC 133 marks after it
     /// are the shell's.
     marker_in_stream: bool,
+    /// The name of the pane's own process when the command was typed into
+    /// it (it led the terminal then).
+    own_shell: Option<String>,
     round_trip: Duration,
     poll_every: Duration,
     next_poll: Instant,
@@ -77,6 +80,10 @@ impl Watcher {
             Completion::Osc133 => String::new(),
         };
         let now = Instant::now();
+        let own_shell = process
+            .0
+            .filter(|&pid| seat::in_foreground(pid) == Some(true))
+            .and_then(seat::name_of);
         Watcher {
             entry,
             tmux,
@@ -84,6 +91,7 @@ impl Watcher {
             detector: Detector::new(&token),
             process,
             marker_in_stream: false,
+            own_shell,
             round_trip,
             poll_every: POLL_FIRST,
             next_poll: now + POLL_FIRST,
@@ -166,6 +174,7 @@ impl Watcher {
         }
         if now >= self.next_prompt_check {
             self.next_prompt_check = now + PROMPT_CHECK;
+            self.check_replaced()?;
             self.check_prompt()?;
         }
         Ok(())
@@ -273,6 +282,29 @@ impl Watcher {
                 self.entry.pane, self.entry.id
             )),
             e => ToolError::from(e),
+        }
+    }
+
+    /// Whether the command replaced the pane's shell with another (`exec
+    /// dash`): the marker or mark after it will never come, and the other
+    /// shell's prompt may not be seen (dash has no line editor). The
+    /// command is then released with an error that says so, never held
+    /// for [`WATCH_FOR`].
+    fn check_replaced(&self) -> Result<(), ToolError> {
+        let (Some(pid), Some(was)) = (self.process.0, &self.own_shell) else {
+            return Ok(());
+        };
+        if seat::in_foreground(pid) != Some(true) {
+            return Ok(());
+        }
+        match seat::name_of(pid) {
+            Some(now) if &now != was && shell::Shell::of(&now).is_some() => {
+                Err(ToolError::refused(format!(
+                    "command {} replaced pane {}'s shell ({was}) with {now} (exec): panescan cannot see its end there; the pane is free for run_command again",
+                    self.entry.id, self.entry.pane
+                )))
+            }
+            _ => Ok(()),
         }
     }
 
