@@ -162,6 +162,9 @@ fn matrix(shell: Sh, snippets: bool) {
         own_marks_teach_nothing(shell, &mut s, &pane);
     }
     exact(shell, &mut s, &pane);
+    if !snippets {
+        unfinished_last_lines(&mut s, &pane);
+    }
     typos_leave_the_pane_usable(&tmux, &mut s, &pane);
     several_lines(shell, &mut s, &pane);
     an_interrupt_ends_it(&mut s, &pane);
@@ -240,6 +243,24 @@ fn exact(shell: Sh, s: &mut Serve, pane: &str) {
         assert_eq!(
             (&r["exit_status"], &r["output"]),
             (&json!(status), &json!(really_prints(shell, command))),
+            "{command}: {r}"
+        );
+    }
+}
+
+/// A last line without a newline, or ended by a bare CR, is output (the
+/// marker starts a row of its own, never overwriting it). With OSC 133 the
+/// next prompt's row takes it (the README's limits say so).
+fn unfinished_last_lines(s: &mut Serve, pane: &str) {
+    for (command, want) in [
+        ("printf 'one\\nabc'", "one\nabc\n"),
+        ("printf 'abc\\r'", "abc\n"),
+        ("printf 'a\\n\\n'", "a\n\n"),
+    ] {
+        let r = run(s, pane, command, json!({}));
+        assert_eq!(
+            (&r["exit_status"], &r["output"]),
+            (&json!(0), &json!(want)),
             "{command}: {r}"
         );
     }
@@ -411,12 +432,12 @@ fn a_marker_drawn_on_the_screen_does_not_end_the_command() {
     let (tmux, mut s) = serve("shells-drawn", 200, &["--no-events"]);
     let dir = TempDir::new("shells-drawn");
     let pane = shell_pane(&tmux, &dir.0, Sh::Bash, "");
-    // The echo: `$ eval 'CMD'; printf '%s%s:%s\n' __psXXXXXXXX KEY "$?"`,
+    // The echo: `$ eval 'CMD'; printf '\n%s%s:%s\n' __psXXXXXXXX KEY "$?"`,
     // the space between the pieces at a column the command can count. It
     // deletes that space, inserts blanks before the pieces so that they
     // end two columns from the right edge, and writes `:0` there.
     let template = "printf \"\\033[A\\r\\033[___C\\033[P\\033[12D\\033[---@\\033[199G:0\\033[B\\r\"; sleep 2; false";
-    let column = "$ eval '".len() + template.len() + "'; printf '%s%s:%s\\n' __ps".len() + 8;
+    let column = "$ eval '".len() + template.len() + "'; printf '\\n%s%s:%s\\n' __ps".len() + 8;
     let command = template
         .replace("___", &format!("{column:03}"))
         .replace("---", &format!("{:03}", 182 - column));

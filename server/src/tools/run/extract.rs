@@ -84,7 +84,14 @@ fn end_of(lines: &[String], marks: &Marks) -> (usize, Option<String>) {
             .find_map(|(i, l)| l.find(token).map(|at| (i, at)));
         if let Some((i, at)) = found {
             let before = lines[i][..at].trim_end();
-            return (i, (!before.is_empty()).then(|| before.to_owned()));
+            if !before.is_empty() {
+                return (i, Some(before.to_owned()));
+            }
+            // The marker's printf starts with a newline: the row it left
+            // is the command's cursor row, empty after a final newline
+            // (not output), or its last line printed without one.
+            let left = i.checked_sub(1).filter(|&j| lines[j].trim_end().is_empty());
+            return (left.unwrap_or(i), None);
         }
     }
     let Some(last) = lines.len().checked_sub(1) else {
@@ -214,6 +221,24 @@ mod tests {
         // No newline at the end: the marker follows on the same line.
         let text = [echo.as_str(), "x", "last__ps1a2b3c4d5e6f:0", "$"];
         assert_eq!(run(&text, 0, &marker(true)), (lines(&["x", "last"]), true));
+    }
+
+    #[test]
+    fn the_row_the_markers_newline_left_is_output_only_when_not_empty() {
+        let echo = format!("$ {TYPED}");
+        let m = "__ps1a2b3c4d5e6f:0";
+        // `echo a`: the empty cursor row it left is not output.
+        let text = [echo.as_str(), "a", "", m, "$"];
+        assert_eq!(run(&text, 0, &marker(true)).0, lines(&["a"]));
+        // `printf 'a\n\n'`: one empty line is.
+        let text = [echo.as_str(), "a", "", "", m, "$"];
+        assert_eq!(run(&text, 0, &marker(true)).0, lines(&["a", ""]));
+        // `printf abc` or `printf 'abc\r'`: the unfinished row is.
+        let text = [echo.as_str(), "abc", m, "$"];
+        assert_eq!(run(&text, 0, &marker(true)).0, lines(&["abc"]));
+        // Nothing printed.
+        let text = [echo.as_str(), "", m, "$"];
+        assert_eq!(run(&text, 0, &marker(true)), (vec![], true));
     }
 
     #[test]

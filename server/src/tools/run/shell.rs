@@ -69,9 +69,14 @@ impl Shell {
     }
 
     /// The command that prints the marker `first` + `second` and the last
-    /// status: the marker never appears whole in what is typed.
+    /// status: the marker never appears whole in what is typed. It starts
+    /// a row of its own, so a last line printed without a newline (or
+    /// ended by a bare CR) is never overwritten by it.
     pub fn marker_command(self, first: &str, second: &str) -> String {
-        format!("printf '%s%s:%s\\n' {first} {second} {}", self.status_var())
+        format!(
+            "printf '\\n%s%s:%s\\n' {first} {second} {}",
+            self.status_var()
+        )
     }
 
     /// `command` as one `eval` of a single-quoted word, which the shell
@@ -260,7 +265,7 @@ mod tests {
     #[test]
     fn the_command_is_one_eval_and_the_marker_always_runs() {
         let m = Shell::Posix.marker_command("__psA", "B");
-        assert_eq!(m, "printf '%s%s:%s\\n' __psA B \"$?\"");
+        assert_eq!(m, "printf '\\n%s%s:%s\\n' __psA B \"$?\"");
         let posix = |c: &str, m: Option<&str>| typed_line(c, m, Shell::Posix).unwrap();
         assert_eq!(posix("make", Some(&m)), format!("eval 'make'; {m}"));
         assert_eq!(
