@@ -20,9 +20,10 @@
 //! How the end is known: a pane whose shell was seen printing OSC 133 D
 //! marks at its prompt (shell integration) gets that line alone, and its
 //! end and status come from the next D mark. Any other pane (and a command
-//! of several lines anywhere) gets it followed by `; printf '%s%s:%s\n'
-//! PIECE1 PIECE2 "$?"`: the shell prints the marker PIECE1PIECE2 (random
-//! per call) with the status, and the typed line, which holds the pieces
+//! of several lines anywhere) gets it followed by `; printf
+//! '\n%s%s:%s\n' PIECE1 PIECE2 "$?"`: the shell prints the marker
+//! PIECE1PIECE2 (random per call) with the status on a row of its own, and
+//! the typed line, which holds the pieces
 //! apart, can never be taken for it. The first marker run in a pane also
 //! learns whether a D mark follows it in the pane's raw output: only the
 //! shell prints after its marker, so a mark the command printed itself
