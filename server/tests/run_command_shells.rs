@@ -167,7 +167,7 @@ fn matrix(shell: Sh, snippets: bool) {
     }
     typos_leave_the_pane_usable(&tmux, &mut s, &pane);
     several_lines(shell, &mut s, &pane);
-    an_interrupt_ends_it(&mut s, &pane);
+    an_interrupt_ends_it(&tmux, &mut s, &pane);
     if snippets {
         // Still typed without the marker: the interrupt taught nothing wrong.
         run(&mut s, &pane, "true", json!({}));
@@ -310,7 +310,7 @@ fn several_lines(shell: Sh, s: &mut Serve, pane: &str) {
 
 /// A command interrupted with C-c is seen to end (status 130), and the
 /// pane takes the next one.
-fn an_interrupt_ends_it(s: &mut Serve, pane: &str) {
+fn an_interrupt_ends_it(tmux: &PrivateServer, s: &mut Serve, pane: &str) {
     let r = run(
         s,
         pane,
@@ -319,6 +319,11 @@ fn an_interrupt_ends_it(s: &mut Serve, pane: &str) {
     );
     assert_eq!(r["timed_out"], true, "{r}");
     let id = r["command_id"].as_str().unwrap().to_owned();
+    // Interrupted once it runs (on a loaded machine the shell may not have
+    // read the line within the call's 300 ms).
+    assert!(eventually(Duration::from_secs(10), || shows_row(
+        tmux, pane, "waiting"
+    )));
     s.call_ok("send_keys", json!({"pane_id": pane, "keys": ["C-c"]}));
     let w = s.call_ok(
         "wait_for_command",
@@ -497,5 +502,65 @@ fn refusals_say_what_helps() {
         text.contains("needs tier mutating") && text.contains("panescan serve --tier mutating"),
         "{text}"
     );
+    tmux.kill();
+}
+
+/// A prompt of two lines: its first line is never output, neither at the
+/// next prompt (OSC 133) nor above the marker typed again after an
+/// interrupt. Its height is learned from the first marker's answer.
+#[test]
+fn a_prompt_of_two_lines_is_not_output() {
+    let (tmux, mut s) = serve("shells-twoline", 100, &[]);
+    let dir = TempDir::new("shells-twoline");
+    for shell in [Sh::Bash, Sh::Zsh, Sh::Fish] {
+        need(shell);
+        for snippets in [false, true] {
+            let sub = dir.0.join(format!("{shell:?}-{snippets}"));
+            std::fs::create_dir_all(&sub).unwrap();
+            let prompt = match shell {
+                Sh::Fish => "function fish_prompt; printf 'top line\\n$ '; end\n",
+                _ => "PS1=$'top line\\n$ '\n",
+            };
+            let snippet = if snippets {
+                readme_snippet(shell)
+            } else {
+                String::new()
+            };
+            let pane = shell_pane(&tmux, &sub, shell, &format!("{prompt}{snippet}"));
+            let case = format!("{shell:?}, snippets {snippets}");
+            let r = run(&mut s, &pane, "false", json!({}));
+            assert_eq!(
+                (&r["exit_status"], &r["output"]),
+                (&json!(1), &json!("")),
+                "{case}: {r}"
+            );
+            for k in 0..3 {
+                let r = run(&mut s, &pane, &format!("echo one {k}"), json!({}));
+                assert_eq!(r["output"], format!("one {k}\n"), "{case}: {r}");
+            }
+            let r = run(
+                &mut s,
+                &pane,
+                "echo waiting; sleep 100",
+                json!({"timeout_ms": 300}),
+            );
+            let id = r["command_id"].as_str().unwrap().to_owned();
+            assert!(eventually(Duration::from_secs(10), || shows_row(
+                &tmux, &pane, "waiting"
+            )));
+            s.call_ok("send_keys", json!({"pane_id": pane, "keys": ["C-c"]}));
+            let w = s.call_ok(
+                "wait_for_command",
+                json!({"command_id": id, "timeout_ms": 15000}),
+            );
+            let out = w["output"].as_str().unwrap();
+            assert_eq!(w["exit_status"], 130, "{case}: {w}");
+            assert!(
+                out.starts_with("waiting\n") && !out.contains("top line"),
+                "{case}: {w}\n{}",
+                screen(&tmux, &pane)
+            );
+        }
+    }
     tmux.kill();
 }

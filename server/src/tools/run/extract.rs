@@ -36,6 +36,9 @@ pub struct Marks<'a> {
     /// `earliest` is where the command was typed (false: unknown, and
     /// without a key the echo is the last line holding the typed text).
     pub placed: bool,
+    /// Rows the pane's prompt takes (learned from an earlier marker: the
+    /// rows from it to the cursor); 1 when not known.
+    pub prompt_rows: usize,
 }
 
 /// A command's lines as the pane holds them.
@@ -45,6 +48,9 @@ pub struct Extracted {
     pub lines: Vec<String>,
     /// Its first line is in the capture (false: earlier lines are gone).
     pub start_found: bool,
+    /// The rows from the marker to the cursor (the next prompt's), when a
+    /// marker ended the command.
+    pub prompt_rows: Option<usize>,
 }
 
 /// The command's lines in `lines` (the capture, wrapped rows joined, the
@@ -58,18 +64,47 @@ pub fn extract(lines: &[String], earliest: usize, marks: &Marks) -> Extracted {
         .and_then(|s| s.1.clone())
         .into_iter()
         .collect();
-    out.extend(
-        lines[from..end]
-            .iter()
-            .filter(|l| !marks.key.is_some_and(|k| l.contains(k)))
-            .map(|l| l.trim_end().to_owned()),
-    );
+    // The prompt's rows above its last (a prompt of several lines), as
+    // they stood above the echo: not output where they show again.
+    let upper = match earliest.checked_sub(marks.prompt_rows.saturating_sub(1)) {
+        Some(top) if marks.placed && marks.prompt_rows > 1 => &lines[top..earliest],
+        _ => &[],
+    };
+    for line in &lines[from..end] {
+        if marks.key.is_some_and(|k| line.contains(k)) {
+            // A marker typed again at the prompt after an interrupt.
+            drop_prompt(&mut out, upper);
+            continue;
+        }
+        out.push(line.trim_end().to_owned());
+    }
+    if marks.token.is_none() && marks.ended {
+        // Ended at the next prompt's last row: its rows above are not output.
+        drop_prompt(&mut out, upper);
+    }
     if let Some(tail) = tail {
         out.push(tail);
     }
+    let prompt_rows = marks
+        .token
+        .filter(|_| marks.ended)
+        .and_then(|t| lines.iter().rposition(|l| l.contains(t)))
+        .map(|at| lines.len() - 1 - at);
     Extracted {
         lines: out,
         start_found: start.is_some(),
+        prompt_rows,
+    }
+}
+
+/// Drops the last lines of `out` while they are the prompt's `upper` rows,
+/// from the bottom.
+fn drop_prompt(out: &mut Vec<String>, upper: &[String]) {
+    for row in upper.iter().rev() {
+        if out.last().map(String::as_str) != Some(row.trim_end()) {
+            break;
+        }
+        out.pop();
     }
 }
 
@@ -192,6 +227,7 @@ mod tests {
             typed: TYPED,
             ended,
             placed: true,
+            prompt_rows: 1,
         }
     }
 
@@ -268,6 +304,7 @@ mod tests {
             typed: "ls -1",
             ended: true,
             placed: true,
+            prompt_rows: 1,
         };
         let text = ["$ ls -1a", "b", "$ "];
         assert_eq!(run(&text, 0, &marks).0, lines(&["a", "b"]));
@@ -292,9 +329,68 @@ mod tests {
             typed: "eval 'echo aaaa bbbb'",
             ended: true,
             placed: false,
+            prompt_rows: 1,
         };
         let text = ["$ eval 'echo aaaa ", "bbbb'", "aaaa bbbb", "$ "];
         assert_eq!(run(&text, 0, &marks), (lines(&["aaaa bbbb"]), true));
+    }
+
+    #[test]
+    fn a_prompt_of_two_lines_is_not_output() {
+        // Learned from the marker: the next prompt takes two rows.
+        let echo = format!("$ {TYPED}");
+        let text = [
+            "~/src main",
+            echo.as_str(),
+            "a",
+            "",
+            "__ps1a2b3c4d5e6f:0",
+            "~/src main",
+            "$",
+        ];
+        assert_eq!(
+            extract(&lines(&text), 1, &marker(true)).prompt_rows,
+            Some(2)
+        );
+        // After an interrupt, the prompt's first line above the marker
+        // typed again is not output.
+        let again = "$ printf '%s%s:%s\\n' __ps1a2b 3c4d5e6f \"$?\"";
+        let two = Marks {
+            prompt_rows: 2,
+            ..marker(true)
+        };
+        let text = [
+            "~/src main",
+            echo.as_str(),
+            "1",
+            "^C",
+            "~/src main",
+            again,
+            "",
+            "__ps1a2b3c4d5e6f:130",
+            "~/src main",
+            "$",
+        ];
+        assert_eq!(run(&text, 1, &two).0, lines(&["1", "^C"]));
+        // With OSC 133, at the next prompt.
+        let osc = Marks {
+            token: None,
+            key: None,
+            typed: "ls -1",
+            ended: true,
+            placed: true,
+            prompt_rows: 2,
+        };
+        let text = ["~/src main", "$ ls -1", "a", "~/src main", "$ "];
+        assert_eq!(run(&text, 1, &osc).0, lines(&["a"]));
+        // Output that differs from the prompt's line stays; a one-line
+        // prompt drops nothing.
+        let text = ["x", "$ ls -1", "x", "$ "];
+        let one = Marks {
+            prompt_rows: 1,
+            ..osc
+        };
+        assert_eq!(run(&text, 1, &one).0, lines(&["x"]));
     }
 
     #[test]
@@ -333,6 +429,7 @@ mod tests {
             typed: "ls -1",
             ended: true,
             placed: true,
+            prompt_rows: 1,
         };
         let text = ["$ ls -1", "old", "$ ls -1", "a", "b", "$ "];
         assert_eq!(run(&text, 2, &marks), (lines(&["a", "b"]), true));

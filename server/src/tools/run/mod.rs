@@ -66,6 +66,9 @@ const MAX_COMMAND_BYTES: usize = 16 * 1024;
 const WINDOW_SLACK: i64 = 64;
 /// A waiting call looks at its cancel flag this often.
 const CANCEL_SLICE: Duration = Duration::from_millis(50);
+/// How long the answer to a command that ended waits for its shell's next
+/// prompt to be drawn before the output is captured.
+const PROMPT_DRAWN: Duration = Duration::from_millis(500);
 
 #[derive(Debug, Deserialize, JsonSchema)]
 // A wire type: its doc comments would be schema descriptions every client
@@ -311,13 +314,13 @@ fn start(
         typed,
         completion,
         (start_abs, (history, limit)),
+        (pane.pane_pid, pane.pane_tty.clone()),
     ));
     table::insert(entry.clone())?;
     let typing = watcher::Watcher::new(
         entry.clone(),
         tmux.clone(),
         sub,
-        (pane.pane_pid, pane.pane_tty.clone()),
         ctx.ceilings().tmux_timeout,
     )
     .spawn()
@@ -383,7 +386,9 @@ fn answer(
         Progress::Ended { status, .. } => (true, status),
         _ => (false, None),
     };
-    let (cap, earliest) = match capture_command(ctx, tmux, entry, max_lines, end) {
+    // The next prompt drawn whole: it is left out by its rows.
+    let drawn = ended && await_prompt(entry, end.deadline(ctx));
+    let (cap, earliest, at_row) = match capture_command(ctx, tmux, entry, max_lines, end, ended) {
         Ok(read) => read,
         Err(e) if end.ran_out(&e) => return unread(entry, ended.then_some(status), end),
         Err(e) => return Err(e),
@@ -391,6 +396,7 @@ fn answer(
     let placed = earliest.is_some();
     let earliest = earliest.unwrap_or(0);
     let lines = caption_lines(&cap);
+    let prompt_rows = table::prompt_rows(&entry.socket, entry.pane);
     let marks = match &entry.completion {
         Completion::Marker { token, key, .. } => extract::Marks {
             token: Some(token),
@@ -398,6 +404,7 @@ fn answer(
             typed: &entry.typed,
             ended,
             placed,
+            prompt_rows,
         },
         Completion::Osc133 => extract::Marks {
             token: None,
@@ -405,9 +412,13 @@ fn answer(
             typed: &entry.typed,
             ended,
             placed,
+            prompt_rows,
         },
     };
     let found = extract::extract(&lines, earliest, &marks);
+    if let Some(rows) = found.prompt_rows.filter(|_| drawn && at_row) {
+        table::set_prompt_rows(&entry.socket, entry.pane, rows);
+    }
     let mut out = found.lines;
     let mut truncated = !found.start_found;
     if out.len() > max_lines {
@@ -431,6 +442,23 @@ fn answer(
         command_id: entry.id.clone(),
         pane_id: entry.pane,
     })
+}
+
+/// Waits (at most [`PROMPT_DRAWN`], and until `deadline`) until the shell
+/// of a command that ended reads its next line: its prompt is then drawn
+/// whole. Whether it was seen so (false: a shell without a line editor, or
+/// the prompt still being drawn).
+fn await_prompt(entry: &Entry, deadline: Instant) -> bool {
+    let until = deadline.min(Instant::now() + PROMPT_DRAWN);
+    loop {
+        match seat::at_prompt(entry.process.0, &entry.process.1) {
+            Some(true) => return true,
+            Some(false) if Instant::now() < until => {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            _ => return false,
+        }
+    }
 }
 
 /// The answer when tmux did not answer the capture of the output within
@@ -492,30 +520,21 @@ fn capture_command(
     entry: &Entry,
     max_lines: usize,
     end: &End,
-) -> Result<(CapturedText, Option<usize>), ToolError> {
-    let probe = TmuxCommand::new("display-message")
-        .flag("-p")
-        .target(entry.pane)
-        .format_arg("#{history_size} #{cursor_y} #{pane_height}");
-    let text = tmux
-        .run(&probe, end.deadline(ctx))
-        .map_err(ToolError::from)?;
-    let nums: Vec<i64> = text
-        .split_whitespace()
-        .filter_map(|n| n.parse().ok())
-        .collect();
-    let [history, cursor_y, height] = nums[..] else {
-        return Err(ToolError::not_found(format!(
-            "pane {} closed: its output cannot be read",
-            entry.pane
-        )));
-    };
+    ended: bool,
+) -> Result<(CapturedText, Option<usize>, bool), ToolError> {
+    let ([history, cursor_y, height], drawn) = cursor(ctx, tmux, entry, end, ended)?;
     let window = i64::try_from(max_lines).unwrap_or(i64::MAX / 4) + height + WINDOW_SLACK;
     let lowest = (cursor_y - window).max(-history);
     let typed_at = entry.start_abs - history;
     let (before, limit) = entry.history;
     let known = history >= before && history < limit - limit / 10 - 1 && typed_at <= cursor_y;
-    let start = if known { typed_at.max(lowest) } else { lowest };
+    // A few rows above: a prompt of several lines, as it stood.
+    let above = i64::try_from(table::MAX_PROMPT_ROWS).unwrap_or(0);
+    let start = if known {
+        (typed_at - above).max(lowest)
+    } else {
+        lowest
+    };
     let cap = capture_one_by(
         ctx,
         tmux,
@@ -538,7 +557,45 @@ fn capture_command(
         _ => e,
     })?;
     let earliest = known.then(|| first_at_or_after(&cap, typed_at));
-    Ok((cap, earliest))
+    Ok((cap, earliest, drawn))
+}
+
+/// The pane's history size, cursor row and height; for a command that
+/// `ended`, once the next prompt's last row is drawn (the cursor off the
+/// row's start: a prompt ends in text, `$ `), waiting at most
+/// [`PROMPT_DRAWN`]: whether it was seen drawn.
+fn cursor(
+    ctx: &ToolContext,
+    tmux: &Tmux,
+    entry: &Entry,
+    end: &End,
+    ended: bool,
+) -> Result<([i64; 3], bool), ToolError> {
+    let probe = TmuxCommand::new("display-message")
+        .flag("-p")
+        .target(entry.pane)
+        .format_arg("#{history_size} #{cursor_y} #{pane_height} #{cursor_x}");
+    let until = Instant::now() + PROMPT_DRAWN;
+    loop {
+        let text = tmux
+            .run(&probe, end.deadline(ctx))
+            .map_err(ToolError::from)?;
+        let nums: Vec<i64> = text
+            .split_whitespace()
+            .filter_map(|n| n.parse().ok())
+            .collect();
+        let [history, cursor_y, height, cursor_x] = nums[..] else {
+            return Err(ToolError::not_found(format!(
+                "pane {} closed: its output cannot be read",
+                entry.pane
+            )));
+        };
+        let drawn = cursor_x > 0;
+        if !ended || drawn || Instant::now() >= until.min(end.at) {
+            return Ok(([history, cursor_y, height], drawn));
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
 }
 
 /// The index of the first line of `cap` numbered `line` or later.

@@ -66,15 +66,14 @@ pub struct Watcher {
 
 impl Watcher {
     /// Watches `entry` (typed into its pane after this is made) through
-    /// `sub`, if any; `process` is the pane's own process and terminal;
-    /// `round_trip` bounds each tmux request.
+    /// `sub`, if any; `round_trip` bounds each tmux request.
     pub fn new(
         entry: Arc<Entry>,
         tmux: Tmux,
         sub: Option<Subscription>,
-        process: (Option<u32>, String),
         round_trip: Duration,
     ) -> Watcher {
+        let process = entry.process.clone();
         let token = match &entry.completion {
             Completion::Marker { token, .. } => token.clone(),
             Completion::Osc133 => String::new(),
