@@ -564,3 +564,42 @@ fn a_prompt_of_two_lines_is_not_output() {
     }
     tmux.kill();
 }
+
+/// A command still running a full-screen program (on the alternate
+/// screen) answers no output, flagged as cut: neither that screen nor the
+/// scrollback below it is what the command printed.
+#[test]
+fn a_full_screen_program_answers_no_output_until_it_ends() {
+    let (tmux, mut s) = serve("shells-vim", 100, &[]);
+    let dir = TempDir::new("shells-vim");
+    let pane = shell_pane(&tmux, &dir.0, Sh::Bash, "");
+    let r = run(&mut s, &pane, "seq 1 300", json!({}));
+    assert_eq!(r["exit_status"], 0, "{r}");
+    let r = run(
+        &mut s,
+        &pane,
+        "echo before; vim -u NONE -N",
+        json!({"timeout_ms": 1500}),
+    );
+    assert_eq!(
+        (&r["timed_out"], &r["output"], &r["output_truncated"]),
+        (&json!(true), &json!(""), &json!(true)),
+        "{r}"
+    );
+    let id = r["command_id"].as_str().unwrap().to_owned();
+    s.call_ok("send_keys", json!({"pane_id": pane, "keys": ["Escape"]}));
+    s.call_ok(
+        "send_keys",
+        json!({"pane_id": pane, "text": ":q!", "enter": true}),
+    );
+    let w = s.call_ok(
+        "wait_for_command",
+        json!({"command_id": id, "timeout_ms": 15000}),
+    );
+    assert_eq!(
+        (&w["exit_status"], &w["output"]),
+        (&json!(0), &json!("before\n")),
+        "{w}"
+    );
+    tmux.kill();
+}

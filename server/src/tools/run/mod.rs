@@ -393,6 +393,20 @@ fn answer(
         Err(e) if end.ran_out(&e) => return unread(entry, ended.then_some(status), end),
         Err(e) => return Err(e),
     };
+    let Some(cap) = cap else {
+        // On the alternate screen: nothing of what it printed can be read.
+        return Ok(RunCommandResult {
+            exit_status: status,
+            output: String::new(),
+            lines: 0,
+            redactions: 0,
+            output_truncated: true,
+            timed_out: !ended,
+            elapsed_ms: entry.started.elapsed().as_millis() as u64,
+            command_id: entry.id.clone(),
+            pane_id: entry.pane,
+        });
+    };
     let placed = earliest.is_some();
     let earliest = earliest.unwrap_or(0);
     let lines = caption_lines(&cap);
@@ -521,8 +535,14 @@ fn capture_command(
     max_lines: usize,
     end: &End,
     ended: bool,
-) -> Result<(CapturedText, Option<usize>, bool), ToolError> {
-    let ([history, cursor_y, height], drawn) = cursor(ctx, tmux, entry, end, ended)?;
+) -> Result<(Option<CapturedText>, Option<usize>, bool), ToolError> {
+    let ([history, cursor_y, height, alternate], drawn) = cursor(ctx, tmux, entry, end, ended)?;
+    if alternate == 1 {
+        // A full-screen program the command runs (vim, less) draws there:
+        // its screen is not what the command printed, and the rows below
+        // it are not the command's either.
+        return Ok((None, None, drawn));
+    }
     let window = i64::try_from(max_lines).unwrap_or(i64::MAX / 4) + height + WINDOW_SLACK;
     let lowest = (cursor_y - window).max(-history);
     let typed_at = entry.start_abs - history;
@@ -557,10 +577,11 @@ fn capture_command(
         _ => e,
     })?;
     let earliest = known.then(|| first_at_or_after(&cap, typed_at));
-    Ok((cap, earliest, drawn))
+    Ok((Some(cap), earliest, drawn))
 }
 
-/// The pane's history size, cursor row and height; for a command that
+/// The pane's history size, cursor row, height and whether it shows the
+/// alternate screen; for a command that
 /// `ended`, once the next prompt's last row is drawn (the cursor off the
 /// row's start: a prompt ends in text, `$ `), waiting at most
 /// [`PROMPT_DRAWN`]: whether it was seen drawn.
@@ -570,11 +591,11 @@ fn cursor(
     entry: &Entry,
     end: &End,
     ended: bool,
-) -> Result<([i64; 3], bool), ToolError> {
+) -> Result<([i64; 4], bool), ToolError> {
     let probe = TmuxCommand::new("display-message")
         .flag("-p")
         .target(entry.pane)
-        .format_arg("#{history_size} #{cursor_y} #{pane_height} #{cursor_x}");
+        .format_arg("#{history_size} #{cursor_y} #{pane_height} #{cursor_x} #{alternate_on}");
     let until = Instant::now() + PROMPT_DRAWN;
     loop {
         let text = tmux
@@ -584,7 +605,7 @@ fn cursor(
             .split_whitespace()
             .filter_map(|n| n.parse().ok())
             .collect();
-        let [history, cursor_y, height, cursor_x] = nums[..] else {
+        let [history, cursor_y, height, cursor_x, alternate] = nums[..] else {
             return Err(ToolError::not_found(format!(
                 "pane {} closed: its output cannot be read",
                 entry.pane
@@ -592,7 +613,7 @@ fn cursor(
         };
         let drawn = cursor_x > 0;
         if !ended || drawn || Instant::now() >= until.min(end.at) {
-            return Ok(([history, cursor_y, height], drawn));
+            return Ok(([history, cursor_y, height, alternate], drawn));
         }
         std::thread::sleep(Duration::from_millis(2));
     }
