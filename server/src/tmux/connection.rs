@@ -794,6 +794,22 @@ pub(crate) fn shared(spec: &ServerSpec) -> Result<Arc<Shared>, TmuxError> {
     if let Some(s) = map.get(spec) {
         return Ok(s.clone());
     }
+    // Another name of a socket already served (a hard link) is that
+    // server: one connection and one cache, whatever it is called.
+    if let (None, Some(path)) = (&spec.host, &spec.socket_path) {
+        if let Some(id) = super::identity::SocketId::of(path) {
+            let known = map.iter().find(|(k, _)| {
+                k.host.is_none()
+                    && k.socket_path
+                        .as_deref()
+                        .and_then(super::identity::SocketId::of)
+                        == Some(id)
+            });
+            if let Some((_, s)) = known {
+                return Ok(s.clone());
+            }
+        }
+    }
     let s = Arc::new(Shared::new(spec.clone())?);
     map.insert(spec.clone(), s.clone());
     Ok(s)

@@ -104,6 +104,7 @@ pub mod events;
 pub mod format;
 pub mod framing;
 mod full_listing;
+pub mod identity;
 pub mod ids;
 pub mod inventory;
 pub mod launch;
@@ -608,7 +609,25 @@ impl Tmux {
     /// Whether panescan itself runs inside this server (`TMUX` names its
     /// socket): ending the server would end panescan.
     pub fn runs_inside(&self) -> bool {
-        self.inner.caller.on_server(self.socket_path()).is_some()
+        self.inner.caller.same_server(self.socket_path())
+    }
+
+    /// The server's process id, asked of tmux.
+    pub fn server_pid(&self, deadline: Instant) -> Result<u32, TmuxError> {
+        let out = self.run(
+            &TmuxCommand::new("display-message")
+                .flag("-p")
+                .format_arg("#{pid}"),
+            deadline,
+        )?;
+        out.trim()
+            .parse()
+            .map_err(|_| TmuxError::Command(format!("unreadable server pid {:?}", out.trim())))
+    }
+
+    /// The server pid named in panescan's own `$TMUX`, if it runs in tmux.
+    pub fn caller_server_pid(&self) -> Option<u32> {
+        self.inner.caller.server_pid
     }
 
     /// Blocks on wait channel `channel` in a client of its own (never on

@@ -37,6 +37,7 @@ use std::io;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Component, Path, PathBuf};
 
+use super::identity::same_socket;
 use super::{ServerSpec, TmuxError};
 
 /// What every refusal tells the operator.
@@ -80,20 +81,30 @@ impl SocketPolicy {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(self.missing(&wanted)),
             Err(e) => return Err(self.refuse(&wanted, &format!("it cannot be resolved ({e})"))),
         };
-        if !trusted_sockets(operator).contains(&real) {
-            if !self.holds(real.parent().unwrap_or(&real)) {
-                let why = if real == wanted {
-                    "it is outside the directories allowed".to_owned()
-                } else {
-                    format!(
-                        "it resolves to {}, outside the directories allowed",
-                        real.display()
-                    )
-                };
-                return Err(self.refuse(&wanted, &why));
-            }
-            self.check_socket(&wanted, &real)?;
+        // A trusted socket under another name (a hard link) is that
+        // socket: the caller gets the trusted path, so every "same server"
+        // decision and the connection and cache are the trusted one's.
+        if let Some(trusted) = trusted_sockets(operator)
+            .into_iter()
+            .find(|t| same_socket(t, &real))
+        {
+            return Ok(ServerSpec {
+                socket_path: Some(trusted),
+                ..ServerSpec::default()
+            });
         }
+        if !self.holds(real.parent().unwrap_or(&real)) {
+            let why = if real == wanted {
+                "it is outside the directories allowed".to_owned()
+            } else {
+                format!(
+                    "it resolves to {}, outside the directories allowed",
+                    real.display()
+                )
+            };
+            return Err(self.refuse(&wanted, &why));
+        }
+        self.check_socket(&wanted, &real)?;
         Ok(ServerSpec {
             socket_path: Some(real),
             ..ServerSpec::default()

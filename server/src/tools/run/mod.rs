@@ -91,6 +91,9 @@ pub struct RunCommandArgs {
     /// Allow newlines in command (each line runs in turn).
     #[serde(default)]
     pub allow_multiline: bool,
+    /// Type even when the window has synchronize-panes on (every synchronized pane of it receives the command).
+    #[serde(default)]
+    pub allow_synchronized: bool,
     #[serde(flatten)]
     pub server: ServerArgs,
 }
@@ -144,6 +147,7 @@ impl Tool for RunCommand {
                 "run_command works on this machine's panes only (it reads the pane's processes and terminal), not on host {host}: use send_keys and wait_for_text there"
             )));
         }
+        super::mutate::refuse_synchronized(ctx, &tmux, args.pane_id, args.allow_synchronized)?;
         let entry = start(ctx, &tmux, &args, &end)?;
         let progress = wait(ctx, &entry, &end)?;
         answer(ctx, &tmux, &entry, progress, bounds, &end)
