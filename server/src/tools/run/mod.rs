@@ -271,10 +271,11 @@ fn start(
         .inventory_by(tmux, end.deadline(ctx))
         .map_err(|e| end.said(e, "while listing panes: the command was not typed"))?;
     let pane = find_pane(&inv, args.pane_id)?;
+    let socket = tmux.socket_path().to_path_buf();
+    table::check_free(&socket, pane.pane_id)?;
     // A shell drawing its prompt (hooks, its line editor starting) is
     // waited for, within the call's time.
     let sh = shell::ready(pane, end.at)?;
-    let socket = tmux.socket_path().to_path_buf();
     let sub = ctx.config.wait_events.then(|| {
         let interest = Interest {
             watch: Watch::Panes([pane.pane_id].into_iter().collect()),

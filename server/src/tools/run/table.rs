@@ -196,10 +196,7 @@ pub fn insert(entry: Arc<Entry>) -> Result<(), ToolError> {
         .iter()
         .find(|e| e.pane == entry.pane && e.socket == entry.socket)
     {
-        return Err(ToolError::refused(format!(
-            "pane {} still runs command {} that run_command typed: wait_for_command on it, or interrupt it (send_keys C-c)",
-            e.pane, e.id
-        )));
+        return Err(still_runs(e));
     }
     if running.len() >= MAX_RUNNING {
         return Err(ToolError::over_ceiling(format!(
@@ -220,6 +217,24 @@ pub fn insert(entry: Arc<Entry>) -> Result<(), ToolError> {
     }
     t.entries.insert(entry.id.clone(), entry);
     Ok(())
+}
+
+/// Refuses `pane` when it still runs a command run_command typed (before
+/// anything waits on the pane's prompt).
+pub fn check_free(socket: &std::path::Path, pane: PaneId) -> Result<(), ToolError> {
+    let t = table();
+    let busy = t
+        .entries
+        .values()
+        .find(|e| e.pane == pane && e.socket == socket && e.progress() == Progress::Running);
+    busy.map_or(Ok(()), |e| Err(still_runs(e)))
+}
+
+fn still_runs(e: &Entry) -> ToolError {
+    ToolError::refused(format!(
+        "pane {} still runs command {} that run_command typed: wait_for_command on it, or interrupt it (send_keys C-c)",
+        e.pane, e.id
+    ))
 }
 
 /// The entry of `id`, or a not_found error.
