@@ -190,7 +190,7 @@ fn a_command_typed_right_after_a_mark_waits_for_the_line_editor() {
     assert!(
         !shown
             .lines()
-            .any(|l| l.trim_end() == "echo one 3; echo two"),
+            .any(|l| l.trim_end() == "eval 'echo one 3; echo two'"),
         "typed into the terminal's own echo:\n{shown}"
     );
     tmux.kill();
@@ -205,7 +205,7 @@ fn a_bash_printing_osc_133_marks_is_ended_by_them() {
     // The first command carries a marker and learns the marks...
     let r = run(&mut s, &pane, "false");
     assert_eq!(r["exit_status"], 1, "{r}");
-    // ...the next ones are typed bare.
+    // ...the next ones are typed without it.
     let learned = eventually(Duration::from_secs(10), || {
         let r = run(&mut s, &pane, "(exit 4)");
         assert_eq!(
@@ -215,7 +215,7 @@ fn a_bash_printing_osc_133_marks_is_ended_by_them() {
         );
         screen(&tmux, &pane)
             .lines()
-            .any(|l| l.trim_end() == "$ (exit 4)")
+            .any(|l| l.trim_end() == "$ eval '(exit 4)'")
     });
     assert!(learned, "never typed bare:\n{}", screen(&tmux, &pane));
     let r = run(&mut s, &pane, "echo one; echo two");
@@ -224,7 +224,7 @@ fn a_bash_printing_osc_133_marks_is_ended_by_them() {
         (&json!(0), &json!("one\ntwo\n")),
         "{r}"
     );
-    assert!(screen(&tmux, &pane).contains("$ echo one; echo two\n"));
+    assert!(screen(&tmux, &pane).contains("$ eval 'echo one; echo two'\n"));
     tmux.kill();
 }
 

@@ -306,7 +306,9 @@ fn show_buffer_is_a_read_tool() {
         );
         let text = r.to_string();
         assert!(
-            text.contains("unknown tool") && text.contains("readonly"),
+            text.contains("unknown tool")
+                && text.contains("readonly")
+                && text.contains("panescan serve --tier mutating"),
             "{tool} in the read tier: {text}"
         );
     }

@@ -308,10 +308,21 @@ impl Dispatcher {
             );
         };
         if self.registry.get(name).is_none() {
+            // A tool of a higher tier: say how to start a server that has it.
+            let needs = crate::tools::all()
+                .into_iter()
+                .find(|e| e.name == name)
+                .map(|e| {
+                    format!(
+                        ": it needs tier {t}, so start panescan as `panescan serve --tier {t}` (in the client's config: \"args\": [\"serve\", \"--tier\", \"{t}\"])",
+                        t = e.tier
+                    )
+                })
+                .unwrap_or_default();
             return self.send_error(
                 id,
                 &RpcError::invalid_params(format!(
-                    "unknown tool {name:?} in tier {}; tools: {}",
+                    "unknown tool {name:?} in tier {}{needs}; tools: {}",
                     self.registry.tier(),
                     self.registry.names().join(", ")
                 )),

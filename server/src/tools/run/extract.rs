@@ -36,6 +36,9 @@ pub struct Marks<'a> {
     /// `earliest` is where the command was typed (false: unknown, and
     /// without a key the echo is the last line holding the typed text).
     pub placed: bool,
+    /// Rows the pane's prompt takes (learned from an earlier marker: the
+    /// rows from it to the cursor); 1 when not known.
+    pub prompt_rows: usize,
 }
 
 /// A command's lines as the pane holds them.
@@ -45,6 +48,9 @@ pub struct Extracted {
     pub lines: Vec<String>,
     /// Its first line is in the capture (false: earlier lines are gone).
     pub start_found: bool,
+    /// The rows from the marker to the cursor (the next prompt's), when a
+    /// marker ended the command.
+    pub prompt_rows: Option<usize>,
 }
 
 /// The command's lines in `lines` (the capture, wrapped rows joined, the
@@ -58,18 +64,47 @@ pub fn extract(lines: &[String], earliest: usize, marks: &Marks) -> Extracted {
         .and_then(|s| s.1.clone())
         .into_iter()
         .collect();
-    out.extend(
-        lines[from..end]
-            .iter()
-            .filter(|l| !marks.key.is_some_and(|k| l.contains(k)))
-            .map(|l| l.trim_end().to_owned()),
-    );
+    // The prompt's rows above its last (a prompt of several lines), as
+    // they stood above the echo: not output where they show again.
+    let upper = match earliest.checked_sub(marks.prompt_rows.saturating_sub(1)) {
+        Some(top) if marks.placed && marks.prompt_rows > 1 => &lines[top..earliest],
+        _ => &[],
+    };
+    for line in &lines[from..end] {
+        if marks.key.is_some_and(|k| line.contains(k)) {
+            // A marker typed again at the prompt after an interrupt.
+            drop_prompt(&mut out, upper);
+            continue;
+        }
+        out.push(line.trim_end().to_owned());
+    }
+    if marks.token.is_none() && marks.ended {
+        // Ended at the next prompt's last row: its rows above are not output.
+        drop_prompt(&mut out, upper);
+    }
     if let Some(tail) = tail {
         out.push(tail);
     }
+    let prompt_rows = marks
+        .token
+        .filter(|_| marks.ended)
+        .and_then(|t| lines.iter().rposition(|l| l.contains(t)))
+        .map(|at| lines.len() - 1 - at);
     Extracted {
         lines: out,
         start_found: start.is_some(),
+        prompt_rows,
+    }
+}
+
+/// Drops the last lines of `out` while they are the prompt's `upper` rows,
+/// from the bottom.
+fn drop_prompt(out: &mut Vec<String>, upper: &[String]) {
+    for row in upper.iter().rev() {
+        if out.last().map(String::as_str) != Some(row.trim_end()) {
+            break;
+        }
+        out.pop();
     }
 }
 
@@ -84,7 +119,14 @@ fn end_of(lines: &[String], marks: &Marks) -> (usize, Option<String>) {
             .find_map(|(i, l)| l.find(token).map(|at| (i, at)));
         if let Some((i, at)) = found {
             let before = lines[i][..at].trim_end();
-            return (i, (!before.is_empty()).then(|| before.to_owned()));
+            if !before.is_empty() {
+                return (i, Some(before.to_owned()));
+            }
+            // The marker's printf starts with a newline: the row it left
+            // is the command's cursor row, empty after a final newline
+            // (not output), or its last line printed without one.
+            let left = i.checked_sub(1).filter(|&j| lines[j].trim_end().is_empty());
+            return (left.unwrap_or(i), None);
         }
     }
     let Some(last) = lines.len().checked_sub(1) else {
@@ -116,16 +158,14 @@ fn start_of(
         ),
         None => (typed, ""),
     };
-    let holds = |i: &usize| lines[*i].contains(anchor);
-    let echo = if marks.key.is_some() || marks.placed {
-        (earliest..end).find(holds)?
+    let found = |i: usize| echo_from(lines, i, end, anchor);
+    let (echo, after_at) = if marks.key.is_some() || marks.placed {
+        (earliest..end).find_map(found)?
     } else {
-        (earliest..end).rev().find(holds)?
+        (earliest..end).rev().find_map(found)?
     };
     let line = &lines[echo];
-    let after = line
-        .find(anchor)
-        .map_or("", |at| &line[at + anchor.len()..]);
+    let after = line.get(after_at..).unwrap_or("");
     let joined = after
         .strip_prefix(rest)
         .map(str::trim_end)
@@ -142,6 +182,31 @@ fn start_of(
         from += 1;
     }
     Some((from, joined))
+}
+
+/// Where `anchor`, starting on row `first`, ends: its last row and the
+/// byte just after it there. A line editor may break a long line itself
+/// (zsh does), so tmux does not join its rows: the anchor is looked for
+/// across rows as they are (not trimmed, so a space at a row's end stays).
+fn echo_from(lines: &[String], first: usize, end: usize, anchor: &str) -> Option<(usize, usize)> {
+    let head = lines.get(first)?;
+    if let Some(at) = head.find(anchor) {
+        return Some((first, at + anchor.len()));
+    }
+    let mut joined = head.clone();
+    for (row, line) in lines.iter().enumerate().take(end).skip(first + 1) {
+        if joined.len() >= head.len() + anchor.len() {
+            break;
+        }
+        let before = joined.len();
+        joined.push_str(line);
+        let Some(at) = joined.find(anchor) else {
+            continue;
+        };
+        let stop = at + anchor.len();
+        return (at < head.len() && stop > before).then_some((row, stop - before));
+    }
+    None
 }
 
 #[cfg(test)]
@@ -162,6 +227,7 @@ mod tests {
             typed: TYPED,
             ended,
             placed: true,
+            prompt_rows: 1,
         }
     }
 
@@ -194,6 +260,24 @@ mod tests {
     }
 
     #[test]
+    fn the_row_the_markers_newline_left_is_output_only_when_not_empty() {
+        let echo = format!("$ {TYPED}");
+        let m = "__ps1a2b3c4d5e6f:0";
+        // `echo a`: the empty cursor row it left is not output.
+        let text = [echo.as_str(), "a", "", m, "$"];
+        assert_eq!(run(&text, 0, &marker(true)).0, lines(&["a"]));
+        // `printf 'a\n\n'`: one empty line is.
+        let text = [echo.as_str(), "a", "", "", m, "$"];
+        assert_eq!(run(&text, 0, &marker(true)).0, lines(&["a", ""]));
+        // `printf abc` or `printf 'abc\r'`: the unfinished row is.
+        let text = [echo.as_str(), "abc", m, "$"];
+        assert_eq!(run(&text, 0, &marker(true)).0, lines(&["abc"]));
+        // Nothing printed.
+        let text = [echo.as_str(), "", m, "$"];
+        assert_eq!(run(&text, 0, &marker(true)), (vec![], true));
+    }
+
+    #[test]
     fn lookalikes_of_the_marker_are_output() {
         let echo = format!("$ {TYPED}");
         let text = [
@@ -220,9 +304,93 @@ mod tests {
             typed: "ls -1",
             ended: true,
             placed: true,
+            prompt_rows: 1,
         };
         let text = ["$ ls -1a", "b", "$ "];
         assert_eq!(run(&text, 0, &marks).0, lines(&["a", "b"]));
+    }
+
+    #[test]
+    fn an_echo_the_line_editor_broke_into_rows_is_found_across_them() {
+        // zsh breaks a long line itself: the key spans two rows, and
+        // the typed text after it a third.
+        let text = [
+            "$ make; printf '%s%s:%s\\n' __ps1a2b 3c4d",
+            "5e6f \"$",
+            "?\"",
+            "out",
+            "__ps1a2b3c4d5e6f:0",
+            "$",
+        ];
+        assert_eq!(run(&text, 0, &marker(true)), (lines(&["out"]), true));
+        let marks = Marks {
+            token: None,
+            key: None,
+            typed: "eval 'echo aaaa bbbb'",
+            ended: true,
+            placed: false,
+            prompt_rows: 1,
+        };
+        let text = ["$ eval 'echo aaaa ", "bbbb'", "aaaa bbbb", "$ "];
+        assert_eq!(run(&text, 0, &marks), (lines(&["aaaa bbbb"]), true));
+    }
+
+    #[test]
+    fn a_prompt_of_two_lines_is_not_output() {
+        // Learned from the marker: the next prompt takes two rows.
+        let echo = format!("$ {TYPED}");
+        let text = [
+            "~/src main",
+            echo.as_str(),
+            "a",
+            "",
+            "__ps1a2b3c4d5e6f:0",
+            "~/src main",
+            "$",
+        ];
+        assert_eq!(
+            extract(&lines(&text), 1, &marker(true)).prompt_rows,
+            Some(2)
+        );
+        // After an interrupt, the prompt's first line above the marker
+        // typed again is not output.
+        let again = "$ printf '%s%s:%s\\n' __ps1a2b 3c4d5e6f \"$?\"";
+        let two = Marks {
+            prompt_rows: 2,
+            ..marker(true)
+        };
+        let text = [
+            "~/src main",
+            echo.as_str(),
+            "1",
+            "^C",
+            "~/src main",
+            again,
+            "",
+            "__ps1a2b3c4d5e6f:130",
+            "~/src main",
+            "$",
+        ];
+        assert_eq!(run(&text, 1, &two).0, lines(&["1", "^C"]));
+        // With OSC 133, at the next prompt.
+        let osc = Marks {
+            token: None,
+            key: None,
+            typed: "ls -1",
+            ended: true,
+            placed: true,
+            prompt_rows: 2,
+        };
+        let text = ["~/src main", "$ ls -1", "a", "~/src main", "$ "];
+        assert_eq!(run(&text, 1, &osc).0, lines(&["a"]));
+        // Output that differs from the prompt's line stays; a one-line
+        // prompt drops nothing.
+        let text = ["x", "$ ls -1", "x", "$ "];
+        let one = Marks {
+            prompt_rows: 1,
+            ..osc
+        };
+        assert_eq!(run(&text, 1, &one).0, lines(&["x"]));
     }
 
     #[test]
@@ -261,6 +429,7 @@ mod tests {
             typed: "ls -1",
             ended: true,
             placed: true,
+            prompt_rows: 1,
         };
         let text = ["$ ls -1", "old", "$ ls -1", "a", "b", "$ "];
         assert_eq!(run(&text, 2, &marks), (lines(&["a", "b"]), true));

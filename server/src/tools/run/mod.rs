@@ -3,20 +3,31 @@
 //! return exactly what it printed.
 //!
 //! - [`shell`] — whether the pane sits at a shell prompt (a refusal saying
-//!   what it does instead), the typed line, the line editor check.
+//!   what it does instead), the typed line (one `eval` of the command).
+//! - [`seat`] — who leads the pane's terminal and whether a shell's line
+//!   editor reads there (`/proc` and the terminal).
 //! - [`detect`] — the completion detector: OSC 133 D marks and the call's
 //!   marker in the pane's raw output (pure).
 //! - [`extract`] — which captured lines the command printed (pure).
 //! - [`table`] — the bounded table of commands, for wait_for_command.
 //! - [`watcher`] — the thread that watches one command until it ends.
 //!
+//! What is typed: the command inside `eval '...'` (quoted for the
+//! shell), so the shell reads it whole whatever it holds: an unbalanced
+//! quote is the eval's error with a status, never a continuation prompt
+//! that would hold the pane (see [`shell`]).
+//!
 //! How the end is known: a pane whose shell was seen printing OSC 133 D
-//! marks (shell integration) gets the command as typed, and its end and
-//! status come from the next D mark. Any other pane gets the command
-//! followed by `; printf '%s%s:%s\n' PIECE1 PIECE2 "$?"`: the shell prints
-//! the marker PIECE1PIECE2 (random per call) with the status, and the
-//! typed line, which holds the pieces apart, can never be taken for it.
-//! The first marker run in a pane also learns whether a D mark follows.
+//! marks at its prompt (shell integration) gets that line alone, and its
+//! end and status come from the next D mark. Any other pane (and a command
+//! of several lines anywhere) gets it followed by `; printf
+//! '\n%s%s:%s\n' PIECE1 PIECE2 "$?"`: the shell prints the marker
+//! PIECE1PIECE2 (random per call) with the status on a row of its own, and
+//! the typed line, which holds the pieces
+//! apart, can never be taken for it. The first marker run in a pane also
+//! learns whether a D mark follows it in the pane's raw output: only the
+//! shell prints after its marker, so a mark the command printed itself
+//! teaches nothing.
 //!
 //! What was printed: the output comes from a capture, never from the event
 //! stream, between the command's echoed line and its marker (or the next
@@ -24,6 +35,7 @@
 
 pub(crate) mod detect;
 mod extract;
+mod seat;
 mod shell;
 mod table;
 mod watcher;
@@ -54,6 +66,9 @@ const MAX_COMMAND_BYTES: usize = 16 * 1024;
 const WINDOW_SLACK: i64 = 64;
 /// A waiting call looks at its cancel flag this often.
 const CANCEL_SLICE: Duration = Duration::from_millis(50);
+/// How long the answer to a command that ended waits for its shell's next
+/// prompt to be drawn before the output is captured.
+const PROMPT_DRAWN: Duration = Duration::from_millis(500);
 
 #[derive(Debug, Deserialize, JsonSchema)]
 // A wire type: its doc comments would be schema descriptions every client
@@ -255,7 +270,11 @@ fn start(
         .inventory_by(tmux, end.deadline(ctx))
         .map_err(|e| end.said(e, "while listing panes: the command was not typed"))?;
     let pane = find_pane(&inv, args.pane_id)?;
-    let sh = shell::ready(pane)?;
+    let socket = tmux.socket_path().to_path_buf();
+    table::check_free(&socket, pane.pane_id)?;
+    // A shell drawing its prompt (hooks, its line editor starting) is
+    // waited for, within the call's time.
+    let sh = shell::ready(pane, end.at)?;
     super::mutate::refuse_synchronized(
         tmux,
         pane.pane_id,
@@ -268,7 +287,6 @@ fn start(
             "while reading the pane's window: the command was not typed",
         )
     })?;
-    let socket = tmux.socket_path().to_path_buf();
     let sub = ctx.config.wait_events.then(|| {
         let interest = Interest {
             watch: Watch::Panes([pane.pane_id].into_iter().collect()),
@@ -281,7 +299,11 @@ fn start(
         let c = s.coverage();
         c.live && c.panes.contains(&pane.pane_id)
     });
-    let completion = if covered && table::prints_osc133(&socket, pane.pane_id) {
+    // Several lines end in several D marks: the marker ends them once.
+    let completion = if covered
+        && !args.command.contains(['\n', '\r'])
+        && table::prints_osc133(&socket, pane.pane_id)
+    {
         Completion::Osc133
     } else {
         let key = random_hex(16);
@@ -296,7 +318,7 @@ fn start(
         Completion::Marker { command, .. } => Some(command.as_str()),
         Completion::Osc133 => None,
     };
-    let typed = shell::typed_line(&args.command, marker)?;
+    let typed = shell::typed_line(&args.command, marker, sh)?;
     let history = i64::try_from(pane.history_size).unwrap_or(i64::MAX / 4);
     let start_abs = history + i64::from(pane.cursor_y);
     let limit = i64::try_from(pane.history_limit).unwrap_or(i64::MAX / 4);
@@ -308,12 +330,9 @@ fn start(
         typed,
         completion,
         (start_abs, (history, limit)),
+        (pane.pane_pid, pane.pane_tty.clone()),
     ));
     table::insert(entry.clone())?;
-    if shell::edits_lines(&pane.pane_current_command) {
-        let until = (Instant::now() + shell::LINE_EDITOR_WAIT).min(end.deadline(ctx));
-        shell::await_line_editor(&pane.pane_tty, until);
-    }
     let typing = watcher::Watcher::new(
         entry.clone(),
         tmux.clone(),
@@ -383,14 +402,31 @@ fn answer(
         Progress::Ended { status, .. } => (true, status),
         _ => (false, None),
     };
-    let (cap, earliest) = match capture_command(ctx, tmux, entry, max_lines, end) {
+    // The next prompt drawn whole: it is left out by its rows.
+    let drawn = ended && await_prompt(entry, end.deadline(ctx));
+    let (cap, earliest, at_row) = match capture_command(ctx, tmux, entry, max_lines, end, ended) {
         Ok(read) => read,
         Err(e) if end.ran_out(&e) => return unread(entry, ended.then_some(status), end),
         Err(e) => return Err(e),
     };
+    let Some(cap) = cap else {
+        // On the alternate screen: nothing of what it printed can be read.
+        return Ok(RunCommandResult {
+            exit_status: status,
+            output: String::new(),
+            lines: 0,
+            redactions: 0,
+            output_truncated: true,
+            timed_out: !ended,
+            elapsed_ms: entry.started.elapsed().as_millis() as u64,
+            command_id: entry.id.clone(),
+            pane_id: entry.pane,
+        });
+    };
     let placed = earliest.is_some();
     let earliest = earliest.unwrap_or(0);
     let lines = caption_lines(&cap);
+    let prompt_rows = table::prompt_rows(&entry.socket, entry.pane);
     let marks = match &entry.completion {
         Completion::Marker { token, key, .. } => extract::Marks {
             token: Some(token),
@@ -398,6 +434,7 @@ fn answer(
             typed: &entry.typed,
             ended,
             placed,
+            prompt_rows,
         },
         Completion::Osc133 => extract::Marks {
             token: None,
@@ -405,9 +442,13 @@ fn answer(
             typed: &entry.typed,
             ended,
             placed,
+            prompt_rows,
         },
     };
     let found = extract::extract(&lines, earliest, &marks);
+    if let Some(rows) = found.prompt_rows.filter(|_| drawn && at_row) {
+        table::set_prompt_rows(&entry.socket, entry.pane, rows);
+    }
     let mut out = found.lines;
     let mut truncated = !found.start_found;
     if out.len() > max_lines {
@@ -431,6 +472,23 @@ fn answer(
         command_id: entry.id.clone(),
         pane_id: entry.pane,
     })
+}
+
+/// Waits (at most [`PROMPT_DRAWN`], and until `deadline`) until the shell
+/// of a command that ended reads its next line: its prompt is then drawn
+/// whole. Whether it was seen so (false: a shell without a line editor, or
+/// the prompt still being drawn).
+fn await_prompt(entry: &Entry, deadline: Instant) -> bool {
+    let until = deadline.min(Instant::now() + PROMPT_DRAWN);
+    loop {
+        match seat::at_prompt(entry.process.0, &entry.process.1) {
+            Some(true) => return true,
+            Some(false) if Instant::now() < until => {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            _ => return false,
+        }
+    }
 }
 
 /// The answer when tmux did not answer the capture of the output within
@@ -492,30 +550,27 @@ fn capture_command(
     entry: &Entry,
     max_lines: usize,
     end: &End,
-) -> Result<(CapturedText, Option<usize>), ToolError> {
-    let probe = TmuxCommand::new("display-message")
-        .flag("-p")
-        .target(entry.pane)
-        .format_arg("#{history_size} #{cursor_y} #{pane_height}");
-    let text = tmux
-        .run(&probe, end.deadline(ctx))
-        .map_err(ToolError::from)?;
-    let nums: Vec<i64> = text
-        .split_whitespace()
-        .filter_map(|n| n.parse().ok())
-        .collect();
-    let [history, cursor_y, height] = nums[..] else {
-        return Err(ToolError::not_found(format!(
-            "pane {} closed: its output cannot be read",
-            entry.pane
-        )));
-    };
+    ended: bool,
+) -> Result<(Option<CapturedText>, Option<usize>, bool), ToolError> {
+    let ([history, cursor_y, height, alternate], drawn) = cursor(ctx, tmux, entry, end, ended)?;
+    if alternate == 1 {
+        // A full-screen program the command runs (vim, less) draws there:
+        // its screen is not what the command printed, and the rows below
+        // it are not the command's either.
+        return Ok((None, None, drawn));
+    }
     let window = i64::try_from(max_lines).unwrap_or(i64::MAX / 4) + height + WINDOW_SLACK;
     let lowest = (cursor_y - window).max(-history);
     let typed_at = entry.start_abs - history;
     let (before, limit) = entry.history;
     let known = history >= before && history < limit - limit / 10 - 1 && typed_at <= cursor_y;
-    let start = if known { typed_at.max(lowest) } else { lowest };
+    // A few rows above: a prompt of several lines, as it stood.
+    let above = i64::try_from(table::MAX_PROMPT_ROWS).unwrap_or(0);
+    let start = if known {
+        (typed_at - above).max(lowest)
+    } else {
+        lowest
+    };
     let cap = capture_one_by(
         ctx,
         tmux,
@@ -538,7 +593,46 @@ fn capture_command(
         _ => e,
     })?;
     let earliest = known.then(|| first_at_or_after(&cap, typed_at));
-    Ok((cap, earliest))
+    Ok((Some(cap), earliest, drawn))
+}
+
+/// The pane's history size, cursor row, height and whether it shows the
+/// alternate screen; for a command that
+/// `ended`, once the next prompt's last row is drawn (the cursor off the
+/// row's start: a prompt ends in text, `$ `), waiting at most
+/// [`PROMPT_DRAWN`]: whether it was seen drawn.
+fn cursor(
+    ctx: &ToolContext,
+    tmux: &Tmux,
+    entry: &Entry,
+    end: &End,
+    ended: bool,
+) -> Result<([i64; 4], bool), ToolError> {
+    let probe = TmuxCommand::new("display-message")
+        .flag("-p")
+        .target(entry.pane)
+        .format_arg("#{history_size} #{cursor_y} #{pane_height} #{cursor_x} #{alternate_on}");
+    let until = Instant::now() + PROMPT_DRAWN;
+    loop {
+        let text = tmux
+            .run(&probe, end.deadline(ctx))
+            .map_err(ToolError::from)?;
+        let nums: Vec<i64> = text
+            .split_whitespace()
+            .filter_map(|n| n.parse().ok())
+            .collect();
+        let [history, cursor_y, height, cursor_x, alternate] = nums[..] else {
+            return Err(ToolError::not_found(format!(
+                "pane {} closed: its output cannot be read",
+                entry.pane
+            )));
+        };
+        let drawn = cursor_x > 0;
+        if !ended || drawn || Instant::now() >= until.min(end.at) {
+            return Ok(([history, cursor_y, height, alternate], drawn));
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
 }
 
 /// The index of the first line of `cap` numbered `line` or later.

@@ -1,9 +1,17 @@
 //! The pane's side: whether it sits at a shell prompt (and what it does
-//! instead), the line typed into it, and whether its shell's line editor
-//! is reading (the terminal out of canonical mode).
+//! instead, in a refusal that says what to do), and the line typed into it.
+//!
+//! What is typed: the command inside `eval '...'`, quoted for the shell,
+//! then (without OSC 133) the marker's printf. The shell reads the quoted
+//! line whole whatever the command holds: an unbalanced quote, a
+//! heredoc, a trailing `|` or `#` comment are the eval's business, which
+//! reports them as an error with a status, and the shell is back at its
+//! prompt (never at a continuation prompt, never holding a rejected line
+//! in fish's editor).
 
 use std::time::{Duration, Instant};
 
+use super::seat::{self, Seat, PROMPT_WAIT};
 use crate::tmux::Pane;
 use crate::tools::context::ToolError;
 
@@ -11,24 +19,30 @@ use crate::tools::context::ToolError;
 const POSIX_SHELLS: &[&str] = &[
     "bash", "sh", "dash", "zsh", "ksh", "mksh", "ash", "yash", "posh", "busybox",
 ];
-/// Shells whose exit status is `$status`.
-const STATUS_SHELLS: &[&str] = &["fish", "csh", "tcsh"];
+/// The C shells: `$status`, and no quoting a line may be wrapped in.
+const C_SHELLS: &[&str] = &["csh", "tcsh"];
 /// Shells that read their prompt through a line editor.
 const LINE_EDITING_SHELLS: &[&str] = &["bash", "zsh", "fish"];
+/// Programs that page text: quit with `q`, not interrupted.
+const PAGERS: &[&str] = &["less", "more", "most", "man", "pager", "pg"];
+/// How often a call waiting for a prompt looks again.
+const PROMPT_STEP: Duration = Duration::from_millis(2);
 
 /// The shell's name in `command` (`pane_current_command`: a login shell
 /// may show as `-bash`).
-fn shell_name(command: &str) -> &str {
+pub(super) fn shell_name(command: &str) -> &str {
     command.trim_start_matches('-')
 }
 
 /// The shell family of a pane's foreground program, if it is a shell.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Shell {
-    /// `$?`.
+    /// `$?`, POSIX quoting.
     Posix,
-    /// `$status`.
-    Status,
+    /// fish: `$status`, its own quoting.
+    Fish,
+    /// csh, tcsh: `$status`; the command is typed as it is.
+    Csh,
 }
 
 impl Shell {
@@ -38,8 +52,10 @@ impl Shell {
         let name = shell_name(command);
         if POSIX_SHELLS.contains(&name) {
             Some(Shell::Posix)
-        } else if STATUS_SHELLS.contains(&name) {
-            Some(Shell::Status)
+        } else if name == "fish" {
+            Some(Shell::Fish)
+        } else if C_SHELLS.contains(&name) {
+            Some(Shell::Csh)
         } else {
             None
         }
@@ -48,20 +64,84 @@ impl Shell {
     fn status_var(self) -> &'static str {
         match self {
             Shell::Posix => "\"$?\"",
-            Shell::Status => "$status",
+            Shell::Fish | Shell::Csh => "$status",
         }
     }
 
     /// The command that prints the marker `first` + `second` and the last
-    /// status: the marker never appears whole in what is typed.
+    /// status: the marker never appears whole in what is typed. It starts
+    /// a row of its own, so a last line printed without a newline (or
+    /// ended by a bare CR) is never overwritten by it.
     pub fn marker_command(self, first: &str, second: &str) -> String {
-        format!("printf '%s%s:%s\\n' {first} {second} {}", self.status_var())
+        format!(
+            "printf '\\n%s%s:%s\\n' {first} {second} {}",
+            self.status_var()
+        )
+    }
+
+    /// `command` as one `eval` of a single-quoted word, which the shell
+    /// reads whole; a command of several lines gets its closing quote on a
+    /// line of its own (a heredoc's terminator must end its line).
+    fn wrapped(self, command: &str) -> String {
+        let quoted = match self {
+            Shell::Posix => command.replace('\'', "'\\''"),
+            Shell::Fish => command.replace('\\', "\\\\").replace('\'', "\\'"),
+            Shell::Csh => return command.to_owned(),
+        };
+        let close = if command.contains(['\n', '\r']) {
+            "\n'"
+        } else {
+            "'"
+        };
+        format!("eval '{quoted}{close}")
     }
 }
 
-/// The shell of `pane` if it sits at a prompt; otherwise a refusal saying
-/// what the pane is doing.
-pub fn ready(pane: &Pane) -> Result<Shell, ToolError> {
+/// Whether the shell `command` (a pane's `pane_current_command`) reads its
+/// prompt through a line editor.
+pub fn edits_lines(command: &str) -> bool {
+    LINE_EDITING_SHELLS.contains(&shell_name(command))
+}
+
+/// The shell of `pane` once it sits at its prompt, waiting until `until`
+/// (at most [`PROMPT_WAIT`]) while its prompt is being drawn; otherwise a
+/// refusal saying what the pane is doing and what to do.
+pub fn ready(pane: &Pane, until: Instant) -> Result<Shell, ToolError> {
+    refuse_by_state(pane)?;
+    let until = until.min(Instant::now() + PROMPT_WAIT);
+    let by_name = || {
+        Shell::of(&pane.pane_current_command).ok_or_else(|| busy(pane, &pane.pane_current_command))
+    };
+    let Some(pid) = pane.pane_pid else {
+        return by_name();
+    };
+    let own_edits = seat::name_of(pid).is_some_and(|n| edits_lines(&n));
+    loop {
+        let Some(now) = seat::seat(pid, &pane.pane_tty) else {
+            return by_name();
+        };
+        match now {
+            Seat::Prompt(shell) => return Ok(shell),
+            ref s if s.may_settle(own_edits) && Instant::now() < until => {
+                std::thread::sleep(PROMPT_STEP);
+            }
+            Seat::ShellNotReading(name) => {
+                return Err(ToolError::refused(format!(
+                    "pane {}'s shell ({name}) is not reading a command line: a script or a builtin (read) waits for input there, or its prompt took over {} s to draw; answer it with send_keys, or wait",
+                    pane.pane_id,
+                    PROMPT_WAIT.as_secs()
+                )))
+            }
+            Seat::Program { name, .. } if name.is_empty() => {
+                return Err(busy(pane, &pane.pane_current_command))
+            }
+            Seat::Program { name, .. } => return Err(busy(pane, &name)),
+        }
+    }
+}
+
+/// Refusals read from tmux's state of the pane alone.
+fn refuse_by_state(pane: &Pane) -> Result<(), ToolError> {
     let id = pane.pane_id;
     if pane.pane_dead {
         return Err(ToolError::refused(format!(
@@ -79,30 +159,55 @@ pub fn ready(pane: &Pane) -> Result<Shell, ToolError> {
         )));
     }
     if pane.alternate_on {
+        let quit = if PAGERS.contains(&pane.pane_current_command.as_str()) {
+            " (send_keys q)"
+        } else {
+            ""
+        };
         return Err(ToolError::refused(format!(
-            "pane {id} shows a full-screen program on the alternate screen ({}): quit it first",
+            "pane {id} shows a full-screen program on the alternate screen ({}): quit it first{quit}",
             pane.pane_current_command
         )));
     }
-    Shell::of(&pane.pane_current_command).ok_or_else(|| {
-        ToolError::refused(format!(
-            "pane {id} is running {:?}, not sitting at a shell prompt: wait for it, or interrupt it (send_keys C-c)",
-            pane.pane_current_command
-        ))
+    Ok(())
+}
+
+/// The refusal of a pane where `name`, not a shell, leads.
+fn busy(pane: &Pane, name: &str) -> ToolError {
+    let id = pane.pane_id;
+    if PAGERS.contains(&name) {
+        return ToolError::refused(format!(
+            "pane {id} is showing the pager {name:?}, not sitting at a shell prompt: quit it first (send_keys q)"
+        ));
+    }
+    ToolError::refused(format!(
+        "pane {id} is running {name:?}, not sitting at a shell prompt: wait for it, or interrupt it (send_keys C-c)"
+    ))
+}
+
+/// What is typed: the command wrapped for `shell` (see the module doc),
+/// then (with a marker) the marker's printf, which runs whatever the
+/// command's status.
+pub fn typed_line(command: &str, marker: Option<&str>, shell: Shell) -> Result<String, ToolError> {
+    if command.trim().is_empty() {
+        return Err(ToolError::new("command is empty"));
+    }
+    if shell == Shell::Csh {
+        return csh_line(command.trim_end(), marker);
+    }
+    let line = shell.wrapped(command);
+    Ok(match marker {
+        Some(marker) => format!("{line}; {marker}"),
+        None => line,
     })
 }
 
-/// What is typed: the command, then (with a marker) the marker's printf,
-/// joined so the printf runs whatever the command's status. `None` for a
-/// command that cannot be joined safely.
-pub fn typed_line(command: &str, marker: Option<&str>) -> Result<String, ToolError> {
+/// A C shell's line: the command as it is, joined to the marker.
+fn csh_line(body: &str, marker: Option<&str>) -> Result<String, ToolError> {
     let Some(marker) = marker else {
-        return Ok(command.to_owned());
+        return Ok(body.to_owned());
     };
-    let body = command.trim_end().trim_end_matches(';').trim_end();
-    if body.is_empty() {
-        return Err(ToolError::new("command is empty"));
-    }
+    let body = body.trim_end_matches(';').trim_end();
     if body.ends_with('\\') {
         return Err(ToolError::new(
             "command ends with a backslash (a line continuation): remove it",
@@ -145,59 +250,6 @@ pub fn check_command(command: &str, allow_multiline: bool, max: usize) -> Result
     Ok(())
 }
 
-/// Whether process `pid` leads the foreground process group of its
-/// terminal (`tpgid` in `/proc/PID/stat`): the pane's own shell, not a
-/// program or a nested shell it started. `None` when it cannot be told.
-pub fn in_foreground(pid: u32) -> Option<bool> {
-    let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
-    Some(crate::tmux::procfs::parse_stat(&stat)?.tpgid == i64::from(pid))
-}
-
-/// Whether the terminal `tty` is out of canonical mode: a line editor
-/// (readline, zle, fish) is reading a line, i.e. the shell sits at its
-/// prompt. `None` when it cannot be told. The terminal is opened read-only,
-/// never as a controlling terminal and without blocking, and only its
-/// settings are read (as capture/anchor.rs opens a pane's terminal).
-pub fn line_editor_reading(tty: &str) -> Option<bool> {
-    use std::os::unix::fs::OpenOptionsExt;
-    if !tty.starts_with("/dev/") || tty.contains("..") {
-        return None;
-    }
-    let terminal = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOCTTY | libc::O_NONBLOCK)
-        .open(tty)
-        .ok()?;
-    let settings = rustix::termios::tcgetattr(&terminal).ok()?;
-    Some(
-        !settings
-            .local_modes
-            .contains(rustix::termios::LocalModes::ICANON),
-    )
-}
-
-/// Whether the shell `command` (a pane's `pane_current_command`) reads its
-/// prompt through a line editor: a line typed before the editor starts is
-/// echoed twice, once by the terminal and once by the editor.
-pub fn edits_lines(command: &str) -> bool {
-    LINE_EDITING_SHELLS.contains(&shell_name(command))
-}
-
-/// How long a command waits for the line editor of a shell that edits
-/// lines. The shell prints its prompt's marks (OSC 133 D, from
-/// `PROMPT_COMMAND` or a hook) before its line editor reads, so the call
-/// after a command that just ended may come before it; a shell that
-/// never leaves canonical mode (line editing off) costs this once a call.
-pub const LINE_EDITOR_WAIT: Duration = Duration::from_millis(500);
-
-/// Waits until the line editor reads on `tty`, at most until `until`;
-/// returns at once when that cannot be told.
-pub fn await_line_editor(tty: &str, until: Instant) {
-    while line_editor_reading(tty) == Some(false) && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(2));
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -211,25 +263,30 @@ mod tests {
     }
 
     #[test]
-    fn the_marker_is_joined_so_it_always_runs() {
+    fn the_command_is_one_eval_and_the_marker_always_runs() {
         let m = Shell::Posix.marker_command("__psA", "B");
-        assert_eq!(m, "printf '%s%s:%s\\n' __psA B \"$?\"");
-        assert_eq!(typed_line("make", Some(&m)).unwrap(), format!("make; {m}"));
+        assert_eq!(m, "printf '\\n%s%s:%s\\n' __psA B \"$?\"");
+        let posix = |c: &str, m: Option<&str>| typed_line(c, m, Shell::Posix).unwrap();
+        assert_eq!(posix("make", Some(&m)), format!("eval 'make'; {m}"));
         assert_eq!(
-            typed_line("make ;; ", Some(&m)).unwrap(),
-            format!("make; {m}")
+            posix("echo it's", Some(&m)),
+            format!("eval 'echo it'\\''s'; {m}")
         );
+        assert_eq!(posix("sleep 9 &", None), "eval 'sleep 9 &'");
+        assert_eq!(posix("echo \\", None), "eval 'echo \\'");
+        // A heredoc's terminator keeps its own line.
         assert_eq!(
-            typed_line("sleep 9 &", Some(&m)).unwrap(),
-            format!("sleep 9 & {m}")
+            posix("cat <<E\nx\nE", Some(&m)),
+            format!("eval 'cat <<E\nx\nE\n'; {m}")
         );
-        assert_eq!(
-            typed_line("a && b", Some(&m)).unwrap(),
-            format!("a && b; {m}")
-        );
-        assert!(typed_line("echo \\", Some(&m)).is_err());
-        assert_eq!(typed_line("ls", None).unwrap(), "ls");
-        assert!(Shell::Status.marker_command("a", "b").ends_with("$status"));
+        let fish = typed_line("echo 'a\\b'", None, Shell::Fish).unwrap();
+        assert_eq!(fish, "eval 'echo \\'a\\\\b\\''");
+        assert!(Shell::Fish.marker_command("a", "b").ends_with("$status"));
+        let csh = |c: &str| typed_line(c, Some(&m), Shell::Csh);
+        assert_eq!(csh("make ;; ").unwrap(), format!("make; {m}"));
+        assert_eq!(csh("sleep 9 &").unwrap(), format!("sleep 9 & {m}"));
+        assert!(csh("echo \\").is_err());
+        assert!(typed_line("  ", None, Shell::Posix).is_err());
     }
 
     #[test]
@@ -243,17 +300,10 @@ mod tests {
     }
 
     #[test]
-    fn a_process_without_a_terminal_is_not_in_the_foreground() {
-        // The test process has no controlling terminal under cargo, or is
-        // not its foreground group leader; pid 0 has no /proc entry.
-        assert_eq!(in_foreground(0), None);
-        assert!(in_foreground(std::process::id()).is_some());
-    }
-
-    #[test]
     fn shells_by_name() {
         assert_eq!(Shell::of("-bash"), Some(Shell::Posix));
-        assert_eq!(Shell::of("fish"), Some(Shell::Status));
+        assert_eq!(Shell::of("fish"), Some(Shell::Fish));
+        assert_eq!(Shell::of("tcsh"), Some(Shell::Csh));
         assert_eq!(Shell::of("vim"), None);
         assert_eq!(Shell::of("sleep"), None);
     }

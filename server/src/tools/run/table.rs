@@ -22,8 +22,11 @@ pub const MAX_ENTRIES: usize = 128;
 pub const KEEP: Duration = Duration::from_secs(15 * 60);
 /// How long a command is watched before panescan stops waiting for it.
 pub const WATCH_FOR: Duration = Duration::from_secs(60 * 60);
-/// Panes remembered as printing OSC 133 marks.
+/// Panes remembered as printing OSC 133 marks (and with their prompt's
+/// height).
 const MAX_OSC_PANES: usize = 1024;
+/// The most rows a prompt is taken to have.
+pub const MAX_PROMPT_ROWS: usize = 8;
 
 /// How a command's end is recognised.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -79,6 +82,8 @@ pub struct Entry {
     pub start_abs: i64,
     /// The pane's history size and limit when it was typed.
     pub history: (i64, i64),
+    /// The pane's own process (`pane_pid`) and its terminal.
+    pub process: (Option<u32>, String),
     /// When it was typed.
     pub started: Instant,
     progress: Mutex<Progress>,
@@ -96,6 +101,7 @@ impl Entry {
         typed: String,
         completion: Completion,
         start: (i64, (i64, i64)),
+        process: (Option<u32>, String),
     ) -> Entry {
         Entry {
             id,
@@ -106,6 +112,7 @@ impl Entry {
             completion,
             start_abs: start.0,
             history: start.1,
+            process,
             started: Instant::now(),
             progress: Mutex::new(Progress::Running),
             changed: Condvar::new(),
@@ -162,6 +169,8 @@ impl Entry {
 struct Table {
     entries: HashMap<String, Arc<Entry>>,
     osc_panes: HashSet<(PathBuf, PaneId)>,
+    /// Rows of each pane's prompt, from the marker to the cursor.
+    prompt_rows: HashMap<(PathBuf, PaneId), usize>,
 }
 
 fn table() -> MutexGuard<'static, Table> {
@@ -184,10 +193,7 @@ pub fn insert(entry: Arc<Entry>) -> Result<(), ToolError> {
         .iter()
         .find(|e| e.pane == entry.pane && e.socket == entry.socket)
     {
-        return Err(ToolError::refused(format!(
-            "pane {} still runs command {} that run_command typed: wait_for_command on it, or interrupt it (send_keys C-c)",
-            e.pane, e.id
-        )));
+        return Err(still_runs(e));
     }
     if running.len() >= MAX_RUNNING {
         return Err(ToolError::over_ceiling(format!(
@@ -208,6 +214,24 @@ pub fn insert(entry: Arc<Entry>) -> Result<(), ToolError> {
     }
     t.entries.insert(entry.id.clone(), entry);
     Ok(())
+}
+
+/// Refuses `pane` when it still runs a command run_command typed (before
+/// anything waits on the pane's prompt).
+pub fn check_free(socket: &std::path::Path, pane: PaneId) -> Result<(), ToolError> {
+    let t = table();
+    let busy = t
+        .entries
+        .values()
+        .find(|e| e.pane == pane && e.socket == socket && e.progress() == Progress::Running);
+    busy.map_or(Ok(()), |e| Err(still_runs(e)))
+}
+
+fn still_runs(e: &Entry) -> ToolError {
+    ToolError::refused(format!(
+        "pane {} still runs command {} that run_command typed: wait_for_command on it, or interrupt it (send_keys C-c)",
+        e.pane, e.id
+    ))
 }
 
 /// The entry of `id`, or a not_found error.
@@ -239,6 +263,26 @@ pub fn set_osc133(socket: &std::path::Path, pane: PaneId, prints: bool) {
     }
 }
 
+/// Rows `pane`'s prompt takes, as last seen after a marker (1 if never).
+pub fn prompt_rows(socket: &std::path::Path, pane: PaneId) -> usize {
+    let t = table();
+    let key = (socket.to_path_buf(), pane);
+    t.prompt_rows.get(&key).copied().unwrap_or(1)
+}
+
+/// Remembers that `pane`'s prompt takes `rows` rows (ignored beyond
+/// [`MAX_PROMPT_ROWS`]: job notices or other text before the prompt).
+pub fn set_prompt_rows(socket: &std::path::Path, pane: PaneId, rows: usize) {
+    let mut t = table();
+    let key = (socket.to_path_buf(), pane);
+    if !(1..=MAX_PROMPT_ROWS).contains(&rows) {
+        return;
+    }
+    if t.prompt_rows.len() < MAX_OSC_PANES || t.prompt_rows.contains_key(&key) {
+        t.prompt_rows.insert(key, rows);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -253,6 +297,7 @@ mod tests {
             "true".into(),
             Completion::Osc133,
             (0, (0, 0)),
+            (None, String::new()),
         ))
     }
 

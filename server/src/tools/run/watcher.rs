@@ -26,8 +26,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::detect::{Detector, Sign};
-use super::shell;
 use super::table::{self, Completion, Entry, Progress, WATCH_FOR};
+use super::{seat, shell};
 use crate::tmux::events::{StreamEvent, Subscription};
 use crate::tmux::{CaptureOptions, CaptureRange, CaptureRequest, Tmux, TmuxCommand, TmuxError};
 use crate::tools::context::ToolError;
@@ -46,6 +46,14 @@ pub struct Watcher {
     tmux: Tmux,
     sub: Option<Subscription>,
     detector: Detector,
+    /// The pane's own process and its terminal.
+    process: (Option<u32>, String),
+    /// The marker was seen in the event stream: OSC 133 marks after it
+    /// are the shell's.
+    marker_in_stream: bool,
+    /// The name of the pane's own process when the command was typed into
+    /// it (it led the terminal then).
+    own_shell: Option<String>,
     round_trip: Duration,
     poll_every: Duration,
     next_poll: Instant,
@@ -65,16 +73,24 @@ impl Watcher {
         sub: Option<Subscription>,
         round_trip: Duration,
     ) -> Watcher {
+        let process = entry.process.clone();
         let token = match &entry.completion {
             Completion::Marker { token, .. } => token.clone(),
             Completion::Osc133 => String::new(),
         };
         let now = Instant::now();
+        let own_shell = process
+            .0
+            .filter(|&pid| seat::in_foreground(pid) == Some(true))
+            .and_then(seat::name_of);
         Watcher {
             entry,
             tmux,
             sub,
             detector: Detector::new(&token),
+            process,
+            marker_in_stream: false,
+            own_shell,
             round_trip,
             poll_every: POLL_FIRST,
             next_poll: now + POLL_FIRST,
@@ -157,6 +173,7 @@ impl Watcher {
         }
         if now >= self.next_prompt_check {
             self.next_prompt_check = now + PROMPT_CHECK;
+            self.check_replaced()?;
             self.check_prompt()?;
         }
         Ok(())
@@ -167,7 +184,7 @@ impl Watcher {
         match event {
             StreamEvent::Output { pane, data } if pane == self.entry.pane => {
                 for sign in self.detector.feed(&data) {
-                    self.signed(sign);
+                    self.signed(sign, true);
                 }
                 false
             }
@@ -176,13 +193,21 @@ impl Watcher {
         }
     }
 
-    fn signed(&self, sign: Sign) {
+    /// Takes a sign found in the event stream (`from_stream`) or in a
+    /// capture of the screen.
+    fn signed(&mut self, sign: Sign, from_stream: bool) {
         let status = match (&self.entry.completion, sign) {
-            (Completion::Marker { .. }, Sign::Marker(s)) => Some(s),
+            (Completion::Marker { .. }, Sign::Marker(s)) => {
+                self.marker_in_stream |= from_stream;
+                Some(s)
+            }
             (Completion::Osc133, Sign::Osc133(s)) => s,
             (Completion::Marker { .. }, Sign::Osc133(_)) => {
-                // Only the shell prints after the marker: it prints marks.
-                if self.entry.progress() != Progress::Running {
+                // Only the shell prints after the marker, in the stream's
+                // order: then it prints marks. A mark the command printed
+                // (before the marker) teaches nothing, even when a capture
+                // saw the marker before the stream brought that mark.
+                if self.marker_in_stream {
                     table::set_osc133(&self.entry.socket, self.entry.pane, true);
                 }
                 return;
@@ -200,6 +225,7 @@ impl Watcher {
         let Completion::Marker { token, .. } = &self.entry.completion else {
             return Ok(());
         };
+        let token = token.clone();
         let rx = self.tmux.capture_small(
             vec![CaptureRequest {
                 pane: self.entry.pane,
@@ -226,11 +252,18 @@ impl Watcher {
             }
             Err(e) => return Err(self.pane_error(e)),
         };
-        let mut fresh = Detector::new(token);
-        let mut moved = false;
-        for sign in fresh.feed(&cap.bytes) {
-            moved = true;
-            self.signed(sign);
+        let mut fresh = Detector::new(&token);
+        // The screen can be drawn by the command (cursor moves, deletes
+        // over the echoed line's pieces): a marker seen there counts only
+        // once the shell is back at its prompt, and the lowest one, which
+        // the shell printed after anything the command drew, gives the
+        // status.
+        let last = fresh.feed(&cap.bytes).into_iter().last();
+        let moved = last.is_some();
+        if let Some(sign) = last {
+            if seat::at_prompt(self.process.0, &self.process.1) != Some(false) {
+                self.signed(sign, false);
+            }
         }
         self.poll_every = if moved {
             POLL_FIRST
@@ -248,6 +281,29 @@ impl Watcher {
                 self.entry.pane, self.entry.id
             )),
             e => ToolError::from(e),
+        }
+    }
+
+    /// Whether the command replaced the pane's shell with another (`exec
+    /// dash`): the marker or mark after it will never come, and the other
+    /// shell's prompt may not be seen (dash has no line editor). The
+    /// command is then released with an error that says so, never held
+    /// for [`WATCH_FOR`].
+    fn check_replaced(&self) -> Result<(), ToolError> {
+        let (Some(pid), Some(was)) = (self.process.0, &self.own_shell) else {
+            return Ok(());
+        };
+        if seat::in_foreground(pid) != Some(true) {
+            return Ok(());
+        }
+        match seat::name_of(pid) {
+            Some(now) if &now != was && shell::Shell::of(&now).is_some() => {
+                Err(ToolError::refused(format!(
+                    "command {} replaced pane {}'s shell ({was}) with {now} (exec): panescan cannot see its end there; the pane is free for run_command again",
+                    self.entry.id, self.entry.pane
+                )))
+            }
+            _ => Ok(()),
         }
     }
 
@@ -293,11 +349,11 @@ impl Watcher {
         let own = pid
             .parse::<u32>()
             .ok()
-            .and_then(shell::in_foreground)
+            .and_then(seat::in_foreground)
             .unwrap_or(false);
         let at_prompt = own
             && shell::Shell::of(current).is_some()
-            && shell::line_editor_reading(tty) == Some(true);
+            && seat::line_editor_reading(tty) == Some(true);
         self.prompt_seen = if at_prompt { self.prompt_seen + 1 } else { 0 };
         if self.prompt_seen < 2 {
             return Ok(());
@@ -345,7 +401,7 @@ impl Watcher {
             if let StreamEvent::Output { pane, data } = event {
                 if pane == self.entry.pane {
                     for sign in self.detector.feed(&data) {
-                        self.signed(sign);
+                        self.signed(sign, true);
                     }
                 }
             }

@@ -1,0 +1,205 @@
+//! Who sits at a pane's terminal now, read from this machine's `/proc`
+//! and the terminal itself: the process leading the terminal's foreground
+//! group (what tmux names `pane_current_command`), how long it has run,
+//! and whether a shell's line editor is reading a command line.
+//!
+//! What must hold: a command is typed only when a shell leads the
+//! foreground group and, for a shell with a line editor (bash, zsh,
+//! fish), that editor reads (the terminal is out of canonical mode). A
+//! shell by name is not enough: `bash -c 'read -p "Proceed? " a'` is
+//! "bash", in canonical mode, answering its own question. A shell that
+//! does not edit lines (sh, dash) cannot be told from one of its `read`s
+//! and is taken at its name. Every read is bounded and never blocks; what
+//! cannot be read is `None`, and the caller falls back on tmux's names.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use super::shell::{edits_lines, shell_name, Shell};
+use crate::tmux::procfs;
+
+/// What leads a pane's terminal.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Seat {
+    /// A shell at its prompt (for a shell without a line editor: a shell
+    /// leads, which is all that can be told).
+    Prompt(Shell),
+    /// A shell with a line editor leads, but the editor is not reading: it
+    /// runs its prompt hooks' builtins, or a script or builtin reads the
+    /// terminal (`read`).
+    ShellNotReading(String),
+    /// Another program leads; `young`: it started less than
+    /// [`PROMPT_WAIT`] ago (a prompt hook's process, e.g. starship).
+    Program {
+        /// Its name, as tmux would show it.
+        name: String,
+        /// Started less than [`PROMPT_WAIT`] ago.
+        young: bool,
+    },
+}
+
+/// How long a call waits for a shell's prompt to be drawn (its prompt
+/// hooks run, its line editor starts) before it refuses.
+pub const PROMPT_WAIT: Duration = Duration::from_millis(2000);
+
+/// Longest `/proc` file read here.
+const PROC_LIMIT: usize = 64 * 1024;
+
+impl Seat {
+    /// Whether waiting may turn this into a prompt: a shell busy with its
+    /// prompt, or a fresh process under a pane whose own process is a
+    /// line-editing shell (a prompt hook).
+    pub fn may_settle(&self, own_shell_edits: bool) -> bool {
+        match self {
+            Seat::Prompt(_) => false,
+            Seat::ShellNotReading(_) => true,
+            Seat::Program { young, .. } => *young && own_shell_edits,
+        }
+    }
+}
+
+/// Who leads the terminal of the pane whose own process is `pane_pid` and
+/// whose terminal is `tty`; `None` when `/proc` cannot tell (another pid
+/// namespace, the process gone).
+pub fn seat(pane_pid: u32, tty: &str) -> Option<Seat> {
+    let leader = u32::try_from(stat(pane_pid)?.tpgid)
+        .ok()
+        .filter(|p| *p > 0)?;
+    let Some(name) = name_of(leader) else {
+        // The leader just exited (a zombie has no command line): a
+        // prompt hook's process, most likely; look again.
+        return Some(Seat::Program {
+            name: String::new(),
+            young: true,
+        });
+    };
+    match Shell::of(&name) {
+        Some(shell) if !edits_lines(&name) => Some(Seat::Prompt(shell)),
+        Some(shell) => Some(match line_editor_reading(tty) {
+            Some(false) => Seat::ShellNotReading(name),
+            // Reading, or the terminal's settings cannot be read: at its
+            // prompt as far as can be told.
+            _ => Seat::Prompt(shell),
+        }),
+        None => {
+            let young = age(leader).is_some_and(|a| a < PROMPT_WAIT);
+            Some(Seat::Program { name, young })
+        }
+    }
+}
+
+/// Whether `pane_pid`'s shell is at its prompt now: `Some(false)` only
+/// when it is certainly not (another program or a busy shell leads).
+pub fn at_prompt(pane_pid: Option<u32>, tty: &str) -> Option<bool> {
+    seat(pane_pid?, tty).map(|s| matches!(s, Seat::Prompt(_)))
+}
+
+/// The name tmux shows for process `pid` (its command line's first word,
+/// through tmux's own rules), a login shell's leading `-` stripped.
+pub fn name_of(pid: u32) -> Option<String> {
+    let cmdline = read_proc(&format!("/proc/{pid}/cmdline"))?;
+    let name = procfs::parse_window_name(procfs::first_word(&cmdline))?;
+    let name = String::from_utf8(name).ok()?;
+    (!name.is_empty()).then(|| shell_name(&name).to_owned())
+}
+
+/// Whether process `pid` leads the foreground process group of its
+/// terminal (`tpgid` in `/proc/PID/stat`): the pane's own shell, not a
+/// program or a nested shell it started. `None` when it cannot be told.
+pub fn in_foreground(pid: u32) -> Option<bool> {
+    Some(stat(pid)?.tpgid == i64::from(pid))
+}
+
+fn stat(pid: u32) -> Option<procfs::Stat> {
+    procfs::parse_stat(&read_proc(&format!("/proc/{pid}/stat"))?)
+}
+
+/// How long process `pid` has run: `/proc/uptime` less its start.
+fn age(pid: u32) -> Option<Duration> {
+    static HZ: OnceLock<Option<u64>> = OnceLock::new();
+    let hz =
+        (*HZ.get_or_init(|| procfs::parse_clock_ticks(&std::fs::read("/proc/self/auxv").ok()?)))?;
+    let started = stat(pid)?.starttime;
+    let uptime = read_proc("/proc/uptime")?;
+    let up: f64 = std::str::from_utf8(&uptime)
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    let since_boot = Duration::try_from_secs_f64(started as f64 / hz as f64).ok()?;
+    Duration::try_from_secs_f64(up)
+        .ok()?
+        .checked_sub(since_boot)
+        .or(Some(Duration::ZERO))
+}
+
+fn read_proc(path: &str) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .ok()?
+        .take(PROC_LIMIT as u64)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    Some(bytes)
+}
+
+/// Whether the terminal `tty` is out of canonical mode: a line editor
+/// (readline, zle, fish) is reading a line, i.e. the shell sits at its
+/// prompt. `None` when it cannot be told. The terminal is opened read-only,
+/// never as a controlling terminal and without blocking, and only its
+/// settings are read (as capture/anchor.rs opens a pane's terminal).
+pub fn line_editor_reading(tty: &str) -> Option<bool> {
+    use std::os::unix::fs::OpenOptionsExt;
+    if !tty.starts_with("/dev/") || tty.contains("..") {
+        return None;
+    }
+    let terminal = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOCTTY | libc::O_NONBLOCK)
+        .open(tty)
+        .ok()?;
+    let settings = rustix::termios::tcgetattr(&terminal).ok()?;
+    Some(
+        !settings
+            .local_modes
+            .contains(rustix::termios::LocalModes::ICANON),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn a_process_without_a_terminal_is_not_in_the_foreground() {
+        // The test process has no controlling terminal under cargo, or is
+        // not its foreground group leader; pid 0 has no /proc entry.
+        assert_eq!(in_foreground(0), None);
+        assert!(in_foreground(std::process::id()).is_some());
+    }
+
+    #[test]
+    fn this_process_is_young_and_named() {
+        let me = std::process::id();
+        let a = age(me).unwrap();
+        assert!(a < Duration::from_secs(24 * 3600), "{a:?}");
+        assert!(name_of(me).is_some_and(|n| !n.is_empty()));
+        assert_eq!(name_of(0), None);
+    }
+
+    #[test]
+    fn only_busy_shells_and_fresh_hooks_may_settle() {
+        let prog = |young| Seat::Program {
+            name: "sleep".into(),
+            young,
+        };
+        assert!(prog(true).may_settle(true));
+        assert!(!prog(true).may_settle(false));
+        assert!(!prog(false).may_settle(true));
+        assert!(Seat::ShellNotReading("bash".into()).may_settle(false));
+        assert!(!Seat::Prompt(Shell::Posix).may_settle(true));
+    }
+}
