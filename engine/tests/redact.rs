@@ -441,6 +441,18 @@ fn the_generators_reach_every_shape_and_near_misses() {
     }
 }
 
+/// A blank line inside a key block stays blank and is not counted: only
+/// lines with text are replaced (a mutant that replaced empty lines too
+/// survived every other test).
+#[test]
+fn a_blank_line_inside_a_key_block_stays_blank() {
+    let text = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkq\n\nhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----\n";
+    let (out, n) = redact(text);
+    let r = "[REDACTED:PRIVATE_KEY]";
+    assert_eq!(out, format!("{r}\n{r}\n\n{r}\n{r}\n"));
+    assert_eq!(n, 4);
+}
+
 /// Two keys printed cut short (`head -2`), neither with its END line: both
 /// bodies go (the second was left whole when the first stayed open; found
 /// by the `redact` fuzz target's fixed-point check).
