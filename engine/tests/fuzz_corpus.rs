@@ -98,7 +98,7 @@ proptest::proptest! {
 fn most_random_syntax_cases_that_compile_have_hits() {
     let compiled = std::cell::Cell::new(0usize);
     let share = common::share_with_hits(random_case(), 2000, |data| match check(data, &oracle) {
-        Ok(Verdict::Agreed { matched }) => {
+        Ok(Verdict::Agreed { matched, .. }) => {
             compiled.set(compiled.get() + 1);
             matched > 0
         }
