@@ -557,3 +557,44 @@ fn prompts_are_listed_and_filled_and_bad_arguments_named() {
         assert!(message.contains(names), "{args}: {message}");
     }
 }
+
+/// The history resource without `?lines` is the newest 200 lines (its
+/// documented default), and the screen and history resources return a
+/// secret redacted, as capture_pane does.
+#[test]
+fn history_defaults_to_200_lines_and_screen_and_history_are_redacted() {
+    let (tmux, mut s) = Serve::with_tmux("res-default");
+    s.initialize();
+    let token = format!("ghp_{}", "Ab3".repeat(12));
+    let script = format!("sh -c 'seq 1 500; echo token {token}; exec sleep 600'");
+    let pane = tmux
+        .run_ok(["new-window", "-d", "-P", "-F", "#{pane_id}", &script])
+        .unwrap()
+        .trim()
+        .to_owned();
+    let shown = eventually(Duration::from_secs(10), || {
+        tmux.run_ok(["capture-pane", "-p", "-t", &pane])
+            .is_ok_and(|t| t.contains("token ghp_"))
+    });
+    assert!(shown, "the pane never printed");
+    let text = |s: &mut Serve, uri: String| read(s, &uri)["text"].as_str().unwrap().to_owned();
+    let default = text(&mut s, format!("tmux://pane/{pane}/history"));
+    assert_eq!(default.lines().count(), 200, "{default:?}");
+    assert_eq!(
+        default,
+        text(&mut s, format!("tmux://pane/{pane}/history?lines=200"))
+    );
+    assert_ne!(
+        default,
+        text(&mut s, format!("tmux://pane/{pane}/history?lines=199"))
+    );
+    let screen = text(&mut s, format!("tmux://pane/{pane}/screen"));
+    for (what, got) in [("history", &default), ("screen", &screen)] {
+        assert!(got.contains("500\n"), "{what}: {got:?}");
+        assert!(!got.contains(&token), "{what} shows the token: {got:?}");
+        assert!(
+            got.contains("token [REDACTED:GITHUB_TOKEN]"),
+            "{what}: {got:?}"
+        );
+    }
+}
