@@ -138,7 +138,7 @@ async function checkResourcesAndPrompts(sdk, client, c, opts) {
   }
   const t = (...args) => execFileSync('tmux', ['-L', opts.socket, '-f', '/dev/null', ...args], { encoding: 'utf8' }).trim();
   const panes = t('list-panes', '-a', '-F', '#{pane_id}').split('\n');
-  const want = ['tmux://sessions', ...panes.map((p) => `tmux://pane/${p}/screen`)];
+  const want = ['tmux://sessions', ...panes.map((p) => `tmux://pane/${p.slice(1)}/screen`)];
   c.check(JSON.stringify(uris) === JSON.stringify(want), "resources/list names tmux://sessions and every pane's screen", uris);
   const sessions = JSON.parse((await client.readResource({ uri: 'tmux://sessions' })).contents[0].text);
   c.check(sessions.sessions?.[0]?.session_name === 'main', 'tmux://sessions reads as JSON', sessions);
@@ -146,7 +146,7 @@ async function checkResourcesAndPrompts(sdk, client, c, opts) {
     await client.readResource({ uri: 'tmux://../etc' });
     c.check(false, 'a malformed URI is an error');
   } catch (e) {
-    c.check(e.code === -32602 && String(e.message).includes('tmux://pane/{pane_id}/screen'), 'a malformed URI is error -32602 naming the forms', String(e));
+    c.check(e.code === -32602 && String(e.message).includes('tmux://pane/{pane_number}/screen'), 'a malformed URI is error -32602 naming the forms', String(e));
   }
   const prompts = (await client.listPrompts()).prompts.map((p) => p.name);
   c.check(prompts.length === 5 && prompts[0] === 'run_and_wait', 'prompts/list names the five prompts', prompts);
@@ -165,7 +165,7 @@ async function checkResourcesAndPrompts(sdk, client, c, opts) {
     updated.push(n.params.uri);
   });
   const pane = t('new-window', '-d', '-P', '-F', '#{pane_id}', 'cat');
-  const uri = `tmux://pane/${pane}/screen`;
+  const uri = `tmux://pane/${pane.slice(1)}/screen`;
   await client.subscribeResource({ uri });
   t('send-keys', '-t', pane, '-l', 'hello resource');
   t('send-keys', '-t', pane, 'Enter');

@@ -123,7 +123,7 @@ async def check_resources(client, c, ns, notes):
         if cursor is None:
             break
     panes = tmux(ns, "list-panes", "-a", "-F", "#{pane_id}").split()
-    c.check(uris == ["tmux://sessions"] + [f"tmux://pane/{p}/screen" for p in panes],
+    c.check(uris == ["tmux://sessions"] + [f"tmux://pane/{p[1:]}/screen" for p in panes],
             "resources/list names tmux://sessions and every pane's screen", uris)
     templates = await client.list_resource_templates(cache_mode="bypass")
     c.check(len(templates.resource_templates) == 5, "resources/templates/list gives 5 templates",
@@ -131,17 +131,17 @@ async def check_resources(client, c, ns, notes):
     res = await client.read_resource("tmux://sessions", cache_mode="bypass")
     body = json.loads(res.contents[0].text)
     c.check([s["session_name"] for s in body["sessions"]] == ["main"], "tmux://sessions reads as JSON", body)
-    res = await client.read_resource(f"tmux://pane/{panes[1]}/history?lines=3", cache_mode="bypass")
+    res = await client.read_resource(f"tmux://pane/{panes[1][1:]}/history?lines=3", cache_mode="bypass")
     c.check(res.contents[0].text.rstrip("\n").endswith("interop history line 60000"),
             "a pane's history reads as text", res.contents[0].text[-200:])
     try:
         await client.read_resource("tmux://pane/%1;kill-server/screen", cache_mode="bypass")
         c.check(False, "a malformed URI is an error")
     except MCPError as e:
-        c.check(e.error.code == -32602 and "tmux://pane/{pane_id}/screen" in e.error.message,
+        c.check(e.error.code == -32602 and "tmux://pane/{pane_number}/screen" in e.error.message,
                 "a malformed URI is error -32602 naming the forms", e.error.message)
     pane = tmux(ns, "new-window", "-d", "-P", "-F", "#{pane_id}", "cat")
-    uri = f"tmux://pane/{pane}/screen"
+    uri = f"tmux://pane/{pane[1:]}/screen"
 
     def type_text():
         tmux(ns, "send-keys", "-t", pane, "-l", "hello resource")

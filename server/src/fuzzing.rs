@@ -113,7 +113,7 @@ fn shared_server() -> &'static (Arc<Registry>, Arc<ServeConfig>) {
             },
             ..ServeConfig::default()
         };
-        (Arc::new(Registry::for_tier(config.tier)), Arc::new(config))
+        (Arc::new(Registry::for_config(&config)), Arc::new(config))
     })
 }
 

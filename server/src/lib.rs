@@ -22,5 +22,6 @@ pub mod fuzzing;
 pub mod mcp;
 pub mod prompts;
 pub mod resources;
+pub(crate) mod sync;
 pub mod tmux;
 pub mod tools;

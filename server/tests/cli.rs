@@ -39,6 +39,24 @@ fn demo_finds_lines_and_leaves_no_server_behind() {
     );
     assert!(stdout.contains("clamped: matches_truncated"), "{stdout}");
     assert!(stdout.contains("one tmux process per pane"), "{stdout}");
+    // A ratio only where the search read everything the fetch did.
+    let timed: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains("through MCP"))
+        .collect();
+    assert_eq!(timed.len(), 4, "{stdout}");
+    for line in &timed {
+        if line.contains("clamped:") {
+            assert!(
+                line.contains("stopped early on a budget") && line.contains("no ratio"),
+                "{line}"
+            );
+        }
+    }
+    assert!(
+        timed.iter().any(|l| l.contains("x), before any searching")),
+        "{stdout}"
+    );
     let socket = stdout
         .split("tmux -L ")
         .nth(1)
@@ -241,7 +259,7 @@ fn search_since_file_shows_only_what_is_new_on_each_run() {
     let first = run();
     assert_eq!(first.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&first.stdout).contains("old error"));
-    assert!(std::fs::read_to_string(&file).unwrap().starts_with("ps1."));
+    assert!(std::fs::read_to_string(&file).unwrap().starts_with("ps2."));
     // Nothing new: nothing found.
     assert_eq!(run().status.code(), Some(1));
     // One new line: only it.

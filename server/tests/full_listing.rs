@@ -1,4 +1,4 @@
-//! The full inventory, listed in pieces (tmux/full_listing.rs: panes,
+//! The full inventory, listed in pieces (tmux/inventory/full_listing.rs: panes,
 //! then the sessions' details, then what each pane runs from `/proc`),
 //! against tmux's own answer: one `list-panes -a` of every field, on a
 //! private server with grouped sessions, a linked window, split windows,

@@ -145,7 +145,7 @@ fn hostile_formats() -> Vec<(String, &'static str)> {
         ),
         (
             "#{C/r:(a*)*\\1}".into(),
-            "the backreference in pane search #{C/r:...}",
+            "pane search #{C/r:...} at byte 2: a regular expression over the screen",
         ),
         (
             "#{C:*a*a*a*a*a*b}".into(),
@@ -263,7 +263,7 @@ fn benign_formats_give_what_tmux_gives() {
         "#{?pane_active,active,inactive}",
         "#{==:#{session_name},main} #{!=:#{pane_index},0} #{||:0,1} #{&&:1,#{pane_active}}",
         "#{=10:pane_title}|#{=/-5/...:pane_title}|#{p8:pane_index}|",
-        "#{s/ pane/-pane/:pane_title} #{m:*title*,#{pane_title}} #{C:zzz-not-there}",
+        "#{s/%/pane-/:pane_id} #{m:*title*,#{pane_title}} #{C:zzz-not-there}",
         "#{e|+|:#{pane_index},41} #{n:session_name} #{q:pane_title}",
         "#{S:#{session_name} }",
         "#{W:#{window_index}:#{window_name} }",
@@ -321,7 +321,7 @@ fn formats_at_the_limits_cost_tmux_little() {
         largest(&|k| format!("#{{n:#{{S:{}}}}}", "#{p1000:}".repeat(k))),
         largest(&|k| "#{n:#{S:#{session_name}}}".repeat(k)),
         largest(&|k| "#{p1000:}".repeat(k)),
-        largest(&|k| format!("#{{n:#{{s/x*/{}/:#{{p1000:}}}}}}", "y".repeat(k))),
+        largest(&|k| format!("#{{n:#{{s/x*/{}/:#{{p256:}}}}}}", "y".repeat(k))),
         largest(&|k| format!("#{{n:#{{m:*{}*,#{{p1000:}}}}}}", "a".repeat(k))),
     ];
     let pid = tmux.pid().unwrap();
@@ -357,5 +357,152 @@ fn formats_at_the_limits_cost_tmux_little() {
     assert!(
         worst <= (base * 3).max(base + Duration::from_millis(250)),
         "another client waited {worst:?} while accepted formats ran, {base:?} before"
+    );
+}
+
+/// Texts a program in a pane sets to any length: its title (OSC 2), its
+/// window's name (`ESC k`), its path (OSC 7), its command line (`exec -a`),
+/// and a user option (through tmux, as any program in a pane may).
+const PANE_SET: [&str; 5] = [
+    "pane_title",
+    "window_name",
+    "pane_path",
+    "pane_current_command",
+    "@big",
+];
+
+/// A server of 16 sessions whose pane `%0` has set every text of
+/// [`PANE_SET`] to ~100-256 KiB of `a`.
+fn server_with_long_texts(label: &str) -> (PrivateServer, Serve, common::TempDir) {
+    let (tmux, s) = server_with_sessions(label, 16);
+    tmux.run_ok(["set-option", "-g", "allow-rename", "on"])
+        .unwrap();
+    let dir = common::TempDir::new(label);
+    let script = dir.0.join("long.sh");
+    std::fs::write(
+        &script,
+        "a=$(head -c 262144 /dev/zero | tr '\\0' a)\n\
+         printf '\\033]2;%s\\033\\\\' \"$a\"\n\
+         printf '\\033k%s\\033\\\\' \"$a\"\n\
+         printf '\\033]7;file://localhost/%s\\033\\\\' \"$a\"\n\
+         exec -a \"$(head -c 100000 /dev/zero | tr '\\0' a)\" sleep 1000\n",
+    )
+    .unwrap();
+    tmux.run_ok([
+        "respawn-pane",
+        "-k",
+        "-t",
+        "%0",
+        &format!("bash {}", script.display()),
+    ])
+    .unwrap();
+    // A client's command is limited to 16 KiB; a file tmux reads is not.
+    let conf = dir.0.join("big.conf");
+    std::fs::write(
+        &conf,
+        format!("set-option -p -t %0 @big {}\n", "a".repeat(100_000)),
+    )
+    .unwrap();
+    tmux.run_ok(["source-file", &conf.display().to_string()])
+        .unwrap();
+    let long = |var: &str| {
+        tmux.run_ok([
+            "display-message",
+            "-p",
+            "-t",
+            "%0",
+            &format!("#{{n:{var}}}"),
+        ])
+        .ok()
+        .and_then(|n| n.trim().parse::<usize>().ok())
+        .is_some_and(|n| n >= 100_000)
+    };
+    let all = || PANE_SET.iter().all(|v| long(v));
+    assert!(
+        common::eventually(Duration::from_secs(20), all),
+        "lengths: {:?}",
+        PANE_SET.map(|v| tmux
+            .run_ok(["display-message", "-p", "-t", "%0", &format!("#{{n:{v}}}")])
+            .unwrap_or_default())
+    );
+    (tmux, s, dir)
+}
+
+#[test]
+fn texts_a_pane_sets_cannot_make_an_accepted_format_stall_tmux() {
+    let (tmux, mut s, _dir) = server_with_long_texts("harden-fmt-pane-set");
+    s.initialize();
+    // Regular expressions on those texts: refused, however wrapped.
+    let mut wrong = Vec::new();
+    for var in PANE_SET {
+        for f in [
+            format!("#{{m/r:(a|aa)*b,#{{{var}}}}}"),
+            format!("#{{s/(a|aa)*b/x/:{var}}}"),
+            format!("#{{s/a/x/:{var}}}"),
+            format!("#{{m/r:(a|b)*a(a|b)(a|b)(a|b)c,#{{=10:{var}}}}}"),
+        ] {
+            let r = s.call("display_message", json!({"target": "%0", "format": f}));
+            if r["isError"] != true {
+                wrong.push(f);
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "accepted: {wrong:?}");
+    assert_eq!(
+        s.call("display_message", json!({"format": "#{C/r:(a|aa)*b}"}))["isError"],
+        true
+    );
+    // The worst the guard accepts: the costliest regular expression
+    // measured (a 64-byte one whose automaton grows with every byte) on
+    // the longest text it allows, once per session (16: the limit); the
+    // longest glob over each long text; a glob in a loop.
+    let subject: String = (0..256)
+        .map(|i| if i % 3 == 0 { 'b' } else { 'a' })
+        .collect();
+    let regex = format!("(a|b)*a{}c", "(a|b)".repeat(11));
+    let sizes = LoopSizes {
+        sessions: 16,
+        windows: 1,
+        panes: 1,
+        clients: 8,
+    };
+    let largest_glob = |var: &str| {
+        (1..300)
+            .map(|k| format!("#{{m:*{}b,#{{{var}}}}}", "a".repeat(k)))
+            .take_while(|f| check(f, &sizes).is_ok())
+            .last()
+    };
+    let mut worst_formats = vec![format!("#{{S:#{{m/r:{regex},{subject}}}}}")];
+    worst_formats.extend(PANE_SET.iter().filter_map(|v| largest_glob(v)));
+    for f in &worst_formats {
+        assert!(check(f, &sizes).is_ok(), "the guard refuses {f}");
+    }
+    for f in &worst_formats {
+        let t = Instant::now();
+        s.call_ok("display_message", json!({"target": "%0", "format": f}));
+        eprintln!("{:?} {}", t.elapsed(), &f[..f.len().min(60)]);
+    }
+    let probe = Probe::start(&tmux);
+    std::thread::sleep(Duration::from_secs(2));
+    let baseline = probe.finish();
+    let probe = Probe::start(&tmux);
+    let started = Instant::now();
+    let mut calls = 0;
+    while calls == 0 || started.elapsed() < Duration::from_secs(2) {
+        for f in &worst_formats {
+            s.call_ok("display_message", json!({"target": "%0", "format": f}));
+            calls += 1;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let during = probe.finish();
+    let (base, worst) = (worst(&baseline), worst(&during));
+    eprintln!(
+        "pane-set texts: {calls} calls of the {} worst accepted formats; other client's worst wait {worst:?} against {base:?} before",
+        worst_formats.len()
+    );
+    assert!(
+        worst <= (base * 3).max(base + Duration::from_millis(250)),
+        "another client waited {worst:?} while accepted formats ran on long pane texts, {base:?} before"
     );
 }

@@ -176,7 +176,7 @@ fn windows(tmux: &PrivateServer, n: usize, script: &std::path::Path) -> Vec<Stri
 fn subscribe_all(s: &mut Raw, panes: &[String]) -> Vec<String> {
     let uris: Vec<String> = panes
         .iter()
-        .map(|p| format!("tmux://pane/{p}/screen"))
+        .map(|p| format!("tmux://pane/{}/screen", p.trim_start_matches('%')))
         .collect();
     for uri in &uris {
         let id = s.send("resources/subscribe", json!({ "uri": uri }));

@@ -167,15 +167,15 @@ fn surface(
         ("resources/read".into(), json!({"uri": "tmux://sessions"})),
         (
             "resources/read".into(),
-            json!({"uri": format!("tmux://pane/{shell}/screen")}),
+            json!({"uri": format!("tmux://pane/{}/screen", &shell[1..])}),
         ),
         (
             "resources/read".into(),
-            json!({"uri": format!("tmux://pane/{shell}/history?lines=5")}),
+            json!({"uri": format!("tmux://pane/{}/history?lines=5", &shell[1..])}),
         ),
         (
             "resources/subscribe".into(),
-            json!({"uri": format!("tmux://pane/{other}/screen")}),
+            json!({"uri": format!("tmux://pane/{}/screen", &other[1..])}),
         ),
         ("resources/list".into(), json!({})),
         (
@@ -330,7 +330,7 @@ fn a_killed_tmux_ends_waits_and_commands_clearly_and_a_new_server_is_served() {
     s.call_ok("list_panes", json!({}));
     let sub = s.request(
         "resources/subscribe",
-        json!({"uri": format!("tmux://pane/{other}/screen")}),
+        json!({"uri": format!("tmux://pane/{}/screen", &other[1..])}),
     );
     assert!(sub.get("error").is_none(), "{sub}");
     let long = 30_000;

@@ -1,8 +1,16 @@
 //! Every tool schema, at the widest tier, is portable: clients convert
 //! schemas for model providers whose dialect has one `type` per schema and
-//! no `null`, and they validate structuredContent against outputSchema.
-//! So: no array-valued `type`, enums whose values all have the declared
-//! type, and no schema that constrains nothing.
+//! no `const`, and for OpenAI's strict mode, where every property is
+//! required and no object is open; they validate structuredContent
+//! against outputSchema. So: no array-valued `type`, enums whose values
+//! all have the declared type, no schema that constrains nothing, every
+//! optional argument accepts `null` (what a strict model sends for it), no
+//! `const`, no object open to undeclared keys. interop/convert.py runs the
+//! real converters over the same listing.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
 
 use panescan::config::Tier;
 use panescan::mcp::listing::tools_listing;
@@ -85,6 +93,91 @@ fn problems_of(listing: &Value) -> Vec<String> {
         }
     }
     problems
+}
+
+/// Where a strict model could not send `null` for an argument it means to
+/// leave out, where a `const` or an open object stands, at any depth.
+fn strict_problems(schema: &Value, path: &str, problems: &mut Vec<String>) {
+    let Some(obj) = schema.as_object() else {
+        return;
+    };
+    if obj.contains_key("const") {
+        problems.push(format!("{path}: const (write an enum)"));
+    }
+    let is_object = obj.get("type") == Some(&Value::String("object".into()));
+    if is_object && obj.get("additionalProperties") != Some(&Value::Bool(false)) {
+        problems.push(format!("{path}: an object open to undeclared keys"));
+    }
+    let required: Vec<&str> = obj
+        .get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    for (name, prop) in obj
+        .get("properties")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
+        if !required.contains(&name.as_str()) && !common::validate(prop, &Value::Null).is_empty() {
+            problems.push(format!("{path}.{name}: optional, and null is refused"));
+        }
+        strict_problems(prop, &format!("{path}.{name}"), problems);
+    }
+    for key in ["items", "additionalProperties"] {
+        if let Some(child) = obj.get(key) {
+            strict_problems(child, &format!("{path}.{key}"), problems);
+        }
+    }
+    for key in ["anyOf", "oneOf", "allOf"] {
+        for (i, b) in obj
+            .get(key)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            strict_problems(b, &format!("{path}.{key}[{i}]"), problems);
+        }
+    }
+}
+
+#[test]
+fn every_input_schema_is_ready_for_strict_mode() {
+    let registry = Registry::for_tier(Tier::Destructive);
+    let mut problems = Vec::new();
+    let mut optional = 0;
+    for (entry, schema) in registry.with_input_schemas() {
+        strict_problems(schema, entry.name, &mut problems);
+        optional += schema["properties"]
+            .as_object()
+            .map_or(0, |p| p.len())
+            .saturating_sub(schema["required"].as_array().map_or(0, Vec::len));
+    }
+    assert!(optional > 100, "{optional} optional arguments");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn the_strict_check_sees_what_it_is_for() {
+    let bad = serde_json::json!({
+        "type": "object", "additionalProperties": false,
+        "required": ["a"],
+        "properties": {
+            "a": {"type": "string"},
+            "b": {"type": "integer"},
+            "c": {"oneOf": [{"const": "x"}, {"const": "y"}]},
+            "d": {"anyOf": [{"type": "object"}, {"type": "null"}]},
+            "e": {"type": "array", "items": {"type": "object", "additionalProperties": false,
+                  "properties": {"f": {"type": "boolean"}}}}
+        }
+    });
+    let mut problems = Vec::new();
+    strict_problems(&bad, "t", &mut problems);
+    // b and f refuse null; c's two consts (c refuses null too); d opens an object.
+    assert_eq!(problems.len(), 6, "{problems:#?}");
 }
 
 #[test]

@@ -14,16 +14,20 @@ use panescan::tmux::private_server::PrivateServer;
 use serde_json::{json, Value};
 
 fn mutating(tmux: &PrivateServer, envs: &[(&str, &str)]) -> Serve {
-    let mut s = Serve::spawn_with(
-        &[
-            "serve",
-            "--socket-name",
-            tmux.socket_name(),
-            "--tier",
-            "mutating",
-        ],
-        envs,
-    );
+    mutating_with(tmux, envs, &[])
+}
+
+/// [`mutating`] with more `serve` arguments.
+fn mutating_with(tmux: &PrivateServer, envs: &[(&str, &str)], more: &[&str]) -> Serve {
+    let mut args = vec![
+        "serve",
+        "--socket-name",
+        tmux.socket_name(),
+        "--tier",
+        "mutating",
+    ];
+    args.extend_from_slice(more);
+    let mut s = Serve::spawn_with(&args, envs);
     s.initialize();
     s
 }
@@ -335,12 +339,17 @@ fn created_sessions_get_the_update_environment_variables_panescan_has() {
     tmux.run_ok(["set-environment", "-g", "LAYOUT_ABSENT", "global"])
         .unwrap();
     let passed = "v #{session_name};$(id) 'q\"";
-    let mut s = mutating(
+    // The operator lets LAYOUT_PASSED through; a list that names
+    // LAYOUT_SECRET (set by any mutating call) passes nothing of it.
+    tmux.run_ok(["set-option", "-ga", "update-environment", "LAYOUT_SEC*"])
+        .unwrap();
+    let mut s = mutating_with(
         &tmux,
         &[
             ("LAYOUT_PASSED", passed),
             ("LAYOUT_SECRET", "operator-only"),
         ],
+        &["--pass-env", "LAYOUT_PASSED"],
     );
     let dir = TempDir::new("layout-env");
     let out = dir.0.join("env");
@@ -386,7 +395,11 @@ fn a_session_is_created_on_a_server_with_none() {
     tmux.run_ok(["set-option", "-ga", "update-environment", "LAYOUT_PASSED"])
         .unwrap();
     tmux.run_ok(["kill-session", "-t", "main"]).unwrap();
-    let mut s = mutating(&tmux, &[("LAYOUT_PASSED", "one-shot")]);
+    let mut s = mutating_with(
+        &tmux,
+        &[("LAYOUT_PASSED", "one-shot")],
+        &["--pass-env", "LAYOUT_PASSED"],
+    );
     let v = s.call_ok(
         "create_session",
         json!({"name": "fresh #{host}", "width": 90, "height": 20}),

@@ -75,7 +75,7 @@ fn json_reads_match_their_tools(s: &mut Serve, pane: &str) {
             json!({"window_id": "@0"}),
         ),
         (
-            &*format!("tmux://pane/{pane}"),
+            &*format!("tmux://pane/{}", &pane[1..]),
             "get_pane_info",
             json!({"pane_id": pane}),
         ),
@@ -118,7 +118,7 @@ fn capabilities_list_templates_and_every_kind_read() {
         uris,
         [
             "tmux://sessions".to_owned(),
-            format!("tmux://pane/{pane}/screen")
+            format!("tmux://pane/{}/screen", &pane[1..])
         ]
     );
     assert!(list.get("nextCursor").is_none());
@@ -135,17 +135,20 @@ fn capabilities_list_templates_and_every_kind_read() {
         [
             "tmux://session/{session_id}",
             "tmux://window/{window_id}",
-            "tmux://pane/{pane_id}",
-            "tmux://pane/{pane_id}/screen",
-            "tmux://pane/{pane_id}/history{?lines}",
+            "tmux://pane/{pane_number}",
+            "tmux://pane/{pane_number}/screen",
+            "tmux://pane/{pane_number}/history{?lines}",
         ]
     );
 
     json_reads_match_their_tools(&mut s, &pane);
-    let c = read(&mut s, &format!("tmux://pane/{pane}/screen"));
+    let c = read(&mut s, &format!("tmux://pane/{}/screen", &pane[1..]));
     assert_eq!(c["mimeType"], "text/plain");
     assert!(c["text"].as_str().unwrap().contains("READ-MARK-42"), "{c}");
-    let c = read(&mut s, &format!("tmux://pane/{pane}/history?lines=2"));
+    let c = read(
+        &mut s,
+        &format!("tmux://pane/{}/history?lines=2", &pane[1..]),
+    );
     let text = c["text"].as_str().unwrap();
     assert_eq!(text.lines().count(), 2, "{text:?}");
     assert!(
@@ -157,7 +160,7 @@ fn capabilities_list_templates_and_every_kind_read() {
     // Bounded like capture_pane: over the ceiling is an error naming it.
     let r = s.request(
         "resources/read",
-        json!({"uri": format!("tmux://pane/{pane}/history?lines=99999999")}),
+        json!({"uri": format!("tmux://pane/{}/history?lines=99999999", &pane[1..])}),
     );
     let (code, message) = err(&r);
     assert_eq!(code, -32602);
@@ -180,15 +183,33 @@ fn malformed_and_unknown_uris_are_errors_naming_what_exists() {
         let (code, message) = err(&s.request("resources/read", json!({ "uri": uri })));
         assert_eq!(code, -32602, "{uri}: {message}");
         assert!(
-            message.contains("tmux://pane/{pane_id}/screen"),
+            message.contains("tmux://pane/{pane_number}/screen"),
             "{uri}: {message}"
         );
         let (code, _) = err(&s.request("resources/subscribe", json!({ "uri": uri })));
         assert_eq!(code, -32602, "subscribe {uri}");
     }
+    // The form written before (`%N`, not a valid URI) is refused naming
+    // the form to use, never read as another pane.
+    for old in [
+        format!("tmux://pane/{pane}/screen"),
+        format!("tmux://pane/%25{}/screen", &pane[1..]),
+    ] {
+        let (code, message) = err(&s.request("resources/read", json!({ "uri": old })));
+        assert_eq!(code, -32602, "{old}: {message}");
+        assert!(message.contains("without %"), "{old}: {message}");
+    }
+    let (_, message) = err(&s.request(
+        "resources/read",
+        json!({ "uri": format!("tmux://pane/{pane}/screen") }),
+    ));
+    assert!(
+        message.contains(&format!("tmux://pane/{}/screen", &pane[1..])),
+        "{message}"
+    );
     // Each names what exists of its own kind.
     for (uri, exists) in [
-        ("tmux://pane/%99999/screen", pane.as_str()),
+        ("tmux://pane/99999/screen", pane.as_str()),
         ("tmux://window/@999", "@0"),
         ("tmux://session/$999", "$0"),
     ] {
@@ -213,7 +234,7 @@ fn a_subscribed_screen_is_updated_when_the_pane_prints_and_not_after_unsubscribe
     s.initialize();
     let pane = first_pane(&tmux);
     plain_shell(&tmux, &pane);
-    let uri = format!("tmux://pane/{pane}/screen");
+    let uri = format!("tmux://pane/{}/screen", &pane[1..]);
     ok(&s.request("resources/subscribe", json!({ "uri": uri })));
     s.drain(Duration::from_millis(300));
 
@@ -293,11 +314,11 @@ fn a_pane_the_event_stream_does_not_cover_is_polled() {
         .to_owned();
     plain_shell(&tmux, &other);
     for pane in [&main_pane, &second, &other] {
-        let uri = format!("tmux://pane/{pane}/screen");
+        let uri = format!("tmux://pane/{}/screen", &pane[1..]);
         ok(&s.request("resources/subscribe", json!({ "uri": uri })));
     }
     s.drain(Duration::from_millis(300));
-    let uri = format!("tmux://pane/{other}/screen");
+    let uri = format!("tmux://pane/{}/screen", &other[1..]);
     type_line(&tmux, &other, "echo polled-pane");
     s.message(REPLY_TIMEOUT, |m| is_updated(m, &uri));
     assert!(read(&mut s, &uri)["text"]
@@ -333,7 +354,7 @@ fn the_2026_era_listens_with_a_filter_and_ends_the_stream_on_cancel() {
     let (tmux, mut s) = Serve::with_tmux("res-listen");
     let pane = first_pane(&tmux);
     plain_shell(&tmux, &pane);
-    let uri = format!("tmux://pane/{pane}/screen");
+    let uri = format!("tmux://pane/{}/screen", &pane[1..]);
     // resources/subscribe is gone in 2026-07-28.
     let (code, _) = err(&s.request(
         "resources/subscribe",
@@ -346,7 +367,7 @@ fn the_2026_era_listens_with_a_filter_and_ends_the_stream_on_cancel() {
         &json!({"jsonrpc": "2.0", "id": id, "method": "subscriptions/listen", "params": {
         "_meta": modern_meta(),
         "notifications": {"resourcesListChanged": true,
-                          "resourceSubscriptions": [uri, "tmux://pane/%99999/screen"]}}}),
+                          "resourceSubscriptions": [uri, "tmux://pane/99999/screen"]}}}),
     );
     let ack = s.message(REPLY_TIMEOUT, |m| {
         m["method"] == "notifications/subscriptions/acknowledged"
@@ -411,10 +432,10 @@ fn a_thousand_panes_are_listed_in_pages() {
     let script = "new-window -d -t main: 'exec sleep 1000000'\n".repeat(999);
     tmux.source(&script).unwrap();
     let want: BTreeSet<String> = tmux
-        .run_ok(["list-panes", "-a", "-F", "tmux://pane/#{pane_id}/screen"])
+        .run_ok(["list-panes", "-a", "-F", "#{pane_id}"])
         .unwrap()
         .lines()
-        .map(str::to_owned)
+        .map(|id| format!("tmux://pane/{}/screen", id.trim_start_matches('%')))
         .collect();
     assert_eq!(want.len(), 1000);
     let mut s = Serve::spawn(tmux.socket_name());
@@ -461,11 +482,11 @@ fn five_hundred_subscriptions_end_with_the_connection() {
     let mut n = 0;
     for pane in &panes {
         let mut uris = vec![
-            format!("tmux://pane/{pane}"),
-            format!("tmux://pane/{pane}/screen"),
-            format!("tmux://pane/{pane}/history"),
+            format!("tmux://pane/{}", &pane[1..]),
+            format!("tmux://pane/{}/screen", &pane[1..]),
+            format!("tmux://pane/{}/history", &pane[1..]),
         ];
-        uris.extend((1..=7).map(|l| format!("tmux://pane/{pane}/history?lines={l}")));
+        uris.extend((1..=7).map(|l| format!("tmux://pane/{}/history?lines={l}", &pane[1..])));
         for uri in uris {
             ok(&s.request("resources/subscribe", json!({ "uri": uri })));
             n += 1;
@@ -578,17 +599,18 @@ fn history_defaults_to_200_lines_and_screen_and_history_are_redacted() {
     });
     assert!(shown, "the pane never printed");
     let text = |s: &mut Serve, uri: String| read(s, &uri)["text"].as_str().unwrap().to_owned();
-    let default = text(&mut s, format!("tmux://pane/{pane}/history"));
+    let n = &pane[1..];
+    let default = text(&mut s, format!("tmux://pane/{n}/history"));
     assert_eq!(default.lines().count(), 200, "{default:?}");
     assert_eq!(
         default,
-        text(&mut s, format!("tmux://pane/{pane}/history?lines=200"))
+        text(&mut s, format!("tmux://pane/{n}/history?lines=200"))
     );
     assert_ne!(
         default,
-        text(&mut s, format!("tmux://pane/{pane}/history?lines=199"))
+        text(&mut s, format!("tmux://pane/{n}/history?lines=199"))
     );
-    let screen = text(&mut s, format!("tmux://pane/{pane}/screen"));
+    let screen = text(&mut s, format!("tmux://pane/{n}/screen"));
     for (what, got) in [("history", &default), ("screen", &screen)] {
         assert!(got.contains("500\n"), "{what}: {got:?}");
         assert!(!got.contains(&token), "{what} shows the token: {got:?}");

@@ -91,7 +91,7 @@ fn a_since_search_returns_exactly_the_lines_printed_in_3_of_200_panes() {
         json!({"pattern": MARK, "pane_ids": [fx.pane_ids[0]]}),
     );
     let text = r["content"][0]["text"].as_str().unwrap();
-    assert!(text.contains("cursor: ps1."), "{text}");
+    assert!(text.contains("cursor: ps2."), "{text}");
     assert!(text.trim_end().ends_with("complete"), "{text}");
 
     let changed = [&fx.pane_ids[3], &fx.pane_ids[100], &fx.pane_ids[199]];
@@ -231,23 +231,33 @@ fn a_damaged_or_foreign_cursor_is_an_error_and_a_restart_searches_in_full() {
     let cursor = first["cursor"].as_str().unwrap().to_owned();
     let cut = &cursor[..cursor.len() - 2];
     let e = s.call_err("search_panes", json!({"pattern": MARK, "since": cut}));
-    assert!(e.contains("not a search_panes cursor"), "{e}");
+    assert!(
+        e.contains("not a search_panes cursor") || e.contains("not a cursor this panescan made"),
+        "{e}"
+    );
 
+    // Another tmux server, through the same panescan: named as such.
     let other = fixture("since-other", 1, 10);
+    let e = s.call_err(
+        "search_panes",
+        json!({"pattern": MARK, "since": cursor.clone(), "socket_name": other.server.socket_name()}),
+    );
+    assert!(e.contains("another tmux server"), "{e}");
+    // Another panescan process: not a cursor it made (the key is per
+    // process), so no guess is made from it.
     let mut s2 = Serve::spawn(other.server.socket_name());
     s2.initialize();
     let e = s2.call_err(
         "search_panes",
         json!({"pattern": MARK, "since": cursor.clone()}),
     );
-    assert!(e.contains("another tmux server"), "{e}");
+    assert!(e.contains("not a cursor this panescan made"), "{e}");
 
     // The same socket, a new server: everything in full, flagged. tmux
     // answers kill-server before its process has ended (it waits for its
     // clients to go): a new session started meanwhile reaches the dying
     // server, so wait for it to be gone.
     let old = fx.server.pid().unwrap();
-    drop(s);
     fx.server.kill();
     let gone = eventually(Duration::from_secs(10), || {
         process_state(old).is_none_or(|state| state == 'Z')
@@ -268,8 +278,6 @@ fn a_damaged_or_foreign_cursor_is_an_error_and_a_restart_searches_in_full() {
             .is_ok_and(|t| t.contains(MARK))
     });
     assert!(shown);
-    let mut s = Serve::spawn(fx.server.socket_name());
-    s.initialize();
     let r = search(&mut s, Some(&Value::String(cursor)));
     assert_eq!(r["since_reset"], true, "{r}");
     assert_eq!(r["total_panes_matched"], 1, "{r}");

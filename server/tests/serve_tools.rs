@@ -493,7 +493,7 @@ fn capture_since_follows_output_through_trimming_respawn_and_bad_cursors() {
         "capture_since",
         json!({"pane_id": pane, "cursor": tampered}),
     );
-    assert!(e.contains("not a capture_since cursor"), "{e}");
+    assert!(e.contains("not one this panescan made"), "{e}");
     let other = PrivateServer::start("since-other", 80, 24).unwrap();
     let e = s.call_err(
         "capture_since",

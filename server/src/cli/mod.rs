@@ -105,6 +105,18 @@ pub struct ServeArgs {
     /// (an existing directory). Without it pipe_pane is refused.
     #[arg(long, env = "PANESCAN_LOG_DIR", value_name = "DIR")]
     pub log_dir: Option<PathBuf>,
+    /// Let create_session copy NAME from panescan's environment into new
+    /// sessions when tmux's update-environment lists it (repeatable; the
+    /// variable takes NAME,NAME...). Always allowed: tmux's default list
+    /// (DISPLAY, SSH_AUTH_SOCK, XAUTHORITY...); nothing else of panescan's
+    /// environment ever reaches a session.
+    #[arg(
+        long = "pass-env",
+        env = "PANESCAN_PASS_ENV",
+        value_name = "NAME",
+        value_delimiter = ','
+    )]
+    pub pass_env: Vec<String>,
     /// Which tools exist: readonly (default), mutating, destructive.
     #[arg(long, env = "PANESCAN_TIER", value_enum, default_value_t = Tier::Readonly)]
     pub tier: Tier,
@@ -287,7 +299,10 @@ pub fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
+            let mut pass_env = ServeConfig::default().pass_env;
+            pass_env.extend(args.pass_env.iter().filter(|n| !n.is_empty()).cloned());
             let config = ServeConfig {
+                pass_env,
                 server: ServerSpec {
                     socket_name: args.socket_name,
                     socket_path: args.socket_path,

@@ -262,12 +262,27 @@ pub fn run(args: &SearchArgs) -> ExitCode {
 
 /// The cursor in `file`; none when the file is missing or empty (the first
 /// run searches in full).
+/// The cursor in `file`, signed again for this process (the file is the
+/// user's own; cursors from clients are checked against this process's
+/// key, [`crate::tools::cursor_key`]).
 fn read_cursor(file: &std::path::Path) -> Result<Option<String>, String> {
-    match std::fs::read_to_string(file) {
-        Ok(text) => Ok(Some(text.trim().to_owned()).filter(|t| !t.is_empty())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("cannot read {}: {e}", file.display())),
+    let text = match std::fs::read_to_string(file) {
+        Ok(text) => text.trim().to_owned(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read {}: {e}", file.display())),
+    };
+    if text.is_empty() {
+        return Ok(None);
     }
+    crate::tools::search::cursor::Cursor::resign(&text)
+        .map(Some)
+        .map_err(|e| {
+            format!(
+                "{} (the cursor in {}; remove the file to start over)",
+                e.message,
+                file.display()
+            )
+        })
 }
 
 /// Replaces `file` with the cursor in one rename, so a run interrupted

@@ -140,7 +140,7 @@ since=cursor for what is new; watch_panes to be told), inspect sessions, windows
 the command printed) and tools that create and arrange sessions, windows and panes; the destructive tier adds kills \
 and respawns; tools/list shows the tier this server runs. Ids are tmux's (%pane, @window, $session). Every output \
 is bounded and says when it was cut; secrets in pane text come back as [REDACTED:KIND]. Resources: tmux://sessions, \
-tmux://pane/{id}/screen and the templates (subscribe to be told when a pane printed).";
+tmux://pane/N/screen (N of pane %N) and the templates (subscribe to be told when a pane printed).";
 
 /// The answer to `initialize`: the client's version when we speak it,
 /// otherwise our newest handshake version (the client then decides).

@@ -390,19 +390,19 @@ mod tests {
         let mut st = State::default();
         let t = Target::Screen(PaneId::from_number(1));
         let h = Target::History(PaneId::from_number(1), None);
-        st.subscribed.insert("tmux://pane/%1/screen".into(), t);
+        st.subscribed.insert("tmux://pane/1/screen".into(), t);
         st.streams.insert(
             "7".into(),
             Stream {
                 id: json!(7),
-                uris: BTreeMap::from([("tmux://pane/%1/history".to_owned(), h)]),
+                uris: BTreeMap::from([("tmux://pane/1/history".to_owned(), h)]),
                 list_changed: false,
             },
         );
-        let lines = st.lines(&Change::Updated("tmux://pane/%1/screen".into()));
+        let lines = st.lines(&Change::Updated("tmux://pane/1/screen".into()));
         assert_eq!(lines.len(), 1);
         assert!(!lines[0].contains(META_SUBSCRIPTION_ID));
-        let lines = st.lines(&Change::Updated("tmux://pane/%1/history".into()));
+        let lines = st.lines(&Change::Updated("tmux://pane/1/history".into()));
         assert_eq!(lines.len(), 1);
         let v: Value = serde_json::from_str(&lines[0]).unwrap();
         assert_eq!(v["params"]["_meta"][META_SUBSCRIPTION_ID], 7);

@@ -35,7 +35,7 @@ enum Stop {
 
 /// Serves MCP on stdin/stdout until EOF or a signal. Returns the exit code.
 pub fn serve(config: ServeConfig) -> i32 {
-    let registry = Arc::new(Registry::for_tier(config.tier));
+    let registry = Arc::new(Registry::for_config(&config));
     let config = Arc::new(config);
     let (out_tx, out_rx) = bounded::<Outgoing>(OUT_QUEUE_LINES);
     let writer = std::thread::Builder::new()

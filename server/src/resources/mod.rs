@@ -10,7 +10,7 @@
 //!   panes it covers, an inventory poll for the rest and for structure.
 //!
 //! A read returns what the matching tool returns: `tmux://session/{id}` is
-//! get_session_info's result, `tmux://pane/{id}/screen` capture_pane's text,
+//! get_session_info's result, `tmux://pane/{n}/screen` (pane `%n`) capture_pane's text,
 //! with the same id checks, ceilings and pane cache.
 
 pub mod read;

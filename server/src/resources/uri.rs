@@ -1,11 +1,15 @@
 //! `tmux://` URIs: what each names, parsed strictly (pure, no tmux).
 //!
-//! Ids are written as tmux writes them: `tmux://pane/%3/screen`, not
-//! percent-encoded. Decoding `%25` as well would be ambiguous (`%2534`
-//! would be pane `%2534` or an encoded `%34`), so the listed form is the
-//! only one. Every id goes through the same parsers as the tools'
-//! arguments, so `tmux://pane/%1;kill-server/screen` is malformed, never a
-//! pane.
+//! Every URI panescan writes is a valid RFC 3986 URI and every template a
+//! valid RFC 6570 one. Sessions and windows keep tmux's ids (`$` and `@`
+//! may stand in a path); a pane is written by its number alone,
+//! `tmux://pane/3/screen` for `%3`, because `%` must start a
+//! percent-encoding. Percent-encoding the id instead (`%253`) would be
+//! ambiguous with the form written before, where `tmux://pane/%253` was
+//! pane 253: a `%` in a pane URI is refused with an error that names the
+//! new form, never read as some other pane. Every id goes through the
+//! same parsers as the tools' arguments, so `tmux://pane/1;kill-server`
+//! is malformed, never a pane.
 
 use crate::tmux::{PaneId, SessionId, WindowId};
 
@@ -30,22 +34,22 @@ pub const TEMPLATES: &[(&str, &str, &str, &str)] = &[
         "One window (@N), its layout and panes, as get_window_info returns it.",
     ),
     (
-        "tmux://pane/{pane_id}",
+        "tmux://pane/{pane_number}",
         "pane",
         "application/json",
-        "One pane (%N): every field get_pane_info returns.",
+        "One pane: every field get_pane_info returns. pane_number is N of pane %N, without the %.",
     ),
     (
-        "tmux://pane/{pane_id}/screen",
+        "tmux://pane/{pane_number}/screen",
         "pane screen",
         "text/plain",
-        "The visible screen of a pane, as capture_pane returns it by default.",
+        "The visible screen of a pane (N of pane %N), as capture_pane returns it by default.",
     ),
     (
-        "tmux://pane/{pane_id}/history{?lines}",
+        "tmux://pane/{pane_number}/history{?lines}",
         "pane history",
         "text/plain",
-        "The newest `lines` lines of a pane (scrollback and screen; default 200), bounded as capture_pane.",
+        "The newest `lines` lines of a pane (N of pane %N; scrollback and screen; default 200), bounded as capture_pane.",
     ),
 ];
 
@@ -58,15 +62,30 @@ pub enum Target {
     Session(SessionId),
     /// `tmux://window/@N`.
     Window(WindowId),
-    /// `tmux://pane/%N`.
+    /// `tmux://pane/N` (pane `%N`).
     Pane(PaneId),
-    /// `tmux://pane/%N/screen`.
+    /// `tmux://pane/N/screen`.
     Screen(PaneId),
-    /// `tmux://pane/%N/history`, with `?lines=N` when given.
+    /// `tmux://pane/N/history`, with `?lines=L` when given.
     History(PaneId, Option<usize>),
 }
 
 impl Target {
+    /// The one way panescan writes this URI.
+    pub fn uri(&self) -> String {
+        match self {
+            Target::Sessions => SESSIONS.to_owned(),
+            Target::Session(s) => format!("tmux://session/{s}"),
+            Target::Window(w) => format!("tmux://window/{w}"),
+            Target::Pane(p) => format!("tmux://pane/{}", p.number()),
+            Target::Screen(p) => format!("tmux://pane/{}/screen", p.number()),
+            Target::History(p, None) => format!("tmux://pane/{}/history", p.number()),
+            Target::History(p, Some(n)) => {
+                format!("tmux://pane/{}/history?lines={n}", p.number())
+            }
+        }
+    }
+
     /// The pane whose printing changes this resource's text.
     pub fn text_pane(&self) -> Option<PaneId> {
         match self {
@@ -78,7 +97,7 @@ impl Target {
 
 /// The screen resource of `pane`, as `resources/list` names it.
 pub fn screen_uri(pane: PaneId) -> String {
-    format!("tmux://pane/{pane}/screen")
+    Target::Screen(pane).uri()
 }
 
 /// Parses `uri`; a malformed one is an error saying which forms exist.
@@ -106,7 +125,7 @@ pub fn parse(uri: &str) -> Result<Target, ResourceError> {
             Target::Window(WindowId::parse(id).map_err(|e| malformed(&e.to_string()))?)
         }
         ["pane", id, tail @ ..] => {
-            let pane = PaneId::parse(id).map_err(|e| malformed(&e.to_string()))?;
+            let pane = pane_of(id, uri)?;
             match tail {
                 [] => Target::Pane(pane),
                 ["screen"] => Target::Screen(pane),
@@ -130,6 +149,33 @@ pub fn parse(uri: &str) -> Result<Target, ResourceError> {
     }
 }
 
+/// The pane a URI's pane segment names: its number, as tmux's `%N`
+/// without the `%`. A segment with `%` (the form written before, or that
+/// form percent-encoded) is refused naming the form to use.
+fn pane_of(segment: &str, uri: &str) -> Result<PaneId, ResourceError> {
+    if segment.contains('%') {
+        let number = segment
+            .rsplit('%')
+            .next()
+            .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            .unwrap_or("N");
+        return Err(ResourceError::malformed(format!(
+            "resource URI {uri:?}: a pane is written by its number without %, e.g. tmux://pane/{number}/screen for pane %{number} (the %N form is not a valid URI); resources are {SESSIONS} and {}",
+            TEMPLATES.iter().map(|t| t.0).collect::<Vec<_>>().join(", ")
+        )));
+    }
+    let malformed = || {
+        ResourceError::malformed(format!(
+            "malformed resource URI {uri:?}: {segment:?} is not a pane number (N of pane %N); resources are {SESSIONS} and {}",
+            TEMPLATES.iter().map(|t| t.0).collect::<Vec<_>>().join(", ")
+        ))
+    };
+    if segment.is_empty() || !segment.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(malformed());
+    }
+    PaneId::parse(&format!("%{segment}")).map_err(|_| malformed())
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -150,39 +196,95 @@ mod tests {
             parse("tmux://window/@7").unwrap(),
             Target::Window(WindowId::from_number(7))
         );
-        assert_eq!(parse("tmux://pane/%3").unwrap(), Target::Pane(p(3)));
+        assert_eq!(parse("tmux://pane/3").unwrap(), Target::Pane(p(3)));
+        assert_eq!(parse("tmux://pane/3/screen").unwrap(), Target::Screen(p(3)));
         assert_eq!(
-            parse("tmux://pane/%3/screen").unwrap(),
-            Target::Screen(p(3))
-        );
-        // %25 is pane 25, not an encoded '%'.
-        assert_eq!(
-            parse("tmux://pane/%25/screen").unwrap(),
+            parse("tmux://pane/25/screen").unwrap(),
             Target::Screen(p(25))
         );
         assert_eq!(
-            parse("tmux://pane/%3/history").unwrap(),
+            parse("tmux://pane/3/history").unwrap(),
             Target::History(p(3), None)
         );
         assert_eq!(
-            parse("tmux://pane/%3/history?lines=50").unwrap(),
+            parse("tmux://pane/3/history?lines=50").unwrap(),
             Target::History(p(3), Some(50))
         );
         assert_eq!(parse(&screen_uri(p(9))).unwrap(), Target::Screen(p(9)));
+        assert_eq!(screen_uri(p(0)), "tmux://pane/0/screen");
+    }
+
+    /// RFC 3986: every character is unreserved, a delimiter, or starts a
+    /// `%XX` percent-encoding.
+    fn is_valid_uri(uri: &str) -> bool {
+        let b = uri.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            let c = b[i];
+            if c == b'%' {
+                if !(i + 2 < b.len()
+                    && b[i + 1].is_ascii_hexdigit()
+                    && b[i + 2].is_ascii_hexdigit())
+                {
+                    return false;
+                }
+                i += 3;
+                continue;
+            }
+            if !(c.is_ascii_alphanumeric() || b"-._~:/?#[]@!$&'()*+,;=".contains(&c)) {
+                return false;
+            }
+            i += 1;
+        }
+        true
+    }
+
+    #[test]
+    fn every_uri_written_is_valid_and_the_old_pane_form_names_the_new_one() {
+        for t in [
+            Target::Sessions,
+            Target::Session(SessionId::from_number(4)),
+            Target::Window(WindowId::from_number(5)),
+            Target::Pane(p(0)),
+            Target::Screen(p(12)),
+            Target::History(p(250), Some(3)),
+        ] {
+            assert!(is_valid_uri(&t.uri()), "{}", t.uri());
+            assert_eq!(parse(&t.uri()).unwrap(), t);
+        }
+        assert!(!is_valid_uri("tmux://pane/%0/screen"));
+        for old in [
+            "tmux://pane/%3/screen",
+            "tmux://pane/%3",
+            "tmux://pane/%253/history?lines=2",
+        ] {
+            let e = parse(old).unwrap_err();
+            assert!(
+                e.message.contains("written by its number without %"),
+                "{old}: {}",
+                e.message
+            );
+        }
+        let e = parse("tmux://pane/%3/screen").unwrap_err();
+        assert!(e.message.contains("tmux://pane/3/screen"), "{}", e.message);
     }
 
     #[test]
     fn malformed_uris_are_refused_naming_what_exists() {
         for bad in [
+            "tmux://pane/1;kill-server/screen",
             "tmux://pane/%1;kill-server/screen",
             "tmux://../etc",
-            "tmux://pane/%1/../../etc",
-            "tmux://pane/1/screen",
-            "tmux://pane/%1/screen?lines=3",
-            "tmux://pane/%1/history?lines=",
-            "tmux://pane/%1/history?lines=-1",
-            "tmux://pane/%1/history?lines=3&x=1",
-            "tmux://pane/%1/screen/",
+            "tmux://pane/1/../../etc",
+            "tmux://pane/x1/screen",
+            "tmux://pane/-1/screen",
+            "tmux://pane//screen",
+            "tmux://pane/99999999999999/screen",
+            "tmux://pane/1/screen?lines=3",
+            "tmux://pane/1/history?lines=",
+            "tmux://pane/1/history?lines=-1",
+            "tmux://pane/1/history?lines=3&x=1",
+            "tmux://pane/1/screen/",
             "file:///etc/passwd",
             "tmux://session/main",
             "",
@@ -190,7 +292,7 @@ mod tests {
             let e = parse(bad).unwrap_err();
             assert_eq!(e.kind, super::super::ErrorKind::Malformed, "{bad}");
             assert!(
-                e.message.contains("tmux://pane/{pane_id}/screen"),
+                e.message.contains("tmux://pane/{pane_number}/screen"),
                 "{bad}: {}",
                 e.message
             );

@@ -15,9 +15,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::connection::{nonce, Shared};
-use super::oneshot::finish;
+use super::connection::Shared;
+use super::process::finish;
 use super::{TmuxCommand, TmuxError};
+use crate::sync::nonce;
 
 /// One paste buffer as `list-buffers` shows it.
 #[derive(Clone, Debug, PartialEq, Eq)]

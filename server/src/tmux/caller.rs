@@ -1,11 +1,13 @@
 //! Is this pane the one panescan runs in?
 //!
 //! True only when the pane id equals `TMUX_PANE` *and* the server's socket
-//! (realpath) is the one named in `TMUX`; `None` when panescan does not run
-//! inside tmux at all.
+//! is the one named in `TMUX`, compared by device and inode
+//! ([`super::identity`]): a hard link to the socket is the same server;
+//! `None` when panescan does not run inside tmux at all.
 
 use std::path::{Path, PathBuf};
 
+use super::identity::same_socket;
 use super::ids::PaneId;
 
 /// Where panescan itself runs, read from the environment once.
@@ -15,6 +17,8 @@ pub struct CallerPane {
     pub socket: Option<PathBuf>,
     /// `TMUX_PANE`.
     pub pane: Option<PaneId>,
+    /// The server's pid (second comma field of `TMUX`).
+    pub server_pid: Option<u32>,
 }
 
 impl CallerPane {
@@ -37,7 +41,15 @@ impl CallerPane {
             }
         });
         let pane = tmux_pane.as_deref().and_then(|p| PaneId::parse(p).ok());
-        CallerPane { socket, pane }
+        let server_pid = tmux
+            .as_deref()
+            .and_then(|t| t.split(',').nth(1))
+            .and_then(|p| p.parse().ok());
+        CallerPane {
+            socket,
+            pane,
+            server_pid,
+        }
     }
 
     /// `is_caller` for `pane` of the server whose socket is `server_socket`.
@@ -52,9 +64,19 @@ impl CallerPane {
     /// system calls: do it once per listing, not once per pane.
     pub fn on_server(&self, server_socket: &Path) -> Option<Option<PaneId>> {
         let mine = self.socket.as_ref()?;
-        let theirs =
-            std::fs::canonicalize(server_socket).unwrap_or_else(|_| server_socket.to_path_buf());
-        Some(if *mine == theirs { self.pane } else { None })
+        Some(if same_socket(mine, server_socket) {
+            self.pane
+        } else {
+            None
+        })
+    }
+
+    /// Whether panescan runs inside the server whose socket is
+    /// `server_socket` (a pane of it or not).
+    pub fn same_server(&self, server_socket: &Path) -> bool {
+        self.socket
+            .as_ref()
+            .is_some_and(|mine| same_socket(mine, server_socket))
     }
 }
 
@@ -86,6 +108,16 @@ mod tests {
         assert_eq!(outside.is_caller(&sock, p3), None);
         let no_pane = CallerPane::from_values(Some(format!("{},1,0", sock.display())), None);
         assert_eq!(no_pane.is_caller(&sock, p3), Some(false));
+        // A hard link is the same socket; another file is not, even when
+        // panescan runs in some tmux.
+        let hard = dir.join("hard");
+        let _ = std::fs::remove_file(&hard);
+        std::fs::hard_link(&sock, &hard).unwrap();
+        assert_eq!(inside.is_caller(&hard, p3), Some(true));
+        assert!(inside.same_server(&hard));
+        assert!(!inside.same_server(&dir.join("other")));
+        assert!(!outside.same_server(&sock));
+        assert_eq!(inside.server_pid, Some(1234));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

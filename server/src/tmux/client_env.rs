@@ -19,21 +19,32 @@
 //! (which reads `TMUX_PANE`) is never wanted.
 //!
 //! The control client attaches with `-E` as well, so attaching copies
-//! nothing into the user's session: without it, a variable of
-//! `update-environment` that this environment lacks would be marked removed
-//! in the session. `create_session` gives the new session the variables
-//! of tmux's `update-environment` list that panescan's own environment
-//! has, as `new-session -e NAME=VALUE` ([`for_new_session`]): what a user's
-//! own `new-session` run from panescan's environment would copy, and
-//! nothing else (a variable of the list panescan lacks is marked removed in
-//! the session, as tmux does for a client that lacks it; `LC_ALL`, which
-//! every client here carries, is given empty and then marked removed when
-//! panescan has none).
+//! nothing into the user's session. `create_session` gives the new session
+//! the variables a user's own `new-session` would copy from panescan's
+//! environment ([`for_new_session`]), but only those the operator named
+//! ([`DEFAULT_PASSED_TO_SESSIONS`] and `serve --pass-env NAME`): tmux's
+//! `update-environment` is an option any mutating call can set, so it only
+//! narrows that list, never widens it. On another host nothing of this
+//! machine's environment is sent.
 
 use std::process::Command;
 
 /// The variables passed through, when panescan has them.
 pub const PASSED: [&str; 3] = ["HOME", "PATH", "TMUX_TMPDIR"];
+
+/// The variables `create_session` may copy into a new session when tmux's
+/// `update-environment` lists them: tmux's own default list (3.2-3.6).
+pub const DEFAULT_PASSED_TO_SESSIONS: [&str; 9] = [
+    "DISPLAY",
+    "KRB5CCNAME",
+    "MSYSTEM",
+    "SSH_ASKPASS",
+    "SSH_AUTH_SOCK",
+    "SSH_AGENT_PID",
+    "SSH_CONNECTION",
+    "WINDOWID",
+    "XAUTHORITY",
+];
 
 /// Gives `cmd` (a `tmux` command) the client environment above and nothing
 /// else.
@@ -65,19 +76,23 @@ pub struct NewSessionEnv {
 /// `show-options -gv update-environment`, one entry a line), tmux's rule
 /// (`environ_update`): for each entry, the first variable of the client's
 /// environment, by name, that the entry matches (`*` and `?` are
-/// wildcards, as `fnmatch`) is copied. tmux applies it to the variables
-/// of panescan's client, so each entry's match among panescan's own
-/// variables is passed with `-e`, which tmux applies after; an entry that
-/// holds a bracket expression, a variable whose value is not UTF-8 or an
-/// entry that is not one word is left out.
-pub fn for_new_session(update_environment: &str) -> NewSessionEnv {
+/// wildcards, as `fnmatch`) is copied. Only variables named in `allowed`
+/// (the operator's list) are candidates, so an entry such as `*SECRET*`
+/// finds nothing of panescan's own; an entry that holds a bracket
+/// expression, a variable whose value is not UTF-8 or an entry that is not
+/// one word is left out.
+pub fn for_new_session(update_environment: &str, allowed: &[String]) -> NewSessionEnv {
     let ours: std::collections::BTreeMap<String, String> = std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .filter(|(k, _)| allowed.iter().any(|a| a == k))
+        .collect();
+    let everything: std::collections::BTreeSet<String> = std::env::vars_os()
+        .filter_map(|(k, _)| k.into_string().ok())
         .collect();
     let mut client: Vec<&str> = PASSED
         .iter()
         .copied()
-        .filter(|k| ours.contains_key(*k))
+        .filter(|k| everything.contains(*k))
         .collect();
     client.push("LC_ALL");
     client.sort_unstable();
@@ -96,7 +111,7 @@ pub fn for_new_session(update_environment: &str) -> NewSessionEnv {
             }
         }
         let from_client = client.iter().find(|k| matches(entry, k));
-        out.remove_lc_all |= from_client == Some(&"LC_ALL") && !ours.contains_key("LC_ALL");
+        out.remove_lc_all |= from_client == Some(&"LC_ALL") && !everything.contains("LC_ALL");
     }
     if out.remove_lc_all {
         out.set.push("LC_ALL=".into());
@@ -146,17 +161,20 @@ mod tests {
     fn new_sessions_get_the_listed_variables_this_process_has() {
         // PATH is set in every test run; the others are names no process has.
         let path = std::env::var("PATH").unwrap_or_default();
+        let allowed = vec!["PATH".to_owned(), "PANESCAN_NO_SUCH_VARIABLE".to_owned()];
         let listed = "PATH\nPANESCAN_NO_SUCH_VARIABLE\n\nA=B\nTWO WORDS\nP[A]TH\n";
-        assert_eq!(for_new_session(listed).set, vec![format!("PATH={path}")]);
-        // A pattern passes its first match by name, once.
-        let first = std::env::vars()
-            .map(|(k, _)| k)
-            .filter(|k| k.starts_with('P'))
-            .min()
-            .unwrap_or_default();
-        let got = for_new_session("P*\nPATH\n").set;
-        assert!(got[0].starts_with(&format!("{first}=")), "{got:?}");
-        assert!(got.len() <= 2, "{got:?}");
+        assert_eq!(
+            for_new_session(listed, &allowed).set,
+            vec![format!("PATH={path}")]
+        );
+        // A pattern passes its first allowed match by name, once.
+        let got = for_new_session("P*\nPATH\n", &allowed).set;
+        assert_eq!(got, vec![format!("PATH={path}")]);
+        // Nothing the operator did not name, whatever the list says.
+        assert_eq!(
+            for_new_session("*\nPATH\nHOME\n", &[]).set,
+            Vec::<String>::new()
+        );
     }
 
     #[test]

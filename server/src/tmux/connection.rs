@@ -22,7 +22,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, ChildStdin, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Weak;
@@ -42,6 +42,7 @@ use super::events::Hub;
 use super::framing::{Event, Parser, RawReply};
 use super::launch::Endpoint;
 use super::{oneshot, ServerInfo, ServerSpec, TmuxCommand, TmuxError};
+use crate::sync::{lock, nonce};
 
 type Waiter = Sender<Result<RawReply, TmuxError>>;
 
@@ -90,30 +91,6 @@ const GUARD: &str = r#"if read -r _; then exit 0; fi
 sleep 1
 c=$(tr '\0' ' ' < /proc/$1/cmdline 2>/dev/null)
 case "$c" in *"-S $2 -C attach-session "*) kill -KILL "$1" ;; esac"#;
-
-/// `m` locked; one poisoned by a thread that panicked is taken as it is,
-/// so one call's panic does not stop every later one.
-pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// A fresh random nonce (hex, 128 bits).
-pub(crate) fn nonce() -> String {
-    let mut b = [0u8; 16];
-    if getrandom::fill(&mut b).is_err() {
-        // Never expected; fall back to time and a counter, still unknown to
-        // pane programs in practice.
-        use std::sync::atomic::AtomicU64;
-        static C: AtomicU64 = AtomicU64::new(0);
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
-        let mixed = t ^ (u128::from(C.fetch_add(1, Ordering::Relaxed)) << 64);
-        b = mixed.to_le_bytes();
-    }
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
 
 impl Control {
     /// Attaches a control client to session `session_id`.
@@ -794,26 +771,23 @@ pub(crate) fn shared(spec: &ServerSpec) -> Result<Arc<Shared>, TmuxError> {
     if let Some(s) = map.get(spec) {
         return Ok(s.clone());
     }
+    // Another name of a socket already served (a hard link) is that
+    // server: one connection and one cache, whatever it is called.
+    if let (None, Some(path)) = (&spec.host, &spec.socket_path) {
+        if let Some(id) = super::identity::SocketId::of(path) {
+            let known = map.iter().find(|(k, _)| {
+                k.host.is_none()
+                    && k.socket_path
+                        .as_deref()
+                        .and_then(super::identity::SocketId::of)
+                        == Some(id)
+            });
+            if let Some((_, s)) = known {
+                return Ok(s.clone());
+            }
+        }
+    }
     let s = Arc::new(Shared::new(spec.clone())?);
     map.insert(spec.clone(), s.clone());
     Ok(s)
-}
-
-/// The socket path `tmux` would use for `spec`.
-pub fn resolve_socket(spec: &ServerSpec) -> Result<PathBuf, TmuxError> {
-    if let Some(p) = &spec.socket_path {
-        return Ok(p.clone());
-    }
-    if let Some(name) = &spec.socket_name {
-        if name.is_empty() || name.contains('/') {
-            return Err(TmuxError::Invalid(format!(
-                "socket_name {name:?} must be a plain name (use socket_path for a path)"
-            )));
-        }
-        return Ok(super::reach::user_socket_dir().join(name));
-    }
-    if let Some(path) = super::reach::tmux_env_socket() {
-        return Ok(path);
-    }
-    Ok(super::reach::user_socket_dir().join("default"))
 }

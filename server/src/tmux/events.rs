@@ -70,10 +70,11 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 
-use super::connection::{lock, Control, ReplyRx, Route, Shared};
+use super::connection::{Control, ReplyRx, Route, Shared};
 use super::ids::{PaneId, SessionId};
 use super::notification::{self, Notification};
 use super::{TmuxCommand, TmuxError};
+use crate::sync::lock;
 
 pub use super::notification::StructureEvent;
 

@@ -46,7 +46,7 @@ impl Endpoint {
     /// be configured), else here.
     pub fn for_spec(spec: &ServerSpec) -> Result<Endpoint, TmuxError> {
         let Some(name) = spec.host.as_deref() else {
-            return super::connection::resolve_socket(spec).map(Endpoint::local);
+            return super::paths::resolve_socket(spec).map(Endpoint::local);
         };
         let host = super::ssh::host(name).ok_or_else(|| {
             TmuxError::Refused(format!(
@@ -136,6 +136,6 @@ impl Endpoint {
                     .unreachable(&format!("no tmux on this host ({})", stderr.trim()));
             }
         }
-        super::oneshot::client_error(&self.label(), stderr)
+        super::process::client_error(&self.label(), stderr)
     }
 }

@@ -30,9 +30,10 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 
 use super::capture::{ListedAhead, Spare};
-use super::connection::{lock, Shared};
+use super::connection::Shared;
 use super::inventory::{Inventory, ListingQuery};
 use super::{CaptureOptions, CaptureRequest, TmuxError};
+use crate::sync::lock;
 
 /// The listing at the top of a sweep, on its way.
 #[derive(Debug)]

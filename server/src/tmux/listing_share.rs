@@ -82,7 +82,7 @@ impl<K: Eq + Hash + Clone, V> Drop for Running<'_, K, V> {
 
 impl<K, V> ListingShare<K, V> {
     fn lock(&self) -> MutexGuard<'_, HashMap<K, Slot<V>>> {
-        self.slots.lock().unwrap_or_else(|e| e.into_inner())
+        crate::sync::lock(&self.slots)
     }
 }
 
@@ -151,13 +151,13 @@ impl<K: Eq + Hash + Clone, V: Clone> ListingShare<K, V> {
 }
 
 fn publish<V>(answer: &Answer<V>, value: V) {
-    *answer.value.lock().unwrap_or_else(|e| e.into_inner()) = Some(value);
+    *crate::sync::lock(&answer.value) = Some(value);
     answer.ready.notify_all();
 }
 
 /// The group's answer, or `None` once `deadline` passed without it.
 fn wait<V: Clone>(answer: &Answer<V>, deadline: Instant) -> Option<V> {
-    let mut value = answer.value.lock().unwrap_or_else(|e| e.into_inner());
+    let mut value = crate::sync::lock(&answer.value);
     loop {
         if let Some(v) = value.as_ref() {
             return Some(v.clone());

@@ -103,7 +103,7 @@ pub mod connection;
 pub mod events;
 pub mod format;
 pub mod framing;
-mod full_listing;
+pub mod identity;
 pub mod ids;
 pub mod inventory;
 pub mod launch;
@@ -111,7 +111,9 @@ pub mod listing_ahead;
 mod listing_share;
 pub mod notification;
 pub mod oneshot;
+pub mod paths;
 pub mod private_server;
+pub(crate) mod process;
 pub mod procfs;
 pub mod reach;
 pub mod servers;
@@ -198,7 +200,7 @@ impl fmt::Display for TmuxError {
         match self {
             TmuxError::NoServer { socket } => write!(
                 f,
-                "no tmux server at {socket}: start one with `tmux new-session -d` or pass socket_name / socket_path for the server you mean"
+                "no tmux server at {socket}: start one with `tmux new-session -d`, or name the server you mean: socket_name / socket_path in this call, or `panescan serve --socket-name NAME` (or --socket-path) in the client's configuration for every call (a client started without TMUX_TMPDIR looks in the default directory)"
             ),
             TmuxError::Timeout => f.write_str(
                 "tmux did not answer before the deadline: retry with a smaller scope or a larger time budget",
@@ -608,7 +610,25 @@ impl Tmux {
     /// Whether panescan itself runs inside this server (`TMUX` names its
     /// socket): ending the server would end panescan.
     pub fn runs_inside(&self) -> bool {
-        self.inner.caller.on_server(self.socket_path()).is_some()
+        self.inner.caller.same_server(self.socket_path())
+    }
+
+    /// The server's process id, asked of tmux.
+    pub fn server_pid(&self, deadline: Instant) -> Result<u32, TmuxError> {
+        let out = self.run(
+            &TmuxCommand::new("display-message")
+                .flag("-p")
+                .format_arg("#{pid}"),
+            deadline,
+        )?;
+        out.trim()
+            .parse()
+            .map_err(|_| TmuxError::Command(format!("unreadable server pid {:?}", out.trim())))
+    }
+
+    /// The server pid named in panescan's own `$TMUX`, if it runs in tmux.
+    pub fn caller_server_pid(&self) -> Option<u32> {
+        self.inner.caller.server_pid
     }
 
     /// Blocks on wait channel `channel` in a client of its own (never on

@@ -533,7 +533,7 @@ impl ServerCache {
 
     /// The panes of `panes` with a pid, with what is remembered of them.
     fn todo(&self, panes: &[(PaneId, Option<u32>)]) -> Vec<Todo> {
-        let owners = self.owners.lock().unwrap_or_else(|e| e.into_inner());
+        let owners = crate::sync::lock(&self.owners);
         panes
             .iter()
             .enumerate()
@@ -551,7 +551,7 @@ impl ServerCache {
     }
 
     fn remember(&self, found: Vec<((PaneId, u32), u64)>) {
-        let mut owners = self.owners.lock().unwrap_or_else(|e| e.into_inner());
+        let mut owners = crate::sync::lock(&self.owners);
         if owners.len() + found.len() > MAX_OWNERS {
             owners.clear();
         }
@@ -565,7 +565,7 @@ impl ServerCache {
         ask: &mut impl FnMut() -> Option<(u32, i64)>,
         again: bool,
     ) -> Option<ServerProcess> {
-        let cached = *self.known.lock().unwrap_or_else(|e| e.into_inner());
+        let cached = *crate::sync::lock(&self.known);
         match cached {
             Some(Some(s)) if !again && s.alive() => return Some(s),
             // Verified once and found unusable (another namespace, another
@@ -575,13 +575,10 @@ impl ServerCache {
         }
         let (pid, start) = ask()?;
         let fresh = ServerProcess::verify(pid, start);
-        *self.known.lock().unwrap_or_else(|e| e.into_inner()) = Some(fresh);
+        *crate::sync::lock(&self.known) = Some(fresh);
         if fresh != cached.flatten() {
             // Another server's panes: nothing known of them.
-            self.owners
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .clear();
+            crate::sync::lock(&self.owners).clear();
         }
         fresh
     }

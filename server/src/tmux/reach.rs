@@ -37,6 +37,8 @@ use std::io;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Component, Path, PathBuf};
 
+use super::identity::same_socket;
+use super::paths::{current_uid, tmux_env_socket, user_socket_dir};
 use super::{ServerSpec, TmuxError};
 
 /// What every refusal tells the operator.
@@ -80,20 +82,30 @@ impl SocketPolicy {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(self.missing(&wanted)),
             Err(e) => return Err(self.refuse(&wanted, &format!("it cannot be resolved ({e})"))),
         };
-        if !trusted_sockets(operator).contains(&real) {
-            if !self.holds(real.parent().unwrap_or(&real)) {
-                let why = if real == wanted {
-                    "it is outside the directories allowed".to_owned()
-                } else {
-                    format!(
-                        "it resolves to {}, outside the directories allowed",
-                        real.display()
-                    )
-                };
-                return Err(self.refuse(&wanted, &why));
-            }
-            self.check_socket(&wanted, &real)?;
+        // A trusted socket under another name (a hard link) is that
+        // socket: the caller gets the trusted path, so every "same server"
+        // decision and the connection and cache are the trusted one's.
+        if let Some(trusted) = trusted_sockets(operator)
+            .into_iter()
+            .find(|t| same_socket(t, &real))
+        {
+            return Ok(ServerSpec {
+                socket_path: Some(trusted),
+                ..ServerSpec::default()
+            });
         }
+        if !self.holds(real.parent().unwrap_or(&real)) {
+            let why = if real == wanted {
+                "it is outside the directories allowed".to_owned()
+            } else {
+                format!(
+                    "it resolves to {}, outside the directories allowed",
+                    real.display()
+                )
+            };
+            return Err(self.refuse(&wanted, &why));
+        }
+        self.check_socket(&wanted, &real)?;
         Ok(ServerSpec {
             socket_path: Some(real),
             ..ServerSpec::default()
@@ -220,45 +232,13 @@ fn trusted_sockets(operator: &ServerSpec) -> Vec<PathBuf> {
             out.push(real);
         }
     };
-    if let Ok(p) = super::connection::resolve_socket(operator) {
+    if let Ok(p) = super::paths::resolve_socket(operator) {
         add(p);
     }
     if let Some(p) = tmux_env_socket() {
         add(p);
     }
     out
-}
-
-/// The socket named in `$TMUX` (its first comma field), if any.
-pub(crate) fn tmux_env_socket() -> Option<PathBuf> {
-    let t = std::env::var_os("TMUX")?;
-    let t = t.to_string_lossy();
-    t.split(',')
-        .next()
-        .filter(|p| !p.is_empty())
-        .map(PathBuf::from)
-}
-
-/// This user's tmux socket directory, as tmux itself names it:
-/// `$TMUX_TMPDIR/tmux-UID`, else `/tmp/tmux-UID`.
-pub fn user_socket_dir() -> PathBuf {
-    let base = std::env::var_os("TMUX_TMPDIR")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/tmp"));
-    base.join(format!("tmux-{}", current_uid().unwrap_or(0)))
-}
-
-/// The real uid, from /proc (the crate denies unsafe code, so no getuid()).
-pub(crate) fn current_uid() -> Option<u32> {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .and_then(|rest| rest.split_whitespace().next().map(str::to_owned))
-        })
-        .and_then(|u| u.parse().ok())
 }
 
 #[cfg(test)]

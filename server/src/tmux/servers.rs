@@ -17,8 +17,8 @@ use std::process::Stdio;
 use std::time::Instant;
 
 use super::launch::Endpoint;
-use super::oneshot::{client_error, finish};
-use super::reach::current_uid;
+use super::paths::current_uid;
+use super::process::{client_error, finish};
 use super::TmuxError;
 
 /// What a probe found at one socket.

@@ -41,9 +41,34 @@ pub enum OnError {
 pub struct Operation {
     /// A read tool's name.
     pub tool: String,
-    /// Its arguments.
+    /// Its arguments as a JSON object in a string, e.g. "{\"pane_id\": \"%1\"}".
     #[serde(default)]
-    pub arguments: Option<Map<String, Value>>,
+    #[schemars(with = "Option<String>")]
+    pub arguments: Option<Value>,
+}
+
+impl Operation {
+    /// The arguments object: sent as a string (what the schema says: an
+    /// open object has no strict-mode form, and one closed schema per
+    /// batchable tool would repeat every read tool's schema here), or as
+    /// the object itself, which clients that always did keep doing.
+    fn arguments_object(&self, index: usize) -> Result<Map<String, Value>, ToolError> {
+        let bad = || {
+            ToolError::new(format!(
+                "operation {index}: arguments must be a JSON object such as {{\"pane_id\": \"%1\"}} (or that object as a string); nothing was run"
+            ))
+        };
+        match &self.arguments {
+            None | Some(Value::Null) => Ok(Map::new()),
+            Some(Value::Object(o)) => Ok(o.clone()),
+            Some(Value::String(s)) if s.trim().is_empty() => Ok(Map::new()),
+            Some(Value::String(s)) => match serde_json::from_str::<Value>(s) {
+                Ok(Value::Object(o)) => Ok(o),
+                _ => Err(bad()),
+            },
+            Some(_) => Err(bad()),
+        }
+    }
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -126,7 +151,7 @@ impl Tool for CallReadToolsBatch {
 
     fn run(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
         check_operations(ctx, &args)?;
-        let ops = with_batch_server(&args);
+        let ops = with_batch_server(&args)?;
         let (outcomes, stopped_at) = run_operations(ctx, &ops, args.on_error)?;
         ctx.check_cancelled()?;
         let results: Vec<BatchRow> = outcomes
@@ -209,12 +234,15 @@ fn check_operations(ctx: &ToolContext, args: &BatchArgs) -> Result<(), ToolError
 
 /// Each operation's tool and arguments; the batch's server is the default
 /// for every operation that names none.
-fn with_batch_server(args: &BatchArgs) -> Vec<(String, Value)> {
+fn with_batch_server(args: &BatchArgs) -> Result<Vec<(String, Value)>, ToolError> {
     args.operations
         .iter()
-        .map(|op| {
-            let mut a = op.arguments.clone().unwrap_or_default();
-            if !a.contains_key("socket_name") && !a.contains_key("socket_path") {
+        .enumerate()
+        .map(|(index, op)| {
+            let mut a = op.arguments_object(index)?;
+            // A strict caller's `"socket_name": null` names no server.
+            let names = |k: &str| a.get(k).is_some_and(|v| !v.is_null());
+            if !names("socket_name") && !names("socket_path") {
                 if let Some(s) = &args.server.socket_name {
                     a.insert("socket_name".into(), Value::String(s.clone()));
                 }
@@ -225,7 +253,7 @@ fn with_batch_server(args: &BatchArgs) -> Vec<(String, Value)> {
                     );
                 }
             }
-            (op.tool.clone(), Value::Object(a))
+            Ok((op.tool.clone(), Value::Object(a)))
         })
         .collect()
 }

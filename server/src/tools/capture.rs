@@ -521,7 +521,7 @@ const ANCHOR_LINES: u64 = 3;
 /// of blank lines or bare prompts matches in too many places), up to this.
 const MAX_ANCHOR_LINES: u64 = 16;
 const ANCHOR_TEXT_LINES: usize = 2;
-const CURSOR_PREFIX: &str = "pc2";
+const CURSOR_PREFIX: &str = "pc3";
 
 fn fnv(bytes: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
@@ -582,13 +582,18 @@ struct Cursor {
 }
 
 impl Cursor {
+    /// The cursor's fields, then a tag under this process's key
+    /// ([`crate::tools::cursor_key`]), in hex.
     fn encode(&self) -> String {
         let body = format!(
             "{CURSOR_PREFIX}.{}.{}.{}.{}.{:016x}.{:08x}",
             self.pane, self.pid, self.boundary, self.anchor_len, self.anchor, self.server
         );
-        let check = fnv(body.as_bytes()) & 0xffff;
-        format!("{body}.{check:04x}")
+        let tag: String = crate::tools::cursor_key::tag(body.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        format!("{body}.{tag}")
     }
 
     fn decode(text: &str) -> Result<Cursor, ToolError> {
@@ -598,9 +603,23 @@ impl Cursor {
                 text.chars().take(80).collect::<String>()
             ))
         };
-        let (body, check) = text.rsplit_once('.').ok_or_else(bad)?;
-        if u64::from_str_radix(check, 16).ok() != Some(fnv(body.as_bytes()) & 0xffff) {
+        let (body, tag) = text.rsplit_once('.').ok_or_else(bad)?;
+        let tag: Option<Vec<u8>> = (tag.len() % 2 == 0 && tag.is_ascii())
+            .then(|| {
+                (0..tag.len())
+                    .step_by(2)
+                    .map(|i| u8::from_str_radix(&tag[i..i + 2], 16).ok())
+                    .collect()
+            })
+            .flatten();
+        if !body.starts_with(CURSOR_PREFIX) {
             return Err(bad());
+        }
+        if !tag.is_some_and(|t| crate::tools::cursor_key::verify(body.as_bytes(), &t)) {
+            return Err(ToolError::new(format!(
+                "cursor {:?} is not one this panescan made (cursors hold for one panescan process: after a restart, or if it was edited, omit it to start over)",
+                text.chars().take(80).collect::<String>()
+            )));
         }
         let parts: Vec<&str> = body.split('.').collect();
         if parts.len() != 7 || parts[0] != CURSOR_PREFIX {

@@ -26,16 +26,17 @@ pub const WAIT_GRACE: Duration = Duration::from_millis(500);
 /// The arguments every tool takes to pick a tmux server.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 pub struct ServerArgs {
-    /// tmux -L socket name (default: panescan's server).
+    // Short: these three are in every tool's schema, and tools/list must
+    // stay small.
+    /// tmux -L name
     #[serde(default)]
     pub socket_name: Option<String>,
-    /// tmux -S socket path.
+    /// tmux -S path
     #[serde(default)]
     pub socket_path: Option<PathBuf>,
-    // A configured ssh host (`--ssh DEST`) or "local" (the default). No
-    // doc comment: it would be a description in every tool's schema, and
-    // tools/list must stay small; search_panes' `hosts` says what it is.
-    #[allow(missing_docs)]
+    // Listed only when the operator configured ssh hosts
+    // (`Registry::for_config`).
+    /// ssh host (serve --ssh) or local
     #[serde(default)]
     pub host: Option<String>,
 }

@@ -20,6 +20,15 @@
 //!   matches the first by backtracking and compiles the second by copying);
 //!   globs with at most one `*` before the last character (`C`: none, tmux
 //!   wraps the term in `*...*`), since fnmatch backtracks once per `*`;
+//! * a regular expression (`s`, `m/r`) only on a text whose length the
+//!   format bounds to [`MAX_REGEX_SUBJECT`] bytes ([`subject_bound`]): glibc's
+//!   search is superlinear in the text (`(a|aa)*b` on 64 KiB of a title
+//!   froze tmux 13.7 s), and a program in a pane sets titles, paths, names,
+//!   its command line and (through tmux) user options to any length; `=N`
+//!   bounds width, not bytes (zero-width characters), so it does not help.
+//!   At most [`MAX_REGEX_RUNS`] regular expressions run per format, loops
+//!   counted; `C` (a search of the screen, text the program draws) takes
+//!   no regular expression;
 //! * at most 16 levels of `#{`, 4,096 bytes, one line.
 //!
 //! What remains is bounded by an estimate of the bytes tmux builds and
@@ -47,6 +56,15 @@ pub const MAX_PRECISION: i64 = 100;
 pub const MAX_REPEAT: i64 = 100;
 /// Longest pattern (`s`, `m`, `C`).
 pub const MAX_PATTERN_BYTES: usize = 256;
+/// Longest regular expression (`s`, `m/r`): glibc builds its automaton
+/// as it matches, and a longer one can need many more states.
+pub const MAX_REGEX_BYTES: usize = 64;
+/// Longest text a regular expression may be matched against. With
+/// [`MAX_REGEX_BYTES`], the worst patterns measured cost tmux ~2 ms a
+/// match (BENCHMARKS.md, "Format guard").
+pub const MAX_REGEX_SUBJECT: usize = 256;
+/// How many regular expressions one format may make tmux run.
+pub const MAX_REGEX_RUNS: f64 = 16.0;
 
 /// The most a format may make tmux build, in bytes.
 pub const MAX_OUTPUT: f64 = 1024.0 * 1024.0;
@@ -57,8 +75,11 @@ pub const MAX_OUTPUT: f64 = 1024.0 * 1024.0;
 pub const MAX_WORK: f64 = 2.0 * 1024.0 * 1024.0;
 /// How many copies of one pane-set text may end up in the result.
 pub const MAX_PANE_TEXT_COPIES: f64 = 16.0;
-/// How many times tmux may read (copy or scan) one pane-set text.
-pub const MAX_PANE_TEXT_READS: f64 = 64.0;
+/// How many times tmux may read (copy or scan) one pane-set text: a glob
+/// scan counts its pattern's length, so a title is scanned by at most a
+/// 30-byte glob (fnmatch: ~7 ns a byte of text and of pattern, measured;
+/// BENCHMARKS.md, "Format guard").
+pub const MAX_PANE_TEXT_READS: f64 = 32.0;
 
 /// What a value counts for in bytes.
 const VALUE_BYTES: f64 = 64.0;
@@ -93,6 +114,15 @@ const PANE_TEXT: [&str; 11] = [
     "search_match",
     "pane_search_string",
 ];
+
+/// Whether a program in a pane can make `name` long: [`PANE_TEXT`], its
+/// command line (`exec -a`, up to 128 KiB) and user options (any program
+/// in a pane may set one through tmux).
+fn is_pane_text(name: &str) -> bool {
+    PANE_TEXT.contains(&name)
+        || name.starts_with('@')
+        || matches!(name, "pane_current_command" | "pane_start_command")
+}
 
 /// How many items each kind of loop visits on a server: `S` its sessions,
 /// `W` the windows of its largest session, `P` the panes of its largest
@@ -157,6 +187,8 @@ struct Cost {
     work: f64,
     copies: f64,
     reads: f64,
+    /// Regular expressions run (each on at most [`MAX_REGEX_SUBJECT`] bytes).
+    regex_runs: f64,
 }
 
 impl Cost {
@@ -174,12 +206,13 @@ impl Cost {
     /// double it), plus `extra` bytes (a time tmux prints instead).
     fn lookup(name: &str, copies: f64, extra: f64) -> Cost {
         let out = VALUE_BYTES * copies + extra;
-        let pane_text = PANE_TEXT.contains(&name);
+        let pane_text = is_pane_text(name);
         Cost {
             out,
             work: LOOKUP_WORK + VALUE_BYTES + out,
             copies: if pane_text { copies } else { 0.0 },
             reads: if pane_text { 1.0 + copies } else { 0.0 },
+            regex_runs: 0.0,
         }
     }
 
@@ -189,6 +222,7 @@ impl Cost {
             work: self.work + o.work,
             copies: self.copies + o.copies,
             reads: self.reads + o.reads,
+            regex_runs: self.regex_runs + o.regex_runs,
         }
     }
 
@@ -198,6 +232,7 @@ impl Cost {
             work: self.work * k,
             copies: self.copies * k,
             reads: self.reads * k,
+            regex_runs: self.regex_runs * k,
         }
     }
 
@@ -226,6 +261,7 @@ impl Cost {
             work: self.work + self.out,
             copies: 0.0,
             reads: self.reads + self.copies,
+            regex_runs: self.regex_runs,
         }
     }
 }
@@ -403,6 +439,11 @@ fn over_limit(c: &Cost, over: &str) -> Option<String> {
             MAX_PANE_TEXT_READS,
             "read a pane title (or other text a program in a pane sets) {n} times",
         ),
+        (
+            c.regex_runs,
+            MAX_REGEX_RUNS,
+            "run a regular expression {n} times",
+        ),
     ];
     for (n, limit, what) in checks {
         if n > limit {
@@ -476,7 +517,10 @@ fn check_modifier(e: &Expansion, m: &Modifier) -> Result<(), Refusal> {
             _ => Ok(()),
         },
         "s" => match first {
-            Some(a) => check_regex(a.text, a.at, &describe(e)).map(|_| ()),
+            Some(a) => {
+                check_regex(a.text, a.at, &describe(e))?;
+                check_subject(body_value_bound(e), e.body_at, &describe(e))
+            }
             None => Ok(()),
         },
         _ => Ok(()),
@@ -517,7 +561,16 @@ fn literal_number(text: &str) -> Option<i64> {
 /// A regular expression tmux hands to glibc's regcomp/regexec. Returns its
 /// cost per byte matched against.
 fn check_regex(pattern: &str, at: usize, construct: &str) -> Result<f64, Refusal> {
-    check_pattern_length(pattern, at, construct)?;
+    if pattern.len() > MAX_REGEX_BYTES {
+        return Err(refuse(
+            at,
+            format!("the regular expression of {construct}"),
+            format!(
+                "regular expressions are limited to {MAX_REGEX_BYTES} bytes ({} given): glibc's matching states grow with them",
+                pattern.len()
+            ),
+        ));
+    }
     let b = pattern.as_bytes();
     let mut i = 0;
     while i < b.len() {
@@ -609,7 +662,11 @@ fn body_cost(e: &Expansion, mods: &[Modifier], scope: &Scope) -> Result<Cost, Re
             Some(m) => match_pattern_factor(e, m)?,
             None => 0.0,
         };
-        return Ok(body.scanned(scan).reduced(1.0));
+        let mut c = body.scanned(scan).reduced(1.0);
+        if find(&["m"]).is_some_and(is_regex) {
+            c.regex_runs += 1.0;
+        }
+        return Ok(c);
     }
     if e.body.starts_with('?') {
         // The condition is looked up (or expanded), then one branch is
@@ -654,6 +711,7 @@ fn loop_cost(e: &Expansion, m: &Modifier, scope: &Scope) -> Result<Cost, Refusal
     let c = Cost {
         out: body.out * n,
         work: (body.work + ITEM_WORK) * n + body.out * n * (n + 1.0) / 2.0 * STRLCAT_SHARE,
+        regex_runs: body.regex_runs * n,
         ..body
     };
     match over_limit(&c, &format!("this server's {n} {what}")) {
@@ -687,12 +745,14 @@ fn pane_search_cost(e: &Expansion, m: &Modifier) -> Result<Cost, Refusal> {
             "the search term must be plain text (a value as the term could be any pattern)",
         ));
     }
-    let regex = m.args.first().is_some_and(|a| a.text.contains('r'));
-    let factor = if regex {
-        check_regex(e.body, e.body_at, &construct)?
-    } else {
-        check_glob(e.body, e.body_at, &construct, 0)?
-    };
+    if is_regex(m) {
+        return Err(refuse(
+            m.at,
+            construct,
+            "a regular expression over the screen (text a program draws, any length a line) can keep tmux busy for seconds; search with search_panes, or drop r for a plain pattern",
+        ));
+    }
+    let factor = check_glob(e.body, e.body_at, &construct, 0)?;
     // The screen is text a program in the pane controls.
     Ok(Cost::lookup("pane_title", 1.0, 0.0)
         .scanned(factor)
@@ -714,11 +774,186 @@ fn match_pattern_factor(e: &Expansion, m: &Modifier) -> Result<f64, Refusal> {
             "the pattern (left of the comma) must be plain text (a value as the pattern could be any pattern)",
         ));
     }
-    if m.args.first().is_some_and(|a| a.text.contains('r')) {
-        check_regex(pattern, e.body_at, &construct)
+    if is_regex(m) {
+        let factor = check_regex(pattern, e.body_at, &construct)?;
+        let subject = subject_bound(&right_of(&e.parts, e.body_at + comma));
+        check_subject(subject, e.body_at + comma + 1, &construct)?;
+        Ok(factor)
     } else {
         check_glob(pattern, e.body_at, &construct, 1)
     }
+}
+
+/// `m` with the `r` flag, or `C` with it: a regular expression.
+fn is_regex(m: &Modifier) -> bool {
+    m.args.first().is_some_and(|a| a.text.contains('r'))
+}
+
+/// The pieces of a body that lie after the byte `comma`: its right side
+/// (a text piece across the comma keeps its part after it).
+fn right_of<'a>(parts: &[Piece<'a>], comma: usize) -> Vec<Piece<'a>> {
+    parts
+        .iter()
+        .filter_map(|p| match p {
+            Piece::Text { at, text } if at + text.len() > comma => {
+                let from = (comma + 1).saturating_sub(*at).min(text.len());
+                text.get(from..).map(|t| Piece::Text {
+                    at: at + from,
+                    text: t,
+                })
+            }
+            Piece::Text { .. } => None,
+            other => {
+                let (at, _) = describe_piece(other);
+                (at > comma).then(|| other.clone())
+            }
+        })
+        .collect()
+}
+
+/// Refuses a regular expression over a text of unbounded or too great a
+/// length (`bound`: [`subject_bound`]).
+fn check_subject(bound: Option<usize>, at: usize, construct: &str) -> Result<(), Refusal> {
+    match bound {
+        Some(n) if n <= MAX_REGEX_SUBJECT => Ok(()),
+        Some(n) => Err(refuse(
+            at,
+            format!("the text {construct} matches a regular expression against"),
+            format!("it may be {n} bytes; a regular expression runs in tmux on at most {MAX_REGEX_SUBJECT} (glibc's search time grows faster than the text): match in panescan instead (list_panes filters with regex, search_panes)"),
+        )),
+        None => Err(refuse(
+            at,
+            format!("the text {construct} matches a regular expression against"),
+            format!("its length has no bound (a program in a pane sets titles, paths, names and its command line to any length, and user options hold anything), and glibc's search time grows faster than the text; a regular expression runs in tmux only on ids, numbers, flags and literal text of at most {MAX_REGEX_SUBJECT} bytes: match in panescan instead (list_panes filters with regex, search_panes) or use a glob (m without r)"),
+        )),
+    }
+}
+
+/// The most bytes `pieces` can expand to, when the format itself bounds
+/// it whatever the server holds; `None` when a value of unbounded length
+/// (anything a program or a tmux command can set: names, titles, paths,
+/// commands, user options) may end up in it.
+fn subject_bound(pieces: &[Piece]) -> Option<usize> {
+    pieces.iter().try_fold(0usize, |total, p| {
+        let n = match p {
+            Piece::Text { text, .. } => Some(text.len()),
+            Piece::Job { .. } => None,
+            Piece::Alias { name, .. } => bounded_variable(name),
+            Piece::Expansion(e) => expansion_bound(e),
+        }?;
+        total.checked_add(n)
+    })
+}
+
+/// [`subject_bound`] of one `#{...}`.
+fn expansion_bound(e: &Expansion) -> Option<usize> {
+    let mods: &[Modifier] = match &e.modifiers {
+        Modifiers::List(list) => list,
+        Modifiers::None => &[],
+        Modifiers::Unreadable { .. } => return None,
+    };
+    let has = |names: &[&str]| mods.iter().any(|m| names.contains(&m.name));
+    let numbers = [
+        "n", "w", "==", "!=", "<", ">", "<=", ">=", "&&", "||", "!", "!!", "m", "C",
+    ];
+    if has(&numbers) {
+        return Some(20);
+    }
+    if let Some(m) = mods.iter().find(|m| m.name == "e") {
+        let precision = m.args.get(2).and_then(|a| literal_number(a.text));
+        return Some(NUMBER_BYTES as usize + precision.unwrap_or(2).unsigned_abs() as usize);
+    }
+    if has(&["l"]) {
+        return Some(e.body.len());
+    }
+    // What a value becomes: kept or shortened (`=`, `b`, `d`), doubled
+    // (`q`), padded (`p`), a time (`t`); anything else may grow it.
+    let mut factor = 1usize;
+    let mut extra = 0usize;
+    for m in mods {
+        match m.name {
+            "=" => extra += m.args.get(1).map_or(0, |a| a.text.len()),
+            "b" | "d" => {}
+            "q" => factor *= 2,
+            "t" => return Some(512),
+            "p" => {
+                extra += m
+                    .args
+                    .first()
+                    .and_then(|a| literal_number(a.text))?
+                    .unsigned_abs() as usize
+            }
+            _ => return None,
+        }
+    }
+    body_value_bound(e)?.checked_mul(factor)?.checked_add(extra)
+}
+
+/// [`subject_bound`] of the value a `#{...}`'s body gives before its
+/// modifiers act: literal text (`l`), a conditional's branches, a variable.
+fn body_value_bound(e: &Expansion) -> Option<usize> {
+    let literal = matches!(&e.modifiers, Modifiers::List(l) if l.iter().any(|m| m.name == "l"));
+    if literal {
+        Some(e.body.len())
+    } else if e.body.starts_with('?') || e.body.contains("#{") {
+        // A conditional's branches, or an inner format (tmux expands a
+        // body holding `#{` as a format): at most all its pieces.
+        subject_bound(&e.parts)
+    } else {
+        bounded_variable(e.body)
+    }
+}
+
+/// Variables whose values tmux writes itself and keeps short: ids,
+/// numbers, flags, sizes and times. Every other value (a name, a title, a
+/// path, a command, a user option) may be of any length.
+fn bounded_variable(name: &str) -> Option<usize> {
+    if name.is_empty() {
+        return Some(0);
+    }
+    const EXACT: [&str; 7] = [
+        "pid",
+        "version",
+        "start_time",
+        "host",
+        "host_short",
+        "uid",
+        "user",
+    ];
+    const SUFFIXES: [&str; 27] = [
+        "_id",
+        "_index",
+        "_pid",
+        "_width",
+        "_height",
+        "_left",
+        "_right",
+        "_top",
+        "_bottom",
+        "_x",
+        "_y",
+        "_size",
+        "_limit",
+        "_panes",
+        "_windows",
+        "_attached",
+        "_created",
+        "_activity",
+        "_active",
+        "_dead",
+        "_status",
+        "_flag",
+        "_flags",
+        "_count",
+        "_bytes",
+        "_tty",
+        "_on",
+    ];
+    let bounded = EXACT.contains(&name)
+        || SUFFIXES.iter().any(|s| name.ends_with(s))
+        || name.starts_with("pane_at_")
+        || name.starts_with("window_at_");
+    bounded.then_some(VALUE_BYTES as usize)
 }
 
 /// `R` (tmux 3.4+): `#{R:text,count}` repeats text; tmux rebuilds the
@@ -742,6 +977,7 @@ fn repeat_cost(e: &Expansion, scope: &Scope) -> Result<Cost, Refusal> {
         work: text.work + rebuilt.out,
         copies: text.copies * n,
         reads: text.reads + rebuilt.copies,
+        regex_runs: text.regex_runs,
     })
 }
 
@@ -762,6 +998,7 @@ fn finish_cost(mods: &[Modifier], mut c: Cost) -> Cost {
                     work: scanned.work + grown.out + with,
                     copies: grown.copies,
                     reads: scanned.reads + grown.copies,
+                    regex_runs: c.regex_runs + 1.0,
                 };
             }
             "=" => {
@@ -818,11 +1055,12 @@ mod tests {
             "#{=10:pane_title}",
             "#{=/-20/.../:pane_current_path}",
             "#{p-8:pane_index}|#{p8:window_name}",
-            "#{s/bash/sh/:pane_current_command}",
-            "#{s/^([a-z]+)-.*$/\\1/i:session_name}",
+            "#{s/%/pane-/:pane_id}",
+            "#{m/r:^[0-9]+$,#{window_index}}",
+            "#{s/^([0-9]+)$/w\\1/i:window_index}",
             "#{m:*vim*,#{pane_current_command}}",
-            "#{m/ri:^(n?vim|emacs)$,#{pane_current_command}}",
-            "#{C:error}#{C/ri:fail(ed|ure)}",
+            "#{m/ri:^(n?vim|emacs)$,#{l:nvim}}",
+            "#{C:error}#{C/i:failed}",
             "#{e|+|:#{pane_index},1} #{e|/|f|4:#{pane_width},3}",
             "#{||:#{pane_dead},#{pane_in_mode}} #{&&:1,#{pane_active}}",
             "#{!=:#{pane_title},} #{<=:a,b}",
@@ -925,10 +1163,7 @@ mod tests {
             .construct
             .starts_with("pane search"));
         assert!(refused("#{C:a*b}").why.contains("fnmatch"));
-        assert!(refused("#{C/r:(a)\\1}").construct.contains("backreference"));
-        assert!(refused("#{C/r:a{1000}}")
-            .construct
-            .contains("counted repetition"));
+        assert!(refused("#{C/r:(a)\\1}").why.contains("regular expression"));
         assert!(refused(&format!("#{{C:{}}}", "a".repeat(257)))
             .why
             .contains("256"));
@@ -981,18 +1216,85 @@ mod tests {
         let r = check(&many, &big).unwrap_err();
         assert!(r.why.contains("handle"), "{r}");
         // A pane title read or copied over and over: it may hold 1 MiB.
-        assert!(refused(&"#{pane_title}".repeat(17))
-            .why
-            .contains("17 times into the result"));
+        let r = refused(&"#{pane_title}".repeat(17));
+        assert!(
+            r.why.contains("times into the result") || r.why.contains("read a pane title"),
+            "{r}"
+        );
         assert!(refused(&"#{n:#{pane_title}}".repeat(40))
             .why
             .contains("read a pane title"));
         accepted(&"#{pane_index}".repeat(100));
         let r = refused("#{s/x*/yyyyyyyyyyyyyyyy/:pane_title}");
-        assert!(
-            r.why.contains("copy a pane title 17 times") || r.why.contains("times into"),
-            "{r}"
-        );
+        assert!(r.why.contains("no bound"), "{r}");
+    }
+
+    #[test]
+    fn regular_expressions_run_only_on_texts_of_bounded_length() {
+        // Every text a program in a pane (or a tmux command) can make long.
+        for var in [
+            "pane_title",
+            "window_name",
+            "pane_path",
+            "pane_current_path",
+            "pane_current_command",
+            "pane_start_command",
+            "session_name",
+            "@user_option",
+            "buffer_sample",
+            "client_termname",
+        ] {
+            for f in [
+                format!("#{{m/r:(a|aa)*b,#{{{var}}}}}"),
+                format!("#{{m/ri:x,#{{{var}}}}}"),
+                format!("#{{s/a/b/:{var}}}"),
+                format!("#{{s/a/b/:#{{{var}}}}}"),
+                // Truncation bounds width, not bytes (zero-width
+                // characters), and a quoted value is still the value.
+                format!("#{{m/r:x,#{{=5:{var}}}}}"),
+                format!("#{{m/r:x,#{{q:{var}}}}}"),
+                format!("#{{m/r:x,#{{?1,#{{{var}}},y}}}}"),
+                format!("#{{m/r:x,a#{{{var}}}}}"),
+                format!("#{{s/a/b/:#{{?1,#{{{var}}},}}}}"),
+            ] {
+                let r = refused(&f);
+                assert!(r.why.contains("no bound"), "{f}: {r}");
+            }
+        }
+        // A body holding `#{` is a format: its text, not a variable.
+        accepted("#{s/a/b/:#{l:pane_title}}#{s/a/b/:#{?1,pane_title,}}");
+        // Ids, numbers, flags and literal text are short.
+        accepted("#{m/r:^[0-9]+$,#{pane_id}}#{s/%//:pane_id}#{m/r:1,#{pane_active}}");
+        accepted(&format!("#{{m/r:(a|aa)*b,{}}}", "a".repeat(256)));
+        accepted("#{m/r:x,#{n:pane_title}}#{m/r:x,#{?pane_active,yes,no}}");
+        let r = refused(&format!("#{{m/r:(a|aa)*b,{}}}", "a".repeat(257)));
+        assert!(r.why.contains("257 bytes"), "{r}");
+        // Screens are text a program draws.
+        assert!(refused("#{C/r:x}")
+            .why
+            .contains("regular expression over the screen"));
+        accepted("#{C:x}");
+        // Globs keep their own (linear) rule.
+        accepted("#{m:*vim*,#{pane_current_command}}");
+    }
+
+    #[test]
+    fn regular_expressions_are_counted_in_loops() {
+        let one = "#{m/r:(a|aa)*b,#{pane_id}}";
+        accepted(&one.repeat(16));
+        assert!(refused(&one.repeat(17))
+            .why
+            .contains("regular expression 17 times"));
+        // SIZES has 20 panes a window: 20 runs.
+        let r = refused(&format!("#{{P:{one}}}"));
+        assert!(r.why.contains("regular expression 20 times"), "{r}");
+        let small = LoopSizes { panes: 8, ..SIZES };
+        assert!(check(&format!("#{{P:{one}{one}}}"), &small).is_ok());
+        assert!(check(&format!("#{{P:{one}{one}{one}}}"), &small).is_err());
+        // Long expressions need many states.
+        accepted(&format!("#{{m/r:{},x}}", "a".repeat(64)));
+        let r = refused(&format!("#{{m/r:{},x}}", "a".repeat(65)));
+        assert!(r.why.contains("limited to 64 bytes"), "{r}");
     }
 
     #[test]

@@ -13,12 +13,14 @@ use crate::tmux::{Inventory, Pane, PaneId, ServerInfo, Session, SessionId, Windo
 use crate::tools::registry::Tool;
 use crate::tools::schema;
 
-/// Filters as `{field__op: value}` on any returned field: an object, or
-/// the same object as a JSON string (some clients can only send strings).
+/// Filters as `{field__op: value}` on any returned field: the object as a
+/// JSON string, or (from clients that send one) the object itself.
 type FilterArg = Option<Value>;
 
+/// The schema says string: an open object (any `field__op` key) has no
+/// strict-mode form, and a string carries the same object to every model.
 fn filters_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({"anyOf": [{"type": "object"}, {"type": "string"}]})
+    schemars::json_schema!({"type": "string"})
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -26,7 +28,7 @@ fn filters_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 // reads in tools/list; the tool's description and the field names say it.
 #[allow(missing_docs)]
 pub struct ListSessionsArgs {
-    /// {field__op: value} on any returned field, e.g. {"session_name__icontains": "dev"}. Ops: exact iexact contains icontains startswith istartswith endswith iendswith in nin regex iregex gt gte lt lte.
+    /// A JSON object {field__op: value}, as a string, on any returned field, e.g. {"session_name__icontains": "dev"}. Ops: exact iexact contains icontains startswith istartswith endswith iendswith in nin regex iregex gt gte lt lte.
     #[serde(default)]
     #[schemars(schema_with = "filters_schema")]
     pub filters: FilterArg,
@@ -127,7 +129,7 @@ pub struct ListWindowsArgs {
     /// Only windows of this session (id $N or exact name).
     #[serde(default)]
     pub session: Option<String>,
-    /// {field__op: value} on any returned field, e.g. {"window_name__contains": "log"}. Same ops as list_sessions.
+    /// A JSON object {field__op: value}, as a string, on any returned field, e.g. {"window_name__contains": "log"}. Same ops as list_sessions.
     #[serde(default)]
     #[schemars(schema_with = "filters_schema")]
     pub filters: FilterArg,
@@ -213,7 +215,7 @@ pub struct ListPanesArgs {
     /// Only panes of this window (@N).
     #[serde(default)]
     pub window_id: Option<WindowId>,
-    /// {field__op: value} on any returned field, e.g. {"pane_current_command__in": ["vim","nvim"]}. Same ops as list_sessions.
+    /// A JSON object {field__op: value}, as a string, on any returned field, e.g. {"pane_current_command__in": ["vim","nvim"]}. Same ops as list_sessions.
     #[serde(default)]
     #[schemars(schema_with = "filters_schema")]
     pub filters: FilterArg,

@@ -178,7 +178,13 @@ impl Tool for KillServer {
         }
         let tmux = ctx.tmux(&args.server)?;
         let socket_path = tmux.socket_path().display().to_string();
-        if tmux.runs_inside() {
+        // The same socket (a hard link too), or a server whose pid is the
+        // one in panescan's `$TMUX` (its socket file made again).
+        let inside = tmux.runs_inside()
+            || tmux
+                .caller_server_pid()
+                .is_some_and(|pid| tmux.server_pid(ctx.tmux_deadline()).ok() == Some(pid));
+        if inside {
             return Err(ToolError::refused(format!(
                 "refused: panescan runs inside the server at {socket_path}; killing it would end this server"
             )));

@@ -2,15 +2,21 @@
 //! directory the operator allowed (`panescan serve --log-dir DIR`).
 //!
 //! tmux's `pipe-pane` runs a shell command, so the caller never chooses
-//! one: the caller names a plain file (`[A-Za-z0-9._-]`, no `..`), the path
-//! is resolved and must stay inside the directory (a symlink leading out
-//! is refused), and panescan writes the command itself, `exec cat >>
-//! 'PATH'`, with the path quoted for sh and `#`-escaped for tmux's format
-//! expansion of that command. Left to the operator: whoever may write
-//! into the directory could swap the file for a link between the check
-//! and tmux's shell opening it, so the directory should be the user's.
+//! one: the caller names a plain file (`[A-Za-z0-9._-]`, no `..`), and
+//! panescan opens it itself, inside the directory, without following a
+//! link (`O_NOFOLLOW`), and checks the file it opened: a regular file of
+//! this user with one link (a hard link would carry pane output to a file
+//! outside). tmux's shell is then told to append to that open file, as
+//! `/proc/PID/fd/N` of panescan ([`OpenLogs`] keeps it open), never to a
+//! path someone could swap between the check and the shell's `open`.
+//! The log directory is this machine's: a pane on another host is refused.
 
+use std::collections::HashMap;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+
+use rustix::fs::{FileType, Mode, OFlags};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -69,15 +75,26 @@ impl Tool for PipePane {
                 "pipe_pane is off: the operator turns it on with `panescan serve --log-dir DIR` (or PANESCAN_LOG_DIR), naming the directory it may write to",
             ));
         };
-        let path = match &args.file {
-            Some(file) => Some(log_path(dir, file)?),
+        if let Some(host) = &args
+            .server
+            .host
+            .as_deref()
+            .filter(|h| *h != crate::tmux::ssh::LOCAL)
+        {
+            return Err(ToolError::refused(format!(
+                "pipe_pane works on this machine's panes only: the log directory is here, the pane on {host}"
+            )));
+        }
+        let opened = match &args.file {
+            Some(file) => Some(open_log(dir, file)?),
             None => None,
         };
         let tmux = ctx.tmux(&args.server)?;
+        let key = (tmux.socket_path().to_path_buf(), args.pane_id);
         let mut pipe = TmuxCommand::new("pipe-pane").target(args.pane_id);
-        if let Some(path) = &path {
+        if let Some(log) = &opened {
             // tmux expands formats in the command: literal_arg keeps `#`.
-            pipe = pipe.literal_arg(&format!("exec cat >> {}", sh_quote(path)));
+            pipe = pipe.literal_arg(&format!("exec cat >> {}", sh_quote(&log.through_proc())));
         }
         let commands = [
             pipe,
@@ -95,18 +112,118 @@ impl Tool for PipePane {
                 piping = out.trim() == "1";
             }
         }
+        let path = opened.as_ref().map(|l| l.path.display().to_string());
+        // Kept open until the pane's next pipe_pane: tmux's shell opens it
+        // through /proc after this call has answered.
+        OpenLogs::keep(key, opened);
         Ok(PipePaneResult {
             pane_id: args.pane_id,
-            path: path.map(|p| p.display().to_string()),
+            path,
             piping,
         })
     }
 }
 
-/// The file `file` names in `dir`, resolved and checked: a plain name, the
-/// resolved path inside the resolved directory, a regular file if it
-/// exists.
-fn log_path(dir: &Path, file: &str) -> Result<PathBuf, ToolError> {
+/// A log file panescan opened and checked.
+#[derive(Debug)]
+struct OpenLog {
+    /// Where it is, for the answer.
+    path: PathBuf,
+    fd: OwnedFd,
+}
+
+impl OpenLog {
+    /// The open file as another process of this user opens it: the same
+    /// file whatever its name points to by then.
+    fn through_proc(&self) -> PathBuf {
+        PathBuf::from(format!(
+            "/proc/{}/fd/{}",
+            std::process::id(),
+            self.fd.as_raw_fd()
+        ))
+    }
+}
+
+/// The log files handed to tmux, one per pane, open until the pane's next
+/// pipe_pane (or panescan's exit).
+struct OpenLogs;
+
+impl OpenLogs {
+    fn keep(key: (PathBuf, PaneId), log: Option<OpenLog>) {
+        static OPEN: OnceLock<Mutex<HashMap<(PathBuf, PaneId), OpenLog>>> = OnceLock::new();
+        let mut open = crate::sync::lock(OPEN.get_or_init(|| Mutex::new(HashMap::new())));
+        match log {
+            Some(log) => open.insert(key, log),
+            None => open.remove(&key),
+        };
+    }
+}
+
+/// Opens (creating, 0600) the file `file` names in `dir` for appending:
+/// a plain name, opened relative to the resolved directory without
+/// following a link, then checked as opened: a regular file of this user
+/// with one link.
+fn open_log(dir: &Path, file: &str) -> Result<OpenLog, ToolError> {
+    check_file_name(file)?;
+    let real_dir = std::fs::canonicalize(dir)
+        .ok()
+        .filter(|d| d.is_dir())
+        .ok_or_else(|| unusable_dir(dir))?;
+    let dir_fd = rustix::fs::open(
+        &real_dir,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|_| unusable_dir(dir))?;
+    let refused = |why: String| ToolError::refused(format!("file {file:?} refused: {why}"));
+    let fd = rustix::fs::openat(
+        &dir_fd,
+        file,
+        OFlags::WRONLY
+            | OFlags::APPEND
+            | OFlags::CREATE
+            | OFlags::NOFOLLOW
+            | OFlags::NOCTTY
+            | OFlags::NONBLOCK
+            | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o600),
+    )
+    .map_err(|e| match e {
+        rustix::io::Errno::LOOP => refused("it is a symbolic link".into()),
+        rustix::io::Errno::NXIO => refused("it is not a regular file".into()),
+        e => refused(format!("it cannot be opened for appending ({e})")),
+    })?;
+    let st = rustix::fs::fstat(&fd).map_err(|e| refused(format!("it cannot be examined ({e})")))?;
+    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+        return Err(refused("it exists and is not a regular file".into()));
+    }
+    if st.st_nlink != 1 {
+        return Err(refused(format!(
+            "it has {} links: a hard link would carry pane output to a file outside the log directory",
+            st.st_nlink
+        )));
+    }
+    if crate::tmux::paths::current_uid().is_some_and(|uid| uid != st.st_uid) {
+        return Err(refused(format!(
+            "it is owned by uid {}, not by this user",
+            st.st_uid
+        )));
+    }
+    Ok(OpenLog {
+        path: real_dir.join(file),
+        fd,
+    })
+}
+
+fn unusable_dir(dir: &Path) -> ToolError {
+    ToolError::refused(format!(
+        "the log directory {} is not a directory panescan can use; the operator must create it",
+        dir.display()
+    ))
+}
+
+/// A plain name: `[A-Za-z0-9._-]`, no `..`.
+fn check_file_name(file: &str) -> Result<(), ToolError> {
     let plain = !file.is_empty()
         && file.len() <= MAX_FILE_BYTES
         && file
@@ -114,41 +231,12 @@ fn log_path(dir: &Path, file: &str) -> Result<PathBuf, ToolError> {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
         && !file.contains("..")
         && file != ".";
-    if !plain {
-        return Err(ToolError::refused(format!(
-            "file {file:?} refused: give a plain file name of 1-{MAX_FILE_BYTES} characters from A-Z a-z 0-9 . _ - without `..`; it is created in the operator's log directory"
-        )));
+    if plain {
+        return Ok(());
     }
-    let real_dir = std::fs::canonicalize(dir)
-        .ok()
-        .filter(|d| d.is_dir())
-        .ok_or_else(|| {
-            ToolError::refused(format!(
-                "the log directory {} is not a directory panescan can use; the operator must create it",
-                dir.display()
-            ))
-        })?;
-    let wanted = real_dir.join(file);
-    let real = match std::fs::symlink_metadata(&wanted) {
-        Err(_) => return Ok(wanted),
-        Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(&wanted).map_err(|_| {
-            ToolError::refused(format!("file {file:?} refused: it is a link to nowhere"))
-        })?,
-        Ok(_) => wanted.clone(),
-    };
-    if real.parent() != Some(real_dir.as_path()) {
-        return Err(ToolError::refused(format!(
-            "file {file:?} refused: it leads to {}, outside the log directory {}",
-            real.display(),
-            real_dir.display()
-        )));
-    }
-    if !std::fs::metadata(&real).is_ok_and(|m| m.is_file()) {
-        return Err(ToolError::refused(format!(
-            "file {file:?} refused: it exists and is not a regular file"
-        )));
-    }
-    Ok(real)
+    Err(ToolError::refused(format!(
+        "file {file:?} refused: give a plain file name of 1-{MAX_FILE_BYTES} characters from A-Z a-z 0-9 . _ - without `..`; it is created in the operator's log directory"
+    )))
 }
 
 /// `path` as one sh word: single-quoted, each `'` written `'\''`.
@@ -176,11 +264,11 @@ mod tests {
             "a b",
             "x\n",
         ] {
-            let e = log_path(dir, bad).unwrap_err();
+            let e = open_log(dir, bad).unwrap_err();
             assert!(e.message.contains("plain file name"), "{bad:?}: {e}");
         }
         // A good name gets as far as the directory check.
-        let e = log_path(dir, "build.log").unwrap_err();
+        let e = open_log(dir, "build.log").unwrap_err();
         assert!(e.message.contains("log directory"), "{e}");
     }
 

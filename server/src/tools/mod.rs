@@ -33,6 +33,7 @@ pub mod buffers;
 pub mod capture;
 pub mod channels;
 pub mod context;
+pub(crate) mod cursor_key;
 pub mod destroy;
 pub mod filters;
 pub mod format_guard;

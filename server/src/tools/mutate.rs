@@ -25,6 +25,41 @@ fn valid_key(key: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'^')
 }
 
+/// Refuses typing into `pane` when its window synchronizes input, unless
+/// the caller opted in: tmux types every key sent to a pane with
+/// synchronize-panes on into each other pane of its window that has it on
+/// too (window_pane_key), so a command meant for one shell would reach a
+/// REPL, an editor or an `ssh prod` beside it. (A paste goes to the pane
+/// named alone: paste_text needs no such check.)
+/// `deadline` bounds the round trip (a wait's own time, for run_command).
+pub(crate) fn refuse_synchronized(
+    tmux: &crate::tmux::Tmux,
+    pane: PaneId,
+    allow: bool,
+    deadline: std::time::Instant,
+) -> Result<(), ToolError> {
+    if allow {
+        return Ok(());
+    }
+    let c = TmuxCommand::new("list-panes")
+        .target(pane)
+        .option("-F", "#{pane_id} #{pane_synchronized}");
+    let listed = tmux.run(&c, deadline).map_err(ToolError::from)?;
+    let synchronized: Vec<&str> = listed
+        .lines()
+        .filter_map(|l| l.strip_suffix(" 1"))
+        .collect();
+    let me = pane.to_string();
+    if !synchronized.contains(&me.as_str()) || synchronized.len() < 2 {
+        return Ok(());
+    }
+    let others: Vec<&str> = synchronized.into_iter().filter(|p| *p != me).collect();
+    Err(ToolError::refused(format!(
+        "refused: {me}'s window has synchronize-panes on, so what is typed into {me} is typed into {} too; turn it off (set_option synchronize-panes off on the window) or pass allow_synchronized: true to type into all of them",
+        others.join(", ")
+    )))
+}
+
 #[derive(Debug, Deserialize, JsonSchema)]
 // A wire type: its doc comments would be schema descriptions every client
 // reads in tools/list; the tool's description and the field names say it.
@@ -41,6 +76,9 @@ pub struct SendKeysArgs {
     /// Press Enter at the end.
     #[serde(default)]
     pub enter: bool,
+    /// Type even when the window has synchronize-panes on (every synchronized pane of it receives the keys).
+    #[serde(default)]
+    pub allow_synchronized: bool,
     #[serde(flatten)]
     pub server: ServerArgs,
 }
@@ -94,6 +132,12 @@ impl Tool for SendKeys {
         let tmux = ctx.tmux(&args.server)?;
         let inv = ctx.inventory(&tmux)?;
         find_pane(&inv, args.pane_id)?;
+        refuse_synchronized(
+            &tmux,
+            args.pane_id,
+            args.allow_synchronized,
+            ctx.tmux_deadline(),
+        )?;
         let mut commands = Vec::new();
         if !text.is_empty() {
             // `--`: text (or a key) starting with `-` is not a flag.

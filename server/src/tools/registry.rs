@@ -275,6 +275,10 @@ pub fn encode<T: Tool>(
     })
 }
 
+/// The arguments that name ssh hosts (`serve --ssh`): listed only when
+/// the operator configured some.
+pub const SSH_ARGUMENTS: &[&str] = &["host", "hosts"];
+
 /// A registered tool with its schemas computed once.
 #[derive(Debug)]
 struct Row {
@@ -325,6 +329,36 @@ impl Registry {
     /// The registry of every panescan tool in `tier`.
     pub fn for_tier(tier: Tier) -> Registry {
         Registry::new(crate::tools::all(), tier)
+    }
+
+    /// The registry `panescan serve` lists for `config`: its tier, and
+    /// without the ssh arguments when no `--ssh` host is configured.
+    pub fn for_config(config: &crate::config::ServeConfig) -> Registry {
+        let registry = Registry::for_tier(config.tier);
+        if config.hosts.is_empty() {
+            registry.unlisted(SSH_ARGUMENTS)
+        } else {
+            registry
+        }
+    }
+
+    /// Takes `names` out of every listed input schema while calls still
+    /// accept them: arguments that can hold nothing useful here (`host`
+    /// without ssh hosts can only be "local") cost every session bytes in
+    /// `tools/list`, and a client that sends one is not refused for it.
+    pub fn unlisted(mut self, names: &[&str]) -> Registry {
+        for row in &mut self.rows {
+            let Some(obj) = row.input_schema.as_object_mut() else {
+                continue;
+            };
+            if let Some(Value::Object(props)) = obj.get_mut("properties") {
+                props.retain(|k, _| !names.contains(&k.as_str()));
+            }
+            if let Some(Value::Array(required)) = obj.get_mut("required") {
+                required.retain(|k| !k.as_str().is_some_and(|k| names.contains(&k)));
+            }
+        }
+        self
     }
 
     /// The tier this registry lists.
@@ -380,15 +414,26 @@ impl Registry {
         args: Value,
     ) -> Option<Result<ToolOutput, ToolError>> {
         let row = self.row(name)?;
-        let args = match args {
+        let mut args = match args {
             Value::Null => Value::Object(Map::new()),
             other => other,
         };
+        // A strict caller sends every argument, null for those it leaves out.
+        schema::drop_absent_nulls(&mut args, &row.input_schema);
         let Value::Object(obj) = &args else {
             return Some(Err(ToolError::new(format!(
                 "{name}: arguments must be an object"
             ))));
         };
+        // Serde names no field for a null it cannot take (the arguments
+        // are flattened); a null left here is a required argument's.
+        if let Some(k) = obj.iter().find(|(_, v)| v.is_null()).map(|(k, _)| k) {
+            if row.allowed_args.contains(k) {
+                return Some(Err(ToolError::new(format!(
+                    "{name}: {k} is required and cannot be null"
+                ))));
+            }
+        }
         let unknown: Vec<&str> = obj
             .keys()
             .filter(|k| !row.allowed_args.iter().any(|a| a == *k))

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::context::{ToolContext, ToolError};
 use crate::tmux::servers::{probe_all, sockets_in, Probe};
-use crate::tmux::{connection::resolve_socket, reach::user_socket_dir, ServerSpec};
+use crate::tmux::{paths::resolve_socket, paths::user_socket_dir, ServerSpec};
 use crate::tools::registry::{Annotations, Tool};
 
 /// Sockets listed at most.

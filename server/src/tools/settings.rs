@@ -106,6 +106,71 @@ fn set_option_command(
     }
 }
 
+/// Options that end sessions, panes or the server (or erase buffers) are
+/// set only by a server of the destructive tier.
+fn check_tier(ctx: &ToolContext, name: &str, value: Option<&str>) -> Result<(), ToolError> {
+    let (needed, why) = option_rule::tier_needed(name, value);
+    if needed == Tier::Destructive && ctx.config.tier != Tier::Destructive {
+        let what = match value {
+            Some(v) => format!("{name} {v:?}"),
+            None => format!("unsetting {name}"),
+        };
+        return Err(ToolError::refused(format!(
+            "set_option refuses {what} in the {} tier: {}; it belongs to the destructive tier (`panescan serve --tier destructive`)",
+            ctx.config.tier,
+            why.unwrap_or("it can end sessions or the server")
+        )));
+    }
+    Ok(())
+}
+
+/// An option that ends its session or the server is not set where it
+/// would end panescan's own: the server panescan runs in (server scope, or
+/// a global value its session inherits), or a target in its session.
+fn refuse_own_session(
+    ctx: &ToolContext,
+    tmux: &crate::tmux::Tmux,
+    scope: Scope,
+    target: Option<&Target>,
+    global: bool,
+    name: &str,
+) -> Result<(), ToolError> {
+    if !tmux.runs_inside() {
+        return Ok(());
+    }
+    let refused = |what: &str| {
+        Err(ToolError::refused(format!(
+            "refused: {name} on {what} would end the session or server panescan runs in; set it on another session"
+        )))
+    };
+    if scope == Scope::Server || global {
+        return refused("this server (panescan runs inside it)");
+    }
+    let inv = ctx.inventory(tmux)?;
+    let own_sessions: Vec<_> = inv
+        .panes
+        .iter()
+        .filter(|p| p.is_caller == Some(true))
+        .flat_map(|p| p.placements.iter().map(|pl| pl.session_id))
+        .collect();
+    let hit = inv.panes.iter().any(|p| {
+        p.placements.iter().any(|pl| {
+            own_sessions.contains(&pl.session_id)
+                && match target {
+                    Some(Target::Session(s)) => pl.session_id == *s,
+                    Some(Target::SessionName(n)) => &pl.session_name == n,
+                    Some(Target::Window(w)) => pl.window_id == *w,
+                    Some(Target::Pane(id)) => p.pane_id == *id,
+                    None => true,
+                }
+        })
+    });
+    if hit {
+        return refused("the session panescan runs in");
+    }
+    Ok(())
+}
+
 #[derive(Debug)]
 /// `set_option` (mutating tier): sets or unsets one option, never one that runs commands.
 pub struct SetOption;
@@ -113,7 +178,7 @@ pub struct SetOption;
 impl Tool for SetOption {
     const NAME: &'static str = "set_option";
     const TITLE: &'static str = "Set an option";
-    const DESCRIPTION: &'static str = "Set or unset one tmux option (server, session, window or pane scope; a target or global), value taken literally. Refused: hooks, options that are commands (default-command, command-alias...), values holding #( or control characters, formats that expand again (E:, T:). Check with show_option.";
+    const DESCRIPTION: &'static str = "Set or unset one tmux option (server, session, window or pane scope; a target or global), value taken literally. Refused: hooks, options that are commands (default-command, command-alias...), values holding #( or control characters, formats that expand again (E:, T:). Options that end sessions or the server, or erase buffers (destroy-unattached, exit-unattached, exit-empty on; remain-on-exit off; buffer-limit) need the destructive tier and are refused on panescan's own session. Check with show_option.";
     const TIER: Tier = Tier::Mutating;
     const ANNOTATIONS: Annotations = Annotations::MUTATE_IDEMPOTENT;
     type Args = SetOptionArgs;
@@ -125,6 +190,7 @@ impl Tool for SetOption {
         }
         let value = checked_value(&args)?.map(str::to_owned);
         let value = value.as_deref();
+        check_tier(ctx, &args.name, value)?;
         let scope = args.scope.unwrap_or(Scope::Session);
         let target = args.target.as_deref().map(parse_target).transpose()?;
         if scope == Scope::Pane && target.is_none() {
@@ -149,6 +215,9 @@ impl Tool for SetOption {
             }
         }
         let global = args.global || target.is_none();
+        if option_rule::ends_its_target(&args.name, value) {
+            refuse_own_session(ctx, &tmux, scope, target.as_ref(), global, &args.name)?;
+        }
         let c = set_option_command(scope, target.as_ref(), global, &args.name, value);
         ctx.check_cancelled()?;
         tmux.run(&c, ctx.tmux_deadline())

@@ -120,6 +120,7 @@ impl<'a> Client<'a> {
         format!(
             "tmux://pane/{}/screen",
             self.pane(WATCHED[k % WATCHED.len()])
+                .trim_start_matches('%')
         )
     }
 

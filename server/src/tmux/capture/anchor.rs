@@ -124,7 +124,7 @@ pub(crate) fn find(
     deadline: Instant,
 ) -> Option<Arc<Anchor>> {
     let lowest = requests.iter().map(|r| r.pane).min_by_key(|p| p.number())?;
-    let mut kept = shared.anchor.lock().unwrap_or_else(|e| e.into_inner());
+    let mut kept = crate::sync::lock(&shared.anchor);
     if let Some(anchor) = kept.as_ref() {
         if anchor.pane == lowest && anchor.is_live() {
             anchor.look_for_stale_scripts();
@@ -140,7 +140,7 @@ pub(crate) fn find(
 /// sweep's early client (`spare.rs`) is started on.
 /// A dead one is let go (its terminal closed) on the way.
 pub(crate) fn kept(shared: &Shared) -> Option<Arc<Anchor>> {
-    let mut kept = shared.anchor.lock().unwrap_or_else(|e| e.into_inner());
+    let mut kept = crate::sync::lock(&shared.anchor);
     if kept.as_ref().is_some_and(|a| !a.is_live()) {
         *kept = None;
     }
@@ -243,7 +243,7 @@ impl Anchor {
     /// [`STALE_LOOK_EVERY`] for the life of a kept anchor (a new one
     /// looks when it is found).
     fn look_for_stale_scripts(&self) {
-        let mut last = self.last_look.lock().unwrap_or_else(|e| e.into_inner());
+        let mut last = crate::sync::lock(&self.last_look);
         if last.elapsed() >= STALE_LOOK_EVERY {
             *last = Instant::now();
             remove_stale_scripts(&self.dir, SystemTime::now());

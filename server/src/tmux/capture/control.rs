@@ -88,7 +88,7 @@ pub(super) fn fetch(
     deadline: Instant,
     cancel: &AtomicBool,
 ) -> Fetched {
-    let prefix = format!("panescan-{}", crate::tmux::connection::nonce());
+    let prefix = format!("panescan-{}", crate::sync::nonce());
     // Both lines of every request in one write: tmux reads them in one go,
     // and a capture whose buffer nobody deletes is never sent alone.
     let commands: Vec<TmuxCommand> = requests

@@ -47,7 +47,7 @@ struct State {
 
 impl Gate {
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        crate::sync::lock(&self.state)
     }
 
     /// Registers a sweep until the returned member is dropped.

@@ -204,10 +204,11 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
 
-use super::connection::{nonce, Route, Shared};
+use super::connection::{Route, Shared};
 use super::launch::Endpoint;
 use super::oneshot;
 use super::spans::Span;
+use crate::sync::nonce;
 use gate::{Member, Permit};
 use split::{Split, Splitter};
 
@@ -716,10 +717,7 @@ impl Batch {
             Some(flags) => counted::script(&token, chunk, options, flags),
             None => script(&token, chunk, options, self.server_panes),
         };
-        let preamble = self
-            .preamble
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        let preamble = crate::sync::lock(&self.preamble)
             .take()
             .and_then(|p| p.head(&token).ok());
         let (script, mut preamble) = match preamble {
@@ -840,7 +838,7 @@ type SharedChild = Arc<std::sync::Mutex<Child>>;
 /// Kills a `tmux source-file` client this module started. std's `kill` does
 /// nothing once the child has been reaped, so no other process is hit.
 fn kill_child(child: &SharedChild) {
-    let mut c = child.lock().unwrap_or_else(|e| e.into_inner());
+    let mut c = crate::sync::lock(child);
     let _ = c.kill();
 }
 
@@ -1041,7 +1039,7 @@ impl Chunk<'_> {
         let outcome =
             oneshot::spawn_source(self.socket, script(&token, &requests, self.options, 0))
                 .and_then(|c| {
-                    *child.lock().unwrap_or_else(|e| e.into_inner()) = c;
+                    *crate::sync::lock(child) = c;
                     let mut cutter = Cutter::Headed(Splitter::new(&token, &requests, self.options));
                     read_output(child, self.socket, None, &mut cutter, &mut |k, result| {
                         if let Some(&i) = indexes.get(k) {
@@ -1070,7 +1068,7 @@ fn read_output(
     emit: &mut dyn FnMut(usize, Result<Split, TmuxError>) -> bool,
 ) -> Result<(), TmuxError> {
     let (stdout, stderr) = {
-        let mut c = child.lock().unwrap_or_else(|e| e.into_inner());
+        let mut c = crate::sync::lock(child);
         (c.stdout.take(), c.stderr.take())
     };
     let err_reader = std::thread::spawn(move || {
@@ -1108,7 +1106,7 @@ fn read_output(
         // Nobody wants the rest: do not let tmux go on writing it.
         kill_child(child);
     }
-    let status = child.lock().unwrap_or_else(|e| e.into_inner()).wait();
+    let status = crate::sync::lock(child).wait();
     let err = err_reader.join().unwrap_or_default();
     if cutter.ended() {
         return Ok(());

@@ -96,7 +96,7 @@ pub fn configure(settings: &Settings) -> Result<(), String> {
             })
         })
         .collect();
-    *HOSTS.write().unwrap_or_else(|e| e.into_inner()) = hosts;
+    *crate::sync::write(&HOSTS) = hosts;
     Ok(())
 }
 
@@ -106,7 +106,7 @@ pub fn configure(settings: &Settings) -> Result<(), String> {
 /// removed first.
 fn control_dir() -> Result<PathBuf, String> {
     use std::os::unix::fs::DirBuilderExt;
-    let uid = super::reach::current_uid().unwrap_or(0);
+    let uid = super::paths::current_uid().unwrap_or(0);
     remove_stale(&std::env::temp_dir(), &format!("panescan-ssh-{uid}-"));
     let dir = std::env::temp_dir().join(format!("panescan-ssh-{uid}-{}", std::process::id()));
     match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
@@ -162,9 +162,7 @@ fn remove_stale(dir: &Path, prefix: &str) {
 
 /// The configured host named `text`, if it is one.
 pub fn host(text: &str) -> Option<Arc<Host>> {
-    HOSTS
-        .read()
-        .unwrap_or_else(|e| e.into_inner())
+    crate::sync::read(&HOSTS)
         .iter()
         .find(|h| h.dest.text == text)
         .cloned()
@@ -172,7 +170,7 @@ pub fn host(text: &str) -> Option<Arc<Host>> {
 
 /// Ends every master connection and removes their directory (at shutdown).
 pub fn shutdown() {
-    let hosts = std::mem::take(&mut *HOSTS.write().unwrap_or_else(|e| e.into_inner()));
+    let hosts = std::mem::take(&mut *crate::sync::write(&HOSTS));
     let mut dirs = Vec::new();
     for h in &hosts {
         let mut cmd = h.ssh();
@@ -181,7 +179,7 @@ pub fn shutdown() {
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         if let Ok(child) = cmd.spawn() {
-            let _ = super::oneshot::finish(child, Instant::now() + Duration::from_secs(2));
+            let _ = super::process::finish(child, Instant::now() + Duration::from_secs(2));
         }
         if !dirs.contains(&h.control_dir) {
             dirs.push(h.control_dir.clone());
@@ -272,7 +270,7 @@ impl Host {
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| TmuxError::Spawn(format!("ssh: {e}")))?;
-        let done = super::oneshot::finish(child, deadline)?;
+        let done = super::process::finish(child, deadline)?;
         if done.code == Some(255) {
             return Err(self.unreachable(&done.stderr));
         }
@@ -326,7 +324,7 @@ mod tests {
         let root = std::env::temp_dir().join(format!("panescan-own-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         std::fs::create_dir_all(&root).unwrap();
-        let uid = crate::tmux::reach::current_uid().unwrap();
+        let uid = crate::tmux::paths::current_uid().unwrap();
         let private = root.join("private");
         std::fs::create_dir(&private).unwrap();
         std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();

@@ -84,7 +84,11 @@ impl Tool for CreateSession {
                 )));
             }
         }
-        let env = session_environment(ctx, &tmux)?;
+        // Another host gets nothing of this machine's environment.
+        let env = match &tmux.spec().host {
+            Some(_) => client_env::NewSessionEnv::default(),
+            None => session_environment(ctx, &tmux)?,
+        };
         for pair in &env.set {
             c = c.flag("-e").arg(pair);
         }
@@ -109,8 +113,9 @@ impl Tool for CreateSession {
 }
 
 /// As a user's own new-session: the variables of update-environment this
-/// process has go into the session (tmux would take them from the client,
-/// and panescan's clients carry none of them but `LC_ALL`).
+/// process has, among those the operator lets pass (`--pass-env`), go into
+/// the session (tmux would take them from the client, and panescan's
+/// clients carry none of them but `LC_ALL`).
 fn session_environment(
     ctx: &ToolContext,
     tmux: &crate::tmux::Tmux,
@@ -121,7 +126,7 @@ fn session_environment(
     let listed = tmux
         .run(&listed, ctx.tmux_deadline())
         .map_err(ToolError::from)?;
-    Ok(client_env::for_new_session(&listed))
+    Ok(client_env::for_new_session(&listed, &ctx.config.pass_env))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

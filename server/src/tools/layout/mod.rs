@@ -25,7 +25,7 @@ use serde::Serialize;
 
 use super::context::ToolError;
 use super::mutate::check_name;
-use crate::tmux::connection::nonce;
+use crate::sync::nonce;
 use crate::tmux::{PaneId, SessionId, Target, Tmux, TmuxCommand, TmuxError, WindowId};
 
 /// Longest start directory.

@@ -39,7 +39,7 @@ use super::context::{ErrorKind, ServerArgs, ToolContext, ToolError, WAIT_GRACE};
 use super::find_pane;
 use super::wait::wait_timeout;
 use crate::config::Tier;
-use crate::tmux::connection::nonce;
+use crate::sync::nonce;
 use crate::tmux::events::{Interest, OutputMode, Watch};
 use crate::tmux::{CaptureOptions, CaptureRange, CapturedText, PaneId, Tmux, TmuxCommand};
 use crate::tools::registry::{Annotations, Tool};
@@ -76,6 +76,9 @@ pub struct RunCommandArgs {
     /// Allow newlines in command (each line runs in turn).
     #[serde(default)]
     pub allow_multiline: bool,
+    /// Type even when the window has synchronize-panes on (every synchronized pane of it receives the command).
+    #[serde(default)]
+    pub allow_synchronized: bool,
     #[serde(flatten)]
     pub server: ServerArgs,
 }
@@ -253,6 +256,18 @@ fn start(
         .map_err(|e| end.said(e, "while listing panes: the command was not typed"))?;
     let pane = find_pane(&inv, args.pane_id)?;
     let sh = shell::ready(pane)?;
+    super::mutate::refuse_synchronized(
+        tmux,
+        pane.pane_id,
+        args.allow_synchronized,
+        end.deadline(ctx),
+    )
+    .map_err(|e| {
+        end.said(
+            e,
+            "while reading the pane's window: the command was not typed",
+        )
+    })?;
     let socket = tmux.socket_path().to_path_buf();
     let sub = ctx.config.wait_events.then(|| {
         let interest = Interest {

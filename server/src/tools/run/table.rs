@@ -113,7 +113,7 @@ impl Entry {
     }
 
     fn lock(&self) -> MutexGuard<'_, Progress> {
-        self.progress.lock().unwrap_or_else(|e| e.into_inner())
+        crate::sync::lock(&self.progress)
     }
 
     /// Where it stands.
@@ -166,10 +166,7 @@ struct Table {
 
 fn table() -> MutexGuard<'static, Table> {
     static TABLE: OnceLock<Mutex<Table>> = OnceLock::new();
-    TABLE
-        .get_or_init(|| Mutex::new(Table::default()))
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
+    crate::sync::lock(TABLE.get_or_init(|| Mutex::new(Table::default())))
 }
 
 /// Adds `entry`, after dropping expired ones; refuses when too many

@@ -9,12 +9,16 @@
 //! and a hash of the lines just above that row (the anchor, which must
 //! still be there). Entries are varints, pane ids delta-coded, about 15
 //! bytes a pane before base64: a cursor over 1,000 panes is about 20 KB.
-//! A checksum makes a truncated or edited cursor an error, not a guess.
+//! A tag under this process's key ([`crate::tools::cursor_key`]) makes a
+//! truncated, edited or forged cursor an error, not a guess.
 
 use crate::tools::context::ToolError;
 
 /// The version prefix of every cursor.
-pub(crate) const PREFIX: &str = "ps1.";
+pub(crate) const PREFIX: &str = "ps2.";
+/// The prefix of the cursors before they were signed (`--since-file`
+/// files written by an older panescan: read back, never from a client).
+const UNSIGNED_PREFIX: &str = "ps1.";
 /// Entries a cursor may hold (a bound on what decoding allocates).
 const MAX_ENTRIES: usize = 100_000;
 /// Rows no pane reaches: a cursor saying more was not made by a search
@@ -90,31 +94,59 @@ impl Cursor {
             put(&mut body, e.anchor_rows);
             body.extend_from_slice(&e.anchor.to_le_bytes());
         }
-        let check = fnv32(&body);
-        body.extend_from_slice(&check.to_le_bytes());
+        let tag = crate::tools::cursor_key::tag(&body);
+        body.extend_from_slice(&tag);
         format!("{PREFIX}{}", base64url(&body))
     }
 
-    /// Reads a cursor; anything but an intact cursor of this version is an
-    /// error that says what to pass instead.
+    /// Reads a cursor a client passed: anything but an intact cursor this
+    /// process made is an error that says what to pass instead.
     pub(crate) fn decode(text: &str) -> Result<Cursor, ToolError> {
-        let bad = || {
-            ToolError::new(format!(
-                "since {:?} is not a search_panes cursor: pass the cursor field of an earlier search_panes result, or omit since for a full search",
-                text.chars().take(40).collect::<String>()
-            ))
-        };
+        let bad = || bad_cursor(text);
         let bytes = text
             .strip_prefix(PREFIX)
             .and_then(unbase64url)
             .ok_or_else(bad)?;
-        let split = bytes.len().checked_sub(4).ok_or_else(bad)?;
-        let (body, check) = bytes.split_at(split);
-        if check != fnv32(body).to_le_bytes() {
-            return Err(bad());
+        let split = bytes
+            .len()
+            .checked_sub(crate::tools::cursor_key::TAG_BYTES)
+            .ok_or_else(bad)?;
+        let (body, tag) = bytes.split_at(split);
+        if !crate::tools::cursor_key::verify(body, tag) {
+            return Err(ToolError::new(format!(
+                "since {:?} is not a cursor this panescan made (cursors hold for one panescan process: after a restart, or if it was edited, omit since for a full search)",
+                text.chars().take(40).collect::<String>()
+            )));
         }
         read_body(body).ok_or_else(bad)
     }
+
+    /// A cursor read back from a file of the user's own (`panescan search
+    /// --since-file`), written by this or an earlier panescan process,
+    /// signed again for this one; a damaged one is an error.
+    pub(crate) fn resign(text: &str) -> Result<String, ToolError> {
+        let bad = || bad_cursor(text);
+        let (bytes, check) = if let Some(b64) = text.strip_prefix(UNSIGNED_PREFIX) {
+            (unbase64url(b64).ok_or_else(bad)?, 4)
+        } else {
+            let b64 = text.strip_prefix(PREFIX).ok_or_else(bad)?;
+            let tag = crate::tools::cursor_key::TAG_BYTES;
+            (unbase64url(b64).ok_or_else(bad)?, tag)
+        };
+        let split = bytes.len().checked_sub(check).ok_or_else(bad)?;
+        let (body, end) = bytes.split_at(split);
+        if check == 4 && end != fnv32(body).to_le_bytes() {
+            return Err(bad());
+        }
+        read_body(body).map(|c| c.encode()).ok_or_else(bad)
+    }
+}
+
+fn bad_cursor(text: &str) -> ToolError {
+    ToolError::new(format!(
+        "since {:?} is not a search_panes cursor: pass the cursor field of an earlier search_panes result, or omit since for a full search",
+        text.chars().take(40).collect::<String>()
+    ))
 }
 
 fn read_body(body: &[u8]) -> Option<Cursor> {
@@ -298,8 +330,43 @@ mod tests {
             "ps1.!!!!",
         ] {
             let e = Cursor::decode(text).unwrap_err();
-            assert!(e.message.contains("not a search_panes cursor"), "{text}");
+            assert!(
+                e.message.contains("not a search_panes cursor")
+                    || e.message.contains("not a cursor this panescan made"),
+                "{text}: {e}"
+            );
         }
+    }
+
+    /// The cursor of the format before signing: body and its FNV-32.
+    fn unsigned(c: &Cursor) -> String {
+        let signed = unbase64url(c.encode().strip_prefix(PREFIX).unwrap()).unwrap();
+        let mut body = signed[..signed.len() - crate::tools::cursor_key::TAG_BYTES].to_vec();
+        let check = fnv32(&body);
+        body.extend_from_slice(&check.to_le_bytes());
+        format!("{UNSIGNED_PREFIX}{}", base64url(&body))
+    }
+
+    #[test]
+    fn a_forged_cursor_is_refused_and_a_file_of_ones_own_is_signed_again() {
+        let c = sample(3);
+        // What anyone can compute without the key: the old checksum, or a
+        // body with any 16 bytes after it.
+        let old = unsigned(&c);
+        assert!(Cursor::decode(&old).is_err());
+        let signed = unbase64url(c.encode().strip_prefix(PREFIX).unwrap()).unwrap();
+        let mut forged = signed.clone();
+        let n = forged.len();
+        forged[n - 1] ^= 0x40;
+        let e = Cursor::decode(&format!("{PREFIX}{}", base64url(&forged))).unwrap_err();
+        assert!(e.message.contains("not a cursor this panescan made"), "{e}");
+        // The user's own file, old format or new: signed again, the same.
+        assert_eq!(Cursor::decode(&Cursor::resign(&old).unwrap()).unwrap(), c);
+        assert_eq!(
+            Cursor::decode(&Cursor::resign(&c.encode()).unwrap()).unwrap(),
+            c
+        );
+        assert!(Cursor::resign(&old[..old.len() - 2]).is_err());
     }
 
     #[test]

@@ -130,19 +130,28 @@ pub fn summary_line(result: &SearchPanesResult) -> String {
 /// (the result's own matches are not read: an encoder that holds them
 /// apart counts them itself).
 pub(super) fn summary_of(result: &SearchPanesResult, lines: usize, panes: usize) -> String {
+    // With group_by the answer holds groups, not lines: say what they hold.
+    let shown = match (&result.groups, result.total_groups) {
+        (Some(groups), total) => format!(
+            "{} of {} groups shown, holding {} matching lines, from {} matching panes",
+            groups.len(),
+            total.unwrap_or(groups.len()),
+            groups.iter().map(|g| g.count).sum::<usize>(),
+            result.total_panes_matched,
+        ),
+        (None, _) => format!(
+            "{lines} matching lines shown from {panes} of {} matching panes",
+            result.total_panes_matched
+        ),
+    };
     let mut s = format!(
-        "-- {lines} matching lines shown from {} of {} matching panes; searched {} panes ({} failed), {} bytes, {} lines in {} ms",
-        panes,
-        result.total_panes_matched,
+        "-- {shown}; searched {} panes ({} failed), {} bytes, {} lines in {} ms",
         result.panes_searched,
         result.panes_failed,
         result.bytes_scanned,
         result.lines_scanned,
         result.elapsed_ms,
     );
-    if let (Some(groups), Some(total)) = (&result.groups, result.total_groups) {
-        s.push_str(&format!("; {} of {total} groups shown", groups.len()));
-    }
     if result.redactions > 0 {
         s.push_str(&format!("; {} secrets redacted", result.redactions));
     }
@@ -220,5 +229,32 @@ mod tests {
         assert!(text.contains("%3 s:1.0 -13- b\n"), "{text}");
         assert!(text.contains("%3 s:1.0 -12: xxxx\n"), "{text}");
         assert!(text.ends_with("clamped: matching_byte_clamped"), "{text}");
+    }
+
+    #[test]
+    fn a_grouped_summary_says_what_the_groups_hold() {
+        use super::super::types::{GroupFirst, HitGroup};
+        let pane = crate::tmux::PaneId::from_number(1);
+        let group = |count| HitGroup {
+            text: "x".into(),
+            count,
+            panes: vec![pane],
+            first: GroupFirst {
+                pane_id: pane,
+                line: 0,
+            },
+        };
+        let mut r = empty_result(vec![]);
+        r.total_panes_matched = 2;
+        r.groups = Some(vec![group(3), group(4)]);
+        r.total_groups = Some(5);
+        let line = summary_line(&r);
+        assert!(
+            line.starts_with(
+                "-- 2 of 5 groups shown, holding 7 matching lines, from 2 matching panes;"
+            ),
+            "{line}"
+        );
+        assert!(!line.contains("0 matching lines shown"), "{line}");
     }
 }

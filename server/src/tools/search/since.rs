@@ -325,7 +325,7 @@ impl Since {
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         // A poisoned lock only means another scan thread panicked; the
         // state it guards is still whole (every write is one assignment).
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        crate::sync::lock(&self.state)
     }
 }
 

@@ -43,6 +43,7 @@ pub struct SearchPanesArgs {
     pub join_wrapped: Option<bool>,
     /// Context lines around hits (0-10).
     #[serde(default)]
+    #[schemars(range(max = 10))]
     pub context_lines: Option<u8>,
     /// Default 20.
     #[serde(default)]

@@ -1,4 +1,4 @@
-//! [`Fields::Full`](super::inventory::Fields::Full) listed in pieces, each
+//! [`Fields::Full`](super::Fields::Full) listed in pieces, each
 //! where tmux pays least for it.
 //!
 //! tmux expands a `list-panes -a` format once per pane, so a session's
@@ -27,9 +27,9 @@
 
 use std::collections::HashMap;
 
-use super::command::TmuxCommand;
-use super::ids::SessionId;
-use super::inventory::{fields_in_order, format, layout, record_values, Inventory, Window};
+use super::{fields_in_order, format, layout, record_values, Inventory, Window};
+use crate::tmux::command::TmuxCommand;
+use crate::tmux::ids::SessionId;
 
 /// What `list-sessions` adds to a session the pane listing named.
 const SESSION_DETAILS: &[&str] = &[

@@ -147,10 +147,11 @@ pub struct Pane {
 use std::collections::HashMap;
 use std::time::Instant;
 
-use super::connection::{nonce, Shared};
-use super::full_listing;
+use super::connection::Shared;
+mod full_listing;
 use super::spans::Span;
 use super::{TmuxCommand, TmuxError};
+use crate::sync::nonce;
 
 /// The fields asked for, in order.
 const FIELDS: &[&str] = &[
