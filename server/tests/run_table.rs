@@ -18,6 +18,8 @@ const BASH: &str = "env PS1='$ ' bash --norc --noprofile";
 const RUNNING: usize = 32;
 /// Commands it remembers (table.rs `MAX_ENTRIES`).
 const REMEMBERED: usize = 128;
+// Every call's timeout_ms is well under the harness's 15 s for an answer:
+// a slow call fails on what it answered, not on a missing answer.
 
 fn command_id(r: &Value) -> String {
     r["command_id"].as_str().unwrap().to_owned()
@@ -43,7 +45,7 @@ fn the_33rd_running_command_is_refused_and_the_129th_forgets_the_oldest() {
     // The first finished command: the oldest once the table is full.
     let first = s.call_ok(
         "run_command",
-        json!({"pane_id": panes[0], "command": "true"}),
+        json!({"pane_id": panes[0], "command": "true", "timeout_ms": 5000}),
     );
     assert_eq!(first["exit_status"], 0, "{first}");
     let first = command_id(&first);
@@ -58,7 +60,10 @@ fn the_33rd_running_command_is_refused_and_the_129th_forgets_the_oldest() {
         running.push(command_id(&r));
     }
     let last = &panes[RUNNING];
-    let e = s.call_err("run_command", json!({"pane_id": last, "command": "true"}));
+    let e = s.call_err(
+        "run_command",
+        json!({"pane_id": last, "command": "true", "timeout_ms": 5000}),
+    );
     assert!(
         e.contains(&format!("{RUNNING} commands are already running")),
         "the command past {RUNNING} running was not refused: {e}"
@@ -67,10 +72,13 @@ fn the_33rd_running_command_is_refused_and_the_129th_forgets_the_oldest() {
     s.call_ok("send_keys", json!({"pane_id": panes[0], "keys": ["C-c"]}));
     let w = s.call_ok(
         "wait_for_command",
-        json!({"command_id": running[0], "timeout_ms": 10_000}),
+        json!({"command_id": running[0], "timeout_ms": 5000}),
     );
     assert_eq!(w["exit_status"], 130, "{w}");
-    let r = s.call_ok("run_command", json!({"pane_id": last, "command": "true"}));
+    let r = s.call_ok(
+        "run_command",
+        json!({"pane_id": last, "command": "true", "timeout_ms": 5000}),
+    );
     assert_eq!(r["exit_status"], 0, "{r}");
     for pane in &panes[1..RUNNING] {
         s.call_ok("send_keys", json!({"pane_id": pane, "keys": ["C-c"]}));
@@ -78,7 +86,7 @@ fn the_33rd_running_command_is_refused_and_the_129th_forgets_the_oldest() {
     for id in &running[1..] {
         let w = s.call_ok(
             "wait_for_command",
-            json!({"command_id": id, "timeout_ms": 10_000}),
+            json!({"command_id": id, "timeout_ms": 5000}),
         );
         assert_eq!(w["exit_status"], 130, "{w}");
     }
@@ -89,12 +97,19 @@ fn the_33rd_running_command_is_refused_and_the_129th_forgets_the_oldest() {
     ids.extend(running.iter().cloned());
     ids.push(command_id(&r));
     while ids.len() < REMEMBERED {
-        let r = s.call_ok("run_command", json!({"pane_id": last, "command": "true"}));
+        let r = s.call_ok(
+            "run_command",
+            json!({"pane_id": last, "command": "true", "timeout_ms": 5000}),
+        );
+        assert_eq!(r["exit_status"], 0, "{r}");
         ids.push(command_id(&r));
     }
     let w = s.call_ok("wait_for_command", json!({"command_id": first}));
     assert_eq!(w["exit_status"], 0, "{REMEMBERED} remembered: {w}");
-    let r = s.call_ok("run_command", json!({"pane_id": last, "command": "true"}));
+    let r = s.call_ok(
+        "run_command",
+        json!({"pane_id": last, "command": "true", "timeout_ms": 5000}),
+    );
     let e = s.call_err("wait_for_command", json!({"command_id": first}));
     assert!(
         e.contains("no command"),
