@@ -11,12 +11,53 @@
 
 use crate::redact::redact_bytes;
 
-/// Kinds [`sample`] can build.
-pub const SAMPLE_KINDS: u8 = 14;
+/// Kinds [`sample`] can build: every token prefix, every assignment key
+/// word, and the other shapes (see [`sample`]).
+pub const SAMPLE_KINDS: u8 = (TOKENS.len() + KEYS.len() + OTHERS) as u8;
+
+/// Shapes of [`sample`] that are neither a token nor a key assignment.
+const OTHERS: usize = 8;
 
 const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 const UPPER_DIGITS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 const BASE64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+/// A quoted value's alphabet: spaces and punctuation a bare value stops at.
+const QUOTED: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789 ,;=!";
+
+/// Token prefixes (every literal the redactor starts a token at, each of
+/// the letters `gh?_` and `xox?` takes) and how many ALNUM characters
+/// follow: the whole token is the secret.
+const TOKENS: &[(&str, usize)] = &[
+    ("ghp_", 36),
+    ("gho_", 36),
+    ("ghu_", 36),
+    ("ghs_", 36),
+    ("ghr_", 36),
+    ("github_pat_", 40),
+    ("glpat-", 20),
+    ("xoxa-", 24),
+    ("xoxb-", 24),
+    ("xoxp-", 24),
+    ("xoxr-", 24),
+    ("xoxs-", 24),
+    ("sk_live_", 24),
+    ("rk_live_", 24),
+    ("sk-ant-api03-", 40),
+    ("sk-proj-7", 40),
+    ("AIza", 35),
+];
+
+/// Assignment keys, one for each key word (and some case): `KEY=VALUE`,
+/// the value is the secret.
+const KEYS: &[&str] = &[
+    "DB_PASSWORD",
+    "Passwd",
+    "client_secret",
+    "GITHUB_TOKEN",
+    "api_key",
+    "APIKEY",
+    "x-api-key",
+];
 
 /// `len` bytes of `alphabet` chosen by `body` (cycled; padded when short).
 fn body_of(body: &[u8], alphabet: &[u8], len: usize) -> String {
@@ -35,28 +76,40 @@ fn body_of(body: &[u8], alphabet: &[u8], len: usize) -> String {
 pub fn sample(kind: u8, body: &[u8]) -> (String, String) {
     let an = |n| body_of(body, ALNUM, n);
     let whole = |s: String| (s.clone(), s);
-    match kind % SAMPLE_KINDS {
+    let kind = usize::from(kind % SAMPLE_KINDS);
+    if let Some((prefix, len)) = TOKENS.get(kind) {
+        return whole(format!("{prefix}{}", an(*len)));
+    }
+    let kind = kind - TOKENS.len();
+    if let Some(key) = KEYS.get(kind) {
+        let v = an(14);
+        return (format!("{key}={v}"), v);
+    }
+    match kind - KEYS.len() {
         0 => whole(format!("AKIA{}", body_of(body, UPPER_DIGITS, 16))),
-        1 => {
+        1 => whole(format!("ASIA{}", body_of(body, UPPER_DIGITS, 16))),
+        2 => {
             let v = body_of(body, BASE64, 40);
             (format!("aws_secret_access_key = {v}"), v)
         }
-        2 => whole(format!("ghp_{}", an(36))),
-        3 => whole(format!("github_pat_{}", an(40))),
-        4 => whole(format!("glpat-{}", an(20))),
-        5 => whole(format!("xoxb-{}", an(24))),
-        6 => whole(format!("sk_live_{}", an(24))),
-        7 => whole(format!("sk-ant-api03-{}", an(40))),
-        8 => whole(format!("sk-proj-7{}", an(40))),
-        9 => whole(format!("AIza{}", an(35))),
-        10 => whole(format!("eyJ{}.eyJ{}.{}", an(12), an(20), an(24))),
-        11 => {
+        3 => {
+            let v = body_of(body, BASE64, 40);
+            (format!("{{\"SecretAccessKey\": \"{v}\"}}"), v)
+        }
+        4 => whole(format!("eyJ{}.eyJ{}.{}", an(12), an(20), an(24))),
+        5 => {
             let v = an(12);
             (format!("postgres://admin:{v}@db.internal:5432/app"), v)
         }
-        12 => {
-            let v = an(14);
-            (format!("DB_PASSWORD={v}"), v)
+        6 => {
+            // Quoted: spaces, commas and `=` are the value's own.
+            let v = format!("{} {}", an(6), body_of(body, QUOTED, 10));
+            let quote = if body.first().is_some_and(|b| b % 2 == 0) {
+                '"'
+            } else {
+                '\''
+            };
+            (format!("password: {quote}{v}{quote}"), v)
         }
         _ => {
             let v = body_of(body, BASE64, 64);

@@ -489,10 +489,28 @@ pub fn pattern(src: &mut Source<'_>) -> Generated {
     if b.text.is_empty() {
         b.push("a");
     }
+    // A pattern that matches the empty string matches every line, and a
+    // case where every line matches tells little: most such patterns get
+    // a literal after them (their samples then hold it; a blank or a
+    // decoy line does not).
+    if matches_empty(&b.twin) && !b.src.chance(32) {
+        b.text = format!("(?:{})q", b.text);
+        b.twin = format!("(?:{})q", b.twin);
+    }
     Generated {
         text: b.text,
         twin: b.twin,
     }
+}
+
+/// Whether `twin` (as regex-syntax reads it) matches the empty string.
+fn matches_empty(twin: &str) -> bool {
+    regex_syntax::ParserBuilder::new()
+        .nest_limit(MAX_NESTING)
+        .octal(false)
+        .build()
+        .parse(twin)
+        .is_ok_and(|hir| hir.properties().minimum_len() == Some(0))
 }
 
 /// Longest sample drawn (a `{1000}` of a wide class would pass the
@@ -564,11 +582,16 @@ fn walk(hir: &Hir, src: &mut Source<'_>, out: &mut Vec<u8>) {
 
 /// One line of a haystack: a sample of one of the patterns between two
 /// decorations, a blank line, the previous line again, a sample cut short,
-/// or the sample with its ASCII case swapped.
+/// the sample with its ASCII case swapped, or decorations alone.
 fn line(samples: &[Vec<u8>], previous: &[u8], src: &mut Source<'_>) -> Vec<u8> {
     let sample = samples[src.below(samples.len())].as_slice();
     let mut out = Vec::new();
-    match src.below(8) {
+    match src.below(9) {
+        // A decoy: decorations and no sample.
+        8 => {
+            out.extend_from_slice(src.pick(DECOR));
+            out.extend_from_slice(src.pick(DECOR));
+        }
         0..=3 => {
             out.extend_from_slice(src.pick(DECOR));
             out.extend_from_slice(sample);

@@ -40,6 +40,8 @@ pub enum Verdict {
     Agreed {
         /// Number of matching lines.
         matched: usize,
+        /// Number of lines compared.
+        lines: usize,
     },
     /// The patterns compiled, but the oracle could not build one of them
     /// (for example, over its own size limit), so lines were not compared.
@@ -130,6 +132,7 @@ pub fn check(data: &[u8], oracle: Oracle<'_>) -> Result<Verdict, String> {
     }
     Ok(Verdict::Agreed {
         matched: want.len(),
+        lines: lines.len(),
     })
 }
 

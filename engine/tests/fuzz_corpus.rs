@@ -97,17 +97,21 @@ proptest::proptest! {
 #[test]
 fn most_random_syntax_cases_that_compile_have_hits() {
     let compiled = std::cell::Cell::new(0usize);
+    // Some lines matching and some not: a case that tells matchers apart.
+    let apart = std::cell::Cell::new(0usize);
     let share = common::share_with_hits(random_case(), 2000, |data| match check(data, &oracle) {
-        Ok(Verdict::Agreed { matched }) => {
+        Ok(Verdict::Agreed { matched, lines }) => {
             compiled.set(compiled.get() + 1);
+            apart.set(apart.get() + usize::from(matched > 0 && matched < lines));
             matched > 0
         }
         _ => false,
     });
     let of_compiled = share * 2000.0 / compiled.get().max(1) as f64;
     eprintln!(
-        "random syntax: {share:.3} of 2,000 draws have hits; {} compiled, {of_compiled:.3} of those have hits",
-        compiled.get()
+        "random syntax: {share:.3} of 2,000 draws have hits; {} compiled, {of_compiled:.3} of those have hits, {:.3} tell lines apart",
+        compiled.get(),
+        apart.get() as f64 / compiled.get().max(1) as f64
     );
     assert!(
         of_compiled >= 0.8,

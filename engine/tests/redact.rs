@@ -8,6 +8,7 @@ use panescan_engine::{
     redact, redact_bytes, search_captures, Capture, Matcher, PatternOptions, SearchOptions,
 };
 use proptest::prelude::*;
+use proptest::strategy::ValueTree;
 
 /// One known sample per kind: the text, and what it must become.
 const KNOWN: &[(&str, &str)] = &[
@@ -27,6 +28,18 @@ const KNOWN: &[(&str, &str)] = &[
         "[REDACTED:GITHUB_TOKEN]",
     ),
     (
+        "ghu_16C7e42F292c6912E7710c838347Ae178B4a",
+        "[REDACTED:GITHUB_TOKEN]",
+    ),
+    (
+        "x ghs_16C7e42F292c6912E7710c838347Ae178B4a",
+        "x [REDACTED:GITHUB_TOKEN]",
+    ),
+    (
+        "(ghr_16C7e42F292c6912E7710c838347Ae178B4a)",
+        "([REDACTED:GITHUB_TOKEN])",
+    ),
+    (
         "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEF",
         "[REDACTED:GITHUB_TOKEN]",
     ),
@@ -35,6 +48,10 @@ const KNOWN: &[(&str, &str)] = &[
         "SLACK xoxb-2648731245-4829387104-ZdQpDkXr1vbA",
         "SLACK [REDACTED:SLACK_TOKEN]",
     ),
+    ("xoxa-2648731245-ZdQpDkXr1vbA", "[REDACTED:SLACK_TOKEN]"),
+    ("xoxp-2648731245-ZdQpDkXr1vbA", "[REDACTED:SLACK_TOKEN]"),
+    ("xoxr-2648731245-ZdQpDkXr1vbA", "[REDACTED:SLACK_TOKEN]"),
+    ("xoxs-2648731245-ZdQpDkXr1vbA", "[REDACTED:SLACK_TOKEN]"),
     ("sk_live_4eC39HqLyjWDarjtT1zdp7dc", "[REDACTED:STRIPE_KEY]"),
     ("rk_live_4eC39HqLyjWDarjtT1zdp7dc", "[REDACTED:STRIPE_KEY]"),
     (
@@ -62,6 +79,14 @@ const KNOWN: &[(&str, &str)] = &[
     ("client_secret='a b c'", "client_secret='[REDACTED:SECRET]'"),
     ("GITHUB_TOKEN=abc123", "GITHUB_TOKEN=[REDACTED:SECRET]"),
     ("{\"api_key\": \"k-1\"}", "{\"api_key\": \"[REDACTED:SECRET]\"}"),
+    ("token: abc123", "token: [REDACTED:SECRET]"),
+    ("APIKEY=k-1", "APIKEY=[REDACTED:SECRET]"),
+    ("x-api-key: k-1", "x-api-key: [REDACTED:SECRET]"),
+    ("password = \"a b, c\"", "password = \"[REDACTED:SECRET]\""),
+    (
+        "{\"SecretAccessKey\": \"wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\"}",
+        "{\"SecretAccessKey\": \"[REDACTED:AWS_SECRET_KEY]\"}",
+    ),
     (
         "$ cat id\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----\n$",
         "$ cat id\n[REDACTED:PRIVATE_KEY]\n[REDACTED:PRIVATE_KEY]\n[REDACTED:PRIVATE_KEY]\n$",
@@ -168,16 +193,109 @@ fn hex(len: usize) -> impl Strategy<Value = String> {
         .prop_map(|v| String::from_utf8(v).unwrap())
 }
 
+/// A fuzz input for [`check`]: a kind, the secret's body, the text around.
+fn secret_input() -> impl Strategy<Value = Vec<u8>> {
+    (
+        0..SAMPLE_KINDS,
+        proptest::collection::vec(any::<u8>(), 0..64),
+        proptest::collection::vec(any::<u8>(), 0..200),
+    )
+        .prop_map(|(kind, body, around)| {
+            let mut data = vec![kind, body.len() as u8];
+            data.extend_from_slice(&body);
+            data.extend_from_slice(&around);
+            data
+        })
+}
+
+/// Hashes, a UUID and words: text with nothing a secret starts with.
+fn plain_text() -> impl Strategy<Value = String> {
+    (
+        hex(40),
+        hex(7),
+        (hex(8), hex(4), hex(4), hex(4), hex(12)),
+        "[a-zA-Z ,.!?()-]{0,80}",
+    )
+        .prop_map(|(sha, short, (a, b, c, d, e), words)| {
+            format!("commit {sha} ({short}) {words}\nrequest {a}-{b}-{c}-{d}-{e} {words}\n")
+        })
+}
+
+/// Token prefixes and the shortest body each needs; a body one shorter
+/// is not a token.
+const TOKEN_SHAPES: &[(&str, usize)] = &[
+    ("AKIA", 16),
+    ("ASIA", 16),
+    ("ghp_", 36),
+    ("gho_", 36),
+    ("ghu_", 36),
+    ("ghs_", 36),
+    ("ghr_", 36),
+    ("github_pat_", 22),
+    ("glpat-", 20),
+    ("xoxb-", 10),
+    ("xoxp-", 10),
+    ("sk_live_", 16),
+    ("rk_live_", 16),
+    ("AIza", 35),
+];
+
+/// Key words of an assignment, in several cases.
+const KEY_WORDS: &[&str] = &[
+    "password", "Passwd", "SECRET", "token", "api_key", "ApiKey", "api-key",
+];
+
+/// What follows a key word without making it an assignment with a value:
+/// nothing, only blanks, an empty or unclosed quote, `==`, `:=`.
+const NO_VALUE: &[&str] = &[
+    ":", "=", ": ", " = ", "=\t", ":\"", "='", "=\"\"", " == null", " := x", "==x", "s 5",
+    "izer=bpe",
+];
+
+/// Text that comes close to a secret and is not one, a line each: a token
+/// prefix with a body one character short (or glued to the word before
+/// it), a key word with `:` or `=` and no value, a URL with a user or a
+/// port but no password, an `sk-` word without a digit, `Asia/Tokyo`.
+fn near_miss() -> impl Strategy<Value = String> {
+    let alnum = "[A-Z0-9]{40}";
+    prop_oneof![
+        (proptest::sample::select(TOKEN_SHAPES), alnum, any::<bool>()).prop_map(
+            |((prefix, least), body, glued)| {
+                if glued {
+                    format!("x{prefix}{}", &body[..least])
+                } else {
+                    format!("{prefix}{} x", &body[..least - 1])
+                }
+            }
+        ),
+        (
+            proptest::sample::select(KEY_WORDS),
+            proptest::sample::select(NO_VALUE)
+        )
+            .prop_map(|(key, rest)| format!("{key}{rest}")),
+        proptest::sample::select(vec![
+            "https://alice@example.com/x",
+            "https://example.com:8443/x",
+            "ssh://git@github.com:22/r.git",
+            "sk-task-manager",
+            "Asia/Tokyo",
+            "AKIAbcd",
+            "eyJhbGciOi",
+        ])
+        .prop_map(str::to_owned),
+        "[a-zA-Z ,.!?()-]{0,30}",
+    ]
+}
+
+/// Lines of near misses and plain text.
+fn not_a_secret() -> impl Strategy<Value = String> {
+    (plain_text(), proptest::collection::vec(near_miss(), 1..8))
+        .prop_map(|(plain, lines)| format!("{plain}{}\n", lines.join("\n")))
+}
+
 proptest! {
     #[test]
-    fn a_redacted_text_never_holds_the_secret(
-        kind in 0..SAMPLE_KINDS,
-        body in proptest::collection::vec(any::<u8>(), 0..64),
-        around in proptest::collection::vec(any::<u8>(), 0..200),
-    ) {
-        let mut data = vec![kind, body.len() as u8];
-        data.extend_from_slice(&body);
-        data.extend_from_slice(&around);
+    fn a_redacted_text_never_holds_the_secret(data in secret_input()) {
         if let Err(problem) = check(&data) {
             panic!("{problem}");
         }
@@ -197,18 +315,142 @@ proptest! {
     }
 
     #[test]
-    fn hashes_uuids_and_words_are_untouched(
-        sha in hex(40),
-        short in hex(7),
-        uuid in (hex(8), hex(4), hex(4), hex(4), hex(12)),
-        words in "[a-zA-Z ,.!?()-]{0,80}",
-    ) {
-        let (a, b, c, d, e) = uuid;
-        let text = format!("commit {sha} ({short}) {words}\nrequest {a}-{b}-{c}-{d}-{e} {words}\n");
+    fn hashes_uuids_and_words_are_untouched(text in plain_text()) {
         let (out, n) = redact(&text);
         prop_assert_eq!(out, text.as_str());
         prop_assert_eq!(n, 0);
     }
+
+    #[test]
+    fn near_misses_are_untouched(text in not_a_secret()) {
+        let (out, n) = redact(&text);
+        prop_assert_eq!(out, text.as_str());
+        prop_assert_eq!(n, 0);
+    }
+}
+
+/// Every literal redaction starts a secret at (redact.rs `LITERALS`,
+/// lower case), and the letters after `xox` and the camel-case AWS key,
+/// which the regexes tell apart.
+const SHAPES: &[&str] = &[
+    "akia",
+    "asia",
+    "secret",
+    "password",
+    "passwd",
+    "token",
+    "api_key",
+    "apikey",
+    "api-key",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "glpat-",
+    "xoxa",
+    "xoxb",
+    "xoxp",
+    "xoxr",
+    "xoxs",
+    "sk_live_",
+    "rk_live_",
+    "sk-",
+    "aiza",
+    "eyj",
+    "://",
+    "secretaccesskey",
+];
+
+/// 2,000 values of `strategy` (a fixed seed: the same every run).
+fn draw<S: Strategy>(strategy: S) -> Vec<S::Value> {
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    (0..2000)
+        .map(|_| strategy.new_tree(&mut runner).unwrap().current())
+        .collect()
+}
+
+/// Whether `text` holds a key word followed (after blanks and a quote) by
+/// `:` or `=`: where an assignment's value would start.
+fn assigns(text: &str) -> bool {
+    let lower = text.to_ascii_lowercase();
+    KEY_WORDS.iter().any(|key| {
+        let key = key.to_ascii_lowercase();
+        lower.match_indices(&key).any(|(at, _)| {
+            let rest = lower[at + key.len()..].trim_start_matches(['"', '\'', ' ', '\t']);
+            rest.starts_with([':', '='])
+        })
+    })
+}
+
+/// How far the generators reach, measured on 2,000 draws of the very
+/// strategies above (printed; run with `--nocapture` to see it): the
+/// secrets reach every shape, and most not-a-secret texts come near one.
+#[test]
+fn the_generators_reach_every_shape_and_near_misses() {
+    let secrets = draw(secret_input());
+    let mut reached = vec![0usize; SHAPES.len()];
+    for data in &secrets {
+        let (line, _) = sample(data[0], &data[2..2 + usize::from(data[1])]);
+        let lower = line.to_ascii_lowercase();
+        for (i, shape) in SHAPES.iter().enumerate() {
+            reached[i] += usize::from(lower.contains(shape));
+        }
+    }
+    let missed: Vec<&str> = SHAPES
+        .iter()
+        .zip(&reached)
+        .filter(|(_, n)| **n == 0)
+        .map(|(s, _)| *s)
+        .collect();
+    eprintln!(
+        "secret never survives: {} of {} shapes reached in 2,000 draws (missed: {missed:?})",
+        SHAPES.len() - missed.len(),
+        SHAPES.len()
+    );
+    assert!(missed.is_empty(), "shapes never drawn: {missed:?}");
+
+    for (name, texts) in [
+        ("hashes, UUIDs and words", draw(plain_text())),
+        ("near misses", draw(not_a_secret())),
+    ] {
+        let literal = texts
+            .iter()
+            .filter(|t| {
+                let lower = t.to_ascii_lowercase();
+                SHAPES.iter().any(|s| lower.contains(s))
+            })
+            .count();
+        let near = texts.iter().filter(|t| assigns(t)).count();
+        eprintln!(
+            "not a secret ({name}): {:.1}% hold a redaction literal, {:.1}% a key word with ':' or '='",
+            literal as f64 / 20.0,
+            near as f64 / 20.0
+        );
+        if name == "near misses" {
+            assert!(
+                literal * 10 >= texts.len() * 9,
+                "{literal} of 2,000 hold a literal"
+            );
+            assert!(
+                near * 2 >= texts.len(),
+                "{near} of 2,000 come near an assignment"
+            );
+        }
+    }
+}
+
+/// A blank line inside a key block stays blank and is not counted: only
+/// lines with text are replaced (a mutant that replaced empty lines too
+/// survived every other test).
+#[test]
+fn a_blank_line_inside_a_key_block_stays_blank() {
+    let text = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkq\n\nhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----\n";
+    let (out, n) = redact(text);
+    let r = "[REDACTED:PRIVATE_KEY]";
+    assert_eq!(out, format!("{r}\n{r}\n\n{r}\n{r}\n"));
+    assert_eq!(n, 4);
 }
 
 /// Two keys printed cut short (`head -2`), neither with its END line: both

@@ -46,9 +46,7 @@ fn shell_payloads() -> Vec<String> {
 
 #[test]
 fn nothing_a_call_sends_reaches_ssh_or_the_remote_shell() {
-    if !sshd::available() {
-        return;
-    }
+    sshd::require();
     let mut world = SshWorld::new("inject");
     let n = world.start_sshd();
     let markers = TempDir::new("ssh-inject-markers");

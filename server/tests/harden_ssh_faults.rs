@@ -51,9 +51,7 @@ fn waits_on(serve: &Serve, host: &str) -> bool {
 
 #[test]
 fn ssh_dropped_mid_call_fails_that_host_alone_and_reconnects() {
-    if !sshd::available() {
-        return;
-    }
+    sshd::require();
     let mut world = SshWorld::new("dropped");
     let (n0, n1) = (world.start_sshd(), world.start_sshd());
     let (dir_a, dir_b) = (TempDir::new("ssh-drop-a"), TempDir::new("ssh-drop-b"));

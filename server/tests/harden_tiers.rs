@@ -395,10 +395,7 @@ fn a_forged_edited_or_foreign_cursor_is_refused() {
 #[test]
 fn create_session_on_another_host_sends_nothing_of_this_machines_environment() {
     use common::sshd::{self, Alias, SshWorld};
-    assert!(
-        sshd::available(),
-        "this test needs sshd, ssh and ssh-keygen (apt-get install openssh-server openssh-client)"
-    );
+    sshd::require();
     let mut world = SshWorld::new("tiers-env");
     let n = world.start_sshd();
     let tmux = PrivateServer::start("tiers-env-ssh", 80, 24).unwrap();

@@ -50,18 +50,31 @@ fn ok(s: &mut Serve, tool: &str, args: Value) -> Value {
     v
 }
 
-/// Every buffer: name, size and content, in tmux's order.
-fn buffers(tmux: &PrivateServer) -> Vec<(String, String)> {
+/// Every buffer: name and content, in tmux's order; `None` when one
+/// listed went before it was read (after a failed paste panescan deletes
+/// its buffer on a thread of its own, while the call answers).
+fn try_buffers(tmux: &PrivateServer) -> Option<Vec<(String, String)>> {
     let names = tmux
         .run_ok(["list-buffers", "-F", "#{buffer_name}"])
         .unwrap();
     names
         .lines()
         .map(|n| {
-            let text = tmux.run_ok(["show-buffer", "-b", n]).unwrap();
-            (n.to_owned(), text)
+            let text = tmux.run_ok(["show-buffer", "-b", n]).ok()?;
+            Some((n.to_owned(), text))
         })
         .collect()
+}
+
+/// Every buffer, read whole (listed and shown with none going between).
+fn buffers(tmux: &PrivateServer) -> Vec<(String, String)> {
+    let mut read = None;
+    let whole = eventually(Duration::from_secs(10), || {
+        read = try_buffers(tmux);
+        read.is_some()
+    });
+    assert!(whole, "buffers kept going between listing and reading");
+    read.unwrap_or_default()
 }
 
 /// The user's own buffers: an automatic one and a named one.
@@ -118,7 +131,15 @@ fn paste_text_arrives_exactly_and_leaves_every_buffer_as_it_was() {
     // A paste that fails (no such pane) leaves no buffer either.
     let e = s.call_err("paste_text", json!({"pane_id": "%999", "text": "lost"}));
     assert!(e.contains("no pane %999"), "{e}");
-    assert_eq!(buffers(&tmux), before, "a failed paste left a buffer");
+    // Its buffer is deleted on a thread of its own: gone soon, not at once.
+    let gone = eventually(Duration::from_secs(10), || {
+        try_buffers(&tmux).as_ref() == Some(&before)
+    });
+    assert!(
+        gone,
+        "a failed paste left a buffer: {:?}",
+        try_buffers(&tmux)
+    );
     assert!(!Path::new("/tmp/panescan-never").exists());
 }
 

@@ -363,3 +363,78 @@ fn since_trimmed(label: &str, cached: bool) {
     assert_eq!(kept_hits, want, "{since}");
     tmux.kill();
 }
+
+/// A since search that a budget cut short (lines, bytes, matches) keeps
+/// every pane's old place in its cursor: the next since search finds all
+/// that was printed, not only what follows the cut.
+#[test]
+fn a_since_search_cut_short_by_a_budget_keeps_every_panes_place() {
+    let fx = fixture("since-budget", 2, 10);
+    let tmux = &fx.server;
+    let mut s = Serve::spawn(tmux.socket_name());
+    s.initialize();
+    let first = search(&mut s, None);
+    assert_eq!(first["total_panes_matched"], 0, "{first}");
+    let mut printed = String::new();
+    let mut want = Vec::new();
+    for i in 0..51 {
+        printed.push_str(&format!("{MARK} budget {i:02}\r\n"));
+        want.push((fx.pane_ids[1].clone(), format!("{MARK} budget {i:02}")));
+    }
+    let mut tty = std::fs::OpenOptions::new()
+        .write(true)
+        .open(ttys(tmux).remove(&fx.pane_ids[1]).unwrap())
+        .unwrap();
+    tty.write_all(printed.as_bytes()).unwrap();
+    print_in(tmux, &fx.pane_ids[1], &format!("{MARK} budget {:02}", 51));
+    want.push((fx.pane_ids[1].clone(), format!("{MARK} budget 51")));
+    want.sort();
+    // (budget, its value, where the answer says it cut)
+    let budgets = [
+        ("max_scan_lines", 10, "/matching_line_clamped"),
+        ("max_scan_bytes", 200, "/matching_byte_clamped"),
+        ("max_matches", 5, "/matches_truncated"),
+        ("max_matches_per_pane", 5, "/matches/0/lines_truncated"),
+    ];
+    for (name, value, flag) in budgets {
+        let mut args = json!({"pattern": MARK, "since": first["cursor"]});
+        args[name] = json!(value);
+        let cut = s.call_ok("search_panes", args);
+        assert_eq!(cut.pointer(flag), Some(&json!(true)), "{name}: {cut}");
+        assert!(hits(&cut).len() < want.len(), "{name} did not cut: {cut}");
+        let next = s.call_ok(
+            "search_panes",
+            json!({"pattern": MARK, "since": cut["cursor"], "max_matches_per_pane": 1000}),
+        );
+        assert_eq!(hits(&next), want, "after {name}: {next}");
+    }
+}
+
+/// A cursor remembers whether wrapped lines were joined (its anchors hash
+/// what was scanned): a since search with the other join_wrapped is
+/// refused, either way round, and the same join_wrapped is accepted.
+#[test]
+fn a_cursor_made_with_another_join_wrapped_is_refused() {
+    let fx = fixture("since-joined", 1, 10);
+    let mut s = Serve::spawn(fx.server.socket_name());
+    s.initialize();
+    for (made, other) in [(true, false), (false, true)] {
+        let first = s.call_ok(
+            "search_panes",
+            json!({"pattern": MARK, "join_wrapped": made}),
+        );
+        let e = s.call_err(
+            "search_panes",
+            json!({"pattern": MARK, "join_wrapped": other, "since": first["cursor"]}),
+        );
+        assert!(
+            e.contains(&format!("made with join_wrapped {made}")),
+            "join_wrapped {made} then {other}: {e}"
+        );
+        let same = s.call_ok(
+            "search_panes",
+            json!({"pattern": MARK, "join_wrapped": made, "since": first["cursor"]}),
+        );
+        assert_eq!(same["lines_scanned"], 0, "{same}");
+    }
+}

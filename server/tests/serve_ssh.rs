@@ -59,9 +59,7 @@ fn hosts_of(result: &Value) -> Vec<String> {
 
 #[test]
 fn tools_over_ssh_answer_as_they_do_locally() {
-    if !sshd::available() {
-        return;
-    }
+    sshd::require();
     let mut world = SshWorld::new("same");
     let n = world.start_sshd();
     let tmux = PrivateServer::start("ssh-same", 80, 24).unwrap();
@@ -173,9 +171,7 @@ fn wait_over_ssh(s: &mut Serve, tmux: &PrivateServer, name: &str, pane: &str) {
 
 #[test]
 fn two_hosts_in_one_search_name_their_host_on_every_match() {
-    if !sshd::available() {
-        return;
-    }
+    sshd::require();
     let mut world = SshWorld::new("two");
     let n = world.start_sshd();
     let (dir_a, dir_b) = (TempDir::new("ssh-two-a"), TempDir::new("ssh-two-b"));
@@ -242,9 +238,7 @@ fn two_hosts_in_one_search_name_their_host_on_every_match() {
 
 #[test]
 fn a_stopped_host_fails_alone_and_clearly() {
-    if !sshd::available() {
-        return;
-    }
+    sshd::require();
     let mut world = SshWorld::new("stopped");
     let (n0, n1) = (world.start_sshd(), world.start_sshd());
     let (dir_a, dir_b, empty) = (
@@ -397,9 +391,7 @@ fn timed(s: &mut Serve, args: &Value, runs: usize) -> (f64, Value) {
 #[ignore]
 fn bench_four_hosts() {
     use panescan::fixture::FixtureShape;
-    if !sshd::available() {
-        return;
-    }
+    sshd::require();
     let mut world = SshWorld::new("bench");
     let n = world.start_sshd();
     let shape = FixtureShape {

@@ -263,6 +263,10 @@ fn a_flooding_pane_neither_grows_panescan_nor_delays_other_tools() {
 
     // `yes`, numbered: the last number on screen shows tmux still reads it.
     type_line(&tmux, &flood, "yes | cat -n");
+    // The flood alone (nobody watches it) is the baseline: it loads this
+    // machine and tmux as much as it will with a wait on it.
+    std::thread::sleep(Duration::from_millis(1500));
+    let (alone_median, alone_max) = list_panes_ms(&mut s, 21);
     let id = start_wait(
         &mut s,
         json!({"pane_id": flood, "pattern": "never-printed", "timeout_ms": 20000}),
@@ -279,7 +283,8 @@ fn a_flooding_pane_neither_grows_panescan_nor_delays_other_tools() {
     let rss_after = rss_kb(s.pid());
     let printed_after = last_number(&tmux, &flood);
     eprintln!(
-        "list_panes quiet {quiet_median:.1} ms (max {quiet_max:.1}), flooding with a wait \
+        "list_panes quiet {quiet_median:.1} ms (max {quiet_max:.1}), flooding unwatched \
+         {alone_median:.1} ms (max {alone_max:.1}), flooding with a wait \
          active {flood_median:.1} ms (max {flood_max:.1}); panescan VmRSS {rss_before} -> \
          {rss_after} kB; the flooding pane printed lines {printed_before} -> {printed_after}"
     );
@@ -297,9 +302,12 @@ fn a_flooding_pane_neither_grows_panescan_nor_delays_other_tools() {
         rss_after < rss_before * 2,
         "panescan grew from {rss_before} to {rss_after} kB during the flood"
     );
+    // Against the same flood unwatched, not against a quiet machine: what
+    // is measured is what watching the pane costs other tools.
     assert!(
-        flood_median < quiet_median * 5.0 + 20.0,
-        "list_panes took {flood_median:.1} ms during the flood, {quiet_median:.1} ms without"
+        flood_median < alone_median * 3.0 + 20.0,
+        "list_panes took {flood_median:.1} ms during the watched flood, {alone_median:.1} ms \
+         during the flood unwatched"
     );
 }
 
@@ -332,17 +340,19 @@ fn the_stream_adds_no_client_fires_no_hook_and_ends_when_nobody_listens() {
         assert_eq!(client_flags(&tmux).len(), 1, "{:?}", client_flags(&tmux));
         type_line(&tmux, pane, &format!("echo round-{round}-o''k"));
         assert_eq!(result(&mut s, &id)["found"], true);
-        // Nobody listens: no client is added. Output stays on with every
-        // pane paused (tmux crashes when `no-output` is set while output
-        // is queued: tmux/events.rs, PANE_OFF).
-        assert!(client_flags(&tmux).len() <= 1, "{:?}", client_flags(&tmux));
+        // Nobody listens: no client is added, and the one there stays.
+        // Output stays on with every pane paused (tmux crashes when
+        // `no-output` is set while output is queued: tmux/events.rs,
+        // PANE_OFF).
+        assert_eq!(client_flags(&tmux).len(), 1, "{:?}", client_flags(&tmux));
     }
     let fired = std::fs::read_to_string(&log).unwrap_or_default();
     let count = |hook: &str| fired.lines().filter(|l| *l == hook).count();
     // One attach for everything, as without events; moving to the other
-    // session is not an attach.
+    // session is not an attach: tmux says the session changed when the
+    // client attached and when it moved, no more.
     assert_eq!(count("client-attached"), 1, "{fired}");
-    assert!(count("client-session-changed") <= 2, "{fired}");
+    assert_eq!(count("client-session-changed"), 2, "{fired}");
     s.close_stdin();
     assert!(s.wait_exit(Duration::from_secs(5)).unwrap().success());
     assert!(

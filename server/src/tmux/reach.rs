@@ -114,6 +114,18 @@ impl SocketPolicy {
 
     /// `real` (resolved) must be a socket owned by this user.
     fn check_socket(&self, wanted: &Path, real: &Path) -> Result<(), TmuxError> {
+        self.check_socket_of(wanted, real, current_uid())
+    }
+
+    /// [`Self::check_socket`] for the user `uid` (`None`: not known). Apart
+    /// so that a test as any user can be another user: only root can give
+    /// a socket away.
+    fn check_socket_of(
+        &self,
+        wanted: &Path,
+        real: &Path,
+        uid: Option<u32>,
+    ) -> Result<(), TmuxError> {
         let meta = std::fs::symlink_metadata(real)
             .map_err(|e| self.refuse(wanted, &format!("it cannot be examined ({e})")))?;
         let kind = meta.file_type();
@@ -129,7 +141,7 @@ impl SocketPolicy {
             };
             return Err(self.refuse(wanted, &format!("it is not a socket ({what})")));
         }
-        match current_uid() {
+        match uid {
             Some(uid) if uid == meta.uid() => Ok(()),
             Some(uid) => Err(self.refuse(
                 wanted,
@@ -249,6 +261,40 @@ mod tests {
             let m = refused(policy.confine(&ServerSpec::named(name), &operator));
             assert!(m.contains("--allow-socket-dir"), "{name:?}: {m}");
         }
+    }
+
+    /// A socket of another user is refused naming both uids, before any
+    /// client connects (the socket is a listener nobody accepts on: a
+    /// connection would queue). As any user: the check is asked as a uid
+    /// that is not the socket's.
+    #[test]
+    fn a_socket_owned_by_another_user_is_refused_with_both_uids() {
+        let dir = std::env::temp_dir().join(format!("panescan-reach-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("sock");
+        let _ = std::fs::remove_file(&path);
+        let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let owner = std::fs::metadata(&path).unwrap().uid();
+        let policy = SocketPolicy::new(vec![dir.clone()]);
+        let other = owner.wrapping_add(1);
+        let m = match policy.check_socket_of(&path, &path, Some(other)) {
+            Err(TmuxError::Refused(m)) => m,
+            r => panic!("expected a refusal, got {r:?}"),
+        };
+        assert!(
+            m.contains(&format!(
+                "owned by uid {owner}, not by this user (uid {other})"
+            )),
+            "{m}"
+        );
+        assert!(m.contains("--allow-socket-dir"), "{m}");
+        assert!(policy.check_socket_of(&path, &path, Some(owner)).is_ok());
+        assert!(policy.check_socket(&path, &path).is_ok());
+        let m = format!("{:?}", policy.check_socket_of(&path, &path, None));
+        assert!(m.contains("uid cannot be read"), "{m}");
+        assert!(listener.accept().is_err(), "a client connected");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

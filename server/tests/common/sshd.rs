@@ -6,8 +6,9 @@
 //! two different tmux servers as their default server. Every sshd (and the
 //! sessions it forked) is killed on drop, also when the test fails.
 //!
-//! [`available`] says whether the machine has sshd at all; a test without
-//! it prints why and returns (CI installs openssh-server).
+//! [`require`] fails a test on a machine without sshd, saying what to
+//! install (CI installs openssh-server): a missing prerequisite is a
+//! failure to see, never a test that passes without running.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -22,9 +23,17 @@ use super::{eventually, TempDir};
 /// The sshd binary.
 pub const SSHD: &str = "/usr/sbin/sshd";
 
-/// Whether sshd, ssh and ssh-keygen are here; prints why not.
-pub fn available() -> bool {
-    let found = Path::new(SSHD).exists()
+/// Fails the calling test unless sshd, ssh and ssh-keygen are here.
+pub fn require() {
+    assert!(
+        available(),
+        "{SSHD}, ssh or ssh-keygen is not installed: apt-get install openssh-server openssh-client"
+    );
+}
+
+/// Whether sshd, ssh and ssh-keygen are here.
+fn available() -> bool {
+    Path::new(SSHD).exists()
         && ["ssh", "ssh-keygen"].iter().all(|p| {
             Command::new(p)
                 .arg("-V")
@@ -37,11 +46,7 @@ pub fn available() -> bool {
                     .stdout(Stdio::null())
                     .status()
                     .is_ok_and(|s| s.success())
-        });
-    if !found {
-        eprintln!("SKIPPED: {SSHD}, ssh or ssh-keygen is not installed (apt-get install openssh-server openssh-client)");
-    }
-    found
+        })
 }
 
 /// Keys and files shared by every sshd of a test.

@@ -315,6 +315,49 @@ mod tests {
         assert_eq!(e.kind, crate::tools::context::ErrorKind::NotFound);
     }
 
+    /// An ended command is kept 15 minutes after its end (the promise
+    /// not_found's message makes), one never seen to end an hour and 15
+    /// minutes after its start: the clock is the end time and start the
+    /// entry carries, set in the past here (an `Instant` before boot is
+    /// fine on Linux: it is signed seconds).
+    #[test]
+    fn ended_and_lost_commands_expire_after_their_time() {
+        let ago = |d: Duration| Instant::now().checked_sub(d).unwrap();
+        let minute = Duration::from_secs(60);
+        const KEEP: Duration = Duration::from_secs(15 * 60);
+        const WATCH_FOR: Duration = Duration::from_secs(60 * 60);
+        for (id, at, kept) in [
+            ("t-exp-old", ago(KEEP + minute), false),
+            ("t-exp-new", ago(KEEP - minute), true),
+        ] {
+            let e = entry(id, 9003);
+            e.finish(Progress::Ended {
+                status: Some(0),
+                at: Some(at),
+            });
+            insert(e).unwrap();
+            assert_eq!(get(id).is_ok(), kept, "{id}");
+        }
+        for (id, started, kept) in [
+            ("t-lost-old", ago(WATCH_FOR + KEEP + minute), false),
+            ("t-lost-new", ago(WATCH_FOR + KEEP - minute), true),
+        ] {
+            let mut e = Entry::new(
+                id.into(),
+                ServerArgs::default(),
+                PathBuf::from("/tmp/table-test"),
+                PaneId::from_number(9004),
+                "true".into(),
+                Completion::Osc133,
+                (0, (0, 0)),
+            );
+            e.started = started;
+            e.finish(Progress::Lost(ToolError::new("gone")));
+            insert(Arc::new(e)).unwrap();
+            assert_eq!(get(id).is_ok(), kept, "{id}");
+        }
+    }
+
     #[test]
     fn the_first_end_stays_and_wakes_a_waiter() {
         let e = entry("t-c", 9002);

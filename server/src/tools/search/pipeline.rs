@@ -231,17 +231,22 @@ fn merge(outcome: &mut SearchOutcome, second: SearchOutcome, scope_key: impl Fn(
     a.matches_truncated |= b.matches_truncated;
 }
 
-/// A pane not searched to its end (its capture failed, or a budget or the
-/// clock stopped the search) keeps its old place in the next cursor, so
-/// nothing it printed is skipped next time.
+/// A pane not searched to its end (its capture failed, a budget or the
+/// clock stopped the search, or its matches passed `max_matches` or
+/// `max_matches_per_pane`, where the scan stops) keeps its old place in
+/// the next cursor, so nothing it printed is skipped next time.
 fn settle_cursor(since: &Since, outcome: &SearchOutcome, fetch: &FetchReport, total: usize) {
     let f = &outcome.flags;
-    if f.byte_clamped || f.line_clamped || f.time_clamped || fetch.timed_out || outcome.cancelled {
+    let cut = f.byte_clamped || f.line_clamped || f.time_clamped || f.matches_truncated;
+    if cut || fetch.timed_out || outcome.cancelled {
         (0..total).for_each(|i| since.keep_old(i));
         return;
     }
     for (key, _) in &outcome.failed {
         since.keep_old(*key);
+    }
+    for pane in outcome.panes.iter().filter(|p| p.lines_truncated) {
+        since.keep_old(pane.key);
     }
 }
 
