@@ -350,6 +350,7 @@ mod tests {
                 "true".into(),
                 Completion::Osc133,
                 (0, (0, 0)),
+                (None, String::new()),
             );
             e.started = started;
             e.finish(Progress::Lost(ToolError::new("gone")));
