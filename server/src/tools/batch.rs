@@ -54,7 +54,7 @@ impl Operation {
     /// the object itself, which clients that always did keep doing.
     fn arguments_object(&self, index: usize) -> Result<Map<String, Value>, ToolError> {
         let bad = || {
-            ToolError::new(format!(
+            ToolError::invalid(format!(
                 "operation {index}: arguments must be a JSON object such as {{\"pane_id\": \"%1\"}} (or that object as a string); nothing was run"
             ))
         };
@@ -211,7 +211,7 @@ type Outcome = Result<Box<RawValue>, ToolError>;
 fn check_operations(ctx: &ToolContext, args: &BatchArgs) -> Result<(), ToolError> {
     let n = args.operations.len();
     if n == 0 || n > MAX_OPERATIONS {
-        return Err(ToolError::new(format!(
+        return Err(ToolError::invalid(format!(
             "operations must hold 1 to {MAX_OPERATIONS} operations (got {n})"
         )));
     }
@@ -223,7 +223,7 @@ fn check_operations(ctx: &ToolContext, args: &BatchArgs) -> Result<(), ToolError
         .enumerate()
         .find(|(_, op)| !allowed.contains(&op.tool.as_str()))
     {
-        return Err(ToolError::new(format!(
+        return Err(ToolError::invalid(format!(
             "operation {i}: {:?} cannot be batched; nothing was run. Allowed: {}",
             op.tool,
             allowed.join(", ")
@@ -272,7 +272,7 @@ fn run_operations(
         let r = match ctx.registry.call(&ctx.child(), tool, a) {
             Some(Ok(out)) => out.into_raw_structured(),
             Some(Err(e)) => Err(e),
-            None => Err(ToolError::new(format!("unknown tool {tool:?}"))),
+            None => Err(ToolError::invalid(format!("unknown tool {tool:?}"))),
         };
         let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
         ctx.progress

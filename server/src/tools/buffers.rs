@@ -62,10 +62,10 @@ impl Tool for PasteText {
     fn run(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
         let text = args.text;
         if text.is_empty() {
-            return Err(ToolError::new("text is empty: nothing to paste"));
+            return Err(ToolError::invalid("text is empty: nothing to paste"));
         }
         if text.len() > MAX_PASTE_BYTES {
-            return Err(ToolError::new(format!(
+            return Err(ToolError::invalid(format!(
                 "text is {} bytes; paste at most {MAX_PASTE_BYTES} per call",
                 text.len()
             )));
@@ -73,7 +73,7 @@ impl Tool for PasteText {
         if text.contains('\0') {
             // tmux reads its arguments as C strings: the text would end
             // there, silently.
-            return Err(ToolError::new(
+            return Err(ToolError::invalid(
                 "text contains a NUL character, which tmux cannot paste; remove it",
             ));
         }
@@ -102,7 +102,7 @@ impl Tool for PasteText {
 /// every other character inert).
 fn check_buffer_name(name: &str) -> Result<(), ToolError> {
     if name.is_empty() || name.len() > MAX_NAME_BYTES || name.chars().any(char::is_control) {
-        return Err(ToolError::new(format!(
+        return Err(ToolError::invalid(format!(
             "name must be 1-{MAX_NAME_BYTES} bytes without control characters; call show_buffer without name to list the buffers"
         )));
     }
@@ -179,7 +179,7 @@ impl Tool for ShowBuffer {
         let limit = ctx.ceilings().capture_bytes;
         let max_bytes = match args.max_bytes {
             None => limit,
-            Some(0) => return Err(ToolError::new("max_bytes must be at least 1")),
+            Some(0) => return Err(ToolError::invalid("max_bytes must be at least 1")),
             Some(n) if n > limit => {
                 return Err(ToolError::over_ceiling(format!(
                     "max_bytes may be at most {limit} (the operator's ceiling), got {n}"

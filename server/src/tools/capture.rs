@@ -400,7 +400,7 @@ fn listed_capture(
         (Some(s), Some(e)) => (s, e),
     };
     if req_start > req_end {
-        return Err(ToolError::new(format!(
+        return Err(ToolError::invalid(format!(
             "start {req_start} is after end {req_end}; {} has lines {top}..{bottom}",
             args.pane_id
         )));
@@ -504,7 +504,7 @@ fn bounded_arg(
 ) -> Result<usize, ToolError> {
     match value {
         None => Ok(default.min(ceiling)),
-        Some(0) => Err(ToolError::new(format!("{name} must be at least 1"))),
+        Some(0) => Err(ToolError::invalid(format!("{name} must be at least 1"))),
         Some(n) if n > ceiling => Err(ToolError::over_ceiling(format!(
             "{name} may be at most {ceiling} (the operator's ceiling), got {n}"
         ))),
@@ -598,7 +598,7 @@ impl Cursor {
 
     fn decode(text: &str) -> Result<Cursor, ToolError> {
         let bad = || {
-            ToolError::new(format!(
+            ToolError::invalid(format!(
                 "cursor {:?} is not a capture_since cursor: pass the cursor field of an earlier capture_since result, or omit it to start over",
                 text.chars().take(80).collect::<String>()
             ))
@@ -616,7 +616,7 @@ impl Cursor {
             return Err(bad());
         }
         if !tag.is_some_and(|t| crate::tools::cursor_key::verify(body.as_bytes(), &t)) {
-            return Err(ToolError::new(format!(
+            return Err(ToolError::invalid(format!(
                 "cursor {:?} is not one this panescan made (cursors hold for one panescan process: after a restart, or if it was edited, omit it to start over)",
                 text.chars().take(80).collect::<String>()
             )));
@@ -798,13 +798,13 @@ fn previous_cursor(args: &CaptureSinceArgs, server: u32) -> Result<Option<Cursor
     };
     let c = Cursor::decode(text)?;
     if c.pane != args.pane_id.number() {
-        return Err(ToolError::new(format!(
+        return Err(ToolError::invalid(format!(
             "this cursor belongs to pane %{}, not {}: use the cursor of {}'s own last capture_since, or omit it",
             c.pane, args.pane_id, args.pane_id
         )));
     }
     if c.server != server {
-        return Err(ToolError::new(
+        return Err(ToolError::invalid(
             "this cursor comes from another tmux server: omit it to start over on this one",
         ));
     }

@@ -130,8 +130,9 @@ impl ToolError {
         }
     }
 
-    /// An argument the caller got wrong: the usual tool error.
-    pub fn new(message: impl Into<String>) -> Self {
+    /// An argument the caller got wrong (kind `invalid_argument`): the
+    /// usual tool error.
+    pub fn invalid(message: impl Into<String>) -> Self {
         ToolError::of(ErrorKind::InvalidArgument, message)
     }
 

@@ -60,13 +60,13 @@ impl Filters {
             Some(Value::String(s)) => match serde_json::from_str::<Value>(s) {
                 Ok(Value::Object(o)) => o,
                 _ => {
-                    return Err(ToolError::new(
+                    return Err(ToolError::invalid(
                         "filters must be an object such as {\"pane_current_command__contains\": \"vim\"}",
                     ))
                 }
             },
             Some(_) => {
-                return Err(ToolError::new(
+                return Err(ToolError::invalid(
                     "filters must be an object such as {\"pane_current_command__contains\": \"vim\"}",
                 ))
             }
@@ -78,13 +78,13 @@ impl Filters {
                 None => (key.clone(), "exact".to_owned()),
             };
             if !fields.contains(&field) {
-                return Err(ToolError::new(format!(
+                return Err(ToolError::invalid(format!(
                     "unknown filter field {field:?}; fields: {}",
                     fields.join(", ")
                 )));
             }
             let Some(op) = OPS.iter().copied().find(|o| *o == op) else {
-                return Err(ToolError::new(format!(
+                return Err(ToolError::invalid(format!(
                     "unknown filter operator {op:?} in {key:?}; operators: {}",
                     OPS.join(", ")
                 )));
@@ -97,7 +97,7 @@ impl Filters {
                 "regex" | "iregex" => {
                     let pattern = scalar(&value);
                     if pattern.len() > MAX_REGEX_BYTES {
-                        return Err(ToolError::new(format!(
+                        return Err(ToolError::invalid(format!(
                             "filter {key:?}: pattern longer than {MAX_REGEX_BYTES} bytes"
                         )));
                     }
@@ -106,7 +106,7 @@ impl Filters {
                         .size_limit(1 << 20)
                         .dfa_size_limit(1 << 20)
                         .build()
-                        .map_err(|e| ToolError::new(format!("filter {key:?}: {e}")))?;
+                        .map_err(|e| ToolError::invalid(format!("filter {key:?}: {e}")))?;
                     Test::Regex(re)
                 }
                 "gt" | "gte" | "lt" | "lte" => Test::Compare {

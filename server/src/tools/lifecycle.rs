@@ -51,13 +51,13 @@ pub struct RespawnPaneResult {
 /// An absolute, existing directory without control characters.
 pub(crate) fn check_directory(dir: &str) -> Result<(), ToolError> {
     if dir.len() > MAX_PATH_BYTES || dir.chars().any(char::is_control) {
-        return Err(ToolError::new(format!(
+        return Err(ToolError::invalid(format!(
             "start_directory must be at most {MAX_PATH_BYTES} bytes without control characters"
         )));
     }
     let path = Path::new(dir);
     if !path.is_absolute() {
-        return Err(ToolError::new(format!(
+        return Err(ToolError::invalid(format!(
             "start_directory {dir:?} must be an absolute path"
         )));
     }
@@ -71,13 +71,13 @@ pub(crate) fn check_directory(dir: &str) -> Result<(), ToolError> {
 
 fn check_command(command: &str) -> Result<(), ToolError> {
     if command.len() > MAX_COMMAND_BYTES {
-        return Err(ToolError::new(format!(
+        return Err(ToolError::invalid(format!(
             "command is {} bytes; at most {MAX_COMMAND_BYTES}",
             command.len()
         )));
     }
     if command.contains('\0') {
-        return Err(ToolError::new(
+        return Err(ToolError::invalid(
             "command contains a NUL character, which tmux cannot pass; remove it",
         ));
     }
@@ -172,7 +172,7 @@ impl Tool for KillServer {
 
     fn run(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
         if !args.confirm {
-            return Err(ToolError::new(
+            return Err(ToolError::invalid(
                 "confirm must be true: kill_server ends every session, window and pane of the server",
             ));
         }

@@ -109,7 +109,7 @@ impl Tool for SendKeys {
     fn run(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
         let text = args.text.unwrap_or_default();
         if text.len() > MAX_TEXT_BYTES {
-            return Err(ToolError::new(format!(
+            return Err(ToolError::invalid(format!(
                 "text is {} bytes; send at most {MAX_TEXT_BYTES} per call",
                 text.len()
             )));
@@ -117,17 +117,19 @@ impl Tool for SendKeys {
         if text.contains('\0') {
             // tmux reads its arguments as C strings: the text would end
             // there, silently.
-            return Err(ToolError::new(
+            return Err(ToolError::invalid(
                 "text contains a NUL character, which tmux cannot type; remove it",
             ));
         }
         if let Some(bad) = args.keys.iter().find(|k| !valid_key(k)) {
-            return Err(ToolError::new(format!(
+            return Err(ToolError::invalid(format!(
                 "{bad:?} is not a tmux key name (e.g. Enter, C-c, M-x, Up, F5); put literal text in text"
             )));
         }
         if text.is_empty() && args.keys.is_empty() && !args.enter {
-            return Err(ToolError::new("nothing to send: give text, keys or enter"));
+            return Err(ToolError::invalid(
+                "nothing to send: give text, keys or enter",
+            ));
         }
         let tmux = ctx.tmux(&args.server)?;
         let inv = ctx.inventory(&tmux)?;
@@ -176,7 +178,7 @@ impl Tool for SendKeys {
 /// characters.
 pub(super) fn check_name(what: &str, name: &str) -> Result<(), ToolError> {
     if name.is_empty() || name.len() > MAX_NAME_BYTES || name.chars().any(char::is_control) {
-        return Err(ToolError::new(format!(
+        return Err(ToolError::invalid(format!(
             "{what} must be 1-{MAX_NAME_BYTES} bytes without control characters"
         )));
     }

@@ -26,7 +26,7 @@ pub(crate) fn parse_target(text: &str) -> Result<Target, ToolError> {
     if text.starts_with(['%', '@', '$']) {
         Target::parse_id(text).map_err(ToolError::from)
     } else if text.is_empty() || text.len() > 256 || text.chars().any(char::is_control) {
-        Err(ToolError::new(format!(
+        Err(ToolError::invalid(format!(
             "target {text:?} must be a pane (%N), window (@N) or session ($N) id, or a session name"
         )))
     } else {
@@ -124,13 +124,13 @@ impl Tool for GetTmuxVariables {
 
     fn run(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
         if args.names.is_empty() || args.names.len() > 32 {
-            return Err(ToolError::new(format!(
+            return Err(ToolError::invalid(format!(
                 "names must hold 1 to 32 variable names (got {})",
                 args.names.len()
             )));
         }
         if let Some(bad) = args.names.iter().find(|n| !valid_variable(n)) {
-            return Err(ToolError::new(format!(
+            return Err(ToolError::invalid(format!(
                 "{bad:?} is not a variable name: use letters, digits and _ , starting with a letter (e.g. pane_current_command)"
             )));
         }
@@ -263,7 +263,7 @@ impl Tool for ShowOption {
 
     fn run(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
         if !valid_option_name(&args.name) {
-            return Err(ToolError::new(format!(
+            return Err(ToolError::invalid(format!(
                 "{:?} is not an option name (letters, digits, - and _, optional leading @ and [index])",
                 args.name
             )));
@@ -271,7 +271,7 @@ impl Tool for ShowOption {
         let scope = args.scope.unwrap_or(Scope::Session);
         let target = args.target.as_deref().map(parse_target).transpose()?;
         if scope == Scope::Pane && target.is_none() {
-            return Err(ToolError::new(
+            return Err(ToolError::invalid(
                 "scope pane needs a target pane (%N): pane options have no global value",
             ));
         }
@@ -413,7 +413,7 @@ impl Tool for ShowEnvironment {
                 && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
                 && n.len() <= 256;
             if !ok {
-                return Err(ToolError::new(format!(
+                return Err(ToolError::invalid(format!(
                     "{n:?} is not an environment variable name"
                 )));
             }
@@ -535,7 +535,7 @@ impl Tool for ShowHooks {
     fn run(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
         if let Some(n) = &args.name {
             if !valid_option_name(n) {
-                return Err(ToolError::new(format!("{n:?} is not a hook name")));
+                return Err(ToolError::invalid(format!("{n:?} is not a hook name")));
             }
         }
         let target = args.target.as_deref().map(parse_target).transpose()?;

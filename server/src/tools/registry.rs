@@ -244,7 +244,7 @@ fn input_schema_of<T: Tool>() -> Value {
 
 fn call_typed<T: Tool>(ctx: &ToolContext, args: Value) -> Result<ToolOutput, ToolError> {
     let args: T::Args = serde_json::from_value(args)
-        .map_err(|e| ToolError::new(format!("invalid arguments for {}: {e}", T::NAME)))?;
+        .map_err(|e| ToolError::invalid(format!("invalid arguments for {}: {e}", T::NAME)))?;
     let output = {
         let _running = crate::tmux::spans::Span::new("tool.run");
         T::run(ctx, args)?
@@ -421,7 +421,7 @@ impl Registry {
         // A strict caller sends every argument, null for those it leaves out.
         schema::drop_absent_nulls(&mut args, &row.input_schema);
         let Value::Object(obj) = &args else {
-            return Some(Err(ToolError::new(format!(
+            return Some(Err(ToolError::invalid(format!(
                 "{name}: arguments must be an object"
             ))));
         };
@@ -429,7 +429,7 @@ impl Registry {
         // are flattened); a null left here is a required argument's.
         if let Some(k) = obj.iter().find(|(_, v)| v.is_null()).map(|(k, _)| k) {
             if row.allowed_args.contains(k) {
-                return Some(Err(ToolError::new(format!(
+                return Some(Err(ToolError::invalid(format!(
                     "{name}: {k} is required and cannot be null"
                 ))));
             }
@@ -440,7 +440,7 @@ impl Registry {
             .map(String::as_str)
             .collect();
         if !unknown.is_empty() {
-            return Some(Err(ToolError::new(format!(
+            return Some(Err(ToolError::invalid(format!(
                 "{name}: unknown argument{} {}; valid arguments: {}",
                 if unknown.len() > 1 { "s" } else { "" },
                 unknown.join(", "),

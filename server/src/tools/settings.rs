@@ -61,8 +61,8 @@ pub struct SetOptionResult {
 /// The checked value: `None` for unset.
 fn checked_value(args: &SetOptionArgs) -> Result<Option<&str>, ToolError> {
     match (&args.value, args.unset) {
-        (Some(_), true) => Err(ToolError::new("give either value or unset, not both")),
-        (None, false) => Err(ToolError::new("give a value, or unset: true")),
+        (Some(_), true) => Err(ToolError::invalid("give either value or unset, not both")),
+        (None, false) => Err(ToolError::invalid("give a value, or unset: true")),
         (None, true) => Ok(None),
         (Some(v), false) => {
             if let Some(why) = option_rule::refuse_value(v, &LoopSizes::default()) {
@@ -194,12 +194,12 @@ impl Tool for SetOption {
         let scope = args.scope.unwrap_or(Scope::Session);
         let target = args.target.as_deref().map(parse_target).transpose()?;
         if scope == Scope::Pane && target.is_none() {
-            return Err(ToolError::new(
+            return Err(ToolError::invalid(
                 "scope pane needs a target pane (%N): pane options have no global value",
             ));
         }
         if scope == Scope::Server && target.is_some() {
-            return Err(ToolError::new(
+            return Err(ToolError::invalid(
                 "scope server takes no target: server options have one value",
             ));
         }
@@ -278,13 +278,13 @@ fn valid_env_name(name: &str) -> bool {
 
 fn checked_env_value(args: &SetEnvironmentArgs) -> Result<Option<&str>, ToolError> {
     match (&args.value, args.unset) {
-        (Some(_), true) => Err(ToolError::new("give either value or unset, not both")),
-        (None, false) => Err(ToolError::new("give a value, or unset: true")),
+        (Some(_), true) => Err(ToolError::invalid("give either value or unset, not both")),
+        (None, false) => Err(ToolError::invalid("give a value, or unset: true")),
         (None, true) => Ok(None),
-        (Some(v), false) if v.contains('\0') => Err(ToolError::new(
+        (Some(v), false) if v.contains('\0') => Err(ToolError::invalid(
             "value contains a NUL character, which an environment cannot hold; remove it",
         )),
-        (Some(v), false) if v.len() > MAX_ENV_VALUE_BYTES => Err(ToolError::new(format!(
+        (Some(v), false) if v.len() > MAX_ENV_VALUE_BYTES => Err(ToolError::invalid(format!(
             "value is {} bytes; at most {MAX_ENV_VALUE_BYTES}",
             v.len()
         ))),
@@ -307,7 +307,7 @@ impl Tool for SetEnvironment {
 
     fn run(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
         if !valid_env_name(&args.name) {
-            return Err(ToolError::new(format!(
+            return Err(ToolError::invalid(format!(
                 "{:?} is not a variable name: letters, digits and _, not starting with a digit, at most {MAX_ENV_NAME_BYTES} bytes",
                 args.name
             )));
@@ -316,7 +316,7 @@ impl Tool for SetEnvironment {
         let value = value.as_deref();
         let target = match args.session.as_deref() {
             Some(s) if s.starts_with(['%', '@']) => {
-                return Err(ToolError::new(format!(
+                return Err(ToolError::invalid(format!(
                     "session {s:?} must be a session id ($N) or name"
                 )))
             }

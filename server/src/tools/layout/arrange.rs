@@ -130,7 +130,9 @@ impl Tool for ResizePane {
 
     fn run(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
         if args.width.is_none() && args.height.is_none() && args.zoom.is_none() {
-            return Err(ToolError::new("nothing to do: give width, height or zoom"));
+            return Err(ToolError::invalid(
+                "nothing to do: give width, height or zoom",
+            ));
         }
         let mut resize = TmuxCommand::new("resize-pane").target(args.pane_id);
         if let Some(w) = args.width {
@@ -207,7 +209,7 @@ impl Tool for SwapPane {
 
     fn run(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
         if args.pane_id == args.target_pane_id {
-            return Err(ToolError::new(
+            return Err(ToolError::invalid(
                 "pane_id and target_pane_id are the same pane",
             ));
         }
@@ -258,7 +260,7 @@ impl Tool for MoveWindow {
 
     fn run(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
         if let Some(i) = args.index.filter(|i| *i > MAX_INDEX) {
-            return Err(ToolError::new(format!(
+            return Err(ToolError::invalid(format!(
                 "index {i} is out of range: 0-{MAX_INDEX}"
             )));
         }
@@ -327,7 +329,7 @@ impl Tool for RenameSession {
             .iter()
             .find(|s| s.session_name == args.name && s.session_id != session);
         if let Some(s) = taken {
-            return Err(ToolError::new(format!(
+            return Err(ToolError::invalid(format!(
                 "a session named {:?} already exists ({}); choose another name",
                 args.name, s.session_id
             )));

@@ -78,7 +78,7 @@ impl Tool for CreateSession {
         if let Some(name) = &args.name {
             let inv = ctx.inventory(&tmux)?;
             if let Some(s) = inv.sessions.iter().find(|s| &s.session_name == name) {
-                return Err(ToolError::new(format!(
+                return Err(ToolError::invalid(format!(
                     "a session named {name:?} already exists ({}); choose another name",
                     s.session_id
                 )));
@@ -234,7 +234,7 @@ fn split_size(size: &str) -> Result<String, ToolError> {
     match n {
         Some(n) if percent && (1..=99).contains(&n) => Ok(format!("{n}%")),
         Some(n) if !percent && (1..=super::MAX_CELLS).contains(&n) => Ok(n.to_string()),
-        _ => Err(ToolError::new(format!(
+        _ => Err(ToolError::invalid(format!(
             "size {size:?} must be cells (1-{}) like \"20\" or a percentage (1-99) like \"30%\"",
             super::MAX_CELLS
         ))),
@@ -267,7 +267,7 @@ impl Tool for SplitWindow {
         // A pane of fewer than 3 cells that way cannot hold two panes and
         // the border between them; say so before tmux's terse refusal.
         if cells < 3 {
-            return Err(ToolError::new(format!(
+            return Err(ToolError::invalid(format!(
                 "pane {} is {cells} cells {along}: too small to split that way; split another pane or the other way",
                 args.pane_id
             )));
@@ -276,7 +276,7 @@ impl Tool for SplitWindow {
         // it instead, so the pane made is the size asked for.
         let asked = size.as_deref().and_then(|s| s.parse::<u32>().ok());
         if let Some(n) = asked.filter(|n| n.saturating_add(2) > cells) {
-            return Err(ToolError::new(format!(
+            return Err(ToolError::invalid(format!(
                 "pane {} is {cells} cells {along}: too small to split off {n} cells (that, a border and 1 cell of the old pane); ask for less or a percentage",
                 args.pane_id
             )));

@@ -164,17 +164,17 @@ fn unreadable(out: &str) -> ToolError {
 fn tmux_refusal(e: TmuxError) -> ToolError {
     if let TmuxError::Command(m) = &e {
         if m.contains("no space for new pane") {
-            return ToolError::new(format!(
+            return ToolError::invalid(format!(
                 "tmux refused: {m}: the pane is too small to split that way; split another pane, a smaller size, or resize the window first"
             ));
         }
         if let Some(name) = m.strip_prefix("duplicate session: ") {
-            return ToolError::new(format!(
+            return ToolError::invalid(format!(
                 "a session named {name:?} already exists; choose another name"
             ));
         }
         if m.starts_with("index in use") {
-            return ToolError::new(format!("tmux refused: {m}; choose a free index or none"));
+            return ToolError::invalid(format!("tmux refused: {m}; choose a free index or none"));
         }
         if m.starts_with("can't find") {
             return ToolError::not_found(format!(
@@ -191,17 +191,17 @@ fn tmux_refusal(e: TmuxError) -> ToolError {
 fn check_session_name(name: &str) -> Result<(), ToolError> {
     check_name("a session name", name)?;
     if let Some(c) = name.chars().find(|c| *c == ':' || *c == '.') {
-        return Err(ToolError::new(format!(
+        return Err(ToolError::invalid(format!(
             "a session name cannot hold {c:?} (tmux reads it as target syntax); choose another name"
         )));
     }
     if name.contains('\\') {
-        return Err(ToolError::new(
+        return Err(ToolError::invalid(
             "a session name cannot hold '\\' (tmux would store it as '\\\\', another name)",
         ));
     }
     if name.starts_with('$') {
-        return Err(ToolError::new(
+        return Err(ToolError::invalid(
             "a session name cannot start with '$' (it would read as a session id like $3)",
         ));
     }
@@ -213,12 +213,12 @@ fn check_session_name(name: &str) -> Result<(), ToolError> {
 fn check_directory(path: &Path) -> Result<String, ToolError> {
     let text = path.to_str().unwrap_or_default();
     if text.is_empty() || text.len() > MAX_PATH_BYTES || text.chars().any(char::is_control) {
-        return Err(ToolError::new(format!(
+        return Err(ToolError::invalid(format!(
             "start_directory must be 1-{MAX_PATH_BYTES} bytes of UTF-8 without control characters"
         )));
     }
     if !path.is_absolute() {
-        return Err(ToolError::new(format!(
+        return Err(ToolError::invalid(format!(
             "start_directory {text:?} must be an absolute path"
         )));
     }
@@ -234,12 +234,12 @@ fn check_directory(path: &Path) -> Result<String, ToolError> {
 /// arguments as C strings: the command would end there, silently).
 fn check_command(command: &str) -> Result<(), ToolError> {
     if command.trim().is_empty() || command.len() > MAX_COMMAND_BYTES {
-        return Err(ToolError::new(format!(
+        return Err(ToolError::invalid(format!(
             "command must be 1-{MAX_COMMAND_BYTES} bytes and not blank; omit it for the default shell"
         )));
     }
     if command.contains('\0') {
-        return Err(ToolError::new(
+        return Err(ToolError::invalid(
             "command contains a NUL character; remove it",
         ));
     }
@@ -249,7 +249,7 @@ fn check_command(command: &str) -> Result<(), ToolError> {
 /// A width or height within 1..=[`MAX_CELLS`].
 fn check_cells(what: &str, n: u32) -> Result<(), ToolError> {
     if n == 0 || n > MAX_CELLS {
-        return Err(ToolError::new(format!(
+        return Err(ToolError::invalid(format!(
             "{what} {n} is out of range: 1-{MAX_CELLS} cells"
         )));
     }

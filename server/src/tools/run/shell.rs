@@ -190,7 +190,7 @@ fn busy(pane: &Pane, name: &str) -> ToolError {
 /// command's status.
 pub fn typed_line(command: &str, marker: Option<&str>, shell: Shell) -> Result<String, ToolError> {
     if command.trim().is_empty() {
-        return Err(ToolError::new("command is empty"));
+        return Err(ToolError::invalid("command is empty"));
     }
     if shell == Shell::Csh {
         return csh_line(command.trim_end(), marker);
@@ -209,7 +209,7 @@ fn csh_line(body: &str, marker: Option<&str>) -> Result<String, ToolError> {
     };
     let body = body.trim_end_matches(';').trim_end();
     if body.ends_with('\\') {
-        return Err(ToolError::new(
+        return Err(ToolError::invalid(
             "command ends with a backslash (a line continuation): remove it",
         ));
     }
@@ -225,16 +225,16 @@ fn csh_line(body: &str, marker: Option<&str>) -> Result<String, ToolError> {
 /// Checks what the caller asked to type.
 pub fn check_command(command: &str, allow_multiline: bool, max: usize) -> Result<(), ToolError> {
     if command.trim().is_empty() {
-        return Err(ToolError::new("command is empty"));
+        return Err(ToolError::invalid("command is empty"));
     }
     if command.len() > max {
-        return Err(ToolError::new(format!(
+        return Err(ToolError::invalid(format!(
             "command is {} bytes; at most {max}",
             command.len()
         )));
     }
     if !allow_multiline && (command.contains('\n') || command.contains('\r')) {
-        return Err(ToolError::new(
+        return Err(ToolError::invalid(
             "command holds a newline (several lines would run one by one): set allow_multiline to send it as it is",
         ));
     }
@@ -242,7 +242,7 @@ pub fn check_command(command: &str, allow_multiline: bool, max: usize) -> Result
         .chars()
         .find(|&c| c.is_control() && c != '\n' && c != '\t' && !(allow_multiline && c == '\r'));
     if let Some(c) = bad {
-        return Err(ToolError::new(format!(
+        return Err(ToolError::invalid(format!(
             "command holds the control character {:?}, which a line editor would take as a key: remove it",
             c
         )));

@@ -353,7 +353,7 @@ mod tests {
                 (None, String::new()),
             );
             e.started = started;
-            e.finish(Progress::Lost(ToolError::new("gone")));
+            e.finish(Progress::Lost(ToolError::invalid("gone")));
             insert(Arc::new(e)).unwrap();
             assert_eq!(get(id).is_ok(), kept, "{id}");
         }
@@ -374,7 +374,7 @@ mod tests {
             status: Some(3),
             at: None,
         });
-        e.finish(Progress::Lost(ToolError::new("late")));
+        e.finish(Progress::Lost(ToolError::invalid("late")));
         assert!(matches!(
             t.join().unwrap(),
             Progress::Ended {

@@ -113,7 +113,7 @@ impl Cursor {
             .ok_or_else(bad)?;
         let (body, tag) = bytes.split_at(split);
         if !crate::tools::cursor_key::verify(body, tag) {
-            return Err(ToolError::new(format!(
+            return Err(ToolError::invalid(format!(
                 "since {:?} is not a cursor this panescan made (cursors hold for one panescan process: after a restart, or if it was edited, omit since for a full search)",
                 text.chars().take(40).collect::<String>()
             )));
@@ -143,7 +143,7 @@ impl Cursor {
 }
 
 fn bad_cursor(text: &str) -> ToolError {
-    ToolError::new(format!(
+    ToolError::invalid(format!(
         "since {:?} is not a search_panes cursor: pass the cursor field of an earlier search_panes result, or omit since for a full search",
         text.chars().take(40).collect::<String>()
     ))

@@ -39,10 +39,10 @@ pub(super) fn targets(
         return Ok(None);
     };
     if args.server.host.is_some() {
-        return Err(ToolError::new("pass host or hosts, not both"));
+        return Err(ToolError::invalid("pass host or hosts, not both"));
     }
     if asked.is_empty() {
-        return Err(ToolError::new(
+        return Err(ToolError::invalid(
             "hosts is empty: name \"local\" and/or configured hosts, or leave it out for all",
         ));
     }
@@ -82,7 +82,7 @@ pub(super) fn search_many(
     let limits = &ctx.ceilings().search;
     let plan = Plan::new(args, limits)?;
     if list.len() > 1 && (args.since.is_some() || args.group_by.is_some()) {
-        return Err(ToolError::new(
+        return Err(ToolError::invalid(
             "since and group_by search one host at a time: pass hosts with one host (or host)",
         ));
     }
@@ -227,7 +227,7 @@ mod tests {
         let list = ["local".to_owned(), "a".to_owned(), "b".to_owned()];
         let answers = vec![
             answered(&[1, 2], 10),
-            Err(ToolError::new("ssh: connect refused")),
+            Err(ToolError::invalid("ssh: connect refused")),
             answered(&[1], 10),
         ];
         let r = merge(&list, answers, &plan(1000));

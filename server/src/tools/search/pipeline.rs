@@ -121,7 +121,7 @@ pub(super) fn fetch_and_scan(
 
     if total > 0 && outcome.failed.len() == total {
         let (_, reason) = &outcome.failed[0];
-        return Err(ToolError::new(format!(
+        return Err(ToolError::invalid(format!(
             "every capture failed ({total} panes); the first: {reason}"
         )));
     }

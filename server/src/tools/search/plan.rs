@@ -52,7 +52,7 @@ impl CheckedPlan {
     /// automata would exceed the engine's size limits.
     pub(super) fn build(self) -> Result<Plan, ToolError> {
         let matcher = Matcher::new(&self.patterns, self.options)
-            .map_err(|e| ToolError::new(e.to_string()))?;
+            .map_err(|e| ToolError::invalid(e.to_string()))?;
         Ok(Plan {
             patterns: self.patterns,
             matcher,
@@ -89,10 +89,10 @@ impl Plan {
             regex: args.regex,
             match_case: args.match_case,
         };
-        Matcher::check(&patterns, options).map_err(|e| ToolError::new(e.to_string()))?;
+        Matcher::check(&patterns, options).map_err(|e| ToolError::invalid(e.to_string()))?;
         let context = args.context_lines.unwrap_or(0);
         if context > MAX_CONTEXT_LINES {
-            return Err(ToolError::new(format!(
+            return Err(ToolError::invalid(format!(
                 "context_lines must be 0 to {MAX_CONTEXT_LINES}, got {context}"
             )));
         }
@@ -148,14 +148,16 @@ pub(crate) fn pattern_list(
     what: &str,
 ) -> Result<Vec<String>, ToolError> {
     match (pattern, patterns) {
-        (Some(_), Some(_)) => Err(ToolError::new("give either pattern or patterns, not both")),
-        (None, None) => Err(ToolError::new(format!(
+        (Some(_), Some(_)) => Err(ToolError::invalid(
+            "give either pattern or patterns, not both",
+        )),
+        (None, None) => Err(ToolError::invalid(format!(
             "pattern is required: {what} (or patterns, a list of 1-64)"
         ))),
         (Some(p), None) => Ok(vec![p.clone()]),
         (None, Some(list)) => {
             if list.is_empty() || list.len() > MAX_PATTERNS {
-                return Err(ToolError::new(format!(
+                return Err(ToolError::invalid(format!(
                     "patterns must hold 1 to {MAX_PATTERNS} patterns, got {}",
                     list.len()
                 )));
@@ -207,7 +209,7 @@ pub(crate) fn capped(
 ) -> Result<u64, ToolError> {
     match value {
         None => Ok(default.min(ceiling)),
-        Some(0) => Err(ToolError::new(format!("{name} must be at least 1"))),
+        Some(0) => Err(ToolError::invalid(format!("{name} must be at least 1"))),
         Some(v) if v > ceiling => Err(ToolError::over_ceiling(format!(
             "{name} may be at most {ceiling} (the operator's ceiling), got {v}"
         ))),

@@ -134,12 +134,12 @@ impl Since {
         let mut reset = false;
         if let Some(c) = &previous {
             if c.server.socket != setup.server.socket {
-                return Err(ToolError::new(
+                return Err(ToolError::invalid(
                     "since: this cursor comes from another tmux server: omit since for a full search of this one",
                 ));
             }
             if c.joined != setup.joined {
-                return Err(ToolError::new(format!(
+                return Err(ToolError::invalid(format!(
                     "since: this cursor was made with join_wrapped {}: pass the same join_wrapped, or omit since",
                     c.joined
                 )));

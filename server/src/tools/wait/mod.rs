@@ -208,14 +208,14 @@ impl Plan {
         let timeout = wait_timeout(ctx, timeout_ms, Duration::from_millis(default_ms))?;
         let patterns = pattern_list(p.pattern, p.patterns, "the text to wait for")?;
         if patterns.iter().any(String::is_empty) {
-            return Err(ToolError::new("a pattern must not be empty"));
+            return Err(ToolError::invalid("a pattern must not be empty"));
         }
         let options = PatternOptions {
             regex: p.regex,
             match_case: p.match_case,
         };
         let matcher =
-            Matcher::new(&patterns, options).map_err(|e| ToolError::new(e.to_string()))?;
+            Matcher::new(&patterns, options).map_err(|e| ToolError::invalid(e.to_string()))?;
         let started = Instant::now();
         Ok(Plan {
             matcher,
@@ -277,25 +277,27 @@ fn listing(ctx: &ToolContext, tmux: &Tmux, end: Instant) -> Result<Inventory, To
 fn scope(inv: &Inventory, args: &WaitForTextArgs) -> Result<Vec<PaneWatch>, ToolError> {
     let ids: Option<Vec<PaneId>> = match (&args.pane_id, &args.pane_ids) {
         (Some(_), Some(_)) => {
-            return Err(ToolError::new("give either pane_id or pane_ids, not both"))
+            return Err(ToolError::invalid(
+                "give either pane_id or pane_ids, not both",
+            ))
         }
         (Some(p), None) => Some(vec![*p]),
         (None, Some(list)) if list.is_empty() => {
-            return Err(ToolError::new("pane_ids must name at least one pane"))
+            return Err(ToolError::invalid("pane_ids must name at least one pane"))
         }
         (None, list) => list.clone(),
     };
     if ids.is_none() && args.session.is_none() && args.window.is_none() {
-        return Err(ToolError::new(
+        return Err(ToolError::invalid(
             "say where to wait: pane_id, pane_ids, session or window",
         ));
     }
     let panes = resolve_scope(inv, args.session.as_deref(), args.window, ids.as_deref())?;
     if panes.is_empty() {
-        return Err(ToolError::new("no pane is in that scope"));
+        return Err(ToolError::invalid("no pane is in that scope"));
     }
     if panes.len() > MAX_WAIT_PANES {
-        return Err(ToolError::new(format!(
+        return Err(ToolError::invalid(format!(
             "a wait may watch at most {MAX_WAIT_PANES} panes, the scope holds {}: narrow it",
             panes.len()
         )));
@@ -425,14 +427,14 @@ impl Wait<'_> {
                     Err(TmuxError::NotFound(_)) if self.closed_ok => out.push(None),
                     Err(TmuxError::NotFound(_)) => return Err(wake::closed(pane)),
                     Err(TmuxError::Timeout) if self.plan.ran_out() => return Ok(None),
-                    Err(e) => return Err(ToolError::new(format!("{pane} while waiting: {e}"))),
+                    Err(e) => return Err(ToolError::invalid(format!("{pane} while waiting: {e}"))),
                 },
                 Err(_) => {
                     self.ctx.check_cancelled()?;
                     if self.plan.ran_out() {
                         return Ok(None);
                     }
-                    return Err(ToolError::new(format!(
+                    return Err(ToolError::invalid(format!(
                         "tmux did not return the capture of {pane} in time: retry"
                     )));
                 }

@@ -122,7 +122,7 @@ impl Tool for WatchPanes {
         )?;
         let max_hits = capped(args.max_hits, 1, MAX_HITS, "max_hits")? as usize;
         if matches!(&args.pane_ids, Some(ids) if ids.is_empty()) {
-            return Err(ToolError::new("pane_ids must name at least one pane"));
+            return Err(ToolError::invalid("pane_ids must name at least one pane"));
         }
         let tmux = ctx.tmux(&args.server)?;
         let inv = plan.first_listing(ctx, &tmux)?;

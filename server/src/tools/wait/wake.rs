@@ -34,7 +34,7 @@ const REARM_ROUNDS: usize = 3;
 
 /// The error for a pane that went away during the wait.
 pub fn closed(pane: PaneId) -> ToolError {
-    ToolError::new(format!(
+    ToolError::invalid(format!(
         "pane {pane} closed while waiting: list panes again to get current ids"
     ))
 }
@@ -290,7 +290,7 @@ impl Waker {
                     continue;
                 }
                 Ok(_) => return Err(closed(pane)),
-                Err(e) => return Err(ToolError::new(format!("{pane} while waiting: {e}"))),
+                Err(e) => return Err(ToolError::invalid(format!("{pane} while waiting: {e}"))),
             };
             let moved = probe != self.last_probe[i];
             let stale = self.last_capture[i].is_none_or(|t| t.elapsed() >= RECHECK);
