@@ -663,14 +663,21 @@ impl Tmux {
         self.inner.shutdown()
     }
 
-    /// Whether panescan itself runs inside this server (`TMUX` names its
-    /// socket): ending the server would end panescan.
-    pub fn runs_inside(&self) -> bool {
-        self.inner.caller.same_server(self.socket_path())
+    /// Whether panescan itself runs inside this server, so that ending the
+    /// server (or its session) would end panescan: the socket in `TMUX` is
+    /// this one (device and inode, a hard link too), or, when panescan runs
+    /// in tmux at all, this server's pid is the one in `TMUX` (its socket
+    /// file made again). The pid is asked of tmux, answered by `deadline`.
+    pub fn runs_inside(&self, deadline: Instant) -> bool {
+        let caller = &self.inner.caller;
+        caller.same_server(self.socket_path())
+            || caller
+                .server_pid
+                .is_some_and(|pid| self.server_pid(deadline).ok() == Some(pid))
     }
 
     /// The server's process id, asked of tmux.
-    pub fn server_pid(&self, deadline: Instant) -> Result<u32, TmuxError> {
+    fn server_pid(&self, deadline: Instant) -> Result<u32, TmuxError> {
         let out = self.run(
             &TmuxCommand::new("display-message")
                 .flag("-p")
@@ -680,11 +687,6 @@ impl Tmux {
         out.trim()
             .parse()
             .map_err(|_| TmuxError::Command(format!("unreadable server pid {:?}", out.trim())))
-    }
-
-    /// The server pid named in panescan's own `$TMUX`, if it runs in tmux.
-    pub fn caller_server_pid(&self) -> Option<u32> {
-        self.inner.caller.server_pid
     }
 
     /// Blocks on wait channel `channel` in a client of its own (never on

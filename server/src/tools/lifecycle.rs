@@ -178,13 +178,7 @@ impl Tool for KillServer {
         }
         let tmux = ctx.tmux(&args.server)?;
         let socket_path = tmux.socket_path().display().to_string();
-        // The same socket (a hard link too), or a server whose pid is the
-        // one in panescan's `$TMUX` (its socket file made again).
-        let inside = tmux.runs_inside()
-            || tmux
-                .caller_server_pid()
-                .is_some_and(|pid| tmux.server_pid(ctx.tmux_deadline()).ok() == Some(pid));
-        if inside {
+        if tmux.runs_inside(ctx.tmux_deadline()) {
             return Err(ToolError::refused(format!(
                 "refused: panescan runs inside the server at {socket_path}; killing it would end this server"
             )));

@@ -135,7 +135,7 @@ fn refuse_own_session(
     global: bool,
     name: &str,
 ) -> Result<(), ToolError> {
-    if !tmux.runs_inside() {
+    if !tmux.runs_inside(ctx.tmux_deadline()) {
         return Ok(());
     }
     let refused = |what: &str| {
