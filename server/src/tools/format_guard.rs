@@ -561,16 +561,12 @@ fn literal_number(text: &str) -> Option<i64> {
 /// A regular expression tmux hands to glibc's regcomp/regexec. Returns its
 /// cost per byte matched against.
 fn check_regex(pattern: &str, at: usize, construct: &str) -> Result<f64, Refusal> {
-    if pattern.len() > MAX_REGEX_BYTES {
-        return Err(refuse(
-            at,
-            format!("the regular expression of {construct}"),
-            format!(
-                "regular expressions are limited to {MAX_REGEX_BYTES} bytes ({} given): glibc's matching states grow with them",
-                pattern.len()
-            ),
-        ));
-    }
+    check_length(
+        pattern,
+        (at, &format!("the regular expression of {construct}")),
+        MAX_REGEX_BYTES,
+        "regular expressions are limited to {MAX} bytes ({GIVEN} given): glibc's matching states grow with them",
+    )?;
     let b = pattern.as_bytes();
     let mut i = 0;
     while i < b.len() {
@@ -599,7 +595,12 @@ fn check_regex(pattern: &str, at: usize, construct: &str) -> Result<f64, Refusal
 /// character (all of them count when `inner` is 0: tmux wraps a pane
 /// search's term in `*...*`). Returns its cost per byte matched against.
 fn check_glob(pattern: &str, at: usize, construct: &str, inner: usize) -> Result<f64, Refusal> {
-    check_pattern_length(pattern, at, construct)?;
+    check_length(
+        pattern,
+        (at, &format!("the pattern of {construct}")),
+        MAX_PATTERN_BYTES,
+        "patterns are limited to {MAX} bytes ({GIVEN} given)",
+    )?;
     let stars = pattern
         .bytes()
         .take(pattern.len().saturating_sub(1))
@@ -616,18 +617,21 @@ fn check_glob(pattern: &str, at: usize, construct: &str, inner: usize) -> Result
     Ok(pattern.len().max(1) as f64)
 }
 
-fn check_pattern_length(pattern: &str, at: usize, construct: &str) -> Result<(), Refusal> {
-    if pattern.len() > MAX_PATTERN_BYTES {
-        return Err(refuse(
-            at,
-            format!("the pattern of {construct}"),
-            format!(
-                "patterns are limited to {MAX_PATTERN_BYTES} bytes ({} given)",
-                pattern.len()
-            ),
-        ));
+/// Refuses `pattern` past `max` bytes; `why` says so, with `{MAX}` and
+/// `{GIVEN}` filled in; `(at, construct)` is where and what it is.
+fn check_length(
+    pattern: &str,
+    (at, construct): (usize, &str),
+    max: usize,
+    why: &str,
+) -> Result<(), Refusal> {
+    if pattern.len() <= max {
+        return Ok(());
     }
-    Ok(())
+    let why = why
+        .replace("{MAX}", &max.to_string())
+        .replace("{GIVEN}", &pattern.len().to_string());
+    Err(refuse(at, construct, why))
 }
 
 /// What the body costs under the modifier that decides how tmux treats it
