@@ -31,11 +31,18 @@ fn serve(tmux: &PrivateServer, tier: &str, envs: &[(&str, &str)], more: &[&str])
     s
 }
 
-/// `TMUX` and `TMUX_PANE` as a shell in pane `%0` of `tmux` has them.
-fn inside(tmux: &PrivateServer) -> (String, &'static str) {
+/// A destructive-tier serve of `tmux` that runs, as far as it can tell, in
+/// pane `%0` of it (`TMUX` and `TMUX_PANE` as a shell there has them).
+fn serve_inside(tmux: &PrivateServer) -> Serve {
     let socket = tmux.socket_path().unwrap();
     let pid = tmux.pid().unwrap();
-    (format!("{},{pid},0", socket.display()), "%0")
+    let env = format!("{},{pid},0", socket.display());
+    serve(
+        tmux,
+        "destructive",
+        &[("TMUX", &env), ("TMUX_PANE", "%0")],
+        &[],
+    )
 }
 
 fn option(tmux: &PrivateServer, args: &[&str]) -> String {
@@ -103,13 +110,7 @@ fn the_mutating_tier_cannot_set_an_option_that_ends_things() {
 fn the_destructive_tier_sets_them_but_not_on_panescans_own_session_or_server() {
     let tmux = PrivateServer::start("tiers-own", 80, 24).unwrap();
     tmux.run_ok(["new-session", "-d", "-s", "victim"]).unwrap();
-    let (env, pane) = inside(&tmux);
-    let mut s = serve(
-        &tmux,
-        "destructive",
-        &[("TMUX", &env), ("TMUX_PANE", pane)],
-        &[],
-    );
+    let mut s = serve_inside(&tmux);
     for a in [
         json!({"name": "exit-unattached", "value": "on", "scope": "server"}),
         json!({"name": "exit-empty", "value": "on", "scope": "server"}),
@@ -144,13 +145,7 @@ fn a_hard_link_to_the_socket_is_the_same_server() {
     let link = socket.with_file_name(&link_name);
     std::fs::hard_link(&socket, &link).unwrap();
     let _remove = RemoveOnDrop(link.clone());
-    let (env, pane) = inside(&tmux);
-    let mut s = serve(
-        &tmux,
-        "destructive",
-        &[("TMUX", &env), ("TMUX_PANE", pane)],
-        &[],
-    );
+    let mut s = serve_inside(&tmux);
     let via = |args: Value| {
         let mut a = args;
         a["socket_name"] = json!(link_name);
@@ -283,40 +278,14 @@ fn pipe_pane_refuses_links_out_of_the_log_dir() {
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep\n");
 }
 
-/// Pane `pane` of `tmux` becomes a raw sink writing what reaches it to
-/// `file`, once `cat` runs there.
-fn sink(tmux: &PrivateServer, pane: &str, file: &Path) {
-    tmux.run_ok([
-        "respawn-pane",
-        "-k",
-        "-t",
-        pane,
-        &format!("stty raw -echo; exec cat > {}", file.display()),
-    ])
-    .unwrap();
-    let runs = || {
-        tmux.run_ok([
-            "display-message",
-            "-p",
-            "-t",
-            pane,
-            "#{pane_current_command}",
-        ])
-        .unwrap_or_default()
-        .trim()
-            == "cat"
-    };
-    assert!(eventually(REPLY_TIMEOUT, runs), "{pane} never ran cat");
-}
-
 #[test]
 fn typing_refuses_a_synchronized_window_unless_asked() {
     let tmux = PrivateServer::start("tiers-sync", 80, 24).unwrap();
     tmux.run_ok(["split-window", "-t", "main"]).unwrap();
     let dir = TempDir::new("tiers-sync");
     let (a, b) = (dir.0.join("a"), dir.0.join("b"));
-    sink(&tmux, "%0", &a);
-    sink(&tmux, "%1", &b);
+    common::typing_sink_at(&tmux, "%0", &a);
+    common::typing_sink_at(&tmux, "%1", &b);
     tmux.run_ok(["set-option", "-w", "-t", "%0", "synchronize-panes", "on"])
         .unwrap();
     let mut s = serve(&tmux, "mutating", &[], &[]);

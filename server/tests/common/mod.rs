@@ -430,11 +430,16 @@ impl Drop for TempDir {
 /// whatever reaches it written to `file` (data, never a command). Returns
 /// its pane id once it runs.
 pub fn typing_sink(tmux: &PrivateServer, file: &Path) -> String {
+    typing_sink_at(tmux, "main:0.0", file)
+}
+
+/// [`typing_sink`] in the pane `target` names.
+pub fn typing_sink_at(tmux: &PrivateServer, target: &str, file: &Path) -> String {
     tmux.run_ok([
         "respawn-pane",
         "-k",
         "-t",
-        "main:0.0",
+        target,
         &format!("stty raw -echo; exec cat > {}", file.display()),
     ])
     .unwrap();
@@ -444,7 +449,7 @@ pub fn typing_sink(tmux: &PrivateServer, file: &Path) -> String {
             "display-message",
             "-p",
             "-t",
-            "main:0.0",
+            target,
             "#{pane_current_command}",
         ])
         .unwrap_or_default()
@@ -454,7 +459,7 @@ pub fn typing_sink(tmux: &PrivateServer, file: &Path) -> String {
         "the sink pane runs {:?}",
         command()
     );
-    tmux.run_ok(["display-message", "-p", "-t", "main:0.0", "#{pane_id}"])
+    tmux.run_ok(["display-message", "-p", "-t", target, "#{pane_id}"])
         .unwrap()
         .trim()
         .to_owned()
