@@ -46,7 +46,10 @@ fn documented_commands_and_flags_exist() {
     let mut commands = Vec::new();
     for name in DOCUMENTS {
         let found = panescan_commands(&root_file(name));
-        assert!(!found.is_empty() || name == "SECURITY.md", "{name}: no commands");
+        assert!(
+            !found.is_empty() || name == "SECURITY.md",
+            "{name}: no commands"
+        );
         commands.extend(found.into_iter().map(|words| (name, words)));
     }
     assert!(commands.len() >= 20, "found only {commands:?}");

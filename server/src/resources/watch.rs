@@ -1,30 +1,27 @@
 //! Which subscribed resources changed, told to the protocol side as
 //! [`Change`]s, at most one per [`DEBOUNCE`] per URI.
 //!
-//! One thread per connection, started by the first subscription and
-//! parked (its tmux subscription dropped: output off, the control client
-//! free to idle-detach) while nothing is subscribed, so a connection that
-//! subscribes to nothing costs tmux nothing.
-//!
-//! How a change is seen:
+//! One thread per connection, started by the first subscription and parked
+//! (its tmux subscription dropped: output off, the control client free to
+//! idle-detach) while nothing is subscribed: subscribing to nothing costs
+//! tmux nothing. How a change is seen:
 //! - a pane's screen or history: tmux's event stream ("pane printed"
 //!   triggers, [`crate::tmux::events`]) for the panes it covers; a pane it
-//!   does not cover (the one control client shows one session at a time)
-//!   is polled every [`POLL`] through the inventory, and counts as changed
-//!   when its history size, cursor or dead state moved. An in-place
-//!   redraw of an uncovered pane that moves none of those is not seen: the
-//!   stream covers what tmux can report, the poll the rest, said plainly.
+//!   does not cover (the control client shows one session at a time) is
+//!   polled every [`POLL`] through the inventory, and changed when its
+//!   history size, cursor or dead state moved. An in-place redraw of an
+//!   uncovered pane that moves none of those is not seen: the stream covers
+//!   what tmux can report, the poll the rest, said plainly.
 //! - a session, window or pane (JSON) and `tmux://sessions`: structure
-//!   events make the inventory be read again at once, and the poll reads
-//!   it anyway (tmux reports layout changes only for the covered session);
-//!   a resource whose JSON differs from the last read changed.
+//!   events make the inventory be read again at once, and the poll reads it
+//!   anyway (tmux reports layout changes only for the covered session); a
+//!   resource whose JSON differs from the last read changed.
 //! - the list (`list_changed`): the set of sessions, windows and panes
 //!   differs from the last read.
 //!
-//! A trigger pane stays paused (see the event stream) until its update
-//! goes out: it is re-armed just before, so whatever it prints after the
-//! notification is reported, and a pane printing without end costs one
-//! trigger per [`DEBOUNCE`], not a stream.
+//! A trigger pane stays paused until its update goes out: it is re-armed
+//! just before, so whatever it prints after the notification is reported,
+//! and a pane printing without end costs one trigger per [`DEBOUNCE`].
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};

@@ -1,96 +1,28 @@
 //! The tmux transport: everything panescan asks a tmux server, and how.
 //!
-//! [`Tmux`] is a cheap, shareable handle on one server ([`ServerSpec`]);
-//! [`Tmux::shared`] keeps one per server per process. Everything it does
-//! has a deadline, and every failure is a [`TmuxError`] whose `Display` says
-//! what to do next.
+//! [`Tmux`] is a cheap, shareable handle on one server ([`ServerSpec`], on
+//! this machine or on a host through [`ssh`]); [`Tmux::shared`] keeps one
+//! per server per process. Everything it does has a deadline, and every
+//! failure is a [`TmuxError`] whose `Display` says what to do next.
+//! Commands ([`Tmux::run`], [`Tmux::run_many`], [`Tmux::inventory`]) go
+//! through one long-lived control-mode client ([`connection`]), which also
+//! carries the event stream ([`Tmux::subscribe`], [`events`]); captures
+//! ([`Tmux::capture`]) run as `tmux source-file` sweeps ([`capture`]).
 //!
-//! # Two paths, chosen by measurement
+//! What must hold:
+//! - no capture goes through control mode (`capture-pane -p` there leaks
+//!   inside tmux 3.2-3.5a), and no buffer is left behind;
+//! - panescan's control client is read-only, silent unless a wait watches a
+//!   pane, left out of the counts we report, and detaches when idle; a
+//!   panescan that dies leaves no client attached;
+//! - a reply closes only on a 128-bit nonce ([`framing`]): nothing a pane
+//!   prints ends it early or shifts another;
+//! - ids are parsed ([`ids`]) and arguments quoted ([`command`]) before they
+//!   reach tmux; a socket a caller names is checked first ([`reach`]); every
+//!   client runs in a minimal environment ([`client_env`]).
 //!
-//! * **Commands** ([`Tmux::run`], [`Tmux::run_many`], [`Tmux::inventory`],
-//!   [`Tmux::server_info`]) go through one long-lived control-mode client
-//!   ([`connection`]): a round trip on it costs a small fraction of
-//!   starting a tmux process, and many commands are pipelined on it.
-//! * **Captures** ([`Tmux::capture`]) run as `tmux source-file -` sweeps
-//!   ([`capture`], [`oneshot`]): faster deep than `capture-pane -p`
-//!   pipelined on a control client and far faster than a process per pane.
-//!   A sweep also avoids the control-mode leak (below) without the extra
-//!   `show-buffer`/`delete-buffer` round trips, attaches to nothing and
-//!   works on a server with no session. The figures: BENCHMARKS.md, "tmux
-//!   transport".
-//!
-//! # What we must not do to the user's tmux
-//!
-//! * **The leak.** tmux 3.2-3.5a leak the whole output of every
-//!   `capture-pane -p` issued by a control client inside the server (a test
-//!   here shows it growing). Captures therefore never use control mode;
-//!   deep captures through [`Tmux::capture`] leave the server's resident
-//!   memory where it was (test `two_thousand_deep_captures_do_not_grow_tmux`
-//!   holds the bound) and no buffer behind.
-//! * **Attaching.** An attached control client fires `client-attached` /
-//!   `client-detached` hooks, counts in `session_attached` and `list-clients`
-//!   and keeps a `destroy-unattached` session alive. Ours is read-only
-//!   (`-r`), sized out (`ignore-size`), silent (`no-output`) unless someone
-//!   inside panescan watches pane output ([`events`]: then only the
-//!   watched panes send, and tmux pauses a pane rather than stall it),
-//!   excluded from the `session_attached` and `client_count` we report, and
-//!   detaches after [`connection::IDLE_DETACH`] without requests and
-//!   without listeners. The event stream reuses it rather than attach a
-//!   second client (which would fire `client-attached` again). Captures,
-//!   the bulk of the work, attach nothing.
-//! * **Dying with replies queued.** If panescan's process dies while tmux
-//!   still has control-mode output for it, tmux 3.3 keeps that client
-//!   attached for ever (and `kill-server` never completes). A small `sh`
-//!   guard per connection kills the orphaned client a second later (test
-//!   `dead_owner_leaves_no_client_attached`).
-//!
-//! # Other hosts
-//!
-//! A [`ServerSpec`] with a `host` names a tmux server on a machine the
-//! operator configured (`--ssh`): every client above (commands, the control
-//! client, capture sweeps, waits on channels) is then started through ssh
-//! ([`launch`] builds every tmux process, [`ssh`] the ssh command line and
-//! the remote version check), with the same answers; sweeps read from a
-//! pipe there (no terminal anchor), and a handle is per host, so `%3` on
-//! two hosts are two panes.
-//!
-//! # Events
-//!
-//! [`Tmux::subscribe`] delivers pane output (as "pane printed" triggers or
-//! bytes) and structure changes to subscribers inside panescan, from the
-//! same control client ([`events`]; notification lines are parsed by
-//! [`notification`]). Output is a trigger: answers come from captures.
-//!
-//! # Framing nobody can forge
-//!
-//! Command output in control mode is not escaped, so a pane can print
-//! `%end T N F`. Each request is followed by `display-message -p NONCE`
-//! (128 random bits) and a reply closes only on that nonce ([`framing`]);
-//! capture sweeps split their output on per-chunk random tokens. Nothing a
-//! pane prints can end a reply early or shift another.
-//!
-//! # Faults
-//!
-//! The attached session killed: in-flight requests fail with
-//! `ConnectionLost`, are retried once on a new client attached to another
-//! session, then fail clearly. The server killed: the next request finds
-//! `NoServer` (or reconnects if it was restarted). A pane gone between
-//! listing and capture fails alone (`NotFound`). A server with no session
-//! answers through one-shot processes, with the same results.
-//!
-//! # Safety
-//!
-//! Ids are parsed (`%N`, `@N`, `$N`) before use ([`ids`]); every argument
-//! is quoted so `;`, newlines, quotes, `{`, `$` and `~` are inert, and text
-//! for format-expanding arguments is `#`-escaped ([`command`]); formats are
-//! ours, but for the one a caller gives display_message, which is parsed
-//! with tmux's grammar ([`mod@format`]) and judged before it is sent.
-//! [`caller`] says whether a pane is panescan's own; paste buffers are
-//! read and pasted through [`buffers`], and [`servers`] finds this user's
-//! servers. A socket a caller names is checked before any client starts
-//! ([`reach`]), and every client runs in a minimal environment
-//! ([`client_env`]): a tmux client hands its environment to whatever
-//! listens on its socket.
+//! Why, the faults and other hosts, in full: ARCHITECTURE.md, "Notes behind
+//! the modules".
 
 pub mod binary;
 pub mod buffers;
@@ -402,7 +334,7 @@ impl Tmux {
 
     /// [`Tmux::capture`] for a caller of a few panes (a one-pane capture):
     /// a batch small enough goes over the live control client, with no
-    /// process (capture/control.rs); larger ones sweep.
+    /// process (`control` in [`capture`]); larger ones sweep.
     pub fn capture_small(
         &self,
         requests: Vec<CaptureRequest>,
@@ -414,7 +346,7 @@ impl Tmux {
     }
 
     /// [`Tmux::capture`] for the pane cache: a small batch goes over the
-    /// live control client, with no process (capture/control.rs); else a
+    /// live control client, with no process (`control` in [`capture`]); else a
     /// sweep client started ahead ([`Tmux::spare_sweep`]) serves the
     /// batch's first chunk if it is small enough to go through a pipe
     /// (else it is let go unused).
@@ -443,10 +375,10 @@ impl Tmux {
 
     /// Starts a sweep client before its script is known, for a caller
     /// that will likely capture a few panes once its listing is back
-    /// (capture/spare.rs); `None` if it cannot be started.
+    /// ([`capture::Spare`]); `None` if it cannot be started.
     pub fn spare_sweep(&self) -> Option<capture::Spare> {
         // With a live control client a small batch needs no process at all
-        // (capture/control.rs), and a larger one starts its own.
+        // (`control` in [`capture`]), and a larger one starts its own.
         let over_control = self
             .inner
             .captures_over_control
@@ -459,7 +391,7 @@ impl Tmux {
 
     /// Starts a sweep client for a batch about to capture many panes, on
     /// the terminal the last sweep showed tmux, before the batch's script
-    /// is known (capture/spare.rs); `None` if there is none to start.
+    /// is known ([`capture::Spare`]); `None` if there is none to start.
     /// Pass it to [`Tmux::sweep_with_spare`].
     pub fn anchored_spare(&self) -> Option<capture::Spare> {
         capture::anchored_spare(&self.inner)
@@ -491,7 +423,7 @@ impl Tmux {
     }
 
     /// [`Tmux::sweep_with_spare`] with a listing of `fields` at the top of
-    /// its first script (capture/preamble.rs): tmux lists the panes and
+    /// its first script ([`capture::ListedAhead`]): tmux lists the panes and
     /// captures them in one go, the listing still before every capture.
     /// For a caller expecting to sweep what it swept last
     /// ([`Tmux::steady_sweep`]); [`ListingAhead::wait`] gives the listing.
@@ -531,7 +463,7 @@ impl Tmux {
     }
 
     /// Starts a sweep client for the next search and keeps it, unless one
-    /// is kept (tmux/listing_ahead.rs: let go once panescan's control
+    /// is kept ([`listing_ahead`]: let go once panescan's control
     /// client is gone or after [`listing_ahead::KEPT_CLIENT_IDLE`]). The
     /// control client is kept attached meanwhile, as the listings it
     /// answered kept it: its going is the sign the last session went.

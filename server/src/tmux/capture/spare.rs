@@ -1,38 +1,25 @@
 //! A sweep client started before its script is known.
 //!
 //! Starting a `tmux source-file` process is a large share of what a sweep
-//! costs besides the captures (the process, its connection and tmux's
-//! handshake: a few ms on a quiet machine, far longer on a loaded one). A
-//! caller that will sweep once its listing is back starts a spare first,
-//! so the process starts while the listing's round trip is under way; the
-//! batch's first chunk then hands its script to the spare instead of
-//! starting a process.
-//!
-//! Two kinds, as a chunk's client is fed (`mod.rs`, `Batch::spawn`):
+//! costs besides the captures. A caller that will sweep once its listing is
+//! back starts a spare first, so the process starts while the listing's
+//! round trip is under way; the batch's first chunk then hands its script to
+//! the spare. Two kinds, as a chunk's client is fed:
 //!
 //! - **Pipe**: `tmux source-file -`, the script on its standard input, for
 //!   a small batch with no anchor (a since search's few deltas).
 //! - **Anchored**: `tmux source-file FIFO` on the kept anchor's terminal
-//!   (`anchor.rs`), for a whole sweep. A non-attached client reads a
-//!   `source-file` path itself (file.c `file_read`: the server asks the
-//!   client to open it, 3.2-3.6b) with `O_NONBLOCK`; a FIFO no writer has
-//!   opened yet reads as neither data nor end of file on Linux (its poll
-//!   reports nothing until a writer comes and goes), so the client waits
-//!   there. Feeding opens the FIFO for writing, writes the script and
-//!   closes it: the client reads the script and its end, as from a file.
-//!   The FIFO is made 0600 beside the socket under a chunk's random name
-//!   (the scripts' naming, `anchor.rs`), and removed when the chunk ends.
+//!   ([`super::anchor`]), for a whole sweep: the client waits on a FIFO no
+//!   writer has opened yet, and feeding writes the script and closes it.
+//!   The FIFO is 0600 beside the socket under the chunk's random name, and
+//!   removed when the chunk ends.
 //!
-//! Either runs its script as any sweep's: tmux reads it whole, then runs it
-//! without yielding (the probes and captures stay atomic). A spare not used
-//! is given an empty script (its input ended: tmux runs nothing and the
-//! client exits), or killed when an anchored one has not opened its FIFO
-//! yet, and reaped on a thread of its own. If panescan dies first, a pipe
-//! closes just the same; a FIFO has no writer left to end it, and its
-//! client would wait as long as tmux runs: the next sweep of the server
-//! (any panescan's) ends such a client and removes its FIFO a minute on
-//! (`anchor.rs`, stale scripts). A spare whose client has already exited
-//! (the server went away) is not used.
+//! What must hold: either runs its script as any sweep's (read whole, run
+//! without yielding); a spare not used is given an empty script, or killed
+//! when it has not opened its FIFO yet, and reaped on a thread of its own; a
+//! client left waiting on a FIFO by a panescan that died is ended by the
+//! next sweep of that server; a spare whose client already exited is not
+//! used. Why, in full: ARCHITECTURE.md, "Notes behind the modules".
 
 use std::io::Write as _;
 use std::os::unix::fs::OpenOptionsExt as _;
@@ -117,7 +104,7 @@ impl Spare {
 
     /// Holds the write end of an anchored spare's FIFO once its client has
     /// opened it (waiting until `until`): a spare kept between searches
-    /// (tmux/listing_ahead.rs) then ends with panescan, however panescan
+    /// ([`crate::tmux::listing_ahead`]) then ends with panescan, however panescan
     /// ends, since the kernel closes the write end, and the client reads
     /// an empty script and exits (a client left waiting would keep tmux
     /// from exiting after its last session). `false` if it could not be

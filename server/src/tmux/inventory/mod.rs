@@ -5,8 +5,8 @@
 //! sessions shows up once per placement; we fold those into one window and
 //! one pane with every placement, the first seen being the primary. The
 //! full listing adds a `list-sessions` in the same round trip and reads
-//! what the panes run from `/proc` (full_listing.rs); callers asking at
-//! once share a listing (listing_share.rs).
+//! what the panes run from `/proc` ([`full_listing`]); callers asking at
+//! once share a listing ([`super::listing_share`]).
 //!
 //! Fields are separated by a per-inventory random token and every record is
 //! closed by another, so names holding tabs, newlines, `|` or any Unicode
@@ -257,7 +257,7 @@ const CACHE_FINGERPRINT_FIELDS: &[&str] = &[
 pub enum Fields {
     /// Every field of [`Session`], [`Window`] and [`Pane`]: what the
     /// inspection and mutation tools report. [`fetch`] lists it in pieces
-    /// (full_listing.rs): sessions' details never come from `list-panes`.
+    /// ([`full_listing`]): sessions' details never come from `list-panes`.
     Full,
     /// What a search needs before it captures: ids, indexes, names,
     /// placements and `history_size` (and `is_caller`, which costs tmux
@@ -325,7 +325,7 @@ pub(super) fn format(fields: &[&str], sep: &str, end: &str) -> String {
     f
 }
 
-/// The values of one record laid out by [`format`], plain fields first;
+/// The values of one record laid out by [`format`](fn@format), plain fields first;
 /// `None` for a record that does not have them all.
 pub(super) fn record_values<'t>(
     plain_count: usize,
@@ -354,7 +354,7 @@ fn separators() -> (String, String) {
 
 /// A `list-panes -a` of some fields under fresh separators, and how to
 /// read its output: sent over the control client ([`fetch`]) or at the top
-/// of a sweep's own script (capture/preamble.rs).
+/// of a sweep's own script ([`crate::tmux::capture::ListedAhead`]).
 #[derive(Debug)]
 pub(crate) struct ListingQuery {
     fields: Vec<&'static str>,
@@ -406,7 +406,7 @@ pub(crate) fn fetch(
     if !then.is_empty() {
         return fetch_now(shared, fields, then, deadline);
     }
-    // Callers asking at once share a listing (listing_share.rs).
+    // Callers asking at once share a listing ([`super::listing_share`]).
     shared.listings.list(
         fields,
         deadline,
@@ -434,7 +434,7 @@ fn fetch_now(shared: &Shared, fields: Fields, then: &[TmuxCommand], deadline: In
     Ok((query.read(shared, &text), replies.collect()))
 }
 
-/// [`fetch`] of [`Fields::Full`], in the pieces `full_listing.rs` cuts it
+/// [`fetch`] of [`Fields::Full`], in the pieces [`full_listing`] cuts it
 /// into: the panes, then the sessions' details in the same round trip,
 /// then (for a server on this machine) what each pane runs.
 fn fetch_full(shared: &Shared, then: &[TmuxCommand], deadline: Instant) -> Listed {
@@ -598,7 +598,7 @@ pub(crate) fn parse(text: &str, sep: &str, end: &str) -> Inventory {
 
 /// Parses records of `fields`; a field not in the list reads as empty (its
 /// default). A session gets its id and name here; its details come from
-/// `list-sessions` in a full listing (full_listing.rs).
+/// `list-sessions` in a full listing ([`full_listing`]).
 fn parse_fields(fields: &[&str], text: &str, sep: &str, end: &str) -> Inventory {
     let (plain, text_fields) = layout(fields);
     // Where each field's value sits in a record: plain fields, then text.
@@ -672,7 +672,7 @@ impl Builder {
     }
 
     /// A session first met: its id and name (no pane listing carries its
-    /// details: `SessionQuery::fill` in full_listing.rs adds them).
+    /// details: [`full_listing::SessionQuery::fill`] adds them).
     fn add_session(&mut self, at: &PanePlacement) {
         let std::collections::hash_map::Entry::Vacant(slot) = self.sessions.entry(at.session_id)
         else {
