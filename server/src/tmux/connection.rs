@@ -12,8 +12,8 @@
 //! replies stay in step. Notification lines go to a [`Listener`] (the
 //! server's event stream, [`super::events`], which may turn output on),
 //! which keeps the client attached while anyone listens. The connection
-//! holds no feature's state: [`super::Server`] holds it beside the
-//! connection.
+//! holds no feature's state and names no feature: `tmux::Server` holds
+//! their state beside it.
 //!
 //! When the control client exits (its session was killed, the server died)
 //! every request in flight fails with `ConnectionLost`; `run_many` then
@@ -433,7 +433,7 @@ pub(crate) enum Route {
 
 /// The connection to one tmux server: where its clients run, the control
 /// client (or one-shot processes), and where notifications go. Held by
-/// [`super::Server`], beside each feature's own state.
+/// the server's state (`tmux::Server`), beside each feature's own.
 #[derive(Debug)]
 pub struct Shared {
     spec: ServerSpec,

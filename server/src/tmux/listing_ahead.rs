@@ -23,8 +23,8 @@
 //! (capture/spare.rs `Spare::hold`), so that if panescan is killed the
 //! kernel closes it and the client reads an empty script and exits.
 //!
-//! Both live in the server's [`ServerState`] ([`Server::ahead`]), changed
-//! only here.
+//! Both are this module's `ServerState`, held beside the server's
+//! connection (`tmux::Server`) and changed only here.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
