@@ -40,12 +40,22 @@ use crate::sync::lock;
 /// The listing at the top of a sweep, on its way.
 #[derive(Debug)]
 pub struct ListingAhead {
-    pub(crate) query: ListingQuery,
-    pub(crate) rx: Receiver<Result<ListedAhead, TmuxError>>,
-    pub(crate) shared: Arc<Server>,
+    query: ListingQuery,
+    rx: Receiver<Result<ListedAhead, TmuxError>>,
+    shared: Arc<Server>,
 }
 
 impl ListingAhead {
+    /// The listing `query` of `shared`, which the sweep's first chunk
+    /// sends on `rx`.
+    pub(crate) fn new(
+        query: ListingQuery,
+        rx: Receiver<Result<ListedAhead, TmuxError>>,
+        shared: Arc<Server>,
+    ) -> ListingAhead {
+        ListingAhead { query, rx, shared }
+    }
+
     /// The inventory and the server's `#{pid} #{start_time}`, once the
     /// sweep's first chunk has printed them; an error if the chunk ended
     /// without them (tmux or its client gone, the sweep stopped), at

@@ -648,11 +648,7 @@ impl Tmux {
             cancel,
             ahead,
         );
-        let listing = ListingAhead {
-            query,
-            rx,
-            shared: self.inner.clone(),
-        };
+        let listing = ListingAhead::new(query, rx, self.inner.clone());
         (listing, replies)
     }
 
