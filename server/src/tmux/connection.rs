@@ -9,7 +9,7 @@
 //! same; a reader thread parses replies ([`super::framing`]) and hands each
 //! to the channel of its request. A waiter that gives up at its deadline just
 //! drops its receiver: the reply is still parsed and discarded, so later
-//! replies stay in step. Notification lines go to a [`Listener`] (the
+//! replies stay in step. Notification lines go to a `Listener` (the
 //! server's event stream, [`super::events`], which may turn output on),
 //! which keeps the client attached while anyone listens. The connection
 //! holds no feature's state and names no feature: `tmux::Server` holds

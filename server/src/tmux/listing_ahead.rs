@@ -14,7 +14,7 @@
 //! saves the listing's round trip only if the sweep's client is up when
 //! the search starts: started then, its start (process, connection,
 //! handshake) takes the round trip's place. One is kept started between
-//! such searches ([`keep_client`]). A connected client keeps a tmux server
+//! such searches (`keep_client`). A connected client keeps a tmux server
 //! from exiting once its last session is gone (server.c `server_loop`:
 //! "don't actually exit until they've gone"), so the kept client is let go
 //! as soon as panescan's control client is (tmux detaches it when the
