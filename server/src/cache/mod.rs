@@ -385,7 +385,7 @@ mod tests {
         assert_eq!(cache.len(), 1);
         assert!(cache.memory_bytes() <= 1_000);
         assert_eq!(cache.stats().evicted, 1);
-        let state = cache.state.lock().unwrap();
+        let state = crate::sync::lock(&cache.state);
         assert!(state.entries.contains_key(&key(2)));
     }
 
@@ -414,7 +414,7 @@ mod tests {
             .lock()
             .unwrap()
             .forget_gone(Path::new("/s"), &live);
-        let state = cache.state.lock().unwrap();
+        let state = crate::sync::lock(&cache.state);
         let mut kept: Vec<&EntryKey> = state.entries.keys().collect();
         kept.sort_by_key(|k| (k.socket.clone(), k.pane));
         assert_eq!(kept, [&key("/other", 1), &key("/other", 2), &key("/s", 2)]);

@@ -84,10 +84,7 @@ struct Desired {
 type Shared = Arc<(Mutex<Desired>, Condvar)>;
 
 fn lock(shared: &Shared) -> MutexGuard<'_, Desired> {
-    match shared.0.lock() {
-        Ok(g) => g,
-        Err(p) => p.into_inner(),
-    }
+    crate::sync::lock(&shared.0)
 }
 
 /// One connection's watcher. Dropping it stops the thread and its tmux
@@ -137,18 +134,12 @@ impl Watcher {
             if left.is_zero() {
                 return;
             }
-            d = match self.shared.1.wait_timeout(d, left.min(SLICE)) {
-                Ok((g, _)) => g,
-                Err(p) => p.into_inner().0,
-            };
+            d = crate::sync::wait_timeout(&self.shared.1, d, left.min(SLICE));
         }
     }
 
     fn start(&self) {
-        let mut thread = match self.thread.lock() {
-            Ok(t) => t,
-            Err(p) => p.into_inner(),
-        };
+        let mut thread = crate::sync::lock(&self.thread);
         if thread.is_none() {
             let (shared, ctx, sink) = (self.shared.clone(), self.ctx.child(), self.sink.clone());
             *thread = std::thread::Builder::new()
@@ -162,10 +153,7 @@ impl Watcher {
     pub fn stop(&self) {
         lock(&self.shared).stop = true;
         self.shared.1.notify_all();
-        let handle = match self.thread.lock() {
-            Ok(mut t) => t.take(),
-            Err(p) => p.into_inner().take(),
-        };
+        let handle = crate::sync::lock(&self.thread).take();
         if let Some(handle) = handle {
             let _ = handle.join();
         }
@@ -271,10 +259,7 @@ impl Loop {
                 d.applied = d.generation;
                 shared.1.notify_all();
             }
-            d = match shared.1.wait(d) {
-                Ok(g) => g,
-                Err(p) => p.into_inner(),
-            };
+            d = crate::sync::wait(&shared.1, d);
         }
         if d.generation != self.generation {
             let generation = d.generation;

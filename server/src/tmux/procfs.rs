@@ -466,8 +466,8 @@ fn cores() -> usize {
 const MAX_OWNERS: usize = 4096;
 
 /// What tmux last reported about its server process, kept per server
-/// (`Shared`) so a search asks it once, not every time; and which
-/// processes were found to be their panes'.
+/// (beside its connection, in `tmux::Server`) so a search asks it once,
+/// not every time; and which processes were found to be their panes'.
 #[derive(Debug, Default)]
 pub struct ServerCache {
     /// `None` until asked; then the process if it could be verified.

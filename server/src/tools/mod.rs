@@ -120,10 +120,7 @@ fn opened() -> &'static Mutex<Vec<Tmux>> {
 /// Closes every tmux connection the tools opened (at shutdown), so no
 /// control client stays attached.
 pub fn shutdown_connections() {
-    let handles = match opened().lock() {
-        Ok(mut v) => std::mem::take(&mut *v),
-        Err(e) => std::mem::take(&mut *e.into_inner()),
-    };
+    let handles = std::mem::take(&mut *crate::sync::lock(opened()));
     for t in handles {
         t.shutdown();
     }

@@ -16,12 +16,13 @@
 //! - anything unsure (a pane dead or gone, a terminal that cannot be opened,
 //!   a socket path tmux would read as a glob) falls back to a pipe.
 //!
-//! The server keeps the anchor it found for the next sweep whose lowest pane
-//! is the same, while its terminal proves live (a hung-up terminal is asked
-//! about again); a kept anchor also lets a sweep's first client start before
-//! its script is known ([`super::spare`]). The `capture_anchor` tests check
-//! each point on private servers. Why, in full: ARCHITECTURE.md, "Notes
-//! behind the modules".
+//! The server keeps the anchor it found ([`super::ServerState`]) for the
+//! next sweep whose lowest pane is the same, while its terminal proves live
+//! (a hung-up terminal is asked about again); a kept anchor also lets a
+//! sweep's first client start before its script is known
+//! ([`super::spare`]). The `capture_anchor` tests check each point on
+//! private servers. Why, in full: ARCHITECTURE.md, "Notes behind the
+//! modules".
 
 use std::fs::File;
 use std::io::{IsTerminal as _, Write as _};
@@ -33,6 +34,7 @@ use std::time::{Duration, Instant, SystemTime};
 use super::super::command::TmuxCommand;
 use super::super::connection::Shared;
 use super::super::ids::PaneId;
+use super::super::Server;
 use super::CaptureRequest;
 
 /// Fewer requests than this sweep through a pipe. Finding the terminal
@@ -57,6 +59,8 @@ const STALE_SCRIPT: Duration = Duration::from_secs(3600);
 const STALE_FIFO: Duration = Duration::from_secs(60);
 /// How often a sweep that finds its anchor kept looks for stale scripts.
 const STALE_LOOK_EVERY: Duration = Duration::from_secs(60);
+/// Between two looks at whether a FIFO's reader has opened it.
+pub(super) const FIFO_POLL: Duration = Duration::from_micros(100);
 
 /// A sweep's terminal, and where its scripts go.
 #[derive(Debug)]
@@ -94,19 +98,19 @@ impl Drop for ScriptFile {
 /// the server keeps is taken when it is that pane's and still live; else
 /// tmux is asked, and what it says is kept.
 pub(crate) fn find(
-    shared: &Shared,
+    shared: &Server,
     requests: &[CaptureRequest],
     deadline: Instant,
 ) -> Option<Arc<Anchor>> {
     let lowest = requests.iter().map(|r| r.pane).min_by_key(|p| p.number())?;
-    let mut kept = crate::sync::lock(&shared.anchor);
+    let mut kept = crate::sync::lock(&shared.capture().anchor);
     if let Some(anchor) = kept.as_ref() {
         if anchor.pane == lowest && anchor.is_live() {
             anchor.look_for_stale_scripts();
             return Some(Arc::clone(anchor));
         }
     }
-    let found = ask(shared, lowest, deadline).map(Arc::new);
+    let found = ask(shared.connection(), lowest, deadline).map(Arc::new);
     kept.clone_from(&found);
     found
 }
@@ -114,8 +118,8 @@ pub(crate) fn find(
 /// The anchor the server keeps, if its terminal is still live: what a
 /// sweep's early client ([`super::spare`]) is started on.
 /// A dead one is let go (its terminal closed) on the way.
-pub(crate) fn kept(shared: &Shared) -> Option<Arc<Anchor>> {
-    let mut kept = crate::sync::lock(&shared.anchor);
+pub(crate) fn kept(shared: &Server) -> Option<Arc<Anchor>> {
+    let mut kept = crate::sync::lock(&shared.capture().anchor);
     if kept.as_ref().is_some_and(|a| !a.is_live()) {
         *kept = None;
     }
@@ -185,13 +189,29 @@ pub(super) fn remove_stale_scripts(dir: &Path, now: SystemTime) {
         }
         if meta.file_type().is_fifo() && older(STALE_FIFO) {
             // Opened (and closed at once) only when a client has it open.
-            drop(super::spare::open_for_writing(
-                &entry.path(),
-                Instant::now(),
-            ));
+            drop(open_for_writing(&entry.path(), Instant::now()));
             let _ = std::fs::remove_file(entry.path());
         } else if meta.is_file() && older(STALE_SCRIPT) {
             let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// The FIFO at `path` opened for writing, non-blocking, once a reader has
+/// it open (before that, opening it so fails with `ENXIO`); `None` when it
+/// is gone or `until` passes first (at once when `until` has passed).
+pub(super) fn open_for_writing(path: &Path, until: Instant) -> Option<std::fs::File> {
+    loop {
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)
+        {
+            Ok(file) => return Some(file),
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) && Instant::now() < until => {
+                std::thread::sleep(FIFO_POLL);
+            }
+            Err(_) => return None,
         }
     }
 }

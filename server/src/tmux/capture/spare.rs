@@ -22,7 +22,6 @@
 //! used. Why, in full: ARCHITECTURE.md, "Notes behind the modules".
 
 use std::io::Write as _;
-use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::Path;
 use std::process::{Child, ChildStdin, Stdio};
 use std::sync::Arc;
@@ -30,14 +29,12 @@ use std::time::{Duration, Instant};
 
 use super::super::launch::Endpoint;
 use super::super::oneshot;
-use super::anchor::{Anchor, ScriptFile};
+use super::anchor::{open_for_writing, Anchor, ScriptFile, FIFO_POLL};
 
 /// How long a fed anchored spare may take to open its FIFO: it started
 /// before the listing's round trip and opens it as soon as tmux asks,
 /// so this only bounds a client that died or hung on the way.
 const FIFO_OPEN_WAIT: Duration = Duration::from_secs(10);
-/// Between two looks at whether the client has opened its FIFO.
-const FIFO_POLL: Duration = Duration::from_micros(100);
 
 /// A `tmux source-file` client waiting for its script.
 #[derive(Debug)]
@@ -206,25 +203,6 @@ fn write_all(mut fifo: std::fs::File, script: &[u8], until: Instant) {
     }
 }
 
-/// The FIFO at `path` opened for writing, non-blocking, once a reader has
-/// it open (before that, opening it so fails with `ENXIO`); `None` when it
-/// is gone or `until` passes first (at once when `until` has passed).
-pub(super) fn open_for_writing(path: &Path, until: Instant) -> Option<std::fs::File> {
-    loop {
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(path)
-        {
-            Ok(file) => return Some(file),
-            Err(e) if e.raw_os_error() == Some(libc::ENXIO) && Instant::now() < until => {
-                std::thread::sleep(FIFO_POLL);
-            }
-            Err(_) => return None,
-        }
-    }
-}
-
 impl Drop for Spare {
     fn drop(&mut self) {
         let Some(mut child) = self.child.take() else {
@@ -260,16 +238,15 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use std::os::unix::fs::FileTypeExt as _;
 
-    use super::super::super::connection::Shared;
     use super::super::super::ids::PaneId;
     use super::super::super::private_server::{process_state, PrivateServer};
-    use super::super::super::ServerSpec;
+    use super::super::super::{inventory, Fields, Server, ServerSpec};
     use super::super::{anchor, anchored_spare, CaptureRange, CaptureRequest};
     use super::*;
 
     /// A private server of 20 panes under a directory of its own, and the
     /// server's handle with an anchor kept on its lowest pane.
-    fn anchored(label: &str) -> (PrivateServer, std::path::PathBuf, Shared) {
+    fn anchored(label: &str) -> (PrivateServer, std::path::PathBuf, Server) {
         let dir = std::env::temp_dir().join(format!("panescan-{label}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let server = PrivateServer::start_under(label, 80, 10, Some(&dir)).unwrap();
@@ -277,21 +254,23 @@ mod tests {
             .source(&"new-window -d 'exec sleep 100000'\n".repeat(19))
             .unwrap();
         let socket = server.socket_path().unwrap();
-        let shared = Shared::new(ServerSpec {
+        let shared = Server::new(ServerSpec {
             socket_path: Some(socket.clone()),
             ..ServerSpec::default()
         })
         .unwrap();
-        shared
-            .listed_panes
-            .store(20, std::sync::atomic::Ordering::Relaxed);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        // The server's pane count, which anchored spares go by, is what
+        // its last listing found.
+        let (listed, _) = inventory::fetch(&shared, Fields::Search, &[], deadline).unwrap();
+        assert_eq!(listed.panes.len(), 20);
+        assert_eq!(shared.listings().panes(), 20);
         let requests: Vec<CaptureRequest> = (0..20)
             .map(|n| CaptureRequest {
                 pane: PaneId::from_number(n),
                 range: CaptureRange::Visible,
             })
             .collect();
-        let deadline = Instant::now() + Duration::from_secs(30);
         assert!(anchor::find(&shared, &requests, deadline).is_some());
         (server, socket.parent().unwrap().to_path_buf(), shared)
     }
@@ -357,7 +336,7 @@ mod tests {
         // Another anchor's spare does not serve: the anchor is compared,
         // not just its pane.
         let spare = anchored_spare(&shared).unwrap();
-        *shared.anchor.lock().unwrap() = None;
+        *crate::sync::lock(&shared.capture().anchor) = None;
         let requests = [CaptureRequest {
             pane: PaneId::from_number(0),
             range: CaptureRange::Visible,
@@ -389,10 +368,10 @@ mod tests {
     }
 
     /// A batch with `anchor` and `spare`, for `Batch::spawn`.
-    fn batch(shared: &Shared, anchor: Option<Arc<Anchor>>, spare: Spare) -> super::super::Batch {
+    fn batch(shared: &Server, anchor: Option<Arc<Anchor>>, spare: Spare) -> super::super::Batch {
         let (tx, _rx) = crossbeam_channel::bounded(1);
         super::super::Batch {
-            socket: shared.endpoint().clone(),
+            socket: shared.connection().endpoint().clone(),
             server_panes: 20,
             options: super::super::CaptureOptions::default(),
             deadline: Instant::now() + Duration::from_secs(30),
@@ -431,7 +410,10 @@ mod tests {
         assert_ne!(child.id(), pid, "not the anchored spare");
         assert!(fifo.is_none());
         assert_eq!(run(child), b"chunk\n");
-        assert!(piped.spare.lock().unwrap().is_some(), "the spare is left");
+        assert!(
+            crate::sync::lock(&piped.spare).is_some(),
+            "the spare is left"
+        );
         drop(piped);
         drop(anchored);
         drop(server);
