@@ -39,6 +39,10 @@ pub struct Marks<'a> {
     /// Rows the pane's prompt takes (learned from an earlier marker: the
     /// rows from it to the cursor); 1 when not known.
     pub prompt_rows: usize,
+    /// The pane's width, when its line editor moves to a row of its own
+    /// after an echo that filled its last row exactly (zsh), leaving that
+    /// row empty: the row is then not output.
+    pub full_row_gap: Option<usize>,
 }
 
 /// A command's lines as the pane holds them.
@@ -181,6 +185,13 @@ fn start_of(
         }
         from += 1;
     }
+    let last = lines[from - 1].trim_end().chars().count();
+    let filled = marks
+        .full_row_gap
+        .is_some_and(|w| w > 0 && last > 0 && last % w == 0);
+    if filled && joined.is_none() && from < end && lines[from].is_empty() {
+        from += 1;
+    }
     Some((from, joined))
 }
 
@@ -228,6 +239,7 @@ mod tests {
             ended,
             placed: true,
             prompt_rows: 1,
+            full_row_gap: None,
         }
     }
 
@@ -305,6 +317,7 @@ mod tests {
             ended: true,
             placed: true,
             prompt_rows: 1,
+            full_row_gap: None,
         };
         let text = ["$ ls -1a", "b", "$ "];
         assert_eq!(run(&text, 0, &marks).0, lines(&["a", "b"]));
@@ -330,6 +343,7 @@ mod tests {
             ended: true,
             placed: false,
             prompt_rows: 1,
+            full_row_gap: None,
         };
         let text = ["$ eval 'echo aaaa ", "bbbb'", "aaaa bbbb", "$ "];
         assert_eq!(run(&text, 0, &marks), (lines(&["aaaa bbbb"]), true));
@@ -380,6 +394,7 @@ mod tests {
             ended: true,
             placed: true,
             prompt_rows: 2,
+            full_row_gap: None,
         };
         let text = ["~/src main", "$ ls -1", "a", "~/src main", "$ "];
         assert_eq!(run(&text, 1, &osc).0, lines(&["a"]));
@@ -391,6 +406,30 @@ mod tests {
             ..osc
         };
         assert_eq!(run(&text, 1, &one).0, lines(&["x"]));
+    }
+
+    #[test]
+    fn the_empty_row_zsh_leaves_after_an_echo_that_filled_its_row_is_not_output() {
+        let echo = format!("$ {TYPED}");
+        let width = echo.len();
+        let zsh = Marks {
+            full_row_gap: Some(width),
+            ..marker(true)
+        };
+        let m = "__ps1a2b3c4d5e6f:0";
+        let text = [echo.as_str(), "", "its q", "", m, "$"];
+        assert_eq!(run(&text, 0, &zsh).0, lines(&["its q"]));
+        // An empty first line of the command's own stays.
+        let text = [echo.as_str(), "", "", "abc", m, "$"];
+        assert_eq!(run(&text, 0, &zsh).0, lines(&["", "abc"]));
+        // A shorter echo, or another shell: the empty row is output.
+        let wider = Marks {
+            full_row_gap: Some(width + 1),
+            ..zsh
+        };
+        let text = [echo.as_str(), "", "abc", m, "$"];
+        assert_eq!(run(&text, 0, &wider).0, lines(&["", "abc"]));
+        assert_eq!(run(&text, 0, &marker(true)).0, lines(&["", "abc"]));
     }
 
     #[test]
@@ -430,6 +469,7 @@ mod tests {
             ended: true,
             placed: true,
             prompt_rows: 1,
+            full_row_gap: None,
         };
         let text = ["$ ls -1", "old", "$ ls -1", "a", "b", "$ "];
         assert_eq!(run(&text, 2, &marks), (lines(&["a", "b"]), true));

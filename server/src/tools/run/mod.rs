@@ -11,6 +11,8 @@
 //! - [`extract`] — which captured lines the command printed (pure).
 //! - [`table`] — the bounded table of commands, for wait_for_command.
 //! - [`watcher`] — the thread that watches one command until it ends.
+//! - [`tap`] — a pane's raw output through `pipe-pane`, where the event
+//!   stream does not cover the pane.
 //!
 //! What is typed: the command inside `eval '...'` (quoted for the
 //! shell), so the shell reads it whole whatever it holds: an unbalanced
@@ -38,6 +40,7 @@ mod extract;
 mod seat;
 mod shell;
 mod table;
+mod tap;
 mod watcher;
 
 use std::sync::Arc;
@@ -287,7 +290,7 @@ fn start(
             "while reading the pane's window: the command was not typed",
         )
     })?;
-    let sub = ctx.config.wait_events.then(|| {
+    let mut sub = ctx.config.wait_events.then(|| {
         let interest = Interest {
             watch: Watch::Panes([pane.pane_id].into_iter().collect()),
             mode: OutputMode::Bytes,
@@ -333,10 +336,19 @@ fn start(
         (pane.pane_pid, pane.pane_tty.clone()),
     ));
     table::insert(entry.clone())?;
+    // Outside the stream the pane's bytes come through a tap, opened
+    // before typing: a screen the command draws on is no proof of its end.
+    let tap = (!covered && matches!(entry.completion, Completion::Marker { .. }))
+        .then(|| pane.pane_pid.and_then(seat::in_foreground))
+        .flatten()
+        .and_then(|_| tap::Tap::open(tmux, pane.pane_id, end.deadline(ctx)));
+    if tap.is_some() {
+        sub = None;
+    }
     let typing = watcher::Watcher::new(
         entry.clone(),
         tmux.clone(),
-        sub,
+        (sub, tap),
         ctx.ceilings().tmux_timeout,
     )
     .spawn()
@@ -404,12 +416,12 @@ fn answer(
     };
     // The next prompt drawn whole: it is left out by its rows.
     let drawn = ended && await_prompt(entry, end.deadline(ctx));
-    let (cap, earliest, at_row) = match capture_command(ctx, tmux, entry, max_lines, end, ended) {
+    let read = match capture_command(ctx, tmux, entry, max_lines, end, ended) {
         Ok(read) => read,
         Err(e) if end.ran_out(&e) => return unread(entry, ended.then_some(status), end),
         Err(e) => return Err(e),
     };
-    let Some(cap) = cap else {
+    let Some(cap) = read.cap else {
         // On the alternate screen: nothing of what it printed can be read.
         return Ok(RunCommandResult {
             exit_status: status,
@@ -423,30 +435,29 @@ fn answer(
             pane_id: entry.pane,
         });
     };
-    let placed = earliest.is_some();
-    let earliest = earliest.unwrap_or(0);
     let lines = caption_lines(&cap);
-    let prompt_rows = table::prompt_rows(&entry.socket, entry.pane);
-    let marks = match &entry.completion {
-        Completion::Marker { token, key, .. } => extract::Marks {
-            token: Some(token),
-            key: Some(key),
-            typed: &entry.typed,
-            ended,
-            placed,
-            prompt_rows,
-        },
-        Completion::Osc133 => extract::Marks {
-            token: None,
-            key: None,
-            typed: &entry.typed,
-            ended,
-            placed,
-            prompt_rows,
-        },
+    let (token, key) = match &entry.completion {
+        Completion::Marker { token, key, .. } => (Some(token.as_str()), Some(key.as_str())),
+        Completion::Osc133 => (None, None),
     };
-    let found = extract::extract(&lines, earliest, &marks);
-    if let Some(rows) = found.prompt_rows.filter(|_| drawn && at_row) {
+    let marks = extract::Marks {
+        token,
+        key,
+        typed: &entry.typed,
+        ended,
+        placed: read.earliest.is_some(),
+        prompt_rows: table::prompt_rows(&entry.socket, entry.pane),
+        // zsh moves to a row of its own after an echo that filled its
+        // last row, leaving that row empty.
+        full_row_gap: entry
+            .process
+            .0
+            .and_then(seat::name_of)
+            .filter(|name| name == "zsh")
+            .map(|_| read.width),
+    };
+    let found = extract::extract(&lines, read.earliest.unwrap_or(0), &marks);
+    if let Some(rows) = found.prompt_rows.filter(|_| drawn && read.drawn) {
         table::set_prompt_rows(&entry.socket, entry.pane, rows);
     }
     let mut out = found.lines;
@@ -531,11 +542,22 @@ fn caption_lines(cap: &CapturedText) -> Vec<String> {
     lines
 }
 
+/// What [`capture_command`] read.
+struct Captured {
+    /// The capture (`None`: the pane shows the alternate screen).
+    cap: Option<CapturedText>,
+    /// The index of its first line typed at or after the command (`None`:
+    /// the place is unknown).
+    earliest: Option<usize>,
+    /// The next prompt was seen drawn.
+    drawn: bool,
+    /// The pane's width.
+    width: usize,
+}
+
 /// Captures from the command's line (or a window of `max_lines` and the
 /// pane's height above the cursor, when its line is further up or its
-/// place is unknown) to the cursor's row, wrapped rows joined. Returns the
-/// capture and the index of its first line typed at or after the command
-/// (`None`: the place is unknown).
+/// place is unknown) to the cursor's row, wrapped rows joined.
 ///
 /// Where the command's line is: its absolute row (history rows, then the
 /// screen) less the history size now, in tmux's line scale. That holds
@@ -551,13 +573,20 @@ fn capture_command(
     max_lines: usize,
     end: &End,
     ended: bool,
-) -> Result<(Option<CapturedText>, Option<usize>, bool), ToolError> {
-    let ([history, cursor_y, height, alternate], drawn) = cursor(ctx, tmux, entry, end, ended)?;
+) -> Result<Captured, ToolError> {
+    let ([history, cursor_y, height, width, alternate], drawn) =
+        cursor(ctx, tmux, entry, end, ended)?;
+    let width = usize::try_from(width).unwrap_or(0);
     if alternate == 1 {
         // A full-screen program the command runs (vim, less) draws there:
         // its screen is not what the command printed, and the rows below
         // it are not the command's either.
-        return Ok((None, None, drawn));
+        return Ok(Captured {
+            cap: None,
+            earliest: None,
+            drawn,
+            width,
+        });
     }
     let window = i64::try_from(max_lines).unwrap_or(i64::MAX / 4) + height + WINDOW_SLACK;
     let lowest = (cursor_y - window).max(-history);
@@ -593,11 +622,16 @@ fn capture_command(
         _ => e,
     })?;
     let earliest = known.then(|| first_at_or_after(&cap, typed_at));
-    Ok((Some(cap), earliest, drawn))
+    Ok(Captured {
+        cap: Some(cap),
+        earliest,
+        drawn,
+        width,
+    })
 }
 
-/// The pane's history size, cursor row, height and whether it shows the
-/// alternate screen; for a command that
+/// The pane's history size, cursor row, height, width and whether it
+/// shows the alternate screen; for a command that
 /// `ended`, once the next prompt's last row is drawn (the cursor off the
 /// row's start: a prompt ends in text, `$ `), waiting at most
 /// [`PROMPT_DRAWN`]: whether it was seen drawn.
@@ -607,11 +641,13 @@ fn cursor(
     entry: &Entry,
     end: &End,
     ended: bool,
-) -> Result<([i64; 4], bool), ToolError> {
+) -> Result<([i64; 5], bool), ToolError> {
     let probe = TmuxCommand::new("display-message")
         .flag("-p")
         .target(entry.pane)
-        .format_arg("#{history_size} #{cursor_y} #{pane_height} #{cursor_x} #{alternate_on}");
+        .format_arg(
+            "#{history_size} #{cursor_y} #{pane_height} #{pane_width} #{cursor_x} #{alternate_on}",
+        );
     let until = Instant::now() + PROMPT_DRAWN;
     loop {
         let text = tmux
@@ -621,7 +657,7 @@ fn cursor(
             .split_whitespace()
             .filter_map(|n| n.parse().ok())
             .collect();
-        let [history, cursor_y, height, cursor_x, alternate] = nums[..] else {
+        let [history, cursor_y, height, width, cursor_x, alternate] = nums[..] else {
             return Err(ToolError::not_found(format!(
                 "pane {} closed: its output cannot be read",
                 entry.pane
@@ -629,7 +665,7 @@ fn cursor(
         };
         let drawn = cursor_x > 0;
         if !ended || drawn || Instant::now() >= until.min(end.at) {
-            return Ok(([history, cursor_y, height, alternate], drawn));
+            return Ok(([history, cursor_y, height, width, alternate], drawn));
         }
         std::thread::sleep(Duration::from_millis(2));
     }

@@ -71,10 +71,13 @@ impl Shell {
     /// The command that prints the marker `first` + `second` and the last
     /// status: the marker never appears whole in what is typed. It starts
     /// a row of its own, so a last line printed without a newline (or
-    /// ended by a bare CR) is never overwritten by it.
+    /// ended by a bare CR) is never overwritten by it, and erases the
+    /// screen below first (`ESC [ J`): whatever the command drew there (a
+    /// marker forged from the echoed line's pieces) is gone before the
+    /// next prompt is drawn, so the lowest marker is the shell's.
     pub fn marker_command(self, first: &str, second: &str) -> String {
         format!(
-            "printf '\\n%s%s:%s\\n' {first} {second} {}",
+            "printf '\\n\\033[J%s%s:%s\\n' {first} {second} {}",
             self.status_var()
         )
     }
@@ -265,7 +268,7 @@ mod tests {
     #[test]
     fn the_command_is_one_eval_and_the_marker_always_runs() {
         let m = Shell::Posix.marker_command("__psA", "B");
-        assert_eq!(m, "printf '\\n%s%s:%s\\n' __psA B \"$?\"");
+        assert_eq!(m, "printf '\\n\\033[J%s%s:%s\\n' __psA B \"$?\"");
         let posix = |c: &str, m: Option<&str>| typed_line(c, m, Shell::Posix).unwrap();
         assert_eq!(posix("make", Some(&m)), format!("eval 'make'; {m}"));
         assert_eq!(
