@@ -139,6 +139,26 @@ fn shows_row(tmux: &PrivateServer, pane: &str, line: &str) -> bool {
 /// marker's second piece (less the first piece's 8 random digits).
 const MARKER_HEAD: &str = "'; printf '\\n\\033[J%s%s:%s\\n' __ps";
 
+/// How wide the echo of `command` is at the prompt `$ `, typed with the
+/// marker (`plain`) or bare (OSC 133): ` eval 'COMMAND'; printf ...`, then
+/// what puts the command back into bash's or zsh's history.
+fn echo_width(shell: Sh, command: &str, plain: bool) -> usize {
+    let bare = "$ eval ''".len() + command.len();
+    if !plain {
+        return bare;
+    }
+    let status = match shell {
+        Sh::Fish => " $status".len(),
+        _ => " \"$?\"".len(),
+    };
+    let history = match shell {
+        Sh::Bash => "; history -s -- ''".len() + command.len(),
+        Sh::Zsh => "; if [[ -o histignorespace ]]; then print -rs -- ''; fi".len() + command.len(),
+        Sh::Fish => 0,
+    };
+    1 + bare - 1 + MARKER_HEAD.len() + 8 + 1 + 16 + status + history
+}
+
 /// Fails (never skips) when `shell` is not installed.
 fn need(shell: Sh) {
     let name = format!("{shell:?}").to_lowercase();
@@ -248,18 +268,12 @@ fn exact(shell: Sh, s: &mut Serve, pane: &str) {
     // Echoes that fill the 100-column row exactly, with the marker
     // (plain) or bare (the snippets): the empty row zsh moves to after
     // such an echo is not output.
-    let status_len = match shell {
-        Sh::Fish => " $status".len(),
-        _ => " \"$?\"".len(),
-    };
-    let head = "$ eval 'echo ".len();
-    let full: Vec<String> = [
-        100 - (head + MARKER_HEAD.len() + 8 + 1 + 16 + status_len),
-        100 - (head + 1),
-    ]
-    .iter()
-    .map(|&n| format!("echo {}", "w".repeat(n)))
-    .collect();
+    let full: Vec<String> = ["echo ", "echo  "]
+        .iter()
+        .flat_map(|head| (1..100).map(move |n| format!("{head}{}", "w".repeat(n))))
+        .filter(|c| [echo_width(shell, c, true), echo_width(shell, c, false)].contains(&100))
+        .collect();
+    assert!(full.len() >= 2, "{full:?}");
     let long = long.iter().chain(&full).map(|c| (c.as_str(), 0));
     for (command, status) in cases.into_iter().chain(long) {
         let r = run(s, pane, command, json!({}));
@@ -457,18 +471,18 @@ fn slow_prompt_hooks_are_waited_for() {
 /// and fails. The drawn marker does not end it; the shell's does.
 #[test]
 fn a_marker_drawn_on_the_screen_does_not_end_the_command() {
-    let (tmux, mut s) = serve("shells-drawn", 200, &["--no-events"]);
+    let (tmux, mut s) = serve("shells-drawn", 400, &["--no-events"]);
     let dir = TempDir::new("shells-drawn");
     let pane = shell_pane(&tmux, &dir.0, Sh::Bash, "");
-    // The echo: `$ eval 'CMD'; printf '\n%s%s:%s\n' __psXXXXXXXX KEY "$?"`,
+    // The echo: `$  eval 'CMD'; printf '\n\033[J%s%s:%s\n' __psXXXXXXXX KEY "$?"...`,
     // the space between the pieces at a column the command can count. It
     // deletes that space, inserts blanks before the pieces so that they
     // end two columns from the right edge, and writes `:0` there.
-    let template = "printf \"\\033[A\\r\\033[___C\\033[P\\033[12D\\033[---@\\033[199G:0\\033[B\\r\"; sleep 2; false";
-    let column = "$ eval '".len() + template.len() + MARKER_HEAD.len() + 8;
+    let template = "printf \"\\033[A\\r\\033[___C\\033[P\\033[12D\\033[---@\\033[399G:0\\033[B\\r\"; sleep 2; false";
+    let column = "$  eval '".len() + template.len() + MARKER_HEAD.len() + 8;
     let command = template
         .replace("___", &format!("{column:03}"))
-        .replace("---", &format!("{:03}", 182 - column));
+        .replace("---", &format!("{:03}", 382 - column));
     let r = run(&mut s, &pane, &command, json!({"timeout_ms": 20000}));
     let drawn = screen(&tmux, &pane);
     assert_eq!(
@@ -638,7 +652,7 @@ fn shell_in_new_session(tmux: &PrivateServer, dir: &Path, shell: Sh, name: &str)
             "-s",
             name,
             "-x",
-            "200",
+            "400",
             "-y",
             "24",
             "-P",
@@ -658,20 +672,20 @@ fn shell_in_new_session(tmux: &PrivateServer, dir: &Path, shell: Sh, name: &str)
 }
 
 /// A file of escape sequences that turns the echoed line of `command`
-/// (typed as `eval 'COMMAND'; printf '\n\033[J%s%s:%s\n' __psXXXXXXXX KEY
-/// ...`, in a pane 200 columns wide and 24 rows high) into a marker line
+/// (typed as ` eval 'COMMAND'; printf '\n\033[J%s%s:%s\n' __psXXXXXXXX KEY
+/// ...`, in a pane 400 columns wide and 24 rows high) into a marker line
 /// ending in `:0` at the row's last column, then leaves the cursor on the
 /// last row below a scroll region: a newline there does not move it, so
 /// the next prompt is drawn over the shell's own marker, and the forged
 /// one is the only marker left on the screen.
 fn forged_end(command: &str) -> String {
-    let space = "$ eval '".len() + command.len() + MARKER_HEAD.len() + 8;
+    let space = "$  eval '".len() + command.len() + MARKER_HEAD.len() + 8;
     let token_at = space - 12;
     // Deleting the space joins the pieces; blanks inserted before them
     // push the marker's end to the row's third column from the right.
-    let shift = 197 - (space + 15);
+    let shift = 397 - (space + 15);
     format!(
-        "\x1b[A\r\x1b[{}G\x1b[P\x1b[{}G\x1b[{shift}@\x1b[199G:0\r\x1b[1;20r\x1b[24;1H",
+        "\x1b[A\r\x1b[{}G\x1b[P\x1b[{}G\x1b[{shift}@\x1b[399G:0\r\x1b[1;20r\x1b[24;1H",
         space + 1,
         token_at + 1,
     )
@@ -686,7 +700,7 @@ fn a_forged_end_outside_the_stream(shell: Sh, no_events: bool) {
     need(shell);
     let label = format!("shells-forged-{shell:?}-{no_events}").to_lowercase();
     let more: &[&str] = if no_events { &["--no-events"] } else { &[] };
-    let (tmux, mut s) = serve(&label, 200, more);
+    let (tmux, mut s) = serve(&label, 400, more);
     let dir = TempDir::new(&label);
     // The watched session: a subscription to main's first pane keeps the
     // control client there.
@@ -787,5 +801,72 @@ fn a_pane_that_pipes_keeps_its_pipe() {
             .is_ok_and(|t| t.contains("piped 1"))),
         "the user's pipe lost the pane's output"
     );
+    tmux.kill();
+}
+
+/// Item: out of the user's history. After run_command (with the marker),
+/// the shell's history holds no panescan marker text; bash (whatever its
+/// HISTCONTROL) and zsh under HIST_IGNORE_SPACE hold the command itself,
+/// as typed by the caller; fish 3.6 (a line starting with a space stays
+/// out, and it has no `history append`) holds neither.
+#[test]
+fn the_history_holds_the_command_not_the_marker() {
+    let (tmux, mut s) = serve("shells-history", 200, &[]);
+    let dir = TempDir::new("shells-history");
+    let setups = [
+        (Sh::Bash, "", true),
+        (Sh::Bash, "HISTCONTROL=ignoreboth\n", true),
+        (Sh::Zsh, "HISTSIZE=100\nsetopt HIST_IGNORE_SPACE\n", true),
+        (Sh::Fish, "", false),
+    ];
+    for (i, (shell, rc, kept)) in setups.into_iter().enumerate() {
+        need(shell);
+        let sub = dir.0.join(format!("h{i}"));
+        std::fs::create_dir_all(&sub).unwrap();
+        // bash's own file, not the user's.
+        let rc = match shell {
+            Sh::Bash => format!("HISTFILE={}/hist\n{rc}", sub.display()),
+            _ => rc.to_owned(),
+        };
+        let pane = shell_pane(&tmux, &sub, shell, &rc);
+        let commands = ["echo one", "echo 'it''s two'", "false"];
+        for command in commands {
+            let r = run(&mut s, &pane, command, json!({}));
+            assert_eq!(r["timed_out"], false, "{r}");
+        }
+        // As the user would look: the shell's own listing, into a file.
+        let file = sub.join("listed");
+        let list = match shell {
+            Sh::Zsh => format!("fc -ln 1 > {}", file.display()),
+            _ => format!("history > {}", file.display()),
+        };
+        tmux.run_ok(["send-keys", "-t", &pane, "-l", &list])
+            .unwrap();
+        tmux.run_ok(["send-keys", "-t", &pane, "Enter"]).unwrap();
+        let listed = || std::fs::read_to_string(&file).unwrap_or_default();
+        assert!(
+            eventually(Duration::from_secs(10), || file.exists()),
+            "{shell:?}: {}",
+            screen(&tmux, &pane)
+        );
+        // Written whole once the prompt is back.
+        assert!(eventually(Duration::from_secs(10), || screen(&tmux, &pane)
+            .trim_end()
+            .ends_with('$')));
+        let text = listed();
+        let case = format!("{shell:?} {rc:?}:\n{text}");
+        assert!(
+            !text.contains("__ps") && !text.contains("printf") && !text.contains("eval"),
+            "{case}"
+        );
+        let rows: Vec<&str> = text.lines().map(str::trim).collect();
+        for command in commands {
+            // bash numbers its rows: `  3  echo one`.
+            let has = rows
+                .iter()
+                .any(|r| *r == command || r.ends_with(&format!("  {command}")));
+            assert_eq!(has, kept, "{command}: {case}");
+        }
+    }
     tmux.kill();
 }

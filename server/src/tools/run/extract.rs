@@ -176,14 +176,25 @@ fn start_of(
         .filter(|r| !r.is_empty())
         .map(str::to_owned);
     let mut from = echo + 1;
-    // A row of the echo tmux did not join (the line editor broke the line
-    // itself): the rest of the typed text.
-    while from < end {
-        let row = lines[from].trim();
-        if row.is_empty() || !typed.ends_with(row) || marks.key.is_none() {
-            break;
+    // Rows of the echo tmux did not join (the line editor broke the line
+    // itself): the rest of the typed text, row by row.
+    let left = rest
+        .strip_prefix(after)
+        .or_else(|| rest.strip_prefix(after.trim_end()));
+    if let Some(mut left) = left.filter(|_| marks.key.is_some()) {
+        while !left.is_empty() && from < end {
+            let row = lines[from].as_str();
+            let piece = if left.starts_with(row) {
+                row
+            } else {
+                row.trim_end()
+            };
+            if piece.is_empty() || !left.starts_with(piece) {
+                break;
+            }
+            left = &left[piece.len()..];
+            from += 1;
         }
-        from += 1;
     }
     let last = lines[from - 1].trim_end().chars().count();
     let filled = marks
@@ -347,6 +358,22 @@ mod tests {
         };
         let text = ["$ eval 'echo aaaa ", "bbbb'", "aaaa bbbb", "$ "];
         assert_eq!(run(&text, 0, &marks), (lines(&["aaaa bbbb"]), true));
+    }
+
+    #[test]
+    fn an_echo_the_line_editor_broke_into_many_rows_is_skipped_whole() {
+        let typed = format!("{TYPED}; print -rs -- 'echo {}'", "w".repeat(30));
+        let marks = Marks {
+            typed: &typed,
+            ..marker(true)
+        };
+        let echo = format!("$ {typed}");
+        let rows: Vec<&str> = [&echo[..20], &echo[20..40], &echo[40..60], &echo[60..]]
+            .into_iter()
+            .collect();
+        let mut text = rows.clone();
+        text.extend(["wwww", "__ps1a2b3c4d5e6f:0", "$"]);
+        assert_eq!(run(&text, 0, &marks), (lines(&["wwww"]), true));
     }
 
     #[test]

@@ -321,7 +321,9 @@ fn start(
         Completion::Marker { command, .. } => Some(command.as_str()),
         Completion::Osc133 => None,
     };
-    let typed = shell::typed_line(&args.command, marker, sh)?;
+    let leader = pane.pane_pid.and_then(seat::leader_name);
+    let history = shell::History::of(leader.as_deref().unwrap_or(&pane.pane_current_command));
+    let typed = shell::typed_line(&args.command, marker, sh, history)?;
     let history = i64::try_from(pane.history_size).unwrap_or(i64::MAX / 4);
     let start_abs = history + i64::from(pane.cursor_y);
     let limit = i64::try_from(pane.history_limit).unwrap_or(i64::MAX / 4);

@@ -244,11 +244,7 @@ fn linger(writer: File) {
 
 /// The reader: the `.` first (then the write end goes: the tmux side holds
 /// it, and the pipe ends when that side does), then the pane's bytes.
-fn read_pipe(
-    mut reader: File,
-    writer: &Mutex<Option<File>>,
-    tx: &Sender<Chunk>,
-) {
+fn read_pipe(mut reader: File, writer: &Mutex<Option<File>>, tx: &Sender<Chunk>) {
     let mut buf = vec![0u8; 64 * 1024];
     let mut connected = false;
     loop {

@@ -411,12 +411,14 @@ impl Watcher {
         }
         self.retyped = true;
         let pane = self.entry.pane;
+        // Behind a space, as the first time: out of the history where the
+        // shell keeps such lines out.
         let keys = [
             TmuxCommand::new("send-keys")
                 .flag("-l")
                 .target(pane)
                 .arg("--")
-                .arg(&command),
+                .arg(&format!(" {command}")),
             TmuxCommand::new("send-keys").target(pane).arg("Enter"),
         ];
         for r in self.tmux.run_many(&keys, Instant::now() + self.round_trip) {
