@@ -190,9 +190,7 @@ fn matrix(shell: Sh, snippets: bool) {
         own_marks_teach_nothing(shell, &mut s, &pane);
     }
     exact(shell, &mut s, &pane);
-    if !snippets {
-        unfinished_last_lines(&mut s, &pane);
-    }
+    unfinished_last_lines(shell, snippets, &mut s, &pane);
     typos_leave_the_pane_usable(&tmux, &mut s, &pane);
     several_lines(shell, &mut s, &pane);
     an_interrupt_ends_it(&tmux, &mut s, &pane);
@@ -286,18 +284,37 @@ fn exact(shell: Sh, s: &mut Serve, pane: &str) {
 }
 
 /// A last line without a newline, or ended by a bare CR, is output (the
-/// marker starts a row of its own, never overwriting it). With OSC 133 the
-/// next prompt's row takes it (the README's limits say so).
-fn unfinished_last_lines(s: &mut Serve, pane: &str) {
-    for (command, want) in [
-        ("printf 'one\\nabc'", "one\nabc\n"),
-        ("printf 'abc\\r'", "abc\n"),
-        ("printf 'a\\n\\n'", "a\n\n"),
-    ] {
+/// marker starts a row of its own, never overwriting it), and
+/// `partial_last_line` says it had no newline. With OSC 133 the shell
+/// draws the next prompt after it: zsh and fish first print their
+/// end-of-line mark (`%`/`#`, `⏎`) there and move on, and that mark is
+/// not output; bash draws its prompt over the line (the README's limits
+/// say so), and a bare CR's line is drawn over in every shell.
+fn unfinished_last_lines(shell: Sh, snippets: bool, s: &mut Serve, pane: &str) {
+    let keeps_line = !snippets || shell != Sh::Bash;
+    let cases = [
+        (
+            "printf 'one\\nabc'",
+            if keeps_line { "one\nabc\n" } else { "one\n" },
+            true,
+        ),
+        ("printf 'abc\\r'", if snippets { "" } else { "abc\n" }, true),
+        ("printf 'a\\n\\n'", "a\n\n", false),
+        (
+            "printf 'ends in #\\n50%%'",
+            if keeps_line {
+                "ends in #\n50%\n"
+            } else {
+                "ends in #\n"
+            },
+            true,
+        ),
+    ];
+    for (command, want, partial) in cases {
         let r = run(s, pane, command, json!({}));
         assert_eq!(
-            (&r["exit_status"], &r["output"]),
-            (&json!(0), &json!(want)),
+            (&r["exit_status"], &r["output"], &r["partial_last_line"]),
+            (&json!(0), &json!(want), &json!(partial)),
             "{command}: {r}"
         );
     }

@@ -55,12 +55,15 @@ pub struct Extracted {
     /// The rows from the marker to the cursor (the next prompt's), when a
     /// marker ended the command.
     pub prompt_rows: Option<usize>,
+    /// The marker found the last line unfinished (printed without a final
+    /// newline, or ended by a bare CR): that line is the last of `lines`.
+    pub partial_last_line: bool,
 }
 
 /// The command's lines in `lines` (the capture, wrapped rows joined, the
 /// cursor's row last); lines before `earliest` predate the call.
 pub fn extract(lines: &[String], earliest: usize, marks: &Marks) -> Extracted {
-    let (end, tail) = end_of(lines, marks);
+    let (end, tail, open) = end_of(lines, marks);
     let start = start_of(lines, earliest.min(end), end, marks);
     let from = start.as_ref().map_or(earliest.min(end), |s| s.0);
     let mut out: Vec<String> = start
@@ -95,6 +98,7 @@ pub fn extract(lines: &[String], earliest: usize, marks: &Marks) -> Extracted {
         .and_then(|t| lines.iter().rposition(|l| l.contains(t)))
         .map(|at| lines.len() - 1 - at);
     Extracted {
+        partial_last_line: open && !out.is_empty(),
         lines: out,
         start_found: start.is_some(),
         prompt_rows,
@@ -112,9 +116,10 @@ fn drop_prompt(out: &mut Vec<String>, upper: &[String]) {
     }
 }
 
-/// The index one past the command's last full line, and the text before
-/// the marker on the marker's line (when not empty).
-fn end_of(lines: &[String], marks: &Marks) -> (usize, Option<String>) {
+/// The index one past the command's last full line, the text before the
+/// marker on the marker's line (when not empty), and whether the marker
+/// found its row unfinished (the last line had no final newline).
+fn end_of(lines: &[String], marks: &Marks) -> (usize, Option<String>, bool) {
     if let Some(token) = marks.token {
         let found = lines
             .iter()
@@ -124,22 +129,22 @@ fn end_of(lines: &[String], marks: &Marks) -> (usize, Option<String>) {
         if let Some((i, at)) = found {
             let before = lines[i][..at].trim_end();
             if !before.is_empty() {
-                return (i, Some(before.to_owned()));
+                return (i, Some(before.to_owned()), true);
             }
             // The marker's printf starts with a newline: the row it left
             // is the command's cursor row, empty after a final newline
             // (not output), or its last line printed without one.
             let left = i.checked_sub(1).filter(|&j| lines[j].trim_end().is_empty());
-            return (left.unwrap_or(i), None);
+            return (left.unwrap_or(i), None, left.is_none());
         }
     }
     let Some(last) = lines.len().checked_sub(1) else {
-        return (0, None);
+        return (0, None, false);
     };
     if marks.ended || lines[last].trim_end().is_empty() {
-        (last, None)
+        (last, None, false)
     } else {
-        (lines.len(), None)
+        (lines.len(), None, false)
     }
 }
 
@@ -292,9 +297,14 @@ mod tests {
         // `printf 'a\n\n'`: one empty line is.
         let text = [echo.as_str(), "a", "", "", m, "$"];
         assert_eq!(run(&text, 0, &marker(true)).0, lines(&["a", ""]));
-        // `printf abc` or `printf 'abc\r'`: the unfinished row is.
+        // `printf abc` or `printf 'abc\r'`: the unfinished row is, and is
+        // said to be.
         let text = [echo.as_str(), "abc", m, "$"];
-        assert_eq!(run(&text, 0, &marker(true)).0, lines(&["abc"]));
+        let e = extract(&lines(&text), 0, &marker(true));
+        assert_eq!((e.lines, e.partial_last_line), (lines(&["abc"]), true));
+        let text = [echo.as_str(), "abc", "", m, "$"];
+        let e = extract(&lines(&text), 0, &marker(true));
+        assert_eq!((e.lines, e.partial_last_line), (lines(&["abc"]), false));
         // Nothing printed.
         let text = [echo.as_str(), "", m, "$"];
         assert_eq!(run(&text, 0, &marker(true)), (vec![], true));

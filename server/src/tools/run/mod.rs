@@ -43,6 +43,7 @@ mod table;
 mod tap;
 mod watcher;
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -116,6 +117,8 @@ pub struct RunCommandResult {
     pub redactions: u64,
     /// Output lost its start (max_lines, max_bytes, or no longer in the pane).
     pub output_truncated: bool,
+    /// The last line had no final newline (or ended in a bare CR).
+    pub partial_last_line: bool,
     pub timed_out: bool,
     pub elapsed_ms: u64,
     /// For wait_for_command.
@@ -431,6 +434,7 @@ fn answer(
             lines: 0,
             redactions: 0,
             output_truncated: true,
+            partial_last_line: false,
             timed_out: !ended,
             elapsed_ms: entry.started.elapsed().as_millis() as u64,
             command_id: entry.id.clone(),
@@ -463,6 +467,13 @@ fn answer(
         table::set_prompt_rows(&entry.socket, entry.pane, rows);
     }
     let mut out = found.lines;
+    let partial = match entry.completion {
+        Completion::Marker { .. } => found.partial_last_line,
+        Completion::Osc133 => ended && entry.open_line.load(Ordering::Acquire),
+    };
+    if partial && entry.completion == Completion::Osc133 {
+        drop_eol_mark(entry, &mut out);
+    }
     let mut truncated = !found.start_found;
     if out.len() > max_lines {
         out.drain(..out.len() - max_lines);
@@ -480,11 +491,28 @@ fn answer(
         lines: out.len(),
         redactions,
         output_truncated: truncated,
+        partial_last_line: partial,
         timed_out: !ended,
         elapsed_ms: entry.started.elapsed().as_millis() as u64,
         command_id: entry.id.clone(),
         pane_id: entry.pane,
     })
+}
+
+/// With OSC 133, output that ended without a newline shares its row with
+/// the mark zsh (`%`, `#` as root: PROMPT_EOL_MARK) or fish (`⏎`) prints
+/// there before moving its prompt to a row of its own: not output.
+fn drop_eol_mark(entry: &Entry, out: &mut [String]) {
+    let mark: &[char] = match entry.process.0.and_then(seat::leader_name).as_deref() {
+        Some("zsh") => &['%', '#'],
+        Some("fish") => &['⏎'],
+        _ => return,
+    };
+    if let Some(last) = out.last_mut() {
+        if let Some(kept) = last.strip_suffix(mark) {
+            *last = kept.trim_end().to_owned();
+        }
+    }
 }
 
 /// Waits (at most [`PROMPT_DRAWN`], and until `deadline`) until the shell
@@ -527,6 +555,7 @@ fn unread(
         lines: 0,
         redactions: 0,
         output_truncated: true,
+        partial_last_line: false,
         timed_out: true,
         elapsed_ms: entry.started.elapsed().as_millis() as u64,
         command_id: entry.id.clone(),
@@ -695,8 +724,13 @@ fn render(out: &RunCommandResult) -> String {
     } else {
         ""
     };
+    let open = if out.partial_last_line {
+        ", last line without newline"
+    } else {
+        ""
+    };
     format!(
-        "{} in {}: {state}, {} lines{cut}\n{}",
+        "{} in {}: {state}, {} lines{cut}{open}\n{}",
         out.command_id, out.pane_id, out.lines, out.output
     )
 }

@@ -28,7 +28,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::detect::{Detector, Sign};
+use super::detect::{Detector, LineEnd, Sign};
 use super::table::{self, Completion, Entry, Progress, WATCH_FOR};
 use super::tap::{self, Tap};
 use super::{seat, shell};
@@ -52,6 +52,9 @@ pub struct Watcher {
     /// The pane's output through `pipe-pane`, where the stream misses it.
     tap: Option<Tap>,
     detector: Detector,
+    /// Whether the output left its last line open, up to the first D mark
+    /// (`None` once that mark was seen).
+    line: Option<LineEnd>,
     /// The pane's own process and its terminal.
     process: (Option<u32>, String),
     /// The marker was seen in the event stream: OSC 133 marks after it
@@ -95,6 +98,7 @@ impl Watcher {
             sub,
             tap,
             detector: Detector::new(&token),
+            line: Some(LineEnd::default()),
             process,
             marker_in_stream: false,
             own_shell,
@@ -215,6 +219,7 @@ impl Watcher {
     fn take(&mut self, event: StreamEvent) -> bool {
         match event {
             StreamEvent::Output { pane, data } if pane == self.entry.pane => {
+                self.follow_line(&data);
                 for sign in self.detector.feed(&data) {
                     self.signed(sign, true);
                 }
@@ -222,6 +227,29 @@ impl Watcher {
             }
             StreamEvent::Resync => true,
             _ => false,
+        }
+    }
+
+    /// With OSC 133: whether the output up to the first D mark (the
+    /// shell's, at the command's end) left its last line unfinished.
+    fn follow_line(&mut self, data: &[u8]) {
+        if self.entry.completion != Completion::Osc133 {
+            return;
+        }
+        let Some(line) = self.line.as_mut() else {
+            return;
+        };
+        const MARK: &[u8] = b"\x1b]133;D";
+        match data.windows(MARK.len()).position(|w| w == MARK) {
+            Some(at) => {
+                line.feed(&data[..at]);
+                let open = line.open();
+                self.entry
+                    .open_line
+                    .store(open, std::sync::atomic::Ordering::Release);
+                self.line = None;
+            }
+            None => line.feed(data),
         }
     }
 
