@@ -341,12 +341,9 @@ fn start(
         (pane.pane_pid, pane.pane_tty.clone()),
     ));
     table::insert(entry.clone())?;
-    // Outside the stream the pane's bytes come through a tap, opened
-    // before typing: a screen the command draws on is no proof of its end.
-    let tap = (!covered && matches!(entry.completion, Completion::Marker { .. }))
-        .then(|| pane.pane_pid.and_then(seat::in_foreground))
-        .flatten()
-        .and_then(|_| tap::Tap::open(tmux, pane.pane_id, end.deadline(ctx)));
+    let tap = (!covered)
+        .then(|| tap_for(tmux, pane, &entry.completion, end.deadline(ctx)))
+        .flatten();
     if tap.is_some() {
         sub = None;
     }
@@ -370,6 +367,22 @@ fn start(
         return Err(e);
     }
     Ok(entry)
+}
+
+/// Outside the event stream a marker's pane is read through a tap, opened
+/// before typing: a screen the command draws on is no proof of its end.
+/// Only for a pane whose process this machine's `/proc` shows.
+fn tap_for(
+    tmux: &Tmux,
+    pane: &crate::tmux::Pane,
+    completion: &Completion,
+    deadline: Instant,
+) -> Option<tap::Tap> {
+    if !matches!(completion, Completion::Marker { .. }) {
+        return None;
+    }
+    pane.pane_pid.and_then(seat::in_foreground)?;
+    tap::Tap::open(tmux, pane.pane_id, deadline)
 }
 
 /// Types `line` literally, then Enter, answered by `deadline`.
