@@ -67,8 +67,13 @@ fn guide_snippet(shell: Sh) -> String {
 /// A new window running `shell` with prompt `$ `, set up in `dir` with
 /// `rc` (rc file text after the prompt is set), once its prompt shows.
 fn shell_pane(tmux: &PrivateServer, dir: &Path, shell: Sh, rc: &str) -> String {
+    window_showing(tmux, None, &shell_command(dir, shell, rc), "$", &[])
+}
+
+/// The command line that starts `shell` as [`shell_pane`] does.
+fn shell_command(dir: &Path, shell: Sh, rc: &str) -> String {
     let d = dir.display();
-    let command = match shell {
+    match shell {
         Sh::Bash => {
             std::fs::write(dir.join("bashrc"), format!("PS1='$ '\n{rc}")).unwrap();
             format!("bash --rcfile {d}/bashrc --noprofile")
@@ -86,8 +91,7 @@ fn shell_pane(tmux: &PrivateServer, dir: &Path, shell: Sh, rc: &str) -> String {
                 "env HOME={d} XDG_CONFIG_HOME={d}/config XDG_DATA_HOME={d}/data fish -N -C 'source {d}/config.fish'"
             )
         }
-    };
-    window_showing(tmux, None, &command, "$", &[])
+    }
 }
 
 /// What `command` prints (stdout) when `shell` runs it outside any pane.
@@ -131,6 +135,30 @@ fn shows_row(tmux: &PrivateServer, pane: &str, line: &str) -> bool {
     screen(tmux, pane).lines().any(|l| l.trim_end() == line)
 }
 
+/// What the echoed line holds between the command's closing quote and the
+/// marker's second piece (less the first piece's 8 random digits).
+const MARKER_HEAD: &str = "'; printf '\\n\\033[J%s%s:%s\\n' __ps";
+
+/// How wide the echo of `command` is at the prompt `$ `, typed with the
+/// marker (`plain`) or bare (OSC 133): ` eval 'COMMAND'; printf ...`, then
+/// what puts the command back into bash's or zsh's history.
+fn echo_width(shell: Sh, command: &str, plain: bool) -> usize {
+    let bare = "$ eval ''".len() + command.len();
+    if !plain {
+        return bare;
+    }
+    let status = match shell {
+        Sh::Fish => " $status".len(),
+        _ => " \"$?\"".len(),
+    };
+    let history = match shell {
+        Sh::Bash => "; history -s -- ''".len() + command.len(),
+        Sh::Zsh => "; if [[ -o histignorespace ]]; then print -rs -- ''; fi".len() + command.len(),
+        Sh::Fish => 0,
+    };
+    1 + bare - 1 + MARKER_HEAD.len() + 8 + 1 + 16 + status + history
+}
+
 /// Fails (never skips) when `shell` is not installed.
 fn need(shell: Sh) {
     let name = format!("{shell:?}").to_lowercase();
@@ -162,9 +190,7 @@ fn matrix(shell: Sh, snippets: bool) {
         own_marks_teach_nothing(shell, &mut s, &pane);
     }
     exact(shell, &mut s, &pane);
-    if !snippets {
-        unfinished_last_lines(&mut s, &pane);
-    }
+    unfinished_last_lines(shell, snippets, &mut s, &pane);
     typos_leave_the_pane_usable(&tmux, &mut s, &pane);
     several_lines(shell, &mut s, &pane);
     an_interrupt_ends_it(&tmux, &mut s, &pane);
@@ -237,7 +263,16 @@ fn exact(shell: Sh, s: &mut Serve, pane: &str) {
         ("printf 'a\\n\\nb\\n'", 0),
         ("echo 'it''s' \"q\"", 0),
     ];
-    let long = long.iter().map(|c| (c.as_str(), 0));
+    // Echoes that fill the 100-column row exactly, with the marker
+    // (plain) or bare (the snippets): the empty row zsh moves to after
+    // such an echo is not output.
+    let full: Vec<String> = ["echo ", "echo  "]
+        .iter()
+        .flat_map(|head| (1..100).map(move |n| format!("{head}{}", "w".repeat(n))))
+        .filter(|c| [echo_width(shell, c, true), echo_width(shell, c, false)].contains(&100))
+        .collect();
+    assert!(full.len() >= 2, "{full:?}");
+    let long = long.iter().chain(&full).map(|c| (c.as_str(), 0));
     for (command, status) in cases.into_iter().chain(long) {
         let r = run(s, pane, command, json!({}));
         assert_eq!(
@@ -249,18 +284,37 @@ fn exact(shell: Sh, s: &mut Serve, pane: &str) {
 }
 
 /// A last line without a newline, or ended by a bare CR, is output (the
-/// marker starts a row of its own, never overwriting it). With OSC 133 the
-/// next prompt's row takes it (GUIDE.md's limits say so).
-fn unfinished_last_lines(s: &mut Serve, pane: &str) {
-    for (command, want) in [
-        ("printf 'one\\nabc'", "one\nabc\n"),
-        ("printf 'abc\\r'", "abc\n"),
-        ("printf 'a\\n\\n'", "a\n\n"),
-    ] {
+/// marker starts a row of its own, never overwriting it), and
+/// `partial_last_line` says it had no newline. With OSC 133 the shell
+/// draws the next prompt after it: zsh and fish first print their
+/// end-of-line mark (`%`/`#`, `⏎`) there and move on, and that mark is
+/// not output; bash draws its prompt over the line (GUIDE.md's limits
+/// say so), and a bare CR's line is drawn over in every shell.
+fn unfinished_last_lines(shell: Sh, snippets: bool, s: &mut Serve, pane: &str) {
+    let keeps_line = !snippets || shell != Sh::Bash;
+    let cases = [
+        (
+            "printf 'one\\nabc'",
+            if keeps_line { "one\nabc\n" } else { "one\n" },
+            true,
+        ),
+        ("printf 'abc\\r'", if snippets { "" } else { "abc\n" }, true),
+        ("printf 'a\\n\\n'", "a\n\n", false),
+        (
+            "printf 'ends in #\\n50%%'",
+            if keeps_line {
+                "ends in #\n50%\n"
+            } else {
+                "ends in #\n"
+            },
+            true,
+        ),
+    ];
+    for (command, want, partial) in cases {
         let r = run(s, pane, command, json!({}));
         assert_eq!(
-            (&r["exit_status"], &r["output"]),
-            (&json!(0), &json!(want)),
+            (&r["exit_status"], &r["output"], &r["partial_last_line"]),
+            (&json!(0), &json!(want), &json!(partial)),
             "{command}: {r}"
         );
     }
@@ -434,18 +488,18 @@ fn slow_prompt_hooks_are_waited_for() {
 /// and fails. The drawn marker does not end it; the shell's does.
 #[test]
 fn a_marker_drawn_on_the_screen_does_not_end_the_command() {
-    let (tmux, mut s) = serve("shells-drawn", 200, &["--no-events"]);
+    let (tmux, mut s) = serve("shells-drawn", 400, &["--no-events"]);
     let dir = TempDir::new("shells-drawn");
     let pane = shell_pane(&tmux, &dir.0, Sh::Bash, "");
-    // The echo: `$ eval 'CMD'; printf '\n%s%s:%s\n' __psXXXXXXXX KEY "$?"`,
+    // The echo: `$  eval 'CMD'; printf '\n\033[J%s%s:%s\n' __psXXXXXXXX KEY "$?"...`,
     // the space between the pieces at a column the command can count. It
     // deletes that space, inserts blanks before the pieces so that they
     // end two columns from the right edge, and writes `:0` there.
-    let template = "printf \"\\033[A\\r\\033[___C\\033[P\\033[12D\\033[---@\\033[199G:0\\033[B\\r\"; sleep 2; false";
-    let column = "$ eval '".len() + template.len() + "'; printf '\\n%s%s:%s\\n' __ps".len() + 8;
+    let template = "printf \"\\033[A\\r\\033[___C\\033[P\\033[12D\\033[---@\\033[399G:0\\033[B\\r\"; sleep 2; false";
+    let column = "$  eval '".len() + template.len() + MARKER_HEAD.len() + 8;
     let command = template
         .replace("___", &format!("{column:03}"))
-        .replace("---", &format!("{:03}", 182 - column));
+        .replace("---", &format!("{:03}", 382 - column));
     let r = run(&mut s, &pane, &command, json!({"timeout_ms": 20000}));
     let drawn = screen(&tmux, &pane);
     assert_eq!(
@@ -601,5 +655,235 @@ fn a_full_screen_program_answers_no_output_until_it_ends() {
         (&json!(0), &json!("before\n")),
         "{w}"
     );
+    tmux.kill();
+}
+
+/// A new session (not the one panescan's control client watches) running
+/// `shell` with prompt `$ `, set up in `dir`; its pane once the prompt shows.
+fn shell_in_new_session(tmux: &PrivateServer, dir: &Path, shell: Sh, name: &str) -> String {
+    let command = shell_command(dir, shell, "");
+    let pane = tmux
+        .run_ok([
+            "new-session",
+            "-d",
+            "-s",
+            name,
+            "-x",
+            "400",
+            "-y",
+            "24",
+            "-P",
+            "-F",
+            "#{pane_id}",
+            &command,
+        ])
+        .unwrap()
+        .trim()
+        .to_owned();
+    assert!(
+        eventually(Duration::from_secs(20), || screen(tmux, &pane)
+            .contains('$')),
+        "no prompt in {pane}"
+    );
+    pane
+}
+
+/// A file of escape sequences that turns the echoed line of `command`
+/// (typed as ` eval 'COMMAND'; printf '\n\033[J%s%s:%s\n' __psXXXXXXXX KEY
+/// ...`, in a pane 400 columns wide and 24 rows high) into a marker line
+/// ending in `:0` at the row's last column, then leaves the cursor on the
+/// last row below a scroll region: a newline there does not move it, so
+/// the next prompt is drawn over the shell's own marker, and the forged
+/// one is the only marker left on the screen.
+fn forged_end(command: &str) -> String {
+    let space = "$  eval '".len() + command.len() + MARKER_HEAD.len() + 8;
+    let token_at = space - 12;
+    // Deleting the space joins the pieces; blanks inserted before them
+    // push the marker's end to the row's third column from the right.
+    let shift = 397 - (space + 15);
+    format!(
+        "\x1b[A\r\x1b[{}G\x1b[P\x1b[{}G\x1b[{shift}@\x1b[399G:0\r\x1b[1;20r\x1b[24;1H",
+        space + 1,
+        token_at + 1,
+    )
+}
+
+/// Item: nothing printed can fake the end. A pane outside the session the
+/// control client watches (held there by a resource subscription), or any
+/// pane under `--no-events`: the command prints a file of escapes that
+/// forges a marker with status 0 below the shell's own, then sleeps and
+/// fails. The answer carries status 1 and comes after the sleep.
+fn a_forged_end_outside_the_stream(shell: Sh, no_events: bool) {
+    need(shell);
+    let label = format!("shells-forged-{shell:?}-{no_events}").to_lowercase();
+    let more: &[&str] = if no_events { &["--no-events"] } else { &[] };
+    let (tmux, mut s) = serve(&label, 400, more);
+    let dir = TempDir::new(&label);
+    // The watched session: a subscription to main's first pane keeps the
+    // control client there.
+    let watched = tmux
+        .run_ok(["display-message", "-p", "-t", "main:0.0", "#{pane_id}"])
+        .unwrap();
+    let uri = format!(
+        "tmux://pane/{}/screen",
+        watched.trim().trim_start_matches('%')
+    );
+    let r = s.request("resources/subscribe", json!({ "uri": uri }));
+    assert!(r.get("error").is_none(), "{r}");
+    let pane = shell_in_new_session(&tmux, &dir.0, shell, "elsewhere");
+    let file = dir.0.join("forge.txt");
+    let command = format!("cat {}; sleep 2; false", file.display());
+    std::fs::write(&file, forged_end(&command)).unwrap();
+    let r = run(&mut s, &pane, &command, json!({"timeout_ms": 20000}));
+    let drawn = screen(&tmux, &pane);
+    assert_eq!(
+        (&r["exit_status"], &r["timed_out"]),
+        (&json!(1), &json!(false)),
+        "{r}\n{drawn}"
+    );
+    assert!(r["elapsed_ms"].as_u64().unwrap() >= 2000, "{r}\n{drawn}");
+    // panescan's pipe (the tap that read the pane's bytes) is closed.
+    let pipe = |tmux: &PrivateServer| {
+        tmux.run_ok(["display-message", "-p", "-t", &pane, "#{pane_pipe}"])
+            .unwrap()
+            .trim()
+            .to_owned()
+    };
+    assert!(eventually(Duration::from_secs(10), || pipe(&tmux) == "0"));
+    // The scroll region the file left is the terminal's: reset it (and
+    // redraw the prompt), as a user would.
+    tmux.run_ok(["send-keys", "-R", "-t", &pane, "C-l"])
+        .unwrap();
+    // The pane takes the next command, its status its own.
+    let r = run(&mut s, &pane, "echo next; sh -c 'exit 4'", json!({}));
+    assert_eq!(
+        (&r["exit_status"], &r["output"]),
+        (&json!(4), &json!("next\n")),
+        "{r}\n{}",
+        screen(&tmux, &pane)
+    );
+    tmux.kill();
+}
+
+#[test]
+fn a_forged_end_outside_the_stream_bash() {
+    a_forged_end_outside_the_stream(Sh::Bash, false);
+}
+
+#[test]
+fn a_forged_end_outside_the_stream_zsh() {
+    a_forged_end_outside_the_stream(Sh::Zsh, false);
+}
+
+#[test]
+fn a_forged_end_outside_the_stream_fish() {
+    a_forged_end_outside_the_stream(Sh::Fish, false);
+}
+
+#[test]
+fn a_forged_end_without_events_bash() {
+    a_forged_end_outside_the_stream(Sh::Bash, true);
+}
+
+/// A pane outside the stream that already pipes its output (the user's
+/// `pipe-pane`) keeps its pipe: run_command reads the screen there, and
+/// the user's file still gets what the pane printed.
+#[test]
+fn a_pane_that_pipes_keeps_its_pipe() {
+    let (tmux, mut s) = serve("shells-piped", 200, &["--no-events"]);
+    let dir = TempDir::new("shells-piped");
+    let pane = shell_pane(&tmux, &dir.0, Sh::Bash, "");
+    let log = dir.0.join("pane.log");
+    tmux.run_ok([
+        "pipe-pane",
+        "-t",
+        &pane,
+        &format!("cat >> {}", log.display()),
+    ])
+    .unwrap();
+    for k in 0..2 {
+        let r = run(&mut s, &pane, &format!("echo piped {k}; false"), json!({}));
+        assert_eq!(
+            (&r["exit_status"], &r["output"]),
+            (&json!(1), &json!(format!("piped {k}\n"))),
+            "{r}"
+        );
+    }
+    let piping = tmux
+        .run_ok(["display-message", "-p", "-t", &pane, "#{pane_pipe}"])
+        .unwrap();
+    assert_eq!(piping.trim(), "1");
+    assert!(
+        eventually(Duration::from_secs(10), || std::fs::read_to_string(&log)
+            .is_ok_and(|t| t.contains("piped 1"))),
+        "the user's pipe lost the pane's output"
+    );
+    tmux.kill();
+}
+
+/// Item: out of the user's history. After run_command (with the marker),
+/// the shell's history holds no panescan marker text; bash (whatever its
+/// HISTCONTROL) and zsh under HIST_IGNORE_SPACE hold the command itself,
+/// as typed by the caller; fish 3.6 (a line starting with a space stays
+/// out, and it has no `history append`) holds neither.
+#[test]
+fn the_history_holds_the_command_not_the_marker() {
+    let (tmux, mut s) = serve("shells-history", 200, &[]);
+    let dir = TempDir::new("shells-history");
+    let setups = [
+        (Sh::Bash, "", true),
+        (Sh::Bash, "HISTCONTROL=ignoreboth\n", true),
+        (Sh::Zsh, "HISTSIZE=100\nsetopt HIST_IGNORE_SPACE\n", true),
+        (Sh::Fish, "", false),
+    ];
+    for (i, (shell, rc, kept)) in setups.into_iter().enumerate() {
+        need(shell);
+        let sub = dir.0.join(format!("h{i}"));
+        std::fs::create_dir_all(&sub).unwrap();
+        // bash's own file, not the user's.
+        let rc = match shell {
+            Sh::Bash => format!("HISTFILE={}/hist\n{rc}", sub.display()),
+            _ => rc.to_owned(),
+        };
+        let pane = shell_pane(&tmux, &sub, shell, &rc);
+        let commands = ["echo one", "echo 'it''s two'", "false"];
+        for command in commands {
+            let r = run(&mut s, &pane, command, json!({}));
+            assert_eq!(r["timed_out"], false, "{r}");
+        }
+        // As the user would look: the shell's own listing, into a file.
+        let file = sub.join("listed");
+        let list = match shell {
+            Sh::Zsh => format!("fc -ln 1 > {}", file.display()),
+            _ => format!("history > {}", file.display()),
+        };
+        tmux.run_ok(["send-keys", "-t", &pane, "-l", &list])
+            .unwrap();
+        tmux.run_ok(["send-keys", "-t", &pane, "Enter"]).unwrap();
+        let listed = || std::fs::read_to_string(&file).unwrap_or_default();
+        assert!(
+            eventually(Duration::from_secs(10), || file.exists()),
+            "{shell:?}: {}",
+            screen(&tmux, &pane)
+        );
+        // Written whole once the prompt is back.
+        assert!(eventually(Duration::from_secs(10), || screen(&tmux, &pane)
+            .trim_end()
+            .ends_with('$')));
+        let text = listed();
+        let case = format!("{shell:?} {rc:?}:\n{text}");
+        assert!(
+            !text.contains("__ps") && !text.contains("printf") && !text.contains("eval"),
+            "{case}"
+        );
+        let rows: Vec<&str> = text.lines().map(str::trim).collect();
+        for command in commands {
+            // bash numbers its rows: `  3  echo one`.
+            let has = rows
+                .iter()
+                .any(|r| *r == command || r.ends_with(&format!("  {command}")));
+            assert_eq!(has, kept, "{command}: {case}");
+        }
+    }
     tmux.kill();
 }

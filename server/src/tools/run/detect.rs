@@ -14,6 +14,99 @@
 //! a number) are not one. Memory is bounded: only the last few bytes of a
 //! chunk are kept for the next.
 
+/// Whether a pane's raw output left its last line unfinished (text after
+/// the last newline), read through escape sequences: CSI sequences,
+/// strings (OSC, DCS, APC...) to BEL or ST, two-byte escapes, CAN and SUB
+/// (pure; fed chunk by chunk, any cut). zsh's and fish's end-of-line mark
+/// (one character, a row of spaces, CR: PROMPT_SP) is the shell's, not
+/// the command's: the line is as it was before that character. Spaces
+/// alone do not open a line.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LineEnd {
+    open: bool,
+    /// `open` before the last character (not a space) came.
+    before_char: bool,
+    /// Spaces since that character.
+    spaces: usize,
+    /// An end-of-line mark was seen: what follows on the row (fish draws
+    /// its mark again) is the shell's too.
+    frozen: bool,
+    state: EscState,
+}
+
+/// Spaces, then CR, after one character: an end-of-line mark.
+const MARK_SPACES: usize = 16;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum EscState {
+    #[default]
+    Ground,
+    Escape,
+    Csi,
+    Str,
+    StrEscape,
+}
+
+impl LineEnd {
+    /// Takes `bytes`, the next of the output.
+    pub fn feed(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.state = self.next(b);
+        }
+    }
+
+    /// Whether text was printed after the last newline.
+    pub fn open(&self) -> bool {
+        self.open
+    }
+
+    fn next(&mut self, b: u8) -> EscState {
+        use EscState::*;
+        match (self.state, b) {
+            (_, 0x18 | 0x1a) => Ground,
+            (Ground, 0x1b) => Escape,
+            (Ground, b'\n') => {
+                self.open = false;
+                self.spaces = 0;
+                self.frozen = false;
+                Ground
+            }
+            (Ground, b'\r') => {
+                if self.spaces >= MARK_SPACES && !self.frozen {
+                    self.open = self.before_char;
+                    self.frozen = true;
+                }
+                self.spaces = 0;
+                Ground
+            }
+            (Ground, b' ') => {
+                self.spaces += 1;
+                Ground
+            }
+            // A character's first byte (UTF-8 continuations are not).
+            (Ground, b) if b > b' ' && b != 0x7f && !(0x80..0xc0).contains(&b) => {
+                if !self.frozen {
+                    self.before_char = self.open;
+                    self.open = true;
+                }
+                self.spaces = 0;
+                Ground
+            }
+            (Ground, _) => Ground,
+            (Escape, b'[') => Csi,
+            (Escape, b']' | b'P' | b'_' | b'^' | b'X') => Str,
+            (Escape, 0x20..=0x2f) => Escape,
+            (Escape, _) => Ground,
+            (Csi, 0x40..=0x7e) => Ground,
+            (Csi, _) => Csi,
+            (Str, 0x07) => Ground,
+            (Str, 0x1b) => StrEscape,
+            (Str, _) => Str,
+            (StrEscape, _) => Ground,
+        }
+    }
+}
+
 /// A sign that the command ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Sign {
@@ -272,6 +365,34 @@ mod tests {
             all(&[b"no newline__psAB12cd34ef56:0\n"]),
             vec![Sign::Marker(0)]
         );
+    }
+
+    #[test]
+    fn an_unfinished_last_line_is_told_through_escapes() {
+        let open = |chunks: &[&[u8]]| {
+            let mut l = LineEnd::default();
+            chunks.iter().for_each(|c| l.feed(c));
+            l.open()
+        };
+        assert!(!open(&[b"$ eval 'x'\r\n", b"a\r\n"]));
+        assert!(open(&[b"a\nabc"]));
+        assert!(open(&[b"abc\r"]));
+        // Colours, a title, a mark: not text.
+        assert!(!open(&[
+            b"a\n\x1b[1;3",
+            b"1m\x1b]0;ti",
+            b"tle\x07\x1b]133;C\x1b\\"
+        ]));
+        assert!(!open(&[b"a\n\x1b(B\x1bP+q\x1b\\"]));
+        assert!(open(&[b"\n\x1b[0mz"]));
+        // zsh's and fish's end-of-line mark after a line, or none.
+        let sp = " ".repeat(40);
+        let zsh = format!("\x1b[1m\x1b[7m%\x1b[27m\x1b[1m\x1b[0m{sp}\r \r");
+        assert!(!open(&[b"a\n", zsh.as_bytes()]));
+        assert!(open(&[b"a\nabc", zsh.as_bytes()]));
+        let fish = format!("\x1b[2m\u{23ce}\x1b[m\x0f{sp}\r\u{23ce} \r\x1b[K");
+        assert!(!open(&[b"a\n", fish.as_bytes()]));
+        assert!(open(&[b"abc", fish.as_bytes(), b"\x1b]133;A\x07"]));
     }
 
     #[test]

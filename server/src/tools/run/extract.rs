@@ -39,6 +39,10 @@ pub struct Marks<'a> {
     /// Rows the pane's prompt takes (learned from an earlier marker: the
     /// rows from it to the cursor); 1 when not known.
     pub prompt_rows: usize,
+    /// The pane's width, when its line editor moves to a row of its own
+    /// after an echo that filled its last row exactly (zsh), leaving that
+    /// row empty: the row is then not output.
+    pub full_row_gap: Option<usize>,
 }
 
 /// A command's lines as the pane holds them.
@@ -51,12 +55,15 @@ pub struct Extracted {
     /// The rows from the marker to the cursor (the next prompt's), when a
     /// marker ended the command.
     pub prompt_rows: Option<usize>,
+    /// The marker found the last line unfinished (printed without a final
+    /// newline, or ended by a bare CR): that line is the last of `lines`.
+    pub partial_last_line: bool,
 }
 
 /// The command's lines in `lines` (the capture, wrapped rows joined, the
 /// cursor's row last); lines before `earliest` predate the call.
 pub fn extract(lines: &[String], earliest: usize, marks: &Marks) -> Extracted {
-    let (end, tail) = end_of(lines, marks);
+    let (end, tail, open) = end_of(lines, marks);
     let start = start_of(lines, earliest.min(end), end, marks);
     let from = start.as_ref().map_or(earliest.min(end), |s| s.0);
     let mut out: Vec<String> = start
@@ -91,6 +98,7 @@ pub fn extract(lines: &[String], earliest: usize, marks: &Marks) -> Extracted {
         .and_then(|t| lines.iter().rposition(|l| l.contains(t)))
         .map(|at| lines.len() - 1 - at);
     Extracted {
+        partial_last_line: open && !out.is_empty(),
         lines: out,
         start_found: start.is_some(),
         prompt_rows,
@@ -108,9 +116,10 @@ fn drop_prompt(out: &mut Vec<String>, upper: &[String]) {
     }
 }
 
-/// The index one past the command's last full line, and the text before
-/// the marker on the marker's line (when not empty).
-fn end_of(lines: &[String], marks: &Marks) -> (usize, Option<String>) {
+/// The index one past the command's last full line, the text before the
+/// marker on the marker's line (when not empty), and whether the marker
+/// found its row unfinished (the last line had no final newline).
+fn end_of(lines: &[String], marks: &Marks) -> (usize, Option<String>, bool) {
     if let Some(token) = marks.token {
         let found = lines
             .iter()
@@ -120,22 +129,22 @@ fn end_of(lines: &[String], marks: &Marks) -> (usize, Option<String>) {
         if let Some((i, at)) = found {
             let before = lines[i][..at].trim_end();
             if !before.is_empty() {
-                return (i, Some(before.to_owned()));
+                return (i, Some(before.to_owned()), true);
             }
             // The marker's printf starts with a newline: the row it left
             // is the command's cursor row, empty after a final newline
             // (not output), or its last line printed without one.
             let left = i.checked_sub(1).filter(|&j| lines[j].trim_end().is_empty());
-            return (left.unwrap_or(i), None);
+            return (left.unwrap_or(i), None, left.is_none());
         }
     }
     let Some(last) = lines.len().checked_sub(1) else {
-        return (0, None);
+        return (0, None, false);
     };
     if marks.ended || lines[last].trim_end().is_empty() {
-        (last, None)
+        (last, None, false)
     } else {
-        (lines.len(), None)
+        (lines.len(), None, false)
     }
 }
 
@@ -172,13 +181,31 @@ fn start_of(
         .filter(|r| !r.is_empty())
         .map(str::to_owned);
     let mut from = echo + 1;
-    // A row of the echo tmux did not join (the line editor broke the line
-    // itself): the rest of the typed text.
-    while from < end {
-        let row = lines[from].trim();
-        if row.is_empty() || !typed.ends_with(row) || marks.key.is_none() {
-            break;
+    // Rows of the echo tmux did not join (the line editor broke the line
+    // itself): the rest of the typed text, row by row.
+    let left = rest
+        .strip_prefix(after)
+        .or_else(|| rest.strip_prefix(after.trim_end()));
+    if let Some(mut left) = left.filter(|_| marks.key.is_some()) {
+        while !left.is_empty() && from < end {
+            let row = lines[from].as_str();
+            let piece = if left.starts_with(row) {
+                row
+            } else {
+                row.trim_end()
+            };
+            if piece.is_empty() || !left.starts_with(piece) {
+                break;
+            }
+            left = &left[piece.len()..];
+            from += 1;
         }
+    }
+    let last = lines[from - 1].trim_end().chars().count();
+    let filled = marks
+        .full_row_gap
+        .is_some_and(|w| w > 0 && last > 0 && last % w == 0);
+    if filled && joined.is_none() && from < end && lines[from].is_empty() {
         from += 1;
     }
     Some((from, joined))
@@ -228,6 +255,7 @@ mod tests {
             ended,
             placed: true,
             prompt_rows: 1,
+            full_row_gap: None,
         }
     }
 
@@ -269,9 +297,14 @@ mod tests {
         // `printf 'a\n\n'`: one empty line is.
         let text = [echo.as_str(), "a", "", "", m, "$"];
         assert_eq!(run(&text, 0, &marker(true)).0, lines(&["a", ""]));
-        // `printf abc` or `printf 'abc\r'`: the unfinished row is.
+        // `printf abc` or `printf 'abc\r'`: the unfinished row is, and is
+        // said to be.
         let text = [echo.as_str(), "abc", m, "$"];
-        assert_eq!(run(&text, 0, &marker(true)).0, lines(&["abc"]));
+        let e = extract(&lines(&text), 0, &marker(true));
+        assert_eq!((e.lines, e.partial_last_line), (lines(&["abc"]), true));
+        let text = [echo.as_str(), "abc", "", m, "$"];
+        let e = extract(&lines(&text), 0, &marker(true));
+        assert_eq!((e.lines, e.partial_last_line), (lines(&["abc"]), false));
         // Nothing printed.
         let text = [echo.as_str(), "", m, "$"];
         assert_eq!(run(&text, 0, &marker(true)), (vec![], true));
@@ -305,6 +338,7 @@ mod tests {
             ended: true,
             placed: true,
             prompt_rows: 1,
+            full_row_gap: None,
         };
         let text = ["$ ls -1a", "b", "$ "];
         assert_eq!(run(&text, 0, &marks).0, lines(&["a", "b"]));
@@ -330,9 +364,26 @@ mod tests {
             ended: true,
             placed: false,
             prompt_rows: 1,
+            full_row_gap: None,
         };
         let text = ["$ eval 'echo aaaa ", "bbbb'", "aaaa bbbb", "$ "];
         assert_eq!(run(&text, 0, &marks), (lines(&["aaaa bbbb"]), true));
+    }
+
+    #[test]
+    fn an_echo_the_line_editor_broke_into_many_rows_is_skipped_whole() {
+        let typed = format!("{TYPED}; print -rs -- 'echo {}'", "w".repeat(30));
+        let marks = Marks {
+            typed: &typed,
+            ..marker(true)
+        };
+        let echo = format!("$ {typed}");
+        let rows: Vec<&str> = [&echo[..20], &echo[20..40], &echo[40..60], &echo[60..]]
+            .into_iter()
+            .collect();
+        let mut text = rows.clone();
+        text.extend(["wwww", "__ps1a2b3c4d5e6f:0", "$"]);
+        assert_eq!(run(&text, 0, &marks), (lines(&["wwww"]), true));
     }
 
     #[test]
@@ -380,6 +431,7 @@ mod tests {
             ended: true,
             placed: true,
             prompt_rows: 2,
+            full_row_gap: None,
         };
         let text = ["~/src main", "$ ls -1", "a", "~/src main", "$ "];
         assert_eq!(run(&text, 1, &osc).0, lines(&["a"]));
@@ -391,6 +443,30 @@ mod tests {
             ..osc
         };
         assert_eq!(run(&text, 1, &one).0, lines(&["x"]));
+    }
+
+    #[test]
+    fn the_empty_row_zsh_leaves_after_an_echo_that_filled_its_row_is_not_output() {
+        let echo = format!("$ {TYPED}");
+        let width = echo.len();
+        let zsh = Marks {
+            full_row_gap: Some(width),
+            ..marker(true)
+        };
+        let m = "__ps1a2b3c4d5e6f:0";
+        let text = [echo.as_str(), "", "its q", "", m, "$"];
+        assert_eq!(run(&text, 0, &zsh).0, lines(&["its q"]));
+        // An empty first line of the command's own stays.
+        let text = [echo.as_str(), "", "", "abc", m, "$"];
+        assert_eq!(run(&text, 0, &zsh).0, lines(&["", "abc"]));
+        // A shorter echo, or another shell: the empty row is output.
+        let wider = Marks {
+            full_row_gap: Some(width + 1),
+            ..zsh
+        };
+        let text = [echo.as_str(), "", "abc", m, "$"];
+        assert_eq!(run(&text, 0, &wider).0, lines(&["", "abc"]));
+        assert_eq!(run(&text, 0, &marker(true)).0, lines(&["", "abc"]));
     }
 
     #[test]
@@ -430,6 +506,7 @@ mod tests {
             ended: true,
             placed: true,
             prompt_rows: 1,
+            full_row_gap: None,
         };
         let text = ["$ ls -1", "old", "$ ls -1", "a", "b", "$ "];
         assert_eq!(run(&text, 2, &marks), (lines(&["a", "b"]), true));

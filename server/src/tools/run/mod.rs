@@ -11,6 +11,8 @@
 //! - [`extract`] — which captured lines the command printed (pure).
 //! - [`table`] — the bounded table of commands, for wait_for_command.
 //! - [`watcher`] — the thread that watches one command until it ends.
+//! - [`tap`] — a pane's raw output through `pipe-pane`, where the event
+//!   stream does not cover the pane.
 //!
 //! What must hold: the shell reads the command whole (`eval '...'`, quoted
 //! for the shell: a typo is the eval's error with a status, never a
@@ -26,8 +28,10 @@ mod extract;
 mod seat;
 mod shell;
 mod table;
+mod tap;
 mod watcher;
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -101,6 +105,8 @@ pub struct RunCommandResult {
     pub redactions: u64,
     /// Output lost its start (max_lines, max_bytes, or no longer in the pane).
     pub output_truncated: bool,
+    /// The last line had no final newline (or ended in a bare CR).
+    pub partial_last_line: bool,
     pub timed_out: bool,
     pub elapsed_ms: u64,
     /// For wait_for_command.
@@ -275,7 +281,7 @@ fn start(
             "while reading the pane's window: the command was not typed",
         )
     })?;
-    let sub = ctx.config.wait_events.then(|| {
+    let mut sub = ctx.config.wait_events.then(|| {
         let interest = Interest {
             watch: Watch::Panes([pane.pane_id].into_iter().collect()),
             mode: OutputMode::Bytes,
@@ -306,7 +312,9 @@ fn start(
         Completion::Marker { command, .. } => Some(command.as_str()),
         Completion::Osc133 => None,
     };
-    let typed = shell::typed_line(&args.command, marker, sh)?;
+    let leader = pane.pane_pid.and_then(seat::leader_name);
+    let history = shell::History::of(leader.as_deref().unwrap_or(&pane.pane_current_command));
+    let typed = shell::typed_line(&args.command, marker, sh, history)?;
     let history = i64::try_from(pane.history_size).unwrap_or(i64::MAX / 4);
     let start_abs = history + i64::from(pane.cursor_y);
     let limit = i64::try_from(pane.history_limit).unwrap_or(i64::MAX / 4);
@@ -321,10 +329,16 @@ fn start(
         (pane.pane_pid, pane.pane_tty.clone()),
     ));
     table::insert(entry.clone())?;
+    let tap = (!covered)
+        .then(|| tap_for(tmux, pane, &entry.completion, end.deadline(ctx)))
+        .flatten();
+    if tap.is_some() {
+        sub = None;
+    }
     let typing = watcher::Watcher::new(
         entry.clone(),
         tmux.clone(),
-        sub,
+        (sub, tap),
         ctx.ceilings().tmux_timeout,
     )
     .spawn()
@@ -341,6 +355,22 @@ fn start(
         return Err(e);
     }
     Ok(entry)
+}
+
+/// Outside the event stream a marker's pane is read through a tap, opened
+/// before typing: a screen the command draws on is no proof of its end.
+/// Only for a pane whose process this machine's `/proc` shows.
+fn tap_for(
+    tmux: &Tmux,
+    pane: &crate::tmux::Pane,
+    completion: &Completion,
+    deadline: Instant,
+) -> Option<tap::Tap> {
+    if !matches!(completion, Completion::Marker { .. }) {
+        return None;
+    }
+    pane.pane_pid.and_then(seat::in_foreground)?;
+    tap::Tap::open(tmux, pane.pane_id, deadline)
 }
 
 /// Types `line` literally, then Enter, answered by `deadline`.
@@ -392,12 +422,12 @@ fn answer(
     };
     // The next prompt drawn whole: it is left out by its rows.
     let drawn = ended && await_prompt(entry, end.deadline(ctx));
-    let (cap, earliest, at_row) = match capture_command(ctx, tmux, entry, max_lines, end, ended) {
+    let read = match capture_command(ctx, tmux, entry, max_lines, end, ended) {
         Ok(read) => read,
         Err(e) if end.ran_out(&e) => return unread(entry, ended.then_some(status), end),
         Err(e) => return Err(e),
     };
-    let Some(cap) = cap else {
+    let Some(cap) = read.cap else {
         // On the alternate screen: nothing of what it printed can be read.
         return Ok(RunCommandResult {
             exit_status: status,
@@ -405,39 +435,46 @@ fn answer(
             lines: 0,
             redactions: 0,
             output_truncated: true,
+            partial_last_line: false,
             timed_out: !ended,
             elapsed_ms: entry.started.elapsed().as_millis() as u64,
             command_id: entry.id.clone(),
             pane_id: entry.pane,
         });
     };
-    let placed = earliest.is_some();
-    let earliest = earliest.unwrap_or(0);
     let lines = caption_lines(&cap);
-    let prompt_rows = table::prompt_rows(&entry.socket, entry.pane);
-    let marks = match &entry.completion {
-        Completion::Marker { token, key, .. } => extract::Marks {
-            token: Some(token),
-            key: Some(key),
-            typed: &entry.typed,
-            ended,
-            placed,
-            prompt_rows,
-        },
-        Completion::Osc133 => extract::Marks {
-            token: None,
-            key: None,
-            typed: &entry.typed,
-            ended,
-            placed,
-            prompt_rows,
-        },
+    let (token, key) = match &entry.completion {
+        Completion::Marker { token, key, .. } => (Some(token.as_str()), Some(key.as_str())),
+        Completion::Osc133 => (None, None),
     };
-    let found = extract::extract(&lines, earliest, &marks);
-    if let Some(rows) = found.prompt_rows.filter(|_| drawn && at_row) {
+    let marks = extract::Marks {
+        token,
+        key,
+        typed: &entry.typed,
+        ended,
+        placed: read.earliest.is_some(),
+        prompt_rows: table::prompt_rows(&entry.socket, entry.pane),
+        // zsh moves to a row of its own after an echo that filled its
+        // last row, leaving that row empty.
+        full_row_gap: entry
+            .process
+            .0
+            .and_then(seat::name_of)
+            .filter(|name| name == "zsh")
+            .map(|_| read.width),
+    };
+    let found = extract::extract(&lines, read.earliest.unwrap_or(0), &marks);
+    if let Some(rows) = found.prompt_rows.filter(|_| drawn && read.drawn) {
         table::set_prompt_rows(&entry.socket, entry.pane, rows);
     }
     let mut out = found.lines;
+    let partial = match entry.completion {
+        Completion::Marker { .. } => found.partial_last_line,
+        Completion::Osc133 => ended && entry.open_line.load(Ordering::Acquire),
+    };
+    if partial && entry.completion == Completion::Osc133 {
+        drop_eol_mark(entry, &mut out);
+    }
     let mut truncated = !found.start_found;
     if out.len() > max_lines {
         out.drain(..out.len() - max_lines);
@@ -455,11 +492,28 @@ fn answer(
         lines: out.len(),
         redactions,
         output_truncated: truncated,
+        partial_last_line: partial,
         timed_out: !ended,
         elapsed_ms: entry.started.elapsed().as_millis() as u64,
         command_id: entry.id.clone(),
         pane_id: entry.pane,
     })
+}
+
+/// With OSC 133, output that ended without a newline shares its row with
+/// the mark zsh (`%`, `#` as root: PROMPT_EOL_MARK) or fish (`⏎`) prints
+/// there before moving its prompt to a row of its own: not output.
+fn drop_eol_mark(entry: &Entry, out: &mut [String]) {
+    let mark: &[char] = match entry.process.0.and_then(seat::leader_name).as_deref() {
+        Some("zsh") => &['%', '#'],
+        Some("fish") => &['⏎'],
+        _ => return,
+    };
+    if let Some(last) = out.last_mut() {
+        if let Some(kept) = last.strip_suffix(mark) {
+            *last = kept.trim_end().to_owned();
+        }
+    }
 }
 
 /// Waits (at most [`PROMPT_DRAWN`], and until `deadline`) until the shell
@@ -502,6 +556,7 @@ fn unread(
         lines: 0,
         redactions: 0,
         output_truncated: true,
+        partial_last_line: false,
         timed_out: true,
         elapsed_ms: entry.started.elapsed().as_millis() as u64,
         command_id: entry.id.clone(),
@@ -519,11 +574,22 @@ fn caption_lines(cap: &CapturedText) -> Vec<String> {
     lines
 }
 
+/// What [`capture_command`] read.
+struct Captured {
+    /// The capture (`None`: the pane shows the alternate screen).
+    cap: Option<CapturedText>,
+    /// The index of its first line typed at or after the command (`None`:
+    /// the place is unknown).
+    earliest: Option<usize>,
+    /// The next prompt was seen drawn.
+    drawn: bool,
+    /// The pane's width.
+    width: usize,
+}
+
 /// Captures from the command's line (or a window of `max_lines` and the
 /// pane's height above the cursor, when its line is further up or its
-/// place is unknown) to the cursor's row, wrapped rows joined. Returns the
-/// capture and the index of its first line typed at or after the command
-/// (`None`: the place is unknown).
+/// place is unknown) to the cursor's row, wrapped rows joined.
 ///
 /// Where the command's line is: its absolute row (history rows, then the
 /// screen) less the history size now, in tmux's line scale. That holds
@@ -539,13 +605,20 @@ fn capture_command(
     max_lines: usize,
     end: &End,
     ended: bool,
-) -> Result<(Option<CapturedText>, Option<usize>, bool), ToolError> {
-    let ([history, cursor_y, height, alternate], drawn) = cursor(ctx, tmux, entry, end, ended)?;
+) -> Result<Captured, ToolError> {
+    let ([history, cursor_y, height, width, alternate], drawn) =
+        cursor(ctx, tmux, entry, end, ended)?;
+    let width = usize::try_from(width).unwrap_or(0);
     if alternate == 1 {
         // A full-screen program the command runs (vim, less) draws there:
         // its screen is not what the command printed, and the rows below
         // it are not the command's either.
-        return Ok((None, None, drawn));
+        return Ok(Captured {
+            cap: None,
+            earliest: None,
+            drawn,
+            width,
+        });
     }
     let window = i64::try_from(max_lines).unwrap_or(i64::MAX / 4) + height + WINDOW_SLACK;
     let lowest = (cursor_y - window).max(-history);
@@ -581,11 +654,16 @@ fn capture_command(
         _ => e,
     })?;
     let earliest = known.then(|| first_at_or_after(&cap, typed_at));
-    Ok((Some(cap), earliest, drawn))
+    Ok(Captured {
+        cap: Some(cap),
+        earliest,
+        drawn,
+        width,
+    })
 }
 
-/// The pane's history size, cursor row, height and whether it shows the
-/// alternate screen; for a command that
+/// The pane's history size, cursor row, height, width and whether it
+/// shows the alternate screen; for a command that
 /// `ended`, once the next prompt's last row is drawn (the cursor off the
 /// row's start: a prompt ends in text, `$ `), waiting at most
 /// [`PROMPT_DRAWN`]: whether it was seen drawn.
@@ -595,11 +673,13 @@ fn cursor(
     entry: &Entry,
     end: &End,
     ended: bool,
-) -> Result<([i64; 4], bool), ToolError> {
+) -> Result<([i64; 5], bool), ToolError> {
     let probe = TmuxCommand::new("display-message")
         .flag("-p")
         .target(entry.pane)
-        .format_arg("#{history_size} #{cursor_y} #{pane_height} #{cursor_x} #{alternate_on}");
+        .format_arg(
+            "#{history_size} #{cursor_y} #{pane_height} #{pane_width} #{cursor_x} #{alternate_on}",
+        );
     let until = Instant::now() + PROMPT_DRAWN;
     loop {
         let text = tmux
@@ -609,7 +689,7 @@ fn cursor(
             .split_whitespace()
             .filter_map(|n| n.parse().ok())
             .collect();
-        let [history, cursor_y, height, cursor_x, alternate] = nums[..] else {
+        let [history, cursor_y, height, width, cursor_x, alternate] = nums[..] else {
             return Err(ToolError::not_found(format!(
                 "pane {} closed: its output cannot be read",
                 entry.pane
@@ -617,7 +697,7 @@ fn cursor(
         };
         let drawn = cursor_x > 0;
         if !ended || drawn || Instant::now() >= until.min(end.at) {
-            return Ok(([history, cursor_y, height, alternate], drawn));
+            return Ok(([history, cursor_y, height, width, alternate], drawn));
         }
         std::thread::sleep(Duration::from_millis(2));
     }
@@ -645,8 +725,13 @@ fn render(out: &RunCommandResult) -> String {
     } else {
         ""
     };
+    let open = if out.partial_last_line {
+        ", last line without newline"
+    } else {
+        ""
+    };
     format!(
-        "{} in {}: {state}, {} lines{cut}\n{}",
+        "{} in {}: {state}, {} lines{cut}{open}\n{}",
         out.command_id, out.pane_id, out.lines, out.output
     )
 }

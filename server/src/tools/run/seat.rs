@@ -94,6 +94,14 @@ pub fn at_prompt(pane_pid: Option<u32>, tty: &str) -> Option<bool> {
     seat(pane_pid?, tty).map(|s| matches!(s, Seat::Prompt(_)))
 }
 
+/// The name of the process leading the terminal of the pane whose own
+/// process is `pane_pid` (the shell at the prompt, maybe one the pane's
+/// shell started).
+pub fn leader_name(pane_pid: u32) -> Option<String> {
+    let leader = u32::try_from(stat(pane_pid)?.tpgid).ok()?;
+    name_of(leader)
+}
+
 /// The name tmux shows for process `pid` (its command line's first word,
 /// through tmux's own rules), a login shell's leading `-` stripped.
 pub fn name_of(pid: u32) -> Option<String> {

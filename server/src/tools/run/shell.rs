@@ -8,6 +8,13 @@
 //! reports them as an error with a status, and the shell is back at its
 //! prompt (never at a continuation prompt, never holding a rejected line
 //! in fish's editor).
+//!
+//! Out of the user's history (with the marker): the line starts with a
+//! space, which bash (`HISTCONTROL` ignorespace or ignoreboth), zsh
+//! (`HIST_IGNORE_SPACE`) and fish keep out of their history; bash's
+//! `history -s` (which also takes the line itself out when it went in)
+//! and zsh's `print -s` (only where the space kept the line out) then put
+//! the command itself there, as the user would have typed it ([`History`]).
 
 use std::time::{Duration, Instant};
 
@@ -71,10 +78,13 @@ impl Shell {
     /// The command that prints the marker `first` + `second` and the last
     /// status: the marker never appears whole in what is typed. It starts
     /// a row of its own, so a last line printed without a newline (or
-    /// ended by a bare CR) is never overwritten by it.
+    /// ended by a bare CR) is never overwritten by it, and erases the
+    /// screen below first (`ESC [ J`): whatever the command drew there (a
+    /// marker forged from the echoed line's pieces) is gone before the
+    /// next prompt is drawn, so the lowest marker is the shell's.
     pub fn marker_command(self, first: &str, second: &str) -> String {
         format!(
-            "printf '\\n%s%s:%s\\n' {first} {second} {}",
+            "printf '\\n\\033[J%s%s:%s\\n' {first} {second} {}",
             self.status_var()
         )
     }
@@ -94,6 +104,43 @@ impl Shell {
             "'"
         };
         format!("eval '{quoted}{close}")
+    }
+}
+
+/// How a shell's history is kept free of panescan's marker, by the shell's
+/// name (see the module doc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum History {
+    /// `history -s`: replaces the line when it went into the history.
+    Bash,
+    /// `print -s`, only under `HIST_IGNORE_SPACE` (without it the line
+    /// stays, and the command must not be there twice).
+    Zsh,
+    /// Nothing to add (fish 3.6 has no `history append`; sh, dash).
+    Other,
+}
+
+impl History {
+    /// The history of the shell named `name`.
+    pub fn of(name: &str) -> History {
+        match shell_name(name) {
+            "bash" => History::Bash,
+            "zsh" => History::Zsh,
+            _ => History::Other,
+        }
+    }
+
+    /// What puts `command` (of one line) into the history after the line
+    /// ran, if anything.
+    fn restore(self, command: &str) -> String {
+        let quoted = format!("'{}'", command.replace('\'', "'\\''"));
+        match self {
+            History::Bash => format!("; history -s -- {quoted}"),
+            History::Zsh => {
+                format!("; if [[ -o histignorespace ]]; then print -rs -- {quoted}; fi")
+            }
+            History::Other => String::new(),
+        }
     }
 }
 
@@ -187,8 +234,14 @@ fn busy(pane: &Pane, name: &str) -> ToolError {
 
 /// What is typed: the command wrapped for `shell` (see the module doc),
 /// then (with a marker) the marker's printf, which runs whatever the
-/// command's status.
-pub fn typed_line(command: &str, marker: Option<&str>, shell: Shell) -> Result<String, ToolError> {
+/// command's status, behind a space and followed by what puts the
+/// command alone into the `history`.
+pub fn typed_line(
+    command: &str,
+    marker: Option<&str>,
+    shell: Shell,
+    history: History,
+) -> Result<String, ToolError> {
     if command.trim().is_empty() {
         return Err(ToolError::invalid("command is empty"));
     }
@@ -196,10 +249,17 @@ pub fn typed_line(command: &str, marker: Option<&str>, shell: Shell) -> Result<S
         return csh_line(command.trim_end(), marker);
     }
     let line = shell.wrapped(command);
-    Ok(match marker {
-        Some(marker) => format!("{line}; {marker}"),
-        None => line,
-    })
+    let Some(marker) = marker else {
+        return Ok(line);
+    };
+    // A command of several lines is not written again: it stays out of
+    // the history (or in it as typed, where a space does not keep it out).
+    let restore = if command.contains(['\n', '\r']) || shell == Shell::Fish {
+        String::new()
+    } else {
+        history.restore(command)
+    };
+    Ok(format!(" {line}; {marker}{restore}"))
 }
 
 /// A C shell's line: the command as it is, joined to the marker.
@@ -265,28 +325,53 @@ mod tests {
     #[test]
     fn the_command_is_one_eval_and_the_marker_always_runs() {
         let m = Shell::Posix.marker_command("__psA", "B");
-        assert_eq!(m, "printf '\\n%s%s:%s\\n' __psA B \"$?\"");
-        let posix = |c: &str, m: Option<&str>| typed_line(c, m, Shell::Posix).unwrap();
-        assert_eq!(posix("make", Some(&m)), format!("eval 'make'; {m}"));
+        assert_eq!(m, "printf '\\n\\033[J%s%s:%s\\n' __psA B \"$?\"");
+        let posix =
+            |c: &str, m: Option<&str>| typed_line(c, m, Shell::Posix, History::Other).unwrap();
+        assert_eq!(posix("make", Some(&m)), format!(" eval 'make'; {m}"));
         assert_eq!(
             posix("echo it's", Some(&m)),
-            format!("eval 'echo it'\\''s'; {m}")
+            format!(" eval 'echo it'\\''s'; {m}")
         );
         assert_eq!(posix("sleep 9 &", None), "eval 'sleep 9 &'");
         assert_eq!(posix("echo \\", None), "eval 'echo \\'");
         // A heredoc's terminator keeps its own line.
         assert_eq!(
             posix("cat <<E\nx\nE", Some(&m)),
-            format!("eval 'cat <<E\nx\nE\n'; {m}")
+            format!(" eval 'cat <<E\nx\nE\n'; {m}")
         );
-        let fish = typed_line("echo 'a\\b'", None, Shell::Fish).unwrap();
+        let fish = typed_line("echo 'a\\b'", None, Shell::Fish, History::Other).unwrap();
         assert_eq!(fish, "eval 'echo \\'a\\\\b\\''");
         assert!(Shell::Fish.marker_command("a", "b").ends_with("$status"));
-        let csh = |c: &str| typed_line(c, Some(&m), Shell::Csh);
+        let csh = |c: &str| typed_line(c, Some(&m), Shell::Csh, History::Other);
         assert_eq!(csh("make ;; ").unwrap(), format!("make; {m}"));
         assert_eq!(csh("sleep 9 &").unwrap(), format!("sleep 9 & {m}"));
         assert!(csh("echo \\").is_err());
-        assert!(typed_line("  ", None, Shell::Posix).is_err());
+        assert!(typed_line("  ", None, Shell::Posix, History::Other).is_err());
+    }
+
+    #[test]
+    fn the_command_alone_goes_back_into_the_history() {
+        let m = Shell::Posix.marker_command("__psA", "B");
+        let bash = typed_line("echo it's", Some(&m), Shell::Posix, History::of("-bash")).unwrap();
+        assert_eq!(
+            bash,
+            format!(" eval 'echo it'\\''s'; {m}; history -s -- 'echo it'\\''s'")
+        );
+        let zsh = typed_line("ls", Some(&m), Shell::Posix, History::of("zsh")).unwrap();
+        assert_eq!(
+            zsh,
+            format!(" eval 'ls'; {m}; if [[ -o histignorespace ]]; then print -rs -- 'ls'; fi")
+        );
+        // Not with OSC 133 (no marker), nor for several lines.
+        assert_eq!(
+            typed_line("ls", None, Shell::Posix, History::Bash).unwrap(),
+            "eval 'ls'"
+        );
+        let lines = typed_line("a\nb", Some(&m), Shell::Posix, History::Bash).unwrap();
+        assert!(!lines.contains("history"), "{lines}");
+        let fish = typed_line("ls", Some(&m), Shell::Fish, History::of("fish")).unwrap();
+        assert_eq!(fish, format!(" eval 'ls'; {m}"));
     }
 
     #[test]

@@ -8,6 +8,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -86,6 +87,9 @@ pub struct Entry {
     pub process: (Option<u32>, String),
     /// When it was typed.
     pub started: Instant,
+    /// With OSC 133: the output before the D mark left its last line
+    /// unfinished (no final newline), as the raw output said.
+    pub open_line: AtomicBool,
     progress: Mutex<Progress>,
     changed: Condvar,
 }
@@ -114,6 +118,7 @@ impl Entry {
             history: start.1,
             process,
             started: Instant::now(),
+            open_line: AtomicBool::new(false),
             progress: Mutex::new(Progress::Running),
             changed: Condvar::new(),
         }

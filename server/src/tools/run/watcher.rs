@@ -3,11 +3,14 @@
 //! even when nobody was waiting at that moment.
 //!
 //! It reads the pane's raw output from tmux's event stream
-//! ([`OutputMode::Bytes`](crate::tmux::events::OutputMode::Bytes)) through
-//! the [`Detector`]. Where the stream does not cover the pane (the control
-//! client shows another session, events are off, output was dropped) it
+//! ([`OutputMode::Bytes`](crate::tmux::events::OutputMode::Bytes)), or,
+//! where the stream does not cover the pane (the control client shows
+//! another session, events are off), from the pane's [`Tap`], through the
+//! [`Detector`]. Only where neither gives the bytes (the pane already
+//! pipes elsewhere, the tap never connected, the stream dropped output) it
 //! looks for the marker in captures of the screen instead, 25 ms at first,
-//! backing off to 250 ms.
+//! backing off to 250 ms: a screen the command can draw on, so a marker
+//! there counts only once the shell is back at its prompt.
 //!
 //! An interrupted command (C-c) makes bash drop the rest of the typed line,
 //! the marker's printf included. So while no end was seen, the watcher
@@ -25,8 +28,9 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::detect::{Detector, Sign};
+use super::detect::{Detector, LineEnd, Sign};
 use super::table::{self, Completion, Entry, Progress, WATCH_FOR};
+use super::tap::{self, Tap};
 use super::{seat, shell};
 use crate::tmux::events::{StreamEvent, Subscription};
 use crate::tmux::{CaptureOptions, CaptureRange, CaptureRequest, Tmux, TmuxCommand, TmuxError};
@@ -45,7 +49,12 @@ pub struct Watcher {
     entry: Arc<Entry>,
     tmux: Tmux,
     sub: Option<Subscription>,
+    /// The pane's output through `pipe-pane`, where the stream misses it.
+    tap: Option<Tap>,
     detector: Detector,
+    /// Whether the output left its last line open, up to the first D mark
+    /// (`None` once that mark was seen).
+    line: Option<LineEnd>,
     /// The pane's own process and its terminal.
     process: (Option<u32>, String),
     /// The marker was seen in the event stream: OSC 133 marks after it
@@ -66,11 +75,11 @@ pub struct Watcher {
 
 impl Watcher {
     /// Watches `entry` (typed into its pane after this is made) through
-    /// `sub`, if any; `round_trip` bounds each tmux request.
+    /// `sub` or `tap`, if any; `round_trip` bounds each tmux request.
     pub fn new(
         entry: Arc<Entry>,
         tmux: Tmux,
-        sub: Option<Subscription>,
+        (sub, tap): (Option<Subscription>, Option<Tap>),
         round_trip: Duration,
     ) -> Watcher {
         let process = entry.process.clone();
@@ -87,7 +96,9 @@ impl Watcher {
             entry,
             tmux,
             sub,
+            tap,
             detector: Detector::new(&token),
+            line: Some(LineEnd::default()),
             process,
             marker_in_stream: false,
             own_shell,
@@ -111,6 +122,17 @@ impl Watcher {
     }
 
     fn run(mut self) {
+        self.watch();
+        if let Some(tap) = self.tap.take() {
+            tap.close(&self.tmux, Instant::now() + self.round_trip);
+        }
+        if matches!(self.entry.progress(), Progress::Ended { .. }) {
+            self.learn_osc133();
+        }
+    }
+
+    /// Until the command ends or is given up.
+    fn watch(&mut self) {
         let give_up = self.entry.started + WATCH_FOR;
         while self.entry.progress() == Progress::Running {
             let now = Instant::now();
@@ -128,14 +150,20 @@ impl Watcher {
                 return;
             }
         }
-        self.learn_osc133();
     }
 
+    /// Whether the pane's raw output reaches this watcher (the stream
+    /// covers it, or its tap is connected or still connecting).
     fn covered(&self) -> bool {
-        self.sub.as_ref().is_some_and(|s| {
-            let c = s.coverage();
-            c.live && c.panes.contains(&self.entry.pane)
-        })
+        let tapped = self
+            .tap
+            .as_ref()
+            .is_some_and(|t| t.state() != tap::State::Gone);
+        tapped
+            || self.sub.as_ref().is_some_and(|s| {
+                let c = s.coverage();
+                c.live && c.panes.contains(&self.entry.pane)
+            })
     }
 
     /// One wake-up: events, a poll when due, a prompt check when due.
@@ -148,15 +176,23 @@ impl Watcher {
         }
         let until = until.max(now).min(now + POLL_MAX);
         let mut events = Vec::new();
-        match &self.sub {
-            Some(sub) => {
+        match (&mut self.tap, &self.sub) {
+            (Some(tap), _) if tap.state() != tap::State::Gone => {
+                let pane = self.entry.pane;
+                events.extend(
+                    tap.recv(until)
+                        .into_iter()
+                        .map(|data| StreamEvent::Output { pane, data }),
+                );
+            }
+            (_, Some(sub)) => {
                 let mut next = sub.recv_deadline(until);
                 while let Some(event) = next {
                     events.push(event);
                     next = sub.try_recv();
                 }
             }
-            None => std::thread::sleep(until.saturating_duration_since(now)),
+            _ => std::thread::sleep(until.saturating_duration_since(now)),
         }
         for event in events {
             self.lost |= self.take(event);
@@ -183,6 +219,7 @@ impl Watcher {
     fn take(&mut self, event: StreamEvent) -> bool {
         match event {
             StreamEvent::Output { pane, data } if pane == self.entry.pane => {
+                self.follow_line(&data);
                 for sign in self.detector.feed(&data) {
                     self.signed(sign, true);
                 }
@@ -190,6 +227,29 @@ impl Watcher {
             }
             StreamEvent::Resync => true,
             _ => false,
+        }
+    }
+
+    /// With OSC 133: whether the output up to the first D mark (the
+    /// shell's, at the command's end) left its last line unfinished.
+    fn follow_line(&mut self, data: &[u8]) {
+        if self.entry.completion != Completion::Osc133 {
+            return;
+        }
+        let Some(line) = self.line.as_mut() else {
+            return;
+        };
+        const MARK: &[u8] = b"\x1b]133;D";
+        match data.windows(MARK.len()).position(|w| w == MARK) {
+            Some(at) => {
+                line.feed(&data[..at]);
+                let open = line.open();
+                self.entry
+                    .open_line
+                    .store(open, std::sync::atomic::Ordering::Release);
+                self.line = None;
+            }
+            None => line.feed(data),
         }
     }
 
@@ -271,6 +331,20 @@ impl Watcher {
             (self.poll_every * 3 / 2).min(POLL_MAX)
         };
         self.next_poll = Instant::now() + self.poll_every;
+        Ok(())
+    }
+
+    /// Takes what the pane printed up to now: from its tap when that
+    /// is connected, else from a capture of its screen.
+    fn look_again(&mut self) -> Result<(), ToolError> {
+        let Some(tap) = self.tap.as_mut().filter(|t| t.state() == tap::State::Live) else {
+            return self.poll();
+        };
+        for data in tap.recv(Instant::now()) {
+            for sign in self.detector.feed(&data) {
+                self.signed(sign, true);
+            }
+        }
         Ok(())
     }
 
@@ -359,18 +433,20 @@ impl Watcher {
             return Ok(());
         }
         // The marker may have been printed just now: look once more.
-        self.poll()?;
+        self.look_again()?;
         if self.entry.progress() != Progress::Running {
             return Ok(());
         }
         self.retyped = true;
         let pane = self.entry.pane;
+        // Behind a space, as the first time: out of the history where the
+        // shell keeps such lines out.
         let keys = [
             TmuxCommand::new("send-keys")
                 .flag("-l")
                 .target(pane)
                 .arg("--")
-                .arg(&command),
+                .arg(&format!(" {command}")),
             TmuxCommand::new("send-keys").target(pane).arg("Enter"),
         ];
         for r in self.tmux.run_many(&keys, Instant::now() + self.round_trip) {
