@@ -342,7 +342,7 @@ fn the_stream_adds_no_client_fires_no_hook_and_ends_when_nobody_listens() {
         assert_eq!(result(&mut s, &id)["found"], true);
         // Nobody listens: no client is added, and the one there stays.
         // Output stays on with every pane paused (tmux crashes when
-        // `no-output` is set while output is queued: tmux/events.rs,
+        // `no-output` is set while output is queued: tmux/events/flows.rs,
         // PANE_OFF).
         assert_eq!(client_flags(&tmux).len(), 1, "{:?}", client_flags(&tmux));
     }
