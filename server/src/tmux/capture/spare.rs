@@ -8,7 +8,7 @@
 //! batch's first chunk then hands its script to the spare instead of
 //! starting a process.
 //!
-//! Two kinds, as a chunk's client is fed (`mod.rs`, `Batch::spawn`):
+//! Two kinds, as a chunk's client is fed (`chunk.rs`, `Batch::spawn`):
 //!
 //! - **Pipe**: `tmux source-file -`, the script on its standard input, for
 //!   a small batch with no anchor (a since search's few deltas).

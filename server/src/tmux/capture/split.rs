@@ -22,7 +22,8 @@
 use bytes::Bytes;
 use memchr::memmem::Finder;
 
-use super::{span, CaptureOptions, CaptureRequest, CapturedText};
+use super::script::span;
+use super::{CaptureOptions, CaptureRequest, CapturedText};
 use crate::tmux::ids::PaneId;
 use crate::tmux::TmuxError;
 
