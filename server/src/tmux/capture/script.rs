@@ -21,7 +21,8 @@ use crate::sync::nonce;
 /// A chunk's token: 128 random bits written as 22 letters and digits
 /// (62^22 > 2^128) instead of 32 hex digits. It heads every header line,
 /// and tmux's parse of a script costs the square of its bytes (see
-/// [`chunk_panes`](super::sizing::chunk_panes)): the shorter token keeps the same secret in fewer bytes.
+/// [`chunk_panes`](super::sizing::chunk_panes)): the shorter token keeps
+/// the same secret in fewer bytes.
 pub(super) fn sweep_token() -> String {
     const DIGITS: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
     let hex = nonce();
