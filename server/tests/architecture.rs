@@ -135,13 +135,20 @@ fn room_imports() -> std::collections::BTreeMap<String, std::collections::BTreeS
         let text =
             std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
         let named: &mut std::collections::BTreeSet<String> = rooms.entry(room.clone()).or_default();
+        let mut tests = UnitTests::default();
         for line in text.lines() {
             let code = line.split("//").next().unwrap_or("");
+            let in_tests = tests.step(code);
             for (at, _) in code.match_indices("crate::") {
                 let name: String = code[at + 7..]
                     .chars()
                     .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
                     .collect();
+                // A room's unit tests may start a private tmux server
+                // (`testbed`): test material, not an import of the room.
+                if in_tests && name == TEST_MATERIAL {
+                    continue;
+                }
                 if !name.is_empty() && name != room {
                     named.insert(name);
                 }
@@ -149,6 +156,40 @@ fn room_imports() -> std::collections::BTreeMap<String, std::collections::BTreeS
         }
     }
     rooms
+}
+
+/// The room of test material (`server/src/testbed/`), which unit tests of
+/// any room may use.
+const TEST_MATERIAL: &str = "testbed";
+
+/// Where a file's lines stand: inside a `#[cfg(test)] mod` block or not.
+#[derive(Default)]
+struct UnitTests {
+    /// The line before was `#[cfg(test)]`.
+    marked: bool,
+    /// Brace depth inside the test module, once it opened.
+    depth: Option<i64>,
+}
+
+impl UnitTests {
+    /// Takes the next line (code only); whether it lies in a test module.
+    fn step(&mut self, code: &str) -> bool {
+        let trimmed = code.trim();
+        if self.depth.is_none() {
+            if self.marked && trimmed.starts_with("mod ") && trimmed.ends_with('{') {
+                self.depth = Some(0);
+            } else {
+                self.marked = trimmed == "#[cfg(test)]";
+                return false;
+            }
+        }
+        let opens = code.matches('{').count() as i64;
+        let closes = code.matches('}').count() as i64;
+        let depth = self.depth.unwrap_or(0) + opens - closes;
+        self.marked = false;
+        self.depth = (depth > 0).then_some(depth);
+        true
+    }
 }
 
 #[test]

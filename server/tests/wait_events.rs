@@ -11,7 +11,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{eventually, plain_shell, Serve, TempDir};
-use panescan::tmux::private_server::PrivateServer;
+use panescan::testbed::private_server::PrivateServer;
 use serde_json::{json, Value};
 
 fn type_line(tmux: &PrivateServer, pane: &str, text: &str) {

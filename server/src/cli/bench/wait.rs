@@ -16,7 +16,7 @@
 //! output): the loop an agent runs, on the mutating tier.
 //! A third kind of run times watch_panes over every pane of the server
 //! (the pane with the FIFO and the idle ones) the same way, and a fourth
-//! watch_panes over a server of 500 panes ([`super::bench_watch`]).
+//! watch_panes over a server of 500 panes ([`super::watch`]).
 
 use std::io::Write as _;
 use std::path::Path;
@@ -26,10 +26,10 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::json;
 
-use super::bench_watch::WideWatch;
-use crate::baseline::median;
+use super::watch::WideWatch;
 use crate::config::{ServeConfig, Tier};
-use crate::tmux::private_server::PrivateServer;
+use crate::testbed::baseline::median;
+use crate::testbed::private_server::PrivateServer;
 use crate::tmux::{CaptureOptions, CaptureRange, CaptureRequest, PaneId, ServerSpec, Tmux};
 use crate::tools::context::ToolContext;
 use crate::tools::registry::{Registry, Tool};
@@ -92,7 +92,7 @@ pub fn run(runs: usize) -> Result<WaitBench, String> {
     let _ = std::fs::remove_dir_all(&dir);
     drop(server);
     let mut bench = result?;
-    bench.wide = super::bench_watch::run(runs)?;
+    bench.wide = super::watch::run(runs)?;
     Ok(bench)
 }
 
@@ -330,7 +330,7 @@ pub fn print(w: &WaitBench) {
         w.watch_panes, w.watch_median_ms, w.watch_min_ms, w.watch_max_ms
     );
     println!("  one capture of the pane {:>7.1} ms", w.capture_median_ms);
-    super::bench_watch::print(&w.wide);
+    super::watch::print(&w.wide);
     println!(
         "run_command true, call to answer {:>7.1} ms  ({:.1}-{:.1})",
         w.run_true_median_ms, w.run_true_min_ms, w.run_true_max_ms

@@ -2,7 +2,7 @@
 //!
 //! Builds a private tmux server (`--panes` x `--lines` x `--width`), then
 //! times a matrix of searches through the real MCP front end beside the
-//! cost of fetching the same text raw ([`crate::baseline`]), all in the same
+//! cost of fetching the same text raw ([`crate::testbed::baseline`]), all in the same
 //! run. Medians of `--runs` runs; ratios against the raw floor are what to
 //! read (the absolute numbers move with the machine's load). Each search
 //! run is paired with a raw fetch of the same range along the faster
@@ -17,10 +17,18 @@ use indicatif::ProgressBar;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::client::McpClient;
-use super::progress;
-use crate::baseline::{self, median, FetchRange, Fetched, FloorPath};
-use crate::fixture::{FixtureShape, NEEDLE};
+use crate::cli::client::McpClient;
+use crate::cli::progress;
+use crate::testbed::baseline::{self, median, FetchRange, Fetched, FloorPath};
+use crate::testbed::fixture::{FixtureShape, NEEDLE};
+
+pub mod big;
+pub mod cache;
+pub mod chart;
+pub mod load;
+pub mod markdown;
+pub mod wait;
+pub mod watch;
 
 /// `panescan bench` options.
 #[derive(Debug, Args)]
@@ -114,13 +122,13 @@ pub struct BenchReport {
     pub process_per_pane_deep_ms: Option<f64>,
     pub rows: Vec<BenchRow>,
     /// Cold vs warm deep search (the pane cache).
-    pub cache: Option<super::bench_cache::CacheBench>,
+    pub cache: Option<cache::CacheBench>,
     /// wait_for_text latency, event stream vs polling.
-    pub wait: Option<super::bench_wait::WaitBench>,
+    pub wait: Option<wait::WaitBench>,
     /// Cheap calls while deep searches run.
-    pub load: Option<super::bench_load::LoadBench>,
+    pub load: Option<load::LoadBench>,
     /// Big answers: search end to first byte, and repeated.
-    pub big: Option<super::bench_big::BigBench>,
+    pub big: Option<big::BigBench>,
 }
 
 fn ms(d: Duration) -> f64 {
@@ -177,11 +185,11 @@ fn cases(lines: usize) -> Vec<(&'static str, bool, Value)> {
 
 /// Runs the bench and prints the report.
 pub fn run(args: &BenchArgs) -> Result<(), String> {
-    crate::tmux::private_server::kill_on_interrupt();
+    crate::testbed::private_server::kill_on_interrupt();
     if args.wait_only {
-        let wait = super::bench_wait::run(args.runs)?;
-        let markdown = super::bench_markdown::wait;
-        return print_section(args, &wait, super::bench_wait::print, markdown);
+        let wait = wait::run(args.runs)?;
+        let markdown = markdown::wait;
+        return print_section(args, &wait, wait::print, markdown);
     }
     let shape = FixtureShape {
         panes: args.panes,
@@ -195,24 +203,24 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     let fill_ms = ms(fill.elapsed());
     let runs = args.runs.max(1);
     if args.cache_only {
-        let cache = super::bench_cache::run(&fixture, runs)?;
+        let cache = cache::run(&fixture, runs)?;
         drop(fixture);
-        let markdown = super::bench_markdown::cache;
-        return print_section(args, &cache, super::bench_cache::print, markdown);
+        let markdown = markdown::cache;
+        return print_section(args, &cache, cache::print, markdown);
     }
     if args.big_only {
-        let big = super::bench_big::run(&fixture, runs)?;
+        let big = big::run(&fixture, runs)?;
         drop(fixture);
-        let markdown = super::bench_big::markdown;
-        return print_section(args, &big, super::bench_big::print, markdown);
+        let markdown = big::markdown;
+        return print_section(args, &big, big::print, markdown);
     }
     let socket = fixture.server.socket_name().to_owned();
     let first_pane = fixture.pane_ids.first().cloned().unwrap_or_default();
     if args.load_only {
-        let load = super::bench_load::run(&socket, args.lines, &first_pane, runs, true)?;
+        let load = load::run(&socket, args.lines, &first_pane, runs, true)?;
         drop(fixture);
-        let markdown = super::bench_load::markdown;
-        return print_section(args, &load, super::bench_load::print, markdown);
+        let markdown = load::markdown;
+        return print_section(args, &load, load::print, markdown);
     }
     let cases = cases(args.lines);
     let steps = 4 + cases.len() as u64 + u64::from(!args.no_process_baseline) * 2;
@@ -252,7 +260,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         big,
     };
     if let Some(path) = &args.svg {
-        super::bench_chart::write(&report, path)?;
+        chart::write(&report, path)?;
     }
     print_report(args, &report)
 }
@@ -260,27 +268,25 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
 /// The sections after the search matrix.
 #[derive(Default)]
 struct Sections {
-    load: Option<super::bench_load::LoadBench>,
-    cache: Option<super::bench_cache::CacheBench>,
-    big: Option<super::bench_big::BigBench>,
-    wait: Option<super::bench_wait::WaitBench>,
+    load: Option<load::LoadBench>,
+    cache: Option<cache::CacheBench>,
+    big: Option<big::BigBench>,
+    wait: Option<wait::WaitBench>,
 }
 
 impl Sections {
     fn measure(
-        fixture: &crate::fixture::Fixture,
+        fixture: &crate::testbed::fixture::Fixture,
         socket: &str,
         lines: usize,
         first_pane: &str,
         runs: usize,
     ) -> Result<Sections, String> {
         Ok(Sections {
-            load: Some(super::bench_load::run(
-                socket, lines, first_pane, runs, false,
-            )?),
-            cache: Some(super::bench_cache::run(fixture, runs)?),
-            big: Some(super::bench_big::run(fixture, runs)?),
-            wait: Some(super::bench_wait::run(runs)?),
+            load: Some(load::run(socket, lines, first_pane, runs, false)?),
+            cache: Some(cache::run(fixture, runs)?),
+            big: Some(big::run(fixture, runs)?),
+            wait: Some(wait::run(runs)?),
         })
     }
 }
@@ -481,20 +487,20 @@ fn print_report(args: &BenchArgs, report: &BenchReport) -> Result<(), String> {
     } else if args.csv {
         print_csv(report);
     } else if args.markdown {
-        print!("{}", super::bench_markdown::report(report));
+        print!("{}", markdown::report(report));
     } else {
         print_table(report);
         if let Some(cache) = &report.cache {
-            super::bench_cache::print(cache);
+            cache::print(cache);
         }
         if let Some(wait) = &report.wait {
-            super::bench_wait::print(wait);
+            wait::print(wait);
         }
         if let Some(load) = &report.load {
-            super::bench_load::print(load);
+            load::print(load);
         }
         if let Some(big) = &report.big {
-            super::bench_big::print(big);
+            big::print(big);
         }
     }
     Ok(())
