@@ -9,8 +9,8 @@
 use std::fmt::Write as _;
 
 use super::cache::CacheBench;
+use super::report::BenchReport;
 use super::wait::WaitBench;
-use super::BenchReport;
 
 /// The whole report: the command that reproduces it, the floors, the
 /// search matrix, then the cache and wait sections.
@@ -153,7 +153,7 @@ fn cell(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::bench::BenchRow;
+    use crate::cli::bench::report::BenchRow;
 
     fn sample() -> BenchReport {
         BenchReport {

@@ -18,7 +18,6 @@
 //! (the pane with the FIFO and the idle ones) the same way, and a fourth
 //! watch_panes over a server of 500 panes ([`super::watch`]).
 
-use std::io::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -26,11 +25,12 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::json;
 
+use super::probe::{median_spread, one_capture, read_context, write_needle};
 use super::watch::WideWatch;
 use crate::config::{ServeConfig, Tier};
 use crate::testbed::baseline::median;
 use crate::testbed::private_server::PrivateServer;
-use crate::tmux::{CaptureOptions, CaptureRange, CaptureRequest, PaneId, ServerSpec, Tmux};
+use crate::tmux::{PaneId, ServerSpec};
 use crate::tools::context::ToolContext;
 use crate::tools::registry::{Registry, Tool};
 use crate::tools::run::{RunCommand, RunCommandArgs};
@@ -73,14 +73,6 @@ pub struct WaitBench {
 
 fn ms(d: Duration) -> f64 {
     (d.as_secs_f64() * 1e5).round() / 1e2
-}
-
-/// Median, best and worst of `times`, in milliseconds.
-pub(super) fn median_spread(times: &mut [Duration]) -> (f64, f64, f64) {
-    let mid = median(times);
-    let min = times.iter().min().copied().unwrap_or_default();
-    let max = times.iter().max().copied().unwrap_or_default();
-    (ms(mid), ms(min), ms(max))
 }
 
 /// Runs the wait cases (`runs` of each) on a server of their own.
@@ -241,29 +233,6 @@ fn one_wait(
     ))
 }
 
-pub(super) fn read_context(spec: &ServerSpec, events: bool) -> ToolContext {
-    let config = ServeConfig {
-        server: spec.clone(),
-        wait_events: events,
-        ..ServeConfig::default()
-    };
-    ToolContext::new(
-        Arc::new(config),
-        Arc::new(Registry::for_tier(Tier::Readonly)),
-    )
-}
-
-/// Writes `needle` as a line through the FIFO; returns when it was written.
-pub(super) fn write_needle(fifo: &Path, needle: &str) -> Result<Instant, String> {
-    let written = Instant::now();
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .open(fifo)
-        .map_err(|e| format!("cannot open the FIFO: {e}"))?;
-    writeln!(f, "{needle}").map_err(|e| e.to_string())?;
-    Ok(written)
-}
-
 /// One watch_panes over every pane for `needle`: the time from writing it
 /// to the answer, and how many panes were watched.
 fn one_watch(spec: &ServerSpec, fifo: &Path, needle: &str) -> Result<(Duration, usize), String> {
@@ -288,26 +257,6 @@ fn one_watch(spec: &ServerSpec, fifo: &Path, needle: &str) -> Result<(Duration, 
         answered.saturating_duration_since(written),
         out.panes_watched,
     ))
-}
-
-/// One capture of the pane's screen through the transport.
-pub(super) fn one_capture(spec: &ServerSpec, pane: PaneId) -> Result<Duration, String> {
-    let tmux = Tmux::shared(spec).map_err(|e| e.to_string())?;
-    let started = Instant::now();
-    let rx = tmux.capture(
-        vec![CaptureRequest {
-            pane,
-            range: CaptureRange::Visible,
-        }],
-        CaptureOptions::default(),
-        started + Duration::from_secs(10),
-        std::sync::Arc::default(),
-    );
-    match rx.recv_timeout(Duration::from_secs(11)) {
-        Ok(reply) => reply.result.map_err(|e| e.to_string())?,
-        Err(_) => return Err("the capture did not come back".into()),
-    };
-    Ok(started.elapsed())
 }
 
 /// The wait section of the table.

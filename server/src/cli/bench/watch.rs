@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::json;
 
-use super::wait::{median_spread, one_capture, read_context, write_needle};
+use super::probe::{median_spread, one_capture, read_context, write_needle};
 use crate::testbed::private_server::PrivateServer;
 use crate::tmux::{PaneId, ServerSpec};
 use crate::tools::context::ProgressSink;
