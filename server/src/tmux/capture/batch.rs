@@ -7,46 +7,17 @@
 //! a joined capture whose rows do not add up is captured again unjoined
 //! before it is answered (`verify`).
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::Sender;
-
-use super::super::connection::{Route, Shared};
+use super::super::connection::Route;
 use super::super::ids::PaneId;
-use super::super::launch::Endpoint;
 use super::super::spans::Span;
-use super::super::TmuxError;
+use super::super::{Server, TmuxError};
 use super::chunk::{kill_child, ChunkEvent, Flight};
-use super::gate::{Member, Permit};
+use super::gate::Permit;
 use super::split::Split;
-use super::{anchor, control, preamble::Preamble, CaptureOptions, CaptureReply, CaptureRequest};
-use super::{CapturedText, Spare};
-
-pub(super) struct Batch {
-    pub(super) socket: Endpoint,
-    /// Panes on the server at its last listing (0: not known).
-    pub(super) server_panes: usize,
-    pub(super) options: CaptureOptions,
-    pub(super) deadline: Instant,
-    pub(super) cancel: Arc<AtomicBool>,
-    pub(super) tx: Sender<CaptureReply>,
-    /// The sweep's place at the server's gate (`None`: one pane, ungated).
-    pub(super) member: Option<Member>,
-    /// The terminal its clients show tmux (`None`: they read a pipe).
-    pub(super) anchor: Option<Arc<anchor::Anchor>>,
-    /// A client started ahead for the first pipe-fed chunk (`spare.rs`).
-    pub(super) spare: std::sync::Mutex<Option<Spare>>,
-    /// Whether visible chunks may still be counted (`counted.rs`): a chunk
-    /// that had to capture many panes again turns it off for the batch.
-    pub(super) counting: Arc<AtomicBool>,
-    /// A listing for the top of the first chunk, until it is launched.
-    pub(super) preamble: std::sync::Mutex<Option<Preamble>>,
-    /// The first chunk runs alone: no other chunk of the batch may reach
-    /// tmux before its preamble's listing (`preamble.rs`).
-    pub(super) alone_first: bool,
-}
+use super::{control, Batch, CaptureOptions, CaptureReply, CaptureRequest, CapturedText};
 
 impl Batch {
     pub(super) fn reply(
@@ -66,14 +37,14 @@ impl Batch {
 
     /// Answers a small batch over the live control client (`control.rs`);
     /// `false` when sweeps must answer it instead (nothing was answered).
-    pub(super) fn run_over_control(&self, shared: &Shared, requests: &[CaptureRequest]) -> bool {
-        if !shared.captures_over_control.load(Ordering::Relaxed)
+    pub(super) fn run_over_control(&self, shared: &Server, requests: &[CaptureRequest]) -> bool {
+        if !shared.capture().over_control()
             || !control::suits(requests)
-            || shared.own_client_pid().is_none()
+            || shared.connection().own_client_pid().is_none()
         {
             return false;
         }
-        let Ok(Route::Control(client)) = shared.route(self.deadline) else {
+        let Ok(Route::Control(client)) = shared.connection().route(self.deadline) else {
             return false;
         };
         let _fetching = Span::new("capture.control");
@@ -81,7 +52,7 @@ impl Batch {
             match control::fetch(&client, requests, self.options, self.deadline, &self.cancel) {
                 control::Fetched::Done(results) => results,
                 control::Fetched::Unsuited => {
-                    shared.captures_over_control.store(false, Ordering::Relaxed);
+                    shared.capture().refuse_over_control();
                     return false;
                 }
             };

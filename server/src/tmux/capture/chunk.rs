@@ -18,10 +18,10 @@ use crossbeam_channel::{Receiver, Sender};
 use super::super::launch::Endpoint;
 use super::super::oneshot;
 use super::super::TmuxError;
-use super::batch::Batch;
 use super::gate::Permit;
 use super::script::{script, sweep_token};
 use super::split::{Split, Splitter};
+use super::Batch;
 use super::{anchor, counted, preamble, CaptureOptions, CaptureRequest, Spare};
 
 /// A chunk in flight: its process and the thread reading it.

@@ -19,7 +19,7 @@
 //!   clients; no chunk asks tmux for more than the time left can hold.
 //!
 //! Why this path, what a command costs tmux, and how joined lines are
-//! counted: ARCHITECTURE.md, "The capture sweep's rooms".
+//! counted: ARCHITECTURE.md, "Notes behind the modules", `tmux/capture/`.
 
 mod anchor;
 mod batch;
@@ -32,25 +32,25 @@ mod script;
 mod sizing;
 mod spare;
 mod split;
+mod state;
 mod unvis;
 
-pub(crate) use anchor::Anchor;
-pub(crate) use gate::Gate;
+use gate::{Gate, Member};
 pub use preamble::ListedAhead;
 pub(crate) use preamble::Preamble;
 pub use spare::Spare;
+pub(crate) use state::ServerState;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crossbeam_channel::Receiver;
+use crossbeam_channel::{Receiver, Sender};
 
-use super::connection::Shared;
 use super::ids::PaneId;
+use super::launch::Endpoint;
 use super::spans::Span;
-use super::TmuxError;
-use batch::Batch;
+use super::{Server, TmuxError};
 use bytes::Bytes;
 
 /// One pane to capture, and which lines.
@@ -129,7 +129,7 @@ pub struct CapturedText {
 const CHANNEL_CAPACITY: usize = 32;
 
 pub(crate) fn start(
-    shared: Arc<Shared>,
+    shared: Arc<Server>,
     requests: Vec<CaptureRequest>,
     options: CaptureOptions,
     deadline: Instant,
@@ -143,10 +143,10 @@ pub(crate) fn start(
     } = ahead;
     let alone_first = preamble.is_some();
     let (tx, rx) = crossbeam_channel::bounded(CHANNEL_CAPACITY);
-    let socket = shared.endpoint().clone();
-    let server_panes = shared.listed_panes.load(Ordering::Relaxed);
+    let socket = shared.connection().endpoint().clone();
+    let server_panes = shared.listings().panes();
     // A one-pane capture is the cheap call the gate keeps moving.
-    let member = (requests.len() > 1).then(|| Gate::join(&shared.sweeps));
+    let member = (requests.len() > 1).then(|| Gate::join(&shared.capture().gate));
     let spawned = std::thread::Builder::new()
         .name("tmux-capture".into())
         .spawn({
@@ -194,6 +194,32 @@ pub(crate) fn start(
     rx
 }
 
+/// One batch on its thread: what it captures, how, until when, and where
+/// the replies go.
+struct Batch {
+    socket: Endpoint,
+    /// Panes on the server at its last listing (0: not known).
+    server_panes: usize,
+    options: CaptureOptions,
+    deadline: Instant,
+    cancel: Arc<AtomicBool>,
+    tx: Sender<CaptureReply>,
+    /// The sweep's place at the server's gate (`None`: one pane, ungated).
+    member: Option<Member>,
+    /// The terminal its clients show tmux (`None`: they read a pipe).
+    anchor: Option<Arc<anchor::Anchor>>,
+    /// A client started ahead for the first pipe-fed chunk (`spare.rs`).
+    spare: std::sync::Mutex<Option<Spare>>,
+    /// Whether visible chunks may still be counted (`counted.rs`): a chunk
+    /// that had to capture many panes again turns it off for the batch.
+    counting: Arc<AtomicBool>,
+    /// A listing for the top of the first chunk, until it is launched.
+    preamble: std::sync::Mutex<Option<Preamble>>,
+    /// The first chunk runs alone: no other chunk of the batch may reach
+    /// tmux before its preamble's listing (`preamble.rs`).
+    alone_first: bool,
+}
+
 /// What a batch may use besides sweeps of its own.
 #[derive(Debug, Default)]
 pub(crate) struct Ahead {
@@ -209,10 +235,14 @@ pub(crate) struct Ahead {
 /// batch's script is known (`spare.rs`), for a caller about to sweep a
 /// server of many panes; `None` when there is no live anchor kept (the
 /// first sweep, another host) or too few panes for an anchor to pay.
-pub(crate) fn anchored_spare(shared: &Shared) -> Option<Spare> {
-    if shared.listed_panes.load(Ordering::Relaxed) < anchor::MIN_REQUESTS {
+pub(crate) fn anchored_spare(shared: &Server) -> Option<Spare> {
+    if shared.listings().panes() < anchor::MIN_REQUESTS {
         return None;
     }
     let anchor = anchor::kept(shared)?;
-    Spare::start_anchored(shared.endpoint(), anchor, &script::sweep_token())
+    Spare::start_anchored(
+        shared.connection().endpoint(),
+        anchor,
+        &script::sweep_token(),
+    )
 }

@@ -12,7 +12,7 @@
 
 use std::time::Instant;
 
-use super::batch::Batch;
+use super::Batch;
 use super::{CaptureRange, CaptureRequest};
 
 /// Rough line budget of the first chunk (small, to deliver early).

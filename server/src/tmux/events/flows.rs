@@ -318,7 +318,7 @@ mod tests {
         assert!(rxs[0].try_recv().is_err());
         // Re-armed but not yet taken from the queue: still one event.
         st.flows.insert(p(1), Flow::Armed);
-        st.subs[&0].state.queued.lock().unwrap().insert(p(1));
+        lock(&st.subs[&0].state.queued).insert(p(1));
         st.output(p(1), b"c", &mut ch);
         assert!(rxs[0].try_recv().is_err());
     }

@@ -10,16 +10,15 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use super::super::connection::Shared;
 use super::super::ids::PaneId;
 use super::super::notification::{self, Notification, StructureEvent};
-use super::super::TmuxError;
+use super::super::{Server, TmuxError};
 use super::flows::{Changes, HubState};
 use super::subscription::{Sub, SubState, Subscription};
 use super::{Interest, Watch, CHANNEL_CAPACITY};
 use crate::sync::lock;
 
-/// The event stream of one tmux server (one per [`Shared`]).
+/// The event stream of one tmux server (one per [`Server`]).
 #[derive(Debug, Default)]
 pub(crate) struct Hub {
     pub(super) state: Mutex<HubState>,
@@ -31,7 +30,7 @@ pub(crate) struct Hub {
     pub(super) dirty: AtomicBool,
     /// A background reconcile thread is running.
     pub(super) worker: AtomicBool,
-    pub(super) shared: Mutex<Weak<Shared>>,
+    pub(super) shared: Mutex<Weak<Server>>,
 }
 
 impl Hub {
@@ -93,7 +92,7 @@ impl Hub {
 
     pub(super) fn subscribe(
         self: &Arc<Self>,
-        shared: &Arc<Shared>,
+        shared: &Arc<Server>,
         interest: Interest,
         deadline: Instant,
     ) -> Subscription {
@@ -126,7 +125,7 @@ impl Hub {
             rx,
             state,
         };
-        if self.reconcile(shared, deadline).is_ok() {
+        if self.reconcile(shared.connection(), deadline).is_ok() {
             // A pane paused for another subscriber's trigger must report to
             // this one from now on.
             if every {
@@ -165,7 +164,9 @@ impl Hub {
                 loop {
                     while hub.dirty.swap(false, Ordering::AcqRel) {
                         let deadline = Instant::now() + Duration::from_secs(5);
-                        if let Err(TmuxError::Timeout) = hub.reconcile(&shared, deadline) {
+                        if let Err(TmuxError::Timeout) =
+                            hub.reconcile(shared.connection(), deadline)
+                        {
                             // tmux stood still: try again while anyone
                             // listens, or the flows (a pane left paused
                             // for a subscriber gone meanwhile) stay wrong.

@@ -27,8 +27,8 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::connection::Shared;
 use super::ids::{PaneId, SessionId};
+use super::Server;
 
 mod flows;
 mod hub;
@@ -149,7 +149,7 @@ pub struct Coverage {
 
 /// Subscribes to `shared`'s stream (see [`super::Tmux::subscribe`]).
 pub(crate) fn subscribe(
-    shared: &Arc<Shared>,
+    shared: &Arc<Server>,
     interest: Interest,
     deadline: Instant,
 ) -> Subscription {

@@ -66,7 +66,7 @@ pub struct CapturePaneResult {
     pub byte_clamped: bool,
     pub returned_bytes: u64,
     pub omitted_bytes: u64,
-    /// Secrets replaced with [REDACTED:KIND].
+    /// Secrets replaced with `[REDACTED:KIND]`.
     pub redactions: u64,
     /// tmux's number of each line of `text` (not sent: joined lines skip
     /// numbers, and cutting the result to fit a response renumbers from it).

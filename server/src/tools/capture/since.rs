@@ -44,7 +44,7 @@ pub struct CaptureSinceResult {
     pub pane_id: PaneId,
     /// Completed lines written since the cursor (the cursor's line excluded).
     pub text: String,
-    /// Secrets replaced with [REDACTED:KIND] (text and pending_line).
+    /// Secrets replaced with `[REDACTED:KIND]` (text and pending_line).
     pub redactions: u64,
     /// Pass this to the next call.
     pub cursor: String,

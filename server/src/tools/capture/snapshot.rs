@@ -33,7 +33,7 @@ pub struct SnapshotPaneResult {
     pub pane_id: PaneId,
     /// What the pane shows now (in copy mode: the scrolled-to view).
     pub text: String,
-    /// Secrets replaced with [REDACTED:KIND].
+    /// Secrets replaced with `[REDACTED:KIND]`.
     pub redactions: u64,
     pub cursor_x: u32,
     pub cursor_y: u32,
