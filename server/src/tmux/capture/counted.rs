@@ -24,9 +24,9 @@
 //!
 //! Why, and how each count is made: ARCHITECTURE.md, "Notes behind the modules".
 
-use super::script::{range_args, span, PROBE_FIELDS};
+use super::script::{range_args, span, LISTING, PROBE_FIELDS};
 use super::split::{
-    build, gone, listing_entry, pane_shape, visible_text, HeaderLine, Output, Split, LISTING,
+    build, gone, listing_entry, pane_shape, visible_text, HeaderLine, Output, Split,
 };
 use super::{CaptureOptions, CaptureRange, CaptureRequest};
 use crate::tmux::TmuxError;

@@ -83,6 +83,9 @@ pub(super) fn span(range: CaptureRange, hsize: u64, height: u32) -> (i64, i64) {
     (a - h, b - h)
 }
 
+/// The index field of a listing line.
+pub(super) const LISTING: &str = "L";
+
 /// What a header (or a listing line) says of a pane.
 pub(super) const PROBE_FIELDS: &str = "#{pane_id} #{history_size} #{pane_width} #{pane_height}";
 
@@ -116,7 +119,7 @@ pub(super) fn script(
     if listed {
         s.push_str(&format!(
             "list-panes -a -F \"{token} {} {PROBE_FIELDS}\"\n",
-            super::split::LISTING
+            LISTING
         ));
     }
     for (i, r) in chunk.iter().enumerate() {
