@@ -35,6 +35,9 @@ mod split;
 mod state;
 mod unvis;
 
+// The sweep's terminal, named by other modules' docs (oneshot, run/seat).
+#[cfg(doc)]
+pub(crate) use anchor::Anchor;
 use gate::{Gate, Member};
 pub use preamble::ListedAhead;
 pub(crate) use preamble::Preamble;
@@ -127,6 +130,9 @@ pub struct CapturedText {
 
 /// Replies buffered ahead of a slow consumer.
 const CHANNEL_CAPACITY: usize = 32;
+/// Rough line budget of later chunks (on a server of up to ~500 panes; see
+/// `sizing`).
+const CHUNK_LINES: u64 = 120_000;
 
 pub(crate) fn start(
     shared: Arc<Server>,

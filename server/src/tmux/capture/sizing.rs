@@ -13,12 +13,10 @@
 use std::time::Instant;
 
 use super::Batch;
-use super::{CaptureRange, CaptureRequest};
+use super::{CaptureRange, CaptureRequest, CHUNK_LINES};
 
 /// Rough line budget of the first chunk (small, to deliver early).
 pub(super) const FIRST_CHUNK_LINES: u64 = 16_000;
-/// Rough line budget of later chunks (on a server of up to ~500 panes).
-pub(super) const CHUNK_LINES: u64 = 120_000;
 /// Most panes in one chunk on a small server (see [`chunk_panes`]).
 const CHUNK_PANES: usize = 400;
 /// Panes a chunk may hold: the square root of this times the server's.
