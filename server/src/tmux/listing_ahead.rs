@@ -109,7 +109,8 @@ impl ServerState {
         self.noted.took(time);
     }
 
-    /// See [`SweepMemory::steady`].
+    /// What the last two searches noted both asked for, if they did and
+    /// the last took at most half of `room` ([`SweepMemory::steady`]).
     pub(crate) fn steady(&self, room: Duration) -> Option<(Vec<CaptureRequest>, CaptureOptions)> {
         self.noted.steady(room)
     }
