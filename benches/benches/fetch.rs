@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
-use panescan::tmux::private_server::PrivateServer;
+use panescan::testbed::private_server::PrivateServer;
 use panescan::tmux::{CaptureOptions, CaptureRange, CaptureRequest, PaneId, ServerSpec, Tmux};
 
 const PANES: usize = 200;

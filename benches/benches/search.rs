@@ -20,9 +20,9 @@
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use panescan::baseline::{source_fetch, FetchRange};
 use panescan::config::Ceilings;
-use panescan::fixture::{Fixture, FixtureShape, NEEDLE};
+use panescan::testbed::baseline::{source_fetch, FetchRange};
+use panescan::testbed::fixture::{Fixture, FixtureShape, NEEDLE};
 use panescan::tmux::ServerSpec;
 use panescan::tools::context::ToolContext;
 use panescan::tools::search::{search_panes, SearchPanesArgs};
@@ -45,7 +45,7 @@ fn bench(c: &mut Criterion) {
     let fixture = Fixture::build(
         "criterion-search",
         shape,
-        &panescan::corpus::sources(),
+        &panescan::testbed::corpus::sources(),
         Duration::from_secs(300),
         &mut |_, _| {},
     )

@@ -17,10 +17,10 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use panescan::baseline::{source_fetch, FetchRange};
 use panescan::config::Ceilings;
-use panescan::corpus;
-use panescan::fixture::{Fixture, FixtureShape, NEEDLE};
+use panescan::testbed::baseline::{source_fetch, FetchRange};
+use panescan::testbed::corpus;
+use panescan::testbed::fixture::{Fixture, FixtureShape, NEEDLE};
 use panescan::tmux::capture::{CaptureOptions, CaptureRange, CaptureRequest};
 use panescan::tmux::{Fields, ServerSpec, Tmux};
 use panescan::tools::context::ToolContext;
@@ -34,7 +34,7 @@ fn main() -> Result<(), String> {
         |i: usize, default: usize| args.get(i).and_then(|v| v.parse().ok()).unwrap_or(default);
     let (panes, lines) = (number(0, 200), number(1, 2_000));
     let deep = args.get(2).is_some_and(|a| a == "deep");
-    panescan::tmux::private_server::kill_on_interrupt();
+    panescan::testbed::private_server::kill_on_interrupt();
     let shape = FixtureShape {
         panes,
         lines,

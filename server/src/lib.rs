@@ -5,23 +5,18 @@
 //! shapes the result; [`mcp`] carries requests and results over JSON-RPC on
 //! stdio; [`cli`] is the command line for people. [`resources`] shows tmux
 //! as MCP resources (read through the same tools, watched for changes) and
-//! [`prompts`] holds the prompts.
+//! [`prompts`] holds the prompts. [`testbed`] is what the demo, the
+//! benches, the tests and the fuzz targets build on; `serve` never uses it.
 
 #![warn(missing_docs)]
 
-pub mod baseline;
 pub mod cache;
 pub mod cli;
 pub mod config;
-pub mod corpus;
-pub mod fixture;
-#[doc(hidden)]
-pub mod fuzz_parsers;
-#[doc(hidden)]
-pub mod fuzzing;
 pub mod mcp;
 pub mod prompts;
 pub mod resources;
 pub(crate) mod sync;
+pub mod testbed;
 pub mod tmux;
 pub mod tools;

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::connect;
-use panescan::tmux::private_server::PrivateServer;
+use panescan::testbed::private_server::PrivateServer;
 use panescan::tmux::{
     CaptureOptions, CaptureRange, CaptureReply, CaptureRequest, Fields, PaneId, Tmux,
 };

@@ -15,7 +15,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use common::eventually;
-use panescan::tmux::private_server::PrivateServer;
+use panescan::testbed::private_server::PrivateServer;
 use panescan::tmux::{CaptureOptions, CaptureRange, CaptureReply, CaptureRequest, PaneId, Tmux};
 
 /// Every tmux this test binary runs goes through a wrapper that logs its

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use common::TempDir;
-use panescan::tmux::private_server::PrivateServer;
+use panescan::testbed::private_server::PrivateServer;
 
 fn panescan() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_panescan"));

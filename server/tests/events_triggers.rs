@@ -12,8 +12,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::eventually;
+use panescan::testbed::private_server::PrivateServer;
 use panescan::tmux::events::{Interest, OutputMode, StreamEvent, Subscription, Watch};
-use panescan::tmux::private_server::PrivateServer;
 use panescan::tmux::{PaneId, Tmux};
 
 /// A server whose pane `%0` runs `cat` (each line typed comes back once),

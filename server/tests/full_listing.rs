@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use common::{connect, eventually, TempDir};
-use panescan::tmux::private_server::PrivateServer;
+use panescan::testbed::private_server::PrivateServer;
 use panescan::tmux::{Fields, Inventory};
 
 /// Every field, as one `list-panes -a` would ask for them.

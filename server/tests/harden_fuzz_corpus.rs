@@ -6,7 +6,7 @@
 
 mod common;
 
-use panescan::fuzzing::{framing, jsonrpc, FramingStats, JsonRpcStats};
+use panescan::testbed::fuzzing::{framing, jsonrpc, FramingStats, JsonRpcStats};
 
 #[test]
 fn jsonrpc_seed_corpus_replays_clean() {
@@ -55,7 +55,7 @@ nope\n{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"tools/call\",\"params\":{\"
         .to_vec();
     input.extend(std::iter::repeat_n(
         b'x',
-        panescan::fuzzing::FUZZ_LINE_BYTES + 1,
+        panescan::testbed::fuzzing::FUZZ_LINE_BYTES + 1,
     ));
     let s = jsonrpc(&input).unwrap();
     assert_eq!(s.lines, 5);

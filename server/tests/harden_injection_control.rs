@@ -14,7 +14,7 @@ mod common;
 
 use common::injection::{assert_whole, hostile_server, payloads, Markers};
 use common::{eventually, Serve, TempDir, REPLY_TIMEOUT};
-use panescan::tmux::private_server::PrivateServer;
+use panescan::testbed::private_server::PrivateServer;
 use serde_json::json;
 
 /// The options whose values tmux draws as formats, and a user option.

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use panescan::cache::PaneCache;
 use panescan::config::Ceilings;
-use panescan::tmux::private_server::PrivateServer;
+use panescan::testbed::private_server::PrivateServer;
 use panescan::tools::capture::{CapturePane, CaptureSince};
 use panescan::tools::context::ToolContext;
 use panescan::tools::registry::Tool;

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::counter::Counter;
 use common::{eventually, Serve};
-use panescan::tmux::private_server::PrivateServer;
+use panescan::testbed::private_server::PrivateServer;
 use panescan::tmux::procfs::{self, ServerProcess};
 use panescan::tmux::{PaneId, ServerSpec, Tmux};
 use serde_json::json;

@@ -12,7 +12,7 @@ mod common;
 use std::time::Duration;
 
 use common::{eventually, window_showing, Serve, TempDir};
-use panescan::tmux::private_server::PrivateServer;
+use panescan::testbed::private_server::PrivateServer;
 use serde_json::{json, Value};
 
 /// A bash without rc files, prompt `$ `.

@@ -21,7 +21,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::{eventually, window_showing, Serve, TempDir};
-use panescan::tmux::private_server::PrivateServer;
+use panescan::testbed::private_server::PrivateServer;
 use serde_json::{json, Value};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

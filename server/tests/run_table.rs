@@ -9,7 +9,7 @@
 mod common;
 
 use common::{window_showing, Serve};
-use panescan::tmux::private_server::PrivateServer;
+use panescan::testbed::private_server::PrivateServer;
 use serde_json::{json, Value};
 
 /// A bash without rc files, prompt `$ `.

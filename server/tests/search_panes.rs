@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use panescan::config::Ceilings;
-use panescan::fixture::{Fixture, FixtureShape, NEEDLE};
-use panescan::tmux::private_server::PrivateServer;
+use panescan::testbed::fixture::{Fixture, FixtureShape, NEEDLE};
+use panescan::testbed::private_server::PrivateServer;
 use panescan::tmux::PaneId;
 use panescan::tools::context::ToolContext;
 use panescan::tools::search::{search_panes, SearchPanesArgs, SearchPanesResult};

@@ -9,7 +9,7 @@
 mod common;
 
 use common::Serve;
-use panescan::tmux::private_server::PrivateServer;
+use panescan::testbed::private_server::PrivateServer;
 use serde_json::json;
 
 const VARS: [&str; 3] = [

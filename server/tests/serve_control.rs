@@ -10,7 +10,7 @@ mod common;
 use std::time::Duration;
 
 use common::{eventually, last_pid, new_children, Serve, TempDir, REPLY_TIMEOUT};
-use panescan::tmux::private_server::PrivateServer;
+use panescan::testbed::private_server::PrivateServer;
 use serde_json::{json, Value};
 
 fn serve(tmux: &PrivateServer, tier: &str, envs: &[(&str, &str)]) -> Serve {

@@ -10,7 +10,7 @@ mod common;
 use std::time::Duration;
 
 use common::{eventually, Serve, TempDir};
-use panescan::tmux::private_server::PrivateServer;
+use panescan::testbed::private_server::PrivateServer;
 use serde_json::{json, Value};
 
 fn mutating(tmux: &PrivateServer, envs: &[(&str, &str)]) -> Serve {

@@ -6,7 +6,7 @@ mod common;
 use std::time::Duration;
 
 use common::{validate, Serve};
-use panescan::fixture::{Fixture, FixtureShape, NEEDLE};
+use panescan::testbed::fixture::{Fixture, FixtureShape, NEEDLE};
 use serde_json::{json, Value};
 
 fn fixture(label: &str, panes: usize, lines: usize) -> Fixture {
@@ -20,7 +20,7 @@ fn fixture(label: &str, panes: usize, lines: usize) -> Fixture {
     Fixture::build(
         label,
         shape,
-        &panescan::corpus::sources(),
+        &panescan::testbed::corpus::sources(),
         Duration::from_secs(120),
         &mut |_, _| {},
     )

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::connect;
+use panescan::testbed::private_server::PrivateServer;
 use panescan::tmux::connection::IDLE_DETACH;
-use panescan::tmux::private_server::PrivateServer;
 use panescan::tmux::{
     CaptureOptions, CaptureRange, CaptureReply, CaptureRequest, Fields, PaneId, ServerSpec, Target,
     Tmux, TmuxCommand, TmuxError,

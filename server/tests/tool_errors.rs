@@ -8,7 +8,7 @@ mod common;
 use std::process::Command;
 
 use common::{plain_shell, Serve};
-use panescan::tmux::private_server::PrivateServer;
+use panescan::testbed::private_server::PrivateServer;
 use serde_json::{json, Value};
 
 /// Sends `kill -SIG pid`.

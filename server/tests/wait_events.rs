@@ -11,7 +11,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{eventually, plain_shell, Serve, TempDir};
-use panescan::tmux::private_server::PrivateServer;
+use panescan::testbed::private_server::PrivateServer;
 use serde_json::{json, Value};
 
 fn type_line(tmux: &PrivateServer, pane: &str, text: &str) {
@@ -342,7 +342,7 @@ fn the_stream_adds_no_client_fires_no_hook_and_ends_when_nobody_listens() {
         assert_eq!(result(&mut s, &id)["found"], true);
         // Nobody listens: no client is added, and the one there stays.
         // Output stays on with every pane paused (tmux crashes when
-        // `no-output` is set while output is queued: tmux/events.rs,
+        // `no-output` is set while output is queued: tmux/events/flows.rs,
         // PANE_OFF).
         assert_eq!(client_flags(&tmux).len(), 1, "{:?}", client_flags(&tmux));
     }

@@ -14,9 +14,9 @@ use serde_json::{json, Value};
 
 use super::client::McpClient;
 use super::progress;
-use crate::baseline::{self, FetchRange};
-use crate::fixture::{FixtureShape, NEEDLE};
-use crate::tmux::private_server::kill_on_interrupt;
+use crate::testbed::baseline::{self, FetchRange};
+use crate::testbed::fixture::{FixtureShape, NEEDLE};
+use crate::testbed::private_server::kill_on_interrupt;
 
 /// `panescan demo` options.
 #[derive(Debug, Args)]

@@ -6,21 +6,9 @@ use std::process::ExitCode;
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
 pub mod arenas;
-// The bench modules' items are documented as they are reworked.
+// The bench report's items are documented as they are reworked.
 #[allow(missing_docs)]
 pub mod bench;
-#[allow(missing_docs)]
-pub mod bench_big;
-pub mod bench_cache;
-#[allow(missing_docs)]
-pub mod bench_chart;
-pub mod bench_load;
-#[allow(missing_docs)]
-pub mod bench_markdown;
-#[allow(missing_docs)]
-pub mod bench_wait;
-#[allow(missing_docs)]
-pub mod bench_watch;
 pub mod client;
 pub mod demo;
 pub mod preflight;

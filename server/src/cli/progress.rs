@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::fixture::{Fixture, FixtureShape};
+use crate::testbed::fixture::{Fixture, FixtureShape};
 
 /// A bar of `total` steps with a message, or a hidden one.
 pub fn steps(total: u64, show: bool) -> ProgressBar {
@@ -30,7 +30,7 @@ pub fn fill_fixture(label: &str, shape: FixtureShape, show: bool) -> Result<Fixt
     let fixture = Fixture::build(
         label,
         shape,
-        &crate::corpus::sources(),
+        &crate::testbed::corpus::sources(),
         timeout,
         &mut |done, _| bar.set_position(done as u64),
     )

@@ -51,7 +51,14 @@ pub fn apply(cmd: &mut Command) -> &mut Command {
             cmd.env(key, value);
         }
     }
-    cmd.env("LC_ALL", super::private_server::utf8_locale())
+    cmd.env("LC_ALL", utf8_locale())
+}
+
+/// A UTF-8 locale name for tmux: without one, tmux replaces non-ASCII in
+/// formats with `_`. `C.UTF-8` exists on every glibc since 2.35 and on
+/// Debian for longer.
+pub fn utf8_locale() -> &'static str {
+    "C.UTF-8"
 }
 
 /// What `new-session` is given so the new session's environment is what

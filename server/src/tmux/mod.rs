@@ -44,7 +44,6 @@ mod listing_share;
 pub mod notification;
 pub mod oneshot;
 pub mod paths;
-pub mod private_server;
 pub(crate) mod process;
 pub mod procfs;
 pub mod reach;

@@ -4,7 +4,7 @@
 //! `%output %3 text`, `%window-add @2`, `%layout-change @2 ...`. This
 //! module turns one such line into a [`Notification`]; it is pure (bytes in,
 //! value out), never panics on any input, and is fuzzed through
-//! [`crate::fuzzing::framing`]. Which lines are notifications at all (and not
+//! [`crate::testbed::fuzzing::framing`]. Which lines are notifications at all (and not
 //! a reply's content, which a pane can forge) is decided by
 //! [`super::framing`].
 //!

@@ -26,9 +26,11 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use super::script::range_args;
+use super::sizing::estimate_lines;
 use super::split::{build, gone, Split};
 use super::unvis::unvis;
-use super::{estimate_lines, range_args, CaptureOptions, CaptureRequest};
+use super::{CaptureOptions, CaptureRequest};
 use crate::tmux::command::TmuxCommand;
 use crate::tmux::connection::{Control, ReplyRx};
 use crate::tmux::framing::RawReply;

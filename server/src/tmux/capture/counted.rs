@@ -24,10 +24,11 @@
 //!
 //! Why, and how each count is made: ARCHITECTURE.md, "Notes behind the modules".
 
+use super::script::{range_args, span, LISTING, PROBE_FIELDS};
 use super::split::{
-    build, gone, listing_entry, pane_shape, visible_text, HeaderLine, Output, Split, LISTING,
+    build, gone, listing_entry, pane_shape, visible_text, HeaderLine, Output, Split,
 };
-use super::{span, CaptureOptions, CaptureRange, CaptureRequest};
+use super::{CaptureOptions, CaptureRange, CaptureRequest};
 use crate::tmux::TmuxError;
 
 /// Panes between two headers: a header costs tmux about a capture, and a
@@ -85,7 +86,7 @@ pub(crate) fn script(
     let mut s = String::with_capacity(chunk.len() * 48 + 200);
     s.push_str(&format!(
         "list-panes -a -F \"{token} {LISTING} {}\"\n",
-        super::PROBE_FIELDS
+        PROBE_FIELDS
     ));
     for (i, r) in chunk.iter().enumerate() {
         if i > 0 && i % GROUP == 0 {
@@ -102,7 +103,7 @@ pub(crate) fn script(
             s.push_str(" -e");
         }
         s.push_str(&format!(" -t {}", r.pane));
-        let (start, end) = super::range_args(r.range);
+        let (start, end) = range_args(r.range);
         if let Some(start) = start {
             s.push_str(&format!(" -S {start}"));
         }

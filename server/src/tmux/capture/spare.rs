@@ -239,10 +239,10 @@ mod tests {
     use std::os::unix::fs::FileTypeExt as _;
 
     use super::super::super::ids::PaneId;
-    use super::super::super::private_server::{process_state, PrivateServer};
     use super::super::super::{inventory, Fields, Server, ServerSpec};
     use super::super::{anchor, anchored_spare, CaptureRange, CaptureRequest};
     use super::*;
+    use crate::testbed::private_server::{process_state, PrivateServer};
 
     /// A private server of 20 panes under a directory of its own, and the
     /// server's handle with an anchor kept on its lowest pane.

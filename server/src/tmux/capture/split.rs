@@ -22,7 +22,8 @@
 use bytes::Bytes;
 use memchr::memmem::Finder;
 
-use super::{span, CaptureOptions, CaptureRequest, CapturedText};
+use super::script::{span, LISTING};
+use super::{CaptureOptions, CaptureRequest, CapturedText};
 use crate::tmux::ids::PaneId;
 use crate::tmux::TmuxError;
 
@@ -39,9 +40,6 @@ pub(crate) struct Split {
     /// own. `text` is then empty.
     pub again: bool,
 }
-
-/// The index field of a listing line.
-pub(crate) const LISTING: &str = "L";
 
 /// Bytes before the current pane are dropped from the buffer once this many
 /// have piled up (and they are at least half of it).

@@ -25,10 +25,10 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::baseline::median;
 use crate::cache::{CacheStats, PaneCache, DEFAULT_MAX_BYTES};
 use crate::config::Ceilings;
-use crate::fixture::{Fixture, NEEDLE};
+use crate::testbed::baseline::median;
+use crate::testbed::fixture::{Fixture, NEEDLE};
 use crate::tmux::spans::mark;
 use crate::tools::context::ToolContext;
 use crate::tools::search::{search_panes, SearchPanesArgs, SearchPanesResult};

@@ -20,6 +20,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use crate::tmux::client_env::utf8_locale;
+
 /// How long `kill-server` may take before its client is abandoned (the
 /// server is then killed by pid).
 const KILL_SERVER_TIMEOUT: Duration = Duration::from_secs(5);
@@ -131,7 +133,7 @@ impl PrivateServer {
     /// locale, with the caller's `TMUX` removed so tmux never refuses to
     /// nest.
     pub fn command(&self) -> Command {
-        let mut cmd = Command::new(super::binary::program());
+        let mut cmd = Command::new(crate::tmux::binary::program());
         cmd.arg("-L")
             .arg(&self.socket_name)
             .arg("-f")
@@ -293,7 +295,7 @@ impl Drop for Stopped<'_> {
 /// The state letter of process `pid` in `/proc` (`T` when stopped).
 pub fn process_state(pid: u32) -> Option<char> {
     let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
-    super::procfs::parse_stat(&stat).map(|s| char::from(s.state))
+    crate::tmux::procfs::parse_stat(&stat).map(|s| char::from(s.state))
 }
 
 /// Sends `sig` (a name such as `CONT`) to `pid`; whether it was delivered.
@@ -345,7 +347,7 @@ pub fn kill_all_live() {
         if let Some(pid) = pid {
             let _ = signal(pid, "CONT");
         }
-        let mut cmd = Command::new(super::binary::program());
+        let mut cmd = Command::new(crate::tmux::binary::program());
         if let Some(dir) = tmux_tmpdir {
             cmd.env("TMUX_TMPDIR", dir);
         }
@@ -405,11 +407,4 @@ impl Drop for PrivateServer {
             let _ = std::fs::remove_file(path);
         }
     }
-}
-
-/// A UTF-8 locale name for tmux: without one, tmux replaces non-ASCII in
-/// formats with `_`. `C.UTF-8` exists on every glibc since 2.35 and on
-/// Debian for longer.
-pub fn utf8_locale() -> &'static str {
-    "C.UTF-8"
 }

@@ -21,7 +21,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::tmux::private_server::utf8_locale;
+use crate::tmux::client_env::utf8_locale;
 
 /// Which lines to fetch of every pane.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -12,7 +12,7 @@ use std::path::Path;
 use plotters::coord::ranged1d::SegmentValue;
 use plotters::prelude::*;
 
-use super::bench::BenchReport;
+use super::report::BenchReport;
 
 /// One bar of the chart.
 #[derive(Debug, Clone, PartialEq)]

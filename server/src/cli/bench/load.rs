@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::client::McpClient;
-use crate::baseline::median;
-use crate::fixture::NEEDLE;
+use crate::cli::client::McpClient;
+use crate::testbed::baseline::median;
+use crate::testbed::fixture::NEEDLE;
 
 /// Searches running while the cheap calls are timed.
 pub const SEARCHES: usize = 8;

@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::json;
 
-use super::bench_wait::{median_spread, one_capture, read_context, write_needle};
-use crate::tmux::private_server::PrivateServer;
+use super::probe::{median_spread, one_capture, read_context, write_needle};
+use crate::testbed::private_server::PrivateServer;
 use crate::tmux::{PaneId, ServerSpec};
 use crate::tools::context::ProgressSink;
 use crate::tools::registry::Tool;

@@ -10,39 +10,42 @@
 pub const FILES: &[(&str, &str)] = &[
     (
         "cargo-build-errors.ansi",
-        include_str!("../../corpus/cargo-build-errors.ansi"),
+        include_str!("../../../corpus/cargo-build-errors.ansi"),
     ),
     (
         "cargo-build-errors.txt",
-        include_str!("../../corpus/cargo-build-errors.txt"),
+        include_str!("../../../corpus/cargo-build-errors.txt"),
     ),
     (
         "cargo-test-failures.txt",
-        include_str!("../../corpus/cargo-test-failures.txt"),
+        include_str!("../../../corpus/cargo-test-failures.txt"),
     ),
-    ("git-log.txt", include_str!("../../corpus/git-log.txt")),
-    ("ps.txt", include_str!("../../corpus/ps.txt")),
+    ("git-log.txt", include_str!("../../../corpus/git-log.txt")),
+    ("ps.txt", include_str!("../../../corpus/ps.txt")),
     (
         "python-traceback.txt",
-        include_str!("../../corpus/python-traceback.txt"),
+        include_str!("../../../corpus/python-traceback.txt"),
     ),
     (
         "tmux-less-escapes.ansi",
-        include_str!("../../corpus/tmux-less-escapes.ansi"),
+        include_str!("../../../corpus/tmux-less-escapes.ansi"),
     ),
     (
         "tmux-top-escapes.ansi",
-        include_str!("../../corpus/tmux-top-escapes.ansi"),
+        include_str!("../../../corpus/tmux-top-escapes.ansi"),
     ),
     (
         "tmux-unicode.ansi",
-        include_str!("../../corpus/tmux-unicode.ansi"),
+        include_str!("../../../corpus/tmux-unicode.ansi"),
     ),
     (
         "tmux-unicode.txt",
-        include_str!("../../corpus/tmux-unicode.txt"),
+        include_str!("../../../corpus/tmux-unicode.txt"),
     ),
-    ("top-batch.txt", include_str!("../../corpus/top-batch.txt")),
+    (
+        "top-batch.txt",
+        include_str!("../../../corpus/top-batch.txt"),
+    ),
 ];
 
 /// The corpus texts, in a fixed order.

@@ -16,9 +16,8 @@
 //! output): the loop an agent runs, on the mutating tier.
 //! A third kind of run times watch_panes over every pane of the server
 //! (the pane with the FIFO and the idle ones) the same way, and a fourth
-//! watch_panes over a server of 500 panes ([`super::bench_watch`]).
+//! watch_panes over a server of 500 panes ([`super::watch`]).
 
-use std::io::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -26,11 +25,12 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::json;
 
-use super::bench_watch::WideWatch;
-use crate::baseline::median;
+use super::probe::{median_spread, one_capture, read_context, write_needle};
+use super::watch::WideWatch;
 use crate::config::{ServeConfig, Tier};
-use crate::tmux::private_server::PrivateServer;
-use crate::tmux::{CaptureOptions, CaptureRange, CaptureRequest, PaneId, ServerSpec, Tmux};
+use crate::testbed::baseline::median;
+use crate::testbed::private_server::PrivateServer;
+use crate::tmux::{PaneId, ServerSpec};
 use crate::tools::context::ToolContext;
 use crate::tools::registry::{Registry, Tool};
 use crate::tools::run::{RunCommand, RunCommandArgs};
@@ -75,14 +75,6 @@ fn ms(d: Duration) -> f64 {
     (d.as_secs_f64() * 1e5).round() / 1e2
 }
 
-/// Median, best and worst of `times`, in milliseconds.
-pub(super) fn median_spread(times: &mut [Duration]) -> (f64, f64, f64) {
-    let mid = median(times);
-    let min = times.iter().min().copied().unwrap_or_default();
-    let max = times.iter().max().copied().unwrap_or_default();
-    (ms(mid), ms(min), ms(max))
-}
-
 /// Runs the wait cases (`runs` of each) on a server of their own.
 pub fn run(runs: usize) -> Result<WaitBench, String> {
     let server = PrivateServer::start("bench-wait", 120, 30).map_err(|e| e.to_string())?;
@@ -92,7 +84,7 @@ pub fn run(runs: usize) -> Result<WaitBench, String> {
     let _ = std::fs::remove_dir_all(&dir);
     drop(server);
     let mut bench = result?;
-    bench.wide = super::bench_watch::run(runs)?;
+    bench.wide = super::watch::run(runs)?;
     Ok(bench)
 }
 
@@ -241,29 +233,6 @@ fn one_wait(
     ))
 }
 
-pub(super) fn read_context(spec: &ServerSpec, events: bool) -> ToolContext {
-    let config = ServeConfig {
-        server: spec.clone(),
-        wait_events: events,
-        ..ServeConfig::default()
-    };
-    ToolContext::new(
-        Arc::new(config),
-        Arc::new(Registry::for_tier(Tier::Readonly)),
-    )
-}
-
-/// Writes `needle` as a line through the FIFO; returns when it was written.
-pub(super) fn write_needle(fifo: &Path, needle: &str) -> Result<Instant, String> {
-    let written = Instant::now();
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .open(fifo)
-        .map_err(|e| format!("cannot open the FIFO: {e}"))?;
-    writeln!(f, "{needle}").map_err(|e| e.to_string())?;
-    Ok(written)
-}
-
 /// One watch_panes over every pane for `needle`: the time from writing it
 /// to the answer, and how many panes were watched.
 fn one_watch(spec: &ServerSpec, fifo: &Path, needle: &str) -> Result<(Duration, usize), String> {
@@ -290,26 +259,6 @@ fn one_watch(spec: &ServerSpec, fifo: &Path, needle: &str) -> Result<(Duration, 
     ))
 }
 
-/// One capture of the pane's screen through the transport.
-pub(super) fn one_capture(spec: &ServerSpec, pane: PaneId) -> Result<Duration, String> {
-    let tmux = Tmux::shared(spec).map_err(|e| e.to_string())?;
-    let started = Instant::now();
-    let rx = tmux.capture(
-        vec![CaptureRequest {
-            pane,
-            range: CaptureRange::Visible,
-        }],
-        CaptureOptions::default(),
-        started + Duration::from_secs(10),
-        std::sync::Arc::default(),
-    );
-    match rx.recv_timeout(Duration::from_secs(11)) {
-        Ok(reply) => reply.result.map_err(|e| e.to_string())?,
-        Err(_) => return Err("the capture did not come back".into()),
-    };
-    Ok(started.elapsed())
-}
-
 /// The wait section of the table.
 pub fn print(w: &WaitBench) {
     println!();
@@ -330,7 +279,7 @@ pub fn print(w: &WaitBench) {
         w.watch_panes, w.watch_median_ms, w.watch_min_ms, w.watch_max_ms
     );
     println!("  one capture of the pane {:>7.1} ms", w.capture_median_ms);
-    super::bench_watch::print(&w.wide);
+    super::watch::print(&w.wide);
     println!(
         "run_command true, call to answer {:>7.1} ms  ({:.1}-{:.1})",
         w.run_true_median_ms, w.run_true_min_ms, w.run_true_max_ms

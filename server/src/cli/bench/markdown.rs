@@ -8,9 +8,9 @@
 
 use std::fmt::Write as _;
 
-use super::bench::BenchReport;
-use super::bench_cache::CacheBench;
-use super::bench_wait::WaitBench;
+use super::cache::CacheBench;
+use super::report::BenchReport;
+use super::wait::WaitBench;
 
 /// The whole report: the command that reproduces it, the floors, the
 /// search matrix, then the cache and wait sections.
@@ -65,11 +65,11 @@ pub fn report(r: &BenchReport) -> String {
     }
     if let Some(l) = &r.load {
         out.push('\n');
-        out.push_str(&super::bench_load::markdown(l));
+        out.push_str(&super::load::markdown(l));
     }
     if let Some(b) = &r.big {
         out.push('\n');
-        out.push_str(&super::bench_big::markdown(b));
+        out.push_str(&super::big::markdown(b));
     }
     out
 }
@@ -136,7 +136,7 @@ pub fn wait(w: &WaitBench) -> String {
         "| one capture of the pane | {:.1} ms | |",
         w.capture_median_ms
     );
-    super::bench_watch::markdown(&w.wide, &mut out);
+    super::watch::markdown(&w.wide, &mut out);
     let _ = writeln!(
         out,
         "| run_command true, call to answer (idle bash) | {:.1} ms | {:.1}-{:.1} ms |",
@@ -153,7 +153,7 @@ fn cell(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::bench::BenchRow;
+    use crate::cli::bench::report::BenchRow;
 
     fn sample() -> BenchReport {
         BenchReport {

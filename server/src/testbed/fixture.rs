@@ -15,7 +15,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use crate::tmux::private_server::{PrivateServer, PrivateServerError};
+use crate::testbed::private_server::{PrivateServer, PrivateServerError};
 
 /// The line planted in some panes: rare, so a literal search for
 /// [`NEEDLE`] finds exactly the planted lines.

@@ -24,12 +24,12 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::baseline::median;
 use crate::cache::{PaneCache, DEFAULT_MAX_BYTES};
 use crate::config::{Ceilings, Tier};
-use crate::fixture::Fixture;
 use crate::mcp::protocol::Era;
 use crate::mcp::response::Responses;
+use crate::testbed::baseline::median;
+use crate::testbed::fixture::Fixture;
 use crate::tools::context::ToolContext;
 use crate::tools::registry::{self, Registry, Tool, ToolOutput};
 use crate::tools::search::{SearchPanes, SearchPanesArgs, SearchPanesResult};
