@@ -14,6 +14,7 @@ pub mod cache;
 pub mod cli;
 pub mod config;
 pub mod corpus;
+pub mod daemon;
 pub mod fixture;
 #[doc(hidden)]
 pub mod fuzz_parsers;

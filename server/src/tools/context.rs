@@ -198,10 +198,21 @@ impl ToolContext {
     /// `config` says, and shared by every context made from this one
     /// ([`Self::child`]).
     pub fn new(config: Arc<ServeConfig>, registry: Arc<Registry>) -> Self {
+        let pane_cache = config
+            .cache_bytes
+            .map(|bytes| Arc::new(PaneCache::new(bytes)));
+        ToolContext::new_shared(config, registry, pane_cache)
+    }
+
+    /// The context of one session of several: `pane_cache` is the one
+    /// every session shares (a daemon's), whatever size `config` names.
+    pub fn new_shared(
+        config: Arc<ServeConfig>,
+        registry: Arc<Registry>,
+        pane_cache: Option<Arc<PaneCache>>,
+    ) -> Self {
         ToolContext {
-            pane_cache: config
-                .cache_bytes
-                .map(|bytes| Arc::new(PaneCache::new(bytes))),
+            pane_cache,
             registry,
             cancel: Arc::new(AtomicBool::new(false)),
             progress: ProgressSink::none(),
