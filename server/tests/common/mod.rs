@@ -35,6 +35,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod counter;
+pub mod daemon;
 pub mod injection;
 pub mod sshd;
 
