@@ -33,6 +33,17 @@ fn kill(pid: u64, signal: &str) {
     assert!(ok, "kill -{signal} {pid}");
 }
 
+/// A child process killed when the test ends, also when it fails (a
+/// relay left running would start a new daemon after the test's).
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// A tools/call sent without waiting: its id.
 fn start_call(s: &mut Serve, tool: &str, args: Value) -> Value {
     let id = s.fresh_id();
@@ -45,22 +56,29 @@ fn start_call(s: &mut Serve, tool: &str, args: Value) -> Value {
 fn two_serves_at_once_make_one_daemon_and_the_directory_is_private() {
     let tmux = tmux("daemon-two");
     let place = Place::new("two");
-    let mut a = place.serve("a", tmux.socket_name(), &[]);
-    let mut b = place.serve("b", tmux.socket_name(), &[]);
-    a.initialize();
-    b.initialize();
-    assert_eq!(
-        a.call_ok("list_panes", json!({}))["panes"][0]["pane_id"],
-        "%0"
-    );
-    assert_eq!(
-        b.call_ok("list_panes", json!({}))["panes"][0]["pane_id"],
-        "%0"
-    );
+    // Four serves started at the same moment, none finding a daemon.
+    let start = std::sync::Barrier::new(4);
+    let mut serves: Vec<Serve> = std::thread::scope(|scope| {
+        let started: Vec<_> = (0..4)
+            .map(|n| {
+                let (place, start, name) = (&place, &start, tmux.socket_name());
+                scope.spawn(move || {
+                    start.wait();
+                    place.serve(&format!("s{n}"), name, &[])
+                })
+            })
+            .collect();
+        started.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for s in &mut serves {
+        s.initialize();
+        let panes = s.call_ok("list_panes", json!({}));
+        assert_eq!(panes["panes"][0]["pane_id"], "%0");
+    }
     assert_eq!(place.daemons().len(), 1, "daemons: {:?}", place.daemons());
     let status = place.status();
-    assert_eq!(status["sessions"], 2, "{status}");
-    // One control client for both sessions.
+    assert_eq!(status["sessions"], 4, "{status}");
+    // One control client for every session.
     assert_eq!(status["tmux_servers"], 1, "{status}");
     assert!(status["rss_bytes"].as_u64().unwrap() > 0, "{status}");
     let dir = std::fs::symlink_metadata(place.dir()).unwrap();
@@ -76,7 +94,8 @@ fn a_directory_others_may_enter_is_refused_and_serve_answers_in_process() {
     let place = Place::new("open-dir");
     std::fs::create_dir(place.dir()).unwrap();
     std::fs::set_permissions(place.dir(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let out = place.run(&["daemon"]);
+    // (Bounded: a daemon that wrongly started leaves after a second.)
+    let out = place.run(&["daemon", "--idle-exit", "1"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("mode 755"), "{err}");
@@ -264,17 +283,19 @@ fn a_session_that_stops_reading_does_not_hold_up_another() {
     quick.initialize();
     // A client that writes and never reads: its answers fill its socket,
     // its queue, then its calls wait.
-    let mut stuck = Command::new(env!("CARGO_BIN_EXE_panescan"))
-        .args(["serve", "--socket-name", tmux.socket_name()])
-        .env("PANESCAN_RUNTIME_DIR", place.dir())
-        .env_remove("PANESCAN_NO_DAEMON")
-        .env_remove("TMUX")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stuck_in = stuck.stdin.take().unwrap();
+    let mut stuck = KillOnDrop(
+        Command::new(env!("CARGO_BIN_EXE_panescan"))
+            .args(["serve", "--socket-name", tmux.socket_name()])
+            .env("PANESCAN_RUNTIME_DIR", place.dir())
+            .env_remove("PANESCAN_NO_DAEMON")
+            .env_remove("TMUX")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut stuck_in = stuck.0.stdin.take().unwrap();
     let writer = std::thread::spawn(move || {
         for id in 0..20_000 {
             let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#);
@@ -300,8 +321,7 @@ fn a_session_that_stops_reading_does_not_hold_up_another() {
         !writer.is_finished(),
         "the stuck client was never held back"
     );
-    let _ = stuck.kill();
-    let _ = stuck.wait();
+    drop(stuck);
     let _ = writer.join();
 }
 
