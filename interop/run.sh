@@ -88,7 +88,7 @@ clients() {
         result "$SERVE_PATH: inspector --strict --tier $tier" $?
     done
 
-    SOCK=panescan-interop-inspector-$$
+    SOCK=panescan-interop-inspector-$SERVE_PATH-$$
     trap 'stop_daemon; "$HERE/tmux_fixture.sh" down "$SOCK"; rm -rf "$TMUX_TMPDIR"' EXIT
     trap 'exit 1' INT TERM HUP
     if "$HERE/tmux_fixture.sh" up "$SOCK"; then
@@ -96,20 +96,21 @@ clients() {
             --tool-arg pattern='interop history line 4242' scrollback_lines=100000 \
             -- "$SERVE" serve --socket-name "$SOCK")
         printf '%s' "$out" | python3 -c '
-    import json, sys
-    d = json.load(sys.stdin)
-    hits = [l["text"] for m in d["structuredContent"]["matches"] for l in m["lines"]]
-    ok = not d.get("isError") and "interop history line 4242" in hits
-    print("inspector tools/call search_panes:", "ok," if ok else "FAILED,", len(hits), "lines")
-    sys.exit(0 if ok else 1)'
+import json, sys
+d = json.load(sys.stdin)
+hits = [l["text"] for m in d["structuredContent"]["matches"] for l in m["lines"]]
+ok = not d.get("isError") and "interop history line 4242" in hits
+print("inspector tools/call search_panes:", "ok," if ok else "FAILED,", len(hits), "lines")
+sys.exit(0 if ok else 1)'
         result "$SERVE_PATH: inspector tools/call search_panes" $?
+        "$HERE/tmux_fixture.sh" down "$SOCK"
     else
         result "$SERVE_PATH: inspector fixture" 1
     fi
 
     # The model providers' converters over every tier's tools/list, and read
     # tools called the way a strict model calls them (convert.py).
-    CONV=panescan-interop-convert-$$
+    CONV=panescan-interop-convert-$SERVE_PATH-$$
     trap 'stop_daemon; "$HERE/tmux_fixture.sh" down "$SOCK"; "$HERE/tmux_fixture.sh" down "$CONV"; rm -rf "$TMUX_TMPDIR"' EXIT
     if "$HERE/tmux_fixture.sh" up "$CONV"; then
         "$DIR/venv/bin/python" "$HERE/convert.py" --bin "$SERVE" --calls "$CONV"
@@ -124,11 +125,13 @@ clients() {
 }
 for SERVE_PATH in $PATHS; do
     SERVE=$TMUX_TMPDIR/panescan-$SERVE_PATH
+    # The daemon path's serves all see the run's TMUX_TMPDIR (clients
+    # pass few variables): a daemon serves only sessions of its own.
     case $SERVE_PATH in
-    in-process) extra="--no-daemon" ;;
-    daemon) extra="--runtime-dir $RT" ;;
+    in-process) env= extra="--no-daemon" ;;
+    daemon) env="TMUX_TMPDIR=$TMUX_TMPDIR" extra="--runtime-dir $RT" ;;
     esac
-    printf '#!/bin/sh\nif [ "$1" = serve ]; then exec "%s" "$@" %s; fi\nexec "%s" "$@"\n' "$BIN" "$extra" "$BIN" >"$SERVE"
+    printf '#!/bin/sh\n%s\nif [ "$1" = serve ]; then exec "%s" "$@" %s; fi\nexec "%s" "$@"\n' "${env:+export $env}" "$BIN" "$extra" "$BIN" >"$SERVE"
     chmod +x "$SERVE"
     echo "== serve $SERVE_PATH"
     clients

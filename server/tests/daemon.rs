@@ -424,3 +424,45 @@ fn past_max_sessions_serve_answers_in_process() {
     let _ = daemon.kill();
     let _ = daemon.wait();
 }
+
+/// The same lines, answered in-process and through the daemon: the same
+/// answers (as JSON), and serve ends at end of input with status 0.
+#[test]
+fn the_protocol_is_the_same_through_the_daemon_as_in_process() {
+    let tmux = tmux("daemon-protocol");
+    let place = Place::new("protocol");
+    let lines = [
+        r#"{"jsonrpc":"2.0","id":"a","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","id":2,"method":"no/such"}"#.to_owned(),
+        "{not json".to_owned(),
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"list_sessions","arguments":{}}}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"kill_server","arguments":{}}}"#.to_owned(),
+        format!(
+            r#"{{"jsonrpc":"2.0","id":5,"method":"ping","params":{{"x":"{}"}}}}"#,
+            "x".repeat(5 * 1024 * 1024)
+        ),
+        r#"{"jsonrpc":"2.0","id":6,"method":"server/discover"}"#.to_owned(),
+    ];
+    let answers = |mut s: Serve| -> Vec<Value> {
+        for line in &lines {
+            s.send_raw(line);
+        }
+        let mut got = s.drain(Duration::from_secs(3));
+        s.close_stdin();
+        let status = s.wait_exit(Duration::from_secs(10)).expect("serve ends");
+        assert!(status.success(), "{status}");
+        // Answers of calls that run on threads may come in any order.
+        got.sort_by_key(|v| (v["id"].to_string(), v.to_string()));
+        got
+    };
+    let here = answers(Serve::spawn_with(
+        &["serve", "--socket-name", tmux.socket_name(), "--no-daemon"],
+        &[],
+    ));
+    let there = answers(place.serve("s", tmux.socket_name(), &[]));
+    assert_eq!(here.len(), 8, "{here:#?}");
+    assert_eq!(here, there);
+    assert_eq!(place.daemons().len(), 1);
+}
