@@ -33,6 +33,19 @@ fn kill(pid: u64, signal: &str) {
     assert!(ok, "kill -{signal} {pid}");
 }
 
+/// This process's uid, from /proc.
+fn own_uid() -> u32 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|r| r.split_whitespace().next().map(str::to_owned))
+        })
+        .and_then(|u| u.parse().ok())
+        .unwrap_or(u32::MAX)
+}
+
 /// A child process killed when the test ends, also when it fails (a
 /// relay left running would start a new daemon after the test's).
 struct KillOnDrop(std::process::Child);
@@ -245,6 +258,12 @@ fn a_daemon_of_another_build_is_not_used() {
 
 #[test]
 fn another_user_is_refused_before_a_byte_is_read() {
+    // Running a client as nobody takes root (the suite's containers run
+    // as root); as another user there is no one else to be.
+    if own_uid() != 0 {
+        eprintln!("skipped: not root, cannot run a client as nobody");
+        return;
+    }
     let tmux = tmux("daemon-user");
     let place = Place::new("user");
     let mut s = place.serve("s", tmux.socket_name(), &[]);
@@ -465,4 +484,58 @@ fn the_protocol_is_the_same_through_the_daemon_as_in_process() {
     assert_eq!(here.len(), 8, "{here:#?}");
     assert_eq!(here, there);
     assert_eq!(place.daemons().len(), 1);
+}
+
+#[test]
+fn sixteen_sessions_searching_at_once_share_one_control_client() {
+    let tmux = tmux("daemon-sixteen");
+    for n in 0..8 {
+        tmux.run_ok([
+            "new-window",
+            "-d",
+            &format!("seq -f 'w{n} line %g' 1 300; sleep 1000"),
+        ])
+        .unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let place = Place::new("sixteen");
+    let mut serves: Vec<Serve> = (0..16)
+        .map(|n| place.serve(&format!("s{n}"), tmux.socket_name(), &[]))
+        .collect();
+    let search = json!({"pattern": "line 277", "scrollback_lines": 1000});
+    let ids: Vec<Value> = serves
+        .iter_mut()
+        .map(|s| start_call(s, "search_panes", search.clone()))
+        .collect();
+    let mut found = Vec::new();
+    for (s, id) in serves.iter_mut().zip(&ids) {
+        let r = s.response(id, Duration::from_secs(30));
+        assert_eq!(r["result"]["isError"], false, "{r}");
+        let mut hits: Vec<String> = r["result"]["structuredContent"]["matches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|m| m["lines"].as_array().unwrap().iter())
+            .map(|l| l["text"].as_str().unwrap().to_owned())
+            .collect();
+        hits.sort();
+        found.push(hits);
+    }
+    let want: Vec<String> = {
+        let mut w: Vec<String> = (0..8).map(|n| format!("w{n} line 277")).collect();
+        w.sort();
+        w
+    };
+    for hits in &found {
+        assert_eq!(hits, &want);
+    }
+    assert_eq!(place.status()["sessions"], 16);
+    let clients = tmux
+        .run_ok(["list-clients", "-F", "#{client_flags}"])
+        .unwrap();
+    let control = clients
+        .lines()
+        .filter(|l| l.contains("control-mode"))
+        .count();
+    assert_eq!(control, 1, "clients: {clients}");
 }

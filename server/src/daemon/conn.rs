@@ -22,14 +22,11 @@ const REQUEST_WAIT: Duration = Duration::from_secs(5);
 
 /// Serves one accepted connection to its end.
 pub fn serve(daemon: &Arc<Daemon>, stream: UnixStream) {
-    match rustix::net::sockopt::socket_peercred(&stream) {
-        Ok(cred) if cred.uid.as_raw() == super::place::uid() => {}
-        Ok(cred) => {
-            eprintln!(
-                "panescan daemon: refused a connection of uid {} (pid {})",
-                cred.uid.as_raw(),
-                cred.pid.as_raw_nonzero()
-            );
+    match peer(&stream) {
+        Ok(Some((uid, _))) if uid == super::place::uid() => {}
+        Ok(None) => {}
+        Ok(Some((uid, pid))) => {
+            eprintln!("panescan daemon: refused a connection of uid {uid} (pid {pid})");
             return;
         }
         Err(e) => {
@@ -44,6 +41,19 @@ pub fn serve(daemon: &Arc<Daemon>, stream: UnixStream) {
             eprintln!("panescan daemon: connection: {e}");
         }
     }
+}
+
+/// The peer's uid and pid (SO_PEERCRED).
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn peer(stream: &UnixStream) -> std::io::Result<Option<(u32, i32)>> {
+    let cred = rustix::net::sockopt::socket_peercred(stream)?;
+    Ok(Some((cred.uid.as_raw(), cred.pid.as_raw_nonzero().get())))
+}
+
+/// Where SO_PEERCRED does not exist, the private directory is the guard.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn peer(_stream: &UnixStream) -> std::io::Result<Option<(u32, i32)>> {
+    Ok(None)
 }
 
 fn handshake_and_serve(daemon: &Arc<Daemon>, stream: UnixStream) -> Result<(), String> {
