@@ -60,6 +60,12 @@ pub enum Commands {
     /// Serve MCP on stdin/stdout (JSON-RPC 2.0, one message per line),
     /// through this user's daemon (started when none runs) unless --no-daemon.
     Serve(Box<serve::ServeCommand>),
+    /// Search every pane of a tmux server, like grep.
+    Search(Box<search::SearchArgs>),
+    /// See it work: a private tmux server full of real output, searched.
+    Demo(Box<demo::DemoArgs>),
+    /// Time searches on a private tmux server of a given shape.
+    Bench(Box<bench::BenchArgs>),
     /// The per-user daemon, in the foreground: serves the sessions of
     /// `panescan serve` over a unix socket, sharing tmux connections and
     /// the pane cache.
@@ -68,12 +74,6 @@ pub enum Commands {
     Status(daemon::RuntimeArgs),
     /// Stop the daemon (its sessions get their answers first).
     Stop(daemon::RuntimeArgs),
-    /// Search every pane of a tmux server, like grep.
-    Search(Box<search::SearchArgs>),
-    /// See it work: a private tmux server full of real output, searched.
-    Demo(Box<demo::DemoArgs>),
-    /// Time searches on a private tmux server of a given shape.
-    Bench(Box<bench::BenchArgs>),
     /// Print a shell completion script (source it, or install it where
     /// your shell loads completions).
     Completions {
@@ -85,7 +85,7 @@ pub enum Commands {
     /// Print the manual page (roff): `panescan man | man -l -`; with a
     /// subcommand, that subcommand's page.
     Man {
-        /// serve, search, demo, bench, completions or man.
+        /// serve, search, demo, bench, daemon, status, stop, completions or man.
         command: Option<String>,
     },
 }

@@ -134,7 +134,13 @@ fn run_session(
         let spec = spec.over(&daemon.config.defaults);
         let config = spec.config(daemon.config.hosts.clone(), daemon.config.cache_bytes);
         let closer = out.try_clone().map_err(|e| e.to_string())?;
-        let ended = session::run(Arc::new(config), &shared, input, out, &stop_rx);
+        let ended = session::run(
+            Arc::new(config),
+            &shared,
+            (input, out),
+            &stop_rx,
+            ["session-in", "session-out"],
+        );
         // Unblocks a writer stuck on a client that stopped reading.
         let _ = closer.shutdown(std::net::Shutdown::Both);
         ended.map(|_| ())

@@ -37,9 +37,9 @@ pub fn serve(config: ServeConfig) -> i32 {
     let code = match session::run(
         Arc::new(config),
         &shared,
-        io::stdin(),
-        io::stdout(),
+        (io::stdin(), io::stdout()),
         &stop_rx,
+        ["stdin", "stdout"],
     ) {
         Ok(_) => 0,
         Err(e) => {

@@ -68,13 +68,15 @@ pub enum Ended {
 
 /// Serves one MCP session: lines from `input`, answers to `output`, until
 /// end of input or a message on `stop`. `config` is the session's own
-/// (tier, ceilings, default server); `shared` what it shares with others.
+/// (tier, ceilings, default server); `shared` what it shares with others;
+/// `threads` names its reader and writer threads (`stdin`, `stdout` on
+/// stdio: what an operator sees in `/proc`).
 pub fn run<R, W>(
     config: Arc<ServeConfig>,
     shared: &Shared,
-    input: R,
-    output: W,
+    (input, output): (R, W),
     stop: &Receiver<()>,
+    threads: [&str; 2],
 ) -> Result<Ended, String>
 where
     R: Read + Send + 'static,
@@ -84,7 +86,7 @@ where
     let tools = ToolContext::new_shared(config, registry.clone(), shared.pane_cache.clone());
     let (out_tx, out_rx) = bounded::<Outgoing>(OUT_QUEUE_LINES);
     let writer = std::thread::Builder::new()
-        .name("session-out".into())
+        .name(threads[1].into())
         .spawn(move || writer_loop(out_rx, output))
         .map_err(|e| format!("cannot start the writer thread: {e}"))?;
     let dispatcher = Arc::new(Dispatcher::with_tools(registry, tools, out_tx.clone()));
@@ -92,7 +94,7 @@ where
     {
         let dispatcher = dispatcher.clone();
         std::thread::Builder::new()
-            .name("session-in".into())
+            .name(threads[0].into())
             .spawn(move || {
                 let mut reader = LineReader::new(BufReader::new(input), MAX_LINE_BYTES);
                 loop {
