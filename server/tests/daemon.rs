@@ -539,3 +539,51 @@ fn sixteen_sessions_searching_at_once_share_one_control_client() {
         .count();
     assert_eq!(control, 1, "clients: {clients}");
 }
+
+/// Threads of `pid` named `name`.
+fn threads_named(pid: u64, name: &str) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|t| std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim() == name))
+        .count()
+}
+
+#[test]
+fn a_sessions_commands_are_its_own_and_their_watching_ends_with_it() {
+    let tmux = tmux("daemon-run");
+    common::plain_shell(&tmux, "main:0.0");
+    assert!(common::eventually(Duration::from_secs(10), || {
+        tmux.run_ok(["capture-pane", "-p", "-t", "main:0.0"])
+            .is_ok_and(|t| t.contains('$'))
+    }));
+    let place = Place::new("run");
+    let mut a = place.serve("a", tmux.socket_name(), &["--tier", "mutating"]);
+    let mut b = place.serve("b", tmux.socket_name(), &["--tier", "mutating"]);
+    a.initialize();
+    b.initialize();
+    let r = a.call_ok(
+        "run_command",
+        json!({"pane_id": "%0", "command": "sleep 100", "timeout_ms": 300}),
+    );
+    let id = r["command_id"].as_str().unwrap().to_owned();
+    let pid = place.status()["pid"].as_u64().unwrap();
+    assert_eq!(threads_named(pid, "run-command-wat"), 1);
+    // Another session cannot wait on it.
+    let e = b.call_err(
+        "wait_for_command",
+        json!({"command_id": id, "timeout_ms": 200}),
+    );
+    assert!(e.contains("no command"), "{e}");
+    // Its session ends: its command is no longer watched.
+    drop(a);
+    assert!(
+        common::eventually(Duration::from_secs(10), || threads_named(
+            pid,
+            "run-command-wat"
+        ) == 0),
+        "the command is still watched after its session ended"
+    );
+    b.call_ok("send_keys", json!({"pane_id": "%0", "keys": ["C-c"]}));
+}

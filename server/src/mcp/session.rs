@@ -83,7 +83,9 @@ where
     W: Write + Send + 'static,
 {
     let registry = Arc::new(Registry::for_config(&config));
-    let tools = ToolContext::new_shared(config, registry.clone(), shared.pane_cache.clone());
+    let mut tools = ToolContext::new_shared(config, registry.clone(), shared.pane_cache.clone());
+    tools.session = next_session();
+    let session = tools.session;
     let (out_tx, out_rx) = bounded::<Outgoing>(OUT_QUEUE_LINES);
     let writer = std::thread::Builder::new()
         .name(threads[1].into())
@@ -129,11 +131,20 @@ where
     // Stop the work, let every call write its answer (a call stopped here
     // answers with what it has or an error, never silence), flush.
     dispatcher.shutdown(SHUTDOWN_GRACE);
+    // What the session started ends with it.
+    crate::tools::run::end_session(session);
     let (ack_tx, ack_rx) = bounded(1);
     let _ = out_tx.send_timeout(Outgoing::Flush(ack_tx), FLUSH_GRACE);
     let _ = ack_rx.recv_timeout(FLUSH_GRACE);
     drop(writer);
     Ok(ended)
+}
+
+/// A process-unique session id (never 0: 0 is a context made outside any
+/// session, the command line's).
+fn next_session() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 fn writer_loop<W: Write>(rx: Receiver<Outgoing>, output: W) {

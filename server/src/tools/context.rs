@@ -191,6 +191,10 @@ pub struct ToolContext {
     /// line, which the front end measures per request (the echoed id
     /// counts). In-process callers have no line around the result.
     pub response_room: usize,
+    /// The MCP session the call belongs to (0: a process's only one): what
+    /// a session started (run_command's commands) is its own, and ends
+    /// with it.
+    pub session: u64,
 }
 
 impl ToolContext {
@@ -218,6 +222,7 @@ impl ToolContext {
             progress: ProgressSink::none(),
             started: Instant::now(),
             response_room: config.ceilings.response_bytes,
+            session: 0,
             config,
         }
     }
@@ -302,6 +307,7 @@ impl ToolContext {
             progress: ProgressSink::none(),
             started: Instant::now(),
             response_room: self.response_room,
+            session: self.session,
         }
     }
 }

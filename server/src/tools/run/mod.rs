@@ -40,6 +40,9 @@ mod shell;
 mod table;
 mod watcher;
 
+/// Ends the commands a session ran (at the session's end).
+pub use table::end_session;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -197,7 +200,7 @@ impl Tool for WaitForCommand {
         let timeout = wait_timeout(ctx, args.timeout_ms, DEFAULT_TIMEOUT)?;
         let end = End::after(timeout);
         let bounds = output_bounds(ctx.ceilings(), args.max_lines, args.max_bytes)?;
-        let entry = table::get(&args.command_id)?;
+        let entry = table::get(&args.command_id, ctx.session)?;
         let tmux = ctx.tmux(&entry.server)?;
         let progress = wait(ctx, &entry, &end)?;
         answer(ctx, &tmux, &entry, progress, bounds, &end)
@@ -322,16 +325,19 @@ fn start(
     let history = i64::try_from(pane.history_size).unwrap_or(i64::MAX / 4);
     let start_abs = history + i64::from(pane.cursor_y);
     let limit = i64::try_from(pane.history_limit).unwrap_or(i64::MAX / 4);
-    let entry = Arc::new(Entry::new(
-        format!("cmd-{}", random_hex(16)),
-        args.server.clone(),
-        socket,
-        pane.pane_id,
-        typed,
-        completion,
-        (start_abs, (history, limit)),
-        (pane.pane_pid, pane.pane_tty.clone()),
-    ));
+    let entry = Arc::new(
+        Entry::new(
+            format!("cmd-{}", random_hex(16)),
+            args.server.clone(),
+            socket,
+            pane.pane_id,
+            typed,
+            completion,
+            (start_abs, (history, limit)),
+            (pane.pane_pid, pane.pane_tty.clone()),
+        )
+        .of_session(ctx.session),
+    );
     table::insert(entry.clone())?;
     let typing = watcher::Watcher::new(
         entry.clone(),

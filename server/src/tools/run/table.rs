@@ -86,6 +86,9 @@ pub struct Entry {
     pub process: (Option<u32>, String),
     /// When it was typed.
     pub started: Instant,
+    /// The session whose call typed it: only that session may wait on it,
+    /// and its end ends the watching.
+    pub session: u64,
     progress: Mutex<Progress>,
     changed: Condvar,
 }
@@ -114,9 +117,16 @@ impl Entry {
             history: start.1,
             process,
             started: Instant::now(),
+            session: 0,
             progress: Mutex::new(Progress::Running),
             changed: Condvar::new(),
         }
+    }
+
+    /// The same command, typed by a call of `session`.
+    pub fn of_session(mut self, session: u64) -> Entry {
+        self.session = session;
+        self
     }
 
     fn lock(&self) -> MutexGuard<'_, Progress> {
@@ -234,17 +244,36 @@ fn still_runs(e: &Entry) -> ToolError {
     ))
 }
 
-/// The entry of `id`, or a not_found error.
-pub fn get(id: &str) -> Result<Arc<Entry>, ToolError> {
+/// The entry of `id` typed in `session`, or a not_found error (another
+/// session's command is not this one's to know of).
+pub fn get(id: &str, session: u64) -> Result<Arc<Entry>, ToolError> {
     let mut t = table();
     let now = Instant::now();
     t.entries.retain(|_, e| !e.expired(now));
-    t.entries.get(id).cloned().ok_or_else(|| {
+    let found = t.entries.get(id).filter(|e| e.session == session);
+    found.cloned().ok_or_else(|| {
         ToolError::not_found(format!(
             "no command {id:?}: command ids come from run_command and are kept {} minutes after the command ends",
             KEEP.as_secs() / 60
         ))
     })
+}
+
+/// Ends what `session` started: its running commands are no longer
+/// watched (their watchers stop at their next step) and its entries are
+/// forgotten, so their panes are free again.
+pub fn end_session(session: u64) {
+    let mut t = table();
+    t.entries.retain(|_, e| {
+        if e.session != session {
+            return true;
+        }
+        e.finish(Progress::Lost(ToolError::refused(format!(
+            "the session that ran command {} ended",
+            e.id
+        ))));
+        false
+    });
 }
 
 /// Whether `pane`'s shell was seen to print OSC 133 D marks.
