@@ -335,12 +335,12 @@ mod tests {
         insert(entry("t-a", 9001)).unwrap();
         let err = insert(entry("t-b", 9001)).unwrap_err();
         assert!(err.message.contains("t-a"), "{err}");
-        get("t-a").unwrap().finish(Progress::Ended {
+        get("t-a", 0).unwrap().finish(Progress::Ended {
             status: Some(0),
             at: Some(Instant::now()),
         });
         insert(entry("t-b", 9001)).unwrap();
-        let e = get("t-nope").unwrap_err();
+        let e = get("t-nope", 0).unwrap_err();
         assert_eq!(e.kind, crate::tools::context::ErrorKind::NotFound);
     }
 
@@ -365,7 +365,7 @@ mod tests {
                 at: Some(at),
             });
             insert(e).unwrap();
-            assert_eq!(get(id).is_ok(), kept, "{id}");
+            assert_eq!(get(id, 0).is_ok(), kept, "{id}");
         }
         for (id, started, kept) in [
             ("t-lost-old", ago(WATCH_FOR + KEEP + minute), false),
@@ -384,7 +384,7 @@ mod tests {
             e.started = started;
             e.finish(Progress::Lost(ToolError::invalid("gone")));
             insert(Arc::new(e)).unwrap();
-            assert_eq!(get(id).is_ok(), kept, "{id}");
+            assert_eq!(get(id, 0).is_ok(), kept, "{id}");
         }
     }
 
