@@ -243,3 +243,240 @@ fn the_daemon_sits_between_the_command_line_and_the_sessions() {
         wrong.join("\n")
     );
 }
+
+/// The module path of each `.rs` file under `server/src/tmux`
+/// (`tmux/capture/mod.rs` is `tmux::capture`), with its code: comments
+/// and `#[cfg(test)] mod` blocks left out (a test module may reach
+/// across; what serves may not).
+fn tmux_files() -> std::collections::BTreeMap<Vec<String>, String> {
+    let src = root().join("server/src");
+    let mut files = std::collections::BTreeMap::new();
+    for file in rust_files(&src.join("tmux")) {
+        let rel = file.strip_prefix(&src).unwrap_or(&file);
+        let mut module: Vec<String> = rel
+            .with_extension("")
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        if module.last().is_some_and(|m| m == "mod") {
+            module.pop();
+        }
+        let text =
+            std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        files.insert(module, code_outside_tests(&text));
+    }
+    files
+}
+
+/// `text` without comments and without `#[cfg(test)]` modules.
+fn code_outside_tests(text: &str) -> String {
+    let mut code = String::new();
+    let mut lines = text.lines().peekable();
+    while let Some(line) = lines.next() {
+        let trimmed = line.trim();
+        let opens_test_module = trimmed == "#[cfg(test)]"
+            && lines
+                .peek()
+                .is_some_and(|next| next.trim_start().starts_with("mod ") && next.ends_with('{'));
+        if opens_test_module {
+            // Skip to the brace that closes it.
+            let mut depth = 0i64;
+            for inner in lines.by_ref() {
+                let inner = inner.split("//").next().unwrap_or("");
+                depth += inner.matches('{').count() as i64 - inner.matches('}').count() as i64;
+                if depth <= 0 && inner.contains('}') {
+                    break;
+                }
+            }
+            continue;
+        }
+        code.push_str(line.split("//").next().unwrap_or(""));
+        code.push('\n');
+    }
+    code
+}
+
+/// Every path `code` names from `crate::`, `super::` or `self::`, a use
+/// tree's groups expanded: `use super::{a, b::{c, d}}` names `super::a`,
+/// `super::b::c` and `super::b::d`.
+fn paths_named(code: &str) -> Vec<Vec<String>> {
+    let bytes = code.as_bytes();
+    let mut out = Vec::new();
+    for start in ["crate", "super", "self"] {
+        for (at, _) in code.match_indices(start) {
+            let before = at.checked_sub(1).map(|i| bytes[i]);
+            let after = &code[at + start.len()..];
+            let word_start = !before.is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_');
+            if word_start && after.trim_start().starts_with("::") {
+                let mut i = at;
+                use_tree(bytes, &mut i, Vec::new(), &mut out);
+            }
+        }
+    }
+    out
+}
+
+/// Reads one use tree (or path) at `bytes[*i..]` after `prefix`.
+fn use_tree(bytes: &[u8], i: &mut usize, prefix: Vec<String>, out: &mut Vec<Vec<String>>) {
+    let skip_space = |i: &mut usize| {
+        while bytes.get(*i).is_some_and(u8::is_ascii_whitespace) {
+            *i += 1;
+        }
+    };
+    skip_space(i);
+    if bytes.get(*i) == Some(&b'{') {
+        *i += 1;
+        loop {
+            skip_space(i);
+            match bytes.get(*i) {
+                None => return,
+                Some(b'}') => {
+                    *i += 1;
+                    return;
+                }
+                Some(b',') => *i += 1,
+                Some(_) => {
+                    let before = *i;
+                    use_tree(bytes, i, prefix.clone(), out);
+                    if *i == before {
+                        *i += 1;
+                    }
+                }
+            }
+        }
+    }
+    let ident_start = *i;
+    while bytes
+        .get(*i)
+        .is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'*')
+    {
+        *i += 1;
+    }
+    let mut path = prefix;
+    if *i > ident_start {
+        path.push(String::from_utf8_lossy(&bytes[ident_start..*i]).into_owned());
+    }
+    let mut j = *i;
+    while bytes.get(j).is_some_and(u8::is_ascii_whitespace) {
+        j += 1;
+    }
+    if *i > ident_start && bytes.get(j..j + 2) == Some(b"::") {
+        *i = j + 2;
+        use_tree(bytes, i, path, out);
+    } else if !path.is_empty() {
+        out.push(path);
+    }
+}
+
+/// The file module `path` (named in file module `from`) lands in, if it
+/// is one of `modules`: the longest such prefix of what it names.
+fn landing(
+    from: &[String],
+    path: &[String],
+    modules: &std::collections::BTreeSet<Vec<String>>,
+) -> Option<Vec<String>> {
+    let mut base: Vec<String> = Vec::new();
+    let mut rest = path;
+    match path.first().map(String::as_str) {
+        Some("crate") => rest = &path[1..],
+        Some("self") => {
+            base = from.to_vec();
+            rest = &path[1..];
+        }
+        Some("super") => {
+            base = from.to_vec();
+            while rest.first().is_some_and(|s| s == "super") {
+                base.pop();
+                rest = &rest[1..];
+            }
+        }
+        _ => return None,
+    }
+    let rest: Vec<&String> = rest.iter().filter(|s| *s != "self").collect();
+    (0..=rest.len()).rev().find_map(|k| {
+        let mut m = base.clone();
+        m.extend(rest[..k].iter().map(|s| (*s).clone()));
+        modules.contains(&m).then_some(m)
+    })
+}
+
+/// Which files under `tmux/` each names: a file naming one of its own
+/// parents is left out (a child always uses its parent's items; the
+/// parent declares it).
+fn tmux_file_imports() -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
+    let files = tmux_files();
+    let modules: std::collections::BTreeSet<Vec<String>> = files.keys().cloned().collect();
+    let mut imports = std::collections::BTreeMap::new();
+    for (module, code) in &files {
+        let named: std::collections::BTreeSet<String> = paths_named(code)
+            .iter()
+            .filter_map(|p| landing(module, p, &modules))
+            .filter(|m| m != module && !module.starts_with(m))
+            .map(|m| m.join("::"))
+            .collect();
+        imports.insert(module.join("::"), named);
+    }
+    imports
+}
+
+#[test]
+fn use_trees_are_read_through_their_groups() {
+    let code = "use super::{a, b::{c, d as e}, self};\nfn f() { crate::tmux::x::y(); }";
+    let named: Vec<String> = paths_named(code).iter().map(|p| p.join("::")).collect();
+    for path in [
+        "super::a",
+        "super::b::c",
+        "super::b::d",
+        "super::self",
+        "crate::tmux::x::y",
+    ] {
+        assert!(named.contains(&path.to_owned()), "{path} in {named:?}");
+    }
+    let code =
+        code_outside_tests("use a;\n#[cfg(test)]\nmod tests {\n    use super::b;\n}\nuse c;\n");
+    assert!(code.contains("use a;") && code.contains("use c;"), "{code}");
+    assert!(!code.contains("use super::b"), "{code}");
+}
+
+#[test]
+fn no_circle_between_files_inside_tmux() {
+    let imports = tmux_file_imports();
+    assert!(imports.len() > 30, "files found: {:?}", imports.keys());
+    // Not vacuous: a sweep does reach tmux through the connection.
+    assert!(
+        imports["tmux::capture"].contains("tmux::connection"),
+        "{:?}",
+        imports["tmux::capture"]
+    );
+    let reach = |from: &str| {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut todo = vec![from.to_owned()];
+        while let Some(m) = todo.pop() {
+            for next in imports.get(&m).into_iter().flatten() {
+                if seen.insert(next.clone()) {
+                    todo.push(next.clone());
+                }
+            }
+        }
+        seen
+    };
+    let mut circles = std::collections::BTreeSet::new();
+    for module in imports.keys() {
+        let from_here = reach(module);
+        if from_here.contains(module) {
+            let circle: Vec<String> = from_here
+                .iter()
+                .filter(|other| reach(other).contains(module))
+                .cloned()
+                .collect();
+            circles.insert(circle.join(", "));
+        }
+    }
+    assert!(
+        circles.is_empty(),
+        "files under tmux/ import each other in a circle (ARCHITECTURE.md: a feature's \
+         per-server state is its own module's, held beside the connection, which names no \
+         feature):\n{}",
+        circles.into_iter().collect::<Vec<_>>().join("\n")
+    );
+}

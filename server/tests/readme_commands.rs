@@ -1,11 +1,17 @@
-//! Every `panescan` command the README shows exists, with every flag it
-//! uses: a renamed flag must not leave the README behind.
+//! Every `panescan` command the documents show (README.md, GUIDE.md,
+//! SECURITY.md, CONTRIBUTING.md) exists, with every flag it uses: a
+//! renamed flag must not leave them behind. And CI runs exactly the test
+//! command the README gives.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::process::Command;
 
-fn readme() -> String {
-    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap()
+/// The documents a user reads commands from, by their name in the root.
+const DOCUMENTS: [&str; 4] = ["README.md", "GUIDE.md", "SECURITY.md", "CONTRIBUTING.md"];
+
+fn root_file(name: &str) -> String {
+    let path = format!("{}/../{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
 /// Command lines inside ```sh blocks and `inline` code that run panescan.
@@ -36,18 +42,25 @@ fn panescan_commands(readme: &str) -> Vec<Vec<String>> {
 }
 
 #[test]
-fn readme_commands_and_flags_exist() {
-    let readme = readme();
-    let commands = panescan_commands(&readme);
-    assert!(commands.len() >= 8, "found only {commands:?}");
-    for words in commands {
+fn documented_commands_and_flags_exist() {
+    let mut commands = Vec::new();
+    for name in DOCUMENTS {
+        let found = panescan_commands(&root_file(name));
+        assert!(
+            !found.is_empty() || name == "SECURITY.md",
+            "{name}: no commands"
+        );
+        commands.extend(found.into_iter().map(|words| (name, words)));
+    }
+    assert!(commands.len() >= 20, "found only {commands:?}");
+    for (name, words) in commands {
         let sub = &words[0];
         if sub.starts_with("--") {
             let out = Command::new(env!("CARGO_BIN_EXE_panescan"))
                 .arg(sub)
                 .output()
                 .unwrap();
-            assert!(out.status.success(), "panescan {sub} fails");
+            assert!(out.status.success(), "{name}: panescan {sub} fails");
             continue;
         }
         let help = Command::new(env!("CARGO_BIN_EXE_panescan"))
@@ -56,7 +69,7 @@ fn readme_commands_and_flags_exist() {
             .unwrap();
         assert!(
             help.status.success(),
-            "README uses `panescan {sub}`, which does not exist"
+            "{name} uses `panescan {sub}`, which does not exist"
         );
         let help = String::from_utf8_lossy(&help.stdout);
         for word in words.iter().skip(1) {
@@ -75,7 +88,37 @@ fn readme_commands_and_flags_exist() {
             } else {
                 true
             };
-            assert!(known, "README: `panescan {sub}` has no flag {flag}");
+            assert!(known, "{name}: `panescan {sub}` has no flag {flag}");
         }
     }
+}
+
+/// The command of the README's first ```sh block whose comment says it
+/// runs the tests.
+fn readme_test_command(readme: &str) -> Option<String> {
+    let mut in_sh = false;
+    for line in readme.lines() {
+        if line.starts_with("```") {
+            in_sh = line.trim() == "```sh";
+            continue;
+        }
+        if let Some((command, comment)) = line.split_once('#') {
+            if in_sh && comment.trim_start().starts_with("run the tests") {
+                return Some(command.trim().to_owned());
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn ci_runs_the_test_command_the_readme_gives() {
+    let command = readme_test_command(&root_file("README.md"))
+        .expect("the README's sh block has a line commented `# run the tests`");
+    assert_eq!(command, "cargo test --workspace");
+    let ci = root_file(".ci/run");
+    assert!(
+        ci.lines().any(|line| line.trim() == command),
+        ".ci/run does not run the README's test command `{command}` as a line of its own"
+    );
 }

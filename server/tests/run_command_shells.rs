@@ -1,7 +1,7 @@
 //! run_command in the shells people use, end to end through `panescan
 //! serve --tier mutating` on private tmux servers: bash, zsh and fish,
 //! each plain (no shell integration: the appended marker) and set up with
-//! the README's OSC 133 snippets, read from the README itself (the zsh one
+//! GUIDE.md's OSC 133 snippets, read from GUIDE.md itself (the zsh one
 //! ends its marks with `ESC \`, the others with BEL). Expected output is
 //! what the command really prints, run outside the pane by the same shell.
 //!
@@ -46,20 +46,20 @@ fn serve(label: &str, width: u16, more: &[&str]) -> (PrivateServer, Serve) {
     (tmux, s)
 }
 
-/// The README's OSC 133 snippet for `shell` (the fenced block whose first
+/// GUIDE.md's OSC 133 snippet for `shell` (the fenced block whose first
 /// line is `# bash (~/.bashrc)`, ...).
-fn readme_snippet(shell: Sh) -> String {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
-        .expect("README.md");
+fn guide_snippet(shell: Sh) -> String {
+    let guide = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../GUIDE.md"))
+        .expect("GUIDE.md");
     let head = match shell {
         Sh::Bash => "```sh\n# bash (",
         Sh::Zsh => "```sh\n# zsh (",
         Sh::Fish => "```fish\n# fish (",
     };
-    let from = readme
+    let from = guide
         .find(head)
-        .unwrap_or_else(|| panic!("no {shell:?} snippet in README.md"));
-    let body = &readme[from..];
+        .unwrap_or_else(|| panic!("no {shell:?} snippet in GUIDE.md"));
+    let body = &guide[from..];
     let body = &body[body.find('\n').unwrap() + 1..];
     body[..body.find("```").unwrap()].to_owned()
 }
@@ -144,14 +144,14 @@ fn need(shell: Sh) {
     );
 }
 
-/// Every case, in `shell`, plain or with the README's snippets.
+/// Every case, in `shell`, plain or with GUIDE.md's snippets.
 fn matrix(shell: Sh, snippets: bool) {
     need(shell);
     let label = format!("shells-{shell:?}-{snippets}").to_lowercase();
     let (tmux, mut s) = serve(&label, 100, &[]);
     let dir = TempDir::new(&label);
     let rc = if snippets {
-        readme_snippet(shell)
+        guide_snippet(shell)
     } else {
         String::new()
     };
@@ -250,7 +250,7 @@ fn exact(shell: Sh, s: &mut Serve, pane: &str) {
 
 /// A last line without a newline, or ended by a bare CR, is output (the
 /// marker starts a row of its own, never overwriting it). With OSC 133 the
-/// next prompt's row takes it (the README's limits say so).
+/// next prompt's row takes it (GUIDE.md's limits say so).
 fn unfinished_last_lines(s: &mut Serve, pane: &str) {
     for (command, want) in [
         ("printf 'one\\nabc'", "one\nabc\n"),
@@ -348,7 +348,7 @@ fn bash_plain() {
 }
 
 #[test]
-fn bash_with_the_readme_snippet() {
+fn bash_with_the_guide_snippet() {
     matrix(Sh::Bash, true);
 }
 
@@ -358,7 +358,7 @@ fn zsh_plain() {
 }
 
 #[test]
-fn zsh_with_the_readme_snippet() {
+fn zsh_with_the_guide_snippet() {
     matrix(Sh::Zsh, true);
 }
 
@@ -368,7 +368,7 @@ fn fish_plain() {
 }
 
 #[test]
-fn fish_with_the_readme_snippet() {
+fn fish_with_the_guide_snippet() {
     matrix(Sh::Fish, true);
 }
 
@@ -522,7 +522,7 @@ fn a_prompt_of_two_lines_is_not_output() {
                 _ => "PS1=$'top line\\n$ '\n",
             };
             let snippet = if snippets {
-                readme_snippet(shell)
+                guide_snippet(shell)
             } else {
                 String::new()
             };

@@ -284,12 +284,7 @@ fn a_kept_sweep_client_ends_with_a_killed_panescan() {
         "the kept client outlived panescan"
     );
     // Nothing is left beside the socket either.
-    let left: Vec<_> = std::fs::read_dir(tmux.socket_path().unwrap().parent().unwrap())
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(".panescan-sweep-"))
-        .collect();
+    let left = sweep_fifos(tmux.socket_path().unwrap().parent().unwrap());
     assert!(left.is_empty(), "{left:?}");
     let pid = tmux.pid().unwrap();
     tmux.run_ok(["kill-session", "-t", "main"]).unwrap();
@@ -310,7 +305,28 @@ fn with_a_kept_client(label: &str) -> (PrivateServer, TempDir, Serve) {
         eventually(Duration::from_secs(10), || sweep_clients(s.pid()) == 1),
         "no sweep client kept"
     );
+    // Kept means held: panescan removes the FIFO's name once it holds the
+    // write end, and only from then on does the client end with panescan.
+    let beside = tmux.socket_path().unwrap().parent().unwrap().to_path_buf();
+    assert!(
+        eventually(Duration::from_secs(10), || sweep_fifos(&beside).is_empty()),
+        "the kept client's FIFO was never held: {:?}",
+        sweep_fifos(&beside)
+    );
     (tmux, dir, s)
+}
+
+/// The sweep FIFOs and scripts beside a server's socket.
+fn sweep_fifos(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with(".panescan-sweep-"))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 #[test]

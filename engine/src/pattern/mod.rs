@@ -1,4 +1,4 @@
-//! Patterns: the bounded grammar (`grammar.rs`) and the compiled any-of
+//! Patterns: the bounded grammar ([`grammar`]) and the compiled any-of
 //! [`Matcher`], whose doc says which engine runs which patterns.
 
 mod grammar;

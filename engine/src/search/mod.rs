@@ -10,21 +10,17 @@
 //!    waiting; the task that completes the predecessor admits both);
 //! 3. **scans** the admitted lines.
 //!
-//! The calling thread never scans; it receives captures, spawns tasks and
-//! collects results. It stops taking captures off the channel while
-//! [`max_in_flight`] tasks are running, so a producer faster than the
-//! scanners is held back by the channel instead of filling memory. (A capture
-//! that arrives ahead of a missing predecessor waits, prepared, until the
-//! predecessor arrives, as admission must go in key order.)
+//! The calling thread never scans; it stops taking captures off the channel
+//! while [`max_in_flight`] tasks run, so a producer faster than the scanners
+//! is held back by the channel instead of filling memory (a capture ahead of
+//! a missing predecessor waits, prepared, as admission goes in key order).
+//! Results are put back in key order; the total match budget is applied in
+//! key order at the end, and once the captures finished in key order hold
+//! more matches than allowed, captures still waiting are skipped.
 //!
-//! Results are put back in key order. The total match budget is applied in
-//! key order at the end, and once the captures finished in key order already
-//! hold more matches than allowed, captures still waiting are skipped.
-//!
-//! The pieces: `tasks.rs` is the task side (the gate that admits in key
-//! order, and the task body), `driver.rs` the calling thread (one method per
-//! event, one place where input stops), `assemble.rs` the end (results in
-//! key order, the total match budget).
+//! The pieces: [`tasks`] (the gate that admits in key order, and the task
+//! body), [`driver`] (the calling thread: one method per event, one place
+//! where input stops), [`assemble`](mod@assemble) (results in key order, the match budget).
 
 mod assemble;
 mod driver;
@@ -72,7 +68,7 @@ pub struct SearchOptions {
     /// Set to true (by anyone, any time) to stop the search.
     pub cancel: Option<Arc<AtomicBool>>,
     /// Replace secrets in the returned lines and context with
-    /// `[REDACTED:KIND]` ([`redact`](crate::redact)); matching always sees
+    /// `[REDACTED:KIND]` ([`redact`](fn@crate::redact)); matching always sees
     /// the real text (default false).
     pub redact: bool,
 }
@@ -176,6 +172,21 @@ fn drive(
 /// Searches a list of captures (tests, benches, and searches over cached
 /// text). The captures are already in memory, so they are queued all at
 /// once; the driver still scans at most [`max_in_flight`] at a time.
+///
+/// ```
+/// use panescan_engine::{search_captures, Capture, Matcher, PatternOptions, SearchOptions};
+///
+/// let matcher = Matcher::new(&["error"], PatternOptions::default())?;
+/// let captures = vec![
+///     Capture::new(0, -2, "compiling\nERROR: disk full\nok\n"),
+///     Capture::new(1, 0, "all good\n"),
+/// ];
+/// let outcome = search_captures(&matcher, &SearchOptions::default(), captures);
+/// assert_eq!(outcome.panes.len(), 1);
+/// assert_eq!(outcome.panes[0].lines[0].line, -1);
+/// assert_eq!(outcome.panes[0].lines[0].text, "ERROR: disk full");
+/// # Ok::<(), panescan_engine::PatternError>(())
+/// ```
 pub fn search_captures(
     matcher: &Matcher,
     options: &SearchOptions,

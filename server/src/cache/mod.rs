@@ -1,93 +1,28 @@
 //! The pane cache: repeated searches fetch only what changed.
 //!
-//! # Why
+//! A wrong answer is never acceptable, a slower one is: every doubt ends in
+//! a full fetch of that pane, which is what the cache-off path does. Per
+//! pane, against the caller's listing (its fingerprint: process, history
+//! size and limit, size, cursor, flags; and its window's last activity):
 //!
-//! A cold deep search is bound by tmux: its single thread spends 1-3 us per
-//! scrollback line producing captures. An agent searches the same server
-//! again and again, and between two searches most panes print nothing new.
-//! History rows above the screen never change once written — except when
-//! history is cleared, trimmed at the history limit, rewrapped by a resize or
-//! the pane is respawned — so the text fetched last time can be kept and
-//! only what is new fetched. A wrong answer is never acceptable, a slower
-//! one is: every doubt ends in a full fetch of that pane, which is exactly
-//! what the cache-off path does (the Delta rule below says which doubts no
-//! check can raise).
-//!
-//! # How a pane is served
-//!
-//! The caller's inventory gives every pane's *fingerprint* — process id,
-//! history size and limit, size, cursor, alternate-screen and dead flags —
-//! and its window's last-activity second (tmux stamps it whenever it
-//! parses output from any pane of the window), with the server's pid and
-//! start time read in the same round trip. A search lists them all in one
-//! `list-panes -a` ([`PaneCache::capture_listed`], [`Tmux::inventory`] with
-//! [`Fields::SearchWithFingerprint`](crate::tmux::Fields::SearchWithFingerprint)):
-//! tmux expands a pane's fields in one go, so a pane's fingerprint and its
-//! activity are one snapshot. Other callers ([`PaneCache::capture`]) read
-//! the activity in a light query after their inventory. Output after the
-//! capture shows in that second; a change that prints nothing (clear,
-//! resize, respawn) before the listing shows in the fingerprint (a resize
-//! and back with nothing printed in between rewraps every line as it was);
-//! one after it (or, for a separate activity read, between the inventory
-//! and that read) leaves the answer the pane's text as the listing saw it.
-//! Then, per pane:
-//!
-//! 1. **Reuse** — the fingerprint is identical to the one stored with the
-//!    entry and the window's last activity is in an earlier second than the
-//!    one in which the stored capture was requested: nothing was printed
-//!    since, so the stored text *is* the pane's text. No tmux work at all.
+//! 1. **Reuse** — the fingerprint is the stored one and nothing was printed
+//!    since the stored capture was requested: no tmux work at all.
 //! 2. **Delta** — same server, process, size and history limit, but output
-//!    happened: capture from [`RACE_ROWS`] rows above an *anchor* (the last
-//!    history-complete lines stored, at least [`ANCHOR_ROWS`] rows) to the
-//!    bottom, and the oldest stored lines (at least [`ANCHOR_ROWS`] rows)
-//!    again. The anchor must come back at exactly the row it was stored at
-//!    (checked with the capture's own history size, so output racing the
-//!    fingerprint cannot shift it), byte for byte and line for line, and
-//!    the line after it must start at the same row; so must every line
-//!    fetched above it, and the oldest lines. When the fetched lines reach
-//!    the first stored line, every stored line kept has been compared.
-//!    Otherwise the lines in between are kept unseen, on the word of rows
-//!    that match where they were stored — and rows that repeat (blank
-//!    lines, separators, a line printed over and over) also match where
-//!    they were stored after a trim at the history limit, a clear and
-//!    refill or a resize's reflow moved every row. So the match must be
-//!    the only one:
-//!    - no other copy of the anchor in the delta's capture could be the
-//!      stored anchor moved: a copy overlapping it (rows repeating within
-//!      the anchor: blank lines, a line over and over, a short cycle) is
-//!      one when all the rows compared near the anchor repeat the same way,
-//!      since such a run matches at any offset; any copy is one when
-//!      shifting the stored text by its distance also explains every
-//!      other fetched line;
-//!    - when the history may have reached its limit (tmux then trims the
-//!      oldest tenth at a time, so rows move up by multiples of a tenth),
-//!      for every such shift that leaves stored history in place, some
-//!      fetched line differs from the stored line that many rows further
-//!      down.
+//!    happened: capture from [`RACE_ROWS`] above the stored anchor (at least
+//!    [`ANCHOR_ROWS`]) to the bottom, and the oldest stored lines again; both
+//!    must come back byte for byte at the rows they were stored at, and the
+//!    match must be the only one (repeated rows and trims at the history
+//!    limit prove nothing) ([`delta`]).
+//! 3. **Full** — anything else: the caller's own request, passed to tmux
+//!    unchanged, and its reply stored.
 //!
-//!    The stored lines above the anchor plus the fresh capture are the
-//!    pane's text. What no check short of a full fetch can see: text
-//!    replaced since (a clear, or a trim of more than was stored) by text
-//!    that reproduces, at the same rows, both the oldest stored rows and
-//!    the rows compared at the anchor (when these are no run of repeated
-//!    rows), and differs in between.
-//! 3. **Full** — anything else (no entry, a mismatch, a range the stored
-//!    lines cannot reproduce exactly): the caller's own request, passed to
-//!    tmux unchanged, and its reply stored.
+//! A served capture is the bytes and line numbers a cold capture would have
+//! returned; a capture the transport could not number is never stored.
+//! Memory is bounded in bytes ([`DEFAULT_MAX_BYTES`]), the panes searched
+//! least recently evicted first.
 //!
-//! Text is stored per (socket, pane, join_wrapped, escapes) as tmux produced
-//! it, with the absolute row (0 = oldest history row) each line starts at;
-//! a range is served only from a line start (or from the stored start, which
-//! a capture from there reproduces), and joined line numbers are the ones
-//! the transport computed and verified for those very lines, so a served
-//! capture is the bytes and numbers a cold capture would have returned. A
-//! capture the transport could not number (it fell back to unjoined rows) is
-//! passed through and never stored.
-//!
-//! # Memory
-//!
-//! A ceiling in bytes (text + line tables); the entries of the panes searched
-//! least recently are evicted first.
+//! Every check in full, and what no check short of a full fetch can see:
+//! ARCHITECTURE.md, "Notes behind the modules".
 
 mod delta;
 mod freshness;
@@ -450,7 +385,7 @@ mod tests {
         assert_eq!(cache.len(), 1);
         assert!(cache.memory_bytes() <= 1_000);
         assert_eq!(cache.stats().evicted, 1);
-        let state = cache.state.lock().unwrap();
+        let state = crate::sync::lock(&cache.state);
         assert!(state.entries.contains_key(&key(2)));
     }
 
@@ -479,7 +414,7 @@ mod tests {
             .lock()
             .unwrap()
             .forget_gone(Path::new("/s"), &live);
-        let state = cache.state.lock().unwrap();
+        let state = crate::sync::lock(&cache.state);
         let mut kept: Vec<&EntryKey> = state.entries.keys().collect();
         kept.sort_by_key(|k| (k.socket.clone(), k.pane));
         assert_eq!(kept, [&key("/other", 1), &key("/other", 2), &key("/s", 2)]);

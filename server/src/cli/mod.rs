@@ -149,6 +149,8 @@ pub struct ServeArgs {
     pub no_events: bool,
     /// Return pane text as the pane shows it: secrets (tokens, keys,
     /// passwords, private keys) are not replaced with [REDACTED:KIND].
+    // `--help` shows this as written: rustdoc must not read a link.
+    #[allow(rustdoc::broken_intra_doc_links)]
     #[arg(long, env = "PANESCAN_NO_REDACT")]
     pub no_redact: bool,
     /// Memory ceiling of the pane cache; the panes searched least recently

@@ -89,6 +89,8 @@ pub struct SearchArgs {
     pub group_by: Option<String>,
     /// Print lines as the panes show them: secrets are not replaced with
     /// [REDACTED:KIND].
+    // `--help` shows this as written: rustdoc must not read a link.
+    #[allow(rustdoc::broken_intra_doc_links)]
     #[arg(long)]
     pub no_redact: bool,
     /// Search only what was printed since the cursor in FILE (all of it when FILE is missing or empty), then write the new cursor to FILE.

@@ -1,30 +1,27 @@
 //! Which subscribed resources changed, told to the protocol side as
 //! [`Change`]s, at most one per [`DEBOUNCE`] per URI.
 //!
-//! One thread per connection, started by the first subscription and
-//! parked (its tmux subscription dropped: output off, the control client
-//! free to idle-detach) while nothing is subscribed, so a connection that
-//! subscribes to nothing costs tmux nothing.
-//!
-//! How a change is seen:
+//! One thread per connection, started by the first subscription and parked
+//! (its tmux subscription dropped: output off, the control client free to
+//! idle-detach) while nothing is subscribed: subscribing to nothing costs
+//! tmux nothing. How a change is seen:
 //! - a pane's screen or history: tmux's event stream ("pane printed"
 //!   triggers, [`crate::tmux::events`]) for the panes it covers; a pane it
-//!   does not cover (the one control client shows one session at a time)
-//!   is polled every [`POLL`] through the inventory, and counts as changed
-//!   when its history size, cursor or dead state moved. An in-place
-//!   redraw of an uncovered pane that moves none of those is not seen: the
-//!   stream covers what tmux can report, the poll the rest, said plainly.
+//!   does not cover (the control client shows one session at a time) is
+//!   polled every [`POLL`] through the inventory, and changed when its
+//!   history size, cursor or dead state moved. An in-place redraw of an
+//!   uncovered pane that moves none of those is not seen: the stream covers
+//!   what tmux can report, the poll the rest, said plainly.
 //! - a session, window or pane (JSON) and `tmux://sessions`: structure
-//!   events make the inventory be read again at once, and the poll reads
-//!   it anyway (tmux reports layout changes only for the covered session);
-//!   a resource whose JSON differs from the last read changed.
+//!   events make the inventory be read again at once, and the poll reads it
+//!   anyway (tmux reports layout changes only for the covered session); a
+//!   resource whose JSON differs from the last read changed.
 //! - the list (`list_changed`): the set of sessions, windows and panes
 //!   differs from the last read.
 //!
-//! A trigger pane stays paused (see the event stream) until its update
-//! goes out: it is re-armed just before, so whatever it prints after the
-//! notification is reported, and a pane printing without end costs one
-//! trigger per [`DEBOUNCE`], not a stream.
+//! A trigger pane stays paused until its update goes out: it is re-armed
+//! just before, so whatever it prints after the notification is reported,
+//! and a pane printing without end costs one trigger per [`DEBOUNCE`].
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -87,10 +84,7 @@ struct Desired {
 type Shared = Arc<(Mutex<Desired>, Condvar)>;
 
 fn lock(shared: &Shared) -> MutexGuard<'_, Desired> {
-    match shared.0.lock() {
-        Ok(g) => g,
-        Err(p) => p.into_inner(),
-    }
+    crate::sync::lock(&shared.0)
 }
 
 /// One connection's watcher. Dropping it stops the thread and its tmux
@@ -140,18 +134,12 @@ impl Watcher {
             if left.is_zero() {
                 return;
             }
-            d = match self.shared.1.wait_timeout(d, left.min(SLICE)) {
-                Ok((g, _)) => g,
-                Err(p) => p.into_inner().0,
-            };
+            d = crate::sync::wait_timeout(&self.shared.1, d, left.min(SLICE));
         }
     }
 
     fn start(&self) {
-        let mut thread = match self.thread.lock() {
-            Ok(t) => t,
-            Err(p) => p.into_inner(),
-        };
+        let mut thread = crate::sync::lock(&self.thread);
         if thread.is_none() {
             let (shared, ctx, sink) = (self.shared.clone(), self.ctx.child(), self.sink.clone());
             *thread = std::thread::Builder::new()
@@ -165,10 +153,7 @@ impl Watcher {
     pub fn stop(&self) {
         lock(&self.shared).stop = true;
         self.shared.1.notify_all();
-        let handle = match self.thread.lock() {
-            Ok(mut t) => t.take(),
-            Err(p) => p.into_inner().take(),
-        };
+        let handle = crate::sync::lock(&self.thread).take();
         if let Some(handle) = handle {
             let _ = handle.join();
         }
@@ -274,10 +259,7 @@ impl Loop {
                 d.applied = d.generation;
                 shared.1.notify_all();
             }
-            d = match shared.1.wait(d) {
-                Ok(g) => g,
-                Err(p) => p.into_inner(),
-            };
+            d = crate::sync::wait(&shared.1, d);
         }
         if d.generation != self.generation {
             let generation = d.generation;

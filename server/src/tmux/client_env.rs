@@ -1,31 +1,27 @@
 //! The environment of every tmux client panescan runs.
 //!
 //! A tmux client sends its whole environment to the server it connects to
-//! (identify messages, one `MSG_IDENTIFY_ENVIRON` per variable), and the
-//! server keeps it for as long as the client lives: attaching to a session
-//! or creating one copies the variables named in `update-environment`
-//! (`SSH_AUTH_SOCK`, `DISPLAY`...) into that session, and every pane started
-//! there afterwards inherits them. panescan's environment is the operator's
-//! (API keys included), and it is not the user's: its clients carry only
-//! what tmux needs to run and find its sockets:
+//! (one `MSG_IDENTIFY_ENVIRON` per variable), and the server keeps it while
+//! the client lives: attaching to a session or creating one copies the
+//! variables named in `update-environment` (`SSH_AUTH_SOCK`, `DISPLAY`...)
+//! into that session, and every pane started there inherits them.
+//! panescan's environment is the operator's (API keys included), not the
+//! user's: its clients carry only what tmux needs to run and find sockets:
 //!
 //! * `LC_ALL=C.UTF-8`: without a UTF-8 locale tmux prints non-ASCII in
 //!   formats as `_`;
 //! * `HOME`, `PATH` and `TMUX_TMPDIR`, as panescan has them.
 //!
-//! Not `TMUX` or `TMUX_PANE`: whether a pane is panescan's own is worked out
-//! in panescan from its own environment ([`super::caller`]), and every
-//! command names its target, so tmux's own guess at a client's current pane
-//! (which reads `TMUX_PANE`) is never wanted.
-//!
-//! The control client attaches with `-E` as well, so attaching copies
-//! nothing into the user's session. `create_session` gives the new session
-//! the variables a user's own `new-session` would copy from panescan's
-//! environment ([`for_new_session`]), but only those the operator named
-//! ([`DEFAULT_PASSED_TO_SESSIONS`] and `serve --pass-env NAME`): tmux's
-//! `update-environment` is an option any mutating call can set, so it only
-//! narrows that list, never widens it. On another host nothing of this
-//! machine's environment is sent.
+//! Not `TMUX` or `TMUX_PANE`: panescan works out whether a pane is its own
+//! from its own environment ([`super::caller`]), and every command names its
+//! target, so tmux's guess at a client's current pane is never wanted. The
+//! control client attaches with `-E`, so attaching copies nothing into the
+//! user's session. `create_session` passes into the new session what a
+//! user's own `new-session` would copy from panescan's environment
+//! ([`for_new_session`]), but only the names the operator gave
+//! ([`DEFAULT_PASSED_TO_SESSIONS`], `serve --pass-env NAME`):
+//! `update-environment`, which any mutating call can set, only narrows that
+//! list. On another host nothing of this machine's environment is sent.
 
 use std::process::Command;
 

@@ -9,9 +9,11 @@
 //! same; a reader thread parses replies ([`super::framing`]) and hands each
 //! to the channel of its request. A waiter that gives up at its deadline just
 //! drops its receiver: the reply is still parsed and discarded, so later
-//! replies stay in step. Notification lines go to the server's event
-//! stream ([`super::events`]), which may turn output on, and keeps the
-//! client attached while anyone listens.
+//! replies stay in step. Notification lines go to a `Listener` (the
+//! server's event stream, [`super::events`], which may turn output on),
+//! which keeps the client attached while anyone listens. The connection
+//! holds no feature's state and names no feature: `tmux::Server` holds
+//! their state beside it.
 //!
 //! When the control client exits (its session was killed, the server died)
 //! every request in flight fails with `ConnectionLost`; `run_many` then
@@ -20,13 +22,13 @@
 //! one-shot `source-file -` processes ([`super::oneshot`]), with the same
 //! answers.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Weak;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
@@ -37,12 +39,23 @@ use crossbeam_channel::{Receiver, Sender};
 /// its events. Re-attaching costs one `list-sessions` process and an attach.
 pub const IDLE_DETACH: Duration = Duration::from_secs(10);
 
-use super::caller::CallerPane;
-use super::events::Hub;
 use super::framing::{Event, Parser, RawReply};
 use super::launch::Endpoint;
 use super::{oneshot, ServerInfo, ServerSpec, TmuxCommand, TmuxError};
-use crate::sync::{lock, nonce};
+use crate::sync::{lock, nonce, try_lock};
+
+/// Where a control client's notification lines go: the server's event
+/// stream ([`super::events::Hub`]), named here only through this trait so
+/// that the connection imports nothing of what is built on it.
+pub(crate) trait Listener: Send + Sync + std::fmt::Debug {
+    /// Whether anyone listens: the client then stays attached.
+    fn listening(&self) -> bool;
+    /// Notification lines read by client `pid` (from its reader thread,
+    /// which holds no other lock).
+    fn on_lines(&self, pid: u32, lines: &[Vec<u8>]);
+    /// Client `pid` is gone (`on_purpose`: panescan closed it).
+    fn on_closed(&self, pid: u32, on_purpose: bool);
+}
 
 type Waiter = Sender<Result<RawReply, TmuxError>>;
 
@@ -72,7 +85,7 @@ pub(crate) struct Control {
     session_id: Mutex<String>,
     /// The server's event stream: gets the notifications this client reads,
     /// and keeps it attached while anyone listens.
-    hub: Arc<Hub>,
+    hub: Arc<dyn Listener>,
     /// Process id of the control client (to spot it in `list-clients`).
     pub(crate) client_pid: u32,
     /// When a request was last queued.
@@ -94,7 +107,11 @@ case "$c" in *"-S $2 -C attach-session "*) kill -KILL "$1" ;; esac"#;
 
 impl Control {
     /// Attaches a control client to session `session_id`.
-    fn attach(at: &Endpoint, session_id: &str, hub: &Arc<Hub>) -> Result<Arc<Control>, TmuxError> {
+    fn attach(
+        at: &Endpoint,
+        session_id: &str,
+        hub: &Arc<dyn Listener>,
+    ) -> Result<Arc<Control>, TmuxError> {
         let mut child = at
             .tmux(&[
                 "-C",
@@ -184,7 +201,7 @@ impl Control {
             std::thread::Builder::new()
                 .name("tmux-control-reader".into())
                 .spawn(move || {
-                    let on_purpose = reader(stdout, &book, &dead, &hub, client_pid);
+                    let on_purpose = reader(stdout, &book, &dead, &*hub, client_pid);
                     hub.on_closed(client_pid, on_purpose);
                 })
                 .map_err(|e| TmuxError::spawn("", e))?;
@@ -359,7 +376,7 @@ fn reader(
     mut stdout: impl Read,
     book: &Mutex<Book>,
     dead: &AtomicBool,
-    hub: &Hub,
+    hub: &dyn Listener,
     pid: u32,
 ) -> bool {
     let mut buf = vec![0u8; 1 << 16];
@@ -414,7 +431,9 @@ pub(crate) enum Route {
     OneShot,
 }
 
-/// State shared by every clone of a [`super::Tmux`].
+/// The connection to one tmux server: where its clients run, the control
+/// client (or one-shot processes), and where notifications go. Held by
+/// the server's state (`tmux::Server`), beside each feature's own.
 #[derive(Debug)]
 pub struct Shared {
     spec: ServerSpec,
@@ -422,62 +441,34 @@ pub struct Shared {
     /// A remote host's tmux version was found good enough.
     version_checked: AtomicBool,
     control: Mutex<Option<Arc<Control>>>,
-    pub(crate) caller: CallerPane,
     /// Never attach: answer every command with one-shot processes.
-    pub(crate) oneshot_only: AtomicBool,
-    /// Panes the last listing found (0 before any): capture sweeps use it to
-    /// choose how to head their captures.
-    pub(crate) listed_panes: std::sync::atomic::AtomicUsize,
+    oneshot_only: AtomicBool,
     /// The server's event stream.
-    hub: Arc<Hub>,
-    /// How the server's capture sweeps share it.
-    pub(crate) sweeps: Arc<super::capture::Gate>,
-    /// Small captures may go over the control client (cleared once this
-    /// server's replies prove not decodable: tmux/capture/control.rs).
-    pub(crate) captures_over_control: AtomicBool,
-    /// The terminal the last sweep showed tmux, kept for the next
-    /// (tmux/capture/anchor.rs).
-    pub(crate) anchor: Mutex<Option<Arc<super::capture::Anchor>>>,
-    /// The server's process as tmux last reported it, for reading what its
-    /// panes run from `/proc` (tmux/procfs.rs).
-    pub(crate) server_process: super::procfs::ServerCache,
-    /// What the last sweeps of searches asked for
-    /// (tmux/listing_ahead.rs).
-    pub(crate) sweeps_noted: super::listing_ahead::SweepMemory,
-    /// A sweep client kept started for the next search
-    /// (tmux/listing_ahead.rs).
-    pub(crate) kept_client: super::listing_ahead::KeptClient,
-    /// Listings under way, shared by callers asking for the same fields
-    /// at once (tmux/listing_share.rs).
-    pub(crate) listings:
-        super::listing_share::ListingShare<super::inventory::Fields, super::inventory::Listed>,
+    hub: Arc<dyn Listener>,
 }
 
 impl Shared {
-    pub(crate) fn new(spec: ServerSpec) -> Result<Self, TmuxError> {
+    /// A connection to the server `spec` names, telling `hub` what its
+    /// control client reads. Nothing is started.
+    pub(crate) fn new(spec: ServerSpec, hub: Arc<dyn Listener>) -> Result<Self, TmuxError> {
         let at = Endpoint::for_spec(&spec)?;
         Ok(Shared {
             spec,
             at,
             version_checked: AtomicBool::new(false),
             control: Mutex::new(None),
-            caller: CallerPane::from_env(),
             oneshot_only: AtomicBool::new(false),
-            listed_panes: std::sync::atomic::AtomicUsize::new(0),
-            hub: Arc::default(),
-            sweeps: Arc::default(),
-            captures_over_control: AtomicBool::new(true),
-            anchor: Mutex::new(None),
-            server_process: super::procfs::ServerCache::default(),
-            sweeps_noted: super::listing_ahead::SweepMemory::default(),
-            kept_client: super::listing_ahead::KeptClient::default(),
-            listings: Default::default(),
+            hub,
         })
     }
 
-    /// The server's event stream.
-    pub(crate) fn hub(&self) -> &Arc<Hub> {
-        &self.hub
+    /// Never attach (`true`): every command then runs as a one-shot
+    /// process; a control client attached is closed.
+    pub(crate) fn set_oneshot_only(&self, oneshot_only: bool) {
+        self.oneshot_only.store(oneshot_only, Ordering::Relaxed);
+        if oneshot_only {
+            self.shutdown();
+        }
     }
 
     pub(crate) fn spec(&self) -> &ServerSpec {
@@ -526,16 +517,13 @@ impl Shared {
         // Another thread may be connecting; wait for it only until our own
         // deadline.
         let mut slot = loop {
-            match self.control.try_lock() {
-                Ok(g) => break g,
-                Err(std::sync::TryLockError::Poisoned(e)) => break e.into_inner(),
-                Err(std::sync::TryLockError::WouldBlock) => {
-                    if Instant::now() >= deadline {
-                        return Err(TmuxError::Timeout);
-                    }
-                    std::thread::sleep(Duration::from_micros(200));
-                }
+            if let Some(g) = try_lock(&self.control) {
+                break g;
             }
+            if Instant::now() >= deadline {
+                return Err(TmuxError::Timeout);
+            }
+            std::thread::sleep(Duration::from_micros(200));
         };
         if let Some(c) = slot.as_ref() {
             if !c.is_dead() {
@@ -761,33 +749,4 @@ fn reply_text(r: RawReply) -> Result<String, TmuxError> {
             Err(TmuxError::Command(msg))
         }
     }
-}
-
-/// The process-wide handle for a server.
-pub(crate) fn shared(spec: &ServerSpec) -> Result<Arc<Shared>, TmuxError> {
-    static MAP: OnceLock<Mutex<HashMap<ServerSpec, Arc<Shared>>>> = OnceLock::new();
-    let map = MAP.get_or_init(|| Mutex::new(HashMap::new()));
-    let mut map = lock(map);
-    if let Some(s) = map.get(spec) {
-        return Ok(s.clone());
-    }
-    // Another name of a socket already served (a hard link) is that
-    // server: one connection and one cache, whatever it is called.
-    if let (None, Some(path)) = (&spec.host, &spec.socket_path) {
-        if let Some(id) = super::identity::SocketId::of(path) {
-            let known = map.iter().find(|(k, _)| {
-                k.host.is_none()
-                    && k.socket_path
-                        .as_deref()
-                        .and_then(super::identity::SocketId::of)
-                        == Some(id)
-            });
-            if let Some((_, s)) = known {
-                return Ok(s.clone());
-            }
-        }
-    }
-    let s = Arc::new(Shared::new(spec.clone())?);
-    map.insert(spec.clone(), s.clone());
-    Ok(s)
 }

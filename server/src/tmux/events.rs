@@ -73,6 +73,7 @@ use crossbeam_channel::{Receiver, Sender, TrySendError};
 use super::connection::{Control, ReplyRx, Route, Shared};
 use super::ids::{PaneId, SessionId};
 use super::notification::{self, Notification};
+use super::Server;
 use super::{TmuxCommand, TmuxError};
 use crate::sync::lock;
 
@@ -338,7 +339,7 @@ pub(crate) struct Hub {
     dirty: AtomicBool,
     /// A background reconcile thread is running.
     worker: AtomicBool,
-    shared: Mutex<Weak<Shared>>,
+    shared: Mutex<Weak<Server>>,
 }
 
 impl HubState {
@@ -559,7 +560,7 @@ impl Hub {
 
     fn subscribe(
         self: &Arc<Self>,
-        shared: &Arc<Shared>,
+        shared: &Arc<Server>,
         interest: Interest,
         deadline: Instant,
     ) -> Subscription {
@@ -592,7 +593,7 @@ impl Hub {
             rx,
             state,
         };
-        if self.reconcile(shared, deadline).is_ok() {
+        if self.reconcile(shared.connection(), deadline).is_ok() {
             // A pane paused for another subscriber's trigger must report to
             // this one from now on.
             if every {
@@ -631,7 +632,9 @@ impl Hub {
                 loop {
                     while hub.dirty.swap(false, Ordering::AcqRel) {
                         let deadline = Instant::now() + Duration::from_secs(5);
-                        if let Err(TmuxError::Timeout) = hub.reconcile(&shared, deadline) {
+                        if let Err(TmuxError::Timeout) =
+                            hub.reconcile(shared.connection(), deadline)
+                        {
                             // tmux stood still: try again while anyone
                             // listens, or the flows (a pane left paused
                             // for a subscriber gone meanwhile) stay wrong.
@@ -973,7 +976,7 @@ impl Drop for Subscription {
 
 /// Subscribes to `shared`'s stream (see [`super::Tmux::subscribe`]).
 pub(crate) fn subscribe(
-    shared: &Arc<Shared>,
+    shared: &Arc<Server>,
     interest: Interest,
     deadline: Instant,
 ) -> Subscription {
@@ -1023,7 +1026,7 @@ mod tests {
         assert!(rxs[0].try_recv().is_err());
         // Re-armed but not yet taken from the queue: still one event.
         st.flows.insert(p(1), Flow::Armed);
-        st.subs[&0].state.queued.lock().unwrap().insert(p(1));
+        lock(&st.subs[&0].state.queued).insert(p(1));
         st.output(p(1), b"c", &mut ch);
         assert!(rxs[0].try_recv().is_err());
     }

@@ -2,32 +2,25 @@
 //!
 //! This mirrors `format_expand1`, `format_skip`, `format_build_modifiers`
 //! and `format_replace` of tmux's format.c (3.2 to 3.6) byte for byte where
-//! they decide *what* gets expanded, so that a caller of panescan can learn
-//! what a format would make tmux do before tmux sees it
-//! ([`crate::tools::format_guard`] decides whether that is acceptable).
-//! It does not evaluate anything.
+//! they decide *what* gets expanded, so that panescan learns what a format
+//! would make tmux do before tmux sees it ([`crate::tools::format_guard`]
+//! decides whether that is acceptable). It evaluates nothing.
 //!
-//! What tmux does, in short:
+//! * `#{KEY}` expands KEY; the closing `}` is found by counting `#{` up and
+//!   any `}` down, skipping the escapes `#,` `##` `#{` `#}` `#:` ([`skip`]).
+//! * KEY starts with modifiers separated by `;` and ended by `:`
+//!   (`#{=10;s/a/b/:pane_title}`), each one or two characters, optionally
+//!   with one bare argument (`p10`, `=-5`) or several between a wrapper
+//!   character (`s/a/b/`, `=/5/...`); tmux expands every argument as a
+//!   format, and uses the whole KEY when the list cannot be read.
+//! * The body is a variable name, or, when it holds `#{`, a format.
+//! * `#(...)` runs a shell command; `#D`, `#S`, `#T`... are aliases for
+//!   variables; `##`, `#,`, `#}` and `#[` are literal.
 //!
-//! * `#{KEY}` expands KEY. The closing `}` is found by counting `#{` up and
-//!   any `}` down, skipping the escapes `#,` `##` `#{` `#}` `#:`
-//!   ([`skip`]).
-//! * KEY starts with a list of modifiers separated by `;` and ended by `:`
-//!   (`#{=10;s/a/b/:pane_title}`); each modifier is one or two characters,
-//!   optionally followed by arguments, either one bare argument (`p10`,
-//!   `=-5`) or several between a wrapper character (`s/a/b/`, `=/5/...`).
-//!   tmux expands every argument as a format. When the list cannot be read
-//!   tmux forgets it and uses the whole KEY.
-//! * What follows the modifiers (the body) is a variable name, or, when it
-//!   holds `#{`, a format expanded in turn.
-//! * `#(...)` runs a shell command; `#D`, `#S`, `#T`... are one-letter
-//!   aliases for variables; `##`, `#,`, `#}` and `#[` are literal.
-//!
-//! The modifier set is the union of tmux 3.2-3.6 (3.6 adds the client loop
-//! `L`, repeat `R`, `!` and `!!`, and sort arguments on the loops): a
-//! modifier an older tmux does not know makes it use the whole key, which
-//! expands at most what the newer reading expands, so reading the union
-//! never underestimates.
+//! The modifier set is the union of tmux 3.2-3.6 (3.6 adds `L`, `R`, `!`,
+//! `!!` and sort arguments): a modifier an older tmux does not know makes it
+//! use the whole key, which expands at most what the newer reading expands,
+//! so reading the union never underestimates.
 
 /// Modifiers that take no argument (`l`, `n`, `E`, ...), 3.6's list.
 const NO_ARGUMENT: &[u8] = b"labcdnwETSWPL!<>";

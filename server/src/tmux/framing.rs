@@ -1,30 +1,26 @@
 //! Control-mode reply framing that pane text cannot forge.
 //!
-//! tmux frames each command's output in a control client as
-//! `%begin T N F` ... `%end T N F` (or `%error T N F`), but the output
-//! itself is not escaped: a pane title, a window name or captured text can
-//! contain a line reading `%end 1700000000 5 1`. A parser that closes a reply
-//! on the first matching `%end` can be cut short and then shifts every later
-//! reply onto the wrong request.
+//! tmux frames each command's output in a control client as `%begin T N F`
+//! ... `%end T N F` (or `%error T N F`), but the output itself is not
+//! escaped: a pane title, window name or captured text can hold a line
+//! reading `%end 1700000000 5 1`, and a parser closing on it would be cut
+//! short and shift every later reply onto the wrong request.
 //!
-//! So every request is written as two lines: the command, then
-//! `display-message -p NONCE` with a fresh 128-bit random nonce. A reply is
-//! closed only when the nonce line arrives inside its own `%begin`/`%end`
-//! block; the command's real guard is then the last `%end`/`%error` line
-//! with the opening numbers before that block (only notifications can sit
-//! between them, and notifications are never guards). Nothing a pane prints
-//! can contain a nonce it has never seen, so nothing it prints can close a
-//! reply or shift another.
+//! So every request is two lines: the command, then `display-message -p
+//! NONCE` with a fresh 128-bit random nonce. A reply closes only when the
+//! nonce line arrives inside its own `%begin`/`%end` block; the command's
+//! real guard is then the last `%end`/`%error` line with the opening numbers
+//! before that block (only notifications sit between them, and they are
+//! never guards). Nothing a pane prints can hold a nonce it has never seen.
 //!
-//! Blocks with flag 0 outside a request (the attach command's own block,
-//! hooks) are skipped. Notification lines (`%output`, `%window-add`, ...)
-//! are handed out as [`Event::Notification`] when they arrive between
-//! replies, or, when they arrive between a command's guard and its nonce
-//! block, once the nonce has shown where the guard was (ahead of that
-//! reply, as tmux wrote them): a line inside a
-//! reply's content is content, so a pane that prints `%window-close @1`
-//! into a listing cannot forge an event. The parser is pure: bytes in,
-//! replies and notifications out, unit-tested on byte streams.
+//! Blocks with flag 0 outside a request (the attach command's own, hooks)
+//! are skipped. Notification lines (`%output`, `%window-add`, ...) are handed
+//! out as [`Event::Notification`] when they arrive between replies, or, when
+//! between a command's guard and its nonce block, once the nonce has shown
+//! where the guard was (ahead of that reply, as tmux wrote them); a line
+//! inside a reply's content is content, so a pane printing `%window-close
+//! @1` into a listing forges no event. Pure: bytes in, replies and
+//! notifications out, unit-tested on byte streams.
 
 use std::collections::VecDeque;
 

@@ -7,14 +7,14 @@
 //! and again), it starts that sweep at once with its listing at the top of
 //! the first script (capture/preamble.rs), reads the listing from there,
 //! and keeps the sweep if the listing asks for the same captures
-//! (tools/search/ahead.rs). [`SweepMemory`] says when that is likely: the
-//! last two sweeps noted asked for the same captures.
+//! (tools/search/ahead.rs). The memory of the last sweeps says when that
+//! is likely: the last two sweeps noted asked for the same captures.
 //!
 //! tmux sends a script's output once the whole script has run, so that
 //! saves the listing's round trip only if the sweep's client is up when
 //! the search starts: started then, its start (process, connection,
-//! handshake) takes the round trip's place. [`KeptClient`] keeps one
-//! started between such searches. A connected client keeps a tmux server
+//! handshake) takes the round trip's place. One is kept started between
+//! such searches (`keep_client`). A connected client keeps a tmux server
 //! from exiting once its last session is gone (server.c `server_loop`:
 //! "don't actually exit until they've gone"), so the kept client is let go
 //! as soon as panescan's control client is (tmux detaches it when the
@@ -22,6 +22,9 @@
 //! panescan holds the write end of the FIFO it waits on
 //! (capture/spare.rs `Spare::hold`), so that if panescan is killed the
 //! kernel closes it and the client reads an empty script and exits.
+//!
+//! Both are this module's `ServerState`, held beside the server's
+//! connection (`tmux::Server`) and changed only here.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -30,20 +33,29 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 
 use super::capture::{ListedAhead, Spare};
-use super::connection::Shared;
 use super::inventory::{Inventory, ListingQuery};
-use super::{CaptureOptions, CaptureRequest, TmuxError};
+use super::{CaptureOptions, CaptureRequest, Server, TmuxError};
 use crate::sync::lock;
 
 /// The listing at the top of a sweep, on its way.
 #[derive(Debug)]
 pub struct ListingAhead {
-    pub(crate) query: ListingQuery,
-    pub(crate) rx: Receiver<Result<ListedAhead, TmuxError>>,
-    pub(crate) shared: Arc<Shared>,
+    query: ListingQuery,
+    rx: Receiver<Result<ListedAhead, TmuxError>>,
+    shared: Arc<Server>,
 }
 
 impl ListingAhead {
+    /// The listing `query` of `shared`, which the sweep's first chunk
+    /// sends on `rx`.
+    pub(crate) fn new(
+        query: ListingQuery,
+        rx: Receiver<Result<ListedAhead, TmuxError>>,
+        shared: Arc<Server>,
+    ) -> ListingAhead {
+        ListingAhead { query, rx, shared }
+    }
+
     /// The inventory and the server's `#{pid} #{start_time}`, once the
     /// sweep's first chunk has printed them; an error if the chunk ended
     /// without them (tmux or its client gone, the sweep stopped), at
@@ -78,9 +90,45 @@ impl ListingAhead {
     }
 }
 
+/// What one server keeps for the searches to come: the captures its last
+/// sweeps asked for, and the sweep client kept started.
+#[derive(Debug, Default)]
+pub(crate) struct ServerState {
+    noted: SweepMemory,
+    kept: KeptClient,
+}
+
+impl ServerState {
+    /// Notes the captures a search of this server asked for.
+    pub(crate) fn note(&self, requests: &[CaptureRequest], options: CaptureOptions) {
+        self.noted.note(requests, options);
+    }
+
+    /// How long the search whose sweep was noted last took.
+    pub(crate) fn took(&self, time: Duration) {
+        self.noted.took(time);
+    }
+
+    /// What the last two searches noted both asked for, if they did and
+    /// the last took at most half of `room` ([`SweepMemory::steady`]).
+    pub(crate) fn steady(&self, room: Duration) -> Option<(Vec<CaptureRequest>, CaptureOptions)> {
+        self.noted.steady(room)
+    }
+
+    /// The kept sweep client, if there is one.
+    pub(crate) fn take_client(&self) -> Option<Spare> {
+        lock(&self.kept.slot).take().map(|(_, spare)| spare)
+    }
+
+    /// Whether a sweep client is kept.
+    pub(crate) fn holds_client(&self) -> bool {
+        lock(&self.kept.slot).is_some()
+    }
+}
+
 /// The captures the last sweeps noted asked for.
 #[derive(Debug, Default)]
-pub(crate) struct SweepMemory {
+struct SweepMemory {
     last: Mutex<Option<Noted>>,
 }
 
@@ -95,7 +143,7 @@ struct Noted {
 }
 
 impl SweepMemory {
-    pub(crate) fn note(&self, requests: &[CaptureRequest], options: CaptureOptions) {
+    fn note(&self, requests: &[CaptureRequest], options: CaptureOptions) {
         let mut last = lock(&self.last);
         let steady = last
             .as_ref()
@@ -109,7 +157,7 @@ impl SweepMemory {
     }
 
     /// How long the search whose sweep was noted last took.
-    pub(crate) fn took(&self, time: Duration) {
+    fn took(&self, time: Duration) {
         let mut last = lock(&self.last);
         if let Some(n) = last.as_mut() {
             n.took = Some(time);
@@ -121,7 +169,7 @@ impl SweepMemory {
     /// gives its listing only once its first chunk has run: a search with
     /// little time left lists on its own, so that even a sweep cut by its
     /// deadline has its listing.
-    pub(crate) fn steady(&self, room: Duration) -> Option<(Vec<CaptureRequest>, CaptureOptions)> {
+    fn steady(&self, room: Duration) -> Option<(Vec<CaptureRequest>, CaptureOptions)> {
         let last = lock(&self.last);
         last.as_ref()
             .filter(|n| n.steady && !n.requests.is_empty())
@@ -137,52 +185,41 @@ const KEPT_CLIENT_LOOK: Duration = Duration::from_millis(200);
 
 /// A sweep client kept started for the next search (`None`: none kept).
 #[derive(Debug, Default)]
-pub(crate) struct KeptClient {
+struct KeptClient {
     slot: Mutex<Option<(u64, Spare)>>,
     kept: AtomicU64,
 }
 
-impl KeptClient {
-    /// The kept client, if there is one.
-    pub(crate) fn take(&self) -> Option<Spare> {
-        lock(&self.slot).take().map(|(_, spare)| spare)
-    }
-
-    /// Whether a client is kept.
-    pub(crate) fn holds(&self) -> bool {
-        lock(&self.slot).is_some()
-    }
-
-    /// Keeps `spare` for the next search (a client kept before is let go),
-    /// watched until it is taken or must be let go.
-    pub(crate) fn keep(shared: &Arc<Shared>, spare: Spare) {
-        let id = shared.kept_client.kept.fetch_add(1, Ordering::Relaxed);
-        let old = lock(&shared.kept_client.slot).replace((id, spare));
-        drop(old);
-        let weak = Arc::downgrade(shared);
-        let watching = std::thread::Builder::new()
-            .name("tmux-kept-client".into())
-            .spawn(move || watch(&weak, id, Instant::now()));
-        if watching.is_err() {
-            // Unwatched, it would outlive its use: let it go now.
-            drop(shared.kept_client.take());
-        }
+/// Keeps `spare` for the next search of `shared` (a client kept before is
+/// let go), watched until it is taken or must be let go.
+pub(crate) fn keep_client(shared: &Arc<Server>, spare: Spare) {
+    let kept = &shared.ahead().kept;
+    let id = kept.kept.fetch_add(1, Ordering::Relaxed);
+    let old = lock(&kept.slot).replace((id, spare));
+    drop(old);
+    let weak = Arc::downgrade(shared);
+    let watching = std::thread::Builder::new()
+        .name("tmux-kept-client".into())
+        .spawn(move || watch(&weak, id, Instant::now()));
+    if watching.is_err() {
+        // Unwatched, it would outlive its use: let it go now.
+        drop(shared.ahead().take_client());
     }
 }
 
 /// Lets kept client `id` go once it has waited [`KEPT_CLIENT_IDLE`] or
 /// panescan's control client is gone; ends when it was taken or replaced.
-fn watch(shared: &Weak<Shared>, id: u64, kept_at: Instant) {
+fn watch(shared: &Weak<Server>, id: u64, kept_at: Instant) {
     loop {
         std::thread::sleep(KEPT_CLIENT_LOOK);
         let Some(shared) = shared.upgrade() else {
             return;
         };
-        let mut slot = lock(&shared.kept_client.slot);
+        let mut slot = lock(&shared.ahead().kept.slot);
         if !matches!(&*slot, Some((kept, _)) if *kept == id) {
             return;
         }
-        if kept_at.elapsed() >= KEPT_CLIENT_IDLE || shared.own_client_pid().is_none() {
+        if kept_at.elapsed() >= KEPT_CLIENT_IDLE || shared.connection().own_client_pid().is_none() {
             let spare = slot.take();
             drop(slot);
             drop(spare);

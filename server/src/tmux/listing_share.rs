@@ -136,11 +136,7 @@ impl<K: Eq + Hash + Clone, V: Clone> ListingShare<K, V> {
                 publish(&answer, value.clone());
                 return value;
             }
-            slots = self
-                .ended
-                .wait_timeout(slots, deadline - now)
-                .map(|(g, _)| g)
-                .unwrap_or_else(|e| e.into_inner().0);
+            slots = crate::sync::wait_timeout(&self.ended, slots, deadline - now);
         }
         drop(slots);
         let _running = Running { share: self, key };
@@ -166,11 +162,7 @@ fn wait<V: Clone>(answer: &Answer<V>, deadline: Instant) -> Option<V> {
         if now >= deadline {
             return None;
         }
-        value = answer
-            .ready
-            .wait_timeout(value, deadline - now)
-            .map(|(g, _)| g)
-            .unwrap_or_else(|e| e.into_inner().0);
+        value = crate::sync::wait_timeout(&answer.ready, value, deadline - now);
     }
 }
 

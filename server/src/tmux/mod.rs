@@ -1,96 +1,28 @@
 //! The tmux transport: everything panescan asks a tmux server, and how.
 //!
-//! [`Tmux`] is a cheap, shareable handle on one server ([`ServerSpec`]);
-//! [`Tmux::shared`] keeps one per server per process. Everything it does
-//! has a deadline, and every failure is a [`TmuxError`] whose `Display` says
-//! what to do next.
+//! [`Tmux`] is a cheap, shareable handle on one server ([`ServerSpec`], on
+//! this machine or on a host through [`ssh`]); [`Tmux::shared`] keeps one
+//! per server per process. Everything it does has a deadline, and every
+//! failure is a [`TmuxError`] whose `Display` says what to do next.
+//! Commands ([`Tmux::run`], [`Tmux::run_many`], [`Tmux::inventory`]) go
+//! through one long-lived control-mode client ([`connection`]), which also
+//! carries the event stream ([`Tmux::subscribe`], [`events`]); captures
+//! ([`Tmux::capture`]) run as `tmux source-file` sweeps ([`capture`]).
 //!
-//! # Two paths, chosen by measurement
+//! What must hold:
+//! - no capture goes through control mode (`capture-pane -p` there leaks
+//!   inside tmux 3.2-3.5a), and no buffer is left behind;
+//! - panescan's control client is read-only, silent unless a wait watches a
+//!   pane, left out of the counts we report, and detaches when idle; a
+//!   panescan that dies leaves no client attached;
+//! - a reply closes only on a 128-bit nonce ([`framing`]): nothing a pane
+//!   prints ends it early or shifts another;
+//! - ids are parsed ([`ids`]) and arguments quoted ([`command`]) before they
+//!   reach tmux; a socket a caller names is checked first ([`reach`]); every
+//!   client runs in a minimal environment ([`client_env`]).
 //!
-//! * **Commands** ([`Tmux::run`], [`Tmux::run_many`], [`Tmux::inventory`],
-//!   [`Tmux::server_info`]) go through one long-lived control-mode client
-//!   ([`connection`]): a round trip on it costs a small fraction of
-//!   starting a tmux process, and many commands are pipelined on it.
-//! * **Captures** ([`Tmux::capture`]) run as `tmux source-file -` sweeps
-//!   ([`capture`], [`oneshot`]): faster deep than `capture-pane -p`
-//!   pipelined on a control client and far faster than a process per pane.
-//!   A sweep also avoids the control-mode leak (below) without the extra
-//!   `show-buffer`/`delete-buffer` round trips, attaches to nothing and
-//!   works on a server with no session. The figures: BENCHMARKS.md, "tmux
-//!   transport".
-//!
-//! # What we must not do to the user's tmux
-//!
-//! * **The leak.** tmux 3.2-3.5a leak the whole output of every
-//!   `capture-pane -p` issued by a control client inside the server (a test
-//!   here shows it growing). Captures therefore never use control mode;
-//!   deep captures through [`Tmux::capture`] leave the server's resident
-//!   memory where it was (test `two_thousand_deep_captures_do_not_grow_tmux`
-//!   holds the bound) and no buffer behind.
-//! * **Attaching.** An attached control client fires `client-attached` /
-//!   `client-detached` hooks, counts in `session_attached` and `list-clients`
-//!   and keeps a `destroy-unattached` session alive. Ours is read-only
-//!   (`-r`), sized out (`ignore-size`), silent (`no-output`) unless someone
-//!   inside panescan watches pane output ([`events`]: then only the
-//!   watched panes send, and tmux pauses a pane rather than stall it),
-//!   excluded from the `session_attached` and `client_count` we report, and
-//!   detaches after [`connection::IDLE_DETACH`] without requests and
-//!   without listeners. The event stream reuses it rather than attach a
-//!   second client (which would fire `client-attached` again). Captures,
-//!   the bulk of the work, attach nothing.
-//! * **Dying with replies queued.** If panescan's process dies while tmux
-//!   still has control-mode output for it, tmux 3.3 keeps that client
-//!   attached for ever (and `kill-server` never completes). A small `sh`
-//!   guard per connection kills the orphaned client a second later (test
-//!   `dead_owner_leaves_no_client_attached`).
-//!
-//! # Other hosts
-//!
-//! A [`ServerSpec`] with a `host` names a tmux server on a machine the
-//! operator configured (`--ssh`): every client above (commands, the control
-//! client, capture sweeps, waits on channels) is then started through ssh
-//! ([`launch`] builds every tmux process, [`ssh`] the ssh command line and
-//! the remote version check), with the same answers; sweeps read from a
-//! pipe there (no terminal anchor), and a handle is per host, so `%3` on
-//! two hosts are two panes.
-//!
-//! # Events
-//!
-//! [`Tmux::subscribe`] delivers pane output (as "pane printed" triggers or
-//! bytes) and structure changes to subscribers inside panescan, from the
-//! same control client ([`events`]; notification lines are parsed by
-//! [`notification`]). Output is a trigger: answers come from captures.
-//!
-//! # Framing nobody can forge
-//!
-//! Command output in control mode is not escaped, so a pane can print
-//! `%end T N F`. Each request is followed by `display-message -p NONCE`
-//! (128 random bits) and a reply closes only on that nonce ([`framing`]);
-//! capture sweeps split their output on per-chunk random tokens. Nothing a
-//! pane prints can end a reply early or shift another.
-//!
-//! # Faults
-//!
-//! The attached session killed: in-flight requests fail with
-//! `ConnectionLost`, are retried once on a new client attached to another
-//! session, then fail clearly. The server killed: the next request finds
-//! `NoServer` (or reconnects if it was restarted). A pane gone between
-//! listing and capture fails alone (`NotFound`). A server with no session
-//! answers through one-shot processes, with the same results.
-//!
-//! # Safety
-//!
-//! Ids are parsed (`%N`, `@N`, `$N`) before use ([`ids`]); every argument
-//! is quoted so `;`, newlines, quotes, `{`, `$` and `~` are inert, and text
-//! for format-expanding arguments is `#`-escaped ([`command`]); formats are
-//! ours, but for the one a caller gives display_message, which is parsed
-//! with tmux's grammar ([`mod@format`]) and judged before it is sent.
-//! [`caller`] says whether a pane is panescan's own; paste buffers are
-//! read and pasted through [`buffers`], and [`servers`] finds this user's
-//! servers. A socket a caller names is checked before any client starts
-//! ([`reach`]), and every client runs in a minimal environment
-//! ([`client_env`]): a tmux client hands its environment to whatever
-//! listens on its socket.
+//! Why, the faults and other hosts, in full: ARCHITECTURE.md, "Notes behind
+//! the modules".
 
 pub mod binary;
 pub mod buffers;
@@ -120,6 +52,7 @@ pub mod servers;
 pub mod spans;
 pub mod ssh;
 
+use std::collections::HashMap;
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -306,11 +239,134 @@ pub struct ServerInfo {
     pub transport: String,
 }
 
+/// One tmux server as panescan keeps it: the connection, and beside it
+/// each feature's state between calls, which only that feature's module
+/// reads or changes (the fields of its `ServerState` are private there).
+/// One per [`ServerSpec`] in the process ([`Tmux::shared`]); every clone of
+/// a [`Tmux`] shares it. A new per-server state goes in its module, as a
+/// field here reached through a method: the connection stays a leaf that
+/// names no feature.
+#[derive(Debug)]
+pub(crate) struct Server {
+    connection: Arc<connection::Shared>,
+    /// The pane panescan runs in, if it runs in tmux.
+    caller: caller::CallerPane,
+    /// The event stream, which the connection tells what its control
+    /// client reads.
+    hub: Arc<events::Hub>,
+    /// How sweeps share the server, the terminal kept for them.
+    capture: capture::ServerState,
+    /// Listings under way, and how many panes the last one found.
+    listings: inventory::ServerState,
+    /// What the last searches swept, and the sweep client kept for the
+    /// next.
+    ahead: listing_ahead::ServerState,
+    /// The server's process, for reading what its panes run from `/proc`.
+    processes: procfs::ServerCache,
+}
+
+impl Server {
+    /// The server `spec` names; nothing is started.
+    pub(crate) fn new(spec: ServerSpec) -> Result<Server, TmuxError> {
+        let hub = Arc::new(events::Hub::default());
+        let listener: Arc<dyn connection::Listener> = hub.clone();
+        Ok(Server {
+            connection: Arc::new(connection::Shared::new(spec, listener)?),
+            caller: caller::CallerPane::from_env(),
+            hub,
+            capture: capture::ServerState::default(),
+            listings: inventory::ServerState::default(),
+            ahead: listing_ahead::ServerState::default(),
+            processes: procfs::ServerCache::default(),
+        })
+    }
+
+    /// The process-wide state of the server `spec` names: one connection
+    /// and one state per server, whatever name it is reached by.
+    fn shared(spec: &ServerSpec) -> Result<Arc<Server>, TmuxError> {
+        static MAP: std::sync::OnceLock<std::sync::Mutex<HashMap<ServerSpec, Arc<Server>>>> =
+            std::sync::OnceLock::new();
+        let map = MAP.get_or_init(Default::default);
+        let mut map = crate::sync::lock(map);
+        if let Some(s) = map.get(spec) {
+            return Ok(s.clone());
+        }
+        // Another name of a socket already served (a hard link) is that
+        // server: one connection and one cache, whatever it is called.
+        if let (None, Some(path)) = (&spec.host, &spec.socket_path) {
+            if let Some(id) = identity::SocketId::of(path) {
+                let known = map.iter().find(|(k, _)| {
+                    k.host.is_none()
+                        && k.socket_path.as_deref().and_then(identity::SocketId::of) == Some(id)
+                });
+                if let Some((_, s)) = known {
+                    return Ok(s.clone());
+                }
+            }
+        }
+        let s = Arc::new(Server::new(spec.clone())?);
+        map.insert(spec.clone(), s.clone());
+        Ok(s)
+    }
+
+    /// The connection: commands, the control client, the endpoint.
+    pub(crate) fn connection(&self) -> &Arc<connection::Shared> {
+        &self.connection
+    }
+
+    /// The pane panescan runs in, if it runs in tmux.
+    pub(crate) fn caller(&self) -> &caller::CallerPane {
+        &self.caller
+    }
+
+    /// The server's event stream ([`events`]).
+    pub(crate) fn hub(&self) -> &Arc<events::Hub> {
+        &self.hub
+    }
+
+    /// The capture sweeps' state ([`capture::ServerState`]).
+    pub(crate) fn capture(&self) -> &capture::ServerState {
+        &self.capture
+    }
+
+    /// The listings' state ([`inventory::ServerState`]).
+    pub(crate) fn listings(&self) -> &inventory::ServerState {
+        &self.listings
+    }
+
+    /// The sweeps started ahead of a search's listing
+    /// ([`listing_ahead::ServerState`]).
+    pub(crate) fn ahead(&self) -> &listing_ahead::ServerState {
+        &self.ahead
+    }
+
+    /// The server's process as tmux last reported it ([`procfs`]).
+    pub(crate) fn processes(&self) -> &procfs::ServerCache {
+        &self.processes
+    }
+}
+
+/// The event stream is what the connection tells of its control client's
+/// notifications (connection.rs names only [`connection::Listener`]).
+impl connection::Listener for events::Hub {
+    fn listening(&self) -> bool {
+        events::Hub::listening(self)
+    }
+
+    fn on_lines(&self, pid: u32, lines: &[Vec<u8>]) {
+        events::Hub::on_lines(self, pid, lines);
+    }
+
+    fn on_closed(&self, pid: u32, on_purpose: bool) {
+        events::Hub::on_closed(self, pid, on_purpose);
+    }
+}
+
 /// A handle on one tmux server. Cheap to clone, safe to share between
 /// threads; (re)connects lazily.
 #[derive(Clone, Debug)]
 pub struct Tmux {
-    inner: Arc<connection::Shared>,
+    inner: Arc<Server>,
 }
 
 impl Tmux {
@@ -318,13 +374,18 @@ impl Tmux {
     /// request connects.
     pub fn connect(spec: &ServerSpec) -> Result<Tmux, TmuxError> {
         Ok(Tmux {
-            inner: Arc::new(connection::Shared::new(spec.clone())?),
+            inner: Arc::new(Server::new(spec.clone())?),
         })
     }
 
     /// The process-wide handle for `spec` (one connection per server).
     pub fn shared(spec: &ServerSpec) -> Result<Tmux, TmuxError> {
-        connection::shared(spec).map(|inner| Tmux { inner })
+        Server::shared(spec).map(|inner| Tmux { inner })
+    }
+
+    /// The connection to the server.
+    fn connection(&self) -> &connection::Shared {
+        self.inner.connection()
     }
 
     /// One command's output (lossy UTF-8, trailing newline kept).
@@ -347,7 +408,7 @@ impl Tmux {
         commands: &[TmuxCommand],
         deadline: Instant,
     ) -> Vec<Result<String, TmuxError>> {
-        self.inner.run_many(commands, deadline)
+        self.connection().run_many(commands, deadline)
     }
 
     /// Every session, window and pane with the `fields` asked for, and the
@@ -402,7 +463,7 @@ impl Tmux {
 
     /// [`Tmux::capture`] for a caller of a few panes (a one-pane capture):
     /// a batch small enough goes over the live control client, with no
-    /// process (capture/control.rs); larger ones sweep.
+    /// process (`control` in [`capture`]); larger ones sweep.
     pub fn capture_small(
         &self,
         requests: Vec<CaptureRequest>,
@@ -414,7 +475,7 @@ impl Tmux {
     }
 
     /// [`Tmux::capture`] for the pane cache: a small batch goes over the
-    /// live control client, with no process (capture/control.rs); else a
+    /// live control client, with no process (`control` in [`capture`]); else a
     /// sweep client started ahead ([`Tmux::spare_sweep`]) serves the
     /// batch's first chunk if it is small enough to go through a pipe
     /// (else it is let go unused).
@@ -443,23 +504,20 @@ impl Tmux {
 
     /// Starts a sweep client before its script is known, for a caller
     /// that will likely capture a few panes once its listing is back
-    /// (capture/spare.rs); `None` if it cannot be started.
+    /// ([`capture::Spare`]); `None` if it cannot be started.
     pub fn spare_sweep(&self) -> Option<capture::Spare> {
         // With a live control client a small batch needs no process at all
-        // (capture/control.rs), and a larger one starts its own.
-        let over_control = self
-            .inner
-            .captures_over_control
-            .load(std::sync::atomic::Ordering::Relaxed);
-        if over_control && self.inner.own_client_pid().is_some() {
+        // (`control` in [`capture`]), and a larger one starts its own.
+        let over_control = self.inner.capture().over_control();
+        if over_control && self.connection().own_client_pid().is_some() {
             return None;
         }
-        capture::Spare::start(self.inner.endpoint())
+        capture::Spare::start(self.connection().endpoint())
     }
 
     /// Starts a sweep client for a batch about to capture many panes, on
     /// the terminal the last sweep showed tmux, before the batch's script
-    /// is known (capture/spare.rs); `None` if there is none to start.
+    /// is known ([`capture::Spare`]); `None` if there is none to start.
     /// Pass it to [`Tmux::sweep_with_spare`].
     pub fn anchored_spare(&self) -> Option<capture::Spare> {
         capture::anchored_spare(&self.inner)
@@ -491,7 +549,7 @@ impl Tmux {
     }
 
     /// [`Tmux::sweep_with_spare`] with a listing of `fields` at the top of
-    /// its first script (capture/preamble.rs): tmux lists the panes and
+    /// its first script ([`capture::ListedAhead`]): tmux lists the panes and
     /// captures them in one go, the listing still before every capture.
     /// For a caller expecting to sweep what it swept last
     /// ([`Tmux::steady_sweep`]); [`ListingAhead::wait`] gives the listing.
@@ -522,22 +580,18 @@ impl Tmux {
             cancel,
             ahead,
         );
-        let listing = ListingAhead {
-            query,
-            rx,
-            shared: self.inner.clone(),
-        };
+        let listing = ListingAhead::new(query, rx, self.inner.clone());
         (listing, replies)
     }
 
     /// Starts a sweep client for the next search and keeps it, unless one
-    /// is kept (tmux/listing_ahead.rs: let go once panescan's control
+    /// is kept ([`listing_ahead`]: let go once panescan's control
     /// client is gone or after [`listing_ahead::KEPT_CLIENT_IDLE`]). The
     /// control client is kept attached meanwhile, as the listings it
     /// answered kept it: its going is the sign the last session went.
     /// Done on a thread of its own: the caller does not wait.
     pub fn keep_sweep_client(&self) {
-        if self.inner.kept_client.holds() {
+        if self.inner.ahead().holds_client() {
             return;
         }
         let shared = self.inner.clone();
@@ -545,14 +599,14 @@ impl Tmux {
             .name("tmux-keep-client".into())
             .spawn(move || {
                 let deadline = Instant::now() + std::time::Duration::from_secs(2);
-                if !shared.keep_control(deadline) || shared.kept_client.holds() {
+                if !shared.connection().keep_control(deadline) || shared.ahead().holds_client() {
                     return;
                 }
                 // Kept only with its FIFO's write end held: then it ends
                 // with panescan, however panescan ends.
                 if let Some(mut spare) = capture::anchored_spare(&shared) {
                     if spare.hold(deadline) {
-                        listing_ahead::KeptClient::keep(&shared, spare);
+                        listing_ahead::keep_client(&shared, spare);
                     }
                 }
             });
@@ -562,19 +616,19 @@ impl Tmux {
     /// started now ([`Tmux::anchored_spare`]).
     pub fn kept_or_anchored_spare(&self) -> Option<capture::Spare> {
         self.inner
-            .kept_client
-            .take()
+            .ahead()
+            .take_client()
             .or_else(|| self.anchored_spare())
     }
 
     /// Notes the captures a search of this server asked for.
     pub fn note_sweep(&self, requests: &[CaptureRequest], options: CaptureOptions) {
-        self.inner.sweeps_noted.note(requests, options);
+        self.inner.ahead().note(requests, options);
     }
 
     /// How long the search whose captures were noted last took.
     pub fn note_search_took(&self, time: std::time::Duration) {
-        self.inner.sweeps_noted.took(time);
+        self.inner.ahead().took(time);
     }
 
     /// The captures the last two searches noted both asked for, if they
@@ -584,7 +638,7 @@ impl Tmux {
         &self,
         room: std::time::Duration,
     ) -> Option<(Vec<CaptureRequest>, CaptureOptions)> {
-        self.inner.sweeps_noted.steady(room)
+        self.inner.ahead().steady(room)
     }
 
     /// Subscribes to the server's event stream: pane output (as "pane
@@ -599,7 +653,7 @@ impl Tmux {
 
     /// Every paste buffer, most recent first ([`buffers`]).
     pub fn list_buffers(&self, deadline: Instant) -> Result<Vec<buffers::BufferInfo>, TmuxError> {
-        buffers::list(&self.inner, deadline)
+        buffers::list(self.inner.connection(), deadline)
     }
 
     /// The first `max_bytes` of buffer `name`, read raw by a one-shot
@@ -610,7 +664,7 @@ impl Tmux {
         max_bytes: usize,
         deadline: Instant,
     ) -> Result<buffers::BufferHead, TmuxError> {
-        buffers::read(&self.inner, name, max_bytes, deadline)
+        buffers::read(self.inner.connection(), name, max_bytes, deadline)
     }
 
     /// Pastes `text` into `pane` through a buffer of its own that is gone
@@ -622,45 +676,40 @@ impl Tmux {
         bracketed: bool,
         deadline: Instant,
     ) -> Result<(), TmuxError> {
-        buffers::paste(&self.inner, pane, text, bracketed, deadline)
+        buffers::paste(self.inner.connection(), pane, text, bracketed, deadline)
     }
 
     /// pid, version, socket path, start time, session count.
     pub fn server_info(&self, deadline: Instant) -> Result<ServerInfo, TmuxError> {
-        self.inner.server_info(deadline)
+        self.connection().server_info(deadline)
     }
 
     /// The server this handle talks to.
     pub fn spec(&self) -> &ServerSpec {
-        self.inner.spec()
+        self.connection().spec()
     }
 
     /// The host this handle's server is on (`None`: this machine).
     pub fn host(&self) -> Option<&str> {
-        self.inner.spec().host.as_deref()
+        self.connection().spec().host.as_deref()
     }
 
     /// The socket path this handle resolved `spec` to (for a server on
     /// another host, a name no local socket has: `ssh://HOST/NAME`).
     pub fn socket_path(&self) -> &std::path::Path {
-        self.inner.socket_path()
+        self.connection().socket_path()
     }
 
     /// Never attach a control client: every command runs as a one-shot
     /// `source-file -` process (slower per command, attaches nothing).
     /// Answers are the same either way; tests use this to prove it.
     pub fn set_oneshot_only(&self, oneshot_only: bool) {
-        self.inner
-            .oneshot_only
-            .store(oneshot_only, std::sync::atomic::Ordering::Relaxed);
-        if oneshot_only {
-            self.inner.shutdown();
-        }
+        self.connection().set_oneshot_only(oneshot_only);
     }
 
     /// Detaches the control client now; the next request reconnects.
     pub fn shutdown(&self) {
-        self.inner.shutdown()
+        self.connection().shutdown()
     }
 
     /// Whether panescan itself runs inside this server, so that ending the
@@ -669,7 +718,7 @@ impl Tmux {
     /// in tmux at all, this server's pid is the one in `TMUX` (its socket
     /// file made again). The pid is asked of tmux, answered by `deadline`.
     pub fn runs_inside(&self, deadline: Instant) -> bool {
-        let caller = &self.inner.caller;
+        let caller = self.inner.caller();
         caller.same_server(self.socket_path())
             || caller
                 .server_pid
@@ -698,15 +747,15 @@ impl Tmux {
         deadline: Instant,
         cancel: &AtomicBool,
     ) -> Result<channel::WaitEnd, TmuxError> {
-        channel::wait(self.inner.endpoint(), channel, deadline, cancel)
+        channel::wait(self.connection().endpoint(), channel, deadline, cancel)
     }
 
     /// Ends the server. The control client detaches first, so tmux holds
     /// no reply for it while it exits; the command goes in a one-shot
     /// client. Done when the server no longer answers on its socket.
     pub fn kill_server(&self, deadline: Instant) -> Result<(), TmuxError> {
-        self.inner.shutdown();
-        let socket = self.inner.endpoint();
+        self.connection().shutdown();
+        let socket = self.connection().endpoint();
         let killed = oneshot::run_line(socket, "kill-server", deadline);
         // tmux exits once its clients have gone: until then it may still
         // accept a connection.

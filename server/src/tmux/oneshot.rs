@@ -42,7 +42,7 @@ pub(crate) fn spawn_source(at: &Endpoint, script: String) -> Result<Child, TmuxE
 
 /// Starts `tmux source-file PATH` with `stdin` as its standard input: a
 /// pane's terminal, which tells tmux the client's pane (see
-/// `capture/anchor.rs`), so the script comes from the file at `script`.
+/// [`super::capture::Anchor`]), so the script comes from the file at `script`.
 pub(crate) fn spawn_source_path(
     at: &Endpoint,
     script: &Path,

@@ -2,32 +2,24 @@
 //! `pane_current_path`, read from `/proc` by panescan itself.
 //!
 //! tmux works these two fields out on its single thread, reading `/proc`
-//! for every pane it is asked about (~25 µs a pane): on a server of
-//! hundreds of panes that is a good part of what a search costs. When the
-//! server runs on this machine, panescan reads the same files itself, with
-//! tmux's rules, and asks tmux only for the panes where it cannot be sure.
+//! for every pane it is asked about: on hundreds of panes a good part of
+//! what a search costs. When the server runs on this machine, panescan reads
+//! the same files with tmux's rules (identical in 3.2-3.6b: format.c,
+//! osdep-linux.c, names.c) and asks tmux only where it cannot be sure:
 //!
-//! tmux's rules, identical in 3.2, 3.3a, 3.4, 3.5a and 3.6b
-//! (format.c `format_cb_current_command` / `format_cb_current_path`,
-//! osdep-linux.c, names.c):
-//!
-//! * command: `tcgetpgrp()` of the pane's pty, then the bytes of
-//!   `/proc/PGRP/cmdline` up to the first NUL (`fgetc`). If that is missing
-//!   or empty tmux prints the pane's own argv or shell instead, which
-//!   panescan cannot know: that pane is left to tmux. The word goes
-//!   through `parse_window_name()` ([`parse_window_name`]).
-//! * path: `readlink /proc/PGRP/cwd` into a `MAXPATHLEN` buffer; if that
-//!   fails, the same for the pty's session (`TIOCGSID`); printed as read
-//!   (a removed directory keeps the kernel's ` (deleted)` suffix: no
-//!   version strips it), or empty when both fail.
+//! * command: the first NUL-ended word of `/proc/PGRP/cmdline` of the pty's
+//!   foreground group, through [`parse_window_name`]; missing or empty: tmux
+//!   prints what panescan cannot know, so that pane is left to tmux;
+//! * path: `readlink /proc/PGRP/cwd`, else the same for the pty's session,
+//!   printed as read (a removed directory keeps ` (deleted)`), or empty.
 //!
 //! panescan cannot ask tmux's pty master, so it reads the pane process's
 //! `/proc/PID/stat` instead: tmux starts every pane with `forkpty()`, so
-//! that process leads the session of the pane's terminal, and its stat line
-//! carries the terminal's foreground process group (`tpgid`, what
-//! `tcgetpgrp()` answers) and its session (what `TIOCGSID` answers). Every
-//! step that could make panescan's answer differ from tmux's makes it
-//! answer nothing for that pane instead ([`details`] says which).
+//! that process leads the terminal's session, and its stat line carries the
+//! foreground group (`tpgid`) and the session. Every step that could make
+//! the answer differ from tmux's makes it answer nothing for that pane
+//! ([`details`] says which). Why, in full: ARCHITECTURE.md, "Notes behind
+//! the modules".
 
 use std::collections::HashMap;
 use std::io;
@@ -474,8 +466,8 @@ fn cores() -> usize {
 const MAX_OWNERS: usize = 4096;
 
 /// What tmux last reported about its server process, kept per server
-/// (`Shared`) so a search asks it once, not every time; and which
-/// processes were found to be their panes'.
+/// (beside its connection, in `tmux::Server`) so a search asks it once,
+/// not every time; and which processes were found to be their panes'.
 #[derive(Debug, Default)]
 pub struct ServerCache {
     /// `None` until asked; then the process if it could be verified.

@@ -1,37 +1,26 @@
 //! Which tmux sockets a tool argument may reach.
 //!
-//! A tmux client sends its identify messages to whatever listens on the
-//! socket it is given, before anything answers: its terminal, its working
-//! directory and its whole environment (`MSG_IDENTIFY_ENVIRON`, one message
-//! per variable). `socket_name` and `socket_path` come from the model, and
-//! text in a pane can talk a model into anything, so a socket a tool
-//! argument names must be one of this user's tmux sockets:
+//! A tmux client sends its identify messages (its terminal, working
+//! directory and whole environment) to whatever listens on the socket it is
+//! given. `socket_name` and `socket_path` come from the model, so a socket a
+//! tool argument names must be one of this user's tmux sockets:
 //!
-//! * resolved first (`realpath`): every symlink, in the directories or at the
-//!   end, is followed, the checks look at the resolved path and tmux is given
-//!   that path, never the caller's, so a link replaced after the check
-//!   changes nothing;
+//! * resolved first (`realpath`, every symlink followed); the checks and
+//!   tmux see the resolved path, never the caller's;
 //! * inside the user's tmux socket directory (`$TMUX_TMPDIR/tmux-UID`, else
 //!   `/tmp/tmux-UID`) or a directory the operator allowed
-//!   (`--allow-socket-dir`), or exactly the socket of the server the operator
-//!   chose or panescan runs in (`$TMUX`);
-//! * a socket (`lstat`: not a regular file, directory or device) owned by
-//!   this user;
+//!   (`--allow-socket-dir`), or exactly the operator's server or the one
+//!   panescan runs in (`$TMUX`);
+//! * a socket (`lstat`) owned by this user;
 //! * a `socket_name` is a plain name: not empty, no `/`, not `.` or `..`.
 //!
 //! Anything else is refused before any tmux client starts, with an error
-//! that says how the operator can allow it. A socket that does not exist in
-//! an allowed directory is "no tmux server" (nothing to connect to); one that
-//! does not exist elsewhere is refused like any other place outside.
-//!
-//! The operator's own `--socket-name` / `--socket-path` are not checked
-//! here: they come from the operator, not from a caller.
-//!
-//! What is left: between the check and tmux's `connect`, whoever may write
-//! into the directory could put something else at the resolved path. tmux
-//! keeps its directory `0700`, so there that is the user alone; an operator
-//! who allows a directory others may write to trusts them. And what a client
-//! sends no longer carries panescan's environment ([`super::client_env`]).
+//! that says how the operator can allow it; a missing socket in an allowed
+//! directory is "no tmux server". The operator's own `--socket-name` /
+//! `--socket-path` are not checked here. What is left (a directory others
+//! may write to) and why each rule, in full: ARCHITECTURE.md, "Notes behind
+//! the modules"; what a client sends carries no more of panescan's
+//! environment ([`super::client_env`]).
 
 use std::io;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};

@@ -144,7 +144,7 @@ pub struct BufferText {
     /// Bytes cut from the end to fit max_bytes or the response.
     pub truncated: bool,
     pub returned_bytes: u64,
-    /// Secrets replaced with [REDACTED:KIND].
+    /// Secrets replaced with `[REDACTED:KIND]`.
     pub redactions: u64,
 }
 

@@ -253,7 +253,7 @@ pub struct CapturePaneResult {
     pub byte_clamped: bool,
     pub returned_bytes: u64,
     pub omitted_bytes: u64,
-    /// Secrets replaced with [REDACTED:KIND].
+    /// Secrets replaced with `[REDACTED:KIND]`.
     pub redactions: u64,
     /// tmux's number of each line of `text` (not sent: joined lines skip
     /// numbers, and cutting the result to fit a response renumbers from it).
@@ -668,7 +668,7 @@ pub struct CaptureSinceResult {
     pub pane_id: PaneId,
     /// Completed lines written since the cursor (the cursor's line excluded).
     pub text: String,
-    /// Secrets replaced with [REDACTED:KIND] (text and pending_line).
+    /// Secrets replaced with `[REDACTED:KIND]` (text and pending_line).
     pub redactions: u64,
     /// Pass this to the next call.
     pub cursor: String,
@@ -1033,7 +1033,7 @@ pub struct SnapshotPaneResult {
     pub pane_id: PaneId,
     /// What the pane shows now (in copy mode: the scrolled-to view).
     pub text: String,
-    /// Secrets replaced with [REDACTED:KIND].
+    /// Secrets replaced with `[REDACTED:KIND]`.
     pub redactions: u64,
     pub cursor_x: u32,
     pub cursor_y: u32,

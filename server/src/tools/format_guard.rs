@@ -1,43 +1,28 @@
 //! Which caller formats may reach tmux: those whose cost is bounded before
 //! tmux sees them.
 //!
-//! tmux expands a format inside its server, which is single-threaded: while
-//! it works, every client, keystroke and redraw of the user waits. Left
-//! alone, one format can freeze it for as long as the caller likes (loops
-//! inside loops: `#{S:#{S:...}}` multiplies by the number of sessions per
-//! level) or make it allocate gigabytes (`#{p2147483647:x}`), and some
-//! constructs run commands (`#()`, and a value expanded again by `E`/`T`
-//! or by the arguments of `s/.../.../`, which tmux expands twice). So a
-//! format is parsed with tmux's own grammar ([`crate::tmux::format`]) and
-//! accepted only when every construct in it has a known cost:
+//! tmux expands a format inside its single-threaded server: one format can
+//! freeze it (loops inside loops), make it allocate gigabytes
+//! (`#{p2147483647:x}`) or run commands (`#()`, `E`/`T`, the arguments of
+//! `s/.../.../`). So a format is parsed with tmux's own grammar
+//! ([`crate::tmux::format`]) and accepted only when every construct has a
+//! known cost:
 //!
-//! * no `#(...)`, no `E`/`T`, and modifier arguments are plain text;
+//! * no `#(...)`, no `E`/`T`, modifier arguments plain text;
 //! * no loop (`S`, `W`, `P`, `L`) or name search (`N`) inside a loop;
-//! * widths and pads (`=`, `p`) within ±1,000, expression precision (`e`)
-//!   at most 100, repeat counts (`R`) from 1 to 100, all literal numbers;
-//! * patterns (`s`, `m`, `C`) plain text of at most 256 bytes; regular
-//!   expressions without backreferences or counted repetition (glibc
-//!   matches the first by backtracking and compiles the second by copying);
-//!   globs with at most one `*` before the last character (`C`: none, tmux
-//!   wraps the term in `*...*`), since fnmatch backtracks once per `*`;
-//! * a regular expression (`s`, `m/r`) only on a text whose length the
-//!   format bounds to [`MAX_REGEX_SUBJECT`] bytes ([`subject_bound`]): glibc's
-//!   search is superlinear in the text (`(a|aa)*b` on 64 KiB of a title
-//!   froze tmux 13.7 s), and a program in a pane sets titles, paths, names,
-//!   its command line and (through tmux) user options to any length; `=N`
-//!   bounds width, not bytes (zero-width characters), so it does not help.
-//!   At most [`MAX_REGEX_RUNS`] regular expressions run per format, loops
-//!   counted; `C` (a search of the screen, text the program draws) takes
-//!   no regular expression;
+//! * widths and pads within ±1,000, precision at most 100, repeats 1-100,
+//!   all literal numbers;
+//! * patterns plain text of at most 256 bytes, regular expressions without
+//!   backreferences or counted repetition, globs with at most one `*` before
+//!   the last character (`C`: none);
+//! * a regular expression only on a text the format bounds to
+//!   [`MAX_REGEX_SUBJECT`] bytes ([`subject_bound`]), at most
+//!   [`MAX_REGEX_RUNS`] per format; `C` takes none;
 //! * at most 16 levels of `#{`, 4,096 bytes, one line.
 //!
-//! What remains is bounded by an estimate of the bytes tmux builds and
-//! handles, counting every value as 64 bytes, with loops taken over the
-//! sets they visit on the server at hand ([`LoopSizes`]), and of how often
-//! a text a program in a pane controls (a title: up to 1 MiB) ends up
-//! copied or read. One loop is allowed on any server whose size keeps the
-//! estimate within the limits: it costs what one `list-sessions -F` of the
-//! same format costs.
+//! What remains is bounded by an estimate of the bytes tmux builds, with
+//! loops over the server's sets ([`LoopSizes`]). Why each rule, in full:
+//! ARCHITECTURE.md, "Notes behind the modules".
 
 use std::fmt;
 

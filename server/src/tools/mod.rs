@@ -8,24 +8,21 @@
 //! - [`wait`] — wait_for_text, watch_panes.
 //! - [`batch`] — call_read_tools_batch.
 //! - [`layout`] — create_session, create_window, split_window, select_pane,
-//!   select_window, resize_pane, rename_session, move_window, swap_pane
-//!   (mutating tier).
+//!   select_window, resize_pane, rename_session, move_window, swap_pane (mutating tier).
 //! - [`settings`] — set_option (within [`option_rule`]), set_environment
 //!   (mutating tier).
 //! - [`channels`] — wait_for_channel, signal_channel (mutating tier).
 //! - [`buffers`] — show_buffer; paste_text (mutating tier).
 //! - [`servers`] — list_servers.
-//! - [`mutate`] — send_keys, rename_window, set_pane_title, clear_history
-//!   (mutating tier).
+//! - [`mutate`] — send_keys, rename_window, set_pane_title, clear_history (mutating tier).
 //! - [`logging`] — pipe_pane (mutating tier).
 //! - [`run`] — run_command, wait_for_command (mutating tier).
 //! - [`destroy`] — kill_pane, kill_window, kill_session (destructive tier).
 //! - [`lifecycle`] — respawn_pane, kill_server (destructive tier).
 //!
-//! [`registry`] is the [`registry::Tool`] trait and the table of rows every
-//! listing reads; [`schema`] generates the schemas from the Rust types.
-//! [`context`] is what a call gets; [`format_guard`] decides which caller
-//! formats display_message may hand to tmux.
+//! [`registry`]: the [`registry::Tool`] trait and the rows every listing reads;
+//! [`schema`]: the schemas from the Rust types; [`context`]: what a call gets;
+//! [`format_guard`]: which caller formats display_message may hand to tmux.
 
 pub mod batch;
 pub mod buffers;
@@ -128,10 +125,7 @@ pub fn connections_open() -> usize {
 /// Closes every tmux connection the tools opened (at shutdown), so no
 /// control client stays attached.
 pub fn shutdown_connections() {
-    let handles = match opened().lock() {
-        Ok(mut v) => std::mem::take(&mut *v),
-        Err(e) => std::mem::take(&mut *e.into_inner()),
-    };
+    let handles = std::mem::take(&mut *crate::sync::lock(opened()));
     for t in handles {
         t.shutdown();
     }

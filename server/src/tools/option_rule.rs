@@ -10,7 +10,7 @@
 //!   command or program (`default-command`, `command-alias`...), a file
 //!   tmux writes, and `lock-after-time` (it runs `lock-command`);
 //! * [`Rule::Destructive`]: set only in the destructive tier, and never on
-//!   the session or server panescan runs in ([`own_target_refusal`]), unless
+//!   the session or server panescan runs in (`refuse_own_session` in [`crate::tools::settings`]), unless
 //!   the value is one that ends nothing ([`Safe`]): `destroy-unattached`,
 //!   `exit-unattached`, `exit-empty`, `remain-on-exit`, `buffer-limit`;
 //! * [`Rule::Mutating`]: changes how tmux looks or behaves, ends nothing.

@@ -240,6 +240,8 @@ impl Tool for SetOption {
 #[allow(missing_docs)]
 pub struct SetEnvironmentArgs {
     /// Variable name: [A-Za-z_][A-Za-z0-9_]*.
+    // A schema description, sent as written: rustdoc must not read a link.
+    #[allow(rustdoc::broken_intra_doc_links)]
     pub name: String,
     /// The value, taken literally. Omit with unset.
     #[serde(default)]

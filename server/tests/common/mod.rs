@@ -54,7 +54,7 @@ use serde_json::{json, Value};
 pub const REPLY_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// The most bytes one line of `panescan serve` may hold (its newline
-/// aside): the README's "a whole response".
+/// aside): GUIDE.md's "a whole response" (Limits and budgets).
 pub const RESPONSE_CEILING: usize = 1_000_000;
 
 /// One line of the server's stdout: as written, and parsed.

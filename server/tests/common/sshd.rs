@@ -182,7 +182,7 @@ impl Sshd {
     /// `SetEnv SHLVL=1`: bash reads `~/.bashrc` for a command sshd runs
     /// only at shell level 1, and this machine's may wait for ever
     /// (version managers initialised there); a remote shell panescan runs
-    /// a command in must not read interactive rc files (README).
+    /// a command in must not read interactive rc files (GUIDE.md, "Many hosts through ssh").
     pub fn start(&mut self) {
         if self.port == 0 {
             self.port = free_port();

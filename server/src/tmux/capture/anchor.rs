@@ -1,52 +1,28 @@
 //! The terminal a sweep's tmux client shows the server, so tmux finds the
 //! client's pane at once instead of walking every pane for every command.
 //!
-//! # Why
+//! tmux runs `cmd_find_inside_pane` for every command of a client without a
+//! session, comparing each pane's tty with the client's: a client whose
+//! stdin is a pipe walks the whole server at every command, one on the
+//! terminal of the sweep's lowest-numbered pane stops at about the first.
 //!
-//! tmux 3.3a-3.6b (cmd-find.c): every command of a client without a
-//! session runs `cmd_find_current_client`, whose `cmd_find_inside_pane`
-//! walks all panes in id order comparing each pane's tty name with the
-//! client's and stops at the first match; a `-t` target walks again. A
-//! client whose stdin is a pipe matches no pane: each of a sweep's commands
-//! walks the whole server. With its stdin on the terminal of the sweep's
-//! lowest-numbered pane, the walk stops at (about) the first pane. On 1,000
-//! panes this takes a large share off a visible sweep (BENCHMARKS.md,
-//! "tmux transport").
-//!
-//! # Why it is harmless
-//!
+//! What must hold, so that this harms nothing:
 //! - panescan opens the terminal itself, read-only and `O_NOCTTY`: it is
-//!   never anyone's controlling terminal, and the file status flags tmux's
-//!   client and server set (blocking or not) are on this open file
-//!   description, not on the pane's.
-//! - The client attaches to nothing, so tmux never starts the terminal
-//!   (no mode change, no query written): the server reads its attributes
-//!   (`tcgetattr`) and size (`TIOCGWINSZ`) and nothing else. The client's
-//!   environment has no `TERM`, so it loads no terminfo for it either.
-//! - Nothing reads from it: the script comes from a file (`source-file
-//!   PATH`, written 0600 beside the socket, where the server, which
-//!   resolves the path itself, surely sees it; removed when the chunk
-//!   ends; one a panescan killed mid-chunk left behind is removed by the
-//!   next sweep once it is an hour old).
-//! - A pane that dies mid-sweep only makes the walk long again (its tty
-//!   no longer matches a live pane); a dead or vanished pane, a terminal
-//!   that cannot be opened, or a socket directory whose path tmux's glob
-//!   would read as a pattern: the sweep uses a pipe, as before.
+//!   never anyone's controlling terminal, and its flags are this open's;
+//! - the client attaches to nothing and has no `TERM`: tmux reads the
+//!   terminal's attributes and size, nothing else;
+//! - nothing reads from it: the script comes from a 0600 file beside the
+//!   socket, removed when the chunk ends (a stale one after an hour);
+//! - anything unsure (a pane dead or gone, a terminal that cannot be opened,
+//!   a socket path tmux would read as a glob) falls back to a pipe.
 //!
-//! # Kept between sweeps
-//!
-//! Finding the terminal is a round trip; the server keeps the anchor it
-//! found ([`Shared::anchor`]) and the next sweep whose lowest pane is the
-//! same one takes it without asking, once its terminal proves live here:
-//! when a pane's process ends or the pane is respawned, tmux closes the
-//! terminal's master side and the open terminal is hung up (`tcgetattr`
-//! fails with `EIO`), so a dead, respawned or killed pane, or a server
-//! gone, is asked about again. Holding the terminal open keeps its number
-//! from going to another terminal meanwhile. A kept anchor also lets a
+//! The server keeps the anchor it found ([`super::ServerState`]) for the
+//! next sweep whose lowest pane is the same, while its terminal proves live
+//! (a hung-up terminal is asked about again); a kept anchor also lets a
 //! sweep's first client start before its script is known
-//! (`spare.rs`).
-//!
-//! `capture_anchor.rs` (tests) checks each point on private servers.
+//! ([`super::spare`]). The `capture_anchor` tests check each point on
+//! private servers. Why, in full: ARCHITECTURE.md, "Notes behind the
+//! modules".
 
 use std::fs::File;
 use std::io::{IsTerminal as _, Write as _};
@@ -58,6 +34,7 @@ use std::time::{Duration, Instant, SystemTime};
 use super::super::command::TmuxCommand;
 use super::super::connection::Shared;
 use super::super::ids::PaneId;
+use super::super::Server;
 use super::CaptureRequest;
 
 /// Fewer requests than this sweep through a pipe. Finding the terminal
@@ -75,13 +52,15 @@ const SCRIPT_PREFIX: &str = ".panescan-sweep-";
 /// call's deadline): a panescan killed mid-chunk left it, and the next
 /// sweep removes it.
 const STALE_SCRIPT: Duration = Duration::from_secs(3600);
-/// An early client's FIFO (`spare.rs`) this old belongs to no waiting
+/// An early client's FIFO ([`super::spare`]) this old belongs to no waiting
 /// spare (a spare is fed or let go once its caller's listing is back): a
 /// panescan killed between starting the client and feeding it left it, and
 /// possibly the client waiting on it, which the next sweep releases.
 const STALE_FIFO: Duration = Duration::from_secs(60);
 /// How often a sweep that finds its anchor kept looks for stale scripts.
 const STALE_LOOK_EVERY: Duration = Duration::from_secs(60);
+/// Between two looks at whether a FIFO's reader has opened it.
+pub(super) const FIFO_POLL: Duration = Duration::from_micros(100);
 
 /// A sweep's terminal, and where its scripts go.
 #[derive(Debug)]
@@ -119,28 +98,28 @@ impl Drop for ScriptFile {
 /// the server keeps is taken when it is that pane's and still live; else
 /// tmux is asked, and what it says is kept.
 pub(crate) fn find(
-    shared: &Shared,
+    shared: &Server,
     requests: &[CaptureRequest],
     deadline: Instant,
 ) -> Option<Arc<Anchor>> {
     let lowest = requests.iter().map(|r| r.pane).min_by_key(|p| p.number())?;
-    let mut kept = crate::sync::lock(&shared.anchor);
+    let mut kept = crate::sync::lock(&shared.capture().anchor);
     if let Some(anchor) = kept.as_ref() {
         if anchor.pane == lowest && anchor.is_live() {
             anchor.look_for_stale_scripts();
             return Some(Arc::clone(anchor));
         }
     }
-    let found = ask(shared, lowest, deadline).map(Arc::new);
+    let found = ask(shared.connection(), lowest, deadline).map(Arc::new);
     kept.clone_from(&found);
     found
 }
 
 /// The anchor the server keeps, if its terminal is still live: what a
-/// sweep's early client (`spare.rs`) is started on.
+/// sweep's early client ([`super::spare`]) is started on.
 /// A dead one is let go (its terminal closed) on the way.
-pub(crate) fn kept(shared: &Shared) -> Option<Arc<Anchor>> {
-    let mut kept = crate::sync::lock(&shared.anchor);
+pub(crate) fn kept(shared: &Server) -> Option<Arc<Anchor>> {
+    let mut kept = crate::sync::lock(&shared.capture().anchor);
     if kept.as_ref().is_some_and(|a| !a.is_live()) {
         *kept = None;
     }
@@ -210,13 +189,29 @@ pub(super) fn remove_stale_scripts(dir: &Path, now: SystemTime) {
         }
         if meta.file_type().is_fifo() && older(STALE_FIFO) {
             // Opened (and closed at once) only when a client has it open.
-            drop(super::spare::open_for_writing(
-                &entry.path(),
-                Instant::now(),
-            ));
+            drop(open_for_writing(&entry.path(), Instant::now()));
             let _ = std::fs::remove_file(entry.path());
         } else if meta.is_file() && older(STALE_SCRIPT) {
             let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// The FIFO at `path` opened for writing, non-blocking, once a reader has
+/// it open (before that, opening it so fails with `ENXIO`); `None` when it
+/// is gone or `until` passes first (at once when `until` has passed).
+pub(super) fn open_for_writing(path: &Path, until: Instant) -> Option<std::fs::File> {
+    loop {
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)
+        {
+            Ok(file) => return Some(file),
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) && Instant::now() < until => {
+                std::thread::sleep(FIFO_POLL);
+            }
+            Err(_) => return None,
         }
     }
 }
@@ -269,7 +264,7 @@ impl Anchor {
     /// `-J` goes): `-N` on tmux 3.2-3.3, `-N -T` from 3.4, where `-T` came
     /// and an unjoined capture otherwise runs to the row's allocated cells
     /// (cmd-capture-pane.c). `None` for a version not known here: a counted
-    /// sweep (`counted.rs`) is then not used.
+    /// sweep ([`super::counted`]) is then not used.
     pub(crate) fn counted_flags(&self) -> Option<&'static str> {
         match self.version? {
             (3, 2..=3) => Some("-N"),
@@ -285,7 +280,7 @@ impl Anchor {
     }
 
     /// Makes a FIFO only panescan can open, named as a script is, for an
-    /// early client to read its script from (`spare.rs`).
+    /// early client to read its script from ([`super::spare`]).
     pub(crate) fn fifo(&self, token: &str) -> Option<ScriptFile> {
         let path = self.script_path(token);
         rustix::fs::mkfifoat(

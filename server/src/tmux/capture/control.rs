@@ -1,44 +1,27 @@
 //! Small batches fetched over the control client already open, with no
 //! process started.
 //!
-//! # Why
-//!
-//! A since search's few deltas cost tmux a handful of commands, but a
-//! sweep costs the machine a `tmux` process: its start, its handshake with
-//! the server, relaying the output and its exit, each a few scheduler
-//! waits on a busy machine, and most of the search's time (BENCHMARKS.md,
-//! "Search since a cursor"). The control client the listing went through
-//! is already attached.
-//!
-//! # How
-//!
-//! `capture-pane -p` over a control client leaks its whole text inside
-//! tmux 3.2-3.5a (cmd-capture-pane.c never frees it), so the text goes
-//! through a paste buffer instead, two pipelined lines per request:
+//! A since search's few deltas cost tmux a handful of commands, but a sweep
+//! costs the machine a `tmux` process; the control client the listing went
+//! through is already attached. `capture-pane -p` over a control client
+//! leaks its text inside tmux 3.2-3.5a, so the text goes through a paste
+//! buffer, two pipelined lines per request:
 //!
 //! ```text
 //! display-message -p -t %P "#{pane_id} #{history_size} #{pane_width} #{pane_height} #{version}" ; capture-pane -b NAME [-J] [-e] -t %P [-S s] [-E e]
 //! show-buffer -b NAME ; delete-buffer -b NAME
 //! ```
 //!
-//! tmux runs one line's command list without running anything else
-//! between its commands, so the probe's history size is the one the
-//! capture saw (`first_line` exact, as in a sweep). The buffer is named
-//! with a fresh 128-bit nonce, so no one else's buffer is touched and no
-//! other client reads it; a named buffer is not "automatic", so it never
-//! becomes what `paste-buffer` pastes by default nor counts against
-//! `buffer-limit`, and it exists only between the two lines, which are
-//! written together: a caller that stops waiting (deadline, cancel) leaves
-//! tmux to run both, and the buffer is deleted all the same. A capture of
-//! no bytes makes no buffer (paste.c), so `show-buffer` then fails with
-//! `no buffer` and ends its line: that is an empty text.
+//! What must hold: the probe and the capture are one command list, so the
+//! history size is the one the capture saw; the buffer's name is a fresh
+//! 128-bit nonce (no one else's buffer is touched, and a named buffer is
+//! never what `paste-buffer` pastes by default); the two lines are written
+//! together, so the buffer is deleted even when the caller stops waiting;
+//! each reply is framed by nonces ([`crate::tmux::framing`]) and decoded by
+//! [`super::unvis`]. A reply that cannot be decoded (tmux 3.4 and later)
+//! sends the batch, and the server's later ones, to sweeps.
 //!
-//! `show-buffer` escapes the text for a control client (`unvis.rs` decodes
-//! it exactly); each line's reply is framed by panescan's nonces
-//! (tmux/framing.rs), so no pane text can end it early. tmux 3.4 and later
-//! print the text otherwise: there, and whenever a reply cannot be
-//! decoded, the batch answers through sweeps as before (and the server's
-//! later batches go straight to them).
+//! Why, in full: ARCHITECTURE.md, "Notes behind the modules".
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};

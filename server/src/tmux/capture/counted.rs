@@ -1,22 +1,11 @@
 //! Counted chunks: a sweep with one header per group of panes instead of
 //! one per pane.
 //!
-//! # Why
-//!
 //! A header is a command, and on a big server tmux spends about as much on
-//! a bare `display-message` as on a visible `capture-pane` (every command
-//! pays the parse, the queue, the hooks lookup and walks of the session's
-//! windows, and the parse logs the whole script with a loop that costs the
-//! square of its length): a headed visible sweep costs tmux about twice
-//! the raw captures, a headed deep one about a fifth more (BENCHMARKS.md,
-//! "Counted visible sweeps", "Counted deep sweeps").
-//!
-//! # How
-//!
-//! A chunk's script runs without tmux yielding, so the `list-panes -a` at
-//! its top gives every pane's history size, width and height as the
-//! captures see them, hence the rows each capture covers (`super::span`);
-//! a pane the listing lacks prints nothing. The script:
+//! a bare `display-message` as on a visible `capture-pane`. A chunk's script
+//! runs without tmux yielding, so the listing at its top gives every pane's
+//! rows as the captures see them, and a group's lines are dealt out to its
+//! panes by counting rows:
 //!
 //! ```text
 //! list-panes -a -F "TOKEN L #{pane_id} #{history_size} #{pane_width} #{pane_height}"
@@ -26,37 +15,14 @@
 //! display-message -p "TOKEN end"
 //! ```
 //!
-//! Each group's lines are dealt out to its panes by the rows they were
-//! listed with; a group that does not add up is not guessed at, all its
-//! panes are captured again with headers.
+//! What must hold: a group that does not add up is never guessed at (its
+//! panes are captured again with headers); a visible chunk ([`Rows::OneEach`])
+//! sends a pane that may hold a wrapped row back to a headed `-J` capture; a
+//! deep chunk ([`Rows::Joined`]) counts the rows a joined line fills, never
+//! too many, and a pane whose lines do not fill its rows is captured again
+//! unjoined. Line numbers are exact either way.
 //!
-//! **Visible chunks** ([`Rows::OneEach`]). Without `-J`, `capture-pane`
-//! prints exactly one line per row (cmd-capture-pane.c, 3.2-3.6). `-N`
-//! (and `-T` from 3.4) give a row the bytes `-J` gives it (trailing spaces
-//! kept, cells as far as `-J` goes), so where no row wrapped the text is
-//! the joined capture's, byte for byte. A row that wrapped fills the pane
-//! to its edge (the last cell, or the one before it when a wide character
-//! went on to the next row), and a cell takes at least a byte: so when
-//! joining is asked for, a pane with a row whose shown text is at least
-//! `width - 1` bytes long may hold a wrapped row and is captured again
-//! with a header and `-J`; every other pane holds none. (Not covered: a
-//! row tmux marks wrapped that does not reach the edge, which takes a
-//! program moving the cursor to the last column and printing a wide
-//! character there; its rows are then two lines here where `-J` joins
-//! them. Line numbers stay exact either way.)
-//!
-//! **Deep chunks** ([`Rows::Joined`] when joining, else one line a row).
-//! A history nearly always holds a row reaching the edge, so deep chunks
-//! capture with `-J` itself, and each joined line is given the rows its
-//! text fills (`joined_line_rows`): one for a line no longer in bytes than
-//! the pane is wide, `ceil(bytes / width)` for a longer line of ASCII, not
-//! sure for a longer line of anything else (the group is then captured
-//! again). That count can come out too low (a wrapped row cleared short
-//! of the edge), never too high, so an error cannot be offset by another:
-//! it leaves the group short and the group is captured again. Each pane's
-//! joined rows are then checked once more as a headed capture's are
-//! (`split::joined_rows`, with display widths): a pane whose lines do not
-//! fill its rows is captured again unjoined.
+//! Why, and how each count is made: ARCHITECTURE.md, "Notes behind the modules".
 
 use super::split::{
     build, gone, listing_entry, pane_shape, visible_text, HeaderLine, Output, Split, LISTING,

@@ -109,12 +109,7 @@ impl Member {
             // Woken by a released permit; the step bounds how late a
             // cancel is seen.
             let step = (deadline - now).min(Duration::from_millis(20));
-            s = self
-                .gate
-                .freed
-                .wait_timeout(s, step)
-                .map(|(g, _)| g)
-                .unwrap_or_else(|e| e.into_inner().0);
+            s = crate::sync::wait_timeout(&self.gate.freed, s, step);
         };
         s.hungry -= 1;
         granted.then(|| Permit {

@@ -112,13 +112,14 @@ mod gate;
 mod preamble;
 mod spare;
 mod split;
+mod state;
 mod unvis;
 
-pub(crate) use anchor::Anchor;
-pub(crate) use gate::Gate;
+use gate::Gate;
 pub use preamble::ListedAhead;
 pub(crate) use preamble::Preamble;
 pub use spare::Spare;
+pub(crate) use state::ServerState;
 
 use super::ids::PaneId;
 use super::TmuxError;
@@ -204,10 +205,11 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
 
-use super::connection::{Route, Shared};
+use super::connection::Route;
 use super::launch::Endpoint;
 use super::oneshot;
 use super::spans::Span;
+use super::Server;
 use crate::sync::nonce;
 use gate::{Member, Permit};
 use split::{Split, Splitter};
@@ -229,7 +231,7 @@ const CHUNK_LINES_PER_PANE: u64 = 240;
 const ASSUMED_LINES_PER_MS: u64 = 1_000;
 
 pub(crate) fn start(
-    shared: Arc<Shared>,
+    shared: Arc<Server>,
     requests: Vec<CaptureRequest>,
     options: CaptureOptions,
     deadline: Instant,
@@ -243,10 +245,10 @@ pub(crate) fn start(
     } = ahead;
     let alone_first = preamble.is_some();
     let (tx, rx) = crossbeam_channel::bounded(CHANNEL_CAPACITY);
-    let socket = shared.endpoint().clone();
-    let server_panes = shared.listed_panes.load(Ordering::Relaxed);
+    let socket = shared.connection().endpoint().clone();
+    let server_panes = shared.listings().panes();
     // A one-pane capture is the cheap call the gate keeps moving.
-    let member = (requests.len() > 1).then(|| Gate::join(&shared.sweeps));
+    let member = (requests.len() > 1).then(|| Gate::join(&shared.capture().gate));
     let spawned = std::thread::Builder::new()
         .name("tmux-capture".into())
         .spawn({
@@ -377,12 +379,12 @@ fn chunk_panes(server_panes: usize, left: usize) -> usize {
 /// batch's script is known (`spare.rs`), for a caller about to sweep a
 /// server of many panes; `None` when there is no live anchor kept (the
 /// first sweep, another host) or too few panes for an anchor to pay.
-pub(crate) fn anchored_spare(shared: &Shared) -> Option<Spare> {
-    if shared.listed_panes.load(Ordering::Relaxed) < anchor::MIN_REQUESTS {
+pub(crate) fn anchored_spare(shared: &Server) -> Option<Spare> {
+    if shared.listings().panes() < anchor::MIN_REQUESTS {
         return None;
     }
     let anchor = anchor::kept(shared)?;
-    Spare::start_anchored(shared.endpoint(), anchor, &sweep_token())
+    Spare::start_anchored(shared.connection().endpoint(), anchor, &sweep_token())
 }
 
 /// A chunk's token: 128 random bits written as 22 letters and digits
@@ -474,14 +476,14 @@ impl Batch {
 
     /// Answers a small batch over the live control client (`control.rs`);
     /// `false` when sweeps must answer it instead (nothing was answered).
-    fn run_over_control(&self, shared: &Shared, requests: &[CaptureRequest]) -> bool {
-        if !shared.captures_over_control.load(Ordering::Relaxed)
+    fn run_over_control(&self, shared: &Server, requests: &[CaptureRequest]) -> bool {
+        if !shared.capture().over_control()
             || !control::suits(requests)
-            || shared.own_client_pid().is_none()
+            || shared.connection().own_client_pid().is_none()
         {
             return false;
         }
-        let Ok(Route::Control(client)) = shared.route(self.deadline) else {
+        let Ok(Route::Control(client)) = shared.connection().route(self.deadline) else {
             return false;
         };
         let _fetching = Span::new("capture.control");
@@ -489,7 +491,7 @@ impl Batch {
             match control::fetch(&client, requests, self.options, self.deadline, &self.cancel) {
                 control::Fetched::Done(results) => results,
                 control::Fetched::Unsuited => {
-                    shared.captures_over_control.store(false, Ordering::Relaxed);
+                    shared.capture().refuse_over_control();
                     return false;
                 }
             };

@@ -1,19 +1,9 @@
 //! A listing taken at the top of a sweep's first script.
 //!
-//! # Why
-//!
-//! A search lists the panes, then sweeps them: two round trips, and tmux
-//! waits between them while panescan reads the listing and starts the
-//! sweep (on 200 panes about as long as tmux takes to list them). A
-//! search expecting the panes of its last one (tools/search/ahead.rs)
-//! sends its listing at the top of the sweep's first script instead, so
-//! tmux lists and captures in one go.
-//!
-//! The listing is still taken before every capture, as when it is a
-//! round trip of its own: tmux runs a script to its end without yielding,
-//! and the batch starts no other chunk before this one is read.
-//!
-//! # How
+//! A search lists the panes, then sweeps them: two round trips, with tmux
+//! waiting between them. A search expecting the panes of its last one
+//! (`ahead` in [`crate::tools::search`]) sends its listing at the top of the
+//! sweep's first script instead, so tmux lists and captures in one go:
 //!
 //! ```text
 //! list-panes -a -F "..."                          (the caller's listing)
@@ -21,13 +11,15 @@
 //! ...                                             (the chunk's script)
 //! ```
 //!
-//! The reader keeps the output up to the marker line (it starts with the
-//! chunk's secret token: no pane can print it at a line's start, and the
-//! listing's records end with separators of their own), hands the listing
-//! and the server's `pid start_time` to the caller, and passes the rest to
-//! the chunk's own reader. A chunk that ends before its marker (tmux or
-//! the client gone, the batch stopped) drops the sender: the caller's
-//! receiver disconnects.
+//! What must hold: the listing is still taken before every capture (tmux
+//! runs a script to its end without yielding, and the batch starts no other
+//! chunk before this one is read). The reader keeps the output up to the
+//! marker line (it starts with the chunk's secret token, which no pane can
+//! print at a line's start), hands the listing and the server's `pid
+//! start_time` to the caller and the rest to the chunk's reader; a chunk
+//! that ends before its marker drops the sender, so the caller's receiver
+//! disconnects. Why, in full: ARCHITECTURE.md, "Notes
+//! behind the modules".
 
 use crossbeam_channel::Sender;
 

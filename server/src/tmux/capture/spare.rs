@@ -1,41 +1,27 @@
 //! A sweep client started before its script is known.
 //!
 //! Starting a `tmux source-file` process is a large share of what a sweep
-//! costs besides the captures (the process, its connection and tmux's
-//! handshake: a few ms on a quiet machine, far longer on a loaded one). A
-//! caller that will sweep once its listing is back starts a spare first,
-//! so the process starts while the listing's round trip is under way; the
-//! batch's first chunk then hands its script to the spare instead of
-//! starting a process.
-//!
-//! Two kinds, as a chunk's client is fed (`mod.rs`, `Batch::spawn`):
+//! costs besides the captures. A caller that will sweep once its listing is
+//! back starts a spare first, so the process starts while the listing's
+//! round trip is under way; the batch's first chunk then hands its script to
+//! the spare. Two kinds, as a chunk's client is fed:
 //!
 //! - **Pipe**: `tmux source-file -`, the script on its standard input, for
 //!   a small batch with no anchor (a since search's few deltas).
 //! - **Anchored**: `tmux source-file FIFO` on the kept anchor's terminal
-//!   (`anchor.rs`), for a whole sweep. A non-attached client reads a
-//!   `source-file` path itself (file.c `file_read`: the server asks the
-//!   client to open it, 3.2-3.6b) with `O_NONBLOCK`; a FIFO no writer has
-//!   opened yet reads as neither data nor end of file on Linux (its poll
-//!   reports nothing until a writer comes and goes), so the client waits
-//!   there. Feeding opens the FIFO for writing, writes the script and
-//!   closes it: the client reads the script and its end, as from a file.
-//!   The FIFO is made 0600 beside the socket under a chunk's random name
-//!   (the scripts' naming, `anchor.rs`), and removed when the chunk ends.
+//!   ([`super::anchor`]), for a whole sweep: the client waits on a FIFO no
+//!   writer has opened yet, and feeding writes the script and closes it.
+//!   The FIFO is 0600 beside the socket under the chunk's random name, and
+//!   removed when the chunk ends.
 //!
-//! Either runs its script as any sweep's: tmux reads it whole, then runs it
-//! without yielding (the probes and captures stay atomic). A spare not used
-//! is given an empty script (its input ended: tmux runs nothing and the
-//! client exits), or killed when an anchored one has not opened its FIFO
-//! yet, and reaped on a thread of its own. If panescan dies first, a pipe
-//! closes just the same; a FIFO has no writer left to end it, and its
-//! client would wait as long as tmux runs: the next sweep of the server
-//! (any panescan's) ends such a client and removes its FIFO a minute on
-//! (`anchor.rs`, stale scripts). A spare whose client has already exited
-//! (the server went away) is not used.
+//! What must hold: either runs its script as any sweep's (read whole, run
+//! without yielding); a spare not used is given an empty script, or killed
+//! when it has not opened its FIFO yet, and reaped on a thread of its own; a
+//! client left waiting on a FIFO by a panescan that died is ended by the
+//! next sweep of that server; a spare whose client already exited is not
+//! used. Why, in full: ARCHITECTURE.md, "Notes behind the modules".
 
 use std::io::Write as _;
-use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::Path;
 use std::process::{Child, ChildStdin, Stdio};
 use std::sync::Arc;
@@ -43,14 +29,12 @@ use std::time::{Duration, Instant};
 
 use super::super::launch::Endpoint;
 use super::super::oneshot;
-use super::anchor::{Anchor, ScriptFile};
+use super::anchor::{open_for_writing, Anchor, ScriptFile, FIFO_POLL};
 
 /// How long a fed anchored spare may take to open its FIFO: it started
 /// before the listing's round trip and opens it as soon as tmux asks,
 /// so this only bounds a client that died or hung on the way.
 const FIFO_OPEN_WAIT: Duration = Duration::from_secs(10);
-/// Between two looks at whether the client has opened its FIFO.
-const FIFO_POLL: Duration = Duration::from_micros(100);
 
 /// A `tmux source-file` client waiting for its script.
 #[derive(Debug)]
@@ -117,7 +101,7 @@ impl Spare {
 
     /// Holds the write end of an anchored spare's FIFO once its client has
     /// opened it (waiting until `until`): a spare kept between searches
-    /// (tmux/listing_ahead.rs) then ends with panescan, however panescan
+    /// ([`crate::tmux::listing_ahead`]) then ends with panescan, however panescan
     /// ends, since the kernel closes the write end, and the client reads
     /// an empty script and exits (a client left waiting would keep tmux
     /// from exiting after its last session). `false` if it could not be
@@ -219,25 +203,6 @@ fn write_all(mut fifo: std::fs::File, script: &[u8], until: Instant) {
     }
 }
 
-/// The FIFO at `path` opened for writing, non-blocking, once a reader has
-/// it open (before that, opening it so fails with `ENXIO`); `None` when it
-/// is gone or `until` passes first (at once when `until` has passed).
-pub(super) fn open_for_writing(path: &Path, until: Instant) -> Option<std::fs::File> {
-    loop {
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(path)
-        {
-            Ok(file) => return Some(file),
-            Err(e) if e.raw_os_error() == Some(libc::ENXIO) && Instant::now() < until => {
-                std::thread::sleep(FIFO_POLL);
-            }
-            Err(_) => return None,
-        }
-    }
-}
-
 impl Drop for Spare {
     fn drop(&mut self) {
         let Some(mut child) = self.child.take() else {
@@ -273,16 +238,15 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use std::os::unix::fs::FileTypeExt as _;
 
-    use super::super::super::connection::Shared;
     use super::super::super::ids::PaneId;
     use super::super::super::private_server::{process_state, PrivateServer};
-    use super::super::super::ServerSpec;
+    use super::super::super::{inventory, Fields, Server, ServerSpec};
     use super::super::{anchor, anchored_spare, CaptureRange, CaptureRequest};
     use super::*;
 
     /// A private server of 20 panes under a directory of its own, and the
     /// server's handle with an anchor kept on its lowest pane.
-    fn anchored(label: &str) -> (PrivateServer, std::path::PathBuf, Shared) {
+    fn anchored(label: &str) -> (PrivateServer, std::path::PathBuf, Server) {
         let dir = std::env::temp_dir().join(format!("panescan-{label}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let server = PrivateServer::start_under(label, 80, 10, Some(&dir)).unwrap();
@@ -290,21 +254,23 @@ mod tests {
             .source(&"new-window -d 'exec sleep 100000'\n".repeat(19))
             .unwrap();
         let socket = server.socket_path().unwrap();
-        let shared = Shared::new(ServerSpec {
+        let shared = Server::new(ServerSpec {
             socket_path: Some(socket.clone()),
             ..ServerSpec::default()
         })
         .unwrap();
-        shared
-            .listed_panes
-            .store(20, std::sync::atomic::Ordering::Relaxed);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        // The server's pane count, which anchored spares go by, is what
+        // its last listing found.
+        let (listed, _) = inventory::fetch(&shared, Fields::Search, &[], deadline).unwrap();
+        assert_eq!(listed.panes.len(), 20);
+        assert_eq!(shared.listings().panes(), 20);
         let requests: Vec<CaptureRequest> = (0..20)
             .map(|n| CaptureRequest {
                 pane: PaneId::from_number(n),
                 range: CaptureRange::Visible,
             })
             .collect();
-        let deadline = Instant::now() + Duration::from_secs(30);
         assert!(anchor::find(&shared, &requests, deadline).is_some());
         (server, socket.parent().unwrap().to_path_buf(), shared)
     }
@@ -370,7 +336,7 @@ mod tests {
         // Another anchor's spare does not serve: the anchor is compared,
         // not just its pane.
         let spare = anchored_spare(&shared).unwrap();
-        *shared.anchor.lock().unwrap() = None;
+        *crate::sync::lock(&shared.capture().anchor) = None;
         let requests = [CaptureRequest {
             pane: PaneId::from_number(0),
             range: CaptureRange::Visible,
@@ -402,10 +368,10 @@ mod tests {
     }
 
     /// A batch with `anchor` and `spare`, for `Batch::spawn`.
-    fn batch(shared: &Shared, anchor: Option<Arc<Anchor>>, spare: Spare) -> super::super::Batch {
+    fn batch(shared: &Server, anchor: Option<Arc<Anchor>>, spare: Spare) -> super::super::Batch {
         let (tx, _rx) = crossbeam_channel::bounded(1);
         super::super::Batch {
-            socket: shared.endpoint().clone(),
+            socket: shared.connection().endpoint().clone(),
             server_panes: 20,
             options: super::super::CaptureOptions::default(),
             deadline: Instant::now() + Duration::from_secs(30),
@@ -444,7 +410,10 @@ mod tests {
         assert_ne!(child.id(), pid, "not the anchored spare");
         assert!(fifo.is_none());
         assert_eq!(run(child), b"chunk\n");
-        assert!(piped.spare.lock().unwrap().is_some(), "the spare is left");
+        assert!(
+            crate::sync::lock(&piped.spare).is_some(),
+            "the spare is left"
+        );
         drop(piped);
         drop(anchored);
         drop(server);

@@ -33,7 +33,7 @@ pub(crate) struct Split {
     /// With `join_wrapped`: whether the joined lines add up to the rows
     /// captured (if not, the pane is captured again without joining).
     pub rows_match: bool,
-    /// Cut from a counted chunk (`counted.rs`) whose rows cannot be told
+    /// Cut from a counted chunk ([`super::counted`]) whose rows cannot be told
     /// joined or not (a row reaches the pane's edge), or whose group did
     /// not add up: the pane must be captured again with a header of its
     /// own. `text` is then empty.
@@ -50,7 +50,7 @@ pub(super) const COMPACT_AT: usize = 1 << 20;
 /// A sweep's output as it arrives: the bytes not handed out yet, its
 /// header lines (`TOKEN FIELDS`) found in them, and when to drop what no
 /// pane needs any more. Shared by the headed cutter here and the counted
-/// one (`counted.rs`).
+/// one ([`super::counted`]).
 pub(crate) struct Output {
     /// `\nTOKEN `: a header is a line that starts with the token.
     finder: Finder<'static>,

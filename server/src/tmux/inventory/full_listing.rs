@@ -1,22 +1,19 @@
-//! [`Fields::Full`](super::Fields::Full) listed in pieces, each
-//! where tmux pays least for it.
+//! [`Fields::Full`](super::Fields::Full) listed in pieces, each where tmux
+//! pays least for it.
 //!
 //! tmux expands a `list-panes -a` format once per pane, so a session's
-//! fields are expanded again for every pane it holds (`session_windows`
-//! walks the session's windows each time), and `pane_current_command` and
-//! `pane_current_path` read `/proc` on tmux's single thread (~43 µs a pane
-//! together). Measured over a control client on 200 panes in one session
-//! (tmux 3.3a, server CPU per listing): every field in one `list-panes`
-//! 27.8 ms; session details from one `list-sessions` instead 23.0 ms;
-//! without the two `/proc` fields as well 16.5 ms. So a full listing is:
+//! fields are expanded again for every pane it holds, and
+//! `pane_current_command` and `pane_current_path` read `/proc` on tmux's
+//! single thread. So a full listing is (the figures: BENCHMARKS.md,
+//! "Cheap calls off tmux's queue"):
 //!
 //! - `list-panes -a` of every pane and window field, with each pane's
 //!   `session_id` and `session_name` (its placements);
 //! - `list-sessions` of the session details, pipelined right after it in
 //!   the same write;
 //! - what each pane runs read from `/proc` by panescan with tmux's own
-//!   rules where the server is on this machine (`procfs.rs`; tmux is asked
-//!   only for the panes where that is not certain), or listed by tmux with
+//!   rules where the server is on this machine ([`crate::tmux::procfs`];
+//!   tmux is asked only where that is not certain), or listed by tmux with
 //!   the panes for a server on another host (a second round trip there
 //!   would cost more than tmux's time).
 //!

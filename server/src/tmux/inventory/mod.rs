@@ -5,8 +5,8 @@
 //! sessions shows up once per placement; we fold those into one window and
 //! one pane with every placement, the first seen being the primary. The
 //! full listing adds a `list-sessions` in the same round trip and reads
-//! what the panes run from `/proc` (full_listing.rs); callers asking at
-//! once share a listing (listing_share.rs).
+//! what the panes run from `/proc` ([`full_listing`]); callers asking at
+//! once share a listing ([`super::listing_share`]).
 //!
 //! Fields are separated by a per-inventory random token and every record is
 //! closed by another, so names holding tabs, newlines, `|` or any Unicode
@@ -145,13 +145,32 @@ pub struct Pane {
 }
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use super::connection::Shared;
 mod full_listing;
+use super::listing_share::ListingShare;
 use super::spans::Span;
-use super::{TmuxCommand, TmuxError};
+use super::{Server, TmuxCommand, TmuxError};
 use crate::sync::nonce;
+
+/// What the listings keep about one server ([`Server::listings`]): the
+/// listings under way, which callers asking for the same fields at once
+/// share (listing_share.rs), and how many panes the last one found.
+#[derive(Debug, Default)]
+pub(crate) struct ServerState {
+    share: ListingShare<Fields, Listed>,
+    /// Panes the last listing found (0 before any).
+    panes: AtomicUsize,
+}
+
+impl ServerState {
+    /// Panes the last listing found (0 before any): capture sweeps choose
+    /// by it how to head their captures and how large a chunk may be.
+    pub(crate) fn panes(&self) -> usize {
+        self.panes.load(Ordering::Relaxed)
+    }
+}
 
 /// The fields asked for, in order.
 const FIELDS: &[&str] = &[
@@ -257,7 +276,7 @@ const CACHE_FINGERPRINT_FIELDS: &[&str] = &[
 pub enum Fields {
     /// Every field of [`Session`], [`Window`] and [`Pane`]: what the
     /// inspection and mutation tools report. [`fetch`] lists it in pieces
-    /// (full_listing.rs): sessions' details never come from `list-panes`.
+    /// ([`full_listing`]): sessions' details never come from `list-panes`.
     Full,
     /// What a search needs before it captures: ids, indexes, names,
     /// placements and `history_size` (and `is_caller`, which costs tmux
@@ -325,7 +344,7 @@ pub(super) fn format(fields: &[&str], sep: &str, end: &str) -> String {
     f
 }
 
-/// The values of one record laid out by [`format`], plain fields first;
+/// The values of one record laid out by [`format`](fn@format), plain fields first;
 /// `None` for a record that does not have them all.
 pub(super) fn record_values<'t>(
     plain_count: usize,
@@ -354,7 +373,7 @@ fn separators() -> (String, String) {
 
 /// A `list-panes -a` of some fields under fresh separators, and how to
 /// read its output: sent over the control client ([`fetch`]) or at the top
-/// of a sweep's own script (capture/preamble.rs).
+/// of a sweep's own script ([`crate::tmux::capture::ListedAhead`]).
 #[derive(Debug)]
 pub(crate) struct ListingQuery {
     fields: Vec<&'static str>,
@@ -380,12 +399,13 @@ impl ListingQuery {
 
     /// The inventory in `text` (the command's output), its panes marked
     /// as the caller's where they are, their count kept for the sweeps.
-    pub(crate) fn read(&self, shared: &Shared, text: &str) -> Inventory {
+    pub(crate) fn read(&self, shared: &Server, text: &str) -> Inventory {
         let mut inv = parse_fields(&self.fields, text, &self.sep, &self.end);
         shared
-            .listed_panes
-            .store(inv.panes.len(), std::sync::atomic::Ordering::Relaxed);
-        let caller = shared.caller.on_server(shared.socket_path());
+            .listings()
+            .panes
+            .store(inv.panes.len(), Ordering::Relaxed);
+        let caller = shared.caller().on_server(shared.connection().socket_path());
         for p in &mut inv.panes {
             p.is_caller = caller.map(|c| c == Some(p.pane_id));
         }
@@ -398,7 +418,7 @@ impl ListingQuery {
 /// the inventory's own command, so they see the server no earlier than the
 /// inventory did.
 pub(crate) fn fetch(
-    shared: &Shared,
+    shared: &Server,
     fields: Fields,
     then: &[TmuxCommand],
     deadline: Instant,
@@ -406,8 +426,8 @@ pub(crate) fn fetch(
     if !then.is_empty() {
         return fetch_now(shared, fields, then, deadline);
     }
-    // Callers asking at once share a listing (listing_share.rs).
-    shared.listings.list(
+    // Callers asking at once share a listing ([`super::listing_share`]).
+    shared.listings().share.list(
         fields,
         deadline,
         || fetch_now(shared, fields, &[], deadline),
@@ -419,7 +439,7 @@ pub(crate) fn fetch(
 pub(crate) type Listed = Result<(Inventory, Vec<Result<String, TmuxError>>), TmuxError>;
 
 /// [`fetch`], this caller's own round trip.
-fn fetch_now(shared: &Shared, fields: Fields, then: &[TmuxCommand], deadline: Instant) -> Listed {
+fn fetch_now(shared: &Server, fields: Fields, then: &[TmuxCommand], deadline: Instant) -> Listed {
     if fields == Fields::Full {
         return fetch_full(shared, then, deadline);
     }
@@ -427,30 +447,40 @@ fn fetch_now(shared: &Shared, fields: Fields, then: &[TmuxCommand], deadline: In
     let mut commands = vec![query.command()];
     commands.extend_from_slice(then);
     let round_trip = Span::new("inventory.round_trip");
-    let mut replies = shared.run_many(&commands, deadline).into_iter();
+    let mut replies = shared
+        .connection()
+        .run_many(&commands, deadline)
+        .into_iter();
     drop(round_trip);
     let _parsing = Span::new("inventory.parse");
     let text = listing_text(replies.next())?;
     Ok((query.read(shared, &text), replies.collect()))
 }
 
-/// [`fetch`] of [`Fields::Full`], in the pieces `full_listing.rs` cuts it
+/// [`fetch`] of [`Fields::Full`], in the pieces [`full_listing`] cuts it
 /// into: the panes, then the sessions' details in the same round trip,
 /// then (for a server on this machine) what each pane runs.
-fn fetch_full(shared: &Shared, then: &[TmuxCommand], deadline: Instant) -> Listed {
-    let local = shared.endpoint().host().is_none();
+fn fetch_full(shared: &Server, then: &[TmuxCommand], deadline: Instant) -> Listed {
+    let local = shared.connection().endpoint().host().is_none();
     let query = ListingQuery::of(full_listing::pane_fields(!local));
     let sessions = full_listing::SessionQuery::new(query.sep.clone(), query.end.clone());
     let mut commands = vec![query.command(), sessions.command()];
     commands.extend_from_slice(then);
     let round_trip = Span::new("inventory.round_trip");
-    let mut replies = shared.run_many(&commands, deadline).into_iter();
+    let mut replies = shared
+        .connection()
+        .run_many(&commands, deadline)
+        .into_iter();
     drop(round_trip);
     let parsing = Span::new("inventory.parse");
     let text = listing_text(replies.next())?;
     let mut inv = query.read(shared, &text);
     let details = listing_text(replies.next())?;
-    sessions.fill(&mut inv, &details, shared.own_session().as_deref());
+    sessions.fill(
+        &mut inv,
+        &details,
+        shared.connection().own_session().as_deref(),
+    );
     drop(parsing);
     if local && !inv.panes.is_empty() {
         let panes: Vec<(PaneId, Option<u32>)> =
@@ -484,20 +514,24 @@ fn listing_text(reply: Option<Result<String, TmuxError>>) -> Result<String, Tmux
 /// machine panescan reads them itself where it can be certain of tmux's
 /// answer ([`procfs`](super::procfs)), and asks tmux for the rest.
 pub(crate) fn commands_and_paths(
-    shared: &Shared,
+    shared: &Server,
     panes: &[(PaneId, Option<u32>)],
     deadline: Instant,
 ) -> Vec<Option<(String, String)>> {
-    let mut found = if shared.endpoint().host().is_none() {
+    let mut found = if shared.connection().endpoint().host().is_none() {
         let _span = Span::new("details.procfs");
         let ask = || {
             let identity = TmuxCommand::new("display-message")
                 .flag("-p")
                 .format_arg("#{pid} #{start_time}");
-            let text = shared.run_many(&[identity], deadline).pop()?.ok()?;
+            let text = shared
+                .connection()
+                .run_many(&[identity], deadline)
+                .pop()?
+                .ok()?;
             super::procfs::parse_identity(&text)
         };
-        shared.server_process.details(panes, ask)
+        shared.processes().details(panes, ask)
     } else {
         vec![None; panes.len()]
     };
@@ -527,7 +561,7 @@ pub(crate) fn commands_and_paths(
 ///
 /// Asking pane by pane costs a command each (~80 µs here): for more than a
 /// fifth of the server's panes, one listing of every pane is cheaper.
-fn ask_tmux(shared: &Shared, panes: &[PaneId], deadline: Instant) -> Vec<Option<(String, String)>> {
+fn ask_tmux(shared: &Server, panes: &[PaneId], deadline: Instant) -> Vec<Option<(String, String)>> {
     if panes.is_empty() {
         return Vec::new();
     }
@@ -540,14 +574,13 @@ fn ask_tmux(shared: &Shared, panes: &[PaneId], deadline: Instant) -> Vec<Option<
         let (id, command, path) = (f.next()?, f.next()?, f.next()?);
         Some((id.to_owned(), (command.to_owned(), path.to_owned())))
     };
-    let server_panes = shared
-        .listed_panes
-        .load(std::sync::atomic::Ordering::Relaxed);
+    let server_panes = shared.listings().panes();
     if panes.len() * 5 >= server_panes {
         let listing = TmuxCommand::new("list-panes")
             .flag("-a")
             .option("-F", &format!("{format}{end}"));
         let text = shared
+            .connection()
             .run_many(&[listing], deadline)
             .pop()
             .and_then(Result::ok);
@@ -572,6 +605,7 @@ fn ask_tmux(shared: &Shared, panes: &[PaneId], deadline: Instant) -> Vec<Option<
         })
         .collect();
     shared
+        .connection()
         .run_many(&commands, deadline)
         .into_iter()
         .zip(panes)
@@ -598,7 +632,7 @@ pub(crate) fn parse(text: &str, sep: &str, end: &str) -> Inventory {
 
 /// Parses records of `fields`; a field not in the list reads as empty (its
 /// default). A session gets its id and name here; its details come from
-/// `list-sessions` in a full listing (full_listing.rs).
+/// `list-sessions` in a full listing ([`full_listing`]).
 fn parse_fields(fields: &[&str], text: &str, sep: &str, end: &str) -> Inventory {
     let (plain, text_fields) = layout(fields);
     // Where each field's value sits in a record: plain fields, then text.
@@ -672,7 +706,7 @@ impl Builder {
     }
 
     /// A session first met: its id and name (no pane listing carries its
-    /// details: `SessionQuery::fill` in full_listing.rs adds them).
+    /// details: [`full_listing::SessionQuery::fill`] adds them).
     fn add_session(&mut self, at: &PanePlacement) {
         let std::collections::hash_map::Entry::Vacant(slot) = self.sessions.entry(at.session_id)
         else {

@@ -12,19 +12,17 @@
 //!     [-l USER] [-p PORT] -- HOST 'exec' 'tmux' '-u' ...
 //! ```
 //!
-//! * one multiplexed connection per host: the first client becomes the
-//!   master, in a directory of panescan's own (0700); the others ride on it;
-//! * `BatchMode`: ssh never prompts (a host that wants a password or an
-//!   unknown host key fails at once, with ssh's own words in the error);
-//! * a connect timeout and keepalives, so a host that vanishes fails its
-//!   calls rather than hang them;
+//! * one multiplexed connection per host, its master in a directory of
+//!   panescan's own (0700);
+//! * `BatchMode`: ssh never prompts (a password or an unknown host key fails
+//!   at once, with ssh's own words in the error);
+//! * a connect timeout and keepalives: a host that vanishes fails its calls;
 //! * every remote word single-quoted for a POSIX shell ([`quote`]): the
-//!   remote side runs `tmux` and nothing is installed there;
-//! * ssh runs with `HOME`, `PATH`, `USER`, `LOGNAME` and `SSH_AUTH_SOCK`
-//!   only: nothing else of panescan's environment can be forwarded.
+//!   remote side runs `tmux`, nothing is installed there;
+//! * ssh gets only `HOME`, `PATH`, `USER`, `LOGNAME` and `SSH_AUTH_SOCK`.
 //!
-//! The remote tmux must be 3.2 or later; its version is checked once per
-//! server handle before anything else is sent ([`Host::check_version`]).
+//! The remote tmux must be 3.2 or later, checked once per server handle
+//! before anything else is sent ([`Host::check_version`]).
 
 pub mod dest;
 pub mod quote;

@@ -12,26 +12,14 @@
 //! - [`table`] — the bounded table of commands, for wait_for_command.
 //! - [`watcher`] — the thread that watches one command until it ends.
 //!
-//! What is typed: the command inside `eval '...'` (quoted for the
-//! shell), so the shell reads it whole whatever it holds: an unbalanced
-//! quote is the eval's error with a status, never a continuation prompt
-//! that would hold the pane (see [`shell`]).
-//!
-//! How the end is known: a pane whose shell was seen printing OSC 133 D
-//! marks at its prompt (shell integration) gets that line alone, and its
-//! end and status come from the next D mark. Any other pane (and a command
-//! of several lines anywhere) gets it followed by `; printf
-//! '\n%s%s:%s\n' PIECE1 PIECE2 "$?"`: the shell prints the marker
-//! PIECE1PIECE2 (random per call) with the status on a row of its own, and
-//! the typed line, which holds the pieces
-//! apart, can never be taken for it. The first marker run in a pane also
-//! learns whether a D mark follows it in the pane's raw output: only the
-//! shell prints after its marker, so a mark the command printed itself
-//! teaches nothing.
-//!
-//! What was printed: the output comes from a capture, never from the event
-//! stream, between the command's echoed line and its marker (or the next
-//! prompt), in tmux's line scale: see [`extract`].
+//! What must hold: the shell reads the command whole (`eval '...'`, quoted
+//! for the shell: a typo is the eval's error with a status, never a
+//! continuation prompt); the end and status are the shell's (its next OSC
+//! 133 D mark where it was seen printing them after panescan's marker, else
+//! the marker `; printf '\n%s%s:%s\n' PIECE1 PIECE2 "$?"`, random per call,
+//! whose typed line holds the pieces apart); the output comes from a
+//! capture, never from the event stream, between the echoed line and the
+//! end. The long form: ARCHITECTURE.md, "Notes behind the modules".
 
 pub(crate) mod detect;
 mod extract;
@@ -112,7 +100,7 @@ pub struct RunCommandResult {
     pub output: String,
     /// Lines in output.
     pub lines: usize,
-    /// Secrets in output replaced with [REDACTED:KIND].
+    /// Secrets in output replaced with `[REDACTED:KIND]`.
     pub redactions: u64,
     /// Output lost its start (max_lines, max_bytes, or no longer in the pane).
     pub output_truncated: bool,

@@ -149,7 +149,7 @@ fn read_proc(path: &str) -> Option<Vec<u8>> {
 /// (readline, zle, fish) is reading a line, i.e. the shell sits at its
 /// prompt. `None` when it cannot be told. The terminal is opened read-only,
 /// never as a controlling terminal and without blocking, and only its
-/// settings are read (as capture/anchor.rs opens a pane's terminal).
+/// settings are read (as [`crate::tmux::capture::Anchor`] opens a pane's terminal).
 pub fn line_editor_reading(tty: &str) -> Option<bool> {
     use std::os::unix::fs::OpenOptionsExt;
     if !tty.starts_with("/dev/") || tty.contains("..") {

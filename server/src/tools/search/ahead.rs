@@ -5,7 +5,7 @@
 //! two searches of a server swept the same captures (an agent searching
 //! again and again), a search without the pane cache and without `since`
 //! starts that sweep at once, with its listing at the top of the sweep's
-//! first script (tmux/capture/preamble.rs): tmux lists and captures in one
+//! first script ([`crate::tmux::capture::ListedAhead`]): tmux lists and captures in one
 //! go, and the listing is still taken before every capture.
 //!
 //! The listing decides, as it always does, which panes the search sweeps.
@@ -106,7 +106,7 @@ pub(super) fn list(
 
 /// After a search that may be the next one's model: notes how long it
 /// took and, if the next like it will start ahead, keeps a sweep client
-/// started for it (tmux/listing_ahead.rs).
+/// started for it ([`crate::tmux::listing_ahead`]).
 pub(super) fn prepare_next(
     ctx: &ToolContext,
     tmux: &Tmux,

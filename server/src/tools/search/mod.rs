@@ -1,44 +1,28 @@
 //! search_panes: find text in every pane, scrollback included.
 //!
 //! The whole flow of a search reads top to bottom in [`search_panes`], one
-//! file per stage:
+//! module per stage:
 //!
-//! 1. **Plan** (`plan.rs`) — validate the arguments against the operator's
-//!    ceilings and compile the patterns; nothing has touched tmux yet, so a
-//!    bad pattern costs nothing.
-//! 2. **Scope** (`scope.rs`) — one inventory round trip lists every pane
-//!    with all its placements (only the fields a search needs before it
-//!    captures: tmux pays for every field of every pane); the session /
-//!    window / pane filters pick the candidates ([`resolve_scope`]). A pane
-//!    linked into several windows or sessions is one candidate.
-//! 3. **Fetch** (`pipeline.rs`) — every capture is requested at once from
-//!    the transport, which pipelines them to tmux and hands replies back in
-//!    request order as they arrive (`forward_captures` turns them into
-//!    engine input).
-//! 4. **Scan** (`pipeline.rs`) — the engine scans each capture on the rayon
-//!    pool while later ones are still being fetched, charging the byte and
-//!    line budgets in pane order, so a clamped answer is the same on every
-//!    run.
-//! 5. **Shape** (`shape.rs`) — matching panes are paged (`offset`/`limit`)
-//!    or, with `group_by`, their lines are folded into groups that are paged
-//!    instead (`group.rs`),
-//!    lines are attributed to their pane and placements, what the page's
-//!    panes run (`pane_current_command`, `pane_current_path`: the costliest
-//!    fields to list) is asked for in one round trip.
-//! 6. **Encode** (`encode.rs`) — the answer's JSON and text, each hit line
-//!    written once; a result too large for its response is cut from the
-//!    end, by counting what each line costs, exactly as the registry would
-//!    cut it through [`Tool::shrink`] (`cut_to_size`), with flags that say
-//!    so.
-//! 7. **Render** (`render.rs`) — the grep-like text of the result
-//!    ([`render_text`], through [`Tool::text`]), which `panescan search`,
-//!    the demo and the bench print too.
+//! 1. [`plan`] — check the arguments against the operator's ceilings and
+//!    compile the patterns; nothing has touched tmux yet.
+//! 2. [`scope`] — one inventory round trip lists every pane with all its
+//!    placements (only the fields a search needs before it captures); the
+//!    filters pick the candidates ([`resolve_scope`]); a pane linked into
+//!    several windows or sessions is one candidate.
+//! 3. [`pipeline`] — every capture is requested at once and handed to the
+//!    engine as it arrives, scanned on rayon while later ones are fetched,
+//!    the byte and line budgets charged in pane order (a clamped answer is
+//!    the same on every run).
+//! 4. [`shape`] — matching panes are paged, or their lines folded into
+//!    groups ([`group`]); what the page's panes run is asked in one round trip.
+//! 5. [`encode`] — the answer's JSON and text, each hit line written once,
+//!    cut from the end to fit its response as [`Tool::shrink`] would.
+//! 6. [`render`] — the grep-like text ([`render_text`], [`Tool::text`]) that
+//!    `panescan search`, the demo and the bench print too.
 //!
-//! The arguments and the result, as a client sees them, are in `types.rs`.
-//!
-//! Text is matched in Rust, never in a tmux format: a pattern such as
-//! `#(touch /tmp/x)` or `#{pane_id}` is searched for literally and never
-//! reaches tmux.
+//! The wire types are in [`types`]. Text is matched in Rust, never in a tmux
+//! format: `#(touch /tmp/x)` or `#{pane_id}` is searched for literally and
+//! never reaches tmux.
 
 mod ahead;
 pub(crate) mod cursor;
@@ -128,7 +112,7 @@ fn text_notes(output: &SearchPanesResult) -> String {
 }
 
 /// Runs a search: on one server, or on several hosts at once
-/// (`hosts.rs`), which names each match's host.
+/// ([`hosts`]), which names each match's host.
 pub fn search_panes(
     ctx: &ToolContext,
     args: &SearchPanesArgs,
@@ -164,7 +148,7 @@ fn search_one(ctx: &ToolContext, args: &SearchPanesArgs) -> Result<SearchPanesRe
 
     // A since search with the pane cache fetches only the panes that
     // printed, usually few: their sweep's client starts now, while the
-    // listing is under way (tmux/capture/spare.rs). A string that is no
+    // listing is under way ([`crate::tmux::capture::Spare`]). A string that is no
     // cursor starts nothing: it is refused below.
     let valid_since = args
         .since
@@ -172,7 +156,7 @@ fn search_one(ctx: &ToolContext, args: &SearchPanesArgs) -> Result<SearchPanesRe
         .is_some_and(|s| cursor::Cursor::decode(s).is_ok());
     // Without the pane cache a search sweeps every pane in its scope:
     // the sweep's first client starts now, on the terminal the last one
-    // showed tmux (tmux/capture/spare.rs).
+    // showed tmux ([`crate::tmux::capture::Spare`]).
     let spare = match &ctx.pane_cache {
         Some(_) if valid_since => tmux.spare_sweep(),
         Some(_) => None,

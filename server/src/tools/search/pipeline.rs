@@ -39,7 +39,7 @@ pub(super) struct FetchReport {
 pub(super) struct Listed<'a> {
     pub(super) server: &'a str,
     pub(super) spare: Option<Spare>,
-    /// A sweep started before the listing (`ahead.rs`), kept if it asks
+    /// A sweep started before the listing ([`super::ahead`]), kept if it asks
     /// for what the listing does.
     pub(super) ahead: Option<AheadSweep>,
     /// The captures asked for are noted for the next search to start
@@ -251,7 +251,7 @@ fn settle_cursor(since: &Since, outcome: &SearchOutcome, fetch: &FetchReport, to
 }
 
 /// Asks for every pane's capture at once (or keeps the sweep started
-/// ahead if it asks for the same: `ahead.rs`); replies come back in pane
+/// ahead if it asks for the same: [`super::ahead`]); replies come back in pane
 /// order. The pane cache answers with the same text, fetching only what
 /// changed. The stop flag ends the sweep.
 // The search's context and what it asks for.

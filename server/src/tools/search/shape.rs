@@ -2,7 +2,7 @@
 //! to their pane and placements, and what the page's panes run
 //! (`pane_current_command`, `pane_current_path`: the costliest fields to
 //! list) is asked for in one round trip. A result too large for its response
-//! is cut from the end (`cut_to_size`: `Tool::shrink`, which `encode.rs`
+//! is cut from the end (`cut_to_size`: `Tool::shrink`, which [`super::encode`]
 //! replays by counting), with flags that say so.
 
 use std::time::{Duration, Instant};

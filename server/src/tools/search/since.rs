@@ -1,6 +1,6 @@
 //! Since: what each pane printed after a cursor, and the next cursor.
 //!
-//! Every search records where each pane stood (`cursor.rs`). With `since`,
+//! Every search records where each pane stood ([`super::cursor`]). With `since`,
 //! a pane the cursor knows is captured only from a few anchor lines above
 //! its old boundary down to its terminal cursor (through the pane cache, an
 //! unchanged pane costs no tmux work): the anchor lines must come back at

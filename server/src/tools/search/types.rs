@@ -160,7 +160,7 @@ pub struct PaneHits {
     // More lines matched in this pane than are listed.
     pub lines_truncated: bool,
     // The pane's process, when the listing has it: what the pane runs is
-    // read from /proc through it (tmux/procfs.rs). Never sent.
+    // read from /proc through it ([`crate::tmux::procfs`]). Never sent.
     #[serde(skip)]
     pub pane_pid: Option<u32>,
 }

@@ -96,7 +96,7 @@ pub struct WaitForTextResult {
     // The same text (named as in search_panes).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
-    /// Secrets replaced with [REDACTED:KIND] in the line.
+    /// Secrets replaced with `[REDACTED:KIND]` in the line.
     pub redactions: u64,
     /// Its tmux line number when found (0 = top of screen).
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -91,7 +91,7 @@ pub struct WatchPanesResult {
     // Panes watched, those created during the call included.
     pub panes_watched: usize,
     pub elapsed_ms: u64,
-    /// Secrets in hit texts replaced with [REDACTED:KIND].
+    /// Secrets in hit texts replaced with `[REDACTED:KIND]`.
     pub redactions: u64,
 }
 
