@@ -41,19 +41,51 @@ struct PeekParams {
     request_id: Option<Value>,
 }
 
-/// One session of one daemon: where lines go, and the end of its answers.
+/// One session of one daemon: where lines go, the requests it was sent
+/// and not yet answered, and the end of its answers.
 struct Link {
     writer: std::os::unix::net::UnixStream,
+    /// This link's open requests (a new link starts with none).
+    pending: Pending,
+    /// Set, under its lock, when the daemon's side ended and its open
+    /// requests were answered: a line is noted and written under the same
+    /// lock, so it is either written before that sweep (and answered by
+    /// it) or not at all (and sent to a new daemon).
+    dead: Arc<Mutex<bool>>,
     /// Closed when the daemon's side ended (its answers all relayed).
     ended: Receiver<()>,
+}
+
+impl Link {
+    fn is_dead(&self) -> bool {
+        *crate::sync::lock(&self.dead)
+    }
+
+    /// Writes `line`; `false` when it did not reach this daemon.
+    fn send(&mut self, line: &[u8]) -> bool {
+        let dead = crate::sync::lock(&self.dead);
+        if *dead {
+            return false;
+        }
+        note(&self.pending, line);
+        let sent = self
+            .writer
+            .write_all(line)
+            .and_then(|()| self.writer.write_all(b"\n"))
+            .is_ok();
+        if !sent {
+            forget(&self.pending, line);
+        }
+        drop(dead);
+        sent
+    }
 }
 
 /// Relays until the client's input ends; `connect` opens a session again
 /// after the daemon went away.
 pub fn run(first: Connected, connect: &dyn Fn() -> Result<Connected, String>) -> ExitCode {
     let out = Arc::new(Mutex::new(io::stdout()));
-    let pending: Pending = Arc::default();
-    let mut link = Some(attach(first, &out, &pending));
+    let mut link = Some(attach(first, &out));
     let mut input = LineReader::new(BufReader::new(io::stdin()), MAX_LINE_BYTES);
     loop {
         let line = match input.next_line() {
@@ -68,59 +100,64 @@ pub fn run(first: Connected, connect: &dyn Fn() -> Result<Connected, String>) ->
                 break;
             }
         };
-        // A daemon that went away: its open calls were answered; this
-        // line goes to a new one.
-        if link.as_ref().is_some_and(|l| {
-            !matches!(
-                l.ended.try_recv(),
-                Err(crossbeam_channel::TryRecvError::Empty)
-            )
-        }) {
-            link = None;
-        }
-        if link.is_none() {
-            match connect() {
-                Ok(conn) => {
-                    eprintln!("panescan serve: relaying to a new daemon session");
-                    link = Some(attach(conn, &out, &pending));
-                }
-                Err(e) => eprintln!("panescan serve: no daemon: {e}"),
-            }
-        }
-        note(&pending, &line);
-        let sent = link.as_mut().is_some_and(|l| {
-            l.writer
-                .write_all(&line)
-                .and_then(|()| l.writer.write_all(b"\n"))
-                .is_ok()
-        });
-        if !sent {
-            // Its answers are all in; what is still open never will be.
-            if let Some(l) = link.take() {
-                let _ = l.ended.recv();
-            }
-            answer_lost(&out, &pending);
-        }
+        relay_line(&line, &mut link, &out, connect);
     }
     // The client is done: the daemon's session drains, answers and closes.
     if let Some(l) = link {
         let _ = l.writer.shutdown(std::net::Shutdown::Write);
         let _ = l.ended.recv();
     }
-    answer_lost(&out, &pending);
     ExitCode::SUCCESS
 }
 
+/// Sends one client line to the daemon, to a new one when the daemon went
+/// away (tried twice); a request that reaches none is answered with an
+/// error.
+fn relay_line(
+    line: &[u8],
+    link: &mut Option<Link>,
+    out: &Arc<Mutex<io::Stdout>>,
+    connect: &dyn Fn() -> Result<Connected, String>,
+) {
+    for _ in 0..2 {
+        if link.as_ref().is_none_or(Link::is_dead) {
+            *link = match connect() {
+                Ok(conn) => {
+                    eprintln!("panescan serve: relaying to a new daemon session");
+                    Some(attach(conn, out))
+                }
+                Err(e) => {
+                    eprintln!("panescan serve: no daemon: {e}");
+                    None
+                }
+            };
+        }
+        match link.as_mut().map(|l| l.send(line)) {
+            Some(true) => return,
+            Some(false) => *link = None,
+            None => break,
+        }
+    }
+    let unsent: Pending = Arc::default();
+    note(&unsent, line);
+    answer_lost(out, &unsent);
+}
+
 /// Starts relaying `conn`'s lines to stdout.
-fn attach(conn: Connected, out: &Arc<Mutex<io::Stdout>>, pending: &Pending) -> Link {
+fn attach(conn: Connected, out: &Arc<Mutex<io::Stdout>>) -> Link {
     let (done_tx, done_rx) = bounded::<()>(1);
-    let (out, pending_in) = (out.clone(), pending.clone());
+    let pending: Pending = Arc::default();
+    let dead = Arc::new(Mutex::new(false));
+    let (out, pending_in, dead_in) = (out.clone(), pending.clone(), dead.clone());
     let Connected { reader, writer, .. } = conn;
     let relayed = std::thread::Builder::new()
         .name("from-daemon".into())
         .spawn(move || {
             relay_answers(reader, &out, &pending_in);
+            let mut dead = crate::sync::lock(&dead_in);
+            *dead = true;
             answer_lost(&out, &pending_in);
+            drop(dead);
             drop(done_tx);
         });
     if relayed.is_err() {
@@ -128,6 +165,8 @@ fn attach(conn: Connected, out: &Arc<Mutex<io::Stdout>>, pending: &Pending) -> L
     }
     Link {
         writer,
+        pending,
+        dead,
         ended: done_rx,
     }
 }
@@ -173,6 +212,18 @@ fn note(pending: &Pending, line: &[u8]) {
             }
         }
         _ => {}
+    }
+}
+
+/// Forgets a request that was not sent after all.
+fn forget(pending: &Pending, line: &[u8]) {
+    if let Ok(Peek {
+        id: Some(id),
+        method: Some(_),
+        ..
+    }) = serde_json::from_slice::<Peek>(line)
+    {
+        crate::sync::lock(pending).remove(&jsonrpc::id_key(&id));
     }
 }
 
