@@ -14,21 +14,26 @@
 #   - the MCP conformance suite (conformance.sh), both eras
 # Installs the clients first (setup.sh; nothing to do when they are there).
 #
-# usage: interop/run.sh [--bin PANESCAN] [--dir DIR]
+# usage: interop/run.sh [--bin PANESCAN] [--dir DIR] [--path PATH]
 #   --bin  the panescan to test (default: target/debug/panescan, built
 #          with `cargo build -p panescan` when absent)
 #   --dir  where setup.sh installs the clients (default: target/interop)
+#   --path how serve serves: in-process (serve --no-daemon), daemon
+#          (through a daemon in the run's own runtime directory, stopped
+#          at the end), or both (default), each client running on each
 # Exit 0 when every client passed; the last line counts them.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 BIN=
 DIR=$ROOT/target/interop
+PATHS="in-process daemon"
 while [ $# -gt 0 ]; do
     case "$1" in
     --bin) BIN=$2; shift 2 ;;
     --dir) DIR=$2; shift 2 ;;
-    *) echo "usage: $0 [--bin PANESCAN] [--dir DIR]" >&2; exit 2 ;;
+    --path) case "$2" in both) ;; in-process|daemon) PATHS=$2 ;; *) echo "--path: in-process, daemon or both" >&2; exit 2 ;; esac; shift 2 ;;
+    *) echo "usage: $0 [--bin PANESCAN] [--dir DIR] [--path in-process|daemon|both]" >&2; exit 2 ;;
     esac
 done
 if [ -z "$BIN" ]; then
@@ -41,7 +46,11 @@ BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
 # lives in a directory of the run's own, never the user's.
 TMUX_TMPDIR=$(mktemp -d "${TMPDIR:-/tmp}/panescan-interop.XXXXXX") || exit 1
 export TMUX_TMPDIR
-trap 'rm -rf "$TMUX_TMPDIR"' EXIT
+# The daemon path's runtime directory: the run's own, its daemon stopped
+# whichever way the run ends.
+RT=$TMUX_TMPDIR/panescan-rt
+stop_daemon() { "$BIN" stop --runtime-dir "$RT" >/dev/null 2>&1 || true; }
+trap 'stop_daemon; rm -rf "$TMUX_TMPDIR"' EXIT
 DIR=$(cd "$DIR" && pwd)
 [ -d "$DIR/node" ] && PATH=$DIR/node/node_modules/.bin:$PATH
 export PATH
@@ -54,62 +63,80 @@ result() { # NAME STATUS
 }
 
 echo "== $("$BIN" --version 2>/dev/null | head -1), tmux $(tmux -V | cut -d' ' -f2), node $(node --version)"
-for era in "legacy 2025-11-25" "auto 2026-07-28"; do
-    set -- $era
-    "$DIR/venv/bin/python" "$HERE/client.py" --mode "$1" --expect-protocol "$2" --bin "$BIN"
-    result "python --mode $1" $?
-done
-for run in "1 legacy 2025-11-25" "2 auto 2026-07-28"; do
-    set -- $run
-    node "$HERE/client.mjs" --sdk "$1" --mode "$2" --expect-protocol "$3" --bin "$BIN" --npm "$DIR/npm"
-    result "node sdk $1 --mode $2" $?
-done
+# Each client runs on each path: a wrapper adds the path's flag to serve.
+clients() {
+    for era in "legacy 2025-11-25" "auto 2026-07-28"; do
+        set -- $era
+        "$DIR/venv/bin/python" "$HERE/client.py" --mode "$1" --expect-protocol "$2" --bin "$SERVE"
+        result "$SERVE_PATH: python --mode $1" $?
+    done
+    for run in "1 legacy 2025-11-25" "2 auto 2026-07-28"; do
+        set -- $run
+        node "$HERE/client.mjs" --sdk "$1" --mode "$2" --expect-protocol "$3" --bin "$SERVE" --npm "$DIR/npm"
+        result "$SERVE_PATH: node sdk $1 --mode $2" $?
+    done
 
-# Inspector --strict prints every schema-portability finding on stderr and
-# exits 6 on an error-severity one; warnings must be absent too.
-for tier in readonly mutating destructive; do
-    err=$(node "$INSPECTOR" --cli --method tools/list --strict -- "$BIN" serve --tier "$tier" --socket-name panescan-interop-unused 2>&1 >/dev/null)
-    rc=$?
-    findings=$(printf '%s\n' "$err" | grep -cE '^(Warning|Error)' || true)
-    echo "inspector --strict tools/list --tier $tier: exit $rc, $findings findings"
-    [ -n "$err" ] && printf '%s\n' "$err" | head -40
-    [ "$rc" -eq 0 ] && [ "$findings" -eq 0 ] && [ -z "$err" ]
-    result "inspector --strict --tier $tier" $?
-done
+    # Inspector --strict prints every schema-portability finding on stderr and
+    # exits 6 on an error-severity one; warnings must be absent too.
+    for tier in readonly mutating destructive; do
+        err=$(node "$INSPECTOR" --cli --method tools/list --strict -- "$SERVE" serve --tier "$tier" --socket-name panescan-interop-unused 2>&1 >/dev/null)
+        rc=$?
+        findings=$(printf '%s\n' "$err" | grep -cE '^(Warning|Error)' || true)
+        echo "inspector --strict tools/list --tier $tier: exit $rc, $findings findings"
+        [ -n "$err" ] && printf '%s\n' "$err" | head -40
+        [ "$rc" -eq 0 ] && [ "$findings" -eq 0 ] && [ -z "$err" ]
+        result "$SERVE_PATH: inspector --strict --tier $tier" $?
+    done
 
-SOCK=panescan-interop-inspector-$$
-trap '"$HERE/tmux_fixture.sh" down "$SOCK"; rm -rf "$TMUX_TMPDIR"' EXIT
-trap 'exit 1' INT TERM HUP
-if "$HERE/tmux_fixture.sh" up "$SOCK"; then
-    out=$(node "$INSPECTOR" --cli -e "TMUX_TMPDIR=$TMUX_TMPDIR" --method tools/call --tool-name search_panes \
-        --tool-arg pattern='interop history line 4242' scrollback_lines=100000 \
-        -- "$BIN" serve --socket-name "$SOCK")
-    printf '%s' "$out" | python3 -c '
+    SOCK=panescan-interop-inspector-$SERVE_PATH-$$
+    trap 'stop_daemon; "$HERE/tmux_fixture.sh" down "$SOCK"; rm -rf "$TMUX_TMPDIR"' EXIT
+    trap 'exit 1' INT TERM HUP
+    if "$HERE/tmux_fixture.sh" up "$SOCK"; then
+        out=$(node "$INSPECTOR" --cli -e "TMUX_TMPDIR=$TMUX_TMPDIR" --method tools/call --tool-name search_panes \
+            --tool-arg pattern='interop history line 4242' scrollback_lines=100000 \
+            -- "$SERVE" serve --socket-name "$SOCK")
+        printf '%s' "$out" | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
 hits = [l["text"] for m in d["structuredContent"]["matches"] for l in m["lines"]]
 ok = not d.get("isError") and "interop history line 4242" in hits
 print("inspector tools/call search_panes:", "ok," if ok else "FAILED,", len(hits), "lines")
 sys.exit(0 if ok else 1)'
-    result "inspector tools/call search_panes" $?
-else
-    result "inspector fixture" 1
-fi
+        result "$SERVE_PATH: inspector tools/call search_panes" $?
+        "$HERE/tmux_fixture.sh" down "$SOCK"
+    else
+        result "$SERVE_PATH: inspector fixture" 1
+    fi
 
-# The model providers' converters over every tier's tools/list, and read
-# tools called the way a strict model calls them (convert.py).
-CONV=panescan-interop-convert-$$
-trap '"$HERE/tmux_fixture.sh" down "$SOCK"; "$HERE/tmux_fixture.sh" down "$CONV"; rm -rf "$TMUX_TMPDIR"' EXIT
-if "$HERE/tmux_fixture.sh" up "$CONV"; then
-    "$DIR/venv/bin/python" "$HERE/convert.py" --bin "$BIN" --calls "$CONV"
-    result "converters (convert.py)" $?
-    # The conformance suite, both eras, through the stdio->HTTP bridge.
-    "$HERE/conformance.sh" "$BIN" "$CONV" "$DIR/npm"
-    result "conformance suite" $?
-    "$HERE/tmux_fixture.sh" down "$CONV"
-else
-    result "converters fixture" 1
-fi
+    # The model providers' converters over every tier's tools/list, and read
+    # tools called the way a strict model calls them (convert.py).
+    CONV=panescan-interop-convert-$SERVE_PATH-$$
+    trap 'stop_daemon; "$HERE/tmux_fixture.sh" down "$SOCK"; "$HERE/tmux_fixture.sh" down "$CONV"; rm -rf "$TMUX_TMPDIR"' EXIT
+    if "$HERE/tmux_fixture.sh" up "$CONV"; then
+        "$DIR/venv/bin/python" "$HERE/convert.py" --bin "$SERVE" --calls "$CONV"
+        result "$SERVE_PATH: converters (convert.py)" $?
+        # The conformance suite, both eras, through the stdio->HTTP bridge.
+        "$HERE/conformance.sh" "$SERVE" "$CONV" "$DIR/npm"
+        result "$SERVE_PATH: conformance suite" $?
+        "$HERE/tmux_fixture.sh" down "$CONV"
+    else
+        result "$SERVE_PATH: converters fixture" 1
+    fi
+}
+for SERVE_PATH in $PATHS; do
+    SERVE=$TMUX_TMPDIR/panescan-$SERVE_PATH
+    # The daemon path's serves all see the run's TMUX_TMPDIR (clients
+    # pass few variables): a daemon serves only sessions of its own.
+    case $SERVE_PATH in
+    in-process) env= extra="--no-daemon" ;;
+    daemon) env="TMUX_TMPDIR=$TMUX_TMPDIR" extra="--runtime-dir $RT" ;;
+    esac
+    printf '#!/bin/sh\n%s\nif [ "$1" = serve ]; then exec "%s" "$@" %s; fi\nexec "%s" "$@"\n' "${env:+export $env}" "$BIN" "$extra" "$BIN" >"$SERVE"
+    chmod +x "$SERVE"
+    echo "== serve $SERVE_PATH"
+    clients
+done
+stop_daemon
 
 echo "interop: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

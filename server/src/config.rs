@@ -13,14 +13,24 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::tmux::reach::SocketPolicy;
 use crate::tmux::ServerSpec;
 
 /// Safety tiers, each including the ones before it.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, clap::ValueEnum, Serialize,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Default,
+    clap::ValueEnum,
+    Serialize,
+    Deserialize,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum Tier {
@@ -52,7 +62,8 @@ impl fmt::Display for Tier {
 
 /// Ceilings the operator sets for every call. Callers may ask for less,
 /// never for more: asking for more is an error naming the ceiling.
-#[derive(Debug, Clone)]
+/// (Serialized: a daemon's session receives its client's.)
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Ceilings {
     /// Bytes of pane text one capture may return.
     pub capture_bytes: usize,
@@ -92,7 +103,7 @@ impl Default for Ceilings {
 
 /// The operator's ceilings and the defaults of `search_panes`. A caller may
 /// ask for less than a ceiling, never for more.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SearchCeilings {
     /// Scrollback lines a caller may ask for per pane.
     pub max_scrollback_lines: u64,

@@ -233,6 +233,30 @@ fn reach_back(
     None
 }
 
+#[test]
+fn the_daemon_sits_between_the_command_line_and_the_sessions() {
+    let rooms = room_imports();
+    let named = rooms
+        .get("daemon")
+        .unwrap_or_else(|| panic!("no room daemon under server/src"));
+    let may = ["mcp", "tools", "config", "tmux", "sync"];
+    let mut wrong: Vec<String> = named
+        .iter()
+        .filter(|n| !may.contains(&n.as_str()))
+        .map(|n| format!("daemon imports crate::{n}"))
+        .collect();
+    for (room, names) in &rooms {
+        if room != "cli" && names.contains("daemon") {
+            wrong.push(format!("{room} imports crate::daemon"));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "ARCHITECTURE.md: cli -> daemon -> mcp, tools, config, tmux; nothing else names the daemon:\n{}",
+        wrong.join("\n")
+    );
+}
+
 /// The module path of each `.rs` file under `server/src/tmux`
 /// (`tmux/capture/mod.rs` is `tmux::capture`), with its code: comments
 /// and `#[cfg(test)] mod` blocks left out (a test module may reach

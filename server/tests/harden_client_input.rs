@@ -40,6 +40,7 @@ impl Raw {
             .env_remove("TMUX")
             .env_remove("TMUX_PANE")
             .env_remove("PANESCAN_TIER")
+            .env("PANESCAN_NO_DAEMON", "1")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

@@ -39,6 +39,7 @@ impl Raw {
             .env_remove("TMUX")
             .env_remove("TMUX_PANE")
             .env("LC_ALL", "C.UTF-8")
+            .env("PANESCAN_NO_DAEMON", "1")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

@@ -22,8 +22,10 @@ pub struct McpClient {
 }
 
 impl McpClient {
-    /// Starts `panescan serve --socket-name NAME` from this very binary and
-    /// completes the `initialize` handshake.
+    /// Starts `panescan serve --no-daemon --socket-name NAME` from this very
+    /// binary and completes the `initialize` handshake (in-process: what
+    /// demo and bench time is one server of their own, never the user's
+    /// daemon, and nothing stays behind).
     pub fn start(socket_name: &str) -> Result<McpClient, String> {
         Self::start_with(socket_name, &[])
     }
@@ -32,7 +34,7 @@ impl McpClient {
     pub fn start_with(socket_name: &str, serve_options: &[&str]) -> Result<McpClient, String> {
         let exe = std::env::current_exe().map_err(|e| format!("cannot find panescan: {e}"))?;
         let mut child = Command::new(exe)
-            .args(["serve", "--socket-name", socket_name])
+            .args(["serve", "--no-daemon", "--socket-name", socket_name])
             .args(serve_options)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -1,4 +1,5 @@
-//! The command line: `panescan serve | search | demo | bench | completions | man`.
+//! The command line: `panescan serve | daemon | status | stop | search | demo | bench |
+//! completions | man`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -10,14 +11,16 @@ pub mod arenas;
 #[allow(missing_docs)]
 pub mod bench;
 pub mod client;
+pub mod daemon;
 pub mod demo;
 pub mod preflight;
 pub mod progress;
+pub mod relay;
 pub mod search;
+pub mod serve;
 
-use crate::config::{Ceilings, ServeConfig, Tier};
+use crate::config::{Ceilings, Tier};
 use crate::tmux::reach::SocketPolicy;
-use crate::tmux::ServerSpec;
 
 /// The version and, when built from a git checkout or a cargo package, the
 /// commit (server/build.rs).
@@ -42,14 +45,23 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Commands {
-    /// Serve MCP on stdin/stdout (JSON-RPC 2.0, one message per line).
-    Serve(Box<ServeArgs>),
+    /// Serve MCP on stdin/stdout (JSON-RPC 2.0, one message per line),
+    /// through this user's daemon (started when none runs) unless --no-daemon.
+    Serve(Box<serve::ServeCommand>),
     /// Search every pane of a tmux server, like grep.
     Search(Box<search::SearchArgs>),
     /// See it work: a private tmux server full of real output, searched.
     Demo(Box<demo::DemoArgs>),
     /// Time searches on a private tmux server of a given shape.
     Bench(Box<bench::BenchArgs>),
+    /// The per-user daemon, in the foreground: serves the sessions of
+    /// `panescan serve` over a unix socket, sharing tmux connections and
+    /// the pane cache.
+    Daemon(Box<daemon::DaemonArgs>),
+    /// The daemon's pid, version, uptime, sessions, cache and memory (JSON).
+    Status(daemon::RuntimeArgs),
+    /// Stop the daemon (its sessions get their answers first).
+    Stop(daemon::RuntimeArgs),
     /// Print a shell completion script (source it, or install it where
     /// your shell loads completions).
     Completions {
@@ -61,7 +73,7 @@ pub enum Commands {
     /// Print the manual page (roff): `panescan man | man -l -`; with a
     /// subcommand, that subcommand's page.
     Man {
-        /// serve, search, demo, bench, completions or man.
+        /// serve, search, demo, bench, daemon, status, stop, completions or man.
         command: Option<String>,
     },
 }
@@ -270,46 +282,10 @@ pub fn main() -> ExitCode {
     // the preflight check and by every call that needs it.
     let _ = crate::tmux::binary::init(cli.tmux.as_deref().map(|p| p.as_os_str()));
     match cli.command {
-        Commands::Serve(args) => {
-            // Before any thread: may start this program again (same pid).
-            arenas::cap();
-            // Off the path to the first answer: a missing tmux is worth a
-            // line on stderr, not a slower start.
-            std::thread::spawn(|| {
-                if let Err(e) = preflight::check_tmux() {
-                    eprintln!("panescan serve: {e}");
-                }
-            });
-            let cache_bytes = args.cache_bytes();
-            let sockets = args.socket_policy();
-            let hosts = match args.ssh.configure() {
-                Ok(h) => h,
-                Err(e) => {
-                    eprintln!("panescan serve: {e}");
-                    return ExitCode::from(2);
-                }
-            };
-            let mut pass_env = ServeConfig::default().pass_env;
-            pass_env.extend(args.pass_env.iter().filter(|n| !n.is_empty()).cloned());
-            let config = ServeConfig {
-                pass_env,
-                server: ServerSpec {
-                    socket_name: args.socket_name,
-                    socket_path: args.socket_path,
-                    host: None,
-                },
-                hosts,
-                tier: args.tier,
-                ceilings: args.ceilings.apply(Ceilings::default()),
-                cache_bytes,
-                wait_events: !args.no_events,
-                redact: !args.no_redact,
-                sockets,
-                log_dir: args.log_dir.map(|d| std::path::absolute(&d).unwrap_or(d)),
-            };
-            let code = crate::mcp::server::serve(config);
-            ExitCode::from(u8::try_from(code).unwrap_or(1))
-        }
+        Commands::Serve(cmd) => serve::run(&cmd),
+        Commands::Daemon(args) => daemon::run_daemon(&args),
+        Commands::Status(place) => daemon::run_status(&place),
+        Commands::Stop(place) => daemon::run_stop(&place),
         Commands::Search(args) => match preflight::check_tmux() {
             Ok(_) => search::run(&args),
             Err(e) => {

@@ -62,6 +62,13 @@ impl Dispatcher {
     /// A dispatcher for `registry`'s tools under `config`, writing its answers to `out`.
     pub fn new(registry: Arc<Registry>, config: Arc<ServeConfig>, out: Sender<Outgoing>) -> Self {
         let tools = ToolContext::new(config.clone(), registry.clone());
+        Dispatcher::with_tools(registry, tools, out)
+    }
+
+    /// A dispatcher whose calls are made from `tools` (a daemon's session:
+    /// its own configuration and registry, the daemon's pane cache).
+    pub fn with_tools(registry: Arc<Registry>, tools: ToolContext, out: Sender<Outgoing>) -> Self {
+        let config = tools.config.clone();
         Dispatcher {
             listing: listing::tools_listing(&registry),
             subscriptions: Subscriptions::new(tools.child(), out.clone()),

@@ -7,7 +7,8 @@
 //! - [`listing`] — a registry row as a `tools/list` entry.
 //! - [`resources`] — resources, subscriptions (both eras) and prompts.
 //! - [`response`] — answer lines, measured as written, within the ceiling.
-//! - [`server`] — the stdio loop and shutdown.
+//! - [`session`] — one session over any reader and writer, and its end.
+//! - [`server`] — `serve --no-daemon`: one session on stdio, signals.
 
 pub mod dispatch;
 #[cfg(test)]
@@ -18,3 +19,4 @@ pub mod protocol;
 pub mod resources;
 pub mod response;
 pub mod server;
+pub mod session;

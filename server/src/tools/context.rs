@@ -191,6 +191,10 @@ pub struct ToolContext {
     /// line, which the front end measures per request (the echoed id
     /// counts). In-process callers have no line around the result.
     pub response_room: usize,
+    /// The MCP session the call belongs to (0: a process's only one): what
+    /// a session started (run_command's commands) is its own, and ends
+    /// with it.
+    pub session: u64,
 }
 
 impl ToolContext {
@@ -198,15 +202,27 @@ impl ToolContext {
     /// `config` says, and shared by every context made from this one
     /// ([`Self::child`]).
     pub fn new(config: Arc<ServeConfig>, registry: Arc<Registry>) -> Self {
+        let pane_cache = config
+            .cache_bytes
+            .map(|bytes| Arc::new(PaneCache::new(bytes)));
+        ToolContext::new_shared(config, registry, pane_cache)
+    }
+
+    /// The context of one session of several: `pane_cache` is the one
+    /// every session shares (a daemon's), whatever size `config` names.
+    pub fn new_shared(
+        config: Arc<ServeConfig>,
+        registry: Arc<Registry>,
+        pane_cache: Option<Arc<PaneCache>>,
+    ) -> Self {
         ToolContext {
-            pane_cache: config
-                .cache_bytes
-                .map(|bytes| Arc::new(PaneCache::new(bytes))),
+            pane_cache,
             registry,
             cancel: Arc::new(AtomicBool::new(false)),
             progress: ProgressSink::none(),
             started: Instant::now(),
             response_room: config.ceilings.response_bytes,
+            session: 0,
             config,
         }
     }
@@ -291,6 +307,7 @@ impl ToolContext {
             progress: ProgressSink::none(),
             started: Instant::now(),
             response_room: self.response_room,
+            session: self.session,
         }
     }
 }

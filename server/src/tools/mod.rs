@@ -117,6 +117,11 @@ fn opened() -> &'static Mutex<Vec<Tmux>> {
     OPENED.get_or_init(|| Mutex::new(Vec::new()))
 }
 
+/// tmux servers the tools hold a connection to (what a daemon follows).
+pub fn connections_open() -> usize {
+    crate::sync::lock(opened()).len()
+}
+
 /// Closes every tmux connection the tools opened (at shutdown), so no
 /// control client stays attached.
 pub fn shutdown_connections() {

@@ -35,6 +35,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod counter;
+pub mod daemon;
 pub mod injection;
 pub mod sshd;
 
@@ -168,6 +169,9 @@ impl Serve {
             .env_remove("PANESCAN_ALLOW_SOCKET_DIR")
             .env_remove("PANESCAN_LOG_DIR")
             .env("LC_ALL", "C.UTF-8")
+            // In-process: no test shares (or leaves behind) a daemon;
+            // tests/daemon*.rs run the daemon path on private directories.
+            .env("PANESCAN_NO_DAEMON", "1")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(stderr);

@@ -31,6 +31,9 @@ mod table;
 mod tap;
 mod watcher;
 
+/// Ends the commands a session ran (at the session's end).
+pub use table::end_session;
+
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -191,7 +194,7 @@ impl Tool for WaitForCommand {
         let timeout = wait_timeout(ctx, args.timeout_ms, DEFAULT_TIMEOUT)?;
         let end = End::after(timeout);
         let bounds = output_bounds(ctx.ceilings(), args.max_lines, args.max_bytes)?;
-        let entry = table::get(&args.command_id)?;
+        let entry = table::get(&args.command_id, ctx.session)?;
         let tmux = ctx.tmux(&entry.server)?;
         let progress = wait(ctx, &entry, &end)?;
         answer(ctx, &tmux, &entry, progress, bounds, &end)
@@ -318,16 +321,19 @@ fn start(
     let history = i64::try_from(pane.history_size).unwrap_or(i64::MAX / 4);
     let start_abs = history + i64::from(pane.cursor_y);
     let limit = i64::try_from(pane.history_limit).unwrap_or(i64::MAX / 4);
-    let entry = Arc::new(Entry::new(
-        format!("cmd-{}", random_hex(16)),
-        args.server.clone(),
-        socket,
-        pane.pane_id,
-        typed,
-        completion,
-        (start_abs, (history, limit)),
-        (pane.pane_pid, pane.pane_tty.clone()),
-    ));
+    let entry = Arc::new(
+        Entry::new(
+            format!("cmd-{}", random_hex(16)),
+            args.server.clone(),
+            socket,
+            pane.pane_id,
+            typed,
+            completion,
+            (start_abs, (history, limit)),
+            (pane.pane_pid, pane.pane_tty.clone()),
+        )
+        .of_session(ctx.session),
+    );
     table::insert(entry.clone())?;
     let tap = (!covered)
         .then(|| tap_for(tmux, pane, &entry.completion, end.deadline(ctx)))

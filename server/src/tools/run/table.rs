@@ -90,6 +90,9 @@ pub struct Entry {
     /// With OSC 133: the output before the D mark left its last line
     /// unfinished (no final newline), as the raw output said.
     pub open_line: AtomicBool,
+    /// The session whose call typed it: only that session may wait on it,
+    /// and its end ends the watching.
+    pub session: u64,
     progress: Mutex<Progress>,
     changed: Condvar,
 }
@@ -119,9 +122,16 @@ impl Entry {
             process,
             started: Instant::now(),
             open_line: AtomicBool::new(false),
+            session: 0,
             progress: Mutex::new(Progress::Running),
             changed: Condvar::new(),
         }
+    }
+
+    /// The same command, typed by a call of `session`.
+    pub fn of_session(mut self, session: u64) -> Entry {
+        self.session = session;
+        self
     }
 
     fn lock(&self) -> MutexGuard<'_, Progress> {
@@ -239,17 +249,36 @@ fn still_runs(e: &Entry) -> ToolError {
     ))
 }
 
-/// The entry of `id`, or a not_found error.
-pub fn get(id: &str) -> Result<Arc<Entry>, ToolError> {
+/// The entry of `id` typed in `session`, or a not_found error (another
+/// session's command is not this one's to know of).
+pub fn get(id: &str, session: u64) -> Result<Arc<Entry>, ToolError> {
     let mut t = table();
     let now = Instant::now();
     t.entries.retain(|_, e| !e.expired(now));
-    t.entries.get(id).cloned().ok_or_else(|| {
+    let found = t.entries.get(id).filter(|e| e.session == session);
+    found.cloned().ok_or_else(|| {
         ToolError::not_found(format!(
             "no command {id:?}: command ids come from run_command and are kept {} minutes after the command ends",
             KEEP.as_secs() / 60
         ))
     })
+}
+
+/// Ends what `session` started: its running commands are no longer
+/// watched (their watchers stop at their next step) and its entries are
+/// forgotten, so their panes are free again.
+pub fn end_session(session: u64) {
+    let mut t = table();
+    t.entries.retain(|_, e| {
+        if e.session != session {
+            return true;
+        }
+        e.finish(Progress::Lost(ToolError::refused(format!(
+            "the session that ran command {} ended",
+            e.id
+        ))));
+        false
+    });
 }
 
 /// Whether `pane`'s shell was seen to print OSC 133 D marks.
@@ -311,12 +340,12 @@ mod tests {
         insert(entry("t-a", 9001)).unwrap();
         let err = insert(entry("t-b", 9001)).unwrap_err();
         assert!(err.message.contains("t-a"), "{err}");
-        get("t-a").unwrap().finish(Progress::Ended {
+        get("t-a", 0).unwrap().finish(Progress::Ended {
             status: Some(0),
             at: Some(Instant::now()),
         });
         insert(entry("t-b", 9001)).unwrap();
-        let e = get("t-nope").unwrap_err();
+        let e = get("t-nope", 0).unwrap_err();
         assert_eq!(e.kind, crate::tools::context::ErrorKind::NotFound);
     }
 
@@ -341,7 +370,7 @@ mod tests {
                 at: Some(at),
             });
             insert(e).unwrap();
-            assert_eq!(get(id).is_ok(), kept, "{id}");
+            assert_eq!(get(id, 0).is_ok(), kept, "{id}");
         }
         for (id, started, kept) in [
             ("t-lost-old", ago(WATCH_FOR + KEEP + minute), false),
@@ -360,7 +389,7 @@ mod tests {
             e.started = started;
             e.finish(Progress::Lost(ToolError::invalid("gone")));
             insert(Arc::new(e)).unwrap();
-            assert_eq!(get(id).is_ok(), kept, "{id}");
+            assert_eq!(get(id, 0).is_ok(), kept, "{id}");
         }
     }
 

@@ -1,0 +1,119 @@
+//! `panescan daemon | status | stop`: the per-user daemon in the
+//! foreground (for systemd user units, launchd, tests), what it is doing,
+//! and stopping it.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+
+use super::serve::{spec_of, Explicit};
+use super::ServeArgs;
+use crate::daemon::wire::Request;
+use crate::daemon::{self, client, place, DaemonConfig};
+
+/// Where the daemon's socket is.
+#[derive(Debug, Args, Clone, Default)]
+pub struct RuntimeArgs {
+    /// The daemon's directory (made 0700; refused unless this user's and
+    /// private). Default: $XDG_RUNTIME_DIR/panescan, else
+    /// /tmp/panescan-UID.
+    #[arg(long, env = place::RUNTIME_DIR_ENV, value_name = "DIR")]
+    pub runtime_dir: Option<PathBuf>,
+}
+
+impl RuntimeArgs {
+    /// The directory these options name.
+    pub fn dir(&self) -> PathBuf {
+        place::runtime_dir(self.runtime_dir.as_deref())
+    }
+}
+
+/// `panescan daemon` options.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Its serve flags (-L, -S, --tier, ceilings...) are the defaults of sessions whose `panescan serve` does not set them; its cache and ssh flags are the daemon's own.\n\nExamples:\n  panescan daemon                          # until idle for 10 minutes\n  panescan daemon --idle-exit 0            # until stopped (systemd user unit)\n  panescan status; panescan stop"
+)]
+pub struct DaemonArgs {
+    #[allow(missing_docs)]
+    #[command(flatten)]
+    pub place: RuntimeArgs,
+    /// MCP sessions served at once; one more is refused (its serve then
+    /// serves in-process).
+    #[arg(long, value_name = "N", default_value_t = daemon::DEFAULT_MAX_SESSIONS)]
+    pub max_sessions: usize,
+    /// Exit after SECS with no session (0: never).
+    #[arg(long, value_name = "SECS", default_value_t = daemon::DEFAULT_IDLE_EXIT.as_secs())]
+    pub idle_exit: u64,
+    #[allow(missing_docs)]
+    #[command(flatten)]
+    pub serve: ServeArgs,
+}
+
+/// Runs `panescan daemon`.
+pub fn run_daemon(args: &DaemonArgs) -> ExitCode {
+    super::arenas::cap();
+    let hosts = match args.serve.ssh.configure() {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("panescan daemon: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let config = DaemonConfig {
+        runtime_dir: args.place.dir(),
+        max_sessions: args.max_sessions.max(1),
+        idle_exit: (args.idle_exit > 0).then(|| Duration::from_secs(args.idle_exit)),
+        cache_bytes: args.serve.cache_bytes(),
+        hosts,
+        defaults: spec_of(&args.serve, &Explicit::default()),
+    };
+    ExitCode::from(u8::try_from(daemon::run(config)).unwrap_or(1))
+}
+
+/// Runs `panescan status`: the daemon's state as JSON on stdout.
+pub fn run_status(place: &RuntimeArgs) -> ExitCode {
+    ask(
+        place,
+        &Request::Status,
+        "status",
+        |answer| match serde_json::to_string_pretty(&answer.status) {
+            Ok(text) => println!("{text}"),
+            Err(e) => eprintln!("panescan status: {e}"),
+        },
+    )
+}
+
+/// Runs `panescan stop`: the daemon answers its sessions and exits.
+pub fn run_stop(place: &RuntimeArgs) -> ExitCode {
+    ask(place, &Request::Stop, "stop", |_| {
+        eprintln!("panescan stop: the daemon is stopping");
+    })
+}
+
+fn ask(
+    place: &RuntimeArgs,
+    request: &Request,
+    what: &str,
+    show: impl FnOnce(daemon::wire::Answer),
+) -> ExitCode {
+    let dir = place.dir();
+    let Some(mut conn) = client::find(&dir, &place::build_id(), false) else {
+        eprintln!(
+            "panescan {what}: no daemon of this build answers in {}",
+            dir.display()
+        );
+        return ExitCode::from(1);
+    };
+    match conn.request(request) {
+        Ok(answer) => {
+            show(answer);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("panescan {what}: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,211 @@
+//! `panescan serve`: what MCP clients are configured with. It relays its
+//! session to the user's daemon (started detached when none answers) or,
+//! with `--no-daemon`, serves in this process as it always did.
+//!
+//! Its flags become the session's [`SessionSpec`], resolved here (paths
+//! made absolute, `$TMUX`'s server named), so a session means in the
+//! daemon what it would have meant in-process. The daemon's own flags fill
+//! in only what this serve's command line and environment leave unset.
+//!
+//! Served in-process even without `--no-daemon`: sessions with `--ssh`
+//! hosts (the daemon holds no ssh connections for a session), and
+//! mutating or destructive sessions run from inside tmux (which pane and
+//! server are the caller's is read from this process's `$TMUX`, and the
+//! refusals to kill or retarget them depend on it).
+
+use std::ffi::OsString;
+use std::process::{Command, ExitCode};
+
+use clap::parser::ValueSource;
+use clap::{Args, CommandFactory};
+
+use super::daemon::RuntimeArgs;
+use super::ServeArgs;
+use crate::config::{Ceilings, ServeConfig, Tier};
+use crate::daemon::client::{self, Connected};
+use crate::daemon::place;
+use crate::daemon::wire::{Request, SessionEnv, SessionSpec};
+
+/// `panescan serve`: the server flags, and how to reach the daemon.
+#[derive(Debug, Args)]
+pub struct ServeCommand {
+    #[allow(missing_docs)]
+    #[command(flatten)]
+    pub args: ServeArgs,
+    /// Serve in this process, as one MCP session on stdin/stdout, sharing
+    /// nothing with other sessions (no daemon is used or started).
+    #[arg(long, env = "PANESCAN_NO_DAEMON", value_parser = clap::builder::BoolishValueParser::new())]
+    pub no_daemon: bool,
+    #[allow(missing_docs)]
+    #[command(flatten)]
+    pub place: RuntimeArgs,
+}
+
+/// The serve flags given on the command line or in the environment (not
+/// left at their defaults): the daemon's own stand for the others.
+#[derive(Debug, Default, Clone)]
+pub struct Explicit(pub Vec<String>);
+
+impl Explicit {
+    /// Read from this process's command line and environment.
+    pub fn from_command_line() -> Self {
+        let Ok(matches) = super::Cli::command().try_get_matches() else {
+            return Explicit::default();
+        };
+        let Some(("serve", sub)) = matches.subcommand() else {
+            return Explicit::default();
+        };
+        Explicit(
+            sub.ids()
+                .filter(|id| {
+                    matches!(
+                        sub.value_source(id.as_str()),
+                        Some(ValueSource::CommandLine | ValueSource::EnvVariable)
+                    )
+                })
+                .map(|id| id.as_str().to_owned())
+                .collect(),
+        )
+    }
+}
+
+/// The session `args` ask for.
+pub fn spec_of(args: &ServeArgs, explicit: &Explicit) -> SessionSpec {
+    let mut explicit = explicit.0.clone();
+    let mut socket_path = args.socket_path.clone();
+    if args.socket_name.is_none() && socket_path.is_none() {
+        // The server `tmux` would use here: the one in this $TMUX.
+        if let Some(path) = crate::tmux::paths::tmux_env_socket() {
+            socket_path = Some(path);
+            explicit.push("socket_path".into());
+        }
+    }
+    let mut pass_env = ServeConfig::default().pass_env;
+    pass_env.extend(args.pass_env.iter().filter(|n| !n.is_empty()).cloned());
+    SessionSpec {
+        socket_name: args.socket_name.clone(),
+        socket_path: socket_path.map(|p| std::path::absolute(&p).unwrap_or(p)),
+        allow_socket_dirs: args.socket_policy().allowed_dirs,
+        log_dir: args
+            .log_dir
+            .clone()
+            .map(|d| std::path::absolute(&d).unwrap_or(d)),
+        pass_env,
+        tier: args.tier,
+        ceilings: args.ceilings.apply(Ceilings::default()),
+        cache: !args.no_cache,
+        wait_events: !args.no_events,
+        redact: !args.no_redact,
+        env: SessionEnv::here(),
+        explicit,
+    }
+}
+
+/// Runs `panescan serve`.
+pub fn run(cmd: &ServeCommand) -> ExitCode {
+    let args = &cmd.args;
+    let here = if cmd.no_daemon {
+        Some(None)
+    } else {
+        served_here(args).map(Some)
+    };
+    if let Some(why) = here {
+        if let Some(why) = why {
+            eprintln!("panescan serve: {why}");
+        }
+        // Before any thread: may start this program again (same pid).
+        super::arenas::cap();
+        return serve_here(args);
+    }
+    let spec = spec_of(args, &Explicit::from_command_line());
+    let dir = cmd.place.dir();
+    let connect = || open_session(&dir, args, &spec);
+    match connect() {
+        Ok(conn) => super::relay::run(conn, &connect),
+        Err(e) => {
+            eprintln!("panescan serve: no daemon session ({e}); serving in-process");
+            serve_here(args)
+        }
+    }
+}
+
+/// Why a session with `args` is served in-process without being asked.
+fn served_here(args: &ServeArgs) -> Option<&'static str> {
+    let inside_tmux = std::env::var_os("TMUX").is_some_and(|v| !v.is_empty());
+    if !args.ssh.ssh.is_empty() {
+        Some("--ssh hosts are served in-process")
+    } else if inside_tmux && args.tier > Tier::Readonly {
+        Some("a mutating session inside tmux is served in-process")
+    } else {
+        None
+    }
+}
+
+/// A session of this build's daemon in `dir`, started when none answers.
+fn open_session(
+    dir: &std::path::Path,
+    args: &ServeArgs,
+    spec: &SessionSpec,
+) -> Result<Connected, String> {
+    let build = place::build_id();
+    let mut conn = client::find_or_start(dir, &build, daemon_command(dir, args)?)?;
+    let answer = conn.request(&Request::Session {
+        spec: Box::new(spec.clone()),
+    })?;
+    match answer.refused {
+        Some(why) => Err(format!("the daemon refused: {why}")),
+        None => Ok(conn),
+    }
+}
+
+/// The daemon a serve starts: this program, this tmux, the cache size
+/// asked for; none of panescan's variables (a later session must not
+/// inherit this one's tier or ceilings as the daemon's defaults) and no
+/// `$TMUX` (the daemon runs in no pane).
+fn daemon_command(dir: &std::path::Path, args: &ServeArgs) -> Result<Command, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+    let mut cmd = Command::new(exe);
+    cmd.arg("--tmux")
+        .arg(crate::tmux::binary::program())
+        .arg("daemon")
+        .arg("--runtime-dir")
+        .arg(dir)
+        .arg("--cache-mb")
+        .arg(args.cache_mb.to_string());
+    let ours: Vec<OsString> = std::env::vars_os()
+        .map(|(k, _)| k)
+        .filter(|k| k.to_string_lossy().starts_with("PANESCAN_"))
+        .collect();
+    for key in ours {
+        cmd.env_remove(key);
+    }
+    cmd.env_remove("TMUX").env_remove("TMUX_PANE");
+    Ok(cmd)
+}
+
+/// The in-process server (`--no-daemon`), as `serve` always was.
+fn serve_here(args: &ServeArgs) -> ExitCode {
+    // Off the path to the first answer: a missing tmux is worth a line on
+    // stderr, not a slower start.
+    std::thread::spawn(|| {
+        if let Err(e) = super::preflight::check_tmux() {
+            eprintln!("panescan serve: {e}");
+        }
+    });
+    let hosts = match args.ssh.configure() {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("panescan serve: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let spec = spec_of(args, &Explicit::default());
+    let mut config = spec.config(hosts, args.cache_bytes());
+    // In-process, an unset server is whatever `tmux` would use, $TMUX
+    // included, as it always was.
+    if args.socket_name.is_none() && args.socket_path.is_none() {
+        config.server.socket_path = None;
+    }
+    let code = crate::mcp::server::serve(config);
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
+}

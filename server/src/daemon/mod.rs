@@ -1,0 +1,312 @@
+//! `panescan daemon`: one process per user that serves MCP sessions over
+//! a unix socket and holds what they share, so it outlives any one of
+//! them: the tmux connections (one control client per server for every
+//! session), the pane cache (a second session's first search is warm), the
+//! listing shares.
+//!
+//! - [`place`] — the runtime directory (0700, this user's), the socket,
+//!   the build id.
+//! - [`bind`] — which socket a starting daemon takes, under a lock; stale
+//!   sockets replaced.
+//! - [`wire`] — the handshake before MCP: hello, request, answer.
+//! - [`conn`] — one connection: the peer's uid checked before a byte is
+//!   read, then a session, a status or a stop.
+//! - [`client`] — the other end, for `serve`, `status` and `stop`.
+//!
+//! What must hold: a session owns only its calls, waits and subscriptions
+//! ([`crate::mcp::session`]); the daemon ends on SIGTERM, `panescan stop`
+//! or after `idle_exit` with no session, answering or closing every
+//! session first and removing its socket.
+
+pub mod bind;
+pub mod client;
+pub mod conn;
+pub mod place;
+pub mod wire;
+
+use std::collections::HashMap;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::Sender;
+
+use crate::mcp::session::Shared;
+use wire::SessionSpec;
+
+/// The version a daemon and its clients must share (with the build).
+pub const VERSION: &str = env!("PANESCAN_VERSION");
+
+/// Sessions at once, unless `--max-sessions` says otherwise.
+pub const DEFAULT_MAX_SESSIONS: usize = 64;
+/// How long a daemon with no session stays, unless `--idle-exit` says.
+pub const DEFAULT_IDLE_EXIT: Duration = Duration::from_secs(10 * 60);
+/// How long sessions get to answer and close when the daemon stops.
+const STOP_GRACE: Duration = Duration::from_secs(3);
+
+/// How a daemon runs.
+#[derive(Debug, Clone)]
+pub struct DaemonConfig {
+    /// Its runtime directory (checked or made private at start).
+    pub runtime_dir: PathBuf,
+    /// Sessions at once; one more is refused.
+    pub max_sessions: usize,
+    /// Exit after this long with no session (`None`: never).
+    pub idle_exit: Option<Duration>,
+    /// The shared pane cache's size (`None`: none).
+    pub cache_bytes: Option<usize>,
+    /// The ssh hosts its sessions may name.
+    pub hosts: Vec<String>,
+    /// The daemon's own flags, for what a session does not carry.
+    pub defaults: SessionSpec,
+}
+
+/// One open session: how to stop it and close its stream.
+#[derive(Debug)]
+struct Open {
+    stop: Sender<()>,
+    stream: UnixStream,
+}
+
+/// A running daemon: what its connection threads share.
+#[derive(Debug)]
+pub struct Daemon {
+    config: DaemonConfig,
+    build: String,
+    socket: PathBuf,
+    started: Instant,
+    shared: Shared,
+    sessions: Mutex<Sessions>,
+    served: AtomicU64,
+    stopping: AtomicBool,
+}
+
+#[derive(Debug, Default)]
+struct Sessions {
+    open: HashMap<u64, Open>,
+    next: u64,
+    /// Since when no session is open (`None`: one is).
+    idle_since: Option<Instant>,
+}
+
+/// Runs the daemon in the foreground until it stops; the exit code.
+pub fn run(config: DaemonConfig) -> i32 {
+    if let Err(e) = place::ensure_private_dir(&config.runtime_dir) {
+        eprintln!("panescan daemon: {e}");
+        return 2;
+    }
+    let build = place::build_id();
+    // The lock is held while the socket is chosen and bound, then let go.
+    let bound =
+        bind::lock(&config.runtime_dir).map(|_lock| bind::bind(&config.runtime_dir, &build));
+    let (listener, socket) = match bound {
+        Ok(Ok(bound)) => bound,
+        Ok(Err(bind::NotBound::Running(socket, hello))) => {
+            eprintln!(
+                "panescan daemon: a daemon of this build already runs at {} (pid {})",
+                socket.display(),
+                hello.pid
+            );
+            return 3;
+        }
+        Ok(Err(bind::NotBound::Failed(e))) | Err(e) => {
+            eprintln!("panescan daemon: {e}");
+            return 2;
+        }
+    };
+    eprintln!(
+        "panescan daemon {VERSION} (build {build}) pid {} on {}",
+        std::process::id(),
+        socket.display()
+    );
+    let daemon = Arc::new(Daemon {
+        shared: Shared::new(config.cache_bytes),
+        config,
+        build,
+        socket,
+        started: Instant::now(),
+        sessions: Mutex::new(Sessions {
+            idle_since: Some(Instant::now()),
+            ..Sessions::default()
+        }),
+        served: AtomicU64::new(0),
+        stopping: AtomicBool::new(false),
+    });
+    daemon.watch_signals();
+    daemon.watch_idle();
+    daemon.accept(&listener);
+    daemon.finish();
+    0
+}
+
+impl Daemon {
+    /// Accepts connections, each on a thread of its own, until stopping.
+    fn accept(self: &Arc<Self>, listener: &UnixListener) {
+        for stream in listener.incoming() {
+            if self.stopping.load(Ordering::SeqCst) {
+                break;
+            }
+            let Ok(stream) = stream else { continue };
+            let this = self.clone();
+            let spawned = std::thread::Builder::new()
+                .name("daemon-conn".into())
+                .spawn(move || conn::serve(&this, stream));
+            if let Err(e) = spawned {
+                eprintln!("panescan daemon: cannot start a connection thread: {e}");
+            }
+        }
+    }
+
+    /// Starts stopping: no new session, the accept loop woken (by a
+    /// connection of our own, which it drops).
+    pub fn begin_stop(&self) {
+        if !self.stopping.swap(true, Ordering::SeqCst) {
+            let _ = UnixStream::connect(&self.socket);
+        }
+    }
+
+    /// After the accept loop: every session stopped (its calls answered,
+    /// then closed), the socket removed, tmux connections closed.
+    fn finish(&self) {
+        let stops: Vec<Sender<()>> = crate::sync::lock(&self.sessions)
+            .open
+            .values()
+            .map(|o| o.stop.clone())
+            .collect();
+        for stop in &stops {
+            let _ = stop.try_send(());
+        }
+        let until = Instant::now() + STOP_GRACE;
+        while !crate::sync::lock(&self.sessions).open.is_empty() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        for open in crate::sync::lock(&self.sessions).open.values() {
+            let _ = open.stream.shutdown(std::net::Shutdown::Both);
+        }
+        // Another daemon may have replaced a socket we lost: remove only
+        // the file we bound, not whatever is at its path now.
+        let _ = std::fs::remove_file(&self.socket);
+        crate::tools::shutdown_connections();
+        eprintln!("panescan daemon: stopped");
+    }
+
+    /// SIGTERM and SIGINT stop the daemon; SIGHUP is ignored (a detached
+    /// daemon outlives the terminal that started its first client).
+    fn watch_signals(self: &Arc<Self>) {
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        match signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) {
+            Ok(mut signals) => {
+                let this = self.clone();
+                let _ = std::thread::Builder::new()
+                    .name("signals".into())
+                    .spawn(move || {
+                        for sig in signals.forever() {
+                            if sig != SIGHUP {
+                                eprintln!("panescan daemon: signal {sig}, stopping");
+                                this.begin_stop();
+                                break;
+                            }
+                        }
+                    });
+            }
+            Err(e) => eprintln!("panescan daemon: cannot watch SIGTERM: {e}"),
+        }
+    }
+
+    /// Stops the daemon once it has had no session for `idle_exit`.
+    fn watch_idle(self: &Arc<Self>) {
+        let Some(idle_exit) = self.config.idle_exit else {
+            return;
+        };
+        let this = self.clone();
+        let tick = (idle_exit / 10).clamp(Duration::from_millis(20), Duration::from_secs(5));
+        let _ = std::thread::Builder::new()
+            .name("idle".into())
+            .spawn(move || loop {
+                std::thread::sleep(tick);
+                if this.stopping.load(Ordering::SeqCst) {
+                    return;
+                }
+                let idle = crate::sync::lock(&this.sessions)
+                    .idle_since
+                    .is_some_and(|since| since.elapsed() >= idle_exit);
+                if idle {
+                    eprintln!(
+                        "panescan daemon: no session for {} s, exiting",
+                        idle_exit.as_secs()
+                    );
+                    this.begin_stop();
+                    return;
+                }
+            });
+    }
+
+    /// Registers a session (refused when stopping or full): its id.
+    fn open_session(&self, stop: Sender<()>, stream: UnixStream) -> Result<u64, String> {
+        let mut sessions = crate::sync::lock(&self.sessions);
+        if self.stopping.load(Ordering::SeqCst) {
+            return Err("the daemon is stopping; retry".into());
+        }
+        if sessions.open.len() >= self.config.max_sessions {
+            return Err(format!(
+                "the daemon serves {} sessions, its --max-sessions",
+                sessions.open.len()
+            ));
+        }
+        let id = sessions.next;
+        sessions.next += 1;
+        sessions.open.insert(id, Open { stop, stream });
+        sessions.idle_since = None;
+        self.served.fetch_add(1, Ordering::Relaxed);
+        Ok(id)
+    }
+
+    /// Forgets session `id`; the idle clock starts when it was the last.
+    fn close_session(&self, id: u64) {
+        let mut sessions = crate::sync::lock(&self.sessions);
+        sessions.open.remove(&id);
+        if sessions.open.is_empty() {
+            sessions.idle_since = Some(Instant::now());
+        }
+    }
+
+    /// What `panescan status` shows.
+    pub fn status(&self) -> wire::Status {
+        let (cache_bytes, cache_panes, stats) = match &self.shared.pane_cache {
+            Some(cache) => (cache.memory_bytes(), cache.len(), cache.stats()),
+            None => (0, 0, Default::default()),
+        };
+        wire::Status {
+            pid: std::process::id(),
+            version: VERSION.to_owned(),
+            build: self.build.clone(),
+            socket: self.socket.clone(),
+            uptime_ms: u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            sessions: crate::sync::lock(&self.sessions).open.len(),
+            sessions_served: self.served.load(Ordering::Relaxed),
+            max_sessions: self.config.max_sessions,
+            tmux_servers: crate::tools::connections_open(),
+            cache_bytes,
+            cache_panes,
+            cache_reused: stats.reused,
+            cache_full: stats.full,
+            cache_delta: stats.delta,
+            rss_bytes: rss_bytes(),
+        }
+    }
+}
+
+/// Resident memory from /proc/self/status (0 where unreadable).
+fn rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|rest| rest.split_whitespace().next())
+                .and_then(|kb| kb.parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
