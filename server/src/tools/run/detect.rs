@@ -309,6 +309,29 @@ mod tests {
         }
     }
 
+    /// A status has at most ten digits after its sign (i32's extremes
+    /// fit), and is a number only when the mark's or the marker's end
+    /// follows it.
+    #[test]
+    fn statuses_of_ten_digits_and_no_more() {
+        for status in [i32::MAX, i32::MIN, -999_999_999] {
+            let marker = format!("{TOKEN}:{status}\n");
+            assert_eq!(all(&[marker.as_bytes()]), vec![Sign::Marker(status)]);
+            let mark = format!("\x1b]133;D;{status}\x07");
+            assert_eq!(all(&[mark.as_bytes()]), vec![Sign::Osc133(Some(status))]);
+        }
+        // Eleven digits: no status, so the marker is no sign and the mark
+        // has none.
+        assert_eq!(all(&[format!("{TOKEN}:12345678901\n").as_bytes()]), vec![]);
+        assert_eq!(
+            all(&[b"\x1b]133;D;12345678901\x07"]),
+            vec![Sign::Osc133(None)]
+        );
+        // Digits then another byte: not a status.
+        assert_eq!(all(&[format!("{TOKEN}:12x\n").as_bytes()]), vec![]);
+        assert_eq!(all(&[b"\x1b]133;D;12x\x07"]), vec![Sign::Osc133(None)]);
+    }
+
     /// A mark `len` bytes long, BEL included: status 0 and parameters.
     fn mark_of(len: usize) -> Vec<u8> {
         let mut m = b"\x1b]133;D;0;".to_vec();
