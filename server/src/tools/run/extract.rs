@@ -525,4 +525,22 @@ mod tests {
         let echo = format!("$ {TYPED}");
         assert_eq!(run(&[echo.as_str()], 0, &marker(false)), (vec![], true));
     }
+
+    /// An echo the line editor broke into rows, whose last row filled and
+    /// took the first output line: that line is output, from just after
+    /// the typed text.
+    #[test]
+    fn output_joined_to_the_last_row_of_a_broken_echo_is_output() {
+        let text = [
+            "$ make; printf '%s%s:%s\\n' __ps1a2b 3c4d",
+            "5e6f \"$?\"first",
+            "second",
+            "__ps1a2b3c4d5e6f:0",
+            "$",
+        ];
+        assert_eq!(
+            run(&text, 0, &marker(true)),
+            (lines(&["first", "second"]), true)
+        );
+    }
 }
