@@ -249,6 +249,12 @@ mod tests {
             vec![Sign::Osc133(Some(2))]
         );
         assert_eq!(all(&[b"\x1b]133;D;x\x07"]), vec![Sign::Osc133(None)]);
+        // ST cut between its ESC and its `\`, with and without a status.
+        assert_eq!(all(&[b"\x1b]133;D\x1b", b"\\"]), vec![Sign::Osc133(None)]);
+        assert_eq!(
+            all(&[b"\x1b]133;D;4\x1b", b"\\"]),
+            vec![Sign::Osc133(Some(4))]
+        );
     }
 
     #[test]
