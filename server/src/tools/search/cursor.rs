@@ -302,6 +302,16 @@ mod tests {
         }
     }
 
+    /// FNV-1a exactly (its published 32-bit vectors): the anchors of
+    /// cursors already handed out, and the checksums of `ps1.` cursors in
+    /// users' files, were made with it.
+    #[test]
+    fn fnv32_is_fnv_1a() {
+        assert_eq!(fnv32(b""), 0x811c_9dc5);
+        assert_eq!(fnv32(b"a"), 0xe40c_292c);
+        assert_eq!(fnv32(b"foobar"), 0xbf9c_f968);
+    }
+
     #[test]
     fn a_cursor_round_trips_and_stays_small_for_a_thousand_panes() {
         for n in [0, 1, 7, 1_000] {
