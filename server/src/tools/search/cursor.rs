@@ -379,6 +379,46 @@ mod tests {
         assert!(Cursor::resign(&old[..old.len() - 2]).is_err());
     }
 
+    /// Pane %0 (a server's first pane) and `join_wrapped: false` round
+    /// trip.
+    #[test]
+    fn pane_zero_and_unjoined_lines_round_trip() {
+        let mut c = sample(3);
+        c.joined = false;
+        c.entries[0].pane = 0;
+        assert_eq!(Cursor::decode(&c.encode()).unwrap(), c);
+    }
+
+    /// A `ps1.` file of the user's own is checksummed, not signed: one
+    /// that names a pane twice (a second step of 0) is refused; the same
+    /// with a step of 1 is read.
+    #[test]
+    fn a_file_naming_a_pane_twice_is_refused() {
+        let file = |second_step: u64| {
+            let mut body = Vec::new();
+            for v in [7, 42, 1_764_000_000] {
+                put(&mut body, v);
+            }
+            body.push(1);
+            put(&mut body, 2);
+            for step in [5, second_step] {
+                for v in [step, 300, 80, 10, 2, 1] {
+                    put(&mut body, v);
+                }
+                body.extend_from_slice(&9u32.to_le_bytes());
+            }
+            let check = fnv32(&body);
+            body.extend_from_slice(&check.to_le_bytes());
+            format!("{UNSIGNED_PREFIX}{}", base64url(&body))
+        };
+        let read = Cursor::decode(&Cursor::resign(&file(1)).unwrap()).unwrap();
+        assert_eq!(
+            read.entries.iter().map(|e| e.pane).collect::<Vec<_>>(),
+            [5, 6]
+        );
+        assert!(Cursor::resign(&file(0)).is_err());
+    }
+
     #[test]
     fn rows_no_pane_reaches_are_refused() {
         let mut c = sample(2);
