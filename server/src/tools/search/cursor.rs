@@ -428,6 +428,15 @@ mod tests {
         let mut c = sample(2);
         c.entries[0].anchor_rows = c.entries[0].boundary + 1;
         assert!(Cursor::decode(&c.encode()).is_err());
+        // The edges are rows a pane has: the last row counted, an anchor
+        // from the top row (a fresh pane of three lines).
+        let mut c = sample(2);
+        (c.entries[0].history, c.entries[0].boundary) = (MAX_ROWS, MAX_ROWS);
+        (c.entries[1].history, c.entries[1].boundary) = (0, 3);
+        c.entries[1].anchor_rows = 3;
+        assert_eq!(Cursor::decode(&c.encode()).unwrap(), c);
+        c.entries[0].boundary = MAX_ROWS + 1;
+        assert!(Cursor::decode(&c.encode()).is_err());
     }
 
     #[test]
