@@ -439,6 +439,17 @@ mod tests {
         assert!(Cursor::decode(&c.encode()).is_err());
     }
 
+    /// Only what `base64url` writes is read: a lone last character (six
+    /// bits, no byte) or padding bits that are not zero are refused.
+    #[test]
+    fn unbase64url_refuses_what_base64url_never_writes() {
+        assert_eq!(unbase64url("AA"), Some(vec![0]));
+        assert_eq!(unbase64url("AAAA"), Some(vec![0, 0, 0]));
+        assert_eq!(unbase64url("AAAAA"), None);
+        assert_eq!(unbase64url("AB"), None);
+        assert_eq!(unbase64url("AAB"), None);
+    }
+
     #[test]
     fn base64url_round_trips_every_length() {
         for n in 0..40u8 {
