@@ -690,6 +690,19 @@ mod tests {
         assert_eq!(verified_above(&old, 6, &new, 6), None);
     }
 
+    /// Lines shifted above the first stored row (text stored from row 4)
+    /// have nothing to be compared with: they neither prove nor disprove
+    /// a shift; the others decide.
+    #[test]
+    fn lines_shifted_above_the_first_stored_row_are_not_compared() {
+        let periodic = rows_of(8, &lines(|r| format!("p{}", r % 2), 10));
+        let stored = PaneText::from_capture(&captured(&periodic, 4, 10)).unwrap();
+        let seen = PaneText::from_capture(&captured(&periodic, 4, 10)).unwrap();
+        let end = stored.rows[stored.history_complete()];
+        assert!(consistent_at_shift(&stored, end, &[&seen], -2));
+        assert!(!consistent_at_shift(&stored, end, &[&seen], -1));
+    }
+
     #[test]
     fn trims_are_told_apart_only_by_rows_that_differ() {
         // Rows repeating every 3: a trim of 3 or 6 looks like none.
