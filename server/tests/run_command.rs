@@ -154,41 +154,98 @@ fn long_output_is_bounded_and_flagged_and_clear_is_survived() {
     tmux.kill();
 }
 
+/// A FIFO a test opens read-write, so neither side blocks opening it:
+/// each line written to it releases one `read` of it in a pane.
+struct Gate {
+    _dir: TempDir,
+    path: std::path::PathBuf,
+    fifo: std::fs::File,
+}
+
+impl Gate {
+    fn new(label: &str) -> Gate {
+        let dir = TempDir::new(label);
+        let path = dir.0.join("gate");
+        let made = std::process::Command::new("mkfifo").arg(&path).status();
+        assert!(made.is_ok_and(|s| s.success()), "mkfifo {}", path.display());
+        let fifo = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .unwrap();
+        Gate {
+            _dir: dir,
+            path,
+            fifo,
+        }
+    }
+
+    /// Lets one waiting `read` of the gate go on.
+    fn open_once(&mut self) {
+        use std::io::Write;
+        self.fifo.write_all(b"\n").unwrap();
+    }
+}
+
 /// bash prints its OSC 133 D mark from `PROMPT_COMMAND`, before its line
 /// editor reads: a call right after a command's end could type into the
 /// terminal's own echo, then readline echoed the line again (seen once
-/// under load: the output began with the echoed command). Here the gap is
-/// made wide (the prompt command pauses 0.1 s after the mark); every call waits
-/// for the line editor, so each output is exact.
+/// under load: the output began with the echoed command). Here the prompt
+/// command waits after the mark until the test opens a gate (a FIFO read
+/// by the builtin `read`: a `sleep` would be the pane's current command,
+/// not bash), so the gap is an event, not a length of time: a call made
+/// while the gate is shut is refused and types nothing, however long it
+/// waits; one answered after the gate opens is exact.
 #[test]
 fn a_command_typed_right_after_a_mark_waits_for_the_line_editor() {
     let (tmux, mut s) = serve("run-gap");
-    // The pause is a builtin (`read` timing out on a FIFO no one writes):
-    // a `sleep` would be the pane's current command, not bash.
-    let dir = TempDir::new("run-gap");
-    let fifo = dir.0.join("pause");
-    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
-    assert!(made.is_ok_and(|s| s.success()), "mkfifo {}", fifo.display());
+    let mut gate = Gate::new("run-gap");
     let bash = format!(
-        "env PS1='$ ' PROMPT_COMMAND='printf \"\\033]133;D;%s\\007\" $?; read -t 0.1 -u 9' \
+        "env PS1='$ ' PROMPT_COMMAND='printf \"\\033]133;D;%s\\007\" $?; read -u 9' \
          bash --norc --noprofile 9<>{}",
-        fifo.display()
+        gate.path.display()
     );
+    // The first prompt.
+    gate.open_once();
     let pane = shell_pane(&tmux, &bash);
     let r = run(&mut s, &pane, "false");
     assert_eq!(r["exit_status"], 1, "{r}");
-    // Once the marks are learned, each call types as soon as the last
-    // one's mark is seen: inside the sleep.
+    // The mark is printed and the gate shut: the shell does not read a
+    // command line, and nothing is typed while it does not.
+    let e = s.call_err(
+        "run_command",
+        json!({"pane_id": pane, "command": "echo typed-at-the-gate", "timeout_ms": 5000}),
+    );
+    assert!(e.contains("is not reading a command line"), "{e}");
+    // Once the marks are learned, a call typed after the last one's mark
+    // waits until the line editor reads (the gate opened while it waits).
     for k in 0..4 {
-        let r = run(&mut s, &pane, &format!("echo one {k}; echo two"));
+        let id = s.fresh_id();
+        let args = json!({"pane_id": pane, "command": format!("echo one {k}; echo two")});
+        s.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                       "params": {"name": "run_command", "arguments": args}}));
+        gate.open_once();
+        let r = s.response(&id, Duration::from_secs(60));
+        let r = &r["result"];
+        assert_eq!(r["isError"], false, "{r}");
+        let r = &r["structuredContent"];
         assert_eq!(r["exit_status"], 0, "{r}");
         assert_eq!(r["output"], format!("one {k}\ntwo\n"), "{r}");
     }
+    gate.open_once();
+    let drawn = eventually(Duration::from_secs(10), || {
+        screen(&tmux, &pane).trim_end().ends_with('$')
+    });
     let shown = screen(&tmux, &pane);
+    assert!(drawn, "no prompt after the gate opened:\n{shown}");
+    assert!(
+        !shown.contains("typed-at-the-gate"),
+        "typed at the gate:\n{shown}"
+    );
     assert!(
         !shown
             .lines()
-            .any(|l| l.trim_end() == "eval 'echo one 3; echo two'"),
+            .any(|l| l.trim_end().starts_with("eval 'echo one")),
         "typed into the terminal's own echo:\n{shown}"
     );
     tmux.kill();
@@ -325,19 +382,41 @@ fn a_timeout_then_wait_for_command_and_an_interrupt() {
     let (tmux, mut s) = serve("run-wait");
     let pane = shell_pane(&tmux, BASH);
 
+    // The command waits at a gate (a FIFO the test opens read-write, read
+    // by the builtin `read`) until the test opens it: it times out however
+    // slow the machine, and its output so far is `started` once printed.
+    let mut gate = Gate::new("run-wait");
     let r = run_with(
         &mut s,
         &pane,
-        "echo started; sleep 1; echo done",
+        &format!(
+            "echo started; read -r _ < {}; echo done",
+            gate.path.display()
+        ),
         json!({"timeout_ms": 200}),
     );
-    assert_eq!(
-        (&r["timed_out"], &r["exit_status"]),
-        (&json!(true), &Value::Null),
-        "{r}"
-    );
-    assert_eq!(r["output"], "started\n", "{r}");
+    let so_far = |r: &Value| {
+        assert_eq!(
+            (&r["timed_out"], &r["exit_status"]),
+            (&json!(true), &Value::Null),
+            "{r}"
+        );
+        let out = r["output"].as_str().unwrap();
+        assert!("started\n".starts_with(out), "{r}");
+        out == "started\n"
+    };
+    let mut started = so_far(&r);
     let id = r["command_id"].as_str().unwrap().to_owned();
+    let waited = eventually(Duration::from_secs(20), || {
+        started = started
+            || so_far(&s.call_ok(
+                "wait_for_command",
+                json!({"command_id": id, "timeout_ms": 100}),
+            ));
+        started
+    });
+    assert!(waited, "`started` never showed in the output so far");
+    gate.open_once();
     let w = s.call_ok(
         "wait_for_command",
         json!({"command_id": id, "timeout_ms": 10000}),

@@ -438,3 +438,74 @@ fn a_cursor_made_with_another_join_wrapped_is_refused() {
         assert_eq!(same["lines_scanned"], 0, "{same}");
     }
 }
+
+/// A since search whose answer is cut to fit the response (not by a
+/// budget: every match was found, only the response had no room for them)
+/// keeps every pane's place too: the lines it could not show are found by
+/// the next since search from its cursor. 600 new matching lines of quotes
+/// (each about 3.7 KB in the answer, JSON-escaped in the result and its
+/// text) do not fit in the 1,000,000-byte response.
+#[test]
+fn a_since_search_cut_to_fit_the_response_keeps_every_panes_place() {
+    let dir = common::TempDir::new("since-ceiling");
+    let (tmux, mut s) = Serve::with_tmux_size("since-ceiling", 1000, 50);
+    s.initialize();
+    let file = dir.0.join("lines");
+    let quotes: String = (0..900)
+        .map(|i| if i % 2 == 0 { '"' } else { '\\' })
+        .collect();
+    let printed: String = (0..600)
+        .map(|i| format!("{MARK} {i:05} {quotes}\r\n"))
+        .collect();
+    std::fs::write(&file, printed).unwrap();
+    // The lines are printed when Enter is pressed in the pane.
+    let script = format!(
+        "stty -onlcr -echo 2>/dev/null; printf 'READY\\r\\n'; read x; cat '{}'; printf 'END\\r\\n'; exec sleep 100000",
+        file.display()
+    );
+    let pane = common::window_showing(&tmux, None, &script, "READY", &[]);
+    let args = |pattern: &str, since: &Value| {
+        json!({"pattern": pattern, "pane_ids": [pane], "scrollback_lines": 100_000,
+               "max_matches": 10_000, "max_matches_per_pane": 10_000, "since": since})
+    };
+    let first = s.call_ok("search_panes", args(MARK, &json!("")));
+    assert_eq!(first["total_panes_matched"], 0, "{first}");
+    tmux.run_ok(["send-keys", "-t", &pane, "Enter"]).unwrap();
+    let printed = eventually(Duration::from_secs(20), || {
+        tmux.run_ok(["capture-pane", "-p", "-t", &pane])
+            .is_ok_and(|t| t.contains("END"))
+    });
+    assert!(printed, "the lines were never printed");
+
+    let cut = s.call_ok("search_panes", args(MARK, &first["cursor"]));
+    let shown = hits(&cut).len();
+    assert!(
+        cut["matches_truncated"] == true && shown > 0 && shown < 600,
+        "not cut to fit: {shown} lines shown, matches_truncated {}",
+        cut["matches_truncated"]
+    );
+    for flag in [
+        "matching_line_clamped",
+        "matching_byte_clamped",
+        "matching_time_clamped",
+    ] {
+        assert_eq!(
+            cut[flag], false,
+            "{flag}: a budget cut it, not the response"
+        );
+    }
+    // The last 100 lines (00500..00599) were never shown: the next since
+    // search finds them all.
+    let next = s.call_ok("search_panes", args(&format!("{MARK} 005"), &cut["cursor"]));
+    let want: Vec<(String, String)> = (500..600)
+        .map(|i| (pane.clone(), format!("{MARK} {i:05} {quotes}")))
+        .collect();
+    let found = hits(&next);
+    assert_eq!(
+        found.len(),
+        want.len(),
+        "after a cut of {shown} lines shown, the next since search found {} of the 100 never shown",
+        found.len()
+    );
+    assert_eq!(found, want);
+}

@@ -401,12 +401,18 @@ mod tests {
         assert!(splice(&plan, Some(&top), &text(45, -37, &bad), false).is_none());
         let moved = text(46, -37, &numbered(8, 47));
         assert!(splice(&plan, Some(&text(46, -46, &numbered(0, 32))), &moved, false).is_none());
+        // The oldest lines captured at another moment (history 46, the
+        // same rows read the same) than the delta (history 45): refused.
+        let other_moment = text(46, -46, &numbered(0, 32));
+        assert!(splice(&plan, Some(&other_moment), &fresh, false).is_none());
         // Captured from above the anchor (as with RACE_ROWS), with 3 more
         // lines printed since the inventory: still spliced exactly.
         let top = text(48, -48, &numbered(0, 32));
         let raced = splice(&plan, Some(&top), &text(48, -45, &numbered(3, 50)), false).unwrap();
         assert_eq!(raced.bytes, numbered(0, 50)[..]);
         assert_eq!(raced.rows, (0..50).collect::<Vec<u64>>());
+        let whole = PaneText::from_capture(&text(48, -48, &numbered(0, 50))).unwrap();
+        assert_eq!(raced.starts, whole.starts);
         assert_eq!(raced.history_size, 48);
         // A line above the anchor that changed is refused.
         let mut bad = numbered(3, 50);
@@ -675,9 +681,26 @@ mod tests {
         // Fetched from the first stored row: every line compared.
         let new = PaneText::from_capture(&captured(&old, 0, 10)).unwrap();
         assert_eq!(verified_above(&old, 6, &new, 6), Some(0));
+        // Fetched from above the first stored row (stored from row 4):
+        // every stored line compared, none above it asked for.
+        let from_4 = PaneText::from_capture(&captured(&old, 4, 10)).unwrap();
+        assert_eq!(verified_above(&from_4, 2, &new, 6), Some(0));
         let changed = rows_of(8, &lines(|r| format!("r{}", r.min(4)), 10));
         let new = PaneText::from_capture(&captured(&changed, 0, 10)).unwrap();
         assert_eq!(verified_above(&old, 6, &new, 6), None);
+    }
+
+    /// Lines shifted above the first stored row (text stored from row 4)
+    /// have nothing to be compared with: they neither prove nor disprove
+    /// a shift; the others decide.
+    #[test]
+    fn lines_shifted_above_the_first_stored_row_are_not_compared() {
+        let periodic = rows_of(8, &lines(|r| format!("p{}", r % 2), 10));
+        let stored = PaneText::from_capture(&captured(&periodic, 4, 10)).unwrap();
+        let seen = PaneText::from_capture(&captured(&periodic, 4, 10)).unwrap();
+        let end = stored.rows[stored.history_complete()];
+        assert!(consistent_at_shift(&stored, end, &[&seen], -2));
+        assert!(!consistent_at_shift(&stored, end, &[&seen], -1));
     }
 
     #[test]

@@ -249,7 +249,41 @@ mod tests {
         for name in ["", "..", ".", "a/b", "../x", "/tmp/x", "a\0b"] {
             let m = refused(policy.confine(&ServerSpec::named(name), &operator));
             assert!(m.contains("--allow-socket-dir"), "{name:?}: {m}");
+            // By the name check, not by a lookup of what it names.
+            assert!(m.starts_with("socket_name "), "{name:?}: {m}");
         }
+    }
+
+    /// A path that cannot be resolved for another reason than not
+    /// existing (a regular file used as a directory) is refused, not "no
+    /// server"; a link outside says where it leads.
+    #[test]
+    fn unresolvable_paths_are_refused_and_links_say_where_they_lead() {
+        let dir = std::env::temp_dir().join(format!("panescan-reach-r-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("file");
+        std::fs::write(&file, b"").unwrap();
+        let policy = SocketPolicy::new(vec![dir.clone()]);
+        let operator = ServerSpec::default();
+        let at = |p: PathBuf| ServerSpec {
+            socket_path: Some(p),
+            ..ServerSpec::default()
+        };
+        let m = refused(policy.confine(&at(file.join("x")), &operator));
+        assert!(m.contains("cannot be resolved"), "{m}");
+        let outside = SocketPolicy::default();
+        let link = dir.join("link");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        let m = refused(outside.confine(&at(link.clone()), &operator));
+        assert!(
+            m.contains(&format!("it resolves to {}", file.display())),
+            "{m}"
+        );
+        let m = refused(outside.confine(&at(file.clone()), &operator));
+        assert!(m.contains("it is outside the directories allowed"), "{m}");
+        assert!(!m.contains("resolves to"), "{m}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// A socket of another user is refused naming both uids, before any

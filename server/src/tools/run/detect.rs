@@ -342,6 +342,12 @@ mod tests {
             vec![Sign::Osc133(Some(2))]
         );
         assert_eq!(all(&[b"\x1b]133;D;x\x07"]), vec![Sign::Osc133(None)]);
+        // ST cut between its ESC and its `\`, with and without a status.
+        assert_eq!(all(&[b"\x1b]133;D\x1b", b"\\"]), vec![Sign::Osc133(None)]);
+        assert_eq!(
+            all(&[b"\x1b]133;D;4\x1b", b"\\"]),
+            vec![Sign::Osc133(Some(4))]
+        );
     }
 
     #[test]
@@ -403,6 +409,95 @@ mod tests {
             d.feed(b"\x1b]133;");
         }
         assert!(d.carry.len() <= d.max_len());
+    }
+
+    /// Where a sign ends decides where the next one is looked for: a sign
+    /// right after another (not a byte between) is found, after every
+    /// form and terminator of the mark.
+    #[test]
+    fn a_sign_right_after_another_is_found() {
+        let firsts: [(&[u8], Option<i32>); 5] = [
+            (b"\x1b]133;D\x1b\\", None),
+            (b"\x1b]133;D\x07", None),
+            (b"\x1b]133;D;1\x1b\\", Some(1)),
+            (b"\x1b]133;D;0;aid=12345;k=v\x07", Some(0)),
+            (b"\x1b]133;D;0;aid=12345\x1b\\", Some(0)),
+        ];
+        for (first, status) in firsts {
+            let mut stream = first.to_vec();
+            stream.extend_from_slice(format!("{TOKEN}:3\n").as_bytes());
+            stream.extend_from_slice(b"\x1b]133;D;7\x07");
+            assert_eq!(
+                all(&[&stream]),
+                vec![Sign::Osc133(status), Sign::Marker(3), Sign::Osc133(Some(7))],
+                "{:?}",
+                String::from_utf8_lossy(&stream)
+            );
+        }
+    }
+
+    /// A status has at most ten digits after its sign (i32's extremes
+    /// fit), and is a number only when the mark's or the marker's end
+    /// follows it.
+    #[test]
+    fn statuses_of_ten_digits_and_no_more() {
+        for status in [i32::MAX, i32::MIN, -999_999_999] {
+            let marker = format!("{TOKEN}:{status}\n");
+            assert_eq!(all(&[marker.as_bytes()]), vec![Sign::Marker(status)]);
+            let mark = format!("\x1b]133;D;{status}\x07");
+            assert_eq!(all(&[mark.as_bytes()]), vec![Sign::Osc133(Some(status))]);
+        }
+        // Eleven digits: no status, so the marker is no sign and the mark
+        // has none.
+        assert_eq!(all(&[format!("{TOKEN}:12345678901\n").as_bytes()]), vec![]);
+        assert_eq!(
+            all(&[b"\x1b]133;D;12345678901\x07"]),
+            vec![Sign::Osc133(None)]
+        );
+        // Digits then another byte: not a status.
+        assert_eq!(all(&[format!("{TOKEN}:12x\n").as_bytes()]), vec![]);
+        assert_eq!(all(&[b"\x1b]133;D;12x\x07"]), vec![Sign::Osc133(None)]);
+    }
+
+    /// A mark `len` bytes long, BEL included: status 0 and parameters.
+    fn mark_of(len: usize) -> Vec<u8> {
+        let mut m = b"\x1b]133;D;0;".to_vec();
+        m.resize(len - 1, b'x');
+        m.push(0x07);
+        m
+    }
+
+    /// A mark of [`MAX_OSC`] bytes, parameters included, is a sign; a byte
+    /// longer it is not. A mark cut anywhere inside its parameters is found
+    /// once whole.
+    #[test]
+    fn a_mark_is_bounded_and_found_when_cut_inside_its_parameters() {
+        assert_eq!(all(&[&mark_of(MAX_OSC)]), vec![Sign::Osc133(Some(0))]);
+        assert_eq!(all(&[&mark_of(MAX_OSC + 1)]), vec![]);
+        let mark = mark_of(MAX_OSC);
+        for cut in 11..mark.len() {
+            let (a, b) = mark.split_at(cut);
+            assert_eq!(all(&[a, b]), vec![Sign::Osc133(Some(0))], "cut at {cut}");
+        }
+    }
+
+    /// What is carried to the next chunk is the unfinished sign, and
+    /// nothing once it completes; the bound is the longest sign: the
+    /// longest mark, or the marker (token, `:`, `-`, the digits, CR or LF)
+    /// when the token is long.
+    #[test]
+    fn only_an_unfinished_sign_is_carried() {
+        let mut d = Detector::new(TOKEN);
+        assert_eq!(d.feed(b"some output \x1b]133;D;"), vec![]);
+        assert_eq!(d.carried(), b"\x1b]133;D;".len());
+        assert_eq!(d.feed(b"0\x07"), vec![Sign::Osc133(Some(0))]);
+        assert_eq!(d.carried(), 0);
+        assert_eq!(d.max_len(), MAX_OSC);
+        let long = "_".repeat(90);
+        assert_eq!(
+            Detector::new(&long).max_len(),
+            90 + 1 + 1 + MAX_STATUS_DIGITS + 1
+        );
     }
 
     /// A piece of a sign, or a byte other than `f` and `D` (which

@@ -520,4 +520,106 @@ mod tests {
         let text = ["$ ls -1", "old", "$ ls -1", "a", "$ "];
         assert_eq!(run(&text, 0, &unplaced).0, lines(&["a"]));
     }
+
+    /// The prompt's upper rows are dropped only where they are known to be
+    /// the prompt's: a marker's output, and a command whose place is
+    /// unknown, keep a last line that reads as the row above.
+    #[test]
+    fn output_like_the_prompts_upper_row_stays_where_that_row_is_not_known() {
+        let echo = format!("$ {TYPED}");
+        let two = Marks {
+            prompt_rows: 2,
+            ..marker(true)
+        };
+        // The marker ends the output: its last line is output, even when
+        // it reads as the row above the echo.
+        let text = [
+            "~/src main",
+            echo.as_str(),
+            "~/src main",
+            "__ps1a2b3c4d5e6f:0",
+            "~/src main",
+            "$",
+        ];
+        assert_eq!(run(&text, 1, &two).0, lines(&["~/src main"]));
+        // With OSC 133 and the place unknown, the row above the window is
+        // not the prompt's.
+        let unplaced = Marks {
+            token: None,
+            key: None,
+            typed: "ls -1",
+            ended: true,
+            placed: false,
+            prompt_rows: 2,
+            full_row_gap: None,
+        };
+        let text = ["x", "$ ls -1", "x", "$ "];
+        assert_eq!(run(&text, 1, &unplaced).0, lines(&["x"]));
+        // Still running (no prompt yet): nothing is dropped.
+        let running = Marks {
+            ended: false,
+            placed: true,
+            ..unplaced
+        };
+        let text = ["x", "$ ls -1", "x", ""];
+        assert_eq!(run(&text, 1, &running).0, lines(&["x"]));
+    }
+
+    /// Where the echo is looked for: from the call's place forwards with a
+    /// key (the first line holding it; a marker typed again holds it too)
+    /// or a known place; backwards only without either.
+    #[test]
+    fn the_echo_is_the_first_from_the_place_when_the_place_or_a_key_is_known() {
+        // A key, the place unknown: the first line holding it.
+        let echo = format!("$ {TYPED}");
+        let again = "$ printf '%s%s:%s\\n' __ps1a2b 3c4d5e6f \"$?\"";
+        let unplaced = Marks {
+            placed: false,
+            ..marker(true)
+        };
+        let text = [echo.as_str(), "1", "^C", again, "__ps1a2b3c4d5e6f:130", "$"];
+        assert_eq!(run(&text, 0, &unplaced), (lines(&["1", "^C"]), true));
+        // No key, the place known: the first echo after it, though the
+        // output holds the typed text again.
+        let placed = Marks {
+            token: None,
+            key: None,
+            typed: "cat notes",
+            ended: true,
+            placed: true,
+            prompt_rows: 1,
+            full_row_gap: None,
+        };
+        let text = ["$ cat notes", "run cat notes", "done", "$ "];
+        assert_eq!(
+            run(&text, 0, &placed),
+            (lines(&["run cat notes", "done"]), true)
+        );
+    }
+
+    /// A running command whose echo is the last line captured: nothing
+    /// printed yet, and no row past the capture is read.
+    #[test]
+    fn a_running_command_with_only_its_echo_has_no_output() {
+        let echo = format!("$ {TYPED}");
+        assert_eq!(run(&[echo.as_str()], 0, &marker(false)), (vec![], true));
+    }
+
+    /// An echo the line editor broke into rows, whose last row filled and
+    /// took the first output line: that line is output, from just after
+    /// the typed text.
+    #[test]
+    fn output_joined_to_the_last_row_of_a_broken_echo_is_output() {
+        let text = [
+            "$ make; printf '%s%s:%s\\n' __ps1a2b 3c4d",
+            "5e6f \"$?\"first",
+            "second",
+            "__ps1a2b3c4d5e6f:0",
+            "$",
+        ];
+        assert_eq!(
+            run(&text, 0, &marker(true)),
+            (lines(&["first", "second"]), true)
+        );
+    }
 }

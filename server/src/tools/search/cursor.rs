@@ -302,6 +302,16 @@ mod tests {
         }
     }
 
+    /// FNV-1a exactly (its published 32-bit vectors): the anchors of
+    /// cursors already handed out, and the checksums of `ps1.` cursors in
+    /// users' files, were made with it.
+    #[test]
+    fn fnv32_is_fnv_1a() {
+        assert_eq!(fnv32(b""), 0x811c_9dc5);
+        assert_eq!(fnv32(b"a"), 0xe40c_292c);
+        assert_eq!(fnv32(b"foobar"), 0xbf9c_f968);
+    }
+
     #[test]
     fn a_cursor_round_trips_and_stays_small_for_a_thousand_panes() {
         for n in [0, 1, 7, 1_000] {
@@ -369,6 +379,46 @@ mod tests {
         assert!(Cursor::resign(&old[..old.len() - 2]).is_err());
     }
 
+    /// Pane %0 (a server's first pane) and `join_wrapped: false` round
+    /// trip.
+    #[test]
+    fn pane_zero_and_unjoined_lines_round_trip() {
+        let mut c = sample(3);
+        c.joined = false;
+        c.entries[0].pane = 0;
+        assert_eq!(Cursor::decode(&c.encode()).unwrap(), c);
+    }
+
+    /// A `ps1.` file of the user's own is checksummed, not signed: one
+    /// that names a pane twice (a second step of 0) is refused; the same
+    /// with a step of 1 is read.
+    #[test]
+    fn a_file_naming_a_pane_twice_is_refused() {
+        let file = |second_step: u64| {
+            let mut body = Vec::new();
+            for v in [7, 42, 1_764_000_000] {
+                put(&mut body, v);
+            }
+            body.push(1);
+            put(&mut body, 2);
+            for step in [5, second_step] {
+                for v in [step, 300, 80, 10, 2, 1] {
+                    put(&mut body, v);
+                }
+                body.extend_from_slice(&9u32.to_le_bytes());
+            }
+            let check = fnv32(&body);
+            body.extend_from_slice(&check.to_le_bytes());
+            format!("{UNSIGNED_PREFIX}{}", base64url(&body))
+        };
+        let read = Cursor::decode(&Cursor::resign(&file(1)).unwrap()).unwrap();
+        assert_eq!(
+            read.entries.iter().map(|e| e.pane).collect::<Vec<_>>(),
+            [5, 6]
+        );
+        assert!(Cursor::resign(&file(0)).is_err());
+    }
+
     #[test]
     fn rows_no_pane_reaches_are_refused() {
         let mut c = sample(2);
@@ -378,6 +428,26 @@ mod tests {
         let mut c = sample(2);
         c.entries[0].anchor_rows = c.entries[0].boundary + 1;
         assert!(Cursor::decode(&c.encode()).is_err());
+        // The edges are rows a pane has: the last row counted, an anchor
+        // from the top row (a fresh pane of three lines).
+        let mut c = sample(2);
+        (c.entries[0].history, c.entries[0].boundary) = (MAX_ROWS, MAX_ROWS);
+        (c.entries[1].history, c.entries[1].boundary) = (0, 3);
+        c.entries[1].anchor_rows = 3;
+        assert_eq!(Cursor::decode(&c.encode()).unwrap(), c);
+        c.entries[0].boundary = MAX_ROWS + 1;
+        assert!(Cursor::decode(&c.encode()).is_err());
+    }
+
+    /// Only what `base64url` writes is read: a lone last character (six
+    /// bits, no byte) or padding bits that are not zero are refused.
+    #[test]
+    fn unbase64url_refuses_what_base64url_never_writes() {
+        assert_eq!(unbase64url("AA"), Some(vec![0]));
+        assert_eq!(unbase64url("AAAA"), Some(vec![0, 0, 0]));
+        assert_eq!(unbase64url("AAAAA"), None);
+        assert_eq!(unbase64url("AB"), None);
+        assert_eq!(unbase64url("AAB"), None);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! byte for byte the one the registry's own encoder would write.
 
 use super::render::{pane_place, push_hit, summary_of, Style, MORE_LINES};
-use super::shape::cut_to_size;
+use super::shape::{cut_to_size, keep_places};
 use super::types::{PaneHits, SearchPanesResult};
 use super::{text_notes, SearchPanes};
 use crate::tools::json_str_len;
@@ -174,8 +174,11 @@ struct Encoded {
     buffers: Buffers,
     /// Lines in the page.
     total: usize,
-    /// The lines just above the summary (since notes, the cursor).
+    /// The lines just above the summary (since notes, the cursor), for
+    /// the whole page and for a cut one (which gives another cursor:
+    /// [`keep_places`]).
     notes: String,
+    notes_if_cut: String,
 }
 
 /// How much of the page an answer shows, and what the cut changed.
@@ -206,13 +209,25 @@ impl Encoded {
             }
             panes.push(Pane::write(hits, &mut buffers)?);
         }
+        let mut cut = result.clone();
+        keep_places(&mut cut);
         Some(Encoded {
             total: lines,
             notes: text_notes(&result),
+            notes_if_cut: text_notes(&cut),
             rest: result,
             panes,
             buffers,
         })
+    }
+
+    /// The notes above the summary when `cut` is shown.
+    fn notes(&self, cut: Cut) -> &str {
+        if cut.kept < self.total {
+            &self.notes_if_cut
+        } else {
+            &self.notes
+        }
     }
 
     fn whole(&self) -> Cut {
@@ -239,6 +254,9 @@ impl Encoded {
         let mut rest = self.rest.clone();
         rest.redactions = cut.redactions;
         rest.matches_truncated = cut.matches_truncated;
+        if cut.kept < self.total {
+            keep_places(&mut rest);
+        }
         let json = serde_json::to_string(&rest).ok()?;
         let tail = json.strip_prefix(EMPTY_MATCHES)?.to_owned();
         Some((tail, summary_of(&rest, cut.kept, self.panes.len())))
@@ -253,7 +271,7 @@ impl Encoded {
             size += pane.json_len(kept) + pane.text_len(kept);
         }
         // The text's quotes, the notes and the summary, escaped.
-        Some(size + 2 + json_str_len(&self.notes) + json_str_len(&summary))
+        Some(size + 2 + json_str_len(self.notes(cut)) + json_str_len(&summary))
     }
 
     /// Drops the last shown line: what its cut saves, or `None` when no
@@ -309,6 +327,9 @@ impl Encoded {
     ) -> Result<ToolOutput, usize> {
         let lines_dropped = cut.kept < self.total;
         let mut result = self.into_result(cut);
+        if lines_dropped {
+            keep_places(&mut result);
+        }
         if !(cut_to_size(&mut result, excess) || lines_dropped) {
             return Err(size);
         }
@@ -340,6 +361,7 @@ impl Encoded {
     /// stand; cut, each piece kept is copied once into its place.
     fn write(self, cut: Cut) -> Option<ToolOutput> {
         let (tail, summary) = self.rest(cut)?;
+        let notes = self.notes(cut).to_owned();
         let Buffers {
             mut json,
             mut text,
@@ -352,7 +374,7 @@ impl Encoded {
         };
         json.push(b']');
         json.extend_from_slice(tail.as_bytes());
-        escape_into(&mut text, &self.notes, &mut scratch)?;
+        escape_into(&mut text, &notes, &mut scratch)?;
         escape_into(&mut text, &summary, &mut scratch)?;
         text.push(b'"');
         Some(ToolOutput {

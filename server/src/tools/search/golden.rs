@@ -116,6 +116,8 @@ fn result(panes: Vec<PaneHits>) -> SearchPanesResult {
         elapsed_ms: 31,
         effective_scrollback_lines: 2_000,
         cursor: "c1.AbC-dEf_123".into(),
+        // Longer than the cursor: a cut answer grows by the difference.
+        cursor_if_cut: "c1.kept-every-pane_0123456789".into(),
         ..super::types::empty(0, 100)
     }
 }

@@ -147,6 +147,7 @@ fn merge(
         if list.len() == 1 {
             (out.cursor, out.since_panes, out.since_reset) =
                 (r.cursor.clone(), r.since_panes.clone(), r.since_reset);
+            out.cursor_if_cut = r.cursor_if_cut.clone();
             (out.groups, out.total_groups) = (r.groups.take(), r.total_groups);
         }
         out.bytes_scanned += r.bytes_scanned;

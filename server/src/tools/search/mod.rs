@@ -221,6 +221,7 @@ fn search_one(ctx: &ToolContext, args: &SearchPanesArgs) -> Result<SearchPanesRe
     ahead::prepare_next(ctx, &tmux, args, started.elapsed(), checked_timeout);
     let _finishing = Span::new("search.cursor");
     (result.cursor, result.since_panes) = since.finish();
+    result.cursor_if_cut = since.cursor_if_cut();
     result.since_reset = since.reset;
     result.elapsed_ms = started.elapsed().as_millis() as u64;
     Ok(result)

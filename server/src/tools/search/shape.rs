@@ -89,6 +89,7 @@ pub(super) fn shape(
         scrollback_clamped: scope.scrollback_clamped,
         matches_truncated: outcome.flags.matches_truncated,
         cursor: String::new(),
+        cursor_if_cut: String::new(),
         since_reset: false,
         since_panes: Vec::new(),
         hosts_failed: Vec::new(),
@@ -216,6 +217,7 @@ pub(super) fn cut_to_size(result: &mut SearchPanesResult, excess: usize) -> bool
         saved += 2 * encoded_len(&group);
         result.truncated = true;
         result.matches_truncated = true;
+        keep_places(result);
         if saved >= excess {
             return true;
         }
@@ -232,6 +234,7 @@ pub(super) fn cut_to_size(result: &mut SearchPanesResult, excess: usize) -> bool
                 saved += encoded_len(&pane);
                 result.truncated = true;
                 result.truncated_panes.insert(0, pane.pane_id);
+                keep_places(result);
                 continue;
             }
             // Only the page of truncated ids is left; cut it.
@@ -248,9 +251,19 @@ pub(super) fn cut_to_size(result: &mut SearchPanesResult, excess: usize) -> bool
             result.matches_truncated = true;
             result.redactions = result.redactions.saturating_sub(line.redactions as u64);
             saved += line_cost(&place, &line);
+            keep_places(result);
         }
     }
     true
+}
+
+/// An answer that lost lines it found gives the cursor that keeps every
+/// pane's old place ([`SearchPanesResult::cursor_if_cut`]): the next since
+/// search finds what this one had no room to show.
+pub(super) fn keep_places(result: &mut SearchPanesResult) {
+    if !result.cursor_if_cut.is_empty() {
+        result.cursor.clone_from(&result.cursor_if_cut);
+    }
 }
 
 /// The bytes a line takes in the response: its JSON in the structured

@@ -293,6 +293,27 @@ impl Since {
         (cursor.encode(), notes)
     }
 
+    /// The cursor for an answer cut to fit its response, after the scan:
+    /// every pane keeps its old place, as when a budget cut the search
+    /// (`pipeline::settle_cursor`), so the lines the answer had no room
+    /// for are found by the next since search.
+    pub(super) fn cursor_if_cut(&self) -> String {
+        let entries = self
+            .plans
+            .iter()
+            .filter_map(|plan| match plan {
+                PanePlan::Since(e) => Some(*e),
+                PanePlan::Full(_) => None,
+            })
+            .collect();
+        let cursor = Cursor {
+            server: self.server,
+            joined: self.joined,
+            entries,
+        };
+        cursor.encode()
+    }
+
     fn record(
         &self,
         i: usize,

@@ -233,6 +233,10 @@ pub struct SearchPanesResult {
     pub matches_truncated: bool,
     // Pass as since to search only what is printed after this search.
     pub cursor: String,
+    // The cursor an answer cut to fit its response gives instead: every
+    // pane keeps its old place, so no line it could not show is skipped.
+    #[serde(skip)]
+    pub cursor_if_cut: String,
     // The since cursor predates a server restart: everything was searched in full.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub since_reset: bool,
@@ -272,6 +276,7 @@ pub(super) fn empty(offset: usize, limit: usize) -> SearchPanesResult {
         scrollback_clamped: false,
         matches_truncated: false,
         cursor: String::new(),
+        cursor_if_cut: String::new(),
         since_reset: false,
         since_panes: Vec::new(),
         hosts_failed: Vec::new(),
