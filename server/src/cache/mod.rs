@@ -22,7 +22,7 @@
 //! least recently evicted first.
 //!
 //! Every check in full, and what no check short of a full fetch can see:
-//! ARCHITECTURE.md, "Notes behind the modules".
+//! NOTES.md.
 
 mod delta;
 mod freshness;

@@ -21,8 +21,7 @@
 //!   reach tmux; a socket a caller names is checked first ([`reach`]); every
 //!   client runs in a minimal environment ([`client_env`]).
 //!
-//! Why, the faults and other hosts, in full: ARCHITECTURE.md, "Notes behind
-//! the modules".
+//! Why, the faults and other hosts, in full: NOTES.md.
 
 pub mod binary;
 pub mod buffers;

@@ -18,8 +18,7 @@
 //! that process leads the terminal's session, and its stat line carries the
 //! foreground group (`tpgid`) and the session. Every step that could make
 //! the answer differ from tmux's makes it answer nothing for that pane
-//! ([`details`] says which). Why, in full: ARCHITECTURE.md, "Notes behind
-//! the modules".
+//! ([`details`] says which). Why, in full: NOTES.md.
 
 use std::collections::HashMap;
 use std::io;

@@ -18,8 +18,7 @@
 //! that says how the operator can allow it; a missing socket in an allowed
 //! directory is "no tmux server". The operator's own `--socket-name` /
 //! `--socket-path` are not checked here. What is left (a directory others
-//! may write to) and why each rule, in full: ARCHITECTURE.md, "Notes behind
-//! the modules"; what a client sends carries no more of panescan's
+//! may write to) and why each rule, in full: NOTES.md; what a client sends carries no more of panescan's
 //! environment ([`super::client_env`]).
 
 use std::io;

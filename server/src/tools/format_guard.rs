@@ -22,7 +22,7 @@
 //!
 //! What remains is bounded by an estimate of the bytes tmux builds, with
 //! loops over the server's sets ([`LoopSizes`]). Why each rule, in full:
-//! ARCHITECTURE.md, "Notes behind the modules".
+//! NOTES.md.
 
 use std::fmt;
 

@@ -21,8 +21,7 @@
 //! (a hung-up terminal is asked about again); a kept anchor also lets a
 //! sweep's first client start before its script is known
 //! ([`super::spare`]). The `capture_anchor` tests check each point on
-//! private servers. Why, in full: ARCHITECTURE.md, "Notes behind the
-//! modules".
+//! private servers. Why, in full: NOTES.md.
 
 use std::fs::File;
 use std::io::{IsTerminal as _, Write as _};

@@ -21,7 +21,7 @@
 //! [`super::unvis`]. A reply that cannot be decoded (tmux 3.4 and later)
 //! sends the batch, and the server's later ones, to sweeps.
 //!
-//! Why, in full: ARCHITECTURE.md, "Notes behind the modules".
+//! Why, in full: NOTES.md.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};

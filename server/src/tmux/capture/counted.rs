@@ -22,7 +22,7 @@
 //! too many, and a pane whose lines do not fill its rows is captured again
 //! unjoined. Line numbers are exact either way.
 //!
-//! Why, and how each count is made: ARCHITECTURE.md, "Notes behind the modules".
+//! Why, and how each count is made: NOTES.md.
 
 use super::script::{range_args, span, LISTING, PROBE_FIELDS};
 use super::split::{

@@ -19,7 +19,7 @@
 //!   clients; no chunk asks tmux for more than the time left can hold.
 //!
 //! Why this path, what a command costs tmux, and how joined lines are
-//! counted: ARCHITECTURE.md, "Notes behind the modules", `tmux/capture/`.
+//! counted: NOTES.md, `tmux/capture/`.
 
 mod anchor;
 mod batch;

@@ -18,8 +18,7 @@
 //! print at a line's start), hands the listing and the server's `pid
 //! start_time` to the caller and the rest to the chunk's reader; a chunk
 //! that ends before its marker drops the sender, so the caller's receiver
-//! disconnects. Why, in full: ARCHITECTURE.md, "Notes
-//! behind the modules".
+//! disconnects. Why, in full: NOTES.md.
 
 use crossbeam_channel::Sender;
 

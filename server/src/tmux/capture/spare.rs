@@ -19,7 +19,7 @@
 //! when it has not opened its FIFO yet, and reaped on a thread of its own; a
 //! client left waiting on a FIFO by a panescan that died is ended by the
 //! next sweep of that server; a spare whose client already exited is not
-//! used. Why, in full: ARCHITECTURE.md, "Notes behind the modules".
+//! used. Why, in full: NOTES.md.
 
 use std::io::Write as _;
 use std::path::Path;

@@ -21,7 +21,7 @@
 //! the marker `; printf '\n%s%s:%s\n' PIECE1 PIECE2 "$?"`, random per call,
 //! whose typed line holds the pieces apart); the output comes from a
 //! capture, never from the event stream, between the echoed line and the
-//! end. The long form: ARCHITECTURE.md, "Notes behind the modules".
+//! end. The long form: NOTES.md.
 
 pub(crate) mod detect;
 mod extract;
