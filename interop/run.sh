@@ -135,6 +135,15 @@ for SERVE_PATH in $PATHS; do
     chmod +x "$SERVE"
     echo "== serve $SERVE_PATH"
     clients
+    if [ "$SERVE_PATH" = daemon ]; then
+        # The clients' sessions went through the daemon, not in-process
+        # beside it (serve falls back, saying so only on stderr).
+        served=$("$BIN" status --runtime-dir "$RT" 2>/dev/null |
+            sed -n 's/.*"sessions_served": *\([0-9]*\).*/\1/p')
+        echo "daemon: ${served:-0} sessions served"
+        [ "${served:-0}" -ge 4 ]
+        result "daemon: the clients' sessions were served by the daemon" $?
+    fi
 done
 stop_daemon
 
