@@ -385,17 +385,7 @@ fn sigterm_during_a_deep_search_answers_the_calls_and_removes_the_socket() {
 fn an_idle_daemon_exits_and_a_busy_one_stays() {
     let tmux = tmux("daemon-idle");
     let place = Place::new("idle");
-    let mut daemon = Command::new(env!("CARGO_BIN_EXE_panescan"))
-        .args(["daemon", "--idle-exit", "1", "--runtime-dir"])
-        .arg(place.dir())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    common::eventually(Duration::from_secs(10), || {
-        place.dir().join("panescan.sock").exists()
-    });
+    let mut daemon = place.start_daemon(&["--idle-exit", "1"]);
     let mut s = place.serve("s", tmux.socket_name(), &[]);
     s.initialize();
     std::thread::sleep(Duration::from_millis(2500));
@@ -421,17 +411,7 @@ fn an_idle_daemon_exits_and_a_busy_one_stays() {
 fn past_max_sessions_serve_answers_in_process() {
     let tmux = tmux("daemon-max");
     let place = Place::new("max");
-    let mut daemon = Command::new(env!("CARGO_BIN_EXE_panescan"))
-        .args(["daemon", "--max-sessions", "1", "--runtime-dir"])
-        .arg(place.dir())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    common::eventually(Duration::from_secs(10), || {
-        place.dir().join("panescan.sock").exists()
-    });
+    let mut daemon = place.start_daemon(&["--max-sessions", "1"]);
     let mut a = place.serve("a", tmux.socket_name(), &[]);
     a.initialize();
     let mut b = place.serve("b", tmux.socket_name(), &[]);

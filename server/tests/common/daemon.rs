@@ -87,6 +87,29 @@ impl Place {
         std::fs::read_to_string(self.dir().join("daemon.log")).unwrap_or_default()
     }
 
+    /// `panescan daemon ARGS` started in the foreground on this directory,
+    /// once its socket is there (stopped with the place if the test fails).
+    pub fn start_daemon(&self, args: &[&str]) -> std::process::Child {
+        let daemon = Command::new(env!("CARGO_BIN_EXE_panescan"))
+            .arg("daemon")
+            .args(args)
+            .arg("--runtime-dir")
+            .arg(self.dir())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        assert!(
+            super::eventually(Duration::from_secs(10), || self
+                .dir()
+                .join("panescan.sock")
+                .exists()),
+            "the daemon made no socket"
+        );
+        daemon
+    }
+
     /// Waits until no daemon of this directory runs; whether none does.
     pub fn wait_no_daemon(&self, timeout: Duration) -> bool {
         let until = Instant::now() + timeout;
