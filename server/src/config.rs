@@ -193,6 +193,10 @@ pub struct ServeConfig {
     /// into a new session when tmux's `update-environment` lists them
     /// (tmux's default list and `--pass-env NAME`).
     pub pass_env: Vec<String>,
+    /// The values of those variables in the environment of the client this
+    /// session serves, where that is not this process (a daemon's session:
+    /// its serve's, sent at the start); `None`: this process's own.
+    pub pass_env_values: Option<Vec<(String, String)>>,
 }
 
 impl Default for ServeConfig {
@@ -211,6 +215,7 @@ impl Default for ServeConfig {
                 .iter()
                 .map(|s| (*s).to_owned())
                 .collect(),
+            pass_env_values: None,
         }
     }
 }

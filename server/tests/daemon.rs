@@ -569,3 +569,34 @@ fn a_sessions_commands_are_its_own_and_their_watching_ends_with_it() {
     );
     b.call_ok("send_keys", json!({"pane_id": "%0", "keys": ["C-c"]}));
 }
+
+#[test]
+fn a_new_session_gets_the_variables_of_its_serve_not_the_daemons() {
+    let tmux = tmux("daemon-env");
+    tmux.run_ok(["set-option", "-ga", "update-environment", "DAEMON_PASSED"])
+        .unwrap();
+    let place = Place::new("env");
+    // The daemon is started on its own, without the variable.
+    let mut daemon = place.start_daemon(&[]);
+    let mut s = place.serve_with_env(
+        "s",
+        tmux.socket_name(),
+        &["--tier", "mutating", "--pass-env", "DAEMON_PASSED"],
+        &[("DAEMON_PASSED", "from-serve")],
+    );
+    s.initialize();
+    s.call_ok(
+        "create_session",
+        json!({"name": "env", "command": "exec sleep 60"}),
+    );
+    let env = tmux.run_ok(["show-environment", "-t", "env"]).unwrap();
+    assert!(
+        env.lines().any(|l| l == "DAEMON_PASSED=from-serve"),
+        "the new session's environment: {env}"
+    );
+    // Served by the daemon, not in-process beside it.
+    assert_eq!(place.status()["sessions_served"], json!(1));
+    drop(s);
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+}

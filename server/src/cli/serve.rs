@@ -82,6 +82,7 @@ pub fn spec_of(args: &ServeArgs, explicit: &Explicit) -> SessionSpec {
     }
     let mut pass_env = ServeConfig::default().pass_env;
     pass_env.extend(args.pass_env.iter().filter(|n| !n.is_empty()).cloned());
+    let pass_env_values = crate::tmux::client_env::values_of(&pass_env);
     SessionSpec {
         socket_name: args.socket_name.clone(),
         socket_path: socket_path.map(|p| std::path::absolute(&p).unwrap_or(p)),
@@ -91,6 +92,7 @@ pub fn spec_of(args: &ServeArgs, explicit: &Explicit) -> SessionSpec {
             .clone()
             .map(|d| std::path::absolute(&d).unwrap_or(d)),
         pass_env,
+        pass_env_values,
         tier: args.tier,
         ceilings: args.ceilings.apply(Ceilings::default()),
         cache: !args.no_cache,

@@ -107,6 +107,10 @@ pub struct SessionSpec {
     pub log_dir: Option<PathBuf>,
     /// The variables create_session may copy (defaults included).
     pub pass_env: Vec<String>,
+    /// Their values in the client's environment: a new session gets the
+    /// serve's, not the daemon's.
+    #[serde(default)]
+    pub pass_env_values: Vec<(String, String)>,
     /// `--tier`.
     pub tier: Tier,
     /// The ceilings, with the client's flags applied.
@@ -200,6 +204,7 @@ impl SessionSpec {
     pub fn config(&self, hosts: Vec<String>, cache_bytes: Option<usize>) -> ServeConfig {
         ServeConfig {
             pass_env: self.pass_env.clone(),
+            pass_env_values: Some(self.pass_env_values.clone()),
             server: ServerSpec {
                 socket_name: self.socket_name.clone(),
                 socket_path: self.socket_path.clone(),

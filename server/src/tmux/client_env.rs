@@ -79,15 +79,16 @@ pub struct NewSessionEnv {
 /// `show-options -gv update-environment`, one entry a line), tmux's rule
 /// (`environ_update`): for each entry, the first variable of the client's
 /// environment, by name, that the entry matches (`*` and `?` are
-/// wildcards, as `fnmatch`) is copied. Only variables named in `allowed`
-/// (the operator's list) are candidates, so an entry such as `*SECRET*`
-/// finds nothing of panescan's own; an entry that holds a bracket
+/// wildcards, as `fnmatch`) is copied. Only the variables in `passed` (the
+/// operator's list with the values the client has, [`values_of`]) are
+/// candidates, so an entry such as `*SECRET*` finds nothing of panescan's
+/// own; an entry that holds a bracket
 /// expression, a variable whose value is not UTF-8 or an entry that is not
 /// one word is left out.
-pub fn for_new_session(update_environment: &str, allowed: &[String]) -> NewSessionEnv {
-    let ours: std::collections::BTreeMap<String, String> = std::env::vars_os()
-        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-        .filter(|(k, _)| allowed.iter().any(|a| a == k))
+pub fn for_new_session(update_environment: &str, passed: &[(String, String)]) -> NewSessionEnv {
+    let ours: std::collections::BTreeMap<&str, &str> = passed
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
     let everything: std::collections::BTreeSet<String> = std::env::vars_os()
         .filter_map(|(k, _)| k.into_string().ok())
@@ -120,6 +121,16 @@ pub fn for_new_session(update_environment: &str, allowed: &[String]) -> NewSessi
         out.set.push("LC_ALL=".into());
     }
     out
+}
+
+/// The variables of this process's environment named in `allowed` (the
+/// operator's list), with their values; a value that is not UTF-8 is left
+/// out.
+pub fn values_of(allowed: &[String]) -> Vec<(String, String)> {
+    std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .filter(|(k, _)| allowed.iter().any(|a| a == k))
+        .collect()
 }
 
 /// Whether `name` matches `pattern` as `fnmatch(pattern, name, 0)` does
@@ -164,7 +175,7 @@ mod tests {
     fn new_sessions_get_the_listed_variables_this_process_has() {
         // PATH is set in every test run; the others are names no process has.
         let path = std::env::var("PATH").unwrap_or_default();
-        let allowed = vec!["PATH".to_owned(), "PANESCAN_NO_SUCH_VARIABLE".to_owned()];
+        let allowed = values_of(&["PATH".to_owned(), "PANESCAN_NO_SUCH_VARIABLE".to_owned()]);
         let listed = "PATH\nPANESCAN_NO_SUCH_VARIABLE\n\nA=B\nTWO WORDS\nP[A]TH\n";
         assert_eq!(
             for_new_session(listed, &allowed).set,

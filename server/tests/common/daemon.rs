@@ -41,16 +41,24 @@ impl Place {
     /// `panescan serve -L SOCKET ARGS` through the daemon in this place;
     /// its stderr in [`Self::log`]`(name)`.
     pub fn serve(&self, name: &str, socket_name: &str, args: &[&str]) -> Serve {
+        self.serve_with_env(name, socket_name, args, &[])
+    }
+
+    /// [`Self::serve`] with `envs` in serve's environment.
+    pub fn serve_with_env(
+        &self,
+        name: &str,
+        socket_name: &str,
+        args: &[&str],
+        envs: &[(&str, &str)],
+    ) -> Serve {
         let mut all = vec!["serve", "--socket-name", socket_name];
         all.extend_from_slice(args);
         let dir = self.dir();
         let stderr = std::fs::File::create(self.log(name)).expect("stderr file");
-        Serve::spawn_logged(
-            &all,
-            &[("PANESCAN_RUNTIME_DIR", dir.to_str().expect("utf-8 dir"))],
-            &["PANESCAN_NO_DAEMON"],
-            Stdio::from(stderr),
-        )
+        let mut env = vec![("PANESCAN_RUNTIME_DIR", dir.to_str().expect("utf-8 dir"))];
+        env.extend_from_slice(envs);
+        Serve::spawn_logged(&all, &env, &["PANESCAN_NO_DAEMON"], Stdio::from(stderr))
     }
 
     /// `panescan ARGS --runtime-dir DIR`, run to its end.
