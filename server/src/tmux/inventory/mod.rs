@@ -444,17 +444,26 @@ fn fetch_now(shared: &Server, fields: Fields, then: &[TmuxCommand], deadline: In
         return fetch_full(shared, then, deadline);
     }
     let query = ListingQuery::new(fields);
-    let mut commands = vec![query.command()];
-    commands.extend_from_slice(then);
-    let round_trip = Span::new("inventory.round_trip");
-    let mut replies = shared
-        .connection()
-        .run_many(&commands, deadline)
-        .into_iter();
-    drop(round_trip);
+    let mut replies = round_trip(shared, vec![query.command()], then, deadline);
     let _parsing = Span::new("inventory.parse");
     let text = listing_text(replies.next())?;
     Ok((query.read(shared, &text), replies.collect()))
+}
+
+/// `listings` and then `then` in one round trip over the connection (timed
+/// as `inventory.round_trip`): their replies, in that order.
+fn round_trip(
+    shared: &Server,
+    mut listings: Vec<TmuxCommand>,
+    then: &[TmuxCommand],
+    deadline: Instant,
+) -> std::vec::IntoIter<Result<String, TmuxError>> {
+    listings.extend_from_slice(then);
+    let _round_trip = Span::new("inventory.round_trip");
+    shared
+        .connection()
+        .run_many(&listings, deadline)
+        .into_iter()
 }
 
 /// [`fetch`] of [`Fields::Full`], in the pieces [`full_listing`] cuts it
@@ -464,14 +473,8 @@ fn fetch_full(shared: &Server, then: &[TmuxCommand], deadline: Instant) -> Liste
     let local = shared.connection().endpoint().host().is_none();
     let query = ListingQuery::of(full_listing::pane_fields(!local));
     let sessions = full_listing::SessionQuery::new(query.sep.clone(), query.end.clone());
-    let mut commands = vec![query.command(), sessions.command()];
-    commands.extend_from_slice(then);
-    let round_trip = Span::new("inventory.round_trip");
-    let mut replies = shared
-        .connection()
-        .run_many(&commands, deadline)
-        .into_iter();
-    drop(round_trip);
+    let listings = vec![query.command(), sessions.command()];
+    let mut replies = round_trip(shared, listings, then, deadline);
     let parsing = Span::new("inventory.parse");
     let text = listing_text(replies.next())?;
     let mut inv = query.read(shared, &text);

@@ -126,10 +126,8 @@ fn session_environment(
     let listed = tmux
         .run(&listed, ctx.tmux_deadline())
         .map_err(ToolError::from)?;
-    let values = match &ctx.config.pass_env_values {
-        Some(values) => values.clone(),
-        None => client_env::values_of(&ctx.config.pass_env),
-    };
+    let values = (ctx.config.pass_env_values.clone())
+        .unwrap_or_else(|| client_env::values_of(&ctx.config.pass_env));
     Ok(client_env::for_new_session(&listed, &values))
 }
 
