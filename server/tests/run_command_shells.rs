@@ -190,6 +190,7 @@ fn matrix(shell: Sh, snippets: bool) {
         own_marks_teach_nothing(shell, &mut s, &pane);
     }
     exact(shell, &mut s, &pane);
+    background_jobs_stay_apart(shell, &dir.0, &mut s, &pane);
     unfinished_last_lines(shell, snippets, &mut s, &pane);
     typos_leave_the_pane_usable(&tmux, &mut s, &pane);
     several_lines(shell, &mut s, &pane);
@@ -249,6 +250,57 @@ fn own_marks_teach_nothing(shell: Sh, s: &mut Serve, pane: &str) {
         );
         assert_eq!(r["output"], really_prints(shell, "seq 1 1500"));
     }
+}
+
+/// A background job started by an earlier command ends while the next one
+/// runs: the shell's notice of its end (`[1]+  Done ...`, printed between
+/// the command's parts) is no output of the command and comes back in
+/// `job_notices`; the job's own print cannot be told apart and stays, with
+/// `background_jobs` saying a job ran alongside. No timing window: the job
+/// waits on a FIFO the command opens, and the command waits until the
+/// shell has reaped the job.
+fn background_jobs_stay_apart(shell: Sh, dir: &Path, s: &mut Serve, pane: &str) {
+    let gate = dir.join("job-gate");
+    let _ = std::fs::remove_file(&gate);
+    let made = std::process::Command::new("mkfifo")
+        .arg(&gate)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let g = gate.display();
+    let r = run(
+        s,
+        pane,
+        &format!("sh -c 'read x < {g}; echo late' &"),
+        json!({}),
+    );
+    assert_eq!(r["exit_status"], 0, "{r}");
+    assert!(r.get("background_jobs").is_none(), "{r}");
+    let command = match shell {
+        Sh::Fish => {
+            format!("echo go > {g}; while kill -0 $last_pid 2>/dev/null; sleep 0.05; end; echo y")
+        }
+        _ => format!("echo go > {g}; while kill -0 $! 2>/dev/null; do sleep 0.05; done; echo y"),
+    };
+    let r = run(s, pane, &command, json!({}));
+    assert_eq!(
+        (&r["exit_status"], &r["output"]),
+        (&json!(0), &json!("late\ny\n")),
+        "{r}"
+    );
+    assert_eq!(r["background_jobs"], 1, "{r}");
+    let notices = r["job_notices"].as_array().cloned().unwrap_or_default();
+    let said = match shell {
+        // fish says so at its next prompt, after the command's end.
+        Sh::Fish => notices.len() <= 1,
+        Sh::Bash => notices.len() == 1 && notices[0].as_str().unwrap().contains("Done"),
+        Sh::Zsh => notices.len() == 1 && notices[0].as_str().unwrap().contains("done"),
+    };
+    assert!(said, "{r}");
+    // The job's end known, nothing more is taken out of later output.
+    let r = run(s, pane, "echo '[1]+  Done  sleep 1'", json!({}));
+    assert_eq!(r["output"], "[1]+  Done  sleep 1\n", "{r}");
+    assert!(r.get("background_jobs").is_none(), "{r}");
 }
 
 fn exact(shell: Sh, s: &mut Serve, pane: &str) {

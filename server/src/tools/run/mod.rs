@@ -25,6 +25,7 @@
 
 pub(crate) mod detect;
 mod extract;
+mod jobs;
 mod seat;
 mod shell;
 mod table;
@@ -110,6 +111,12 @@ pub struct RunCommandResult {
     pub output_truncated: bool,
     /// The last line had no final newline (or ended in a bare CR).
     pub partial_last_line: bool,
+    /// The shell's other jobs running meanwhile: their prints may be in output.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub background_jobs: usize,
+    /// Notices of those jobs' ends, taken out of output.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub job_notices: Vec<String>,
     pub timed_out: bool,
     pub elapsed_ms: u64,
     /// For wait_for_command.
@@ -332,7 +339,10 @@ fn start(
             (start_abs, (history, limit)),
             (pane.pane_pid, pane.pane_tty.clone()),
         )
-        .of_session(ctx.session),
+        .of_session(ctx.session)
+        // Read at the prompt, just before typing: a job the command starts
+        // is its own.
+        .with_jobs(pane.pane_pid.and_then(jobs::running)),
     );
     table::insert(entry.clone())?;
     let tap = (!covered)
@@ -442,6 +452,8 @@ fn answer(
             redactions: 0,
             output_truncated: true,
             partial_last_line: false,
+            background_jobs: 0,
+            job_notices: Vec::new(),
             timed_out: !ended,
             elapsed_ms: entry.started.elapsed().as_millis() as u64,
             command_id: entry.id.clone(),
@@ -481,6 +493,9 @@ fn answer(
     if partial && entry.completion == Completion::Osc133 {
         drop_eol_mark(entry, &mut out);
     }
+    let (background_jobs, notices) = take_job_notices(entry, &mut out);
+    let mut job_notices = notices.join("\n");
+    ctx.redact(&mut job_notices);
     let mut truncated = !found.start_found;
     if out.len() > max_lines {
         out.drain(..out.len() - max_lines);
@@ -499,11 +514,28 @@ fn answer(
         redactions,
         output_truncated: truncated,
         partial_last_line: partial,
+        background_jobs,
+        job_notices: job_notices.lines().map(String::from).collect(),
         timed_out: !ended,
         elapsed_ms: entry.started.elapsed().as_millis() as u64,
         command_id: entry.id.clone(),
         pane_id: entry.pane,
     })
+}
+
+/// The shell's background jobs that ran alongside the command, and the
+/// notices of those that ended, taken out of `out`.
+fn take_job_notices(entry: &Entry, out: &mut Vec<String>) -> (usize, Vec<String>) {
+    let Some(before) = &entry.jobs_before else {
+        return (0, Vec::new());
+    };
+    let now = entry.process.0.and_then(jobs::running).unwrap_or_default();
+    let notices = jobs::take_notices(out, jobs::ended(before, &now));
+    (before.len(), notices)
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// With OSC 133, output that ended without a newline shares its row with
@@ -563,6 +595,8 @@ fn unread(
         redactions: 0,
         output_truncated: true,
         partial_last_line: false,
+        background_jobs: 0,
+        job_notices: Vec::new(),
         timed_out: true,
         elapsed_ms: entry.started.elapsed().as_millis() as u64,
         command_id: entry.id.clone(),
