@@ -111,10 +111,10 @@ pub struct RunCommandResult {
     pub output_truncated: bool,
     /// The last line had no final newline (or ended in a bare CR).
     pub partial_last_line: bool,
-    /// The shell's other jobs running meanwhile: their prints may be in output.
+    /// Other shell jobs meanwhile: their prints may be in output.
     #[serde(skip_serializing_if = "is_zero")]
     pub background_jobs: usize,
-    /// Notices of those jobs' ends, taken out of output.
+    /// Their end notices, not in output.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub job_notices: Vec<String>,
     pub timed_out: bool,
