@@ -189,7 +189,7 @@ fn matrix(shell: Sh, snippets: bool) {
     } else {
         own_marks_teach_nothing(shell, &mut s, &pane);
     }
-    exact(shell, &mut s, &pane);
+    exact(shell, 100, &mut s, &pane);
     background_jobs_stay_apart(shell, &dir.0, &mut s, &pane);
     unfinished_last_lines(shell, snippets, &mut s, &pane);
     typos_leave_the_pane_usable(&tmux, &mut s, &pane);
@@ -303,7 +303,7 @@ fn background_jobs_stay_apart(shell: Sh, dir: &Path, s: &mut Serve, pane: &str) 
     assert!(r.get("background_jobs").is_none(), "{r}");
 }
 
-fn exact(shell: Sh, s: &mut Serve, pane: &str) {
+fn exact(shell: Sh, width: usize, s: &mut Serve, pane: &str) {
     // Typed lines wider than the pane (100 columns), the marker's key
     // across the row's edge at one length or another.
     let long: Vec<String> = (140..150)
@@ -315,15 +315,27 @@ fn exact(shell: Sh, s: &mut Serve, pane: &str) {
         ("printf 'a\\n\\nb\\n'", 0),
         ("echo 'it''s' \"q\"", 0),
     ];
-    // Echoes that fill the 100-column row exactly, with the marker
+    // Echoes that fill the row (`width` columns) exactly, with the marker
     // (plain) or bare (the snippets): the empty row zsh moves to after
-    // such an echo is not output.
-    let full: Vec<String> = ["echo ", "echo  "]
+    // such an echo is not output; in bash, tmux joins the next row to
+    // such an echo (readline wrote into its last column), and that row is
+    // output even when empty (a leading empty line, or no output at all).
+    let heads = [
+        "echo ",
+        "echo  ",
+        "printf \"\\nx\\n\" #",
+        "printf \"\\nx\\n\"  #",
+        "printf \"\\n\\n\" #",
+        "printf \"\\n\\n\"  #",
+        "true #",
+        "true  #",
+    ];
+    let full: Vec<String> = heads
         .iter()
         .flat_map(|head| (1..100).map(move |n| format!("{head}{}", "w".repeat(n))))
-        .filter(|c| [echo_width(shell, c, true), echo_width(shell, c, false)].contains(&100))
+        .filter(|c| [echo_width(shell, c, true), echo_width(shell, c, false)].contains(&width))
         .collect();
-    assert!(full.len() >= 2, "{full:?}");
+    assert!(full.len() >= 8, "{full:?}");
     let long = long.iter().chain(&full).map(|c| (c.as_str(), 0));
     for (command, status) in cases.into_iter().chain(long) {
         let r = run(s, pane, command, json!({}));
@@ -481,6 +493,18 @@ fn fish_with_the_guide_snippet() {
 /// A pane whose program is a bash script asking a question is "bash" by
 /// name, but its line editor is not reading: nothing is typed into the
 /// script's `read`, and the refusal says why.
+/// bash's plain echo is always an odd number of columns wide: at an odd
+/// width it fills its row exactly (the matrix's 100 columns never do).
+#[test]
+fn bash_plain_echoes_that_fill_an_odd_row() {
+    need(Sh::Bash);
+    let (tmux, mut s) = serve("shells-bash-odd", 101, &[]);
+    let dir = TempDir::new("shells-bash-odd");
+    let pane = shell_pane(&tmux, &dir.0, Sh::Bash, "");
+    exact(Sh::Bash, 101, &mut s, &pane);
+    tmux.kill();
+}
+
 #[test]
 fn a_scripts_read_is_never_typed_into() {
     let (tmux, mut s) = serve("shells-read", 100, &[]);

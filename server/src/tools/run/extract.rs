@@ -39,10 +39,22 @@ pub struct Marks<'a> {
     /// Rows the pane's prompt takes (learned from an earlier marker: the
     /// rows from it to the cursor); 1 when not known.
     pub prompt_rows: usize,
-    /// The pane's width, when its line editor moves to a row of its own
-    /// after an echo that filled its last row exactly (zsh), leaving that
-    /// row empty: the row is then not output.
-    pub full_row_gap: Option<usize>,
+    /// What the pane's line editor does after an echo that filled its
+    /// last row exactly, with the pane's width; `None` when nothing.
+    pub full_row: Option<FullRow>,
+}
+
+/// What follows an echo that filled its last row exactly.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FullRow {
+    /// The line editor moves to a row of its own, leaving that row empty
+    /// (zsh): the row is not output.
+    Gap(usize),
+    /// The line editor writes into the next row's first column to make the
+    /// terminal wrap (readline: bash), so tmux joins that row to the echo:
+    /// what follows the echo there is the command's first row even when
+    /// empty (a leading empty line, or the empty row left by no output).
+    Joined(usize),
 }
 
 /// A command's lines as the pane holds them.
@@ -63,14 +75,22 @@ pub struct Extracted {
 /// The command's lines in `lines` (the capture, wrapped rows joined, the
 /// cursor's row last); lines before `earliest` predate the call.
 pub fn extract(lines: &[String], earliest: usize, marks: &Marks) -> Extracted {
-    let (end, tail, open) = end_of(lines, marks);
+    let (end, tail, mut open) = end_of(lines, marks);
     let start = start_of(lines, earliest.min(end), end, marks);
     let from = start.as_ref().map_or(earliest.min(end), |s| s.0);
-    let mut out: Vec<String> = start
-        .as_ref()
-        .and_then(|s| s.1.clone())
-        .into_iter()
-        .collect();
+    let mut joined = start.as_ref().and_then(|s| s.1.clone());
+    if from > end {
+        // The echo's row is the end's: what tmux joined to it is the next
+        // prompt, drawn on the row the command left empty.
+        joined = None;
+    } else if from == end && tail.is_none() && joined.as_deref() == Some("") {
+        // The joined row is the one the marker's newline left: empty, so
+        // the command printed nothing.
+        joined = None;
+        open = false;
+    }
+    let from = from.min(end);
+    let mut out: Vec<String> = joined.into_iter().collect();
     // The prompt's rows above its last (a prompt of several lines), as
     // they stood above the echo: not output where they show again.
     let upper = match earliest.checked_sub(marks.prompt_rows.saturating_sub(1)) {
@@ -175,10 +195,17 @@ fn start_of(
     };
     let line = &lines[echo];
     let after = line.get(after_at..).unwrap_or("");
+    // An echo filling its row exactly where readline makes tmux join the
+    // next row: that row is the command's first, even empty.
+    let row_joined = matches!(marks.full_row, Some(FullRow::Joined(w))
+    if w > 0 && after.starts_with(rest) && {
+        let echo_width = width(&line[..after_at]) + width(rest);
+        echo_width > 0 && echo_width % w == 0
+    });
     let joined = after
         .strip_prefix(rest)
         .map(str::trim_end)
-        .filter(|r| !r.is_empty())
+        .filter(|r| row_joined || !r.is_empty())
         .map(str::to_owned);
     let mut from = echo + 1;
     // Rows of the echo tmux did not join (the line editor broke the line
@@ -202,13 +229,17 @@ fn start_of(
         }
     }
     let last = lines[from - 1].trim_end().chars().count();
-    let filled = marks
-        .full_row_gap
-        .is_some_and(|w| w > 0 && last > 0 && last % w == 0);
+    let filled =
+        matches!(marks.full_row, Some(FullRow::Gap(w)) if w > 0 && last > 0 && last % w == 0);
     if filled && joined.is_none() && from < end && lines[from].is_empty() {
         from += 1;
     }
     Some((from, joined))
+}
+
+/// How many columns `text` takes on a terminal.
+fn width(text: &str) -> usize {
+    unicode_width::UnicodeWidthStr::width(text)
 }
 
 /// Where `anchor`, starting on row `first`, ends: its last row and the
@@ -255,7 +286,7 @@ mod tests {
             ended,
             placed: true,
             prompt_rows: 1,
-            full_row_gap: None,
+            full_row: None,
         }
     }
 
@@ -338,7 +369,7 @@ mod tests {
             ended: true,
             placed: true,
             prompt_rows: 1,
-            full_row_gap: None,
+            full_row: None,
         };
         let text = ["$ ls -1a", "b", "$ "];
         assert_eq!(run(&text, 0, &marks).0, lines(&["a", "b"]));
@@ -364,7 +395,7 @@ mod tests {
             ended: true,
             placed: false,
             prompt_rows: 1,
-            full_row_gap: None,
+            full_row: None,
         };
         let text = ["$ eval 'echo aaaa ", "bbbb'", "aaaa bbbb", "$ "];
         assert_eq!(run(&text, 0, &marks), (lines(&["aaaa bbbb"]), true));
@@ -431,7 +462,7 @@ mod tests {
             ended: true,
             placed: true,
             prompt_rows: 2,
-            full_row_gap: None,
+            full_row: None,
         };
         let text = ["~/src main", "$ ls -1", "a", "~/src main", "$ "];
         assert_eq!(run(&text, 1, &osc).0, lines(&["a"]));
@@ -450,7 +481,7 @@ mod tests {
         let echo = format!("$ {TYPED}");
         let width = echo.len();
         let zsh = Marks {
-            full_row_gap: Some(width),
+            full_row: Some(FullRow::Gap(width)),
             ..marker(true)
         };
         let m = "__ps1a2b3c4d5e6f:0";
@@ -461,7 +492,7 @@ mod tests {
         assert_eq!(run(&text, 0, &zsh).0, lines(&["", "abc"]));
         // A shorter echo, or another shell: the empty row is output.
         let wider = Marks {
-            full_row_gap: Some(width + 1),
+            full_row: Some(FullRow::Gap(width + 1)),
             ..zsh
         };
         let text = [echo.as_str(), "", "abc", m, "$"];
@@ -506,7 +537,7 @@ mod tests {
             ended: true,
             placed: true,
             prompt_rows: 1,
-            full_row_gap: None,
+            full_row: None,
         };
         let text = ["$ ls -1", "old", "$ ls -1", "a", "b", "$ "];
         assert_eq!(run(&text, 2, &marks), (lines(&["a", "b"]), true));
@@ -551,7 +582,7 @@ mod tests {
             ended: true,
             placed: false,
             prompt_rows: 2,
-            full_row_gap: None,
+            full_row: None,
         };
         let text = ["x", "$ ls -1", "x", "$ "];
         assert_eq!(run(&text, 1, &unplaced).0, lines(&["x"]));
@@ -588,7 +619,7 @@ mod tests {
             ended: true,
             placed: true,
             prompt_rows: 1,
-            full_row_gap: None,
+            full_row: None,
         };
         let text = ["$ cat notes", "run cat notes", "done", "$ "];
         assert_eq!(

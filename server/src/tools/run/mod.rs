@@ -473,13 +473,13 @@ fn answer(
         placed: read.earliest.is_some(),
         prompt_rows: table::prompt_rows(&entry.socket, entry.pane),
         // zsh moves to a row of its own after an echo that filled its
-        // last row, leaving that row empty.
-        full_row_gap: entry
-            .process
-            .0
-            .and_then(seat::name_of)
-            .filter(|name| name == "zsh")
-            .map(|_| read.width),
+        // last row, leaving that row empty; readline (bash) writes into
+        // the next row, which tmux then joins to the echo.
+        full_row: match entry.process.0.and_then(seat::name_of).as_deref() {
+            Some("zsh") => Some(extract::FullRow::Gap(read.width)),
+            Some("bash") => Some(extract::FullRow::Joined(read.width)),
+            _ => None,
+        },
     };
     let found = extract::extract(&lines, read.earliest.unwrap_or(0), &marks);
     if let Some(rows) = found.prompt_rows.filter(|_| drawn && read.drawn) {
