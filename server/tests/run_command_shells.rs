@@ -333,7 +333,11 @@ fn exact(shell: Sh, width: usize, s: &mut Serve, pane: &str) {
     let full: Vec<String> = heads
         .iter()
         .flat_map(|head| (1..100).map(move |n| format!("{head}{}", "w".repeat(n))))
-        .filter(|c| [echo_width(shell, c, true), echo_width(shell, c, false)].contains(&width))
+        .filter(|c| {
+            [echo_width(shell, c, true), echo_width(shell, c, false)]
+                .iter()
+                .any(|w| w % width == 0)
+        })
         .collect();
     assert!(full.len() >= 8, "{full:?}");
     let long = long.iter().chain(&full).map(|c| (c.as_str(), 0));
