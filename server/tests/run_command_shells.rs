@@ -344,8 +344,12 @@ fn exact(shell: Sh, width: usize, s: &mut Serve, pane: &str) {
     for (command, status) in cases.into_iter().chain(long) {
         let r = run(s, pane, command, json!({}));
         assert_eq!(
-            (&r["exit_status"], &r["output"]),
-            (&json!(status), &json!(really_prints(shell, command))),
+            (&r["exit_status"], &r["output"], &r["output_truncated"]),
+            (
+                &json!(status),
+                &json!(really_prints(shell, command)),
+                &json!(false)
+            ),
             "{command}: {r}"
         );
     }

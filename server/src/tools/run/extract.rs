@@ -76,7 +76,17 @@ pub struct Extracted {
 /// cursor's row last); lines before `earliest` predate the call.
 pub fn extract(lines: &[String], earliest: usize, marks: &Marks) -> Extracted {
     let (end, tail, mut open) = end_of(lines, marks);
-    let start = start_of(lines, earliest.min(end), end, marks);
+    let start = start_of(lines, earliest.min(end), end, marks).or_else(|| {
+        // With OSC 133, bash's next prompt may be drawn on the row tmux
+        // joined to an echo that filled its row: the echo is then the end's.
+        let on_end_row = marks.token.is_none()
+            && marks.ended
+            && matches!(marks.full_row, Some(FullRow::Joined(_)))
+            && end < lines.len();
+        on_end_row
+            .then(|| start_of(lines, earliest.min(end), end + 1, marks))
+            .flatten()
+    });
     let from = start.as_ref().map_or(earliest.min(end), |s| s.0);
     let mut joined = start.as_ref().and_then(|s| s.1.clone());
     if from > end {
