@@ -511,6 +511,44 @@ mod tests {
     }
 
     #[test]
+    fn the_row_bash_joins_to_an_echo_that_filled_its_row_is_the_first_output_row() {
+        let echo = format!("$ {TYPED}");
+        let bash = Marks {
+            full_row: Some(FullRow::Joined(echo.len())),
+            ..marker(true)
+        };
+        let m = "__ps1a2b3c4d5e6f:0";
+        // A leading empty line: the joined row holds readline's space.
+        let joined = format!("{echo} ");
+        let text = [joined.as_str(), "x", "", m, "$"];
+        assert_eq!(run(&text, 0, &bash).0, lines(&["", "x"]));
+        // No output: the joined row is the one the marker's newline left.
+        let e = extract(&lines(&[joined.as_str(), m, "$"]), 0, &bash);
+        assert_eq!((e.lines.len(), e.partial_last_line), (0, false));
+        // A first line of text, and one without a newline.
+        let first = format!("{echo}x");
+        assert_eq!(
+            run(&[first.as_str(), "", m, "$"], 0, &bash).0,
+            lines(&["x"])
+        );
+        let e = extract(&lines(&[first.as_str(), m, "$"]), 0, &bash);
+        assert_eq!((e.lines, e.partial_last_line), (lines(&["x"]), true));
+        // An echo one column short fills no row: nothing was joined.
+        let short = Marks {
+            full_row: Some(FullRow::Joined(echo.len() + 1)),
+            ..bash
+        };
+        assert_eq!(
+            run(&[echo.as_str(), "", "x", "", m], 0, &short).0,
+            lines(&["", "x"])
+        );
+        assert_eq!(
+            run(&[joined.as_str(), "x", "", m], 0, &short).0,
+            lines(&["x"])
+        );
+    }
+
+    #[test]
     fn a_lost_start_takes_what_is_left_and_says_so() {
         // `clear`: the echo is gone; what the command printed after it is
         // at the top.
