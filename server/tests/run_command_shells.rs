@@ -191,7 +191,7 @@ fn matrix(shell: Sh, snippets: bool) {
     }
     exact(shell, 100, &mut s, &pane);
     background_jobs_stay_apart(shell, &dir.0, &mut s, &pane);
-    unfinished_last_lines(shell, snippets, &mut s, &pane);
+    unfinished_last_lines(&mut s, &pane);
     typos_leave_the_pane_usable(&tmux, &mut s, &pane);
     several_lines(shell, &mut s, &pane);
     an_interrupt_ends_it(&tmux, &mut s, &pane);
@@ -360,27 +360,17 @@ fn exact(shell: Sh, width: usize, s: &mut Serve, pane: &str) {
 /// `partial_last_line` says it had no newline. With OSC 133 the shell
 /// draws the next prompt after it: zsh and fish first print their
 /// end-of-line mark (`%`/`#`, `⏎`) there and move on, and that mark is
-/// not output; bash draws its prompt over the line (GUIDE.md's limits
-/// say so), and a bare CR's line is drawn over in every shell.
-fn unfinished_last_lines(shell: Sh, snippets: bool, s: &mut Serve, pane: &str) {
-    let keeps_line = !snippets || shell != Sh::Bash;
+/// not output; bash draws its prompt over the line, and a bare CR's line
+/// is drawn over in every shell: the line is then the raw output's.
+fn unfinished_last_lines(s: &mut Serve, pane: &str) {
     let cases = [
-        (
-            "printf 'one\\nabc'",
-            if keeps_line { "one\nabc\n" } else { "one\n" },
-            true,
-        ),
-        ("printf 'abc\\r'", if snippets { "" } else { "abc\n" }, true),
+        ("printf 'one\\nabc'", "one\nabc\n", true),
+        ("printf 'abc\\r'", "abc\n", true),
+        ("printf 'abc\\rX'", "Xbc\n", true),
         ("printf 'a\\n\\n'", "a\n\n", false),
-        (
-            "printf 'ends in #\\n50%%'",
-            if keeps_line {
-                "ends in #\n50%\n"
-            } else {
-                "ends in #\n"
-            },
-            true,
-        ),
+        ("printf 'ends in #\\n50%%'", "ends in #\n50%\n", true),
+        ("printf '\\033[1mbold\\033[0m'", "bold\n", true),
+        ("printf 'wide 日本'", "wide 日本\n", true),
     ];
     for (command, want, partial) in cases {
         let r = run(s, pane, command, json!({}));

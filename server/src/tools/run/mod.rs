@@ -26,6 +26,7 @@
 pub(crate) mod detect;
 mod extract;
 mod jobs;
+mod line_text;
 mod seat;
 mod shell;
 mod table;
@@ -492,6 +493,7 @@ fn answer(
     };
     if partial && entry.completion == Completion::Osc133 {
         drop_eol_mark(entry, &mut out);
+        restore_open_line(entry, &mut out);
     }
     let (background_jobs, notices) = take_job_notices(entry, &mut out);
     let mut job_notices = notices.join("\n");
@@ -536,6 +538,26 @@ fn take_job_notices(entry: &Entry, out: &mut Vec<String>) -> (usize, Vec<String>
 
 fn is_zero(n: &usize) -> bool {
     *n == 0
+}
+
+/// With OSC 133, the unfinished last line as the raw output drew it,
+/// where the screen lost it: bash draws its next prompt over it; zsh's and
+/// fish's end-of-line marks overwrite a line ended by a bare CR. A line
+/// that could not be followed stays as the screen shows it.
+fn restore_open_line(entry: &Entry, out: &mut Vec<String>) {
+    let Some(text) = crate::sync::lock(&entry.open_text).clone() else {
+        return;
+    };
+    match entry.process.0.and_then(seat::leader_name).as_deref() {
+        // The row holding the mark, the mark dropped above.
+        Some("zsh" | "fish") => match out.last_mut() {
+            Some(last) => *last = text,
+            None => out.push(text),
+        },
+        // A prompt starting with a newline leaves the line on its row.
+        Some("bash") if out.last() != Some(&text) => out.push(text),
+        _ => {}
+    }
 }
 
 /// With OSC 133, output that ended without a newline shares its row with

@@ -90,6 +90,9 @@ pub struct Entry {
     /// With OSC 133: the output before the D mark left its last line
     /// unfinished (no final newline), as the raw output said.
     pub open_line: AtomicBool,
+    /// With OSC 133: that unfinished line's text, as the raw output drew
+    /// it (`None`: no such line, or it could not be followed).
+    pub open_text: Mutex<Option<String>>,
     /// The session whose call typed it: only that session may wait on it,
     /// and its end ends the watching.
     pub session: u64,
@@ -125,6 +128,7 @@ impl Entry {
             process,
             started: Instant::now(),
             open_line: AtomicBool::new(false),
+            open_text: Mutex::new(None),
             session: 0,
             jobs_before: None,
             progress: Mutex::new(Progress::Running),
