@@ -465,3 +465,30 @@ fn two_keys_cut_short_are_both_redacted() {
     assert!(!out.contains("MIIEowIBAAKCAQEAsecondkeybody"), "{out}");
     assert!(out.contains("$ head -2 other.pem"), "{out}");
 }
+
+/// A text longer than the prefilter's lowering chunk (64 KiB, cut at a
+/// newline) is redacted line for line as its lines are alone: secrets on
+/// the lines around each cut, on the first and last line, and a line
+/// longer than a chunk (mutants of the chunking survived every other test:
+/// no test text was that long).
+#[test]
+fn a_text_longer_than_a_lowering_chunk_is_redacted_as_its_lines_are() {
+    let secret = "ghp_16C7e42F292c6912E7710c838347Ae178B4a";
+    let mut lines: Vec<String> = (0..6000)
+        .map(|i| format!("line {i:05} of plain build output, nothing to hide"))
+        .collect();
+    // Near every 64 KiB boundary (51-byte lines: about every 1,285 lines),
+    // and at both ends.
+    for i in [0, 1284, 1285, 1286, 2569, 2570, 2571, 3855, 5140, 5999] {
+        lines[i] = format!("token {secret} at {i}");
+    }
+    // One line longer than a chunk, a secret at its end.
+    lines[3000] = format!("{}{secret}", "x ".repeat(40_000));
+    let text = lines.join("\n") + "\n";
+    assert!(text.len() > 3 * 64 * 1024);
+    let (out, n) = redact(&text);
+    let alone: Vec<String> = lines.iter().map(|l| redact(l).0.into_owned()).collect();
+    assert_eq!(out, alone.join("\n") + "\n");
+    assert_eq!(n, 11);
+    assert!(!out.contains(secret));
+}
