@@ -44,13 +44,22 @@ impl AuditLog {
             .metadata()
             .map_err(|e| format!("{}: {e}", path.display()))?
             .len();
-        Ok(AuditLog {
+        let log = AuditLog {
             path,
             max_bytes: max_bytes.max(4096),
             hash_text,
             file: Mutex::new((file, size)),
             broken: AtomicBool::new(false),
-        })
+        };
+        // A first line proves the log takes writes (a file may open for
+        // appending and still refuse them: /proc, a full disk).
+        let ms = now_ms();
+        log.write(&serde_json::json!({
+            "time": rfc3339(ms), "ts_ms": ms, "event": "start",
+            "pid": std::process::id(), "version": env!("CARGO_PKG_VERSION"),
+        }))
+        .map_err(|e| format!("cannot write the audit log {}: {e}", log.path.display()))?;
+        Ok(log)
     }
 
     /// Where it is.
@@ -217,6 +226,13 @@ pub fn read(path: &Path, since_ms: u64) -> Result<Vec<Value>, String> {
 
 /// One record as a line for people: time, decision, tool, target, text.
 pub fn human_line(v: &Value) -> String {
+    if let Some(event) = v["event"].as_str() {
+        return format!(
+            "{} {event} pid {}",
+            v["time"].as_str().unwrap_or("-"),
+            v["pid"]
+        );
+    }
     let s = |k: &str| v[k].as_str().unwrap_or("-").to_owned();
     let target = v["targets"]["pane_id"]
         .as_str()
@@ -269,6 +285,7 @@ mod tests {
         assert!(dir.join("audit.jsonl.1").exists());
         let all = read(&path, 0).unwrap();
         assert!(all.len() > 40 && all.last().unwrap()["ts_ms"] == 99);
+        assert_eq!(read(&path, 0).unwrap().len(), all.len());
         assert_eq!(sha256_hex("abc").len(), 64);
         let _ = std::fs::remove_dir_all(&dir);
     }
