@@ -608,3 +608,58 @@ fn a_broken_policy_refuses_the_start() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("deny[0]: command"), "{err}");
 }
+
+#[test]
+fn the_daemons_policy_gates_its_sessions_and_sighup_reloads_it() {
+    let tmux = PrivateServer::start("policy-daemon", 80, 24).unwrap();
+    let place = common::daemon::Place::new("policy-daemon");
+    let dir = TempDir::new("policy-daemon-files");
+    let policy = write_policy(&dir, DENY_RM);
+    let log = dir.0.join("audit.jsonl");
+    let (pane, file) = sink(&tmux, &dir, "main");
+    let mut daemon = place.start_daemon(&[
+        "--policy",
+        policy.to_str().unwrap(),
+        "--audit-log",
+        log.to_str().unwrap(),
+    ]);
+    let mut s = place.serve("relayed", tmux.socket_name(), &["--tier", "mutating"]);
+    s.initialize();
+    let deny = json!({"pane_id": pane, "text": "rm -rf /x", "enter": true});
+    refused(&mut s, "send_keys", deny.clone());
+    assert_eq!(place.status()["sessions"], 1, "served by the daemon");
+    let logged = audit_lines(&log);
+    assert_eq!(logged[0]["decision"], "deny");
+    assert_eq!(logged[0]["client"]["name"], "panescan-tests");
+
+    // A serve with a policy of its own is served in-process.
+    let own_dir = TempDir::new("policy-daemon-own");
+    let own = write_policy(&own_dir, "");
+    let mut mine = place.serve(
+        "own",
+        tmux.socket_name(),
+        &["--policy", own.to_str().unwrap()],
+    );
+    mine.initialize();
+    let said = std::fs::read_to_string(place.log("own")).unwrap();
+    assert!(said.contains("served in-process"), "{said}");
+
+    std::fs::write(&policy, "").unwrap();
+    let hup = std::process::Command::new("kill")
+        .args(["-HUP", &daemon.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(hup.success());
+    assert!(eventually(REPLY_TIMEOUT, || !s
+        .call("send_keys", deny.clone())["isError"]
+        .as_bool()
+        .unwrap_or(true)));
+    assert!(
+        daemon.try_wait().unwrap().is_none(),
+        "SIGHUP does not stop the daemon"
+    );
+    assert!(typed_so_far(&tmux, &pane, &file).starts_with(b"rm -rf /x\r"));
+    drop(s);
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+}
