@@ -252,7 +252,7 @@ fn the_daemon_sits_between_the_command_line_and_the_sessions() {
     }
     assert!(
         wrong.is_empty(),
-        "ARCHITECTURE.md: cli -> daemon -> mcp, tools, config, tmux; nothing else names the daemon:\n{}",
+        "ARCHITECTURE.md: cli -> daemon -> mcp, tools, config, tmux, trust; nothing else names the daemon:\n{}",
         wrong.join("\n")
     );
 }

@@ -663,3 +663,83 @@ fn the_daemons_policy_gates_its_sessions_and_sighup_reloads_it() {
     let _ = daemon.kill();
     let _ = daemon.wait();
 }
+
+/// The ```toml blocks of a document.
+fn toml_blocks(doc: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(format!("{}/../{doc}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let mut blocks = Vec::new();
+    let mut current: Option<String> = None;
+    for line in text.lines() {
+        match (&mut current, line.trim()) {
+            (None, "```toml") => current = Some(String::new()),
+            (Some(b), "```") => {
+                blocks.push(std::mem::take(b));
+                current = None;
+            }
+            (Some(b), _) => {
+                b.push_str(line);
+                b.push('\n');
+            }
+            _ => {}
+        }
+    }
+    blocks
+}
+
+#[test]
+fn the_documented_policies_load_and_do_what_they_say() {
+    use panescan::config::Tier;
+    use panescan::trust::policy::{Facts, Kind, Policy};
+    // README's three examples follow its other TOML (a client's config).
+    let readme: Vec<String> = toml_blocks("README.md")
+        .into_iter()
+        .filter(|b| b.contains("[[deny]]") || b.contains("[[ask]]") || b.contains("[[allow]]"))
+        .collect();
+    assert_eq!(readme.len(), 3, "README's three examples");
+    let guide: Vec<String> = toml_blocks("GUIDE.md")
+        .into_iter()
+        .filter(|b| b.contains("[[deny]]"))
+        .collect();
+    assert!(!guide.is_empty());
+    let judge = |p: &Policy, tool: &str, session: &str, text: &str| {
+        p.judge(&Facts {
+            tool: tool.into(),
+            tier: Tier::Mutating,
+            sessions: vec![session.into()],
+            cwd: Some("/home/me/work/x".into()),
+            lines: Some(vec![text.into()]),
+            ..Facts::default()
+        })
+        .kind
+    };
+    let deny = Policy::parse(&readme[0]).unwrap();
+    for text in ["rm -rf /", "rm -fr ~", "rm -Rvf x", "sudo rm -rf /"] {
+        assert_eq!(
+            judge(&deny, "send_keys", "w", text),
+            Some(Kind::Deny),
+            "{text}"
+        );
+    }
+    assert_eq!(judge(&deny, "send_keys", "w", "rm -r x"), None);
+    let push = Policy::parse(&readme[1]).unwrap();
+    assert_eq!(
+        judge(&push, "run_command", "w", "git  push -f"),
+        Some(Kind::Ask)
+    );
+    let agent = Policy::parse(&readme[2]).unwrap();
+    assert_eq!(
+        judge(&agent, "run_command", "agent-1", "cargo test"),
+        Some(Kind::Allow)
+    );
+    assert_eq!(
+        judge(&agent, "run_command", "work", "cargo test"),
+        Some(Kind::Deny)
+    );
+    assert_eq!(
+        judge(&agent, "send_keys", "agent-1", "cargo test"),
+        Some(Kind::Deny)
+    );
+    for block in &guide {
+        Policy::parse(block).unwrap_or_else(|e| panic!("GUIDE.md: {e}\n{block}"));
+    }
+}
