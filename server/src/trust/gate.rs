@@ -112,7 +112,9 @@ impl Trust {
         }
         let policy = self.current_policy();
         let needs = policy.as_ref().map(|p| p.needs(tool)).unwrap_or_default();
-        let gated = tier > Tier::Readonly || needs.named;
+        // A read tool types nothing: only a rule without `command` can
+        // name it, and a read tool no such rule names costs nothing here.
+        let gated = tier > Tier::Readonly || needs.without_text;
         if !gated {
             return Admitted::pass();
         }

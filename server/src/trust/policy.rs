@@ -198,6 +198,7 @@ impl Policy {
             needs.named = true;
             needs.place |= r.sessions.is_some() || r.cwd.is_some();
             needs.text |= r.command.is_some();
+            needs.without_text |= r.command.is_none();
         }
         needs
     }
@@ -242,6 +243,9 @@ pub struct Needs {
     pub place: bool,
     /// A rule naming it has `command`.
     pub text: bool,
+    /// A rule naming it has no `command` (the only kind that can apply to
+    /// a tool that types nothing).
+    pub without_text: bool,
 }
 
 impl Rule {
