@@ -9,7 +9,7 @@ exact text with a one-field approve form; an approval runs the call once;
 a decline refuses it; what reached the pane is exactly the approved text.
 The tmux server is killed at the end, also on failure.
 
-usage: elicit.py --bin PANESCAN
+usage: elicit.py --bin PANESCAN [--mode legacy|auto]
 Exit 0 when every check passed.
 """
 
@@ -46,8 +46,13 @@ async def run(ns, sink, policy, failed):
         if not ok:
             failed.append(what)
 
-    async with Client(params, mode="legacy", read_timeout_seconds=60, raise_exceptions=True,
+    async with Client(params, mode=ns.mode, read_timeout_seconds=60, raise_exceptions=True,
                       elicitation_callback=on_elicit) as client:
+        want = "2025-11-25" if ns.mode == "legacy" else "2026-07-28"
+        check(client.protocol_version == want, f"negotiates {want}: {client.protocol_version}")
+        # 2025-11-25: the call is held while the person is asked
+        # (elicitation/create); 2026-07-28: the server answers with an input
+        # request and the SDK calls again with the answer.
         call = {"pane_id": "%0", "text": "deploy --prod", "enter": True}
         approved = await client.call_tool("send_keys", call)
         check(not approved.is_error, f"approved call runs: {approved}")
@@ -73,6 +78,7 @@ async def run(ns, sink, policy, failed):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True)
+    ap.add_argument("--mode", choices=["legacy", "auto"], default="legacy")
     ns = ap.parse_args()
     ns.socket = f"panescan-interop-elicit-{os.getpid()}"
     failed = []
@@ -98,7 +104,7 @@ def main():
             subprocess.run(t + ["kill-server"], capture_output=True)
     for f in failed:
         print(f"  FAIL {f[:400]}")
-    print(f"python mcp {importlib.metadata.version('mcp')} elicitation: "
+    print(f"python mcp {importlib.metadata.version('mcp')} --mode {ns.mode} elicitation: "
           f"{'ok' if not failed else f'{len(failed)} failed'}")
     sys.exit(1 if failed else 0)
 

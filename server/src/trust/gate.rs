@@ -28,6 +28,10 @@ const UNSCOPED: &[&str] = &["wait_for_channel", "signal_channel", "wait_for_comm
 pub struct Question {
     /// The sentence shown: tool, pane, session, cwd and the exact text.
     pub message: String,
+    /// The call: an approval holds for this tool and these arguments only.
+    pub tool: String,
+    /// Its arguments.
+    pub args: Value,
 }
 
 /// A person's answer.
@@ -43,6 +47,9 @@ pub enum Approval {
     TimedOut,
     /// Could not be asked; why.
     Unavailable(String),
+    /// Not asked yet: answer the call with this result, which asks the
+    /// client to ask and call again (2026-07-28 input requests).
+    InputRequired(Value),
 }
 
 impl Approval {
@@ -53,6 +60,7 @@ impl Approval {
             Approval::Cancelled => "cancelled",
             Approval::TimedOut => "timed_out",
             Approval::Unavailable(_) => "unavailable",
+            Approval::InputRequired(_) => "input_required",
         }
     }
 }
@@ -70,6 +78,9 @@ pub trait Asker {
 pub struct Admitted {
     /// `Some`: the call must not run; answer with this.
     pub refusal: Option<ToolError>,
+    /// `Some`: the call must not run yet; answer with this result (an
+    /// input request).
+    pub answer: Option<Value>,
     /// The audit record so far (`None`: not audited).
     record: Option<Map<String, Value>>,
     /// Where the call's typing leaves the pane's line.
@@ -81,6 +92,7 @@ impl Admitted {
     fn pass() -> Admitted {
         Admitted {
             refusal: None,
+            answer: None,
             record: None,
             pending: None,
             started: Instant::now(),
@@ -151,7 +163,7 @@ impl Trust {
                 );
                 self.refuse(tool, tier, asker, found, decision, None, why)
             }
-            Some(Kind::Ask) => self.ask(tool, tier, asker, found, decision),
+            Some(Kind::Ask) => self.ask(tool, tier, args, asker, found, decision),
             _ => self.admitted(tool, tier, asker, found, &decision, None),
         }
     }
@@ -159,7 +171,7 @@ impl Trust {
     /// Writes the call's audit line and keeps its typing; `outcome` is
     /// `None` for success, else the error kind.
     pub fn finish(&self, admitted: Admitted, outcome: Option<&ToolError>) {
-        if admitted.refusal.is_none() && outcome.is_none() {
+        if admitted.refusal.is_none() && admitted.answer.is_none() && outcome.is_none() {
             if let Some((key, line)) = admitted.pending {
                 crate::sync::lock(&self.pending).set(&key, line);
             }
@@ -168,6 +180,7 @@ impl Trust {
             return;
         };
         let outcome = match outcome.or(admitted.refusal.as_ref()) {
+            None if admitted.answer.is_some() => json!("input_required"),
             None => json!("ok"),
             Some(e) => serde_json::to_value(e.kind).unwrap_or(json!("error")),
         };
@@ -267,10 +280,12 @@ impl Trust {
         })
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn ask(
         &self,
         tool: &str,
         tier: Tier,
+        args: &Value,
         asker: &dyn Asker,
         found: Found,
         d: Decision,
@@ -281,10 +296,19 @@ impl Trust {
                 describe(&found),
                 rule_name(&d)
             ),
+            tool: tool.to_owned(),
+            args: args.clone(),
         };
         let approval = asker.ask(&question, self.ask_timeout);
         if approval == Approval::Approved {
             return self.admitted(tool, tier, asker, found, &d, Some(approval));
+        }
+        if let Approval::InputRequired(result) = &approval {
+            let result = result.clone();
+            let mut a = self.admitted(tool, tier, asker, found, &d, Some(approval));
+            a.answer = Some(result);
+            a.pending = None;
+            return a;
         }
         let why = match &approval {
             Approval::Unavailable(why) => format!(

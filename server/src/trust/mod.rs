@@ -9,6 +9,8 @@
 //!   time (sessions, cwd, the pane's input line on screen).
 //! - [`gate`] — one call admitted, refused or asked, then its audit line.
 //! - [`audit`] — the audit log: append, rotate, read back.
+//! - [`approval`] — an approval across requests (2026-07-28): a
+//!   `requestState` bound to one call, good once.
 //!
 //! What must hold: mcp's dispatcher sends every `tools/call` of every
 //! session (stdio, the daemon's) through [`Trust::admit`] and
@@ -17,6 +19,7 @@
 //! load at start refuses the start; one that fails on SIGHUP leaves the
 //! old one in force and says why on stderr.
 
+pub mod approval;
 pub mod audit;
 pub mod facts;
 pub mod gate;
