@@ -14,7 +14,7 @@ use crate::trust::{audit, Settings, Trust, DEFAULT_ASK_TIMEOUT};
 /// What the operator lets an agent do, and the record of what it did.
 #[derive(Debug, Args, Default, Clone)]
 pub struct TrustArgs {
-    /// A policy file (TOML: [[deny]], [[ask]], [[allow]] rules on tools,
+    /// A policy file (TOML: deny, ask and allow rules on tools,
     /// sessions, the command typed and the pane's cwd); SIGHUP reloads it.
     #[arg(long, env = "PANESCAN_POLICY", value_name = "FILE")]
     pub policy: Option<PathBuf>,

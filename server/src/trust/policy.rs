@@ -5,7 +5,7 @@
 //! What must hold: deny beats ask beats allow, whatever the order of the
 //! rules in the file; a call no rule names gets the policy's `default`
 //! (`tier`: the tier decides, as without a policy). A `command` rule sees
-//! every form of the text that would reach the shell ([`candidates`]):
+//! every form of the text that would reach the shell (`candidates`):
 //! each line, each command of a line split at `;`, `&&`, `|`, `$(`..., with
 //! whitespace collapsed and quotes and backslashes removed, matched
 //! case-insensitively. A deny or ask rule applies when any form matches;
