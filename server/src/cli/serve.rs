@@ -8,7 +8,10 @@
 //! in only what this serve's command line and environment leave unset.
 //!
 //! Served in-process even without `--no-daemon`: sessions with `--ssh`
-//! hosts (the daemon holds no ssh connections for a session), and
+//! hosts (the daemon holds no ssh connections for a session), sessions
+//! with trust flags of their own (`--policy`, `--scope-sessions`,
+//! `--confirm-destructive`, `--audit-log`: the policy, its SIGHUP and its
+//! log are this process's), and
 //! mutating or destructive sessions run from inside tmux (which pane and
 //! server are the caller's is read from this process's `$TMUX`, and the
 //! refusals to kill or retarget them depend on it).
@@ -136,6 +139,8 @@ fn served_here(args: &ServeArgs) -> Option<&'static str> {
     let inside_tmux = std::env::var_os("TMUX").is_some_and(|v| !v.is_empty());
     if !args.ssh.ssh.is_empty() {
         Some("--ssh hosts are served in-process")
+    } else if args.trust.settings().any() {
+        Some("a session with its own policy, scope or audit log is served in-process")
     } else if inside_tmux && args.tier > Tier::Readonly {
         Some("a mutating session inside tmux is served in-process")
     } else {
@@ -201,6 +206,15 @@ fn serve_here(args: &ServeArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // A policy that does not load or a log that cannot be written: no
+    // session runs without them.
+    let trust = match args.trust.start() {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("panescan serve: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let spec = spec_of(args, &Explicit::default());
     let mut config = spec.config(hosts, args.cache_bytes());
     // In-process, an unset server is whatever `tmux` would use, $TMUX
@@ -208,6 +222,6 @@ fn serve_here(args: &ServeArgs) -> ExitCode {
     if args.socket_name.is_none() && args.socket_path.is_none() {
         config.server.socket_path = None;
     }
-    let code = crate::mcp::server::serve(config);
+    let code = crate::mcp::server::serve(config, trust);
     ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
