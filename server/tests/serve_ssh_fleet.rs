@@ -266,3 +266,160 @@ fn a_host_killed_mid_search_fails_alone_and_comes_back() {
     let got: Vec<String> = found(&r).into_iter().map(|(h, _, _)| h).collect();
     assert_eq!(got, names, "{r}");
 }
+
+/// Median of `runs` timed searches with `params`, in ms.
+fn median_ms(s: &mut Serve, params: &Value, runs: usize) -> f64 {
+    let mut ms: Vec<f64> = (0..runs)
+        .map(|_| {
+            let t = Instant::now();
+            let r = call(s, params.clone());
+            assert!(r.get("hosts_failed").is_none(), "{r}");
+            t.elapsed().as_secs_f64() * 1000.0
+        })
+        .collect();
+    ms.sort_by(f64::total_cmp);
+    ms[ms.len() / 2]
+}
+
+/// The bench rows of BENCHMARKS.md ("Many far hosts"): 16 hosts x 20
+/// panes x 500 lines, every round trip 40 ms, searched in one call beside
+/// the slowest host searched alone, cold (a new serve: ssh connects) and
+/// warm, same run. Run: `cargo test -p panescan --test serve_ssh_fleet --
+/// --ignored --nocapture bench_sixteen_far_hosts`.
+#[test]
+#[ignore]
+fn bench_sixteen_far_hosts() {
+    latency::require();
+    let bed = filled_bed("bench16", 16);
+    let names: Vec<String> = (0..16).map(|i| format!("h{i}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let all = search(&names, 60_000);
+    // Cold: each a new serve, its first search.
+    let cold = |hosts: &[&str]| {
+        let mut s = bed.serve_hosts(hosts, &[]);
+        let t = Instant::now();
+        let r = call(&mut s, search(hosts, 60_000));
+        assert!(r.get("hosts_failed").is_none(), "{r}");
+        t.elapsed().as_secs_f64() * 1000.0
+    };
+    let cold_all = cold(&names);
+    let cold_one = names.iter().map(|h| cold(&[h])).fold(0.0, f64::max);
+    let mut s = bed.serve(&[]);
+    let _ = call(&mut s, all.clone());
+    let warm_all = median_ms(&mut s, &all, 7);
+    let warm_one = names
+        .iter()
+        .map(|h| median_ms(&mut s, &search(&[h], 60_000), 5))
+        .fold(0.0, f64::max);
+    eprintln!(
+        "16 hosts x 20 panes x 500 lines, RTT {} ms: cold {cold_all:.0} ms, slowest host alone cold {cold_one:.0} ms, ratio {:.2}; \
+         warm {warm_all:.1} ms, slowest host alone warm {warm_one:.1} ms, ratio {:.2}",
+        RTT.as_millis(),
+        cold_all / cold_one,
+        warm_all / warm_one
+    );
+}
+
+/// The local side of one host (BENCHMARKS.md, "Many far hosts"): CPU that
+/// panescan and its ssh clients spend per warm search of one host of 200
+/// panes x 500 lines, beside what the remote side (sshd, tmux) spends.
+/// Run: `cargo test -p panescan --test serve_ssh_fleet -- --ignored
+/// --nocapture bench_local_cpu_per_host`.
+#[test]
+#[ignore]
+fn bench_local_cpu_per_host() {
+    latency::require();
+    let mut bed = Bed::new("cpu", Duration::ZERO);
+    bed.add_filled(
+        "big",
+        &FixtureShape {
+            panes: 200,
+            lines: 500,
+            width: 120,
+            height: 30,
+            needle_every: 40,
+        },
+    );
+    let mut s = bed.serve(&[]);
+    let marker = bed.client_config().display().to_string();
+    let params = json!({"name": "search_panes", "arguments": {
+        "pattern": panescan::testbed::fixture::NEEDLE, "hosts": ["big"],
+        "scrollback_lines": 1_000_000}});
+    let _ = call(&mut s, params.clone());
+    let remote = bed.remote_pids();
+    let local = [s.pid()];
+    let runs = 20;
+    let (r0, l0) = (
+        sshd::cpu_ms(&remote, None),
+        sshd::cpu_ms(&local, Some(&marker)),
+    );
+    let ms = median_ms(&mut s, &params, runs);
+    let (r1, l1) = (
+        sshd::cpu_ms(&remote, None),
+        sshd::cpu_ms(&local, Some(&marker)),
+    );
+    eprintln!(
+        "one host x 200 panes x 500 lines, warm: median {ms:.1} ms; CPU per search: local (panescan, ssh) {:.1} ms, remote (sshd, tmux) {:.1} ms",
+        (l1 - l0) / runs as f64,
+        (r1 - r0) / runs as f64
+    );
+}
+
+#[test]
+#[ignore]
+fn probe_cold() {
+    let n: usize = std::env::var("PROBE_N").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
+    let bed = filled_bed("probe", n);
+    let names: Vec<String> = (0..n).map(|i| format!("h{i}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let log = bed.world.dir.0.join("spans.log");
+    let config = bed.client_config();
+    let file = std::fs::File::create(&log).unwrap();
+    let mut args = vec!["serve".to_owned(), "--ssh-config".to_owned(), config.display().to_string()];
+    for h in &names { args.push("--ssh".into()); args.push((*h).to_owned()); }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut s = Serve::spawn_logged(
+        &args,
+        &[("PANESCAN_SPANS", "1")],
+        &[],
+        std::process::Stdio::from(file),
+    );
+    s.initialize();
+    let pid = s.pid().to_string();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop2 = stop.clone();
+    let t0 = Instant::now();
+    let watcher = std::thread::spawn(move || {
+        let mut seen = std::collections::HashSet::new();
+        let mut out = Vec::new();
+        while !stop2.load(std::sync::atomic::Ordering::Relaxed) {
+            for e in std::fs::read_dir("/proc").unwrap().flatten() {
+                let dir = e.path();
+                let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
+                let ppid = stat.rsplit_once(')').and_then(|(_, r)| r.split_whitespace().nth(1)).unwrap_or("").to_owned();
+                if ppid != pid { continue; }
+                let name = e.file_name().to_string_lossy().into_owned();
+                if seen.insert(name.clone()) {
+                    let cmd = std::fs::read(dir.join("cmdline")).map(|c| String::from_utf8_lossy(&c).replace('\0', " ")).unwrap_or_default();
+                    let cmd = cmd.rsplit_once(" -- ").map(|(_, c)| c.to_owned()).unwrap_or(cmd);
+                    out.push(format!("{:>6.0} ms  {name} {}", t0.elapsed().as_secs_f64() * 1000.0, &cmd[..cmd.len().min(150)]));
+                }
+            }
+            std::thread::sleep(Duration::from_millis(3));
+        }
+        out
+    });
+    let t = Instant::now();
+    let r = call(&mut s, search(&names, 60_000));
+    let cold = t.elapsed();
+    let t = Instant::now();
+    let _ = call(&mut s, search(&names, 60_000));
+    let warm = t.elapsed();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for l in watcher.join().unwrap() {
+        eprintln!("{l}");
+    }
+    eprintln!("cold {cold:?} warm {warm:?} {}", r["panes_searched"]);
+    drop(s);
+    eprintln!("{}", std::fs::read_to_string(&log).unwrap());
+}
