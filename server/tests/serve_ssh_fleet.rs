@@ -368,15 +368,25 @@ fn bench_local_cpu_per_host() {
 #[test]
 #[ignore]
 fn probe_cold() {
-    let n: usize = std::env::var("PROBE_N").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
+    let n: usize = std::env::var("PROBE_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1);
     let bed = filled_bed("probe", n);
     let names: Vec<String> = (0..n).map(|i| format!("h{i}")).collect();
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     let log = bed.world.dir.0.join("spans.log");
     let config = bed.client_config();
     let file = std::fs::File::create(&log).unwrap();
-    let mut args = vec!["serve".to_owned(), "--ssh-config".to_owned(), config.display().to_string()];
-    for h in &names { args.push("--ssh".into()); args.push((*h).to_owned()); }
+    let mut args = vec![
+        "serve".to_owned(),
+        "--ssh-config".to_owned(),
+        config.display().to_string(),
+    ];
+    for h in &names {
+        args.push("--ssh".into());
+        args.push((*h).to_owned());
+    }
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut s = Serve::spawn_logged(
         &args,
@@ -396,13 +406,28 @@ fn probe_cold() {
             for e in std::fs::read_dir("/proc").unwrap().flatten() {
                 let dir = e.path();
                 let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
-                let ppid = stat.rsplit_once(')').and_then(|(_, r)| r.split_whitespace().nth(1)).unwrap_or("").to_owned();
-                if ppid != pid { continue; }
+                let ppid = stat
+                    .rsplit_once(')')
+                    .and_then(|(_, r)| r.split_whitespace().nth(1))
+                    .unwrap_or("")
+                    .to_owned();
+                if ppid != pid {
+                    continue;
+                }
                 let name = e.file_name().to_string_lossy().into_owned();
                 if seen.insert(name.clone()) {
-                    let cmd = std::fs::read(dir.join("cmdline")).map(|c| String::from_utf8_lossy(&c).replace('\0', " ")).unwrap_or_default();
-                    let cmd = cmd.rsplit_once(" -- ").map(|(_, c)| c.to_owned()).unwrap_or(cmd);
-                    out.push(format!("{:>6.0} ms  {name} {}", t0.elapsed().as_secs_f64() * 1000.0, &cmd[..cmd.len().min(150)]));
+                    let cmd = std::fs::read(dir.join("cmdline"))
+                        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+                        .unwrap_or_default();
+                    let cmd = cmd
+                        .rsplit_once(" -- ")
+                        .map(|(_, c)| c.to_owned())
+                        .unwrap_or(cmd);
+                    out.push(format!(
+                        "{:>6.0} ms  {name} {}",
+                        t0.elapsed().as_secs_f64() * 1000.0,
+                        &cmd[..cmd.len().min(150)]
+                    ));
                 }
             }
             std::thread::sleep(Duration::from_millis(3));
