@@ -349,19 +349,41 @@ fn bench_local_cpu_per_host() {
     let remote = bed.remote_pids();
     let local = [s.pid()];
     let runs = 20;
-    let (r0, l0) = (
+    // panescan's own CPU (its threads, not its children), from /proc.
+    let own = |pid: u32| -> f64 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let f: Vec<&str> = stat.rsplit_once(')').unwrap().1.split_whitespace().collect();
+        (f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap()) * 10.0
+    };
+    let (r0, l0, p0) = (
         sshd::cpu_ms(&remote, None),
         sshd::cpu_ms(&local, Some(&marker)),
+        own(s.pid()),
     );
     let ms = median_ms(&mut s, &params, runs);
-    let (r1, l1) = (
+    let (r1, l1, p1) = (
         sshd::cpu_ms(&remote, None),
         sshd::cpu_ms(&local, Some(&marker)),
+        own(s.pid()),
     );
+    let per = |a: f64, b: f64| (b - a) / runs as f64;
+    // The same server searched from this machine, for comparison.
+    let here = json!({"name": "search_panes", "arguments": {
+        "pattern": panescan::testbed::fixture::NEEDLE, "host": "local",
+        "socket_name": bed.fixture("big").server.socket_name(),
+        "scrollback_lines": 1_000_000}});
+    let _ = call(&mut s, here.clone());
+    let h0 = own(s.pid());
+    let here_ms = median_ms(&mut s, &here, runs);
+    let h1 = own(s.pid());
     eprintln!(
-        "one host x 200 panes x 500 lines, warm: median {ms:.1} ms; CPU per search: local (panescan, ssh) {:.1} ms, remote (sshd, tmux) {:.1} ms",
-        (l1 - l0) / runs as f64,
-        (r1 - r0) / runs as f64
+        "one host x 200 panes x 500 lines, warm: median {ms:.1} ms; CPU per search: local {:.1} ms (panescan {:.1}, ssh {:.1}), remote (sshd, tmux) {:.1} ms; \
+         the same server searched here: median {here_ms:.1} ms, panescan {:.1} ms",
+        per(l0, l1),
+        per(p0, p1),
+        per(l0, l1) - per(p0, p1),
+        per(r0, r1),
+        per(h0, h1),
     );
 }
 
