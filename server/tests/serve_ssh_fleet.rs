@@ -290,7 +290,15 @@ fn median_ms(s: &mut Serve, params: &Value, runs: usize) -> f64 {
 #[ignore]
 fn bench_sixteen_far_hosts() {
     latency::require();
-    let bed = filled_bed("bench16", 16);
+    let mut bed = filled_bed("bench16", 16);
+    for kex in [None, Some("curve25519-sha256")] {
+        bed.kex = kex;
+        sixteen_rows(&bed);
+    }
+}
+
+/// [`bench_sixteen_far_hosts`]'s rows with the bed's key exchange.
+fn sixteen_rows(bed: &Bed) {
     let names: Vec<String> = (0..16).map(|i| format!("h{i}")).collect();
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     let all = search(&names, 60_000);
@@ -312,9 +320,10 @@ fn bench_sixteen_far_hosts() {
         .map(|h| median_ms(&mut s, &search(&[h], 60_000), 5))
         .fold(0.0, f64::max);
     eprintln!(
-        "16 hosts x 20 panes x 500 lines, RTT {} ms: cold {cold_all:.0} ms, slowest host alone cold {cold_one:.0} ms, ratio {:.2}; \
+        "16 hosts x 20 panes x 500 lines, RTT {} ms, key exchange {}: cold {cold_all:.0} ms, slowest host alone cold {cold_one:.0} ms, ratio {:.2}; \
          warm {warm_all:.1} ms, slowest host alone warm {warm_one:.1} ms, ratio {:.2}",
         RTT.as_millis(),
+        bed.kex.unwrap_or("ssh's default"),
         cold_all / cold_one,
         warm_all / warm_one
     );
