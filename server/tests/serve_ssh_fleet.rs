@@ -123,11 +123,16 @@ fn sixteen_far_hosts_each_find_their_needle_once_as_alone() {
     assert_eq!(got, want, "every needle once, with its host, in host order");
     assert_eq!(all["panes_searched"], 16 * small().panes, "{all}");
 
-    // Each host alone answers what the many-host answer holds for it.
+    // Each host searched alone (`host`: one server, no fan-out) answers
+    // what the many-host answer holds for it.
     let mut slowest_alone = Duration::ZERO;
     for (i, h) in names.iter().enumerate() {
+        let mut one = search(&[h], 60_000);
+        let args = one["arguments"].as_object_mut().unwrap();
+        args.remove("hosts");
+        args.insert("host".into(), json!(h));
         let t = Instant::now();
-        let alone = call(&mut s, search(&[h], 60_000));
+        let alone = call(&mut s, one);
         slowest_alone = slowest_alone.max(t.elapsed());
         assert_eq!(alone["matches"].as_array().unwrap().len(), 1, "{alone}");
         assert_eq!(
@@ -394,88 +399,4 @@ fn bench_local_cpu_per_host() {
         per(r0, r1),
         per(h0, h1),
     );
-}
-
-#[test]
-#[ignore]
-fn probe_cold() {
-    let n: usize = std::env::var("PROBE_N")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1);
-    let bed = filled_bed("probe", n);
-    let names: Vec<String> = (0..n).map(|i| format!("h{i}")).collect();
-    let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    let log = bed.world.dir.0.join("spans.log");
-    let config = bed.client_config();
-    let file = std::fs::File::create(&log).unwrap();
-    let mut args = vec![
-        "serve".to_owned(),
-        "--ssh-config".to_owned(),
-        config.display().to_string(),
-    ];
-    for h in &names {
-        args.push("--ssh".into());
-        args.push((*h).to_owned());
-    }
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let mut s = Serve::spawn_logged(
-        &args,
-        &[("PANESCAN_SPANS", "1")],
-        &[],
-        std::process::Stdio::from(file),
-    );
-    s.initialize();
-    let pid = s.pid().to_string();
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let stop2 = stop.clone();
-    let t0 = Instant::now();
-    let watcher = std::thread::spawn(move || {
-        let mut seen = std::collections::HashSet::new();
-        let mut out = Vec::new();
-        while !stop2.load(std::sync::atomic::Ordering::Relaxed) {
-            for e in std::fs::read_dir("/proc").unwrap().flatten() {
-                let dir = e.path();
-                let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
-                let ppid = stat
-                    .rsplit_once(')')
-                    .and_then(|(_, r)| r.split_whitespace().nth(1))
-                    .unwrap_or("")
-                    .to_owned();
-                if ppid != pid {
-                    continue;
-                }
-                let name = e.file_name().to_string_lossy().into_owned();
-                if seen.insert(name.clone()) {
-                    let cmd = std::fs::read(dir.join("cmdline"))
-                        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-                        .unwrap_or_default();
-                    let cmd = cmd
-                        .rsplit_once(" -- ")
-                        .map(|(_, c)| c.to_owned())
-                        .unwrap_or(cmd);
-                    out.push(format!(
-                        "{:>6.0} ms  {name} {}",
-                        t0.elapsed().as_secs_f64() * 1000.0,
-                        &cmd[..cmd.len().min(150)]
-                    ));
-                }
-            }
-            std::thread::sleep(Duration::from_millis(3));
-        }
-        out
-    });
-    let t = Instant::now();
-    let r = call(&mut s, search(&names, 60_000));
-    let cold = t.elapsed();
-    let t = Instant::now();
-    let _ = call(&mut s, search(&names, 60_000));
-    let warm = t.elapsed();
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    for l in watcher.join().unwrap() {
-        eprintln!("{l}");
-    }
-    eprintln!("cold {cold:?} warm {warm:?} {}", r["panes_searched"]);
-    drop(s);
-    eprintln!("{}", std::fs::read_to_string(&log).unwrap());
 }
