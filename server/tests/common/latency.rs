@@ -235,7 +235,19 @@ impl Bed {
         }
         args.extend(extra.iter().map(|a| (*a).to_owned()));
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let mut s = Serve::spawn_with(&args, &[]);
+        // `PANESCAN_BED_SPANS=FILE`: the serve's timing spans appended
+        // to FILE, to see where a bench's time goes.
+        let mut s = match std::env::var_os("PANESCAN_BED_SPANS") {
+            Some(log) => {
+                let file = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(log)
+                    .unwrap();
+                Serve::spawn_logged(&args, &[("PANESCAN_SPANS", "1")], &[], file.into())
+            }
+            None => Serve::spawn_with(&args, &[]),
+        };
         s.initialize();
         s
     }
