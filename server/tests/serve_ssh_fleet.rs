@@ -366,7 +366,12 @@ fn bench_local_cpu_per_host() {
     // panescan's own CPU (its threads, not its children), from /proc.
     let own = |pid: u32| -> f64 {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-        let f: Vec<&str> = stat.rsplit_once(')').unwrap().1.split_whitespace().collect();
+        let f: Vec<&str> = stat
+            .rsplit_once(')')
+            .unwrap()
+            .1
+            .split_whitespace()
+            .collect();
         (f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap()) * 10.0
     };
     let (r0, l0, p0) = (

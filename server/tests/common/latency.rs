@@ -34,7 +34,7 @@ pub fn require() {
 /// What a host of the bed is.
 pub enum Kind {
     /// sshd and a filled tmux server.
-    Filled(Fixture),
+    Filled(Box<Fixture>),
     /// sshd whose `tmux -V` says 3.1c (a fake tmux first on its `PATH`).
     OldTmux,
     /// A listener that accepts and never speaks.
@@ -106,7 +106,7 @@ impl Bed {
         let far = self.far(n);
         self.hosts.push(BedHost {
             name: name.to_owned(),
-            kind: Kind::Filled(fixture),
+            kind: Kind::Filled(Box::new(fixture)),
             sshd: Some(n),
             tmux_tmpdir: Some(dir),
             far: Some(far),
