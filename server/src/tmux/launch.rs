@@ -124,7 +124,7 @@ impl Endpoint {
     }
 
     /// On a remote server, its host's version check and then the tmux
-    /// client `args` in one exchange ([`Host::check_version_then`]):
+    /// client `args` in one exchange (`Host::check_version_then`):
     /// `args`' output, or its error; `None` on this machine.
     pub(crate) fn check_version_then(
         &self,

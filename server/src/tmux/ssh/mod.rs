@@ -22,7 +22,8 @@
 //! * ssh gets only `HOME`, `PATH`, `USER`, `LOGNAME` and `SSH_AUTH_SOCK`.
 //!
 //! The remote tmux must be 3.2 or later, checked once per server handle
-//! before anything else is sent ([`Host::check_version`]).
+//! before anything else is sent ([`Host::check_version`]; the first call
+//! lists the sessions in the same exchange, `Host::check_version_then`).
 
 pub mod dest;
 pub mod quote;
