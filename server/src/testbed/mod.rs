@@ -3,7 +3,9 @@
 //!
 //! A private tmux server started and always killed ([`private_server`]),
 //! filled with real terminal output ([`corpus`], [`fixture`]); the raw
-//! fetches a search is measured against ([`baseline`]); and the checks the
+//! fetches a search is measured against ([`baseline`]); hosts made far
+//! away, behind a relay that delays each round trip, and one that hangs
+//! ([`far`]); and the checks the
 //! fuzz targets and their corpus-replay tests run ([`fuzzing`] through the
 //! real dispatcher, [`fuzz_parsers`] on the small parsers).
 //!
@@ -13,6 +15,7 @@
 pub mod baseline;
 pub mod command_counter;
 pub mod corpus;
+pub mod far;
 pub mod fixture;
 #[doc(hidden)]
 pub mod fuzz_parsers;

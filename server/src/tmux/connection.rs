@@ -59,6 +59,9 @@ pub(crate) trait Listener: Send + Sync + std::fmt::Debug {
 
 type Waiter = Sender<Result<RawReply, TmuxError>>;
 
+/// The sessions, one id a line: what the control client attaches to.
+const LIST_SESSIONS: [&str; 3] = ["list-sessions", "-F", "#{session_id}"];
+
 /// Parser and waiters, in write order.
 #[derive(Debug, Default)]
 struct Book {
@@ -485,17 +488,22 @@ impl Shared {
     }
 
     /// On a remote host, checks once that tmux is there and recent enough
-    /// (the error names the host and what it found).
-    fn check_remote(&self, deadline: Instant) -> Result<(), TmuxError> {
-        let Some(host) = self.at.host() else {
-            return Ok(());
-        };
-        if self.version_checked.load(Ordering::Acquire) {
-            return Ok(());
+    /// (the error names the host and what it found), and lists the
+    /// sessions in the same exchange ([`LIST_SESSIONS`]): their listing
+    /// when it ran (a far host's first call saves a channel's round trips).
+    fn check_remote(
+        &self,
+        deadline: Instant,
+    ) -> Result<Option<Result<String, TmuxError>>, TmuxError> {
+        if self.at.host().is_none() || self.version_checked.load(Ordering::Acquire) {
+            return Ok(None);
         }
-        host.check_version(deadline)?;
+        let Some(checked) = self.at.check_version_then(&LIST_SESSIONS, deadline) else {
+            return Ok(None);
+        };
+        let sessions = checked?;
         self.version_checked.store(true, Ordering::Release);
-        Ok(())
+        Ok(Some(sessions))
     }
 
     /// Connects the control client if it is not, and counts this as a use
@@ -531,7 +539,7 @@ impl Shared {
             }
         }
         *slot = None;
-        self.check_remote(deadline)?;
+        let mut listed = self.check_remote(deadline)?;
         if self.oneshot_only.load(Ordering::Relaxed) {
             return Ok(Route::OneShot);
         }
@@ -541,8 +549,10 @@ impl Shared {
             });
         }
         for _attempt in 0..3 {
-            let sessions =
-                oneshot::run_line(&self.at, "list-sessions -F \"#{session_id}\"", deadline);
+            let sessions = match listed.take() {
+                Some(s) => s,
+                None => oneshot::run_line(&self.at, "list-sessions -F \"#{session_id}\"", deadline),
+            };
             let sessions = match sessions {
                 Ok(s) => s,
                 Err(TmuxError::Command(m)) if m.contains("no sessions") => String::new(),

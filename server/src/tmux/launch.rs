@@ -123,6 +123,28 @@ impl Endpoint {
         remote.host.command(&words)
     }
 
+    /// On a remote server, its host's version check and then the tmux
+    /// client `args` in one exchange (`Host::check_version_then`):
+    /// `args`' output, or its error; `None` on this machine.
+    pub(crate) fn check_version_then(
+        &self,
+        args: &[&str],
+        deadline: std::time::Instant,
+    ) -> Option<Result<Result<String, TmuxError>, TmuxError>> {
+        let remote = self.remote.as_ref()?;
+        let mut words: Vec<&str> = vec!["tmux", "-u"];
+        if let Some(n) = &remote.socket_name {
+            words.extend(["-L", n.as_str()]);
+        }
+        words.extend_from_slice(args);
+        let checked = remote.host.check_version_then(&words, deadline);
+        Some(checked.map(|(_, then)| match then {
+            Some(done) if done.success => Ok(String::from_utf8_lossy(&done.stdout).into_owned()),
+            Some(done) => Err(self.client_error(&done.stderr, done.code)),
+            None => Ok(String::new()),
+        }))
+    }
+
     /// Maps a failed client's stderr (and exit code, when known) to an
     /// error: ssh's own failures (code 255) name the host.
     pub fn client_error(&self, stderr: &str, code: Option<i32>) -> TmuxError {

@@ -62,6 +62,9 @@ pub struct Sshd {
     dir: PathBuf,
     child: Option<Child>,
     host_pub: String,
+    /// More `NAME=VALUE` pairs for the sessions' `SetEnv` line (sshd
+    /// keeps the first `SetEnv` line only).
+    set_env: Vec<String>,
 }
 
 /// A `Host` alias of the client config.
@@ -116,6 +119,13 @@ impl SshWorld {
 
     /// Starts another sshd; its index.
     pub fn start_sshd(&mut self) -> usize {
+        self.start_sshd_env(&[])
+    }
+
+    /// Starts another sshd whose sessions also get `set_env`
+    /// (`NAME=VALUE` each, e.g. a `PATH` with another tmux first); its
+    /// index.
+    pub fn start_sshd_env(&mut self, set_env: &[&str]) -> usize {
         let n = self.sshds.len();
         let dir = self.dir.0.join(format!("sshd{n}"));
         std::fs::create_dir_all(&dir).unwrap();
@@ -131,10 +141,16 @@ impl SshWorld {
             dir,
             child: None,
             host_pub,
+            set_env: set_env.iter().map(|v| (*v).to_owned()).collect(),
         };
         sshd.start();
         self.sshds.push(sshd);
         n
+    }
+
+    /// The port sshd `n` listens on.
+    pub fn sshd_port(&self, n: usize) -> u16 {
+        self.sshds[n].port
     }
 
     pub fn sshd(&mut self, n: usize) -> &mut Sshd {
@@ -191,9 +207,10 @@ impl Sshd {
         std::fs::write(
             &config,
             format!(
-                "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nAuthorizedKeysFile {d}/authorized_keys\nPidFile {d}/sshd.pid\nStrictModes no\nUsePAM no\nPermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nAcceptEnv TMUX_TMPDIR\nSetEnv SHLVL=1\nPrintMotd no\nLogLevel ERROR\n",
+                "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nAuthorizedKeysFile {d}/authorized_keys\nPidFile {d}/sshd.pid\nStrictModes no\nUsePAM no\nPermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nAcceptEnv TMUX_TMPDIR\nSetEnv SHLVL=1{env}\nPrintMotd no\nLogLevel ERROR\n",
                 port = self.port,
-                d = self.dir.display()
+                d = self.dir.display(),
+                env = self.set_env.iter().map(|v| format!(" {v}")).collect::<String>(),
             ),
         )
         .unwrap();

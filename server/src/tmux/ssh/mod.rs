@@ -22,7 +22,8 @@
 //! * ssh gets only `HOME`, `PATH`, `USER`, `LOGNAME` and `SSH_AUTH_SOCK`.
 //!
 //! The remote tmux must be 3.2 or later, checked once per server handle
-//! before anything else is sent ([`Host::check_version`]).
+//! before anything else is sent ([`Host::check_version`]; the first call
+//! lists the sessions in the same exchange, `Host::check_version_then`).
 
 pub mod dest;
 pub mod quote;
@@ -253,34 +254,66 @@ impl Host {
     pub fn command(&self, words: &[&str]) -> Result<Command, TmuxError> {
         let line = quote::command_line(words.iter().copied())
             .ok_or_else(|| TmuxError::Invalid("an argument contains a NUL byte".into()))?;
+        Ok(self.command_line(&line))
+    }
+
+    /// `ssh ... -- HOST LINE`: `line` is already quoted for the remote
+    /// shell (made of [`quote`]'s words only).
+    fn command_line(&self, line: &str) -> Command {
         let mut cmd = self.ssh();
         cmd.arg("--").arg(&self.dest.host).arg(line);
         cmd.stdin(Stdio::null());
-        Ok(cmd)
+        cmd
     }
 
     /// `tmux -V` on the host: its version, or an error naming the host
     /// (unreachable, no tmux, or one older than [`MIN_TMUX`]).
     pub fn check_version(&self, deadline: Instant) -> Result<String, TmuxError> {
-        let child = self
-            .command(&["tmux", "-V"])?
+        self.check_version_then(&[], deadline).map(|(v, _)| v)
+    }
+
+    /// [`Host::check_version`], and in the same exchange (one channel of
+    /// the connection: on a far host every channel costs round trips) the
+    /// tmux client `then` (its words, `tmux` first), run once `tmux -V`
+    /// succeeded: the version and `then`'s end (`None` when `then` is
+    /// empty).
+    pub(crate) fn check_version_then(
+        &self,
+        then: &[&str],
+        deadline: Instant,
+    ) -> Result<(String, Option<super::process::Finished>), TmuxError> {
+        let mut cmd = match then {
+            [] => self.command(&["tmux", "-V"])?,
+            _ => {
+                let line = quote::command_line(then.iter().copied())
+                    .ok_or_else(|| TmuxError::Invalid("an argument contains a NUL byte".into()))?;
+                self.command_line(&format!("'tmux' '-V' && {line}"))
+            }
+        };
+        let child = cmd
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| TmuxError::spawn("ssh", e))?;
-        let done = super::process::finish(child, deadline)?;
+        let mut done = super::process::finish(child, deadline)?;
         if done.code == Some(255) {
             return Err(self.unreachable(&done.stderr));
         }
-        let out = String::from_utf8_lossy(&done.stdout).trim().to_owned();
-        if !done.success {
+        // The version is the first line; what `then` printed follows.
+        let text = String::from_utf8_lossy(&done.stdout).into_owned();
+        let (first, rest) = text.split_once('\n').unwrap_or((&text, ""));
+        let out = first.trim().to_owned();
+        if version(&out).is_none() && !done.success {
             return Err(self.unreachable(&format!(
                 "no tmux on this host (`tmux -V`: {})",
                 done.stderr.trim()
             )));
         }
         match version(&out) {
-            Some(v) if v >= MIN_TMUX => Ok(out),
+            Some(v) if v >= MIN_TMUX => {
+                done.stdout = rest.as_bytes().to_vec();
+                Ok((out, (!then.is_empty()).then_some(done)))
+            }
             _ => Err(self.unreachable(&format!(
                 "{out:?} is not tmux {}.{} or later, which panescan needs",
                 MIN_TMUX.0, MIN_TMUX.1

@@ -69,7 +69,7 @@ pub(super) fn start(
     };
     let stop = Arc::new(AtomicBool::new(false));
     let (listing, replies) = tmux.sweep_after_listing(
-        scope::listing_fields(ctx),
+        scope::listing_fields(ctx, tmux),
         requests.clone(),
         options,
         deadline,

@@ -14,15 +14,23 @@
 //!   lines (`max_matches`) and the page (`offset`/`limit`) are counted over
 //!   the merged list. The same hosts answering the same way give the same
 //!   result on every run.
+//! * No host holds the answer past the search's `timeout_ms` (plus
+//!   [`HOST_GRACE`]): one that has not answered by then is in
+//!   `hosts_failed`, and the others' matches are in the same answer.
 //! * `since` and `group_by` take one host at a time (a cursor and a group
 //!   describe one server's panes).
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::plan::Plan;
 use super::types::{HostFailure, PaneHits, SearchPanesArgs, SearchPanesResult};
 use crate::tmux::ssh::LOCAL;
 use crate::tools::context::{ToolContext, ToolError};
+
+/// How long past a search's timeout the merge waits for a host: each
+/// host's search ends at that deadline (its clients killed there), this is
+/// room for its answer to arrive; a host later than that is a failure.
+const HOST_GRACE: Duration = Duration::from_millis(500);
 
 /// The hosts a call searches, in order; `None`: one server, the old way
 /// (`host` alone, or no hosts configured).
@@ -94,27 +102,66 @@ pub(super) fn search_many(
         limit: Some(plan.offset.saturating_add(plan.limit).min(limits.max_page)),
         ..args.clone()
     };
-    let answers: Vec<Result<SearchPanesResult, ToolError>> = std::thread::scope(|s| {
-        let running: Vec<_> = list
-            .iter()
-            .map(|host| {
-                let mut a = per_host.clone();
-                a.server.host = Some(host.clone());
-                let child = ctx.child();
-                s.spawn(move || one(&child, &a))
-            })
-            .collect();
-        running
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(ToolError::internal("a host's search stopped; retry")))
-            })
-            .collect()
-    });
+    let timeout = Plan::check(args, limits)?.timeout;
+    let answers = gather(ctx, &per_host, list, one, started + timeout + HOST_GRACE);
     let mut merged = merge(list, answers, &plan);
     merged.elapsed_ms = started.elapsed().as_millis() as u64;
     Ok(merged)
+}
+
+/// Runs `one` for every host of `list` at once, each on a thread of its
+/// own, and collects their answers in host order until `deadline`: a
+/// host that has not answered by then is a failure, and its thread is
+/// left to end at its own deadline (its clients are killed there) without
+/// holding the others' answer.
+fn gather(
+    ctx: &ToolContext,
+    per_host: &SearchPanesArgs,
+    list: &[String],
+    one: fn(&ToolContext, &SearchPanesArgs) -> Result<SearchPanesResult, ToolError>,
+    deadline: Instant,
+) -> Vec<Result<SearchPanesResult, ToolError>> {
+    let (tx, rx) = crossbeam_channel::unbounded();
+    for (i, host) in list.iter().enumerate() {
+        let mut a = per_host.clone();
+        a.server.host = Some(host.clone());
+        let child = ctx.child();
+        let tx = tx.clone();
+        // A thread that cannot start never answers: said below, as a
+        // stopped search.
+        let _ = std::thread::Builder::new()
+            .name("search-host".into())
+            .spawn(move || {
+                let _ = tx.send((i, one(&child, &a)));
+            });
+    }
+    drop(tx);
+    let mut answers: Vec<Option<Result<SearchPanesResult, ToolError>>> =
+        list.iter().map(|_| None).collect();
+    let mut late = false;
+    for _ in 0..list.len() {
+        match rx.recv_deadline(deadline) {
+            Ok((i, answer)) => answers[i] = Some(answer),
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                late = true;
+                break;
+            }
+            // Every thread has ended: a missing answer is one that panicked.
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    answers
+        .into_iter()
+        .map(|a| {
+            a.unwrap_or_else(|| {
+                Err(if late {
+                    ToolError::timed_out("no answer within the search's timeout_ms")
+                } else {
+                    ToolError::internal("a host's search stopped; retry")
+                })
+            })
+        })
+        .collect()
 }
 
 /// The hosts' results, in host order, within the shared budgets and page.
@@ -245,6 +292,30 @@ mod tests {
         assert_eq!(r.hosts_failed.len(), 1);
         assert_eq!(r.hosts_failed[0].host, "a");
         assert_eq!(r.bytes_scanned, 20);
+    }
+
+    /// A host's search: "slow" answers long after the others.
+    fn far_one(_: &ToolContext, args: &SearchPanesArgs) -> Result<SearchPanesResult, ToolError> {
+        if args.server.host.as_deref() == Some("slow") {
+            std::thread::sleep(std::time::Duration::from_secs(3));
+        }
+        answered(&[1], 1)
+    }
+
+    #[test]
+    fn a_host_late_past_the_deadline_does_not_hold_the_others() {
+        let ctx = ToolContext::read_only(
+            crate::tmux::ServerSpec::default(),
+            crate::config::Ceilings::default(),
+        );
+        let list = ["a".to_owned(), "slow".to_owned(), "b".to_owned()];
+        let t = Instant::now();
+        let deadline = t + Duration::from_millis(300);
+        let answers = gather(&ctx, &SearchPanesArgs::default(), &list, far_one, deadline);
+        assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+        assert!(answers[0].is_ok() && answers[2].is_ok());
+        let e = answers[1].as_ref().unwrap_err();
+        assert!(e.message.contains("timeout_ms"), "{}", e.message);
     }
 
     #[test]

@@ -39,16 +39,19 @@ pub(super) fn list(
     let then = [TmuxCommand::new("display-message")
         .flag("-p")
         .format_arg("#{pid} #{start_time}")];
-    let fields = listing_fields(ctx);
+    let fields = listing_fields(ctx, tmux);
     let t = tmux.clone();
     let (inventory, mut extra) = ctx.cancellable(move || t.inventory(fields, &then, deadline))?;
     let server = extra.pop().and_then(Result::ok).unwrap_or_default();
     Ok(Listing { inventory, server })
 }
 
-/// The fields a search lists: with a pane cache, what it checks too.
-pub(super) fn listing_fields(ctx: &ToolContext) -> Fields {
+/// The fields a search lists: with a pane cache, what it checks too; on
+/// another host, also what the panes run (the answer needs no second round
+/// trip: [`super::shape`]).
+pub(super) fn listing_fields(ctx: &ToolContext, tmux: &Tmux) -> Fields {
     match ctx.pane_cache {
+        _ if tmux.host().is_some() => Fields::SearchFar,
         Some(_) => Fields::SearchWithFingerprint,
         None => Fields::SearchWithCursor,
     }

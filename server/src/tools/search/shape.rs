@@ -60,7 +60,10 @@ pub(super) fn shape(
         None => {
             let mut page = Page::of(all_hits, plan.offset, plan.limit);
             redactions = redactions_in(&page.matches);
-            add_details(tmux, &mut page.matches, deadline);
+            // A server on another host listed them (`Fields::SearchFar`).
+            if tmux.host().is_none() {
+                add_details(tmux, &mut page.matches, deadline);
+            }
             (page, None)
         }
     };
