@@ -120,6 +120,12 @@ pub struct ServeArgs {
     /// Which tools exist: readonly (default), mutating, destructive.
     #[arg(long, env = "PANESCAN_TIER", value_enum, default_value_t = Tier::Readonly)]
     pub tier: Tier,
+    /// Let send_keys, paste_text and run_command type into the pane the
+    /// MCP client itself runs in (found from $TMUX_PANE and the process
+    /// tree). Without it they are refused there: typing into one's own
+    /// input is a loop.
+    #[arg(long, env = "PANESCAN_ALLOW_OWN_PANE")]
+    pub allow_own_pane: bool,
     #[allow(missing_docs)]
     #[command(flatten)]
     pub ssh: SshArgs,

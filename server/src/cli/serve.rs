@@ -7,11 +7,13 @@
 //! daemon what it would have meant in-process. The daemon's own flags fill
 //! in only what this serve's command line and environment leave unset.
 //!
+//! The session carries its caller (`$TMUX`, `$TMUX_PANE`, this process
+//! and its parents), which the daemon checks against the connection's
+//! peer: `is_caller` and the refusals to kill or type into the client's own
+//! pane mean in the daemon what they mean here.
+//!
 //! Served in-process even without `--no-daemon`: sessions with `--ssh`
-//! hosts (the daemon holds no ssh connections for a session), and
-//! mutating or destructive sessions run from inside tmux (which pane and
-//! server are the caller's is read from this process's `$TMUX`, and the
-//! refusals to kill or retarget them depend on it).
+//! hosts (the daemon holds no ssh connections for a session).
 
 use std::ffi::OsString;
 use std::process::{Command, ExitCode};
@@ -21,10 +23,10 @@ use clap::{Args, CommandFactory};
 
 use super::daemon::RuntimeArgs;
 use super::ServeArgs;
-use crate::config::{Ceilings, ServeConfig, Tier};
+use crate::config::{Ceilings, ServeConfig};
 use crate::daemon::client::{self, Connected};
 use crate::daemon::place;
-use crate::daemon::wire::{Request, SessionEnv, SessionSpec};
+use crate::daemon::wire::{CallerSpec, Request, SessionEnv, SessionSpec};
 
 /// `panescan serve`: the server flags, and how to reach the daemon.
 #[derive(Debug, Args)]
@@ -100,6 +102,8 @@ pub fn spec_of(args: &ServeArgs, explicit: &Explicit) -> SessionSpec {
         redact: !args.no_redact,
         env: SessionEnv::here(),
         explicit,
+        allow_own_pane: args.allow_own_pane,
+        caller: CallerSpec::here(),
     }
 }
 
@@ -133,11 +137,8 @@ pub fn run(cmd: &ServeCommand) -> ExitCode {
 
 /// Why a session with `args` is served in-process without being asked.
 fn served_here(args: &ServeArgs) -> Option<&'static str> {
-    let inside_tmux = std::env::var_os("TMUX").is_some_and(|v| !v.is_empty());
     if !args.ssh.ssh.is_empty() {
         Some("--ssh hosts are served in-process")
-    } else if inside_tmux && args.tier > Tier::Readonly {
-        Some("a mutating session inside tmux is served in-process")
     } else {
         None
     }

@@ -9,6 +9,8 @@
 //! - [`bind`] — which socket a starting daemon takes, under a lock; stale
 //!   sockets replaced.
 //! - [`wire`] — the handshake before MCP: hello, request, answer.
+//! - [`caller`] — the client a session serves, checked against the
+//!   connection's peer.
 //! - [`conn`] — one connection: the peer's uid checked before a byte is
 //!   read, then a session, a status or a stop.
 //! - [`client`] — the other end, for `serve`, `status` and `stop`.
@@ -19,6 +21,7 @@
 //! session first and removing its socket.
 
 pub mod bind;
+pub mod caller;
 pub mod client;
 pub mod conn;
 pub mod place;

@@ -127,6 +127,50 @@ pub struct SessionSpec {
     /// in the environment: the daemon's own flags stand for the others.
     #[serde(default)]
     pub explicit: Vec<String>,
+    /// `--allow-own-pane`.
+    #[serde(default)]
+    pub allow_own_pane: bool,
+    /// Where the client runs, as serve sees it; the daemon checks it
+    /// against the connection's peer (`daemon/caller.rs`).
+    #[serde(default)]
+    pub caller: CallerSpec,
+}
+
+/// What identifies the client a session serves: serve's `$TMUX` and
+/// `$TMUX_PANE`, its pid and its parents. The daemon believes none of it
+/// blindly: the pid must be the connection's peer (SO_PEERCRED), the
+/// variables those of that process's environment, and the parents are
+/// read again from `/proc`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallerSpec {
+    /// `$TMUX` (`None`: unset or empty).
+    pub tmux: Option<String>,
+    /// `$TMUX_PANE` (`None`: unset or empty).
+    pub tmux_pane: Option<String>,
+    /// serve's own pid.
+    pub pid: u32,
+    /// serve's parents, nearest first, as serve read them.
+    pub parents: Vec<u32>,
+}
+
+impl CallerSpec {
+    /// This process's.
+    pub fn here() -> Self {
+        let var = |name: &str| {
+            std::env::var_os(name)
+                .filter(|v| !v.is_empty())
+                .map(|v| v.to_string_lossy().into_owned())
+        };
+        let pid = std::process::id();
+        let mut parents = crate::tmux::procfs::ancestors(pid);
+        parents.retain(|p| *p != pid);
+        CallerSpec {
+            tmux: var("TMUX"),
+            tmux_pane: var("TMUX_PANE"),
+            pid,
+            parents,
+        }
+    }
 }
 
 /// The parts of a process's surroundings that every session of a daemon
@@ -195,6 +239,9 @@ impl SessionSpec {
         if !set("no_redact") {
             spec.redact = defaults.redact;
         }
+        if !set("allow_own_pane") {
+            spec.allow_own_pane = defaults.allow_own_pane;
+        }
         spec
     }
 
@@ -218,6 +265,8 @@ impl SessionSpec {
             redact: self.redact,
             sockets: SocketPolicy::new(self.allow_socket_dirs.clone()),
             log_dir: self.log_dir.clone(),
+            caller: None,
+            allow_own_pane: self.allow_own_pane,
         }
     }
 }

@@ -17,6 +17,7 @@
 //! - [`mutate`] — send_keys, rename_window, set_pane_title, clear_history (mutating tier).
 //! - [`logging`] — pipe_pane (mutating tier).
 //! - [`run`] — run_command, wait_for_command (mutating tier).
+//! - [`own_pane`] — the typing tools' refusal of the client's own pane.
 //! - [`destroy`] — kill_pane, kill_window, kill_session (destructive tier).
 //! - [`lifecycle`] — respawn_pane, kill_server (destructive tier).
 //!
@@ -40,6 +41,7 @@ pub mod logging;
 pub mod mutate;
 pub mod option_rule;
 pub mod options;
+pub(crate) mod own_pane;
 pub mod registry;
 pub mod run;
 pub mod schema;
@@ -48,8 +50,9 @@ pub mod servers;
 pub mod settings;
 pub mod wait;
 
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
+use crate::tmux::caller::CallerPane;
 use crate::tmux::{
     Fields, Inventory, Pane, PaneId, ServerSpec, SessionId, Tmux, TmuxError, WindowId,
 };
@@ -198,13 +201,24 @@ impl ToolContext {
     /// until the first request).
     pub fn tmux(&self, server: &ServerArgs) -> Result<Tmux, ToolError> {
         let spec = self.server_spec(server)?;
-        let tmux = Tmux::shared(&spec).map_err(ToolError::from)?;
+        let tmux = Tmux::shared(&spec)
+            .map_err(ToolError::from)?
+            .for_caller(self.caller());
         if let Ok(mut v) = opened().lock() {
             if !v.iter().any(|t| t.spec() == &spec) {
                 v.push(tmux.clone());
             }
         }
         Ok(tmux)
+    }
+
+    /// Where the client of this call's session runs: its serve's (a
+    /// daemon's session), else this process's.
+    pub fn caller(&self) -> Arc<CallerPane> {
+        self.config
+            .caller
+            .clone()
+            .unwrap_or_else(CallerPane::of_process)
     }
 
     /// Every session, window and pane of the server with every field

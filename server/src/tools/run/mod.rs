@@ -267,6 +267,8 @@ fn start(
         .inventory_by(tmux, end.deadline(ctx))
         .map_err(|e| end.said(e, "while listing panes: the command was not typed"))?;
     let pane = find_pane(&inv, args.pane_id)?;
+    super::own_pane::refuse_own_pane(ctx, tmux, pane.pane_id, pane.pane_pid, end.deadline(ctx))
+        .map_err(|e| end.said(e, "while reading the pane: the command was not typed"))?;
     let socket = tmux.socket_path().to_path_buf();
     table::check_free(&socket, pane.pane_id)?;
     // A shell drawing its prompt (hooks, its line editor starting) is
