@@ -191,6 +191,11 @@ pub struct ServeConfig {
     /// The hosts a call may name in `host` (`--ssh DEST`, as written, in
     /// order); their ssh settings live in [`crate::tmux::ssh`].
     pub hosts: Vec<String>,
+    /// What [`ServerSpec::host`] names each of `hosts` by in the ssh host
+    /// table, in the same order (`None`: the names themselves). A daemon
+    /// registers a session's hosts with their options: the same name
+    /// with other options is another host.
+    pub host_ids: Option<Vec<String>>,
     /// The variables of panescan's environment `create_session` may copy
     /// into a new session when tmux's `update-environment` lists them
     /// (tmux's default list and `--pass-env NAME`).
@@ -228,6 +233,7 @@ impl Default for ServeConfig {
             pass_env_values: None,
             caller: None,
             allow_own_pane: false,
+            host_ids: None,
         }
     }
 }

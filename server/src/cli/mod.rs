@@ -198,8 +198,16 @@ pub struct SshArgs {
 
 impl SshArgs {
     /// Checks the destinations and hands them to the transport; the
-    /// names calls may use, in order.
+    /// names calls may use, in order (in this process: also the ids).
     pub fn configure(&self) -> Result<Vec<String>, String> {
+        let settings = self.settings()?;
+        crate::tmux::ssh::configure(&settings)?;
+        Ok(settings.hosts.iter().map(|d| d.text.clone()).collect())
+    }
+
+    /// What these flags ask of ssh, checked: the destinations parsed
+    /// (each once), the config file made absolute, this environment's.
+    pub fn settings(&self) -> Result<crate::tmux::ssh::Settings, String> {
         let mut hosts = Vec::new();
         for text in &self.ssh {
             let dest = crate::tmux::ssh::dest::parse(text).map_err(|e| e.to_string())?;
@@ -215,14 +223,13 @@ impl SshArgs {
             Some(f) => Some(std::path::absolute(f).map_err(|e| format!("--ssh-config: {e}"))?),
             None => None,
         };
-        let names = hosts.iter().map(|d| d.text.clone()).collect();
-        crate::tmux::ssh::configure(&crate::tmux::ssh::Settings {
+        Ok(crate::tmux::ssh::Settings {
             config_file,
             hosts,
             compression: self.ssh_compress,
             connect_timeout: std::time::Duration::from_secs(self.ssh_connect_timeout),
-        })?;
-        Ok(names)
+            env: crate::tmux::ssh::Settings::env_here(),
+        })
     }
 }
 

@@ -10,10 +10,9 @@
 //! The session carries its caller (`$TMUX`, `$TMUX_PANE`, this process
 //! and its parents), which the daemon checks against the connection's
 //! peer: `is_caller` and the refusals to kill or type into the client's own
-//! pane mean in the daemon what they mean here.
-//!
-//! Served in-process even without `--no-daemon`: sessions with `--ssh`
-//! hosts (the daemon holds no ssh connections for a session).
+//! pane mean in the daemon what they mean here. Its `--ssh` hosts and
+//! their options go with it: the daemon holds their master connections,
+//! shared with sessions that ask for the same host with the same options.
 
 use std::ffi::OsString;
 use std::process::{Command, ExitCode};
@@ -26,7 +25,7 @@ use super::ServeArgs;
 use crate::config::{Ceilings, ServeConfig};
 use crate::daemon::client::{self, Connected};
 use crate::daemon::place;
-use crate::daemon::wire::{CallerSpec, Request, SessionEnv, SessionSpec};
+use crate::daemon::wire::{CallerSpec, Request, SessionEnv, SessionSpec, SshSpec};
 
 /// `panescan serve`: the server flags, and how to reach the daemon.
 #[derive(Debug, Args)]
@@ -104,24 +103,27 @@ pub fn spec_of(args: &ServeArgs, explicit: &Explicit) -> SessionSpec {
         explicit,
         allow_own_pane: args.allow_own_pane,
         caller: CallerSpec::here(),
+        ssh: args
+            .ssh
+            .settings()
+            .ok()
+            .filter(|s| !s.hosts.is_empty())
+            .map(|s| SshSpec::of(&s)),
     }
 }
 
 /// Runs `panescan serve`.
 pub fn run(cmd: &ServeCommand) -> ExitCode {
     let args = &cmd.args;
-    let here = if cmd.no_daemon {
-        Some(None)
-    } else {
-        served_here(args).map(Some)
-    };
-    if let Some(why) = here {
-        if let Some(why) = why {
-            eprintln!("panescan serve: {why}");
-        }
+    if cmd.no_daemon {
         // Before any thread: may start this program again (same pid).
         super::arenas::cap();
         return serve_here(args);
+    }
+    // A flag the session cannot have is refused here, as in-process.
+    if let Err(e) = args.ssh.settings() {
+        eprintln!("panescan serve: {e}");
+        return ExitCode::from(2);
     }
     let spec = spec_of(args, &Explicit::from_command_line());
     let dir = cmd.place.dir();
@@ -132,15 +134,6 @@ pub fn run(cmd: &ServeCommand) -> ExitCode {
             eprintln!("panescan serve: no daemon session ({e}); serving in-process");
             serve_here(args)
         }
-    }
-}
-
-/// Why a session with `args` is served in-process without being asked.
-fn served_here(args: &ServeArgs) -> Option<&'static str> {
-    if !args.ssh.ssh.is_empty() {
-        Some("--ssh hosts are served in-process")
-    } else {
-        None
     }
 }
 

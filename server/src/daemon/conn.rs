@@ -104,6 +104,18 @@ fn unfit(spec: &SessionSpec) -> Option<String> {
     })
 }
 
+/// The ssh hosts a session may name and their ids in the daemon's host
+/// table: its serve's, registered with their options (a host already held
+/// with the same ones is shared, its master connection up), else the
+/// daemon's own.
+fn hosts(daemon: &Daemon, spec: &SessionSpec) -> Result<(Vec<String>, Vec<String>), String> {
+    let Some(ssh) = &spec.ssh else {
+        return Ok((daemon.config.hosts.clone(), daemon.config.hosts.clone()));
+    };
+    let ids = crate::tmux::ssh::configure(&ssh.settings()?)?;
+    Ok((ssh.hosts.clone(), ids))
+}
+
 fn run_session(
     daemon: &Arc<Daemon>,
     spec: &SessionSpec,
@@ -125,6 +137,10 @@ fn run_session(
         Ok(caller) => Arc::new(caller),
         Err(why) => return refuse(&mut out, why),
     };
+    let (names, ids) = match hosts(daemon, spec) {
+        Ok(hosts) => hosts,
+        Err(why) => return refuse(&mut out, why),
+    };
     let (stop_tx, stop_rx) = bounded::<()>(1);
     let closer = out.try_clone().map_err(|e| e.to_string())?;
     let id = match daemon.open_session(stop_tx, closer) {
@@ -141,8 +157,9 @@ fn run_session(
             pane_cache: daemon.shared.pane_cache.clone(),
         };
         let spec = spec.over(&daemon.config.defaults);
-        let mut config = spec.config(daemon.config.hosts.clone(), daemon.config.cache_bytes);
+        let mut config = spec.config(names, daemon.config.cache_bytes);
         config.caller = Some(caller);
+        config.host_ids = Some(ids);
         let closer = out.try_clone().map_err(|e| e.to_string())?;
         let ended = session::run(
             Arc::new(config),

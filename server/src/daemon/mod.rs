@@ -2,7 +2,8 @@
 //! a unix socket and holds what they share, so it outlives any one of
 //! them: the tmux connections (one control client per server for every
 //! session), the pane cache (a second session's first search is warm), the
-//! listing shares.
+//! listing shares, the ssh hosts and their master connections (keyed by
+//! destination and options, closed when the daemon ends).
 //!
 //! - [`place`] — the runtime directory (0700, this user's), the socket,
 //!   the build id.
@@ -297,6 +298,7 @@ impl Daemon {
             cache_full: stats.full,
             cache_delta: stats.delta,
             rss_bytes: rss_bytes(),
+            ssh_hosts: crate::tmux::ssh::hosts_held(),
         }
     }
 }

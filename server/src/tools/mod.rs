@@ -174,12 +174,19 @@ impl ToolContext {
     }
 
     /// The host a call's `host` names: `None` for this machine (no host,
-    /// or `"local"`), else one the operator configured (`--ssh`); any
-    /// other name is refused, so nothing a caller writes reaches ssh.
+    /// or `"local"`), else the id of one the operator configured
+    /// (`--ssh`; [`crate::config::ServeConfig::host_ids`]); any other name
+    /// is refused, so nothing a caller writes reaches ssh.
     pub fn host(&self, asked: Option<&str>) -> Result<Option<String>, ToolError> {
         match asked {
             None | Some(crate::tmux::ssh::LOCAL) => Ok(None),
-            Some(h) if self.config.hosts.iter().any(|c| c == h) => Ok(Some(h.to_owned())),
+            Some(h) if self.config.hosts.iter().any(|c| c == h) => {
+                let at = self.config.hosts.iter().position(|c| c == h);
+                let id = (self.config.host_ids.as_ref())
+                    .zip(at)
+                    .and_then(|(ids, at)| ids.get(at));
+                Ok(Some(id.map_or(h, String::as_str).to_owned()))
+            }
             Some(h) => Err(ToolError::refused(format!(
                 "host {h:?} is not configured: hosts are \"local\"{}{}",
                 if self.config.hosts.is_empty() {

@@ -139,7 +139,8 @@ impl Tool for RunCommand {
         let tmux = ctx.tmux(&args.server)?;
         // Whether the pane's shell waits at its prompt is read from the
         // pane's processes and terminal, which are this machine's only.
-        if let Some(host) = tmux.host() {
+        if tmux.host().is_some() {
+            let host = args.server.host.as_deref().unwrap_or_default();
             return Err(ToolError::refused(format!(
                 "run_command works on this machine's panes only (it reads the pane's processes and terminal), not on host {host}: use send_keys and wait_for_text there"
             )));
