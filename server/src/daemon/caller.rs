@@ -18,9 +18,7 @@ use super::wire::CallerSpec;
 /// its private runtime directory as the only guard).
 pub fn verify(said: &CallerSpec, peer: Option<u32>) -> Result<CallerPane, String> {
     let Some(peer) = peer else {
-        let mut processes = vec![said.pid];
-        processes.extend(&said.parents);
-        return Ok(pane_of(said).with_processes(processes));
+        return Ok(pane_of(said).with_processes(said_processes(said)));
     };
     if said.pid != peer {
         return Err(format!(
@@ -40,14 +38,19 @@ pub fn verify(said: &CallerSpec, peer: Option<u32>) -> Result<CallerPane, String
             }
         }
     }
-    let processes = procfs::ancestors(peer);
+    let mut processes = procfs::ancestors(peer);
     if processes.is_empty() {
         // No /proc here: what the spec says is all there is.
-        let mut processes = vec![said.pid];
-        processes.extend(&said.parents);
-        return Ok(pane_of(said).with_processes(processes));
+        processes = said_processes(said);
     }
     Ok(pane_of(said).with_processes(processes))
+}
+
+/// serve and its parents as the spec names them.
+fn said_processes(said: &CallerSpec) -> Vec<u32> {
+    std::iter::once(said.pid)
+        .chain(said.parents.iter().copied())
+        .collect()
 }
 
 fn pane_of(said: &CallerSpec) -> CallerPane {
