@@ -12,6 +12,9 @@
 #     google-genai's Schema, over every tier, and read tools called with
 #     null for every argument left out
 #   - the MCP conformance suite (conformance.sh), both eras
+#   - a policy's `ask` answered through the Python SDK's elicitation
+#     callback (elicit.py) and the TypeScript SDK 1.x's request handler
+#     (elicit.mjs): approve runs once, decline refuses
 # Installs the clients first (setup.sh; nothing to do when they are there).
 #
 # usage: interop/run.sh [--bin PANESCAN] [--dir DIR] [--path PATH]
@@ -75,6 +78,12 @@ clients() {
         node "$HERE/client.mjs" --sdk "$1" --mode "$2" --expect-protocol "$3" --bin "$SERVE" --npm "$DIR/npm"
         result "$SERVE_PATH: node sdk $1 --mode $2" $?
     done
+    for mode in legacy auto; do
+        "$DIR/venv/bin/python" "$HERE/elicit.py" --bin "$SERVE" --mode "$mode"
+        result "$SERVE_PATH: python --mode $mode elicitation (policy ask)" $?
+    done
+    node "$HERE/elicit.mjs" --bin "$SERVE" --npm "$DIR/npm"
+    result "$SERVE_PATH: node sdk 1 elicitation (policy ask)" $?
 
     # Inspector --strict prints every schema-portability finding on stderr and
     # exits 6 on an error-severity one; warnings must be absent too.

@@ -465,3 +465,52 @@ fn two_keys_cut_short_are_both_redacted() {
     assert!(!out.contains("MIIEowIBAAKCAQEAsecondkeybody"), "{out}");
     assert!(out.contains("$ head -2 other.pem"), "{out}");
 }
+
+/// A text longer than the prefilter's lowering chunk (64 KiB, cut at a
+/// newline) is redacted line for line as its lines are alone: secrets on
+/// every line around the first cut (the first line's length swept, so the
+/// 64 KiB mark falls at every byte of a secret line), at both ends, and on
+/// a line longer than a chunk. Mutants of the chunking (a cut inside a
+/// line splits a secret's literal) survived every other test: no test
+/// text was that long.
+#[test]
+fn a_text_longer_than_a_lowering_chunk_is_redacted_as_its_lines_are() {
+    let secret = "ghp_16C7e42F292c6912E7710c838347Ae178B4a";
+    // 50-byte lines: the 64 KiB mark falls in about line 1,310.
+    let plain = |i: usize| format!("line {i:05} of plain build output, nothing to hide");
+    assert_eq!(plain(0).len() + 1, 50);
+    for pad in 0..64 {
+        let mut lines: Vec<String> = (0..6000)
+            .map(|i| match i {
+                0 => format!("{}token {secret} at 0", "p".repeat(pad)),
+                1290..=1320 | 2630 | 5999 => format!("token {secret} at {i}"),
+                _ => plain(i),
+            })
+            .collect();
+        // One line longer than a chunk, a secret at its end.
+        lines[3000] = format!("{}{secret}", "x ".repeat(40_000));
+        let text = lines.join("\n") + "\n";
+        assert!(text.len() > 3 * 64 * 1024);
+        let (out, n) = redact(&text);
+        let alone: Vec<(String, usize)> = lines
+            .iter()
+            .map(|l| {
+                let (r, n) = redact(l);
+                (r.into_owned(), n)
+            })
+            .collect();
+        // The first line that differs, not 300 KB of text.
+        let got: Vec<&str> = out.lines().collect();
+        let differs = (0..lines.len()).find(|&i| got.get(i) != Some(&alone[i].0.as_str()));
+        assert_eq!(
+            differs,
+            None,
+            "first line {pad} bytes longer: {:?}",
+            differs.map(|i| (got.get(i), &alone[i].0))
+        );
+        assert_eq!(got.len(), lines.len());
+        assert_eq!(n, alone.iter().map(|(_, n)| n).sum::<usize>());
+        assert_eq!(n, 35);
+        assert!(!out.contains(secret));
+    }
+}

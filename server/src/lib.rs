@@ -21,3 +21,4 @@ pub(crate) mod sync;
 pub mod testbed;
 pub mod tmux;
 pub mod tools;
+pub mod trust;

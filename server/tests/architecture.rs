@@ -239,7 +239,7 @@ fn the_daemon_sits_between_the_command_line_and_the_sessions() {
     let named = rooms
         .get("daemon")
         .unwrap_or_else(|| panic!("no room daemon under server/src"));
-    let may = ["mcp", "tools", "config", "tmux", "sync"];
+    let may = ["mcp", "tools", "config", "tmux", "sync", "trust"];
     let mut wrong: Vec<String> = named
         .iter()
         .filter(|n| !may.contains(&n.as_str()))
@@ -252,7 +252,7 @@ fn the_daemon_sits_between_the_command_line_and_the_sessions() {
     }
     assert!(
         wrong.is_empty(),
-        "ARCHITECTURE.md: cli -> daemon -> mcp, tools, config, tmux; nothing else names the daemon:\n{}",
+        "ARCHITECTURE.md: cli -> daemon -> mcp, tools, config, tmux, trust; nothing else names the daemon:\n{}",
         wrong.join("\n")
     );
 }

@@ -1,4 +1,4 @@
-//! Replays the seed corpora of the `uri`, `cursor` and `detect` fuzz
+//! Replays the seed corpora of the `uri`, `cursor`, `detect` and `policy` fuzz
 //! targets (fuzz/corpus/<target>) through the checks the targets run
 //! (`panescan::testbed::fuzz_parsers`), so CI needs no nightly toolchain. Any
 //! corpus file a fuzzing run adds (a minimized crash, say) replays too.
@@ -6,7 +6,7 @@
 
 mod common;
 
-use panescan::testbed::fuzz_parsers::{cursor, detect, uri};
+use panescan::testbed::fuzz_parsers::{cursor, detect, policy, uri};
 
 fn replay(target: &str, at_least: usize, check: fn(&[u8]) -> Result<(), String>) {
     let seeds = common::seed_corpus(target);
@@ -31,4 +31,9 @@ fn cursor_seed_corpus_replays_clean() {
 #[test]
 fn detect_seed_corpus_replays_clean() {
     replay("detect", 15, detect);
+}
+
+#[test]
+fn policy_seed_corpus_replays_clean() {
+    replay("policy", 8, policy);
 }

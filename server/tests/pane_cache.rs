@@ -33,6 +33,15 @@ fn context(socket_name: &str, cache: Option<Arc<PaneCache>>) -> ToolContext {
     .with_pane_cache(cache)
 }
 
+/// `ctx` as `serve --no-events` runs it (the same pane cache).
+fn without_events(ctx: &ToolContext) -> ToolContext {
+    let mut quiet = ctx.clone();
+    let mut config = (*ctx.config).clone();
+    config.wait_events = false;
+    quiet.config = Arc::new(config);
+    quiet
+}
+
 /// A private server whose panes each print whatever is written to their
 /// FIFO (`cat` holding it open), with different history limits.
 struct Bench {
@@ -591,14 +600,21 @@ fn check_captures(
 /// last, so the entries a step leaves hold whole histories: the next
 /// step's fetches are deltas spliced onto all of it (an entry holding only
 /// the screen cannot serve a deep search, which would be fetched whole).
+///
+/// Half the cached searches run as `serve --no-events` runs them, on the
+/// same cache: with and without the event stream, one cache.
 fn check(bench: &Bench, cached: &ToolContext, cold: &ToolContext, step: &str) {
-    for (join, scrollback) in [
+    let quiet = without_events(cached);
+    for (n, (join, scrollback)) in [
         (true, 0),
         (false, 25),
         (true, 1_000_000),
         (false, 1_000_000),
-    ] {
-        let warm = search(cached, join, scrollback);
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let warm = search(if n % 2 == 0 { cached } else { &quiet }, join, scrollback);
         let fresh = search(cold, join, scrollback);
         if warm != fresh {
             panic!(

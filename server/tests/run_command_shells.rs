@@ -189,8 +189,9 @@ fn matrix(shell: Sh, snippets: bool) {
     } else {
         own_marks_teach_nothing(shell, &mut s, &pane);
     }
-    exact(shell, &mut s, &pane);
-    unfinished_last_lines(shell, snippets, &mut s, &pane);
+    exact(shell, 100, &mut s, &pane);
+    background_jobs_stay_apart(shell, &dir.0, &mut s, &pane);
+    unfinished_last_lines(&mut s, &pane);
     typos_leave_the_pane_usable(&tmux, &mut s, &pane);
     several_lines(shell, &mut s, &pane);
     an_interrupt_ends_it(&tmux, &mut s, &pane);
@@ -251,7 +252,58 @@ fn own_marks_teach_nothing(shell: Sh, s: &mut Serve, pane: &str) {
     }
 }
 
-fn exact(shell: Sh, s: &mut Serve, pane: &str) {
+/// A background job started by an earlier command ends while the next one
+/// runs: the shell's notice of its end (`[1]+  Done ...`, printed between
+/// the command's parts) is no output of the command and comes back in
+/// `job_notices`; the job's own print cannot be told apart and stays, with
+/// `background_jobs` saying a job ran alongside. No timing window: the job
+/// waits on a FIFO the command opens, and the command waits until the
+/// shell has reaped the job.
+fn background_jobs_stay_apart(shell: Sh, dir: &Path, s: &mut Serve, pane: &str) {
+    let gate = dir.join("job-gate");
+    let _ = std::fs::remove_file(&gate);
+    let made = std::process::Command::new("mkfifo")
+        .arg(&gate)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let g = gate.display();
+    let r = run(
+        s,
+        pane,
+        &format!("sh -c 'read x < {g}; echo late' &"),
+        json!({}),
+    );
+    assert_eq!(r["exit_status"], 0, "{r}");
+    assert!(r.get("background_jobs").is_none(), "{r}");
+    let command = match shell {
+        Sh::Fish => {
+            format!("echo go > {g}; while kill -0 $last_pid 2>/dev/null; sleep 0.05; end; echo y")
+        }
+        _ => format!("echo go > {g}; while kill -0 $! 2>/dev/null; do sleep 0.05; done; echo y"),
+    };
+    let r = run(s, pane, &command, json!({}));
+    assert_eq!(
+        (&r["exit_status"], &r["output"]),
+        (&json!(0), &json!("late\ny\n")),
+        "{r}"
+    );
+    assert_eq!(r["background_jobs"], 1, "{r}");
+    let notices = r["job_notices"].as_array().cloned().unwrap_or_default();
+    let said = match shell {
+        // fish says so at its next prompt, after the command's end.
+        Sh::Fish => notices.len() <= 1,
+        Sh::Bash => notices.len() == 1 && notices[0].as_str().unwrap().contains("Done"),
+        Sh::Zsh => notices.len() == 1 && notices[0].as_str().unwrap().contains("done"),
+    };
+    assert!(said, "{r}");
+    // The job's end known, nothing more is taken out of later output.
+    let r = run(s, pane, "echo '[1]+  Done  sleep 1'", json!({}));
+    assert_eq!(r["output"], "[1]+  Done  sleep 1\n", "{r}");
+    assert!(r.get("background_jobs").is_none(), "{r}");
+}
+
+fn exact(shell: Sh, width: usize, s: &mut Serve, pane: &str) {
     // Typed lines wider than the pane (100 columns), the marker's key
     // across the row's edge at one length or another.
     let long: Vec<String> = (140..150)
@@ -263,21 +315,41 @@ fn exact(shell: Sh, s: &mut Serve, pane: &str) {
         ("printf 'a\\n\\nb\\n'", 0),
         ("echo 'it''s' \"q\"", 0),
     ];
-    // Echoes that fill the 100-column row exactly, with the marker
+    // Echoes that fill the row (`width` columns) exactly, with the marker
     // (plain) or bare (the snippets): the empty row zsh moves to after
-    // such an echo is not output.
-    let full: Vec<String> = ["echo ", "echo  "]
+    // such an echo is not output; in bash, tmux joins the next row to
+    // such an echo (readline wrote into its last column), and that row is
+    // output even when empty (a leading empty line, or no output at all).
+    let heads = [
+        "echo ",
+        "echo  ",
+        "printf \"\\nx\\n\" #",
+        "printf \"\\nx\\n\"  #",
+        "printf \"\\n\\n\" #",
+        "printf \"\\n\\n\"  #",
+        "true #",
+        "true  #",
+    ];
+    let full: Vec<String> = heads
         .iter()
         .flat_map(|head| (1..100).map(move |n| format!("{head}{}", "w".repeat(n))))
-        .filter(|c| [echo_width(shell, c, true), echo_width(shell, c, false)].contains(&100))
+        .filter(|c| {
+            [echo_width(shell, c, true), echo_width(shell, c, false)]
+                .iter()
+                .any(|w| w % width == 0)
+        })
         .collect();
-    assert!(full.len() >= 2, "{full:?}");
+    assert!(full.len() >= 8, "{full:?}");
     let long = long.iter().chain(&full).map(|c| (c.as_str(), 0));
     for (command, status) in cases.into_iter().chain(long) {
         let r = run(s, pane, command, json!({}));
         assert_eq!(
-            (&r["exit_status"], &r["output"]),
-            (&json!(status), &json!(really_prints(shell, command))),
+            (&r["exit_status"], &r["output"], &r["output_truncated"]),
+            (
+                &json!(status),
+                &json!(really_prints(shell, command)),
+                &json!(false)
+            ),
             "{command}: {r}"
         );
     }
@@ -288,27 +360,17 @@ fn exact(shell: Sh, s: &mut Serve, pane: &str) {
 /// `partial_last_line` says it had no newline. With OSC 133 the shell
 /// draws the next prompt after it: zsh and fish first print their
 /// end-of-line mark (`%`/`#`, `⏎`) there and move on, and that mark is
-/// not output; bash draws its prompt over the line (GUIDE.md's limits
-/// say so), and a bare CR's line is drawn over in every shell.
-fn unfinished_last_lines(shell: Sh, snippets: bool, s: &mut Serve, pane: &str) {
-    let keeps_line = !snippets || shell != Sh::Bash;
+/// not output; bash draws its prompt over the line, and a bare CR's line
+/// is drawn over in every shell: the line is then the raw output's.
+fn unfinished_last_lines(s: &mut Serve, pane: &str) {
     let cases = [
-        (
-            "printf 'one\\nabc'",
-            if keeps_line { "one\nabc\n" } else { "one\n" },
-            true,
-        ),
-        ("printf 'abc\\r'", if snippets { "" } else { "abc\n" }, true),
+        ("printf 'one\\nabc'", "one\nabc\n", true),
+        ("printf 'abc\\r'", "abc\n", true),
+        ("printf 'abc\\rX'", "Xbc\n", true),
         ("printf 'a\\n\\n'", "a\n\n", false),
-        (
-            "printf 'ends in #\\n50%%'",
-            if keeps_line {
-                "ends in #\n50%\n"
-            } else {
-                "ends in #\n"
-            },
-            true,
-        ),
+        ("printf 'ends in #\\n50%%'", "ends in #\n50%\n", true),
+        ("printf '\\033[1mbold\\033[0m'", "bold\n", true),
+        ("printf 'wide 日本'", "wide 日本\n", true),
     ];
     for (command, want, partial) in cases {
         let r = run(s, pane, command, json!({}));
@@ -429,6 +491,18 @@ fn fish_with_the_guide_snippet() {
 /// A pane whose program is a bash script asking a question is "bash" by
 /// name, but its line editor is not reading: nothing is typed into the
 /// script's `read`, and the refusal says why.
+/// bash's plain echo is always an odd number of columns wide: at an odd
+/// width it fills its row exactly (the matrix's 100 columns never do).
+#[test]
+fn bash_plain_echoes_that_fill_an_odd_row() {
+    need(Sh::Bash);
+    let (tmux, mut s) = serve("shells-bash-odd", 101, &[]);
+    let dir = TempDir::new("shells-bash-odd");
+    let pane = shell_pane(&tmux, &dir.0, Sh::Bash, "");
+    exact(Sh::Bash, 101, &mut s, &pane);
+    tmux.kill();
+}
+
 #[test]
 fn a_scripts_read_is_never_typed_into() {
     let (tmux, mut s) = serve("shells-read", 100, &[]);

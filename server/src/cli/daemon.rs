@@ -69,7 +69,15 @@ pub fn run_daemon(args: &DaemonArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let trust = match args.serve.trust.start() {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("panescan daemon: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let config = DaemonConfig {
+        trust,
         runtime_dir: args.place.dir(),
         max_sessions: args.max_sessions.max(1),
         idle_exit: (args.idle_exit > 0).then(|| Duration::from_secs(args.idle_exit)),

@@ -18,6 +18,7 @@ pub mod progress;
 pub mod relay;
 pub mod search;
 pub mod serve;
+pub mod trust;
 
 use crate::config::{Ceilings, Tier};
 use crate::tmux::reach::SocketPolicy;
@@ -62,6 +63,8 @@ pub enum Commands {
     Status(daemon::RuntimeArgs),
     /// Stop the daemon (its sessions get their answers first).
     Stop(daemon::RuntimeArgs),
+    /// Print the audit log of serve --audit-log.
+    Audit(trust::AuditArgs),
     /// Print a shell completion script (source it, or install it where
     /// your shell loads completions).
     Completions {
@@ -73,7 +76,7 @@ pub enum Commands {
     /// Print the manual page (roff): `panescan man | man -l -`; with a
     /// subcommand, that subcommand's page.
     Man {
-        /// serve, search, demo, bench, daemon, status, stop, completions or man.
+        /// serve, search, demo, bench, daemon, status, stop, audit, completions or man.
         command: Option<String>,
     },
 }
@@ -129,6 +132,9 @@ pub struct ServeArgs {
     #[allow(missing_docs)]
     #[command(flatten)]
     pub ssh: SshArgs,
+    #[allow(missing_docs)]
+    #[command(flatten)]
+    pub trust: trust::TrustArgs,
     // The flattened options document themselves.
     #[allow(missing_docs)]
     #[command(flatten)]
@@ -299,6 +305,7 @@ pub fn main() -> ExitCode {
         Commands::Daemon(args) => daemon::run_daemon(&args),
         Commands::Status(place) => daemon::run_status(&place),
         Commands::Stop(place) => daemon::run_stop(&place),
+        Commands::Audit(args) => trust::run_audit(&args),
         Commands::Search(args) => match preflight::check_tmux() {
             Ok(_) => search::run(&args),
             Err(e) => {

@@ -13,6 +13,10 @@
 //! pane mean in the daemon what they mean here. Its `--ssh` hosts and
 //! their options go with it: the daemon holds their master connections,
 //! shared with sessions that ask for the same host with the same options.
+//!
+//! Served in-process even without `--no-daemon`: sessions with trust flags
+//! of their own (`--policy`, `--scope-sessions`, `--confirm-destructive`,
+//! `--audit-log`: the policy, its SIGHUP and its log are this process's).
 
 use std::ffi::OsString;
 use std::process::{Command, ExitCode};
@@ -115,7 +119,15 @@ pub fn spec_of(args: &ServeArgs, explicit: &Explicit) -> SessionSpec {
 /// Runs `panescan serve`.
 pub fn run(cmd: &ServeCommand) -> ExitCode {
     let args = &cmd.args;
-    if cmd.no_daemon {
+    let here = if cmd.no_daemon {
+        Some(None)
+    } else {
+        served_here(args).map(Some)
+    };
+    if let Some(why) = here {
+        if let Some(why) = why {
+            eprintln!("panescan serve: {why}");
+        }
         // Before any thread: may start this program again (same pid).
         super::arenas::cap();
         return serve_here(args);
@@ -135,6 +147,14 @@ pub fn run(cmd: &ServeCommand) -> ExitCode {
             serve_here(args)
         }
     }
+}
+
+/// Why a session with `args` is served in-process without being asked.
+fn served_here(args: &ServeArgs) -> Option<&'static str> {
+    args.trust
+        .settings()
+        .any()
+        .then_some("a session with its own policy, scope or audit log is served in-process")
 }
 
 /// A session of this build's daemon in `dir`, started when none answers.
@@ -195,6 +215,15 @@ fn serve_here(args: &ServeArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // A policy that does not load or a log that cannot be written: no
+    // session runs without them.
+    let trust = match args.trust.start() {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("panescan serve: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let spec = spec_of(args, &Explicit::default());
     let mut config = spec.config(hosts, args.cache_bytes());
     // In-process, an unset server is whatever `tmux` would use, $TMUX
@@ -202,6 +231,6 @@ fn serve_here(args: &ServeArgs) -> ExitCode {
     if args.socket_name.is_none() && args.socket_path.is_none() {
         config.server.socket_path = None;
     }
-    let code = crate::mcp::server::serve(config);
+    let code = crate::mcp::server::serve(config, trust);
     ExitCode::from(u8::try_from(code).unwrap_or(1))
 }

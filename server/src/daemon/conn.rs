@@ -15,7 +15,7 @@ use crossbeam_channel::bounded;
 
 use super::wire::{self, Answer, Hello, Request, SessionEnv, SessionSpec};
 use super::{Daemon, VERSION};
-use crate::mcp::session::{self, Shared};
+use crate::mcp::session;
 
 /// How long a client has to send its request after the hello.
 const REQUEST_WAIT: Duration = Duration::from_secs(5);
@@ -153,9 +153,7 @@ fn run_session(
             .get_ref()
             .set_read_timeout(None)
             .map_err(|e| e.to_string())?;
-        let shared = Shared {
-            pane_cache: daemon.shared.pane_cache.clone(),
-        };
+        let shared = daemon.shared.clone();
         let spec = spec.over(&daemon.config.defaults);
         let mut config = spec.config(names, daemon.config.cache_bytes);
         config.caller = Some(caller);

@@ -65,6 +65,8 @@ pub struct DaemonConfig {
     pub hosts: Vec<String>,
     /// The daemon's own flags, for what a session does not carry.
     pub defaults: SessionSpec,
+    /// Its policy, scope and audit log, for every session it serves.
+    pub trust: Arc<crate::trust::Trust>,
 }
 
 /// One open session: how to stop it and close its stream.
@@ -125,8 +127,10 @@ pub fn run(config: DaemonConfig) -> i32 {
         std::process::id(),
         socket.display()
     );
+    let mut shared = Shared::new(config.cache_bytes);
+    shared.trust = config.trust.clone();
     let daemon = Arc::new(Daemon {
-        shared: Shared::new(config.cache_bytes),
+        shared,
         config,
         build,
         socket,
@@ -196,8 +200,9 @@ impl Daemon {
         eprintln!("panescan daemon: stopped");
     }
 
-    /// SIGTERM and SIGINT stop the daemon; SIGHUP is ignored (a detached
-    /// daemon outlives the terminal that started its first client).
+    /// SIGTERM and SIGINT stop the daemon; SIGHUP reloads its policy file
+    /// and never stops it (a detached daemon outlives the terminal that
+    /// started its first client).
     fn watch_signals(self: &Arc<Self>) {
         use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
         match signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) {
@@ -207,7 +212,9 @@ impl Daemon {
                     .name("signals".into())
                     .spawn(move || {
                         for sig in signals.forever() {
-                            if sig != SIGHUP {
+                            if sig == SIGHUP {
+                                this.shared.trust.reload();
+                            } else {
                                 eprintln!("panescan daemon: signal {sig}, stopping");
                                 this.begin_stop();
                                 break;

@@ -16,12 +16,14 @@ use super::jsonrpc::{
     self, id_key, ClientMessage, Line, RpcError, INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND,
 };
 use super::listing;
+use super::peer::{CallAsker, Peer};
 use super::protocol::{self, Era};
 use super::resources::{self, Subscriptions};
 use super::response::Responses;
 use crate::config::ServeConfig;
 use crate::tools::context::{ProgressSink, ToolContext};
 use crate::tools::registry::Registry;
+use crate::trust::Trust;
 
 /// Tool calls running at once. Past this a call is refused rather than
 /// queued: a client that floods us gets a clear error, not a stall.
@@ -56,6 +58,10 @@ pub struct Dispatcher {
     responses: Responses,
     /// Resource subscriptions and listen streams of this connection.
     subscriptions: Subscriptions,
+    /// The operator's policy, scope and audit log: every call passes it.
+    trust: Arc<Trust>,
+    /// The client: who it is, and the requests we send it.
+    peer: Peer,
 }
 
 impl Dispatcher {
@@ -72,6 +78,8 @@ impl Dispatcher {
         Dispatcher {
             listing: listing::tools_listing(&registry),
             subscriptions: Subscriptions::new(tools.child(), out.clone()),
+            trust: Arc::new(Trust::none()),
+            peer: Peer::new(out.clone()),
             tools,
             registry,
             responses: Responses::new(config.ceilings.response_bytes),
@@ -81,6 +89,12 @@ impl Dispatcher {
             active: AtomicUsize::new(0),
             shutting_down: AtomicBool::new(false),
         }
+    }
+
+    /// The same dispatcher with every call gated by `trust`.
+    pub fn with_trust(mut self, trust: Arc<Trust>) -> Self {
+        self.trust = trust;
+        self
     }
 
     fn send(&self, line: String) {
@@ -124,7 +138,7 @@ impl Dispatcher {
                             self.handle_notification(&method, params.as_ref())
                         }));
                     }
-                    ClientMessage::Response => {}
+                    ClientMessage::Response { id, outcome } => self.peer.answered(&id, outcome),
                     ClientMessage::Invalid { id, error } => self.send_error(&id, &error),
                 }
             }
@@ -176,7 +190,10 @@ impl Dispatcher {
             era
         };
         let result = match method {
-            "initialize" => protocol::initialize_result(params.as_ref()),
+            "initialize" => {
+                self.peer.initialized(params.as_ref());
+                protocol::initialize_result(params.as_ref())
+            }
             "ping" => Ok(json!({})),
             "server/discover" => Ok(protocol::discover_result()),
             "tools/list" => self.tools_list(params.as_ref(), &era),
@@ -369,6 +386,7 @@ impl Dispatcher {
             name: name.to_owned(),
             cancel,
             slot,
+            params: params.clone(),
         };
         self.active.fetch_add(1, Ordering::SeqCst);
         let spawned = std::thread::Builder::new()
@@ -425,15 +443,15 @@ impl Dispatcher {
             name,
             cancel,
             slot,
+            params,
         } = call;
-        let outcome = catch_unwind(AssertUnwindSafe(|| self.registry.call(ctx, &name, args)));
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            self.gated_call(ctx, &name, &era, &params, args)
+        }));
         let line = match outcome {
-            Ok(Some(Ok(out))) => self.responses.tool_result(&id, &era, &out),
-            Ok(Some(Err(e))) => self.responses.tool_error(&id, &era, &e.message),
-            Ok(None) => self.responses.error(
-                &id,
-                &RpcError::invalid_params(format!("unknown tool {name:?}")),
-            ),
+            // Not run yet: the trust gate's answer (an input request).
+            Ok(Err(answer)) => self.responses.result(&id, &era, answer),
+            Ok(Ok(outcome)) => self.call_line(&id, &era, &name, outcome),
             Err(_) => self.responses.error(&id, &internal_error(&name)),
         };
         // A request the client cancelled gets no response at all; one
@@ -453,6 +471,56 @@ impl Dispatcher {
             self.send(line);
         }
         self.active.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// The tool run once the operator's trust settings admit it (a
+    /// refusal is the call's error; `Err`: a result to answer with
+    /// instead, the call not run), its audit line written after.
+    fn gated_call(
+        &self,
+        ctx: &ToolContext,
+        name: &str,
+        era: &Era,
+        params: &Value,
+        args: Value,
+    ) -> Result<CallOutcome, Value> {
+        let Some(entry) = self.registry.get(name) else {
+            return Ok(None);
+        };
+        let asker = CallAsker {
+            peer: &self.peer,
+            cancel: ctx.cancel.clone(),
+            modern: era.is_modern(),
+            params,
+        };
+        let admitted = self.trust.admit(ctx, name, entry.tier, &args, &asker);
+        if let Some(answer) = admitted.answer.clone() {
+            self.trust.finish(admitted, None);
+            return Err(answer);
+        }
+        if let Some(refusal) = admitted.refusal.clone() {
+            self.trust.finish(admitted, None);
+            return Ok(Some(Err(refusal)));
+        }
+        let result = self.registry.call(ctx, name, args);
+        let error = match &result {
+            Some(Err(e)) => Some(e),
+            _ => None,
+        };
+        self.trust.finish(admitted, error);
+        Ok(result)
+    }
+
+    /// The answer line of a call that ran (or was refused).
+    fn call_line(&self, id: &Value, era: &Era, name: &str, outcome: CallOutcome) -> String {
+        match outcome {
+            Some(Ok(out)) => self.responses.tool_result(id, era, &out),
+            Some(Err(e)) => self.responses.tool_error(id, era, &e.message),
+            None => self.responses.error(
+                id,
+                &RpcError::invalid_params(format!("unknown tool {name:?}")),
+            ),
+        }
     }
 
     /// Progress notifications for one call: token echoed as given, values
@@ -503,6 +571,7 @@ impl Dispatcher {
     /// graceful close).
     pub fn shutdown(&self, grace: Duration) {
         self.shutting_down.store(true, Ordering::SeqCst);
+        self.peer.close();
         let modern = Era::Modern {
             version: protocol::MODERN_VERSIONS[0].to_owned(),
         };
@@ -527,6 +596,10 @@ impl Dispatcher {
     }
 }
 
+/// What a tool call came to: its output or error (`None`: no such tool).
+type CallOutcome =
+    Option<Result<crate::tools::registry::ToolOutput, crate::tools::context::ToolError>>;
+
 /// A tool call on its way: what its answer needs.
 #[derive(Debug)]
 struct Call {
@@ -535,6 +608,8 @@ struct Call {
     name: String,
     cancel: Arc<AtomicBool>,
     slot: Slot,
+    /// Its params (the trust gate reads a retry's `inputResponses`).
+    params: Value,
 }
 
 /// A call's entry in the in-flight table, removed when this is dropped:

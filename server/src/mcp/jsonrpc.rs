@@ -97,8 +97,14 @@ pub enum ClientMessage {
         /// The parameters, if the client sent any.
         params: Option<Value>,
     },
-    /// A response to a request of ours. We send none, so these are dropped.
-    Response,
+    /// A response to a request of ours (`elicitation/create`): its id and
+    /// its result, or its error object.
+    Response {
+        /// The id of our request it answers.
+        id: Value,
+        /// `result`, or `error`.
+        outcome: Result<Value, Value>,
+    },
     /// Not a valid message; answer with this error and this id (null when
     /// the id could not be read).
     Invalid {
@@ -177,8 +183,17 @@ pub fn parse_message(line: &[u8]) -> ClientMessage {
             }
         }
         None => {
-            if obj.contains_key("result") || obj.contains_key("error") {
-                return ClientMessage::Response;
+            if let Some(result) = obj.get("result") {
+                return ClientMessage::Response {
+                    id: id.unwrap_or(Value::Null),
+                    outcome: Ok(result.clone()),
+                };
+            }
+            if let Some(error) = obj.get("error") {
+                return ClientMessage::Response {
+                    id: id.unwrap_or(Value::Null),
+                    outcome: Err(error.clone()),
+                };
             }
             return ClientMessage::Invalid {
                 id: if id_ok {
@@ -322,7 +337,7 @@ mod tests {
         ));
         assert!(matches!(
             parse_message(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#),
-            ClientMessage::Response
+            ClientMessage::Response { .. }
         ));
         match parse_message(b"{not json") {
             ClientMessage::Invalid { id, error } => {

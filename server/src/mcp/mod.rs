@@ -5,6 +5,7 @@
 //! - [`protocol`] — eras, `initialize` / `server/discover`, capabilities.
 //! - [`dispatch`] — concurrency, cancellation, progress.
 //! - [`listing`] — a registry row as a `tools/list` entry.
+//! - [`peer`] — the client: name, capabilities, our requests to it.
 //! - [`resources`] — resources, subscriptions (both eras) and prompts.
 //! - [`response`] — answer lines, measured as written, within the ceiling.
 //! - [`session`] — one session over any reader and writer, and its end.
@@ -15,6 +16,7 @@ pub mod dispatch;
 mod golden;
 pub mod jsonrpc;
 pub mod listing;
+pub mod peer;
 pub mod protocol;
 pub mod resources;
 pub mod response;

@@ -1,6 +1,7 @@
 //! The in-process server of `serve --no-daemon`: one session on
 //! stdin/stdout ([`super::session`]), stopped by end of input or by
-//! SIGINT/SIGTERM/SIGHUP, then the tmux connections closed.
+//! SIGINT/SIGTERM/SIGHUP, then the tmux connections closed. With a policy
+//! file, SIGHUP reloads it instead of stopping.
 
 use std::io;
 use std::sync::Arc;
@@ -9,12 +10,15 @@ use crossbeam_channel::bounded;
 
 use super::session::{self, Shared};
 use crate::config::ServeConfig;
+use crate::trust::Trust;
 
 pub use super::session::OUT_QUEUE_LINES;
 
-/// Serves MCP on stdin/stdout until EOF or a signal. Returns the exit code.
-pub fn serve(config: ServeConfig) -> i32 {
-    let shared = Shared::new(config.cache_bytes);
+/// Serves MCP on stdin/stdout until EOF or a signal, every call through
+/// `trust`. Returns the exit code.
+pub fn serve(config: ServeConfig, trust: Arc<Trust>) -> i32 {
+    let mut shared = Shared::new(config.cache_bytes);
+    shared.trust = trust.clone();
     let (stop_tx, stop_rx) = bounded::<()>(1);
     // SIGHUP too: a closed terminal must not leave a control client behind.
     match signal_hook::iterator::Signals::new([
@@ -26,9 +30,14 @@ pub fn serve(config: ServeConfig) -> i32 {
             let _ = std::thread::Builder::new()
                 .name("signals".into())
                 .spawn(move || {
-                    if let Some(sig) = signals.forever().next() {
+                    for sig in signals.forever() {
+                        if sig == signal_hook::consts::SIGHUP && trust.has_policy_file() {
+                            trust.reload();
+                            continue;
+                        }
                         eprintln!("panescan: signal {sig}, shutting down");
                         let _ = stop_tx.send(());
+                        break;
                     }
                 });
         }

@@ -21,6 +21,7 @@ use crate::cache::PaneCache;
 use crate::config::ServeConfig;
 use crate::tools::context::ToolContext;
 use crate::tools::registry::Registry;
+use crate::trust::Trust;
 
 /// How long running calls get to notice a cancel at shutdown.
 const SHUTDOWN_GRACE: Duration = Duration::from_millis(400);
@@ -45,6 +46,8 @@ pub const OUT_QUEUE_LINES: usize = 64;
 pub struct Shared {
     /// The pane cache (`None`: no session keeps pane text).
     pub pane_cache: Option<Arc<PaneCache>>,
+    /// The operator's policy, scope and audit log (`Trust::none()`: none).
+    pub trust: Arc<Trust>,
 }
 
 impl Shared {
@@ -52,6 +55,7 @@ impl Shared {
     pub fn new(cache_bytes: Option<usize>) -> Self {
         Shared {
             pane_cache: cache_bytes.map(|bytes| Arc::new(PaneCache::new(bytes))),
+            trust: Arc::new(Trust::none()),
         }
     }
 }
@@ -91,7 +95,9 @@ where
         .name(threads[1].into())
         .spawn(move || writer_loop(out_rx, output))
         .map_err(|e| format!("cannot start the writer thread: {e}"))?;
-    let dispatcher = Arc::new(Dispatcher::with_tools(registry, tools, out_tx.clone()));
+    let dispatcher = Arc::new(
+        Dispatcher::with_tools(registry, tools, out_tx.clone()).with_trust(shared.trust.clone()),
+    );
     let (eof_tx, eof_rx) = bounded::<()>(1);
     {
         let dispatcher = dispatcher.clone();

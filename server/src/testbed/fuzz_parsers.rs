@@ -370,3 +370,56 @@ fn planted(token: &str, stream: &[u8], sizes: &[u8]) -> Result<(), String> {
     }
     Ok(())
 }
+
+// ----------------------------------------------------------------- policy
+
+/// The policy file and the judging of one call (`trust::policy`,
+/// `trust::typed`): `data` is a policy's text, a NUL, then what a call
+/// types. Whatever the bytes: parsing and judging never panic; judging
+/// is deterministic; a deny rule naming every tool decides deny for every
+/// call, whatever else the file holds (deny beats ask beats allow); what
+/// stays typed is bounded.
+pub fn policy(data: &[u8]) -> Result<(), String> {
+    use crate::config::Tier;
+    use crate::trust::policy::{Facts, Kind, Policy};
+    use crate::trust::typed;
+
+    let split = data.iter().position(|b| *b == 0).unwrap_or(data.len());
+    let text = String::from_utf8_lossy(&data[..split]).into_owned();
+    let typed_text = String::from_utf8_lossy(data.get(split + 1..).unwrap_or_default());
+    let strokes = typed::strokes_of_text(&typed_text);
+    let t = typed::apply(&typed::Line::default(), &strokes);
+    if t.pending.text.len() > typed::MAX_PENDING_BYTES {
+        return Err(format!("pending line of {} bytes", t.pending.text.len()));
+    }
+    let lines: Vec<String> = t.submitted.into_iter().map(|l| l.text).collect();
+    let facts = Facts {
+        tool: "send_keys".into(),
+        tier: Tier::Mutating,
+        sessions: vec!["main".into()],
+        cwd: Some("/tmp".into()),
+        lines: Some(lines),
+        seen: vec![typed_text.to_string()],
+        text_unknown: false,
+    };
+    let Ok(p) = Policy::parse(&text) else {
+        return Ok(());
+    };
+    let (a, b) = (p.judge(&facts), p.judge(&facts));
+    if a != b {
+        return Err(format!("judged twice: {a:?} then {b:?}"));
+    }
+    // The same file with a deny-all rule added where TOML allows it.
+    if text.len() + 64 <= crate::trust::policy::MAX_POLICY_BYTES
+        && p.rule_count() < crate::trust::policy::MAX_RULES
+    {
+        let with_deny = format!("{text}\n[[deny]]\ntools = [\"*\"]\n");
+        if let Ok(strict) = Policy::parse(&with_deny) {
+            let d = strict.judge(&facts);
+            if d.kind != Some(Kind::Deny) {
+                return Err(format!("a deny-all rule was beaten: {d:?}"));
+            }
+        }
+    }
+    Ok(())
+}

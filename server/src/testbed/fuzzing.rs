@@ -141,7 +141,7 @@ fn expected_answer(line: &Line) -> Option<Value> {
         Line::Complete(b) if b.iter().all(u8::is_ascii_whitespace) => None,
         Line::Complete(b) => match jsonrpc::parse_message(b) {
             ClientMessage::Request { id, .. } | ClientMessage::Invalid { id, .. } => Some(id),
-            ClientMessage::Notification { .. } | ClientMessage::Response => None,
+            ClientMessage::Notification { .. } | ClientMessage::Response { .. } => None,
         },
     }
 }

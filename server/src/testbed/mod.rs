@@ -11,6 +11,7 @@
 //! room below every other) names this room only in its own unit tests.
 
 pub mod baseline;
+pub mod command_counter;
 pub mod corpus;
 pub mod fixture;
 #[doc(hidden)]

@@ -66,6 +66,8 @@ pub struct Stat {
     pub state: u8,
     /// Field 4.
     pub ppid: i64,
+    /// Field 5: the process group (a shell's job).
+    pub pgrp: i64,
     /// Field 6: the session id.
     pub session: i64,
     /// Field 7: the controlling terminal's device number (0: none).
@@ -98,7 +100,8 @@ pub fn parse_stat(line: &[u8]) -> Option<Stat> {
         _ => return None,
     };
     let ppid = number(field(0)?)?;
-    let session = number(field(1)?)?;
+    let pgrp = number(field(0)?)?;
+    let session = number(field(0)?)?;
     let tty_nr = number(field(0)?)?;
     let tpgid = number(field(0)?)?;
     let starttime = u64::try_from(number(field(13)?)?).ok()?;
@@ -106,6 +109,7 @@ pub fn parse_stat(line: &[u8]) -> Option<Stat> {
         pid,
         state,
         ppid,
+        pgrp,
         session,
         tty_nr,
         tpgid,
@@ -619,7 +623,7 @@ mod tests {
 
     fn stat_line(comm: &str) -> Vec<u8> {
         format!(
-            "4242 ({comm}) S 17 4242 4242 34817 5000 4194560 1 2 3 4 5 6 7 8 20 0 1 0 987654 1 2 3\n"
+            "4242 ({comm}) S 17 4243 4242 34817 5000 4194560 1 2 3 4 5 6 7 8 20 0 1 0 987654 1 2 3\n"
         )
         .into_bytes()
     }
@@ -643,6 +647,7 @@ mod tests {
                     pid: 4242,
                     state: b'S',
                     ppid: 17,
+                    pgrp: 4243,
                     session: 4242,
                     tty_nr: 34817,
                     tpgid: 5000,

@@ -28,6 +28,7 @@ use serde::Serialize;
 use crate::cache::{CacheStats, PaneCache, DEFAULT_MAX_BYTES};
 use crate::config::Ceilings;
 use crate::testbed::baseline::median;
+use crate::testbed::command_counter::CommandCounter;
 use crate::testbed::fixture::{Fixture, NEEDLE};
 use crate::tmux::spans::mark;
 use crate::tools::context::ToolContext;
@@ -75,6 +76,17 @@ pub struct CacheBench {
     pub ratio_since: f64,
     /// Every since search scanned exactly the new lines.
     pub since_exact: bool,
+    /// Median cold regex search returning many lines (no cache), ms.
+    pub cold_regex_ms: f64,
+    /// Median of the same regex search, cache warm, nothing printed, ms.
+    pub warm_regex_ms: f64,
+    /// warm_regex_ms / cold_regex_ms.
+    pub ratio_regex: f64,
+    /// Lines the regex search returned (the last run).
+    pub regex_lines: usize,
+    /// tmux commands a warm search sent with nothing printed (the most of
+    /// any run; tmux's command counter, every client's commands).
+    pub warm_commands: u64,
 }
 
 fn context(socket_name: &str, cache: Option<Arc<PaneCache>>) -> ToolContext {
@@ -96,6 +108,25 @@ fn deep(
         scrollback_lines: Some(lines as u64 + 1_000),
         max_matches: Some(10_000),
         since,
+        ..SearchPanesArgs::default()
+    };
+    search_panes(ctx, &args).map_err(|e| format!("search failed: {e}"))
+}
+
+/// Matching lines per pane of the regex search: with 200 panes, ~6,000
+/// lines (as the big-answer bench's).
+const REGEX_PER_PANE: u64 = 30;
+
+/// A deep regex search returning [`REGEX_PER_PANE`] lines of every pane
+/// (paths in compiler messages, tracebacks, logs).
+fn deep_regex(ctx: &ToolContext, panes: usize, lines: usize) -> Result<SearchPanesResult, String> {
+    let args = SearchPanesArgs {
+        pattern: Some("s[r]c".to_owned()),
+        regex: true,
+        limit: Some(panes),
+        scrollback_lines: Some(lines as u64 + 1_000),
+        max_matches: Some(10_000),
+        max_matches_per_pane: Some(REGEX_PER_PANE),
         ..SearchPanesArgs::default()
     };
     search_panes(ctx, &args).map_err(|e| format!("search failed: {e}"))
@@ -236,6 +267,11 @@ pub fn run(fixture: &Fixture, runs: usize) -> Result<CacheBench, String> {
     // an agent's commands.
     let (mut cold, mut unchanged, mut changed) = (Vec::new(), Vec::new(), Vec::new());
     let (mut since, mut since_exact) = (Vec::new(), true);
+    let (mut regex_cold, mut regex_warm, mut regex_lines) = (Vec::new(), Vec::new(), 0);
+    let mut counter = CommandCounter::attach(&fixture.server)?;
+    let mut warm_commands = 0;
+    // The regex search primes its own captures (joined lines, all history).
+    deep_regex(&warm_ctx, ttys.len(), lines)?;
     let hundredth = (ttys.len() / 100).max(1);
     for run in 0..runs {
         std::thread::sleep(Duration::from_millis(1_050));
@@ -250,6 +286,24 @@ pub fn run(fixture: &Fixture, runs: usize) -> Result<CacheBench, String> {
         let warm_hits = deep_search(&warm_ctx, lines)?;
         unchanged.push(start.elapsed());
         same_hits &= warm_hits == cold_hits;
+
+        // The same again, counted in tmux commands (untimed: the
+        // counter's own round trips would be in the time).
+        let (commands, again) = counter.during(|| deep_search(&warm_ctx, lines))?;
+        same_hits &= again? == cold_hits;
+        warm_commands = warm_commands.max(commands);
+
+        // A regex returning many lines, cold and warm.
+        mark("cold regex");
+        let start = Instant::now();
+        let cold_regex = deep_regex(&cold_ctx, ttys.len(), lines)?;
+        regex_cold.push(start.elapsed());
+        mark("warm regex, nothing changed");
+        let start = Instant::now();
+        let warm_regex = deep_regex(&warm_ctx, ttys.len(), lines)?;
+        regex_warm.push(start.elapsed());
+        same_hits &= hits(&warm_regex) == hits(&cold_regex);
+        regex_lines = hits(&warm_regex).len();
 
         // A tenth of the panes (another tenth each run) print NEW_LINES.
         print_in(
@@ -294,6 +348,7 @@ pub fn run(fixture: &Fixture, runs: usize) -> Result<CacheBench, String> {
         median(&mut changed),
         median(&mut since),
     );
+    let (regex_cold, regex_warm) = (median(&mut regex_cold), median(&mut regex_warm));
     let stats: CacheStats = cache.stats();
     Ok(CacheBench {
         cold_deep_ms: ms(cold),
@@ -314,6 +369,11 @@ pub fn run(fixture: &Fixture, runs: usize) -> Result<CacheBench, String> {
         since_changed_panes: hundredth,
         ratio_since: ratio(since, cold),
         since_exact,
+        cold_regex_ms: ms(regex_cold),
+        warm_regex_ms: ms(regex_warm),
+        ratio_regex: ratio(regex_warm, regex_cold),
+        regex_lines,
+        warm_commands,
     })
 }
 
@@ -336,6 +396,14 @@ pub fn print(c: &CacheBench) {
     println!(
         "  since the last, {} panes printed {} {:>9.1} ms  {:.3}x cold (only the new lines scanned: {})",
         c.since_changed_panes, c.new_lines_per_changed_pane, c.since_ms, c.ratio_since, c.since_exact
+    );
+    println!(
+        "  regex, {} lines: cold {:.1} ms, warm {:.1} ms  {:.3}x cold",
+        c.regex_lines, c.cold_regex_ms, c.warm_regex_ms, c.ratio_regex
+    );
+    println!(
+        "  tmux commands a warm search sent, nothing printed: {}",
+        c.warm_commands
     );
     println!(
         "  cache memory {:.1} MiB for {} panes; reused {}, delta {}, full {}, delta rejected {}; hits identical to cold: {}",

@@ -101,6 +101,21 @@ pub fn cache(c: &CacheBench) -> String {
     );
     let _ = writeln!(
         out,
+        "| regex returning {} lines, cold (no cache) | {:.1} ms | 1 |",
+        c.regex_lines, c.cold_regex_ms
+    );
+    let _ = writeln!(
+        out,
+        "| the same regex, warm, nothing changed | {:.1} ms | {:.3} |",
+        c.warm_regex_ms, c.ratio_regex
+    );
+    let _ = writeln!(
+        out,
+        "| tmux commands a warm search sends, nothing printed | {} | |",
+        c.warm_commands
+    );
+    let _ = writeln!(
+        out,
         "\nCache memory {:.1} MiB for {} panes; reused {}, delta {}, full {}, \
          delta rejected {}; hits identical to the cold search: {}.",
         c.cache_memory_bytes as f64 / (1u64 << 20) as f64,

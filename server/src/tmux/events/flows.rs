@@ -249,15 +249,21 @@ impl HubState {
     /// Forgets the client: every subscriber re-reads and polls until a new
     /// one is set up.
     pub(super) fn forget_client(&mut self) {
+        let had_client = self.pid.is_some();
         self.control = Weak::new();
         self.pid = None;
         self.enabled = false;
         self.flows.clear();
         for sub in self.subs.values() {
-            // A subscriber that never had coverage polls already.
+            // A subscriber that never had coverage polls already; one of
+            // structure events must hear that the client it heard from is
+            // gone (what happens until the next one is lost).
             let mut slot = lock(&sub.state.coverage);
             if let Some(c) = slot.as_mut() {
                 *c = Coverage::default();
+                drop(slot);
+                sub.resync();
+            } else if sub.interest.structure && had_client {
                 drop(slot);
                 sub.resync();
             }
@@ -433,6 +439,23 @@ mod tests {
         }
         assert_eq!(rxs[0].len(), 4);
         assert!(st.subs[&0].state.resync.load(Ordering::Acquire));
+    }
+
+    /// A subscriber of structure events alone has no coverage, but the
+    /// events of the gap before a new client are lost all the same: it is
+    /// told to re-read (it was not, and kept trusting a stale picture).
+    #[test]
+    fn losing_the_client_resyncs_structure_subscribers() {
+        let (mut st, rxs) = state_with(vec![Interest::structure(), Interest::printed([p(1)])]);
+        // No client yet (the first one adopted): nothing was lost.
+        st.forget_client();
+        assert!(rxs[0].try_recv().is_err());
+        st.pid = Some(42);
+        st.forget_client();
+        assert_eq!(rxs[0].try_recv(), Ok(StreamEvent::Resync));
+        assert!(st.subs[&0].state.resync.load(Ordering::Acquire));
+        // A trigger subscriber that never had coverage polls already.
+        assert!(rxs[1].try_recv().is_err());
     }
 
     #[test]

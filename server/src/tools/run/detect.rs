@@ -14,6 +14,8 @@
 //! a number) are not one. Memory is bounded: only the last few bytes of a
 //! chunk are kept for the next.
 
+use super::line_text::LineText;
+
 /// Whether a pane's raw output left its last line unfinished (text after
 /// the last newline), read through escape sequences: CSI sequences,
 /// strings (OSC, DCS, APC...) to BEL or ST, two-byte escapes, CAN and SUB
@@ -21,7 +23,7 @@
 /// (one character, a row of spaces, CR: PROMPT_SP) is the shell's, not
 /// the command's: the line is as it was before that character. Spaces
 /// alone do not open a line.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct LineEnd {
     open: bool,
     /// `open` before the last character (not a space) came.
@@ -32,10 +34,20 @@ pub struct LineEnd {
     /// its mark again) is the shell's too.
     frozen: bool,
     state: EscState,
+    /// The unfinished line's text, as far as it can be followed.
+    text: LineText,
+    /// The escape sequence under way has an intermediate byte (a character
+    /// set's designation: it moves nothing).
+    esc_intermediate: bool,
+    /// The CSI sequence under way has parameters other than `0`.
+    csi_params: bool,
 }
 
 /// Spaces, then CR, after one character: an end-of-line mark.
 const MARK_SPACES: usize = 16;
+/// The final bytes of two-byte escapes that move the cursor: save and
+/// restore (7, 8), index, next line, reverse index, reset.
+const MOVING_ESCAPES: [u8; 6] = [b'7', b'8', b'D', b'E', b'M', b'c'];
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum EscState {
@@ -60,27 +72,40 @@ impl LineEnd {
         self.open
     }
 
+    /// The unfinished last line's text, when there is one and every byte
+    /// of it could be followed.
+    pub fn open_text(&self) -> Option<String> {
+        self.open.then(|| self.text.text()).flatten()
+    }
+
     fn next(&mut self, b: u8) -> EscState {
         use EscState::*;
         match (self.state, b) {
             (_, 0x18 | 0x1a) => Ground,
-            (Ground, 0x1b) => Escape,
+            (Ground, 0x1b) => {
+                self.esc_intermediate = false;
+                Escape
+            }
             (Ground, b'\n') => {
                 self.open = false;
                 self.spaces = 0;
                 self.frozen = false;
+                self.text.newline();
                 Ground
             }
             (Ground, b'\r') => {
                 if self.spaces >= MARK_SPACES && !self.frozen {
                     self.open = self.before_char;
                     self.frozen = true;
+                    self.text.unmark();
                 }
                 self.spaces = 0;
+                self.write(|t| t.control(b'\r'));
                 Ground
             }
             (Ground, b' ') => {
                 self.spaces += 1;
+                self.write(|t| t.print(b' '));
                 Ground
             }
             // A character's first byte (UTF-8 continuations are not).
@@ -90,19 +115,65 @@ impl LineEnd {
                     self.open = true;
                 }
                 self.spaces = 0;
+                self.write(|t| t.print(b));
+                Ground
+            }
+            (Ground, 0x80..=0xbf) => {
+                self.write(|t| t.print(b));
+                Ground
+            }
+            (Ground, 0x08 | b'\t') => {
+                self.write(|t| t.control(b));
                 Ground
             }
             (Ground, _) => Ground,
-            (Escape, b'[') => Csi,
+            (Escape, b'[') => {
+                self.csi_params = false;
+                Csi
+            }
             (Escape, b']' | b'P' | b'_' | b'^' | b'X') => Str,
-            (Escape, 0x20..=0x2f) => Escape,
-            (Escape, _) => Ground,
-            (Csi, 0x40..=0x7e) => Ground,
-            (Csi, _) => Csi,
+            (Escape, 0x20..=0x2f) => {
+                self.esc_intermediate = true;
+                Escape
+            }
+            (Escape, b) => {
+                // ESC 7, ESC 8, ESC M...: the cursor moves as not followed
+                // (a designation or a keypad mode moves nothing).
+                if !self.esc_intermediate && MOVING_ESCAPES.contains(&b) {
+                    self.write(LineText::lose);
+                }
+                Ground
+            }
+            (Csi, 0x40..=0x7e) => {
+                self.csi_end(b);
+                Ground
+            }
+            (Csi, _) => {
+                self.csi_params |= b != b'0';
+                Csi
+            }
             (Str, 0x07) => Ground,
             (Str, 0x1b) => StrEscape,
             (Str, _) => Str,
             (StrEscape, _) => Ground,
+        }
+    }
+
+    /// A CSI sequence ended by `last`: colours, modes (bracketed paste,
+    /// cursor keys), reports and the cursor's style move nothing, `K` and
+    /// `J` erase to the row's end, anything else is not followed.
+    fn csi_end(&mut self, last: u8) {
+        match (last, self.csi_params) {
+            (b'm' | b'h' | b'l' | b'n' | b'c' | b'q' | b't', _) => {}
+            (b'K' | b'J', false) => self.write(LineText::erase_to_end),
+            _ => self.write(LineText::lose),
+        }
+    }
+
+    /// Changes the line's text, unless a mark froze the row.
+    fn write(&mut self, change: impl FnOnce(&mut LineText)) {
+        if !self.frozen {
+            change(&mut self.text);
         }
     }
 }
@@ -399,6 +470,41 @@ mod tests {
         let fish = format!("\x1b[2m\u{23ce}\x1b[m\x0f{sp}\r\u{23ce} \r\x1b[K");
         assert!(!open(&[b"a\n", fish.as_bytes()]));
         assert!(open(&[b"abc", fish.as_bytes(), b"\x1b]133;A\x07"]));
+    }
+
+    #[test]
+    fn an_unfinished_last_lines_text_is_rendered_through_escapes_and_marks() {
+        let text = |chunks: &[&[u8]]| {
+            let mut l = LineEnd::default();
+            chunks.iter().for_each(|c| l.feed(c));
+            l.open_text()
+        };
+        assert_eq!(text(&[b"a\r\nabc"]).as_deref(), Some("abc"));
+        assert_eq!(text(&[b"a\r\n"]), None);
+        assert_eq!(text(&[b"abc\r"]).as_deref(), Some("abc"));
+        assert_eq!(
+            text(&[b"\x1b[1;31mab", b"\x1b[0mc\x1b(B"]).as_deref(),
+            Some("abc")
+        );
+        assert_eq!(text(&[b"abcdef\r\x1b[Kxy"]).as_deref(), Some("xy"));
+        // Cursor moves, saved positions, erase with a parameter: unknown.
+        assert_eq!(text(&[b"abc\x1b[2Dx"]), None);
+        assert_eq!(text(&[b"abc\x1b7x\x1b8"]), None);
+        assert_eq!(text(&[b"abc\x1b[2K"]), None);
+        assert_eq!(text(&[b"abc\x1b[2D\n", b"ok"]).as_deref(), Some("ok"));
+        assert_eq!(text(&[b"ab\x1bMc"]), None);
+        // bash turns bracketed paste off after the command's line; modes
+        // and keypad settings move nothing.
+        assert_eq!(text(&[b"\r\n\x1b[?2004l\rabc\r"]).as_deref(), Some("abc"));
+        assert_eq!(text(&[b"\x1b[?1l\x1b>ab\x1b=c"]).as_deref(), Some("abc"));
+        // zsh's and fish's end-of-line marks are taken back.
+        let sp = " ".repeat(40);
+        let zsh = format!("\x1b[1m\x1b[7m%\x1b[27m\x1b[1m\x1b[0m{sp}\r \r");
+        assert_eq!(text(&[b"a\nabc", zsh.as_bytes()]).as_deref(), Some("abc"));
+        assert_eq!(text(&[b"a\nabc\r", zsh.as_bytes()]).as_deref(), Some("abc"));
+        let fish = format!("\x1b[2m\u{23ce}\x1b[m\x0f{sp}\r\u{23ce} \r\x1b[K");
+        assert_eq!(text(&[b"abc", fish.as_bytes()]).as_deref(), Some("abc"));
+        assert_eq!(text(&[b"abc\r", fish.as_bytes()]).as_deref(), Some("abc"));
     }
 
     #[test]

@@ -39,10 +39,22 @@ pub struct Marks<'a> {
     /// Rows the pane's prompt takes (learned from an earlier marker: the
     /// rows from it to the cursor); 1 when not known.
     pub prompt_rows: usize,
-    /// The pane's width, when its line editor moves to a row of its own
-    /// after an echo that filled its last row exactly (zsh), leaving that
-    /// row empty: the row is then not output.
-    pub full_row_gap: Option<usize>,
+    /// What the pane's line editor does after an echo that filled its
+    /// last row exactly, with the pane's width; `None` when nothing.
+    pub full_row: Option<FullRow>,
+}
+
+/// What follows an echo that filled its last row exactly.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FullRow {
+    /// The line editor moves to a row of its own, leaving that row empty
+    /// (zsh): the row is not output.
+    Gap(usize),
+    /// The line editor writes into the next row's first column to make the
+    /// terminal wrap (readline: bash), so tmux joins that row to the echo:
+    /// what follows the echo there is the command's first row even when
+    /// empty (a leading empty line, or the empty row left by no output).
+    Joined(usize),
 }
 
 /// A command's lines as the pane holds them.
@@ -63,14 +75,32 @@ pub struct Extracted {
 /// The command's lines in `lines` (the capture, wrapped rows joined, the
 /// cursor's row last); lines before `earliest` predate the call.
 pub fn extract(lines: &[String], earliest: usize, marks: &Marks) -> Extracted {
-    let (end, tail, open) = end_of(lines, marks);
-    let start = start_of(lines, earliest.min(end), end, marks);
+    let (end, tail, mut open) = end_of(lines, marks);
+    let start = start_of(lines, earliest.min(end), end, marks).or_else(|| {
+        // With OSC 133, bash's next prompt may be drawn on the row tmux
+        // joined to an echo that filled its row: the echo is then the end's.
+        let on_end_row = marks.token.is_none()
+            && marks.ended
+            && matches!(marks.full_row, Some(FullRow::Joined(_)))
+            && end < lines.len();
+        on_end_row
+            .then(|| start_of(lines, earliest.min(end), end + 1, marks))
+            .flatten()
+    });
     let from = start.as_ref().map_or(earliest.min(end), |s| s.0);
-    let mut out: Vec<String> = start
-        .as_ref()
-        .and_then(|s| s.1.clone())
-        .into_iter()
-        .collect();
+    let mut joined = start.as_ref().and_then(|s| s.1.clone());
+    if from > end {
+        // The echo's row is the end's: what tmux joined to it is the next
+        // prompt, drawn on the row the command left empty.
+        joined = None;
+    } else if from == end && tail.is_none() && joined.as_deref() == Some("") {
+        // The joined row is the one the marker's newline left: empty, so
+        // the command printed nothing.
+        joined = None;
+        open = false;
+    }
+    let from = from.min(end);
+    let mut out: Vec<String> = joined.into_iter().collect();
     // The prompt's rows above its last (a prompt of several lines), as
     // they stood above the echo: not output where they show again.
     let upper = match earliest.checked_sub(marks.prompt_rows.saturating_sub(1)) {
@@ -175,10 +205,17 @@ fn start_of(
     };
     let line = &lines[echo];
     let after = line.get(after_at..).unwrap_or("");
+    // An echo filling its row exactly where readline makes tmux join the
+    // next row: that row is the command's first, even empty.
+    let row_joined = matches!(marks.full_row, Some(FullRow::Joined(w))
+    if w > 0 && after.starts_with(rest) && {
+        let echo_width = width(&line[..after_at]) + width(rest);
+        echo_width > 0 && echo_width % w == 0
+    });
     let joined = after
         .strip_prefix(rest)
         .map(str::trim_end)
-        .filter(|r| !r.is_empty())
+        .filter(|r| row_joined || !r.is_empty())
         .map(str::to_owned);
     let mut from = echo + 1;
     // Rows of the echo tmux did not join (the line editor broke the line
@@ -202,13 +239,17 @@ fn start_of(
         }
     }
     let last = lines[from - 1].trim_end().chars().count();
-    let filled = marks
-        .full_row_gap
-        .is_some_and(|w| w > 0 && last > 0 && last % w == 0);
+    let filled =
+        matches!(marks.full_row, Some(FullRow::Gap(w)) if w > 0 && last > 0 && last % w == 0);
     if filled && joined.is_none() && from < end && lines[from].is_empty() {
         from += 1;
     }
     Some((from, joined))
+}
+
+/// How many columns `text` takes on a terminal.
+fn width(text: &str) -> usize {
+    unicode_width::UnicodeWidthStr::width(text)
 }
 
 /// Where `anchor`, starting on row `first`, ends: its last row and the
@@ -255,7 +296,7 @@ mod tests {
             ended,
             placed: true,
             prompt_rows: 1,
-            full_row_gap: None,
+            full_row: None,
         }
     }
 
@@ -338,7 +379,7 @@ mod tests {
             ended: true,
             placed: true,
             prompt_rows: 1,
-            full_row_gap: None,
+            full_row: None,
         };
         let text = ["$ ls -1a", "b", "$ "];
         assert_eq!(run(&text, 0, &marks).0, lines(&["a", "b"]));
@@ -364,7 +405,7 @@ mod tests {
             ended: true,
             placed: false,
             prompt_rows: 1,
-            full_row_gap: None,
+            full_row: None,
         };
         let text = ["$ eval 'echo aaaa ", "bbbb'", "aaaa bbbb", "$ "];
         assert_eq!(run(&text, 0, &marks), (lines(&["aaaa bbbb"]), true));
@@ -431,7 +472,7 @@ mod tests {
             ended: true,
             placed: true,
             prompt_rows: 2,
-            full_row_gap: None,
+            full_row: None,
         };
         let text = ["~/src main", "$ ls -1", "a", "~/src main", "$ "];
         assert_eq!(run(&text, 1, &osc).0, lines(&["a"]));
@@ -450,7 +491,7 @@ mod tests {
         let echo = format!("$ {TYPED}");
         let width = echo.len();
         let zsh = Marks {
-            full_row_gap: Some(width),
+            full_row: Some(FullRow::Gap(width)),
             ..marker(true)
         };
         let m = "__ps1a2b3c4d5e6f:0";
@@ -461,12 +502,50 @@ mod tests {
         assert_eq!(run(&text, 0, &zsh).0, lines(&["", "abc"]));
         // A shorter echo, or another shell: the empty row is output.
         let wider = Marks {
-            full_row_gap: Some(width + 1),
+            full_row: Some(FullRow::Gap(width + 1)),
             ..zsh
         };
         let text = [echo.as_str(), "", "abc", m, "$"];
         assert_eq!(run(&text, 0, &wider).0, lines(&["", "abc"]));
         assert_eq!(run(&text, 0, &marker(true)).0, lines(&["", "abc"]));
+    }
+
+    #[test]
+    fn the_row_bash_joins_to_an_echo_that_filled_its_row_is_the_first_output_row() {
+        let echo = format!("$ {TYPED}");
+        let bash = Marks {
+            full_row: Some(FullRow::Joined(echo.len())),
+            ..marker(true)
+        };
+        let m = "__ps1a2b3c4d5e6f:0";
+        // A leading empty line: the joined row holds readline's space.
+        let joined = format!("{echo} ");
+        let text = [joined.as_str(), "x", "", m, "$"];
+        assert_eq!(run(&text, 0, &bash).0, lines(&["", "x"]));
+        // No output: the joined row is the one the marker's newline left.
+        let e = extract(&lines(&[joined.as_str(), m, "$"]), 0, &bash);
+        assert_eq!((e.lines.len(), e.partial_last_line), (0, false));
+        // A first line of text, and one without a newline.
+        let first = format!("{echo}x");
+        assert_eq!(
+            run(&[first.as_str(), "", m, "$"], 0, &bash).0,
+            lines(&["x"])
+        );
+        let e = extract(&lines(&[first.as_str(), m, "$"]), 0, &bash);
+        assert_eq!((e.lines, e.partial_last_line), (lines(&["x"]), true));
+        // An echo one column short fills no row: nothing was joined.
+        let short = Marks {
+            full_row: Some(FullRow::Joined(echo.len() + 1)),
+            ..bash
+        };
+        assert_eq!(
+            run(&[echo.as_str(), "", "x", "", m], 0, &short).0,
+            lines(&["", "x"])
+        );
+        assert_eq!(
+            run(&[joined.as_str(), "x", "", m], 0, &short).0,
+            lines(&["x"])
+        );
     }
 
     #[test]
@@ -506,7 +585,7 @@ mod tests {
             ended: true,
             placed: true,
             prompt_rows: 1,
-            full_row_gap: None,
+            full_row: None,
         };
         let text = ["$ ls -1", "old", "$ ls -1", "a", "b", "$ "];
         assert_eq!(run(&text, 2, &marks), (lines(&["a", "b"]), true));
@@ -551,7 +630,7 @@ mod tests {
             ended: true,
             placed: false,
             prompt_rows: 2,
-            full_row_gap: None,
+            full_row: None,
         };
         let text = ["x", "$ ls -1", "x", "$ "];
         assert_eq!(run(&text, 1, &unplaced).0, lines(&["x"]));
@@ -588,7 +667,7 @@ mod tests {
             ended: true,
             placed: true,
             prompt_rows: 1,
-            full_row_gap: None,
+            full_row: None,
         };
         let text = ["$ cat notes", "run cat notes", "done", "$ "];
         assert_eq!(

@@ -25,6 +25,8 @@
 
 pub(crate) mod detect;
 mod extract;
+mod jobs;
+mod line_text;
 mod seat;
 mod shell;
 mod table;
@@ -110,6 +112,12 @@ pub struct RunCommandResult {
     pub output_truncated: bool,
     /// The last line had no final newline (or ended in a bare CR).
     pub partial_last_line: bool,
+    /// Other shell jobs meanwhile: their prints may be in output.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub background_jobs: usize,
+    /// Their end notices, not in output.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub job_notices: Vec<String>,
     pub timed_out: bool,
     pub elapsed_ms: u64,
     /// For wait_for_command.
@@ -335,7 +343,10 @@ fn start(
             (start_abs, (history, limit)),
             (pane.pane_pid, pane.pane_tty.clone()),
         )
-        .of_session(ctx.session),
+        .of_session(ctx.session)
+        // Read at the prompt, just before typing: a job the command starts
+        // is its own.
+        .with_jobs(pane.pane_pid.and_then(jobs::running)),
     );
     table::insert(entry.clone())?;
     let tap = (!covered)
@@ -445,6 +456,8 @@ fn answer(
             redactions: 0,
             output_truncated: true,
             partial_last_line: false,
+            background_jobs: 0,
+            job_notices: Vec::new(),
             timed_out: !ended,
             elapsed_ms: entry.started.elapsed().as_millis() as u64,
             command_id: entry.id.clone(),
@@ -464,13 +477,13 @@ fn answer(
         placed: read.earliest.is_some(),
         prompt_rows: table::prompt_rows(&entry.socket, entry.pane),
         // zsh moves to a row of its own after an echo that filled its
-        // last row, leaving that row empty.
-        full_row_gap: entry
-            .process
-            .0
-            .and_then(seat::name_of)
-            .filter(|name| name == "zsh")
-            .map(|_| read.width),
+        // last row, leaving that row empty; readline (bash) writes into
+        // the next row, which tmux then joins to the echo.
+        full_row: match entry.process.0.and_then(seat::name_of).as_deref() {
+            Some("zsh") => Some(extract::FullRow::Gap(read.width)),
+            Some("bash") => Some(extract::FullRow::Joined(read.width)),
+            _ => None,
+        },
     };
     let found = extract::extract(&lines, read.earliest.unwrap_or(0), &marks);
     if let Some(rows) = found.prompt_rows.filter(|_| drawn && read.drawn) {
@@ -483,7 +496,11 @@ fn answer(
     };
     if partial && entry.completion == Completion::Osc133 {
         drop_eol_mark(entry, &mut out);
+        restore_open_line(entry, &mut out);
     }
+    let (background_jobs, notices) = take_job_notices(entry, &mut out);
+    let mut job_notices = notices.join("\n");
+    ctx.redact(&mut job_notices);
     let mut truncated = !found.start_found;
     if out.len() > max_lines {
         out.drain(..out.len() - max_lines);
@@ -502,11 +519,48 @@ fn answer(
         redactions,
         output_truncated: truncated,
         partial_last_line: partial,
+        background_jobs,
+        job_notices: job_notices.lines().map(String::from).collect(),
         timed_out: !ended,
         elapsed_ms: entry.started.elapsed().as_millis() as u64,
         command_id: entry.id.clone(),
         pane_id: entry.pane,
     })
+}
+
+/// The shell's background jobs that ran alongside the command, and the
+/// notices of those that ended, taken out of `out`.
+fn take_job_notices(entry: &Entry, out: &mut Vec<String>) -> (usize, Vec<String>) {
+    let Some(before) = &entry.jobs_before else {
+        return (0, Vec::new());
+    };
+    let now = entry.process.0.and_then(jobs::running).unwrap_or_default();
+    let notices = jobs::take_notices(out, jobs::ended(before, &now));
+    (before.len(), notices)
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// With OSC 133, the unfinished last line as the raw output drew it,
+/// where the screen lost it: bash draws its next prompt over it; zsh's and
+/// fish's end-of-line marks overwrite a line ended by a bare CR. A line
+/// that could not be followed stays as the screen shows it.
+fn restore_open_line(entry: &Entry, out: &mut Vec<String>) {
+    let Some(text) = crate::sync::lock(&entry.open_text).clone() else {
+        return;
+    };
+    match entry.process.0.and_then(seat::leader_name).as_deref() {
+        // The row holding the mark, the mark dropped above.
+        Some("zsh" | "fish") => match out.last_mut() {
+            Some(last) => *last = text,
+            None => out.push(text),
+        },
+        // A prompt starting with a newline leaves the line on its row.
+        Some("bash") if out.last() != Some(&text) => out.push(text),
+        _ => {}
+    }
 }
 
 /// With OSC 133, output that ended without a newline shares its row with
@@ -566,6 +620,8 @@ fn unread(
         redactions: 0,
         output_truncated: true,
         partial_last_line: false,
+        background_jobs: 0,
+        job_notices: Vec::new(),
         timed_out: true,
         elapsed_ms: entry.started.elapsed().as_millis() as u64,
         command_id: entry.id.clone(),

@@ -6,7 +6,7 @@
 //! oldest finished go first), and an entry expires [`KEEP`] after its
 //! command ended, or after [`WATCH_FOR`] if it never did.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
@@ -90,9 +90,15 @@ pub struct Entry {
     /// With OSC 133: the output before the D mark left its last line
     /// unfinished (no final newline), as the raw output said.
     pub open_line: AtomicBool,
+    /// With OSC 133: that unfinished line's text, as the raw output drew
+    /// it (`None`: no such line, or it could not be followed).
+    pub open_text: Mutex<Option<String>>,
     /// The session whose call typed it: only that session may wait on it,
     /// and its end ends the watching.
     pub session: u64,
+    /// The shell's background jobs (process groups) when it was typed;
+    /// `None` when `/proc` could not tell.
+    pub jobs_before: Option<BTreeSet<i64>>,
     progress: Mutex<Progress>,
     changed: Condvar,
 }
@@ -122,7 +128,9 @@ impl Entry {
             process,
             started: Instant::now(),
             open_line: AtomicBool::new(false),
+            open_text: Mutex::new(None),
             session: 0,
+            jobs_before: None,
             progress: Mutex::new(Progress::Running),
             changed: Condvar::new(),
         }
@@ -131,6 +139,12 @@ impl Entry {
     /// The same command, typed by a call of `session`.
     pub fn of_session(mut self, session: u64) -> Entry {
         self.session = session;
+        self
+    }
+
+    /// The same command, the shell's background jobs at its start known.
+    pub fn with_jobs(mut self, jobs: Option<BTreeSet<i64>>) -> Entry {
+        self.jobs_before = jobs;
         self
     }
 

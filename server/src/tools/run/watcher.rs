@@ -244,6 +244,7 @@ impl Watcher {
             Some(at) => {
                 line.feed(&data[..at]);
                 let open = line.open();
+                *crate::sync::lock(&self.entry.open_text) = line.open_text();
                 self.entry
                     .open_line
                     .store(open, std::sync::atomic::Ordering::Release);

@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""A policy's `ask` through the official Python MCP SDK's elicitation callback.
+
+Starts a private tmux server whose pane %0 is a raw `cat > FILE` sink,
+runs `panescan serve --tier mutating --policy P` on it (P asks before any
+send_keys of `deploy...`) through the SDK's stdio client with an
+elicitation callback, and checks: the question names the tool, pane and
+exact text with a one-field approve form; an approval runs the call once;
+a decline refuses it; what reached the pane is exactly the approved text.
+The tmux server is killed at the end, also on failure.
+
+usage: elicit.py --bin PANESCAN [--mode legacy|auto]
+Exit 0 when every check passed.
+"""
+
+import argparse
+import importlib.metadata
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+import mcp.types as types
+from mcp import Client, StdioServerParameters
+
+POLICY = '[[ask]]\ntools = ["send_keys"]\ncommand = "^deploy"\n'
+
+
+async def run(ns, sink, policy, failed):
+    env = {k: v for k, v in os.environ.items() if k in ("HOME", "PATH", "TMUX_TMPDIR", "LANG", "LC_ALL")}
+    args = ["serve", "--socket-name", ns.socket, "--tier", "mutating", "--policy", str(policy)]
+    params = StdioServerParameters(command=ns.bin, args=args, env=env)
+    asked = []
+    answers = ["accept", "decline"]
+
+    async def on_elicit(context, p):
+        asked.append(p)
+        action = answers.pop(0)
+        content = {"approve": True} if action == "accept" else None
+        return types.ElicitResult(action=action, content=content)
+
+    def check(ok, what):
+        if not ok:
+            failed.append(what)
+
+    async with Client(params, mode=ns.mode, read_timeout_seconds=60, raise_exceptions=True,
+                      elicitation_callback=on_elicit) as client:
+        want = "2025-11-25" if ns.mode == "legacy" else "2026-07-28"
+        check(client.protocol_version == want, f"negotiates {want}: {client.protocol_version}")
+        # 2025-11-25: the call is held while the person is asked
+        # (elicitation/create); 2026-07-28: the server answers with an input
+        # request and the SDK calls again with the answer.
+        call = {"pane_id": "%0", "text": "deploy --prod", "enter": True}
+        approved = await client.call_tool("send_keys", call)
+        check(not approved.is_error, f"approved call runs: {approved}")
+        check(len(asked) == 1, f"one question per call: {len(asked)}")
+        if asked:
+            msg = asked[0].message
+            for part in ("send_keys", "%0", '"deploy --prod"'):
+                check(part in msg, f"question names {part}: {msg}")
+            schema = asked[0].requested_schema
+            if hasattr(schema, "model_dump"):
+                schema = schema.model_dump(by_alias=True, exclude_none=True)
+            check(schema.get("required") == ["approve"], f"one approve field: {schema}")
+        declined = await client.call_tool("send_keys", call)
+        text = " ".join(getattr(c, "text", "") for c in declined.content)
+        check(declined.is_error and text.startswith("refused"), f"declined call refused: {text}")
+    deadline = time.time() + 10
+    while time.time() < deadline and not sink.read_bytes().endswith(b"\r"):
+        await anyio.sleep(0.05)
+    got = sink.read_bytes()
+    check(got == b"deploy --prod\r", f"only the approved text reached the pane: {got!r}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--mode", choices=["legacy", "auto"], default="legacy")
+    ns = ap.parse_args()
+    ns.socket = f"panescan-interop-elicit-{os.getpid()}"
+    failed = []
+    with tempfile.TemporaryDirectory() as tmp:
+        sink, policy = Path(tmp) / "typed", Path(tmp) / "policy.toml"
+        policy.write_text(POLICY)
+        sink.write_bytes(b"")
+        t = ["tmux", "-L", ns.socket, "-f", "/dev/null"]
+        try:
+            subprocess.run(t + ["new-session", "-d", "-s", "main", "-x", "80", "-y", "24",
+                                f"stty raw -echo; exec cat > {sink}"], check=True)
+            deadline = time.time() + 10
+            while time.time() < deadline:
+                cur = subprocess.run(t + ["display", "-p", "-t", "%0", "#{pane_current_command}"],
+                                     capture_output=True, text=True).stdout.strip()
+                if cur == "cat":
+                    break
+                time.sleep(0.05)
+            anyio.run(run, ns, sink, policy, failed)
+        except Exception as e:  # a failed session is a failed check, not a traceback
+            failed.append(f"the session completes: {e!r}")
+        finally:
+            subprocess.run(t + ["kill-server"], capture_output=True)
+    for f in failed:
+        print(f"  FAIL {f[:400]}")
+    print(f"python mcp {importlib.metadata.version('mcp')} --mode {ns.mode} elicitation: "
+          f"{'ok' if not failed else f'{len(failed)} failed'}")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
