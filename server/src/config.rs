@@ -11,10 +11,12 @@
 
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::tmux::caller::CallerPane;
 use crate::tmux::reach::SocketPolicy;
 use crate::tmux::ServerSpec;
 
@@ -189,6 +191,11 @@ pub struct ServeConfig {
     /// The hosts a call may name in `host` (`--ssh DEST`, as written, in
     /// order); their ssh settings live in [`crate::tmux::ssh`].
     pub hosts: Vec<String>,
+    /// What [`ServerSpec::host`] names each of `hosts` by in the ssh host
+    /// table, in the same order (`None`: the names themselves). A daemon
+    /// registers a session's hosts with their options: the same name
+    /// with other options is another host.
+    pub host_ids: Option<Vec<String>>,
     /// The variables of panescan's environment `create_session` may copy
     /// into a new session when tmux's `update-environment` lists them
     /// (tmux's default list and `--pass-env NAME`).
@@ -197,6 +204,14 @@ pub struct ServeConfig {
     /// session serves, where that is not this process (a daemon's session:
     /// its serve's, sent at the start); `None`: this process's own.
     pub pass_env_values: Option<Vec<(String, String)>>,
+    /// Where the client this session serves runs (its pane, its
+    /// processes), where that is not this process (a daemon's session: its
+    /// serve's, checked by the daemon); `None`: this process's own.
+    pub caller: Option<Arc<CallerPane>>,
+    /// send_keys, paste_text and run_command may type into the pane the
+    /// client runs in (`--allow-own-pane`; off: refused, typing into one's
+    /// own input is a loop).
+    pub allow_own_pane: bool,
 }
 
 impl Default for ServeConfig {
@@ -216,6 +231,9 @@ impl Default for ServeConfig {
                 .map(|s| (*s).to_owned())
                 .collect(),
             pass_env_values: None,
+            caller: None,
+            allow_own_pane: false,
+            host_ids: None,
         }
     }
 }

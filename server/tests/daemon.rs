@@ -600,3 +600,104 @@ fn a_new_session_gets_the_variables_of_its_serve_not_the_daemons() {
     let _ = daemon.kill();
     let _ = daemon.wait();
 }
+
+/// `TMUX` as a shell in a pane of `tmux` has it.
+fn tmux_env(tmux: &PrivateServer) -> String {
+    format!(
+        "{},{},0",
+        tmux.socket_path().unwrap().display(),
+        tmux.pid().unwrap()
+    )
+}
+
+/// `is_caller` of every pane `list_panes` shows, by pane id.
+fn callers(s: &mut Serve) -> Vec<(String, Value)> {
+    let panes = s.call_ok("list_panes", json!({}));
+    panes["panes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["pane_id"].as_str().unwrap().to_owned(),
+                p["is_caller"].clone(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn is_caller_is_each_sessions_own_client_pane() {
+    let tmux = tmux("daemon-caller");
+    tmux.run_ok(["split-window", "-d", "-t", "main"]).unwrap();
+    let place = Place::new("caller");
+    let env = tmux_env(&tmux);
+    // Two clients in two panes of one server; one mutating (served by the
+    // daemon now, not in-process).
+    let mut a = place.serve_with_env(
+        "a",
+        tmux.socket_name(),
+        &["--tier", "mutating"],
+        &[("TMUX", &env), ("TMUX_PANE", "%0")],
+    );
+    let mut b = place.serve_with_env(
+        "b",
+        tmux.socket_name(),
+        &[],
+        &[("TMUX", &env), ("TMUX_PANE", "%1")],
+    );
+    let mut outside = place.serve("c", tmux.socket_name(), &[]);
+    for s in [&mut a, &mut b, &mut outside] {
+        s.initialize();
+    }
+    for _ in 0..2 {
+        assert_eq!(
+            callers(&mut a),
+            [("%0".into(), json!(true)), ("%1".into(), json!(false))]
+        );
+        assert_eq!(
+            callers(&mut b),
+            [("%0".into(), json!(false)), ("%1".into(), json!(true))]
+        );
+        // Not inside tmux: not reported.
+        assert_eq!(
+            callers(&mut outside),
+            [("%0".into(), Value::Null), ("%1".into(), Value::Null)]
+        );
+    }
+    let hit = b.call_ok("search_panes", json!({"pattern": "\\$|#|%"}));
+    for m in hit["matches"].as_array().unwrap() {
+        assert_eq!(m["is_caller"] == json!(true), m["pane_id"] == "%1", "{m}");
+    }
+    let status = place.status();
+    assert_eq!(status["sessions"], 3, "{status}");
+    assert_eq!(place.daemons().len(), 1);
+    let log = std::fs::read_to_string(place.log("a")).unwrap();
+    assert!(!log.contains("in-process"), "{log}");
+}
+
+#[test]
+fn a_daemon_session_refuses_to_kill_its_clients_own_pane_and_server() {
+    let tmux = tmux("daemon-own");
+    tmux.run_ok(["split-window", "-d", "-t", "main"]).unwrap();
+    let place = Place::new("own");
+    let env = tmux_env(&tmux);
+    let mut s = place.serve_with_env(
+        "s",
+        tmux.socket_name(),
+        &["--tier", "destructive"],
+        &[("TMUX", &env), ("TMUX_PANE", "%0")],
+    );
+    s.initialize();
+    let e = s.call_err("kill_pane", json!({"pane_id": "%0"}));
+    assert!(e.contains("refused") && e.contains("%0"), "{e}");
+    let e = s.call_err("kill_session", json!({"session_id": "$0"}));
+    assert!(e.contains("refused"), "{e}");
+    let e = s.call_err("kill_server", json!({"confirm": true}));
+    assert!(e.contains("refused"), "{e}");
+    let v = s.call_ok("kill_pane", json!({"pane_id": "%1"}));
+    assert_eq!(v["killed"], "%1");
+    assert_eq!(place.status()["sessions"], 1);
+    let log = std::fs::read_to_string(place.log("s")).unwrap();
+    assert!(!log.contains("in-process"), "{log}");
+}

@@ -54,6 +54,14 @@ pub struct DaemonArgs {
 /// Runs `panescan daemon`.
 pub fn run_daemon(args: &DaemonArgs) -> ExitCode {
     super::arenas::cap();
+    // Master connections stay up while the daemon waits for a session:
+    // the next one's first call over ssh pays no handshake.
+    let idle = if args.idle_exit > 0 {
+        args.idle_exit
+    } else {
+        daemon::DEFAULT_IDLE_EXIT.as_secs()
+    };
+    crate::tmux::ssh::set_persist(u32::try_from(idle).unwrap_or(u32::MAX));
     let hosts = match args.serve.ssh.configure() {
         Ok(h) => h,
         Err(e) => {

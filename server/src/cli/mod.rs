@@ -123,6 +123,12 @@ pub struct ServeArgs {
     /// Which tools exist: readonly (default), mutating, destructive.
     #[arg(long, env = "PANESCAN_TIER", value_enum, default_value_t = Tier::Readonly)]
     pub tier: Tier,
+    /// Let send_keys, paste_text and run_command type into the pane the
+    /// MCP client itself runs in (found from $TMUX_PANE and the process
+    /// tree). Without it they are refused there: typing into one's own
+    /// input is a loop.
+    #[arg(long, env = "PANESCAN_ALLOW_OWN_PANE")]
+    pub allow_own_pane: bool,
     #[allow(missing_docs)]
     #[command(flatten)]
     pub ssh: SshArgs,
@@ -198,8 +204,16 @@ pub struct SshArgs {
 
 impl SshArgs {
     /// Checks the destinations and hands them to the transport; the
-    /// names calls may use, in order.
+    /// names calls may use, in order (in this process: also the ids).
     pub fn configure(&self) -> Result<Vec<String>, String> {
+        let settings = self.settings()?;
+        crate::tmux::ssh::configure(&settings)?;
+        Ok(settings.hosts.iter().map(|d| d.text.clone()).collect())
+    }
+
+    /// What these flags ask of ssh, checked: the destinations parsed
+    /// (each once), the config file made absolute, this environment's.
+    pub fn settings(&self) -> Result<crate::tmux::ssh::Settings, String> {
         let mut hosts = Vec::new();
         for text in &self.ssh {
             let dest = crate::tmux::ssh::dest::parse(text).map_err(|e| e.to_string())?;
@@ -215,14 +229,13 @@ impl SshArgs {
             Some(f) => Some(std::path::absolute(f).map_err(|e| format!("--ssh-config: {e}"))?),
             None => None,
         };
-        let names = hosts.iter().map(|d| d.text.clone()).collect();
-        crate::tmux::ssh::configure(&crate::tmux::ssh::Settings {
+        Ok(crate::tmux::ssh::Settings {
             config_file,
             hosts,
             compression: self.ssh_compress,
             connect_timeout: std::time::Duration::from_secs(self.ssh_connect_timeout),
-        })?;
-        Ok(names)
+            env: crate::tmux::ssh::Settings::env_here(),
+        })
     }
 }
 

@@ -7,14 +7,16 @@
 //! daemon what it would have meant in-process. The daemon's own flags fill
 //! in only what this serve's command line and environment leave unset.
 //!
-//! Served in-process even without `--no-daemon`: sessions with `--ssh`
-//! hosts (the daemon holds no ssh connections for a session), sessions
-//! with trust flags of their own (`--policy`, `--scope-sessions`,
-//! `--confirm-destructive`, `--audit-log`: the policy, its SIGHUP and its
-//! log are this process's), and
-//! mutating or destructive sessions run from inside tmux (which pane and
-//! server are the caller's is read from this process's `$TMUX`, and the
-//! refusals to kill or retarget them depend on it).
+//! The session carries its caller (`$TMUX`, `$TMUX_PANE`, this process
+//! and its parents), which the daemon checks against the connection's
+//! peer: `is_caller` and the refusals to kill or type into the client's own
+//! pane mean in the daemon what they mean here. Its `--ssh` hosts and
+//! their options go with it: the daemon holds their master connections,
+//! shared with sessions that ask for the same host with the same options.
+//!
+//! Served in-process even without `--no-daemon`: sessions with trust flags
+//! of their own (`--policy`, `--scope-sessions`, `--confirm-destructive`,
+//! `--audit-log`: the policy, its SIGHUP and its log are this process's).
 
 use std::ffi::OsString;
 use std::process::{Command, ExitCode};
@@ -24,10 +26,10 @@ use clap::{Args, CommandFactory};
 
 use super::daemon::RuntimeArgs;
 use super::ServeArgs;
-use crate::config::{Ceilings, ServeConfig, Tier};
+use crate::config::{Ceilings, ServeConfig};
 use crate::daemon::client::{self, Connected};
 use crate::daemon::place;
-use crate::daemon::wire::{Request, SessionEnv, SessionSpec};
+use crate::daemon::wire::{CallerSpec, Request, SessionEnv, SessionSpec, SshSpec};
 
 /// `panescan serve`: the server flags, and how to reach the daemon.
 #[derive(Debug, Args)]
@@ -103,6 +105,14 @@ pub fn spec_of(args: &ServeArgs, explicit: &Explicit) -> SessionSpec {
         redact: !args.no_redact,
         env: SessionEnv::here(),
         explicit,
+        allow_own_pane: args.allow_own_pane,
+        caller: CallerSpec::here(),
+        ssh: args
+            .ssh
+            .settings()
+            .ok()
+            .filter(|s| !s.hosts.is_empty())
+            .map(|s| SshSpec::of(&s)),
     }
 }
 
@@ -122,6 +132,11 @@ pub fn run(cmd: &ServeCommand) -> ExitCode {
         super::arenas::cap();
         return serve_here(args);
     }
+    // A flag the session cannot have is refused here, as in-process.
+    if let Err(e) = args.ssh.settings() {
+        eprintln!("panescan serve: {e}");
+        return ExitCode::from(2);
+    }
     let spec = spec_of(args, &Explicit::from_command_line());
     let dir = cmd.place.dir();
     let connect = || open_session(&dir, args, &spec);
@@ -136,16 +151,10 @@ pub fn run(cmd: &ServeCommand) -> ExitCode {
 
 /// Why a session with `args` is served in-process without being asked.
 fn served_here(args: &ServeArgs) -> Option<&'static str> {
-    let inside_tmux = std::env::var_os("TMUX").is_some_and(|v| !v.is_empty());
-    if !args.ssh.ssh.is_empty() {
-        Some("--ssh hosts are served in-process")
-    } else if args.trust.settings().any() {
-        Some("a session with its own policy, scope or audit log is served in-process")
-    } else if inside_tmux && args.tier > Tier::Readonly {
-        Some("a mutating session inside tmux is served in-process")
-    } else {
-        None
-    }
+    args.trust
+        .settings()
+        .any()
+        .then_some("a session with its own policy, scope or audit log is served in-process")
 }
 
 /// A session of this build's daemon in `dir`, started when none answers.

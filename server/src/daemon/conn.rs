@@ -22,9 +22,9 @@ const REQUEST_WAIT: Duration = Duration::from_secs(5);
 
 /// Serves one accepted connection to its end.
 pub fn serve(daemon: &Arc<Daemon>, stream: UnixStream) {
-    match peer(&stream) {
-        Ok(Some((uid, _))) if uid == super::place::uid() => {}
-        Ok(None) => {}
+    let peer_pid = match peer(&stream) {
+        Ok(Some((uid, pid))) if uid == super::place::uid() => u32::try_from(pid).ok(),
+        Ok(None) => None,
         Ok(Some((uid, pid))) => {
             eprintln!("panescan daemon: refused a connection of uid {uid} (pid {pid})");
             return;
@@ -33,8 +33,8 @@ pub fn serve(daemon: &Arc<Daemon>, stream: UnixStream) {
             eprintln!("panescan daemon: refused a connection whose peer is unknown: {e}");
             return;
         }
-    }
-    if let Err(e) = handshake_and_serve(daemon, stream) {
+    };
+    if let Err(e) = handshake_and_serve(daemon, stream, peer_pid) {
         // A probe (a starting daemon, a client checking the build) ends
         // its connection after the hello: not worth a line.
         if !e.contains("closed the connection") {
@@ -56,7 +56,11 @@ fn peer(_stream: &UnixStream) -> std::io::Result<Option<(u32, i32)>> {
     Ok(None)
 }
 
-fn handshake_and_serve(daemon: &Arc<Daemon>, stream: UnixStream) -> Result<(), String> {
+fn handshake_and_serve(
+    daemon: &Arc<Daemon>,
+    stream: UnixStream,
+    peer_pid: Option<u32>,
+) -> Result<(), String> {
     let mut out = stream.try_clone().map_err(|e| e.to_string())?;
     let hello = Hello {
         panescan_daemon: VERSION.to_owned(),
@@ -82,7 +86,7 @@ fn handshake_and_serve(daemon: &Arc<Daemon>, stream: UnixStream) -> Result<(), S
             daemon.begin_stop();
             wire::send(&mut out, &Answer::default()).map_err(|e| e.to_string())
         }
-        Request::Session { spec } => run_session(daemon, &spec, input, out),
+        Request::Session { spec } => run_session(daemon, &spec, peer_pid, input, out),
     }
 }
 
@@ -100,9 +104,22 @@ fn unfit(spec: &SessionSpec) -> Option<String> {
     })
 }
 
+/// The ssh hosts a session may name and their ids in the daemon's host
+/// table: its serve's, registered with their options (a host already held
+/// with the same ones is shared, its master connection up), else the
+/// daemon's own.
+fn hosts(daemon: &Daemon, spec: &SessionSpec) -> Result<(Vec<String>, Vec<String>), String> {
+    let Some(ssh) = &spec.ssh else {
+        return Ok((daemon.config.hosts.clone(), daemon.config.hosts.clone()));
+    };
+    let ids = crate::tmux::ssh::configure(&ssh.settings()?)?;
+    Ok((ssh.hosts.clone(), ids))
+}
+
 fn run_session(
     daemon: &Arc<Daemon>,
     spec: &SessionSpec,
+    peer_pid: Option<u32>,
     input: BufReader<UnixStream>,
     mut out: UnixStream,
 ) -> Result<(), String> {
@@ -116,6 +133,14 @@ fn run_session(
     if let Some(why) = unfit(spec) {
         return refuse(&mut out, why);
     }
+    let caller = match super::caller::verify(&spec.caller, peer_pid) {
+        Ok(caller) => Arc::new(caller),
+        Err(why) => return refuse(&mut out, why),
+    };
+    let (names, ids) = match hosts(daemon, spec) {
+        Ok(hosts) => hosts,
+        Err(why) => return refuse(&mut out, why),
+    };
     let (stop_tx, stop_rx) = bounded::<()>(1);
     let closer = out.try_clone().map_err(|e| e.to_string())?;
     let id = match daemon.open_session(stop_tx, closer) {
@@ -130,7 +155,9 @@ fn run_session(
             .map_err(|e| e.to_string())?;
         let shared = daemon.shared.clone();
         let spec = spec.over(&daemon.config.defaults);
-        let config = spec.config(daemon.config.hosts.clone(), daemon.config.cache_bytes);
+        let mut config = spec.config(names, daemon.config.cache_bytes);
+        config.caller = Some(caller);
+        config.host_ids = Some(ids);
         let closer = out.try_clone().map_err(|e| e.to_string())?;
         let ended = session::run(
             Arc::new(config),

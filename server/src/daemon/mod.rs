@@ -2,13 +2,16 @@
 //! a unix socket and holds what they share, so it outlives any one of
 //! them: the tmux connections (one control client per server for every
 //! session), the pane cache (a second session's first search is warm), the
-//! listing shares.
+//! listing shares, the ssh hosts and their master connections (keyed by
+//! destination and options, closed when the daemon ends).
 //!
 //! - [`place`] — the runtime directory (0700, this user's), the socket,
 //!   the build id.
 //! - [`bind`] — which socket a starting daemon takes, under a lock; stale
 //!   sockets replaced.
 //! - [`wire`] — the handshake before MCP: hello, request, answer.
+//! - [`caller`] — the client a session serves, checked against the
+//!   connection's peer.
 //! - [`conn`] — one connection: the peer's uid checked before a byte is
 //!   read, then a session, a status or a stop.
 //! - [`client`] — the other end, for `serve`, `status` and `stop`.
@@ -19,6 +22,7 @@
 //! session first and removing its socket.
 
 pub mod bind;
+pub mod caller;
 pub mod client;
 pub mod conn;
 pub mod place;
@@ -301,6 +305,7 @@ impl Daemon {
             cache_full: stats.full,
             cache_delta: stats.delta,
             rss_bytes: rss_bytes(),
+            ssh_hosts: crate::tmux::ssh::hosts_held(),
         }
     }
 }

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{Ceilings, ServeConfig, Tier};
 use crate::tmux::reach::SocketPolicy;
-use crate::tmux::ServerSpec;
+use crate::tmux::{ssh, ServerSpec};
 
 /// The longest handshake line either side reads: a spec is small.
 pub const MAX_HANDSHAKE_BYTES: u64 = 64 * 1024;
@@ -90,6 +90,10 @@ pub struct Status {
     pub cache_delta: u64,
     /// Resident memory, from /proc (0 where unknown).
     pub rss_bytes: u64,
+    /// ssh hosts it holds (each with its master connection, up while
+    /// used and for its idle time after).
+    #[serde(default)]
+    pub ssh_hosts: usize,
 }
 
 /// What a session runs under: its client's own flags, resolved by the
@@ -127,6 +131,108 @@ pub struct SessionSpec {
     /// in the environment: the daemon's own flags stand for the others.
     #[serde(default)]
     pub explicit: Vec<String>,
+    /// `--allow-own-pane`.
+    #[serde(default)]
+    pub allow_own_pane: bool,
+    /// Where the client runs, as serve sees it; the daemon checks it
+    /// against the connection's peer (`daemon/caller.rs`).
+    #[serde(default)]
+    pub caller: CallerSpec,
+    /// `--ssh` and its options (`None`: none given; the daemon's own
+    /// hosts).
+    #[serde(default)]
+    pub ssh: Option<SshSpec>,
+}
+
+/// A session's ssh hosts and their options, as its serve was given them:
+/// the daemon's host table shares a master connection between sessions
+/// only where all of it is the same.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SshSpec {
+    /// `--ssh DEST`, as written, in order.
+    pub hosts: Vec<String>,
+    /// `--ssh-config`, absolute.
+    pub config_file: Option<PathBuf>,
+    /// `--ssh-compress`.
+    pub compression: bool,
+    /// `--ssh-connect-timeout`, seconds.
+    pub connect_timeout_secs: u64,
+    /// The variables ssh keeps, as serve has them (its agent socket).
+    pub env: Vec<(String, String)>,
+}
+
+impl SshSpec {
+    /// The spec of `settings` (serve's, checked).
+    pub fn of(settings: &ssh::Settings) -> SshSpec {
+        SshSpec {
+            hosts: settings.hosts.iter().map(|d| d.text.clone()).collect(),
+            config_file: settings.config_file.clone(),
+            compression: settings.compression,
+            connect_timeout_secs: settings.connect_timeout.as_secs(),
+            env: settings
+                .env
+                .iter()
+                .filter_map(|(k, v)| v.to_str().map(|v| (k.clone(), v.to_owned())))
+                .collect(),
+        }
+    }
+
+    /// The settings it asks for, its destinations checked again.
+    pub fn settings(&self) -> Result<ssh::Settings, String> {
+        let hosts = self
+            .hosts
+            .iter()
+            .map(|t| ssh::dest::parse(t).map_err(|e| e.to_string()))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(ssh::Settings {
+            config_file: self.config_file.clone(),
+            hosts,
+            compression: self.compression,
+            connect_timeout: std::time::Duration::from_secs(self.connect_timeout_secs),
+            env: self
+                .env
+                .iter()
+                .map(|(k, v)| (k.clone(), v.into()))
+                .collect(),
+        })
+    }
+}
+
+/// What identifies the client a session serves: serve's `$TMUX` and
+/// `$TMUX_PANE`, its pid and its parents. The daemon believes none of it
+/// blindly: the pid must be the connection's peer (SO_PEERCRED), the
+/// variables those of that process's environment, and the parents are
+/// read again from `/proc`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallerSpec {
+    /// `$TMUX` (`None`: unset or empty).
+    pub tmux: Option<String>,
+    /// `$TMUX_PANE` (`None`: unset or empty).
+    pub tmux_pane: Option<String>,
+    /// serve's own pid.
+    pub pid: u32,
+    /// serve's parents, nearest first, as serve read them.
+    pub parents: Vec<u32>,
+}
+
+impl CallerSpec {
+    /// This process's.
+    pub fn here() -> Self {
+        let var = |name: &str| {
+            std::env::var_os(name)
+                .filter(|v| !v.is_empty())
+                .map(|v| v.to_string_lossy().into_owned())
+        };
+        let pid = std::process::id();
+        let mut parents = crate::tmux::procfs::ancestors(pid);
+        parents.retain(|p| *p != pid);
+        CallerSpec {
+            tmux: var("TMUX"),
+            tmux_pane: var("TMUX_PANE"),
+            pid,
+            parents,
+        }
+    }
 }
 
 /// The parts of a process's surroundings that every session of a daemon
@@ -195,6 +301,9 @@ impl SessionSpec {
         if !set("no_redact") {
             spec.redact = defaults.redact;
         }
+        if !set("allow_own_pane") {
+            spec.allow_own_pane = defaults.allow_own_pane;
+        }
         spec
     }
 
@@ -218,6 +327,9 @@ impl SessionSpec {
             redact: self.redact,
             sockets: SocketPolicy::new(self.allow_socket_dirs.clone()),
             log_dir: self.log_dir.clone(),
+            caller: None,
+            allow_own_pane: self.allow_own_pane,
+            host_ids: None,
         }
     }
 }

@@ -1,16 +1,23 @@
-//! Is this pane the one panescan runs in?
+//! Is this pane the one panescan's client runs in?
 //!
-//! True only when the pane id equals `TMUX_PANE` *and* the server's socket
-//! is the one named in `TMUX`, compared by device and inode
-//! ([`super::identity`]): a hard link to the socket is the same server;
-//! `None` when panescan does not run inside tmux at all.
+//! `is_caller` is true only when the pane id equals `TMUX_PANE` *and* the
+//! server's socket is the one named in `TMUX`, compared by device and
+//! inode ([`super::identity`]): a hard link to the socket is the same
+//! server; `None` when the client does not run inside tmux at all.
+//!
+//! The caller is a value, not the process's environment: in-process it is
+//! this process's ([`CallerPane::of_process`]); a daemon's session carries
+//! its serve's, checked by the daemon. A handle on a server
+//! ([`super::Tmux`]) marks `is_caller` for its caller after the listing,
+//! which sessions share.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
 use super::identity::same_socket;
 use super::ids::PaneId;
 
-/// Where panescan itself runs, read from the environment once.
+/// Where panescan's client runs.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CallerPane {
     /// Realpath of the socket in `TMUX` (first comma field).
@@ -19,15 +26,39 @@ pub struct CallerPane {
     pub pane: Option<PaneId>,
     /// The server's pid (second comma field of `TMUX`).
     pub server_pid: Option<u32>,
+    /// The processes on the client's side: the one serving the session
+    /// (serve) and its parents, nearest first. A pane whose process is
+    /// one of them holds the client, whatever `TMUX_PANE` says.
+    pub processes: Vec<u32>,
 }
 
 impl CallerPane {
-    /// Reads `TMUX` and `TMUX_PANE`.
+    /// Reads `TMUX` and `TMUX_PANE`, and this process's parents.
     pub fn from_env() -> Self {
         Self::from_values(
             std::env::var_os("TMUX").map(|v| v.to_string_lossy().into_owned()),
             std::env::var("TMUX_PANE").ok(),
         )
+        .with_processes(super::procfs::ancestors(std::process::id()))
+    }
+
+    /// This process's caller, read once.
+    pub fn of_process() -> Arc<CallerPane> {
+        static HERE: OnceLock<Arc<CallerPane>> = OnceLock::new();
+        HERE.get_or_init(|| Arc::new(CallerPane::from_env()))
+            .clone()
+    }
+
+    /// This caller with `processes` as its client's side.
+    pub fn with_processes(mut self, processes: Vec<u32>) -> Self {
+        self.processes = processes;
+        self
+    }
+
+    /// Whether the pane whose process is `pane_pid` (on this machine)
+    /// holds the client: that process is the client's or a parent of it.
+    pub fn runs_under(&self, pane_pid: u32) -> bool {
+        self.processes.contains(&pane_pid)
     }
 
     /// From explicit values of `TMUX` and `TMUX_PANE` (for tests).
@@ -49,6 +80,7 @@ impl CallerPane {
             socket,
             pane,
             server_pid,
+            processes: Vec::new(),
         }
     }
 

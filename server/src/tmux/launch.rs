@@ -67,7 +67,7 @@ impl Endpoint {
         }
         let socket = PathBuf::from(format!(
             "ssh://{}/{}",
-            host.name(),
+            host.id(),
             spec.socket_name.as_deref().unwrap_or("default")
         ));
         Ok(Endpoint {

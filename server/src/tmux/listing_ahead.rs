@@ -32,8 +32,9 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 
+use super::caller::CallerPane;
 use super::capture::{ListedAhead, Spare};
-use super::inventory::{Inventory, ListingQuery};
+use super::inventory::{mark_caller, Inventory, ListingQuery};
 use super::{CaptureOptions, CaptureRequest, Server, TmuxError};
 use crate::sync::lock;
 
@@ -43,17 +44,24 @@ pub struct ListingAhead {
     query: ListingQuery,
     rx: Receiver<Result<ListedAhead, TmuxError>>,
     shared: Arc<Server>,
+    caller: Arc<CallerPane>,
 }
 
 impl ListingAhead {
     /// The listing `query` of `shared`, which the sweep's first chunk
-    /// sends on `rx`.
+    /// sends on `rx`, its panes marked for `caller`.
     pub(crate) fn new(
         query: ListingQuery,
         rx: Receiver<Result<ListedAhead, TmuxError>>,
         shared: Arc<Server>,
+        caller: Arc<CallerPane>,
     ) -> ListingAhead {
-        ListingAhead { query, rx, shared }
+        ListingAhead {
+            query,
+            rx,
+            shared,
+            caller,
+        }
     }
 
     /// The inventory and the server's `#{pid} #{start_time}`, once the
@@ -75,7 +83,9 @@ impl ListingAhead {
             }
             match self.rx.recv_timeout(left.min(Duration::from_millis(20))) {
                 Ok(Ok(listed)) => {
-                    let inventory = self.query.read(&self.shared, &listed.text);
+                    let mut inventory = self.query.read(&self.shared, &listed.text);
+                    let socket = self.shared.connection().socket_path();
+                    mark_caller(&mut inventory, &self.caller, socket);
                     return Ok((inventory, listed.server));
                 }
                 Ok(Err(e)) => return Err(e),

@@ -247,8 +247,6 @@ pub struct ServerInfo {
 #[derive(Debug)]
 pub(crate) struct Server {
     connection: Arc<connection::Shared>,
-    /// The pane panescan runs in, if it runs in tmux.
-    caller: caller::CallerPane,
     /// The event stream, which the connection tells what its control
     /// client reads.
     hub: Arc<events::Hub>,
@@ -270,7 +268,6 @@ impl Server {
         let listener: Arc<dyn connection::Listener> = hub.clone();
         Ok(Server {
             connection: Arc::new(connection::Shared::new(spec, listener)?),
-            caller: caller::CallerPane::from_env(),
             hub,
             capture: capture::ServerState::default(),
             listings: inventory::ServerState::default(),
@@ -310,11 +307,6 @@ impl Server {
     /// The connection: commands, the control client, the endpoint.
     pub(crate) fn connection(&self) -> &Arc<connection::Shared> {
         &self.connection
-    }
-
-    /// The pane panescan runs in, if it runs in tmux.
-    pub(crate) fn caller(&self) -> &caller::CallerPane {
-        &self.caller
     }
 
     /// The server's event stream ([`events`]).
@@ -360,11 +352,14 @@ impl connection::Listener for events::Hub {
     }
 }
 
-/// A handle on one tmux server. Cheap to clone, safe to share between
-/// threads; (re)connects lazily.
+/// A handle on one tmux server, for one caller. Cheap to clone, safe to
+/// share between threads; (re)connects lazily. Handles of two callers (two
+/// sessions of a daemon) share the server and its listings; each marks
+/// `is_caller` for its own caller.
 #[derive(Clone, Debug)]
 pub struct Tmux {
     inner: Arc<Server>,
+    caller: Arc<caller::CallerPane>,
 }
 
 impl Tmux {
@@ -373,12 +368,28 @@ impl Tmux {
     pub fn connect(spec: &ServerSpec) -> Result<Tmux, TmuxError> {
         Ok(Tmux {
             inner: Arc::new(Server::new(spec.clone())?),
+            caller: caller::CallerPane::of_process(),
         })
     }
 
-    /// The process-wide handle for `spec` (one connection per server).
+    /// The process-wide handle for `spec` (one connection per server),
+    /// for this process's caller ([`Self::for_caller`] for another).
     pub fn shared(spec: &ServerSpec) -> Result<Tmux, TmuxError> {
-        Server::shared(spec).map(|inner| Tmux { inner })
+        Server::shared(spec).map(|inner| Tmux {
+            inner,
+            caller: caller::CallerPane::of_process(),
+        })
+    }
+
+    /// This handle for `caller` (a daemon session's client).
+    pub fn for_caller(mut self, caller: Arc<caller::CallerPane>) -> Tmux {
+        self.caller = caller;
+        self
+    }
+
+    /// The caller this handle marks `is_caller` for.
+    pub fn caller(&self) -> &caller::CallerPane {
+        &self.caller
     }
 
     /// The connection to the server.
@@ -421,7 +432,9 @@ impl Tmux {
         then: &[TmuxCommand],
         deadline: Instant,
     ) -> Result<(Inventory, Vec<Result<String, TmuxError>>), TmuxError> {
-        inventory::fetch(&self.inner, fields, then, deadline)
+        let (mut inv, then) = inventory::fetch(&self.inner, fields, then, deadline)?;
+        inventory::mark_caller(&mut inv, &self.caller, self.socket_path());
+        Ok((inv, then))
     }
 
     /// `pane_current_command` and `pane_current_path` of some panes (each
@@ -578,7 +591,7 @@ impl Tmux {
             cancel,
             ahead,
         );
-        let listing = ListingAhead::new(query, rx, self.inner.clone());
+        let listing = ListingAhead::new(query, rx, self.inner.clone(), self.caller.clone());
         (listing, replies)
     }
 
@@ -716,7 +729,7 @@ impl Tmux {
     /// in tmux at all, this server's pid is the one in `TMUX` (its socket
     /// file made again). The pid is asked of tmux, answered by `deadline`.
     pub fn runs_inside(&self, deadline: Instant) -> bool {
-        let caller = self.inner.caller();
+        let caller = &self.caller;
         caller.same_server(self.socket_path())
             || caller
                 .server_pid

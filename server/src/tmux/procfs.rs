@@ -207,6 +207,44 @@ pub fn environ_names_pane(environ: &[u8], pane: PaneId) -> bool {
         .is_some_and(|value| value == want.as_bytes())
 }
 
+/// The value of `name` in a process environment (`/proc/PID/environ`):
+/// the first entry counts, as for `getenv`.
+pub fn environ_value<'e>(environ: &'e [u8], name: &str) -> Option<&'e [u8]> {
+    environ.split(|b| *b == 0).find_map(|entry| {
+        entry
+            .strip_prefix(name.as_bytes())
+            .and_then(|rest| rest.strip_prefix(b"="))
+    })
+}
+
+/// The environment `pid` was started with (`None`: not readable here).
+pub fn environ_of(pid: u32) -> Option<Vec<u8>> {
+    read_proc(&format!("/proc/{pid}/environ"), ENVIRON_LIMIT)
+}
+
+/// How many parents [`ancestors`] follows at most: a chain deeper than
+/// this is not a process tree anyone runs an agent in.
+const MAX_ANCESTORS: usize = 64;
+
+/// `pid` and its parents, nearest first, up to (not including) pid 1 or
+/// the first process whose `/proc` entry cannot be read; empty when even
+/// `pid`'s cannot.
+pub fn ancestors(pid: u32) -> Vec<u32> {
+    let mut chain = Vec::new();
+    let mut at = pid;
+    while at > 1 && chain.len() < MAX_ANCESTORS && !chain.contains(&at) {
+        let Some(stat) = read_proc(&format!("/proc/{at}/stat"), STAT_LIMIT)
+            .as_deref()
+            .and_then(parse_stat)
+        else {
+            break;
+        };
+        chain.push(at);
+        at = u32::try_from(stat.ppid).unwrap_or(0);
+    }
+    chain
+}
+
 /// The lines of a `/proc/PID/status` that decide what that process may
 /// read of another's `/proc` entry (`ptrace_may_access`: its uids, gids
 /// and effective capabilities).

@@ -83,7 +83,10 @@ impl Tool for PasteText {
         // No listing first: tmux checks the pane, and a paste to a pane
         // that is gone takes the same path as any failed paste (the buffer
         // is deleted).
-        ctx.cancellable(move || tmux.paste_text(pane, &text, bracketed, deadline))
+        super::own_pane::refuse_own_pane(ctx, &tmux, pane, None, deadline)
+            .and_then(|()| {
+                ctx.cancellable(move || tmux.paste_text(pane, &text, bracketed, deadline))
+            })
             .map_err(|e| match e.kind {
                 super::context::ErrorKind::NotFound => ToolError::not_found(format!(
                     "no pane {pane}: it may have been closed; list panes again to get current ids"

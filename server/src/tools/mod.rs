@@ -17,6 +17,7 @@
 //! - [`mutate`] — send_keys, rename_window, set_pane_title, clear_history (mutating tier).
 //! - [`logging`] — pipe_pane (mutating tier).
 //! - [`run`] — run_command, wait_for_command (mutating tier).
+//! - [`own_pane`] — the typing tools' refusal of the client's own pane.
 //! - [`destroy`] — kill_pane, kill_window, kill_session (destructive tier).
 //! - [`lifecycle`] — respawn_pane, kill_server (destructive tier).
 //!
@@ -40,6 +41,7 @@ pub mod logging;
 pub mod mutate;
 pub mod option_rule;
 pub mod options;
+pub(crate) mod own_pane;
 pub mod registry;
 pub mod run;
 pub mod schema;
@@ -48,8 +50,9 @@ pub mod servers;
 pub mod settings;
 pub mod wait;
 
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
+use crate::tmux::caller::CallerPane;
 use crate::tmux::{
     Fields, Inventory, Pane, PaneId, ServerSpec, SessionId, Tmux, TmuxError, WindowId,
 };
@@ -171,12 +174,19 @@ impl ToolContext {
     }
 
     /// The host a call's `host` names: `None` for this machine (no host,
-    /// or `"local"`), else one the operator configured (`--ssh`); any
-    /// other name is refused, so nothing a caller writes reaches ssh.
+    /// or `"local"`), else the id of one the operator configured
+    /// (`--ssh`; [`crate::config::ServeConfig::host_ids`]); any other name
+    /// is refused, so nothing a caller writes reaches ssh.
     pub fn host(&self, asked: Option<&str>) -> Result<Option<String>, ToolError> {
         match asked {
             None | Some(crate::tmux::ssh::LOCAL) => Ok(None),
-            Some(h) if self.config.hosts.iter().any(|c| c == h) => Ok(Some(h.to_owned())),
+            Some(h) if self.config.hosts.iter().any(|c| c == h) => {
+                let at = self.config.hosts.iter().position(|c| c == h);
+                let id = (self.config.host_ids.as_ref())
+                    .zip(at)
+                    .and_then(|(ids, at)| ids.get(at));
+                Ok(Some(id.map_or(h, String::as_str).to_owned()))
+            }
             Some(h) => Err(ToolError::refused(format!(
                 "host {h:?} is not configured: hosts are \"local\"{}{}",
                 if self.config.hosts.is_empty() {
@@ -198,13 +208,24 @@ impl ToolContext {
     /// until the first request).
     pub fn tmux(&self, server: &ServerArgs) -> Result<Tmux, ToolError> {
         let spec = self.server_spec(server)?;
-        let tmux = Tmux::shared(&spec).map_err(ToolError::from)?;
+        let tmux = Tmux::shared(&spec)
+            .map_err(ToolError::from)?
+            .for_caller(self.caller());
         if let Ok(mut v) = opened().lock() {
             if !v.iter().any(|t| t.spec() == &spec) {
                 v.push(tmux.clone());
             }
         }
         Ok(tmux)
+    }
+
+    /// Where the client of this call's session runs: its serve's (a
+    /// daemon's session), else this process's.
+    pub fn caller(&self) -> Arc<CallerPane> {
+        self.config
+            .caller
+            .clone()
+            .unwrap_or_else(CallerPane::of_process)
     }
 
     /// Every session, window and pane of the server with every field

@@ -133,7 +133,14 @@ impl Tool for SendKeys {
         }
         let tmux = ctx.tmux(&args.server)?;
         let inv = ctx.inventory(&tmux)?;
-        find_pane(&inv, args.pane_id)?;
+        let pane = find_pane(&inv, args.pane_id)?;
+        super::own_pane::refuse_own_pane(
+            ctx,
+            &tmux,
+            pane.pane_id,
+            pane.pane_pid,
+            ctx.tmux_deadline(),
+        )?;
         refuse_synchronized(
             &tmux,
             args.pane_id,

@@ -71,6 +71,10 @@ pub fn report(r: &BenchReport) -> String {
         out.push('\n');
         out.push_str(&super::big::markdown(b));
     }
+    if let Some(d) = &r.daemon {
+        out.push('\n');
+        out.push_str(&super::daemon::markdown(d));
+    }
     out
 }
 
@@ -216,6 +220,7 @@ mod tests {
             }),
             load: None,
             big: None,
+            daemon: None,
         }
     }
 

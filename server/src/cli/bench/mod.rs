@@ -27,6 +27,7 @@ use report::ms;
 pub mod big;
 pub mod cache;
 pub mod chart;
+pub mod daemon;
 pub mod load;
 pub mod markdown;
 mod matrix;
@@ -86,6 +87,11 @@ pub struct BenchArgs {
     /// searches run, then 64 deep searches at once.
     #[arg(long, conflicts_with_all = ["cache_only", "wait_only"])]
     pub load_only: bool,
+    /// Only the daemon rows: a deep search as a session's first call
+    /// (in-process, a new daemon, a warm one), serve start to initialize,
+    /// 16 sessions at once.
+    #[arg(long, conflicts_with_all = ["cache_only", "wait_only", "big_only", "load_only"])]
+    pub daemon_only: bool,
     /// Only the search matrix: each search beside raw fetches of the same
     /// text (the pane-count rows, without the sections after them).
     #[arg(long, conflicts_with_all = ["cache_only", "wait_only", "big_only", "load_only"])]
@@ -127,6 +133,11 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         let markdown = big::markdown;
         return print_section(args, &big, big::print, markdown);
     }
+    if args.daemon_only {
+        let daemon = daemon::run(&fixture, runs)?;
+        drop(fixture);
+        return print_section(args, &daemon, daemon::print, daemon::markdown);
+    }
     let socket = fixture.server.socket_name().to_owned();
     let first_pane = fixture.pane_ids.first().cloned().unwrap_or_default();
     if args.load_only {
@@ -159,6 +170,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         cache,
         big,
         wait,
+        daemon,
     } = sections;
 
     let report = BenchReport {
@@ -178,6 +190,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         wait,
         load,
         big,
+        daemon,
     };
     if let Some(path) = &args.svg {
         chart::write(&report, path)?;
@@ -192,6 +205,7 @@ struct Sections {
     cache: Option<cache::CacheBench>,
     big: Option<big::BigBench>,
     wait: Option<wait::WaitBench>,
+    daemon: Option<daemon::DaemonBench>,
 }
 
 impl Sections {
@@ -207,6 +221,7 @@ impl Sections {
             cache: Some(cache::run(fixture, runs)?),
             big: Some(big::run(fixture, runs)?),
             wait: Some(wait::run(runs)?),
+            daemon: Some(daemon::run(fixture, runs)?),
         })
     }
 }
@@ -253,6 +268,9 @@ fn print_report(args: &BenchArgs, report: &BenchReport) -> Result<(), String> {
         }
         if let Some(big) = &report.big {
             big::print(big);
+        }
+        if let Some(d) = &report.daemon {
+            daemon::print(d);
         }
     }
     Ok(())

@@ -48,6 +48,8 @@ pub struct BenchReport {
     pub load: Option<super::load::LoadBench>,
     /// Big answers: search end to first byte, and repeated.
     pub big: Option<super::big::BigBench>,
+    /// A new session through the daemon: warm first search, start, 16 at once.
+    pub daemon: Option<super::daemon::DaemonBench>,
 }
 
 /// Milliseconds, rounded to two decimals.

@@ -149,6 +149,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 mod full_listing;
+use super::caller::CallerPane;
 use super::listing_share::ListingShare;
 use super::spans::Span;
 use super::{Server, TmuxCommand, TmuxError};
@@ -407,19 +408,26 @@ impl ListingQuery {
             .option("-F", &format(&self.fields, &self.sep, &self.end))
     }
 
-    /// The inventory in `text` (the command's output), its panes marked
-    /// as the caller's where they are, their count kept for the sweeps.
+    /// The inventory in `text` (the command's output), their count kept
+    /// for the sweeps. `is_caller` is left unset: the listing may be
+    /// shared by callers of several sessions, each marks its own
+    /// ([`mark_caller`]).
     pub(crate) fn read(&self, shared: &Server, text: &str) -> Inventory {
-        let mut inv = parse_fields(&self.fields, text, &self.sep, &self.end);
+        let inv = parse_fields(&self.fields, text, &self.sep, &self.end);
         shared
             .listings()
             .panes
             .store(inv.panes.len(), Ordering::Relaxed);
-        let caller = shared.caller().on_server(shared.connection().socket_path());
-        for p in &mut inv.panes {
-            p.is_caller = caller.map(|c| c == Some(p.pane_id));
-        }
         inv
+    }
+}
+
+/// Marks each pane of `inv` (a listing of the server at `socket`) as
+/// `caller`'s or not: `None` when the caller runs in no tmux.
+pub(crate) fn mark_caller(inv: &mut Inventory, caller: &CallerPane, socket: &std::path::Path) {
+    let on = caller.on_server(socket);
+    for p in &mut inv.panes {
+        p.is_caller = on.map(|c| c == Some(p.pane_id));
     }
 }
 

@@ -28,8 +28,10 @@
 pub mod dest;
 pub mod quote;
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
@@ -46,7 +48,8 @@ const PERSIST_SECS: u32 = 60;
 /// The variables ssh keeps from panescan's environment.
 const SSH_ENV: [&str; 5] = ["HOME", "PATH", "USER", "LOGNAME", "SSH_AUTH_SOCK"];
 
-/// What the operator configured.
+/// What the operator configured (for a daemon's session: what its serve
+/// was given).
 #[derive(Debug, Clone, Default)]
 pub struct Settings {
     /// `--ssh-config FILE`, given to ssh as `-F`.
@@ -57,46 +60,111 @@ pub struct Settings {
     pub compression: bool,
     /// ssh's `ConnectTimeout` (also bounds the handshake).
     pub connect_timeout: Duration,
+    /// The values of [`SSH_ENV`] ssh runs with (the client's).
+    pub env: Vec<(String, OsString)>,
+}
+
+impl Settings {
+    /// The values of [`SSH_ENV`] in this process's environment.
+    pub fn env_here() -> Vec<(String, OsString)> {
+        SSH_ENV
+            .iter()
+            .filter_map(|k| std::env::var_os(k).map(|v| ((*k).to_owned(), v)))
+            .collect()
+    }
+}
+
+/// What a master connection is made of: two hosts share one only when
+/// all of it is the same (the destination as written, the config file,
+/// compression, the connect timeout, ssh's environment).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct HostKey {
+    text: String,
+    config_file: Option<PathBuf>,
+    compression: bool,
+    connect_timeout: Duration,
+    env: Vec<(String, OsString)>,
 }
 
 /// One configured host, ready to start clients on.
 #[derive(Debug)]
 pub struct Host {
-    /// Its place among the configured hosts: names its master connection.
+    /// Its place in the table: names its master connection.
     index: usize,
+    /// What a [`super::ServerSpec`] names it by: the destination as
+    /// written, or with `#N` when another host of that name with other
+    /// settings came first.
+    id: String,
+    key: HostKey,
     dest: Dest,
-    config_file: Option<PathBuf>,
     control_dir: PathBuf,
-    compression: bool,
-    connect_timeout: Duration,
 }
 
+/// Every host registered in this process, kept (with its master
+/// connection) until [`shutdown`]: a daemon's sessions asking for the same
+/// host with the same settings share it.
 static HOSTS: RwLock<Vec<Arc<Host>>> = RwLock::new(Vec::new());
 
-/// Sets the hosts (once at start; a later call replaces them). Makes the
-/// private directory of the master connections.
-pub fn configure(settings: &Settings) -> Result<(), String> {
+/// How long an idle master connection stays up ([`set_persist`]).
+static PERSIST: AtomicU32 = AtomicU32::new(PERSIST_SECS);
+
+/// Keeps idle master connections up `secs` (a daemon: as long as it
+/// stays without sessions, so a later session finds them up).
+pub fn set_persist(secs: u32) {
+    PERSIST.store(secs.max(1), Ordering::Relaxed);
+}
+
+/// Registers the hosts of `settings`; the id of each, in order, for
+/// [`super::ServerSpec::host`]. A host already registered with the same
+/// [`HostKey`] is that host (its master connection shared); makes the
+/// private directory of the master connections on first use.
+pub fn configure(settings: &Settings) -> Result<Vec<String>, String> {
     if settings.hosts.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
-    let control_dir = control_dir()?;
-    let hosts = settings
-        .hosts
-        .iter()
-        .enumerate()
-        .map(|(index, dest)| {
-            Arc::new(Host {
-                index,
-                dest: dest.clone(),
-                config_file: settings.config_file.clone(),
-                control_dir: control_dir.clone(),
-                compression: settings.compression,
-                connect_timeout: settings.connect_timeout.max(Duration::from_secs(1)),
-            })
-        })
-        .collect();
-    *crate::sync::write(&HOSTS) = hosts;
-    Ok(())
+    let control_dir = shared_control_dir()?;
+    let mut hosts = crate::sync::write(&HOSTS);
+    let mut ids = Vec::new();
+    for dest in &settings.hosts {
+        let key = HostKey {
+            text: dest.text.clone(),
+            config_file: settings.config_file.clone(),
+            compression: settings.compression,
+            connect_timeout: settings.connect_timeout.max(Duration::from_secs(1)),
+            env: settings.env.clone(),
+        };
+        if let Some(h) = hosts.iter().find(|h| h.key == key) {
+            ids.push(h.id.clone());
+            continue;
+        }
+        let index = hosts.len();
+        let id = if hosts.iter().any(|h| h.id == dest.text) {
+            format!("{}#{index}", dest.text)
+        } else {
+            dest.text.clone()
+        };
+        ids.push(id.clone());
+        hosts.push(Arc::new(Host {
+            index,
+            id,
+            key,
+            dest: dest.clone(),
+            control_dir: control_dir.clone(),
+        }));
+    }
+    Ok(ids)
+}
+
+/// The directory of this process's master connections, made once.
+fn shared_control_dir() -> Result<PathBuf, String> {
+    static DIR: std::sync::Mutex<Option<PathBuf>> = std::sync::Mutex::new(None);
+    let mut dir = crate::sync::lock(&DIR);
+    if let Some(d) = dir.as_ref().filter(|d| d.exists()) {
+        return Ok(d.clone());
+    }
+    let made = control_dir()?;
+    *dir = Some(made.clone());
+    Ok(made)
 }
 
 /// `$TMPDIR/panescan-ssh-UID-PID`, made 0700 (ssh's ControlPath must be
@@ -159,12 +227,17 @@ fn remove_stale(dir: &Path, prefix: &str) {
     }
 }
 
-/// The configured host named `text`, if it is one.
-pub fn host(text: &str) -> Option<Arc<Host>> {
+/// The registered host whose id is `id`, if it is one.
+pub fn host(id: &str) -> Option<Arc<Host>> {
     crate::sync::read(&HOSTS)
         .iter()
-        .find(|h| h.dest.text == text)
+        .find(|h| h.id == id)
         .cloned()
+}
+
+/// Master connections registered (what a daemon holds).
+pub fn hosts_held() -> usize {
+    crate::sync::read(&HOSTS).len()
 }
 
 /// Ends every master connection and removes their directory (at shutdown).
@@ -195,6 +268,11 @@ impl Host {
         &self.dest.text
     }
 
+    /// What a [`super::ServerSpec`] names this host by.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
     /// The master connection's socket directory.
     pub fn control_dir(&self) -> &Path {
         &self.control_dir
@@ -204,12 +282,12 @@ impl Host {
     fn ssh(&self) -> Command {
         let mut cmd = Command::new("ssh");
         cmd.env_clear();
-        for key in SSH_ENV {
-            if let Some(v) = std::env::var_os(key) {
-                cmd.env(key, v);
+        for (k, v) in &self.key.env {
+            if SSH_ENV.contains(&k.as_str()) {
+                cmd.env(k, v);
             }
         }
-        if let Some(f) = &self.config_file {
+        if let Some(f) = &self.key.config_file {
             cmd.arg("-F").arg(f);
         }
         cmd.args([
@@ -221,21 +299,24 @@ impl Host {
             "-o",
             "ControlMaster=auto",
         ]);
-        // One master per configured host, even for two destinations that
-        // reach the same machine as the same user (ssh's %C would be the
-        // same): each keeps the settings of its own Host entry.
+        // One master per registered host, even for two destinations (or
+        // two settings of one) that reach the same machine as the same
+        // user (ssh's %C would be the same): each keeps its own settings.
         cmd.arg("-o").arg(format!(
             "ControlPath={}/{}-%C",
             self.control_dir.display(),
             self.index
         ));
-        cmd.arg("-o").arg(format!("ControlPersist={PERSIST_SECS}"));
+        cmd.arg("-o").arg(format!(
+            "ControlPersist={}",
+            PERSIST.load(Ordering::Relaxed)
+        ));
         cmd.arg("-o").arg(format!(
             "ConnectTimeout={}",
-            self.connect_timeout.as_secs().max(1)
+            self.key.connect_timeout.as_secs().max(1)
         ));
         cmd.args(["-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3"]);
-        cmd.arg("-o").arg(if self.compression {
+        cmd.arg("-o").arg(if self.key.compression {
             "Compression=yes"
         } else {
             "Compression=no"
@@ -402,13 +483,19 @@ mod tests {
 
     #[test]
     fn the_command_line_quotes_every_word_and_ends_options() {
+        let dest = dest::parse("ssh://me@box:2222").unwrap();
         let host = Host {
             index: 0,
-            dest: dest::parse("ssh://me@box:2222").unwrap(),
-            config_file: Some(PathBuf::from("/etc/x config")),
+            id: dest.text.clone(),
+            key: HostKey {
+                text: dest.text.clone(),
+                config_file: Some(PathBuf::from("/etc/x config")),
+                compression: false,
+                connect_timeout: Duration::from_secs(5),
+                env: Vec::new(),
+            },
+            dest,
             control_dir: PathBuf::from("/tmp/d"),
-            compression: false,
-            connect_timeout: Duration::from_secs(5),
         };
         let cmd = host.command(&["tmux", "-L", "a'b;$(x)"]).unwrap();
         let args: Vec<String> = cmd

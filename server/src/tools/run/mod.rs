@@ -147,7 +147,8 @@ impl Tool for RunCommand {
         let tmux = ctx.tmux(&args.server)?;
         // Whether the pane's shell waits at its prompt is read from the
         // pane's processes and terminal, which are this machine's only.
-        if let Some(host) = tmux.host() {
+        if tmux.host().is_some() {
+            let host = args.server.host.as_deref().unwrap_or_default();
             return Err(ToolError::refused(format!(
                 "run_command works on this machine's panes only (it reads the pane's processes and terminal), not on host {host}: use send_keys and wait_for_text there"
             )));
@@ -275,6 +276,8 @@ fn start(
         .inventory_by(tmux, end.deadline(ctx))
         .map_err(|e| end.said(e, "while listing panes: the command was not typed"))?;
     let pane = find_pane(&inv, args.pane_id)?;
+    super::own_pane::refuse_own_pane(ctx, tmux, pane.pane_id, pane.pane_pid, end.deadline(ctx))
+        .map_err(|e| end.said(e, "while reading the pane: the command was not typed"))?;
     let socket = tmux.socket_path().to_path_buf();
     table::check_free(&socket, pane.pane_id)?;
     // A shell drawing its prompt (hooks, its line editor starting) is
