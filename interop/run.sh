@@ -115,7 +115,7 @@ sys.exit(0 if ok else 1)'
     if "$HERE/tmux_fixture.sh" up "$CONV"; then
         "$DIR/venv/bin/python" "$HERE/convert.py" --bin "$SERVE" --calls "$CONV"
         result "$SERVE_PATH: converters (convert.py)" $?
-        # The conformance suite, both eras, through the stdio->HTTP bridge.
+        # The conformance suite, both eras, against serve --http directly.
         "$HERE/conformance.sh" "$SERVE" "$CONV" "$DIR/npm"
         result "$SERVE_PATH: conformance suite" $?
         "$HERE/tmux_fixture.sh" down "$CONV"

@@ -166,13 +166,26 @@ fn create(path: &Path) -> Result<(), String> {
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
-/// Whether a request's `Origin` may reach us: none (not a browser), or
-/// one the operator listed with `--allow-origin`.
-pub fn origin_allowed(origin: Option<&[u8]>, allowed: &[String]) -> bool {
-    match origin {
-        None => true,
-        Some(o) => allowed.iter().any(|a| a.as_bytes().eq_ignore_ascii_case(o)),
-    }
+/// Whether a request's `Origin` may reach us: none (not a browser), our
+/// own (the origin of the `Host` asked for, when that is loopback: a page
+/// we served, and we serve none), or one the operator listed with
+/// `--allow-origin`.
+pub fn origin_allowed(origin: Option<&[u8]>, host: Option<&[u8]>, allowed: &[String]) -> bool {
+    let Some(origin) = origin else {
+        return true;
+    };
+    let own = host
+        .filter(|h| host_is_loopback(Some(h)))
+        .is_some_and(|host| {
+            [&b"http://"[..], b"https://"].iter().any(|scheme| {
+                origin.len() == scheme.len() + host.len()
+                    && origin.starts_with(scheme)
+                    && origin[scheme.len()..].eq_ignore_ascii_case(host)
+            })
+        });
+    own || allowed
+        .iter()
+        .any(|a| a.as_bytes().eq_ignore_ascii_case(origin))
 }
 
 /// Whether a `Host` header names this machine's loopback (`localhost`,
@@ -284,10 +297,21 @@ mod tests {
     #[test]
     fn origin_and_host_rules() {
         let allowed = vec!["https://app.example".to_owned()];
-        assert!(origin_allowed(None, &allowed));
-        assert!(origin_allowed(Some(b"https://app.example"), &allowed));
-        assert!(!origin_allowed(Some(b"https://evil.example"), &allowed));
-        assert!(!origin_allowed(Some(b"null"), &[]));
+        let host = Some(&b"127.0.0.1:8765"[..]);
+        assert!(origin_allowed(None, host, &allowed));
+        assert!(origin_allowed(Some(b"https://app.example"), host, &allowed));
+        assert!(!origin_allowed(
+            Some(b"https://evil.example"),
+            host,
+            &allowed
+        ));
+        assert!(!origin_allowed(Some(b"null"), host, &[]));
+        // Our own origin, and only on loopback, only with our port.
+        assert!(origin_allowed(Some(b"http://127.0.0.1:8765"), host, &[]));
+        assert!(!origin_allowed(Some(b"http://127.0.0.1:9999"), host, &[]));
+        assert!(!origin_allowed(Some(b"http://localhost:8765"), host, &[]));
+        let far = Some(&b"evil.example:8765"[..]);
+        assert!(!origin_allowed(Some(b"http://evil.example:8765"), far, &[]));
         for ok in [
             "localhost",
             "localhost:8765",

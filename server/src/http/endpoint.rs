@@ -130,6 +130,7 @@ impl Endpoint {
         }
         if !auth::origin_allowed(
             headers.get("origin").map(HeaderValue::as_bytes),
+            headers.get("host").map(HeaderValue::as_bytes),
             &self.opts.allow_origins,
         ) {
             return Some(status(StatusCode::FORBIDDEN, "this Origin is not allowed"));
@@ -246,24 +247,37 @@ impl Endpoint {
         caller: Caller,
     ) -> Result<Target, Answer> {
         let method = message.get("method").and_then(Value::as_str);
-        if method == Some("initialize") {
-            return Ok(Target::New);
-        }
         let id = message.get("id").cloned().unwrap_or(Value::Null);
+        if method.is_none() || message.get("id").is_none() {
+            // A cancel (or a client's answer) for a stateless request.
+            return match crate::sync::lock(&self.stateless).get(&caller.tier.map(Tier::as_str)) {
+                Some(conn) => Ok(Target::Stateless(conn.clone())),
+                None => Err(status(StatusCode::ACCEPTED, "")),
+            };
+        }
         let meta_version = message
             .pointer("/params/_meta")
             .and_then(|m| m.get(META_PROTOCOL_VERSION))
             .and_then(Value::as_str);
-        let modern = meta_version.is_some() || method == Some("server/discover");
-        if !modern {
-            return Err(rpc_error(
-                StatusCode::BAD_REQUEST,
-                &id,
-                -32600,
-                "Mcp-Session-Id required: initialize first, or name a 2026-07-28 version in _meta",
-            ));
+        // A 2026-07-28 `initialize` is a removed method, answered so by
+        // the session (404); only a handshake-era one opens a session.
+        if method == Some("initialize") && meta_version.is_none() {
+            return Ok(Target::New);
         }
-        if let (Some(meta), Some(header)) = (meta_version, header_str(headers, VERSION_HEADER)) {
+        let Some(meta_version) = meta_version else {
+            // A stateless request names its version; a client of the
+            // handshake era forgot its session.
+            let modern = method == Some("server/discover")
+                || header_str(headers, VERSION_HEADER).is_some_and(|v| v >= "2026");
+            let (rpc, why) = if modern {
+                (-32602, "a request without a session must name its protocol version in _meta[\"io.modelcontextprotocol/protocolVersion\"]")
+            } else {
+                (-32600, "Mcp-Session-Id required: initialize first, or name a 2026-07-28 version in _meta")
+            };
+            return Err(rpc_error(StatusCode::BAD_REQUEST, &id, rpc, why));
+        };
+        if let Some(header) = header_str(headers, VERSION_HEADER) {
+            let meta = meta_version;
             if meta != header {
                 return Err(rpc_error(
                     StatusCode::BAD_REQUEST,
@@ -274,6 +288,9 @@ impl Endpoint {
                     ),
                 ));
             }
+        }
+        if let Err(why) = method_headers(message, headers) {
+            return Err(rpc_error(StatusCode::BAD_REQUEST, &id, -32020, &why));
         }
         match self.stateless_conn(caller.tier).await {
             Ok(conn) => Ok(Target::Stateless(conn)),
@@ -522,6 +539,50 @@ fn rpc_error(code: StatusCode, id: &Value, rpc: i64, message: &str) -> Answer {
     let mut answer = json_answer(&body.to_string(), false);
     *answer.status_mut() = code;
     answer
+}
+
+/// The headers a 2026-07-28 request repeats from its body (SEP-2243):
+/// `Mcp-Method` always, `Mcp-Name` for the methods that name something;
+/// both compared exactly (values are case-sensitive).
+fn method_headers(message: &Value, headers: &HeaderMap) -> Result<(), String> {
+    let method = message
+        .get("method")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    match header_str(headers, "mcp-method") {
+        Some(h) if h == method => {}
+        Some(h) => {
+            return Err(format!(
+                "the Mcp-Method header ({h}) does not match the body ({method})"
+            ))
+        }
+        None => {
+            return Err(format!(
+                "the Mcp-Method header is missing (the body says {method})"
+            ))
+        }
+    }
+    let named = match method {
+        "tools/call" | "prompts/get" => message.pointer("/params/name"),
+        "resources/read" => message.pointer("/params/uri"),
+        _ => None,
+    };
+    if let Some(name) = named.and_then(Value::as_str) {
+        match header_str(headers, "mcp-name") {
+            Some(h) if h == name => {}
+            Some(h) => {
+                return Err(format!(
+                    "the Mcp-Name header ({h}) does not match the body ({name})"
+                ))
+            }
+            None => {
+                return Err(format!(
+                    "the Mcp-Name header is missing (the body names {name})"
+                ))
+            }
+        }
+    }
+    Ok(())
 }
 
 fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
