@@ -11,7 +11,9 @@
 #     strict conversion, pydantic-ai's OpenAI and Google transformers,
 #     google-genai's Schema, over every tier, and read tools called with
 #     null for every argument left out
-#   - the MCP conformance suite (conformance.sh), both eras
+#   - both SDKs again over Streamable HTTP (serve --http, a bearer token)
+#   - the MCP conformance suite (conformance.sh), both eras, against
+#     serve --http directly
 # Installs the clients first (setup.sh; nothing to do when they are there).
 #
 # usage: interop/run.sh [--bin PANESCAN] [--dir DIR] [--path PATH]
@@ -74,6 +76,17 @@ clients() {
         set -- $run
         node "$HERE/client.mjs" --sdk "$1" --mode "$2" --expect-protocol "$3" --bin "$SERVE" --npm "$DIR/npm"
         result "$SERVE_PATH: node sdk $1 --mode $2" $?
+    done
+    # The same clients over Streamable HTTP (serve --http, a bearer token).
+    for era in "legacy 2025-11-25" "auto 2026-07-28"; do
+        set -- $era
+        "$DIR/venv/bin/python" "$HERE/client.py" --mode "$1" --expect-protocol "$2" --bin "$SERVE" --http
+        result "$SERVE_PATH: python --mode $1 --http" $?
+    done
+    for run in "1 legacy 2025-11-25" "2 auto 2026-07-28"; do
+        set -- $run
+        node "$HERE/client.mjs" --sdk "$1" --mode "$2" --expect-protocol "$3" --bin "$SERVE" --npm "$DIR/npm" --http
+        result "$SERVE_PATH: node sdk $1 --mode $2 --http" $?
     done
 
     # Inspector --strict prints every schema-portability finding on stderr and
