@@ -674,3 +674,61 @@ fn a_subscribed_pane_is_updated_on_the_get_stream() {
         }
     }
 }
+
+#[test]
+fn unsafe_binds_are_refused_at_start_and_delete_ends_a_session() {
+    let t = tmux("http-binds");
+    let dir = TempDir::new("http-binds");
+    let tokens = dir.0.join("tokens");
+    let tokens = tokens.to_str().unwrap();
+    let refused = |extra: &[&str], why: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_panescan"))
+            .args([
+                "serve",
+                "--socket-name",
+                t.socket_name(),
+                "--http",
+                "0.0.0.0:0",
+            ])
+            .args(extra)
+            .env("PANESCAN_NO_DAEMON", "1")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {err}");
+        assert!(err.contains(why), "{extra:?}: {err}");
+    };
+    refused(&["--no-auth"], "--no-auth serves loopback only");
+    refused(&["--token-file", tokens], "--tls-cert and --tls-key");
+    // A token file others may read is refused before anything is served.
+    std::fs::write(tokens, format!("{TOKEN_A}\n")).unwrap();
+    std::fs::set_permissions(tokens, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_panescan"))
+        .args([
+            "serve",
+            "--socket-name",
+            t.socket_name(),
+            "--http",
+            "127.0.0.1:0",
+            "--token-file",
+            tokens,
+        ])
+        .env("PANESCAN_NO_DAEMON", "1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("other users"));
+
+    let ep = Endpoint::start(&t, None, &[]);
+    let id = ep.initialize(None);
+    let gone = ep.request("DELETE", &[("mcp-session-id", &id)], b"");
+    assert_eq!(gone.status, 200);
+    let r = ep.post(
+        None,
+        Some(&id),
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}),
+    );
+    assert_eq!(r.status, 404);
+}
