@@ -699,7 +699,10 @@ fn unsafe_binds_are_refused_at_start_and_delete_ends_a_session() {
         assert_eq!(out.status.code(), Some(2), "{extra:?}: {err}");
         assert!(err.contains(why), "{extra:?}: {err}");
     };
-    refused(&["--no-auth"], "--no-auth serves loopback only");
+    refused(
+        &["--no-auth", "--allow-plain-http"],
+        "--no-auth serves loopback only",
+    );
     refused(&["--token-file", tokens], "--tls-cert and --tls-key");
     // A token file others may read is refused before anything is served.
     std::fs::write(tokens, format!("{TOKEN_A}\n")).unwrap();
