@@ -3,6 +3,8 @@
 //! failure). The client here is a few lines over a TcpStream, so every
 //! header and every byte a test sends is the test's own.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};

@@ -310,14 +310,12 @@ impl Conn {
         // request (dropped when it is gone); the rest is the session's.
         let target = if method == "notifications/progress" {
             Some(progress_target(&mut routes, &mut message))
-        } else if let Some(sub) = message
-            .pointer("/params/_meta/io.modelcontextprotocol~1subscriptionId")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-        {
-            Some(listen_target(&routes, &mut message, &sub))
         } else {
-            None
+            message
+                .pointer("/params/_meta/io.modelcontextprotocol~1subscriptionId")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .map(|sub| listen_target(&routes, &mut message, &sub))
         };
         let json = message.to_string();
         let delivered = match target {

@@ -101,7 +101,7 @@ impl Endpoint {
         }
         let caller = match self.authenticate(req.headers()) {
             Ok(caller) => caller,
-            Err(answer) => return answer,
+            Err(answer) => return *answer,
         };
         match *req.method() {
             Method::POST => self.post(req, caller).await,
@@ -147,7 +147,7 @@ impl Endpoint {
         None
     }
 
-    fn authenticate(&self, headers: &HeaderMap) -> Result<Caller, Answer> {
+    fn authenticate(&self, headers: &HeaderMap) -> Result<Caller, Box<Answer>> {
         let Some(tokens) = &self.opts.tokens else {
             return Ok(Caller {
                 owner: 0,
@@ -170,7 +170,7 @@ impl Endpoint {
                 answer
                     .headers_mut()
                     .insert("www-authenticate", HeaderValue::from_static(challenge));
-                Err(answer)
+                Err(Box::new(answer))
             }
         }
     }
