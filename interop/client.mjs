@@ -312,6 +312,8 @@ async function run(opts, c, spec, fixture) {
     const tokens = join(mkdtempSync(join(tmpdir(), 'panescan-interop-')), 'tokens');
     server = spawn(opts.bin, ['serve', '--socket-name', opts.socket, '--http', '127.0.0.1:0', '--token-file', tokens],
       { env, stdio: ['ignore', 'ignore', 'pipe'] });
+    // Whatever way the run ends, the server goes with it.
+    process.on('exit', () => server.kill('SIGTERM'));
     const url = await new Promise((resolve, reject) => {
       let seen = '';
       server.stderr.on('data', (d) => {
