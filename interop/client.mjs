@@ -13,11 +13,13 @@
 // and prompts (with 1.x, a subscription that sees a pane print). The
 // tmux server is killed at the end, also on failure or a signal.
 //
-// usage: node client.mjs --sdk 1|2 --mode legacy|auto --expect-protocol V --bin PANESCAN --npm DIR/npm
+// usage: node client.mjs --sdk 1|2 --mode legacy|auto --expect-protocol V --bin PANESCAN --npm DIR/npm [--http]
+// (--http: over Streamable HTTP, serve --http with a bearer token, instead of stdio)
 // Exit 0 when every check passed; prints one line per failure and a summary.
 
-import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -59,7 +61,9 @@ async function loadSdk(major) {
   if (major === '1') {
     const { Client } = await load('@modelcontextprotocol/sdk/client/index.js');
     const { StdioClientTransport } = await load('@modelcontextprotocol/sdk/client/stdio.js');
+    const { StreamableHTTPClientTransport } = await load('@modelcontextprotocol/sdk/client/streamableHttp.js');
     return {
+      StreamableHTTPClientTransport,
       name: `@modelcontextprotocol/sdk ${versionOf('@modelcontextprotocol/sdk', '@modelcontextprotocol/sdk/client/index.js')}`,
       Client,
       StdioClientTransport,
@@ -69,9 +73,10 @@ async function loadSdk(major) {
       protocol: (client, wire) => wire.received.find((m) => m.result?.protocolVersion)?.result.protocolVersion,
     };
   }
-  const { Client } = await load('@modelcontextprotocol/client');
+  const { Client, StreamableHTTPClientTransport } = await load('@modelcontextprotocol/client');
   const { StdioClientTransport } = await load('@modelcontextprotocol/client/stdio');
   return {
+    StreamableHTTPClientTransport,
     name: `@modelcontextprotocol/client ${versionOf('@modelcontextprotocol/client', '@modelcontextprotocol/client')}`,
     Client,
     StdioClientTransport,
@@ -258,7 +263,10 @@ async function checkCancel(sdk, client, wire, c, spec, fixture) {
   c.check(outcome === 'aborted', 'a search cancelled while tmux is frozen ends aborted', outcome);
   const sent = wire.sent.slice(firstSent);
   const id = sent.find((m) => m.method === 'tools/call')?.id;
-  c.check(sent.some((m) => m.method === 'notifications/cancelled' && m.params?.requestId === id), 'the SDK sends notifications/cancelled for it', sent.map((m) => m.method));
+  // Over HTTP in the 2026-07-28 era the SDK cancels by closing the
+  // request's stream, which the endpoint turns into the same cancel.
+  const byStream = wire.http && sdk.protocol(client, wire) >= '2026';
+  c.check(byStream || sent.some((m) => m.method === 'notifications/cancelled' && m.params?.requestId === id), 'the SDK sends notifications/cancelled for it', sent.map((m) => m.method));
   // The same search again: answered once tmux has caught up with the
   // cancelled one's commands, so by then its answer would have come.
   const res = await sdk.callTool(client, { name: q.tool, arguments: q.args });
@@ -295,8 +303,33 @@ async function run(opts, c, spec, fixture) {
   // fixture's socket where tmux put it.
   const env = Object.fromEntries(['HOME', 'PATH', 'TMUX_TMPDIR', 'LANG', 'LC_ALL']
     .filter((k) => process.env[k] !== undefined).map((k) => [k, process.env[k]]));
-  const transport = new sdk.StdioClientTransport({ command: opts.bin, args: ['serve', '--socket-name', opts.socket], env, stderr: 'ignore' });
+  let server = null;
+  let transport;
+  if (opts.http) {
+    // serve --http on a free loopback port with a fresh token file; the
+    // SDK's Streamable HTTP transport sends the Authorization header.
+    for (const [k, v] of Object.entries(process.env)) if (k.startsWith('PANESCAN_')) env[k] = v;
+    const tokens = join(mkdtempSync(join(tmpdir(), 'panescan-interop-')), 'tokens');
+    server = spawn(opts.bin, ['serve', '--socket-name', opts.socket, '--http', '127.0.0.1:0', '--token-file', tokens],
+      { env, stdio: ['ignore', 'ignore', 'pipe'] });
+    // Whatever way the run ends, the server goes with it.
+    process.on('exit', () => server.kill('SIGTERM'));
+    const url = await new Promise((resolve, reject) => {
+      let seen = '';
+      server.stderr.on('data', (d) => {
+        seen += d;
+        const m = seen.match(/MCP over HTTP at (\S+)\n/);
+        if (m) resolve(m[1]);
+      });
+      server.on('exit', () => reject(new Error(`serve --http exited: ${seen}`)));
+    });
+    const token = readFileSync(tokens, 'utf8').trim().split(/\s+/).pop();
+    transport = new sdk.StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { Authorization: `Bearer ${token}` } } });
+  } else {
+    transport = new sdk.StdioClientTransport({ command: opts.bin, args: ['serve', '--socket-name', opts.socket], env, stderr: 'ignore' });
+  }
   const wire = tap(transport);
+  wire.http = Boolean(opts.http);
   const client = new sdk.Client({ name: 'panescan-interop', version: '1.0.0' }, sdk.options(opts.mode));
   const t0 = performance.now();
   await client.connect(transport);
@@ -316,6 +349,7 @@ async function run(opts, c, spec, fixture) {
     return { sdk: sdk.name, protocol, connectMs };
   } finally {
     await client.close();
+    server?.kill('SIGTERM');
   }
 }
 
@@ -327,6 +361,7 @@ async function main() {
       'expect-protocol': { type: 'string' },
       bin: { type: 'string' },
       npm: { type: 'string' },
+      http: { type: 'boolean' },
     },
   });
   require = createRequire(join(opts.npm, 'package.json'));
@@ -352,7 +387,7 @@ async function main() {
     down();
   }
   for (const f of c.failed) console.log(`  FAIL ${f}`);
-  console.log(`node ${summary.sdk} --mode ${opts.mode}: protocol ${summary.protocol}, connect ${summary.connectMs.toFixed(0)} ms, ${c.passed} passed, ${c.failed.length} failed`);
+  console.log(`node ${summary.sdk} --mode ${opts.mode}${opts.http ? ' --http' : ''}: protocol ${summary.protocol}, connect ${summary.connectMs.toFixed(0)} ms, ${c.passed} passed, ${c.failed.length} failed`);
   process.exit(c.failed.length ? 1 : 0);
 }
 

@@ -21,6 +21,8 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -28,6 +30,8 @@ from pathlib import Path
 import anyio
 import jsonschema
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 HERE = Path(__file__).resolve().parent
@@ -280,11 +284,46 @@ async def check_cancel(client, c, spec, fixture):
             "the server answers the same search after the cancel")
 
 
+def start_http(ns, env):
+    """`panescan serve --http` on a free loopback port with a fresh token
+    file: the SDK's Streamable HTTP transport with the Authorization header,
+    and the server process (stopped by the caller)."""
+    token_file = Path(tempfile.mkdtemp(prefix="panescan-interop-")) / "tokens"
+    proc = subprocess.Popen(
+        [ns.bin, "serve", "--socket-name", ns.socket, "--http", "127.0.0.1:0", "--token-file", str(token_file)],
+        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    url = None
+    for line in proc.stderr:
+        if "MCP over HTTP at " in line:
+            url = line.split("MCP over HTTP at ", 1)[1].strip()
+            break
+    if url is None:
+        raise RuntimeError("serve --http did not say where it listens")
+    threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
+    token = token_file.read_text().split()[-1]
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    return streamable_http_client(url, http_client=http), proc
+
+
 async def run(ns, c, spec, fixture):
     # The SDK passes only a few variables on; the server must find the
     # fixture's socket where tmux put it.
     env = {k: v for k, v in os.environ.items() if k in ("HOME", "PATH", "TMUX_TMPDIR", "LANG", "LC_ALL")}
-    params = StdioServerParameters(command=ns.bin, args=["serve", "--socket-name", ns.socket], env=env)
+    proc = None
+    if ns.http:
+        env.update({k: v for k, v in os.environ.items() if k.startswith("PANESCAN_")})
+        params, proc = start_http(ns, env)
+    else:
+        params = StdioServerParameters(command=ns.bin, args=["serve", "--socket-name", ns.socket], env=env)
+    try:
+        return await run_client(ns, c, spec, fixture, params)
+    finally:
+        if proc is not None:
+            proc.terminate()
+            proc.wait(10)
+
+
+async def run_client(ns, c, spec, fixture, params):
     notes = []
 
     async def on_message(message):
@@ -317,6 +356,8 @@ def main():
     ap.add_argument("--mode", choices=["legacy", "auto"], required=True)
     ap.add_argument("--expect-protocol", required=True)
     ap.add_argument("--bin", required=True)
+    ap.add_argument("--http", action="store_true",
+                    help="over Streamable HTTP (serve --http, a bearer token) instead of stdio")
     ns = ap.parse_args()
     ns.socket = f"panescan-interop-py-{ns.mode}-{os.getpid()}"
     spec = json.loads((HERE / "calls.json").read_text())
@@ -340,7 +381,7 @@ def main():
     for f in c.failed:
         print(f"  FAIL {f}")
     sdk = f"mcp {importlib.metadata.version('mcp')}"
-    print(f"python {sdk} --mode {ns.mode}: protocol {protocol}, connect {connect_ms:.0f} ms, "
+    print(f"python {sdk} --mode {ns.mode}{' --http' if ns.http else ''}: protocol {protocol}, connect {connect_ms:.0f} ms, "
           f"{c.passed} passed, {len(c.failed)} failed")
     sys.exit(1 if c.failed else 0)
 

@@ -1,22 +1,22 @@
 #!/usr/bin/env bash
 # The MCP conformance suite (@modelcontextprotocol/conformance, pinned in
-# package.json) against `panescan serve`, every applicable server scenario
-# of both protocol eras, wire-schema validity of every message included.
-# The suite speaks HTTP only: supergateway (pinned too) bridges it to
-# panescan's stdio on loopback; the bridge is a test fixture, not part of
-# panescan. Expected failures: conformance-baseline.yml (each says why).
+# package.json) against panescan's own Streamable HTTP endpoint
+# (`serve --http`, path /mcp), every applicable server scenario of both
+# protocol eras, wire-schema validity of every message included. The suite
+# sends no Authorization header, so the endpoint runs with --no-auth on
+# loopback (what --no-auth is for). Expected failures:
+# conformance-baseline.yml (each says why).
 # usage: interop/conformance.sh PANESCAN TMUX_SOCKET_NAME NPM_DIR [PORT]
 # Prints one line per scenario; exit 0 when none failed unexpectedly.
 set -u
 BIN=$1; SOCK=$2; NPM=$3; PORT=${4:-18931}
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=$(mktemp -d "${TMPDIR:-/tmp}/panescan-conformance.XXXXXX") || exit 1
-"$NPM/node_modules/.bin/supergateway" --stdio "$BIN serve --socket-name $SOCK" \
-    --outputTransport streamableHttp --stateful --port "$PORT" --logLevel none &
-GW=$!
-trap 'kill $GW 2>/dev/null; wait $GW 2>/dev/null; rm -rf "$OUT"' EXIT
+"$BIN" serve --socket-name "$SOCK" --http "127.0.0.1:$PORT" --no-auth 2>"$OUT/serve.log" &
+SRV=$!
+trap 'kill $SRV 2>/dev/null; wait $SRV 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$OUT"' EXIT
 for _ in $(seq 50); do
-    curl -s -o /dev/null "http://127.0.0.1:$PORT/mcp" && break
+    grep -q "MCP over HTTP at" "$OUT/serve.log" 2>/dev/null && break
     sleep 0.2
 done
 rc=0
@@ -33,8 +33,12 @@ run() { # SPEC_VERSION SCENARIO
         printf '%s\n' "$log" | grep -E -A3 '^(Unexpected failures|=== Failed Checks)' | cut -c1-600 | head -20
     fi
 }
-for s in server-initialize ping tools-list server-sse-multiple-streams; do run 2025-11-25 "$s"; done
-for s in server-stateless tools-list caching server-sse-multiple-streams input-required-result-unsupported-methods; do
+for s in server-initialize server-session-lifecycle ping tools-list resources-list server-sse-multiple-streams \
+    dns-rebinding-protection; do
+    run 2025-11-25 "$s"
+done
+for s in server-stateless tools-list caching server-sse-multiple-streams input-required-result-unsupported-methods \
+    dns-rebinding-protection http-header-validation sep-2164-resource-not-found; do
     run 2026-07-28 "$s"
 done
 exit $rc

@@ -11,10 +11,12 @@
 #     strict conversion, pydantic-ai's OpenAI and Google transformers,
 #     google-genai's Schema, over every tier, and read tools called with
 #     null for every argument left out
-#   - the MCP conformance suite (conformance.sh), both eras
 #   - a policy's `ask` answered through the Python SDK's elicitation
 #     callback (elicit.py) and the TypeScript SDK 1.x's request handler
 #     (elicit.mjs): approve runs once, decline refuses
+#   - both SDKs again over Streamable HTTP (serve --http, a bearer token)
+#   - the MCP conformance suite (conformance.sh), both eras, against
+#     serve --http directly
 # Installs the clients first (setup.sh; nothing to do when they are there).
 #
 # usage: interop/run.sh [--bin PANESCAN] [--dir DIR] [--path PATH]
@@ -84,6 +86,17 @@ clients() {
     done
     node "$HERE/elicit.mjs" --bin "$SERVE" --npm "$DIR/npm"
     result "$SERVE_PATH: node sdk 1 elicitation (policy ask)" $?
+    # The same clients over Streamable HTTP (serve --http, a bearer token).
+    for era in "legacy 2025-11-25" "auto 2026-07-28"; do
+        set -- $era
+        "$DIR/venv/bin/python" "$HERE/client.py" --mode "$1" --expect-protocol "$2" --bin "$SERVE" --http
+        result "$SERVE_PATH: python --mode $1 --http" $?
+    done
+    for run in "1 legacy 2025-11-25" "2 auto 2026-07-28"; do
+        set -- $run
+        node "$HERE/client.mjs" --sdk "$1" --mode "$2" --expect-protocol "$3" --bin "$SERVE" --npm "$DIR/npm" --http
+        result "$SERVE_PATH: node sdk $1 --mode $2 --http" $?
+    done
 
     # Inspector --strict prints every schema-portability finding on stderr and
     # exits 6 on an error-severity one; warnings must be absent too.
@@ -124,7 +137,7 @@ sys.exit(0 if ok else 1)'
     if "$HERE/tmux_fixture.sh" up "$CONV"; then
         "$DIR/venv/bin/python" "$HERE/convert.py" --bin "$SERVE" --calls "$CONV"
         result "$SERVE_PATH: converters (convert.py)" $?
-        # The conformance suite, both eras, through the stdio->HTTP bridge.
+        # The conformance suite, both eras, against serve --http directly.
         "$HERE/conformance.sh" "$SERVE" "$CONV" "$DIR/npm"
         result "$SERVE_PATH: conformance suite" $?
         "$HERE/tmux_fixture.sh" down "$CONV"

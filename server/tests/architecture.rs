@@ -493,3 +493,31 @@ fn no_circle_between_files_inside_tmux() {
         circles.into_iter().collect::<Vec<_>>().join("\n")
     );
 }
+
+/// The HTTP endpoint speaks HTTP only: it names the protocol's constants
+/// (`mcp`), the tiers (`config`) and the locks (`sync`), never a tool, tmux,
+/// the cache or the daemon; its sessions come from whoever starts it
+/// (`cli`), and only `cli` names it.
+#[test]
+fn the_http_endpoint_adapts_http_to_sessions_it_is_handed() {
+    let rooms = room_imports();
+    let named = rooms
+        .get("http")
+        .unwrap_or_else(|| panic!("no room http under server/src"));
+    let may = ["mcp", "config", "sync"];
+    let mut wrong: Vec<String> = named
+        .iter()
+        .filter(|n| !may.contains(&n.as_str()))
+        .map(|n| format!("http imports crate::{n}"))
+        .collect();
+    for (room, names) in &rooms {
+        if room != "cli" && names.contains("http") {
+            wrong.push(format!("{room} imports crate::http"));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "ARCHITECTURE.md: cli -> http -> mcp (constants), config; only cli names http:\n{}",
+        wrong.join("\n")
+    );
+}

@@ -49,6 +49,9 @@ pub struct DaemonArgs {
     #[allow(missing_docs)]
     #[command(flatten)]
     pub serve: ServeArgs,
+    #[allow(missing_docs)]
+    #[command(flatten)]
+    pub http: super::http::HttpArgs,
 }
 
 /// Runs `panescan daemon`.
@@ -76,16 +79,47 @@ pub fn run_daemon(args: &DaemonArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let http = match args.http.options(args.max_sessions) {
+        Ok(http) => http,
+        Err(e) => {
+            eprintln!("panescan daemon: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let config = DaemonConfig {
         trust,
         runtime_dir: args.place.dir(),
         max_sessions: args.max_sessions.max(1),
-        idle_exit: (args.idle_exit > 0).then(|| Duration::from_secs(args.idle_exit)),
+        // An HTTP endpoint is a service: it stays until stopped.
+        idle_exit: (args.idle_exit > 0 && http.is_none())
+            .then(|| Duration::from_secs(args.idle_exit)),
         cache_bytes: args.serve.cache_bytes(),
         hosts,
         defaults: spec_of(&args.serve, &Explicit::default()),
     };
-    ExitCode::from(u8::try_from(daemon::run(config)).unwrap_or(1))
+    let endpoint = http.map(|opts| {
+        // Its sessions are the daemon's own, opened through its socket
+        // like any client's (counted, checked, stopped with the daemon).
+        let opener =
+            super::http::through_daemon(config.runtime_dir.clone(), config.defaults.clone(), None);
+        let (stop_tx, stop_rx) = crossbeam_channel::bounded::<()>(1);
+        let thread = std::thread::Builder::new()
+            .name("http-endpoint".into())
+            .spawn(move || {
+                if let Err(e) = crate::http::serve(opts, opener, stop_rx) {
+                    eprintln!("panescan daemon: {e}");
+                }
+            });
+        (stop_tx, thread)
+    });
+    let code = daemon::run(config);
+    if let Some((stop, thread)) = endpoint {
+        let _ = stop.send(());
+        if let Ok(thread) = thread {
+            let _ = thread.join();
+        }
+    }
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
 
 /// Runs `panescan status`: the daemon's state as JSON on stdout.

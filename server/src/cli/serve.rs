@@ -20,6 +20,7 @@
 
 use std::ffi::OsString;
 use std::process::{Command, ExitCode};
+use std::sync::Arc;
 
 use clap::parser::ValueSource;
 use clap::{Args, CommandFactory};
@@ -27,6 +28,7 @@ use clap::{Args, CommandFactory};
 use super::daemon::RuntimeArgs;
 use super::ServeArgs;
 use crate::config::{Ceilings, ServeConfig};
+use crate::trust::Trust;
 use crate::daemon::client::{self, Connected};
 use crate::daemon::place;
 use crate::daemon::wire::{CallerSpec, Request, SessionEnv, SessionSpec, SshSpec};
@@ -44,6 +46,12 @@ pub struct ServeCommand {
     #[allow(missing_docs)]
     #[command(flatten)]
     pub place: RuntimeArgs,
+    #[allow(missing_docs)]
+    #[command(flatten)]
+    pub http: super::http::HttpArgs,
+    /// With --http: HTTP sessions at once; one more initialize gets 503.
+    #[arg(long, value_name = "N", requires = "http", default_value_t = crate::http::DEFAULT_MAX_SESSIONS)]
+    pub max_sessions: usize,
 }
 
 /// The serve flags given on the command line or in the environment (not
@@ -119,6 +127,9 @@ pub fn spec_of(args: &ServeArgs, explicit: &Explicit) -> SessionSpec {
 /// Runs `panescan serve`.
 pub fn run(cmd: &ServeCommand) -> ExitCode {
     let args = &cmd.args;
+    if cmd.http.http.is_some() {
+        return serve_http(cmd);
+    }
     let here = if cmd.no_daemon {
         Some(None)
     } else {
@@ -149,6 +160,60 @@ pub fn run(cmd: &ServeCommand) -> ExitCode {
     }
 }
 
+/// `serve --http`: the endpoint, its sessions the daemon's (or this
+/// process's, as for stdio).
+fn serve_http(cmd: &ServeCommand) -> ExitCode {
+    let args = &cmd.args;
+    let opts = match cmd.http.options(cmd.max_sessions) {
+        Ok(Some(opts)) => opts,
+        Ok(None) => return ExitCode::from(2),
+        Err(e) => {
+            eprintln!("panescan serve: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let here = if cmd.no_daemon {
+        Some(None)
+    } else {
+        served_here(args).map(Some)
+    };
+    let spec = spec_of(args, &Explicit::from_command_line());
+    let dir = cmd.place.dir();
+    // The daemon is found (or started) once now: an error shows at start.
+    let daemon = here.is_none().then(|| open_session(&dir, args, &spec));
+    let opener = match daemon {
+        Some(Ok(_probe)) => {
+            let (dir2, cache_mb) = (dir.clone(), args.cache_mb);
+            super::http::through_daemon(
+                dir,
+                spec,
+                Some(std::sync::Arc::new(move || daemon_command(&dir2, cache_mb))),
+            )
+        }
+        other => {
+            if let Some(Err(e)) = other {
+                eprintln!("panescan serve: no daemon session ({e}); serving in-process");
+            } else if let Some(Some(why)) = here {
+                eprintln!("panescan serve: {why}");
+            }
+            match in_process_config(args) {
+                Ok((config, trust)) => super::http::in_process(config, trust),
+                Err(code) => return code,
+            }
+        }
+    };
+    let stop = super::http::stop_on_signals();
+    let code = match crate::http::serve(opts, opener, stop) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("panescan serve: {e}");
+            ExitCode::from(1)
+        }
+    };
+    crate::tools::shutdown_connections();
+    code
+}
+
 /// Why a session with `args` is served in-process without being asked.
 fn served_here(args: &ServeArgs) -> Option<&'static str> {
     args.trust
@@ -164,7 +229,7 @@ fn open_session(
     spec: &SessionSpec,
 ) -> Result<Connected, String> {
     let build = place::build_id();
-    let mut conn = client::find_or_start(dir, &build, daemon_command(dir, args)?)?;
+    let mut conn = client::find_or_start(dir, &build, daemon_command(dir, args.cache_mb)?)?;
     let answer = conn.request(&Request::Session {
         spec: Box::new(spec.clone()),
     })?;
@@ -178,7 +243,7 @@ fn open_session(
 /// asked for; none of panescan's variables (a later session must not
 /// inherit this one's tier or ceilings as the daemon's defaults) and no
 /// `$TMUX` (the daemon runs in no pane).
-fn daemon_command(dir: &std::path::Path, args: &ServeArgs) -> Result<Command, String> {
+fn daemon_command(dir: &std::path::Path, cache_mb: usize) -> Result<Command, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
     let mut cmd = Command::new(exe);
     cmd.arg("--tmux")
@@ -187,7 +252,7 @@ fn daemon_command(dir: &std::path::Path, args: &ServeArgs) -> Result<Command, St
         .arg("--runtime-dir")
         .arg(dir)
         .arg("--cache-mb")
-        .arg(args.cache_mb.to_string());
+        .arg(cache_mb.to_string());
     let ours: Vec<OsString> = std::env::vars_os()
         .map(|(k, _)| k)
         .filter(|k| k.to_string_lossy().starts_with("PANESCAN_"))
@@ -208,11 +273,22 @@ fn serve_here(args: &ServeArgs) -> ExitCode {
             eprintln!("panescan serve: {e}");
         }
     });
+    let (config, trust) = match in_process_config(args) {
+        Ok(started) => started,
+        Err(code) => return code,
+    };
+    let code = crate::mcp::server::serve(config, trust);
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
+
+/// The configuration of a session served in this process, and its trust
+/// settings (policy, scope, audit log) started.
+fn in_process_config(args: &ServeArgs) -> Result<(ServeConfig, Arc<Trust>), ExitCode> {
     let hosts = match args.ssh.configure() {
         Ok(h) => h,
         Err(e) => {
             eprintln!("panescan serve: {e}");
-            return ExitCode::from(2);
+            return Err(ExitCode::from(2));
         }
     };
     // A policy that does not load or a log that cannot be written: no
@@ -221,7 +297,7 @@ fn serve_here(args: &ServeArgs) -> ExitCode {
         Ok(t) => t,
         Err(e) => {
             eprintln!("panescan serve: {e}");
-            return ExitCode::from(2);
+            return Err(ExitCode::from(2));
         }
     };
     let spec = spec_of(args, &Explicit::default());
@@ -231,6 +307,5 @@ fn serve_here(args: &ServeArgs) -> ExitCode {
     if args.socket_name.is_none() && args.socket_path.is_none() {
         config.server.socket_path = None;
     }
-    let code = crate::mcp::server::serve(config, trust);
-    ExitCode::from(u8::try_from(code).unwrap_or(1))
+    Ok((config, trust))
 }

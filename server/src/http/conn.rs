@@ -1,0 +1,533 @@
+//! One MCP session behind the HTTP endpoint: a stream to a session
+//! (the daemon's, or one served in this process) that speaks JSON-RPC
+//! lines, and the routes that take each line it writes to the HTTP
+//! stream waiting for it.
+//!
+//! Several HTTP clients share a stateless session, and one client's ids
+//! are its own, so every request is sent on with an id of ours
+//! (`h1`, `h2`...) and its answer is given back under the client's id;
+//! a progress token is renamed the same way. What a line is decides where
+//! it goes: an answer to its request's stream (which it ends), progress
+//! to the stream of the call it reports on, a listen stream's
+//! notification to that stream, anything else (a server request, a
+//! handshake-era resource update) to the session's GET stream, else the
+//! newest open stream.
+//!
+//! What must hold: the reader never waits on an HTTP client. Each stream
+//! has a bounded buffer; a client that lets it fill is dropped and its
+//! call cancelled, so one slow reader holds up nobody, not even its own
+//! session.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use crate::mcp::jsonrpc::MAX_LINE_BYTES;
+
+/// Messages one HTTP stream may have waiting: past this its reader is
+/// too slow, and it is dropped rather than buffered without end.
+pub const STREAM_BUFFER: usize = 256;
+/// How long a write to the session may block before the session counts
+/// as stuck: its reader thread is always reading, so only a session that
+/// stopped would take this long.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One message for an HTTP stream.
+#[derive(Debug)]
+pub struct Msg {
+    /// The JSON-RPC message, one line.
+    pub json: String,
+    /// The answer that ends the stream.
+    pub last: bool,
+}
+
+/// Where a request's messages go.
+#[derive(Debug)]
+struct Route {
+    /// The client's own id, given back on its answer.
+    id: Value,
+    /// The client's progress token, under ours (`None`: it asked for none).
+    progress: Option<(String, Value)>,
+    /// The token that sent it: only that token may cancel it.
+    owner: usize,
+    tx: mpsc::Sender<Msg>,
+    started: u64,
+}
+
+#[derive(Debug, Default)]
+struct Routes {
+    by_id: HashMap<String, Route>,
+    /// Our progress token -> our request id.
+    progress: HashMap<String, String>,
+    /// The session's GET stream.
+    get: Option<mpsc::Sender<Msg>>,
+}
+
+/// A session's stream and its routes.
+#[derive(Debug)]
+pub struct Conn {
+    writer: Mutex<UnixStream>,
+    routes: Mutex<Routes>,
+    next: AtomicU64,
+    closed: AtomicBool,
+    last_used: Mutex<Instant>,
+}
+
+impl Conn {
+    /// Starts routing what `stream` (a session's) writes; `label` names
+    /// the reader thread.
+    pub fn start(stream: UnixStream, label: &str) -> Result<Arc<Conn>, String> {
+        let reader = stream.try_clone().map_err(|e| e.to_string())?;
+        stream
+            .set_write_timeout(Some(WRITE_TIMEOUT))
+            .map_err(|e| e.to_string())?;
+        let conn = Arc::new(Conn {
+            writer: Mutex::new(stream),
+            routes: Mutex::new(Routes::default()),
+            next: AtomicU64::new(1),
+            closed: AtomicBool::new(false),
+            last_used: Mutex::new(Instant::now()),
+        });
+        let this = conn.clone();
+        std::thread::Builder::new()
+            .name(label.into())
+            .spawn(move || this.read_loop(reader))
+            .map_err(|e| format!("cannot start a session reader: {e}"))?;
+        Ok(conn)
+    }
+
+    /// Whether the session ended (its stream closed).
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    /// When a client last sent something, or a stream was open.
+    pub fn idle_for(&self) -> Duration {
+        if self.open_streams() > 0 {
+            self.touch();
+        }
+        crate::sync::lock(&self.last_used).elapsed()
+    }
+
+    fn touch(&self) {
+        *crate::sync::lock(&self.last_used) = Instant::now();
+    }
+
+    /// Requests waiting for answers, and the GET stream.
+    pub fn open_streams(&self) -> usize {
+        let routes = crate::sync::lock(&self.routes);
+        routes.by_id.len() + usize::from(routes.get.is_some())
+    }
+
+    /// Sends `request` (an object with an `id`) on under an id of ours;
+    /// its messages arrive on the receiver. `owner` is the sending token.
+    pub fn request(
+        self: &Arc<Self>,
+        mut request: Value,
+        owner: usize,
+    ) -> Result<(mpsc::Receiver<Msg>, RouteGuard), String> {
+        self.touch();
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        let ours = format!("h{n}");
+        let id = request.get("id").cloned().unwrap_or(Value::Null);
+        request["id"] = json!(ours);
+        let progress = request
+            .pointer_mut("/params/_meta/progressToken")
+            .map(|token| {
+                let theirs = token.take();
+                *token = json!(ours);
+                (ours.clone(), theirs)
+            });
+        let (tx, rx) = mpsc::channel(STREAM_BUFFER);
+        {
+            let mut routes = crate::sync::lock(&self.routes);
+            if let Some((token, _)) = &progress {
+                routes.progress.insert(token.clone(), ours.clone());
+            }
+            routes.by_id.insert(
+                ours.clone(),
+                Route {
+                    id,
+                    progress,
+                    owner,
+                    tx,
+                    started: n,
+                },
+            );
+        }
+        let guard = RouteGuard {
+            conn: self.clone(),
+            id: ours.clone(),
+        };
+        // On failure the guard's drop forgets the route.
+        self.send(&request)?;
+        Ok((rx, guard))
+    }
+
+    /// Sends a message that gets no answer of ours (a notification, a
+    /// client's answer to a server request), as it came, except that a
+    /// cancel names our id for the request `owner` sent.
+    pub fn forward(&self, mut message: Value, owner: usize) -> Result<(), String> {
+        self.touch();
+        if message.get("method").and_then(Value::as_str) == Some("notifications/cancelled") {
+            let theirs = message.pointer("/params/requestId").cloned();
+            let ours = theirs.and_then(|theirs| {
+                let routes = crate::sync::lock(&self.routes);
+                routes
+                    .by_id
+                    .iter()
+                    .find(|(_, r)| r.owner == owner && r.id == theirs)
+                    .map(|(ours, _)| ours.clone())
+            });
+            match ours {
+                Some(ours) => message["params"]["requestId"] = json!(ours),
+                // Not one of this client's requests: nothing to cancel.
+                None => return Ok(()),
+            }
+        }
+        self.send(&message)
+    }
+
+    /// Opens the session's GET stream (`None`: one is open already).
+    pub fn open_get(&self) -> Option<mpsc::Receiver<Msg>> {
+        self.touch();
+        let mut routes = crate::sync::lock(&self.routes);
+        if routes.get.as_ref().is_some_and(|tx| !tx.is_closed()) {
+            return None;
+        }
+        let (tx, rx) = mpsc::channel(STREAM_BUFFER);
+        routes.get = Some(tx);
+        Some(rx)
+    }
+
+    /// Ends the session: its input closed (the session answers what it
+    /// can and ends), every stream ended.
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        let _ = crate::sync::lock(&self.writer).shutdown(std::net::Shutdown::Both);
+        let mut routes = crate::sync::lock(&self.routes);
+        routes.by_id.clear();
+        routes.progress.clear();
+        routes.get = None;
+    }
+
+    /// Ends every open stream with an error answer (the server stops).
+    pub fn end_streams(&self, why: &str) {
+        let mut routes = crate::sync::lock(&self.routes);
+        for (_, route) in routes.by_id.drain() {
+            let _ = route.tx.try_send(Msg {
+                json: error_line(&route.id, why),
+                last: true,
+            });
+        }
+        routes.progress.clear();
+        routes.get = None;
+    }
+
+    fn send(&self, message: &Value) -> Result<(), String> {
+        let mut line = message.to_string();
+        line.push('\n');
+        let mut writer = crate::sync::lock(&self.writer);
+        writer
+            .write_all(line.as_bytes())
+            .map_err(|e| format!("the session is gone: {e}"))
+    }
+
+    /// Forgets route `ours`; `cancel`: the client went before its answer,
+    /// so the call is cancelled too.
+    fn forget(&self, ours: &str, cancel: bool) {
+        let removed = {
+            let mut routes = crate::sync::lock(&self.routes);
+            let removed = routes.by_id.remove(ours);
+            if let Some((token, _)) = removed.as_ref().and_then(|r| r.progress.as_ref()) {
+                routes.progress.remove(token);
+            }
+            removed
+        };
+        if cancel && removed.is_some() && !self.is_closed() {
+            let _ = self.send(&json!({
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": ours, "reason": "the HTTP stream closed"},
+            }));
+        }
+    }
+
+    fn read_loop(self: Arc<Self>, stream: UnixStream) {
+        let mut reader = BufReader::new(stream);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match (&mut reader)
+                .take(MAX_LINE_BYTES as u64 * 2)
+                .read_until(b'\n', &mut line)
+            {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            match serde_json::from_slice::<Value>(&line) {
+                Ok(message) => self.route(message),
+                Err(e) => eprintln!("panescan http: a session line is not JSON: {e}"),
+            }
+        }
+        // The session ended: whoever still waits gets an error, not silence.
+        self.end_streams("the MCP session ended");
+        self.closed.store(true, Ordering::SeqCst);
+    }
+
+    /// Takes one line of the session to its stream.
+    fn route(&self, mut message: Value) {
+        let mut routes = crate::sync::lock(&self.routes);
+        let method = message
+            .get("method")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let Some(method) = method else {
+            // An answer: to its request's stream, under the client's id.
+            let Some(ours) = message.get("id").and_then(Value::as_str) else {
+                return;
+            };
+            let ours = ours.to_owned();
+            if let Some(route) = routes.by_id.remove(&ours) {
+                if let Some((token, _)) = &route.progress {
+                    routes.progress.remove(token);
+                }
+                message["id"] = route.id;
+                let _ = route.tx.try_send(Msg {
+                    json: message.to_string(),
+                    last: true,
+                });
+            }
+            return;
+        };
+        // Progress and a listen stream's notifications belong to one
+        // request (dropped when it is gone); the rest is the session's.
+        let target = if method == "notifications/progress" {
+            Some(progress_target(&mut routes, &mut message))
+        } else {
+            message
+                .pointer("/params/_meta/io.modelcontextprotocol~1subscriptionId")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .map(|sub| listen_target(&routes, &mut message, &sub))
+        };
+        let json = message.to_string();
+        let delivered = match target {
+            Some(Some(ours)) => deliver(&mut routes, &ours, json),
+            Some(None) => Vec::new(),
+            None => broadcast(&mut routes, json),
+        };
+        drop(routes);
+        for ours in delivered {
+            // Its reader is too slow: dropped, its call cancelled.
+            self.forget(&ours, true);
+        }
+    }
+}
+
+fn error_line(id: &Value, why: &str) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": why}}).to_string()
+}
+
+/// A progress notification's route, its token renamed back.
+fn progress_target(routes: &mut Routes, message: &mut Value) -> Option<String> {
+    let token = message
+        .pointer("/params/progressToken")?
+        .as_str()?
+        .to_owned();
+    let ours = routes.progress.get(&token)?.clone();
+    let theirs = routes.by_id.get(&ours)?.progress.as_ref()?.1.clone();
+    message["params"]["progressToken"] = theirs;
+    Some(ours)
+}
+
+/// A listen stream's notification's route, its subscription id renamed back.
+fn listen_target(routes: &Routes, message: &mut Value, sub: &str) -> Option<String> {
+    let theirs = routes.by_id.get(sub)?.id.clone();
+    if let Some(meta) = message.pointer_mut("/params/_meta") {
+        meta["io.modelcontextprotocol/subscriptionId"] = theirs;
+    }
+    Some(sub.to_owned())
+}
+
+/// Sends to one route; the ids of routes to drop (too slow).
+fn deliver(routes: &mut Routes, ours: &str, json: String) -> Vec<String> {
+    match routes.by_id.get(ours) {
+        Some(route) => match route.tx.try_send(Msg { json, last: false }) {
+            Err(mpsc::error::TrySendError::Full(_)) => vec![ours.to_owned()],
+            _ => Vec::new(),
+        },
+        None => Vec::new(),
+    }
+}
+
+/// A message of the session's own: to the GET stream, else the newest
+/// open request stream; with neither it cannot be delivered.
+fn broadcast(routes: &mut Routes, json: String) -> Vec<String> {
+    if let Some(get) = &routes.get {
+        match get.try_send(Msg { json, last: false }) {
+            Ok(()) => return Vec::new(),
+            // A GET reader that stopped is dropped; nothing to cancel.
+            Err(_) => {
+                routes.get = None;
+                return Vec::new();
+            }
+        }
+    }
+    let newest = routes
+        .by_id
+        .iter()
+        .max_by_key(|(_, r)| r.started)
+        .map(|(ours, _)| ours.clone());
+    match newest {
+        Some(ours) => deliver(routes, &ours, json),
+        None => Vec::new(),
+    }
+}
+
+/// Held by whoever waits for a request's messages: dropping it before
+/// the answer (the client disconnected) cancels the call.
+#[derive(Debug)]
+pub struct RouteGuard {
+    conn: Arc<Conn>,
+    id: String,
+}
+
+impl Drop for RouteGuard {
+    fn drop(&mut self) {
+        self.conn.forget(&self.id, true);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{BufRead, BufReader, Write};
+    use std::os::unix::net::UnixStream;
+    use std::time::Duration;
+
+    use serde_json::{json, Value};
+
+    use super::*;
+
+    /// A conn whose "session" is the test: what the conn sends arrives on
+    /// the returned reader, what the test writes the conn routes.
+    fn pair() -> (Arc<Conn>, BufReader<UnixStream>, UnixStream) {
+        let (ours, session) = UnixStream::pair().unwrap();
+        session
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        let conn = Conn::start(ours, "test-conn").unwrap();
+        (conn, BufReader::new(session.try_clone().unwrap()), session)
+    }
+
+    fn read(reader: &mut BufReader<UnixStream>) -> Value {
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        serde_json::from_str(&line).unwrap()
+    }
+
+    fn recv(rx: &mut mpsc::Receiver<Msg>) -> Msg {
+        let until = Instant::now() + Duration::from_secs(5);
+        loop {
+            if let Ok(msg) = rx.try_recv() {
+                return msg;
+            }
+            assert!(Instant::now() < until, "nothing routed");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    #[test]
+    fn ids_and_progress_tokens_are_renamed_both_ways() {
+        let (conn, mut from, mut to) = pair();
+        let request = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "x", "_meta": {"progressToken": "p"}}});
+        let (mut rx, _guard) = conn.request(request, 1).unwrap();
+        let sent = read(&mut from);
+        let ours = sent["id"].as_str().unwrap().to_owned();
+        assert_eq!(sent["params"]["_meta"]["progressToken"], json!(ours));
+        writeln!(
+            to,
+            "{}",
+            json!({"jsonrpc": "2.0", "method": "notifications/progress",
+            "params": {"progressToken": ours, "progress": 1}})
+        )
+        .unwrap();
+        writeln!(
+            to,
+            "{}",
+            json!({"jsonrpc": "2.0", "id": ours, "result": {}})
+        )
+        .unwrap();
+        let progress: Value = serde_json::from_str(&recv(&mut rx).json).unwrap();
+        assert_eq!(progress["params"]["progressToken"], "p");
+        let answer = recv(&mut rx);
+        assert!(answer.last);
+        assert_eq!(
+            serde_json::from_str::<Value>(&answer.json).unwrap()["id"],
+            7
+        );
+        // A cancel by the client's id reaches the session under ours,
+        // and only from the token that sent the request.
+        let (_rx2, _g2) = conn
+            .request(json!({"jsonrpc": "2.0", "id": 8, "method": "ping"}), 1)
+            .unwrap();
+        let ours2 = read(&mut from)["id"].clone();
+        let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": 8}});
+        conn.forward(cancel.clone(), 2).unwrap();
+        conn.forward(cancel, 1).unwrap();
+        assert_eq!(read(&mut from)["params"]["requestId"], ours2);
+    }
+
+    /// A stream whose reader stops is dropped once its buffer is full,
+    /// its call cancelled, and the session's other streams still served.
+    #[test]
+    fn a_stream_that_is_not_read_is_dropped_and_its_call_cancelled() {
+        let (conn, mut from, mut to) = pair();
+        let slow = json!({"jsonrpc": "2.0", "id": "slow", "method": "tools/call",
+            "params": {"name": "x", "_meta": {"progressToken": 1}}});
+        let (mut slow_rx, _slow_guard) = conn.request(slow, 1).unwrap();
+        let slow_id = read(&mut from)["id"].clone();
+        let (mut quick_rx, _quick_guard) = conn
+            .request(
+                json!({"jsonrpc": "2.0", "id": "quick", "method": "ping"}),
+                1,
+            )
+            .unwrap();
+        let quick_id = read(&mut from)["id"].clone();
+        for n in 0..STREAM_BUFFER + 10 {
+            writeln!(
+                to,
+                "{}",
+                json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                "params": {"progressToken": slow_id, "progress": n}})
+            )
+            .unwrap();
+        }
+        // The session heard the cancel for the dropped stream.
+        let cancel = read(&mut from);
+        assert_eq!(cancel["method"], "notifications/cancelled");
+        assert_eq!(cancel["params"]["requestId"], slow_id);
+        writeln!(
+            to,
+            "{}",
+            json!({"jsonrpc": "2.0", "id": quick_id, "result": {}})
+        )
+        .unwrap();
+        assert!(recv(&mut quick_rx).last);
+        // The slow stream holds what fit, then ends: never more.
+        let mut held = 0;
+        while slow_rx.try_recv().is_ok() {
+            held += 1;
+        }
+        assert_eq!(held, STREAM_BUFFER);
+        assert!(slow_rx.is_closed());
+    }
+}
