@@ -706,7 +706,7 @@ fn the_documented_policies_load_and_do_what_they_say() {
             tool: tool.into(),
             tier: Tier::Mutating,
             sessions: vec![session.into()],
-            cwd: Some("/home/me/work/x".into()),
+            cwd: Some("/home/me/src/x".into()),
             lines: Some(vec![text.into()]),
             ..Facts::default()
         })
