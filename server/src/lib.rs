@@ -14,6 +14,7 @@ pub mod cache;
 pub mod cli;
 pub mod config;
 pub mod daemon;
+pub mod journal;
 pub mod mcp;
 pub mod prompts;
 pub mod resources;
