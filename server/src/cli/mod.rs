@@ -13,6 +13,7 @@ pub mod bench;
 pub mod client;
 pub mod daemon;
 pub mod demo;
+pub mod journal;
 pub mod preflight;
 pub mod progress;
 pub mod relay;
