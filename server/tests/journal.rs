@@ -367,14 +367,26 @@ fn a_journal_directory_others_may_enter_or_of_another_user_is_refused() {
     let journal = place.temp_root().join("journal");
     std::fs::create_dir(&journal).unwrap();
     std::fs::set_permissions(&journal, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let out = place.run(&[
-        "daemon",
-        "--journal",
-        "-L",
-        tmux.socket_name(),
-        "--journal-dir",
-        journal.to_str().unwrap(),
-    ]);
+    // A daemon that accepted the directory would run on: `timeout` ends it.
+    let daemon = |journal: &Path| {
+        Command::new("timeout")
+            .arg("20")
+            .arg(env!("CARGO_BIN_EXE_panescan"))
+            .args([
+                "daemon",
+                "--journal",
+                "-L",
+                tmux.socket_name(),
+                "--journal-dir",
+            ])
+            .arg(journal)
+            .arg("--runtime-dir")
+            .arg(place.dir())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let out = daemon(&journal);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("mode 755"), "{err}");
@@ -384,14 +396,7 @@ fn a_journal_directory_others_may_enter_or_of_another_user_is_refused() {
             .args(["65534", journal.to_str().unwrap()])
             .status();
         if chowned.is_ok_and(|s| s.success()) {
-            let out = place.run(&[
-                "daemon",
-                "--journal",
-                "-L",
-                tmux.socket_name(),
-                "--journal-dir",
-                journal.to_str().unwrap(),
-            ]);
+            let out = daemon(&journal);
             let err = String::from_utf8_lossy(&out.stderr);
             assert_eq!(out.status.code(), Some(2), "{err}");
             assert!(err.contains("belongs to uid 65534"), "{err}");
