@@ -62,6 +62,10 @@ impl Handle {
 /// Which pane: the server (`pid start_time`) and the pane id.
 type Key = (String, PaneId);
 
+/// Where each pane left off in an earlier run: by (server, pane) as the
+/// journal names them, its last lines and when the journal last wrote.
+type Resumed = HashMap<(String, String), (Vec<Vec<u8>>, i64)>;
+
 /// The writer's state, owned by its thread.
 struct Writer {
     config: JournalConfig,
@@ -70,7 +74,7 @@ struct Writer {
     appender: Appender,
     tracks: HashMap<Key, (Track, Origin)>,
     /// Tails read back from the journal, for panes not seen yet.
-    resumed: HashMap<(String, String), (Vec<Vec<u8>>, i64)>,
+    resumed: Resumed,
     pending: Records,
     taken_since: Option<Instant>,
     /// Writes fail since then (ms): the records are dropped.
@@ -423,8 +427,8 @@ fn every_pane(socket: &std::path::Path) -> Origin {
 
 /// The last lines of every pane in the newest segments, and when the
 /// journal last wrote anything: where each pane left off before this run.
-fn resume(journal: &std::path::Path) -> HashMap<(String, String), (Vec<Vec<u8>>, i64)> {
-    let mut tails: HashMap<(String, String), (Vec<Vec<u8>>, i64)> = HashMap::new();
+fn resume(journal: &std::path::Path) -> Resumed {
+    let mut tails = Resumed::new();
     let Ok(segments) = segment::list(journal) else {
         return tails;
     };
