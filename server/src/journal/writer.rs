@@ -180,6 +180,11 @@ impl Writer {
                 Err(_) => return,
             };
         let server = stamp.trim().to_owned();
+        if server.is_empty() {
+            // Without the server's identity a pane cannot be told from
+            // another server's pane of the same id: read again later.
+            return;
+        }
         let requests: Vec<CaptureRequest> = inventory
             .panes
             .iter()
@@ -432,9 +437,12 @@ fn resume(journal: &std::path::Path) -> Resumed {
     let Ok(segments) = segment::list(journal) else {
         return tails;
     };
+    // From the start of the oldest of the newest segments (an hour
+    // earlier: a frame's time is its newest record's, about when it was
+    // written, and a segment's name is when its first frame was).
     let from = segments
         .get(segments.len().saturating_sub(RESUME_SEGMENTS))
-        .map_or(i64::MAX, |s| s.modified_ms);
+        .map_or(i64::MAX, |s| s.first_ms.saturating_sub(segment::SEGMENT_MS));
     let mut last_ms = i64::MIN;
     let _ = segment::read(journal, from, i64::MAX, &mut |read| {
         if let Read::Frame(d) = read {
