@@ -15,6 +15,7 @@ pub mod cli;
 pub mod config;
 pub mod daemon;
 pub mod http;
+pub mod journal;
 pub mod mcp;
 pub mod prompts;
 pub mod resources;

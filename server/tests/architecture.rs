@@ -239,7 +239,7 @@ fn the_daemon_sits_between_the_command_line_and_the_sessions() {
     let named = rooms
         .get("daemon")
         .unwrap_or_else(|| panic!("no room daemon under server/src"));
-    let may = ["mcp", "tools", "config", "tmux", "sync", "trust"];
+    let may = ["mcp", "tools", "config", "tmux", "sync", "trust", "journal"];
     let mut wrong: Vec<String> = named
         .iter()
         .filter(|n| !may.contains(&n.as_str()))
@@ -252,7 +252,31 @@ fn the_daemon_sits_between_the_command_line_and_the_sessions() {
     }
     assert!(
         wrong.is_empty(),
-        "ARCHITECTURE.md: cli -> daemon -> mcp, tools, config, tmux, trust; nothing else names the daemon:\n{}",
+        "ARCHITECTURE.md: cli -> daemon -> mcp, tools, config, tmux, trust, journal; nothing else names the daemon:\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn the_journal_reads_through_the_cache_and_only_the_daemon_and_cli_start_it() {
+    let rooms = room_imports();
+    let named = rooms
+        .get("journal")
+        .unwrap_or_else(|| panic!("no room journal under server/src"));
+    let may = ["cache", "tmux", "sync"];
+    let mut wrong: Vec<String> = named
+        .iter()
+        .filter(|n| !may.contains(&n.as_str()))
+        .map(|n| format!("journal imports crate::{n}"))
+        .collect();
+    for (room, names) in &rooms {
+        if !["cli", "daemon"].contains(&room.as_str()) && names.contains("journal") {
+            wrong.push(format!("{room} imports crate::journal"));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "ARCHITECTURE.md: cli, daemon -> journal -> cache, tmux; nothing else names the journal:\n{}",
         wrong.join("\n")
     );
 }

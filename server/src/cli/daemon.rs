@@ -12,6 +12,7 @@ use super::serve::{spec_of, Explicit};
 use super::ServeArgs;
 use crate::daemon::wire::Request;
 use crate::daemon::{self, client, place, DaemonConfig};
+use crate::journal;
 
 /// Where the daemon's socket is.
 #[derive(Debug, Args, Clone, Default)]
@@ -48,10 +49,73 @@ pub struct DaemonArgs {
     pub idle_exit: u64,
     #[allow(missing_docs)]
     #[command(flatten)]
+    pub journal: JournalArgs,
+    #[allow(missing_docs)]
+    #[command(flatten)]
     pub serve: ServeArgs,
     #[allow(missing_docs)]
     #[command(flatten)]
     pub http: super::http::HttpArgs,
+}
+
+/// Where the journal is (for `daemon` and `search --journal`).
+#[derive(Debug, Args, Clone, Default)]
+pub struct JournalDirArgs {
+    /// The journal's directory (made 0700; refused unless this user's and
+    /// private). Default: $XDG_STATE_HOME/panescan/journal, else
+    /// ~/.local/state/panescan/journal.
+    #[arg(long, env = "PANESCAN_JOURNAL_DIR", value_name = "DIR")]
+    pub journal_dir: Option<PathBuf>,
+}
+
+impl JournalDirArgs {
+    /// The directory these options name, or why there is none.
+    pub fn dir(&self) -> Result<PathBuf, String> {
+        match &self.journal_dir {
+            Some(d) => Ok(std::path::absolute(d).unwrap_or_else(|_| d.clone())),
+            None => journal::dir::default_dir()
+                .ok_or_else(|| "no $XDG_STATE_HOME nor $HOME: pass --journal-dir".to_owned()),
+        }
+    }
+}
+
+/// `panescan daemon`'s journal options.
+#[derive(Debug, Args)]
+pub struct JournalArgs {
+    /// Journal every pane of the default tmux server: each line kept on
+    /// disk past history-limit, searchable with `panescan search
+    /// --journal`. The daemon then runs until stopped.
+    #[arg(long)]
+    pub journal: bool,
+    #[allow(missing_docs)]
+    #[command(flatten)]
+    pub place: JournalDirArgs,
+    /// The journal's size at most; the oldest segments go first.
+    #[arg(long, value_name = "BYTES", default_value_t = journal::DEFAULT_MAX_BYTES)]
+    pub journal_max_bytes: u64,
+    /// Segments older than this go (`7d`, `12h`).
+    #[arg(long, value_name = "SPAN", default_value = "7d")]
+    pub journal_max_age: String,
+    /// Write lines as they are: secrets are redacted otherwise.
+    #[arg(long)]
+    pub journal_keep_secrets: bool,
+}
+
+impl JournalArgs {
+    /// The journal's configuration, `None` without `--journal`.
+    pub fn config(&self) -> Result<Option<journal::JournalConfig>, String> {
+        if !self.journal {
+            return Ok(None);
+        }
+        let age = humantime::parse_duration(&self.journal_max_age)
+            .map_err(|e| format!("--journal-max-age {:?}: {e}", self.journal_max_age))?;
+        Ok(Some(journal::JournalConfig {
+            dir: self.place.dir()?,
+            max_bytes: self.journal_max_bytes,
+            max_age_ms: i64::try_from(age.as_millis()).unwrap_or(i64::MAX),
+            keep_secrets: self.journal_keep_secrets,
+        }))
+    }
 }
 
 /// Runs `panescan daemon`.
@@ -86,8 +150,16 @@ pub fn run_daemon(args: &DaemonArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let journal = match args.journal.config() {
+        Ok(j) => j,
+        Err(e) => {
+            eprintln!("panescan daemon: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let config = DaemonConfig {
         trust,
+        journal,
         runtime_dir: args.place.dir(),
         max_sessions: args.max_sessions.max(1),
         // An HTTP endpoint is a service: it stays until stopped.

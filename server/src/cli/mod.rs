@@ -14,6 +14,7 @@ pub mod client;
 pub mod daemon;
 pub mod demo;
 pub mod http;
+pub mod journal;
 pub mod preflight;
 pub mod progress;
 pub mod relay;

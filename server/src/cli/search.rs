@@ -109,6 +109,20 @@ pub struct SearchArgs {
     /// Colour: auto (on a terminal), always, never.
     #[arg(long, default_value = "auto", value_parser = ["auto", "always", "never"])]
     pub color: String,
+    /// Search the journal (`panescan daemon --journal`): lines tmux no
+    /// longer holds and panes that no longer exist, each with its time.
+    #[arg(long)]
+    pub journal: bool,
+    /// With --journal: lines first seen since then (RFC 3339, or 15m, 2h,
+    /// 7d back from now).
+    #[arg(long, value_name = "TIME", requires = "journal")]
+    pub since: Option<String>,
+    /// With --journal: lines first seen until then.
+    #[arg(long, value_name = "TIME", requires = "journal")]
+    pub until: Option<String>,
+    #[allow(missing_docs)]
+    #[command(flatten)]
+    pub journal_place: super::daemon::JournalDirArgs,
 }
 
 impl SearchArgs {
@@ -181,6 +195,9 @@ impl SearchArgs {
 
 /// Runs the search; the exit code follows grep.
 pub fn run(args: &SearchArgs) -> ExitCode {
+    if args.journal {
+        return super::journal::run_search(args);
+    }
     let server = crate::tmux::ServerSpec {
         socket_name: args.socket_name.clone(),
         socket_path: args.socket_path.clone(),

@@ -67,6 +67,8 @@ pub struct DaemonConfig {
     pub defaults: SessionSpec,
     /// Its policy, scope and audit log, for every session it serves.
     pub trust: Arc<crate::trust::Trust>,
+    /// Journal every pane of the default server (`--journal`): `None`, no.
+    pub journal: Option<crate::journal::JournalConfig>,
 }
 
 /// One open session: how to stop it and close its stream.
@@ -87,6 +89,9 @@ pub struct Daemon {
     sessions: Mutex<Sessions>,
     served: AtomicU64,
     stopping: AtomicBool,
+    /// The journal's writer while it runs: something to keep the daemon
+    /// (no idle exit while it journals).
+    journal: Mutex<Option<crate::journal::writer::Handle>>,
 }
 
 #[derive(Debug, Default)]
@@ -141,7 +146,13 @@ pub fn run(config: DaemonConfig) -> i32 {
         }),
         served: AtomicU64::new(0),
         stopping: AtomicBool::new(false),
+        journal: Mutex::new(None),
     });
+    if let Err(e) = daemon.start_journal() {
+        eprintln!("panescan daemon: {e}");
+        let _ = std::fs::remove_file(&daemon.socket);
+        return 2;
+    }
     daemon.watch_signals();
     daemon.watch_idle();
     daemon.accept(&listener);
@@ -150,6 +161,22 @@ pub fn run(config: DaemonConfig) -> i32 {
 }
 
 impl Daemon {
+    /// Starts journaling the default server when `--journal` asked for it.
+    fn start_journal(&self) -> Result<(), String> {
+        let Some(journal) = self.config.journal.clone() else {
+            return Ok(());
+        };
+        let spec = crate::tmux::ServerSpec {
+            host: None,
+            socket_name: self.config.defaults.socket_name.clone(),
+            socket_path: self.config.defaults.socket_path.clone(),
+        };
+        eprintln!("panescan daemon: journaling into {}", journal.dir.display());
+        let handle = crate::journal::writer::start(journal, &spec, self.shared.pane_cache.clone())?;
+        *crate::sync::lock(&self.journal) = Some(handle);
+        Ok(())
+    }
+
     /// Accepts connections, each on a thread of its own, until stopping.
     fn accept(self: &Arc<Self>, listener: &UnixListener) {
         for stream in listener.incoming() {
@@ -196,6 +223,11 @@ impl Daemon {
         // Another daemon may have replaced a socket we lost: remove only
         // the file we bound, not whatever is at its path now.
         let _ = std::fs::remove_file(&self.socket);
+        // The journal's last records are written before its tmux
+        // connection closes.
+        if let Some(journal) = crate::sync::lock(&self.journal).take() {
+            journal.stop();
+        }
         crate::tools::shutdown_connections();
         eprintln!("panescan daemon: stopped");
     }
@@ -231,6 +263,9 @@ impl Daemon {
         let Some(idle_exit) = self.config.idle_exit else {
             return;
         };
+        if self.config.journal.is_some() {
+            return; // A journaling daemon stays until stopped.
+        }
         let this = self.clone();
         let tick = (idle_exit / 10).clamp(Duration::from_millis(20), Duration::from_secs(5));
         let _ = std::thread::Builder::new()

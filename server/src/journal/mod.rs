@@ -1,0 +1,49 @@
+//! The journal: every line a pane printed, kept on disk past tmux's
+//! history-limit, searchable across time.
+//!
+//! - [`dir`] — where it lives: `--journal-dir`, 0700, this user's only.
+//! - [`frame`] — the records of one flush as a compressed, checked frame
+//!   (pure).
+//! - [`segment`] — frames appended to hourly segment files, read back,
+//!   torn tails cut, corrupt segments skipped and named, the oldest
+//!   removed past `--journal-max-bytes` / `--journal-max-age`.
+//! - [`track`] — one pane between reads: which lines are new, where a gap
+//!   must be recorded (pure).
+//! - [`writer`] — the daemon's thread that follows the panes, reads their
+//!   new lines through the pane cache's delta captures, redacts and
+//!   writes them.
+//! - [`search`] — a pattern over the journaled text, with times.
+//! - [`when`] — RFC 3339 times and `15m`-style spans.
+//!
+//! What must hold: a line reaches the disk redacted unless the operator
+//! said `--journal-keep-secrets`; a line the journal could not keep is a
+//! gap record with its span, never silence; a crash loses at most the
+//! last second and never an earlier frame.
+
+pub mod dir;
+pub mod frame;
+pub mod search;
+pub mod segment;
+pub mod track;
+pub mod when;
+pub mod writer;
+
+use std::path::PathBuf;
+
+/// `--journal-max-bytes` unless given: 1 GiB.
+pub const DEFAULT_MAX_BYTES: u64 = 1 << 30;
+/// `--journal-max-age` unless given: 7 days.
+pub const DEFAULT_MAX_AGE_MS: i64 = 7 * 86_400_000;
+
+/// How the journal is kept.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JournalConfig {
+    /// Where the segments are (`--journal-dir`).
+    pub dir: PathBuf,
+    /// The segments' bytes at most, the oldest removed first.
+    pub max_bytes: u64,
+    /// Segments unchanged for longer are removed.
+    pub max_age_ms: i64,
+    /// Write lines as they are, secrets included.
+    pub keep_secrets: bool,
+}

@@ -1,0 +1,470 @@
+//! The daemon's journal thread: follows every pane of a tmux server, reads
+//! the lines each added to its history through the pane cache's delta
+//! captures (only new rows cost tmux work), redacts them and appends them
+//! to the journal once a second.
+//!
+//! It wakes when the event stream says a pane printed ([`READ_EVERY`] at
+//! the latest, for panes the stream does not cover), which reads a pane
+//! printing up to history-limit lines between two reads without a gap.
+//! Must hold: records are flushed whole and synced at most [`FLUSH_EVERY`]
+//! after they were taken; a write that fails (disk full) pauses the journal
+//! and the next write that succeeds starts with a gap over the pause.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::frame::{Gap, Line, Origin, Records};
+use super::segment::{self, Appender, Read};
+use super::track::{Snapshot, Step, Track, TAIL};
+use super::{dir, when, JournalConfig};
+use crate::cache::PaneCache;
+use crate::tmux::events::{Interest, OutputMode, StreamEvent, Watch};
+use crate::tmux::{
+    CaptureOptions, CaptureRange, CaptureRequest, CapturedText, Fields, Pane, PaneId, ServerSpec,
+    Tmux, TmuxCommand, TmuxError,
+};
+
+/// Every pane is read at least this often (panes the event stream does
+/// not cover, and a trigger that was lost).
+pub const READ_EVERY: Duration = Duration::from_millis(500);
+/// Records are written and synced this long after they were taken at most:
+/// what a crash may lose.
+pub const FLUSH_EVERY: Duration = Duration::from_secs(1);
+/// A flush this large is written at once.
+const FLUSH_BYTES: usize = 4 << 20;
+/// How often the bounds are enforced.
+const BOUNDS_EVERY: Duration = Duration::from_secs(60);
+/// One read's tmux round trips end by then.
+const READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Segments read back at start to find where each pane left off.
+const RESUME_SEGMENTS: usize = 4;
+
+/// A running journal; stop it to flush and end the thread.
+#[derive(Debug)]
+pub struct Handle {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Handle {
+    /// Flushes what was taken and ends the thread.
+    pub fn stop(mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Which pane: the server (`pid start_time`) and the pane id.
+type Key = (String, PaneId);
+
+/// Where each pane left off in an earlier run: by (server, pane) as the
+/// journal names them, its last lines and when the journal last wrote.
+type Resumed = HashMap<(String, String), (Vec<Vec<u8>>, i64)>;
+
+/// The writer's state, owned by its thread.
+struct Writer {
+    config: JournalConfig,
+    tmux: Tmux,
+    cache: Arc<PaneCache>,
+    appender: Appender,
+    tracks: HashMap<Key, (Track, Origin)>,
+    /// Tails read back from the journal, for panes not seen yet.
+    resumed: Resumed,
+    pending: Records,
+    taken_since: Option<Instant>,
+    /// Writes fail since then (ms): the records are dropped.
+    paused_since: Option<i64>,
+    /// Lines dropped while paused.
+    dropped: u64,
+}
+
+/// Checks the directory, opens the journal (a torn tail cut and reported
+/// on stderr) and starts following `spec`'s server.
+pub fn start(
+    config: JournalConfig,
+    spec: &ServerSpec,
+    cache: Option<Arc<PaneCache>>,
+) -> Result<Handle, String> {
+    dir::ensure(&config.dir)?;
+    let (appender, notes) = Appender::open(&config.dir)
+        .map_err(|e| format!("cannot open the journal in {}: {e}", config.dir.display()))?;
+    for note in notes {
+        eprintln!("panescan journal: {note}");
+    }
+    let resumed = resume(&config.dir);
+    let tmux = Tmux::shared(spec).map_err(|e| e.to_string())?;
+    let cache = cache.unwrap_or_else(|| Arc::new(PaneCache::new(crate::cache::DEFAULT_MAX_BYTES)));
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut writer = Writer {
+        config,
+        tmux,
+        cache,
+        appender,
+        tracks: HashMap::new(),
+        resumed,
+        pending: Records::default(),
+        taken_since: None,
+        paused_since: None,
+        dropped: 0,
+    };
+    let flag = stop.clone();
+    let thread = std::thread::Builder::new()
+        .name("journal".into())
+        .spawn(move || writer.run(&flag))
+        .map_err(|e| format!("cannot start the journal thread: {e}"))?;
+    Ok(Handle {
+        stop,
+        thread: Some(thread),
+    })
+}
+
+impl Writer {
+    fn run(&mut self, stop: &AtomicBool) {
+        let interest = Interest {
+            watch: Watch::Every,
+            mode: OutputMode::Trigger,
+            structure: true,
+        };
+        let events = self.tmux.subscribe(interest, Instant::now() + READ_TIMEOUT);
+        let mut bounds_at = Instant::now();
+        while !stop.load(Ordering::SeqCst) {
+            let mut printed: HashSet<PaneId> = HashSet::new();
+            let until = Instant::now() + READ_EVERY;
+            // Wake at the first event, then take what else is waiting.
+            let mut next = events.recv_deadline(until);
+            while let Some(event) = next {
+                if let StreamEvent::Printed(p) = event {
+                    printed.insert(p);
+                }
+                next = events.try_recv();
+            }
+            if !printed.is_empty() {
+                let panes: Vec<PaneId> = printed.into_iter().collect();
+                let _ = events.rearm(&panes, Instant::now() + READ_TIMEOUT);
+            }
+            self.read_once();
+            let due = self.taken_since.is_some_and(|t| t.elapsed() >= FLUSH_EVERY);
+            if due || self.pending.raw_len() >= FLUSH_BYTES {
+                self.flush();
+            }
+            if bounds_at.elapsed() >= BOUNDS_EVERY {
+                bounds_at = Instant::now();
+                self.enforce_bounds();
+            }
+        }
+        self.flush();
+    }
+
+    /// Lists every pane, captures each through the cache and takes in
+    /// what is new.
+    fn read_once(&mut self) {
+        let deadline = Instant::now() + READ_TIMEOUT;
+        let then = [TmuxCommand::new("display-message")
+            .flag("-p")
+            .format_arg("#{pid} #{start_time}")];
+        let (inventory, stamp) =
+            match self
+                .tmux
+                .inventory(Fields::SearchWithFingerprint, &then, deadline)
+            {
+                Ok((inv, mut extra)) => (inv, extra.pop().and_then(Result::ok).unwrap_or_default()),
+                Err(TmuxError::NoServer { .. }) => {
+                    self.close_gone(&HashSet::new());
+                    return;
+                }
+                Err(_) => return,
+            };
+        let server = stamp.trim().to_owned();
+        if server.is_empty() {
+            // Without the server's identity a pane cannot be told from
+            // another server's pane of the same id: read again later.
+            return;
+        }
+        let requests: Vec<CaptureRequest> = inventory
+            .panes
+            .iter()
+            .map(|p| CaptureRequest {
+                pane: p.pane_id,
+                range: CaptureRange::AllHistory,
+            })
+            .collect();
+        let options = CaptureOptions {
+            join_wrapped: true,
+            escapes: false,
+        };
+        let replies = self.cache.capture_listed(
+            &self.tmux,
+            &inventory,
+            &stamp,
+            requests,
+            options,
+            deadline,
+            Arc::new(AtomicBool::new(false)),
+            None,
+        );
+        let now = when::now_ms();
+        let mut live = HashSet::new();
+        for reply in replies {
+            let Some(pane) = inventory.panes.get(reply.index) else {
+                continue;
+            };
+            live.insert((server.clone(), pane.pane_id));
+            if let Ok(text) = reply.result {
+                self.take(&server, pane, &text, now);
+            }
+        }
+        self.close_gone(&live);
+    }
+
+    /// Takes in one pane's capture.
+    fn take(&mut self, server: &str, pane: &Pane, text: &CapturedText, now: i64) {
+        let key = (server.to_owned(), pane.pane_id);
+        let origin = origin_of(server, self.tmux.socket_path(), pane);
+        let resumed = &mut self.resumed;
+        let (track, kept_origin) = self.tracks.entry(key).or_insert_with(|| {
+            let track = match resumed.remove(&(origin.server.clone(), origin.pane.clone())) {
+                Some((tail, last_ms)) => Track::resumed(tail, last_ms),
+                None => Track::default(),
+            };
+            (track, origin.clone())
+        });
+        *kept_origin = origin;
+        let snap = snapshot(text, pane.alternate_on, pane.history_limit);
+        let step = track.advance(&snap, now);
+        let origin = kept_origin.clone();
+        self.record(&origin, step);
+    }
+
+    /// Panes no longer listed: the screen each showed last is journaled
+    /// (it can be read nowhere else now), then the pane is forgotten.
+    fn close_gone(&mut self, live: &HashSet<Key>) {
+        let gone: Vec<Key> = self
+            .tracks
+            .keys()
+            .filter(|k| !live.contains(*k))
+            .cloned()
+            .collect();
+        let now = when::now_ms();
+        for key in gone {
+            if let Some((track, origin)) = self.tracks.remove(&key) {
+                let lines = track.last_screen().into_iter().map(|l| (l, now)).collect();
+                let step = Step {
+                    lines,
+                    gaps: Vec::new(),
+                };
+                self.record(&origin, step);
+            }
+        }
+    }
+
+    /// Adds a step's lines (redacted unless the operator keeps secrets)
+    /// and gaps to the records not yet written.
+    fn record(&mut self, origin: &Origin, step: Step) {
+        if step.lines.is_empty() && step.gaps.is_empty() {
+            return;
+        }
+        let o = self.pending.origin(origin);
+        let texts = if self.config.keep_secrets {
+            step.lines.iter().map(|(t, _)| t.clone()).collect()
+        } else {
+            redacted(&step.lines)
+        };
+        for ((_, time_ms), text) in step.lines.iter().zip(texts) {
+            self.pending.lines.push(Line {
+                origin: o,
+                time_ms: *time_ms,
+                text,
+            });
+        }
+        for (from_ms, to_ms, reason) in step.gaps {
+            self.pending.gaps.push(Gap {
+                origin: o,
+                from_ms,
+                to_ms,
+                reason,
+            });
+        }
+        self.taken_since.get_or_insert_with(Instant::now);
+    }
+
+    /// Writes the records taken so far as one frame. A failed write drops
+    /// them and pauses the journal: the first write after it carries a gap
+    /// over every pane for the pause.
+    fn flush(&mut self) {
+        self.taken_since = None;
+        if self.pending.is_empty() {
+            return;
+        }
+        let mut records = std::mem::take(&mut self.pending);
+        let now = when::now_ms();
+        if let Some(since) = self.paused_since {
+            let o = records.origin(&every_pane(self.tmux.socket_path()));
+            records.gaps.push(Gap {
+                origin: o,
+                from_ms: since,
+                to_ms: now,
+                reason: format!(
+                    "journal writes failed (disk full?): {} lines not kept",
+                    self.dropped
+                ),
+            });
+        }
+        match self.appender.append(&records, now) {
+            Ok(()) => {
+                if self.paused_since.take().is_some() {
+                    eprintln!("panescan journal: writing again");
+                    self.dropped = 0;
+                }
+            }
+            Err(e) => {
+                if self.paused_since.is_none() {
+                    eprintln!(
+                        "panescan journal: cannot write ({e}): journaling paused, searches go on"
+                    );
+                    let first = records.lines.iter().map(|l| l.time_ms).min();
+                    self.paused_since = Some(first.unwrap_or(now));
+                }
+                self.dropped += records.lines.len() as u64;
+            }
+        }
+    }
+
+    fn enforce_bounds(&self) {
+        let removed = segment::enforce_bounds(
+            &self.config.dir,
+            self.config.max_bytes,
+            self.config.max_age_ms,
+            when::now_ms(),
+            self.appender.current(),
+        );
+        if let Err(e) = removed {
+            eprintln!("panescan journal: cannot remove old segments: {e}");
+        }
+    }
+}
+
+/// What a capture (whole history and screen, wrapped lines joined) shows,
+/// as the tracker reads it.
+pub fn snapshot(text: &CapturedText, alternate_on: bool, history_limit: u64) -> Snapshot {
+    let mut snap = Snapshot {
+        width: text.pane_width,
+        history_limit,
+        alternate_on,
+        end_row: text.history_size,
+        ..Snapshot::default()
+    };
+    let lines: Vec<&[u8]> = text
+        .bytes
+        .split_inclusive(|&b| b == b'\n')
+        .map(|l| l.strip_suffix(b"\n").unwrap_or(l))
+        .collect();
+    let number = |i: usize| match &text.line_numbers {
+        Some(numbers) => numbers
+            .get(i)
+            .copied()
+            .unwrap_or_else(|| numbers.last().copied().unwrap_or(text.first_line) + 1),
+        None => text.first_line + i as i64,
+    };
+    let hsize = i64::try_from(text.history_size).unwrap_or(i64::MAX);
+    let mut on_screen = false;
+    for (i, line) in lines.iter().enumerate() {
+        // A line is history's when the next one starts above the screen
+        // (row 0) or at it; the last line is always on the screen.
+        let next_in_history = i + 1 < lines.len() && number(i + 1) <= 0;
+        if !on_screen && number(i) < 0 && next_in_history {
+            let row = u64::try_from(number(i) + hsize).unwrap_or(0);
+            snap.history.push((row, line.to_vec()));
+        } else {
+            if !on_screen {
+                snap.end_row = u64::try_from(number(i) + hsize).unwrap_or(0);
+            }
+            on_screen = true;
+            snap.screen.push(line.to_vec());
+        }
+    }
+    snap
+}
+
+/// The lines with secrets replaced, redacted together so a private key
+/// block across lines is found; one by one if that changed the count.
+fn redacted(lines: &[(Vec<u8>, i64)]) -> Vec<Vec<u8>> {
+    let joined = lines
+        .iter()
+        .map(|(t, _)| t.as_slice())
+        .collect::<Vec<_>>()
+        .join(&b'\n');
+    let (text, _) = panescan_engine::redact_bytes(&joined);
+    let out: Vec<Vec<u8>> = text.split(|&b| b == b'\n').map(<[u8]>::to_vec).collect();
+    if out.len() == lines.len() {
+        return out;
+    }
+    lines
+        .iter()
+        .map(|(t, _)| panescan_engine::redact_bytes(t).0.into_owned())
+        .collect()
+}
+
+fn origin_of(server: &str, socket: &std::path::Path, pane: &Pane) -> Origin {
+    Origin {
+        server: format!("{server}@{}", socket.display()),
+        pane: pane.pane_id.to_string(),
+        session: pane.session_name.clone(),
+        window: format!("{}:{}", pane.window_index, pane.window_name),
+        title: pane.pane_index.to_string(),
+    }
+}
+
+/// The origin of a gap over every pane of a server.
+fn every_pane(socket: &std::path::Path) -> Origin {
+    Origin {
+        server: format!("*@{}", socket.display()),
+        pane: "*".into(),
+        session: String::new(),
+        window: String::new(),
+        title: String::new(),
+    }
+}
+
+/// The last lines of every pane in the newest segments, and when the
+/// journal last wrote anything: where each pane left off before this run.
+fn resume(journal: &std::path::Path) -> Resumed {
+    let mut tails = Resumed::new();
+    let Ok(segments) = segment::list(journal) else {
+        return tails;
+    };
+    // From the start of the oldest of the newest segments (an hour
+    // earlier: a frame's time is its newest record's, about when it was
+    // written, and a segment's name is when its first frame was).
+    let from = segments
+        .get(segments.len().saturating_sub(RESUME_SEGMENTS))
+        .map_or(i64::MAX, |s| s.first_ms.saturating_sub(segment::SEGMENT_MS));
+    let mut last_ms = i64::MIN;
+    let _ = segment::read(journal, from, i64::MAX, &mut |read| {
+        if let Read::Frame(d) = read {
+            for (i, (o, t)) in d.lines.iter().enumerate() {
+                let Some(origin) = d.origins.get(*o) else {
+                    continue;
+                };
+                let tail = &mut tails
+                    .entry((origin.server.clone(), origin.pane.clone()))
+                    .or_default()
+                    .0;
+                tail.push(d.line(i).to_vec());
+                if tail.len() > 2 * TAIL {
+                    tail.drain(..TAIL);
+                }
+                last_ms = last_ms.max(*t);
+            }
+        }
+        true
+    });
+    for (_, t) in tails.values_mut() {
+        *t = last_ms;
+    }
+    tails
+}
