@@ -28,10 +28,10 @@ use clap::{Args, CommandFactory};
 use super::daemon::RuntimeArgs;
 use super::ServeArgs;
 use crate::config::{Ceilings, ServeConfig};
-use crate::trust::Trust;
 use crate::daemon::client::{self, Connected};
 use crate::daemon::place;
 use crate::daemon::wire::{CallerSpec, Request, SessionEnv, SessionSpec, SshSpec};
+use crate::trust::Trust;
 
 /// `panescan serve`: the server flags, and how to reach the daemon.
 #[derive(Debug, Args)]
