@@ -737,3 +737,41 @@ fn unsafe_binds_are_refused_at_start_and_delete_ends_a_session() {
     );
     assert_eq!(r.status, 404);
 }
+
+/// `serve --http --no-daemon --policy`: SIGHUP reloads the policy, as it
+/// does for stdio's serve, and stops nothing (it stopped the endpoint).
+#[test]
+fn sighup_reloads_a_policy_served_here_and_the_endpoint_goes_on() {
+    let t = tmux("http-hup");
+    let dir = TempDir::new("http-hup");
+    let policy = dir.0.join("policy.toml");
+    let deny =
+        |word: &str| format!("[[deny]]\ntools = [\"send_keys\"]\ncommand = \"^echo {word}\"\n");
+    std::fs::write(&policy, deny("one")).unwrap();
+    let p = policy.display().to_string();
+    let ep = Endpoint::start(&t, None, &["--tier", "mutating", "--policy", &p]);
+    let id = ep.initialize(None);
+    let send = |n: u64| {
+        let call = json!({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {
+            "name": "send_keys", "arguments": {"pane_id": "%0", "text": "echo one", "enter": true}}});
+        ep.post(None, Some(&id), &call).json()
+    };
+    let refused = send(2);
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    std::fs::write(&policy, deny("two")).unwrap();
+    ep.signal("HUP");
+    let reloaded = {
+        let rx = ep.stderr.lock().unwrap();
+        let until = Instant::now() + WAIT;
+        let mut seen = false;
+        while !seen && Instant::now() < until {
+            seen = rx
+                .recv_timeout(Duration::from_millis(100))
+                .is_ok_and(|l| l.contains("reloaded"));
+        }
+        seen
+    };
+    assert!(reloaded, "the policy was never reloaded");
+    let ran = send(3);
+    assert_ne!(ran["result"]["isError"], true, "{ran}");
+}

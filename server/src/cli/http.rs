@@ -167,7 +167,7 @@ pub fn through_daemon(
 }
 
 /// A stop on SIGINT, SIGTERM or SIGHUP (for `serve --http`).
-pub fn stop_on_signals() -> Receiver<()> {
+pub fn stop_on_signals(trust: Option<Arc<crate::trust::Trust>>) -> Receiver<()> {
     let (tx, rx) = bounded::<()>(1);
     match signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGINT,
@@ -178,9 +178,17 @@ pub fn stop_on_signals() -> Receiver<()> {
             let _ = std::thread::Builder::new()
                 .name("signals".into())
                 .spawn(move || {
-                    if let Some(sig) = signals.forever().next() {
+                    for sig in signals.forever() {
+                        // SIGHUP reloads a policy served here, as stdio's
+                        // serve does; otherwise every signal stops.
+                        let policy = trust.as_ref().filter(|t| t.has_policy_file());
+                        if let (signal_hook::consts::SIGHUP, Some(t)) = (sig, policy) {
+                            t.reload();
+                            continue;
+                        }
                         eprintln!("panescan: signal {sig}, stopping the HTTP endpoint");
                         let _ = tx.send(());
+                        break;
                     }
                 });
         }

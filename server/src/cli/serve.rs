@@ -181,6 +181,9 @@ fn serve_http(cmd: &ServeCommand) -> ExitCode {
     let dir = cmd.place.dir();
     // The daemon is found (or started) once now: an error shows at start.
     let daemon = here.is_none().then(|| open_session(&dir, args, &spec));
+    // The trust settings served here, reloaded on SIGHUP (a daemon
+    // reloads its own).
+    let mut here_trust = None;
     let opener = match daemon {
         Some(Ok(_probe)) => {
             let (dir2, cache_mb) = (dir.clone(), args.cache_mb);
@@ -197,12 +200,15 @@ fn serve_http(cmd: &ServeCommand) -> ExitCode {
                 eprintln!("panescan serve: {why}");
             }
             match in_process_config(args) {
-                Ok((config, trust)) => super::http::in_process(config, trust),
+                Ok((config, trust)) => {
+                    here_trust = Some(trust.clone());
+                    super::http::in_process(config, trust)
+                }
                 Err(code) => return code,
             }
         }
     };
-    let stop = super::http::stop_on_signals();
+    let stop = super::http::stop_on_signals(here_trust);
     let code = match crate::http::serve(opts, opener, stop) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

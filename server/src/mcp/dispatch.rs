@@ -312,7 +312,9 @@ impl Dispatcher {
                 crate::resources::read::list(&ctx, cursor.as_deref()).map_err(resources::rpc_error)
             }),
             "resources/read" => match params.and_then(|p| p.get("uri")).and_then(Value::as_str) {
-                Some(uri) => crate::resources::read::read(&ctx, uri).map_err(resources::rpc_error),
+                // The URI in the error's data, as MCP asks (SEP-2164).
+                Some(uri) => crate::resources::read::read(&ctx, uri)
+                    .map_err(|e| resources::rpc_error(e).with_data(json!({ "uri": uri }))),
                 None => Err(RpcError::invalid_params(
                     "resources/read needs \"uri\" (a string), e.g. tmux://sessions",
                 )),
