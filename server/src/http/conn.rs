@@ -18,7 +18,7 @@
 //! call cancelled, so one slow reader holds up nobody, not even its own
 //! session.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -67,7 +67,13 @@ struct Routes {
     progress: HashMap<String, String>,
     /// The session's GET stream.
     get: Option<mpsc::Sender<Msg>>,
+    /// Cancels that came before their request (two connections keep no
+    /// order between them): (owner, the client's request id).
+    early_cancels: VecDeque<(usize, Value)>,
 }
+
+/// Early cancels remembered per session.
+const EARLY_CANCELS: usize = 64;
 
 /// A session's stream and its routes.
 #[derive(Debug)]
@@ -153,7 +159,7 @@ impl Conn {
             routes.by_id.insert(
                 ours.clone(),
                 Route {
-                    id,
+                    id: id.clone(),
                     progress,
                     owner,
                     tx,
@@ -167,6 +173,14 @@ impl Conn {
         };
         // On failure the guard's drop forgets the route.
         self.send(&request)?;
+        if self.cancelled_early(owner, &id) {
+            // Its cancel came first: the session gets it now, after the
+            // call, as a stdio client's would come.
+            self.send(
+                &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                "params": {"requestId": ours, "reason": "cancelled before it arrived"}}),
+            )?;
+        }
         Ok((rx, guard))
     }
 
@@ -185,13 +199,39 @@ impl Conn {
                     .find(|(_, r)| r.owner == owner && r.id == theirs)
                     .map(|(ours, _)| ours.clone())
             });
-            match ours {
-                Some(ours) => message["params"]["requestId"] = json!(ours),
-                // Not one of this client's requests: nothing to cancel.
-                None => return Ok(()),
+            match (ours, message.pointer("/params/requestId").cloned()) {
+                (Some(ours), _) => message["params"]["requestId"] = json!(ours),
+                // Not one of this client's requests yet: its request may
+                // still be on its way on another connection.
+                (None, Some(theirs)) => {
+                    let mut routes = crate::sync::lock(&self.routes);
+                    if routes.early_cancels.len() == EARLY_CANCELS {
+                        routes.early_cancels.pop_front();
+                    }
+                    routes.early_cancels.push_back((owner, theirs));
+                    return Ok(());
+                }
+                (None, None) => return Ok(()),
             }
         }
         self.send(&message)
+    }
+
+    /// Whether the client `owner` cancelled its request `id` before it
+    /// came (forgotten once asked).
+    fn cancelled_early(&self, owner: usize, id: &Value) -> bool {
+        let mut routes = crate::sync::lock(&self.routes);
+        match routes
+            .early_cancels
+            .iter()
+            .position(|(o, theirs)| *o == owner && theirs == id)
+        {
+            Some(at) => {
+                routes.early_cancels.remove(at);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Opens the session's GET stream (`None`: one is open already).
@@ -441,6 +481,41 @@ mod tests {
             assert!(Instant::now() < until, "nothing routed");
             std::thread::sleep(Duration::from_millis(2));
         }
+    }
+
+    /// A cancel that overtook its request (two connections, no order):
+    /// the session gets the request, then the cancel, as on stdio; another
+    /// client's cancel of the same id cancels nothing.
+    #[test]
+    fn a_cancel_that_comes_before_its_request_follows_it() {
+        let (conn, mut from, _to) = pair();
+        let cancel = |n: u64| {
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": n}})
+        };
+        conn.forward(cancel(36), 1).unwrap();
+        conn.forward(cancel(37), 2).unwrap();
+        let call = |n: u64| {
+            json!({"jsonrpc": "2.0", "id": n, "method": "tools/call",
+            "params": {"name": "x"}})
+        };
+        let (_rx, _guard) = conn.request(call(36), 1).unwrap();
+        let sent = read(&mut from);
+        let ours = sent["id"].clone();
+        let then = read(&mut from);
+        assert_eq!(then["method"], "notifications/cancelled", "{then}");
+        assert_eq!(then["params"]["requestId"], ours);
+        // Client 1's id 37 was cancelled by client 2 only: it runs.
+        let (_rx2, _guard2) = conn.request(call(37), 1).unwrap();
+        let sent = read(&mut from);
+        assert_eq!(sent["method"], "tools/call");
+        // Asked once: a later request with id 36 is not cancelled again.
+        let (_rx3, _guard3) = conn.request(call(36), 1).unwrap();
+        assert_eq!(read(&mut from)["method"], "tools/call");
+        conn.forward(cancel(99), 1).unwrap();
+        let (_rx4, _guard4) = conn.request(call(37), 2).unwrap();
+        assert_eq!(read(&mut from)["method"], "tools/call");
+        assert_eq!(read(&mut from)["method"], "notifications/cancelled");
     }
 
     #[test]
