@@ -166,33 +166,8 @@ pub fn through_daemon(
     })
 }
 
-/// A stop on SIGINT, SIGTERM or SIGHUP (for `serve --http`).
+/// A stop on SIGINT, SIGTERM or SIGHUP (for `serve --http`); SIGHUP
+/// reloads a policy served here, as stdio's serve does.
 pub fn stop_on_signals(trust: Option<Arc<crate::trust::Trust>>) -> Receiver<()> {
-    let (tx, rx) = bounded::<()>(1);
-    match signal_hook::iterator::Signals::new([
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGHUP,
-    ]) {
-        Ok(mut signals) => {
-            let _ = std::thread::Builder::new()
-                .name("signals".into())
-                .spawn(move || {
-                    for sig in signals.forever() {
-                        // SIGHUP reloads a policy served here, as stdio's
-                        // serve does; otherwise every signal stops.
-                        let policy = trust.as_ref().filter(|t| t.has_policy_file());
-                        if let (signal_hook::consts::SIGHUP, Some(t)) = (sig, policy) {
-                            t.reload();
-                            continue;
-                        }
-                        eprintln!("panescan: signal {sig}, stopping the HTTP endpoint");
-                        let _ = tx.send(());
-                        break;
-                    }
-                });
-        }
-        Err(e) => eprintln!("panescan: cannot watch SIGINT/SIGTERM/SIGHUP: {e}"),
-    }
-    rx
+    crate::mcp::server::stop_on_signals(trust, "stopping the HTTP endpoint")
 }

@@ -6,7 +6,7 @@
 use std::io;
 use std::sync::Arc;
 
-use crossbeam_channel::bounded;
+use crossbeam_channel::{bounded, Receiver};
 
 use super::session::{self, Shared};
 use crate::config::ServeConfig;
@@ -19,30 +19,8 @@ pub use super::session::OUT_QUEUE_LINES;
 pub fn serve(config: ServeConfig, trust: Arc<Trust>) -> i32 {
     let mut shared = Shared::new(config.cache_bytes);
     shared.trust = trust.clone();
-    let (stop_tx, stop_rx) = bounded::<()>(1);
     // SIGHUP too: a closed terminal must not leave a control client behind.
-    match signal_hook::iterator::Signals::new([
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGHUP,
-    ]) {
-        Ok(mut signals) => {
-            let _ = std::thread::Builder::new()
-                .name("signals".into())
-                .spawn(move || {
-                    for sig in signals.forever() {
-                        if sig == signal_hook::consts::SIGHUP && trust.has_policy_file() {
-                            trust.reload();
-                            continue;
-                        }
-                        eprintln!("panescan: signal {sig}, shutting down");
-                        let _ = stop_tx.send(());
-                        break;
-                    }
-                });
-        }
-        Err(e) => eprintln!("panescan: cannot watch SIGINT/SIGTERM/SIGHUP: {e}"),
-    }
+    let stop_rx = stop_on_signals(Some(trust), "shutting down");
     let code = match session::run(
         Arc::new(config),
         &shared,
@@ -58,4 +36,35 @@ pub fn serve(config: ServeConfig, trust: Arc<Trust>) -> i32 {
     };
     crate::tools::shutdown_connections();
     code
+}
+
+/// A stop on SIGINT, SIGTERM or SIGHUP for a serve in this process (stdio,
+/// or `serve --http`), saying `stopping` on stderr; SIGHUP reloads
+/// `trust`'s policy file instead when there is one.
+pub fn stop_on_signals(trust: Option<Arc<Trust>>, stopping: &'static str) -> Receiver<()> {
+    let (stop_tx, stop_rx) = bounded::<()>(1);
+    match signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ]) {
+        Ok(mut signals) => {
+            let _ = std::thread::Builder::new()
+                .name("signals".into())
+                .spawn(move || {
+                    for sig in signals.forever() {
+                        let policy = trust.as_ref().filter(|t| t.has_policy_file());
+                        if let (signal_hook::consts::SIGHUP, Some(t)) = (sig, policy) {
+                            t.reload();
+                            continue;
+                        }
+                        eprintln!("panescan: signal {sig}, {stopping}");
+                        let _ = stop_tx.send(());
+                        break;
+                    }
+                });
+        }
+        Err(e) => eprintln!("panescan: cannot watch SIGINT/SIGTERM/SIGHUP: {e}"),
+    }
+    stop_rx
 }
