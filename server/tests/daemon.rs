@@ -15,7 +15,7 @@ use std::os::unix::net::UnixListener;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::daemon::Place;
+use common::daemon::{tmux_env, Place};
 use common::Serve;
 use panescan::testbed::private_server::PrivateServer;
 use serde_json::{json, Value};
@@ -599,15 +599,6 @@ fn a_new_session_gets_the_variables_of_its_serve_not_the_daemons() {
     drop(s);
     let _ = daemon.kill();
     let _ = daemon.wait();
-}
-
-/// `TMUX` as a shell in a pane of `tmux` has it.
-fn tmux_env(tmux: &PrivateServer) -> String {
-    format!(
-        "{},{},0",
-        tmux.socket_path().unwrap().display(),
-        tmux.pid().unwrap()
-    )
 }
 
 /// `is_caller` of every pane `list_panes` shows, by pane id.

@@ -27,25 +27,8 @@ fn server_under(label: &str, dir: &Path, text: &str) -> PrivateServer {
 /// Waits until `serve` runs an ssh client for host `host` (a call is on
 /// its way to it).
 fn waits_on(serve: &Serve, host: &str) -> bool {
-    let needle = format!(" -- {host} exec ");
-    let pid = serve.pid().to_string();
     eventually(Duration::from_secs(10), || {
-        std::fs::read_dir("/proc")
-            .into_iter()
-            .flatten()
-            .flatten()
-            .any(|e| {
-                let dir = e.path();
-                let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
-                let ppid = stat
-                    .rsplit_once(')')
-                    .and_then(|(_, r)| r.split_whitespace().nth(1))
-                    .unwrap_or("");
-                let cmd = std::fs::read(dir.join("cmdline"))
-                    .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-                    .unwrap_or_default();
-                ppid == pid && cmd.starts_with("ssh ") && cmd.contains(&needle)
-            })
+        sshd::ssh_client_for(serve, host)
     })
 }
 

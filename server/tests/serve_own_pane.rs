@@ -13,20 +13,11 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use common::daemon::Place;
+use common::daemon::{tmux_env, Place};
 use common::{Serve, TempDir};
 use crossbeam_channel::{unbounded, Receiver};
 use panescan::testbed::private_server::PrivateServer;
 use serde_json::{json, Value};
-
-/// `TMUX` as a shell in a pane of `tmux` has it.
-fn tmux_env(tmux: &PrivateServer) -> String {
-    format!(
-        "{},{},0",
-        tmux.socket_path().unwrap().display(),
-        tmux.pid().unwrap()
-    )
-}
 
 /// The three typing tools aimed at `pane`, each refused.
 fn typing_is_refused(s: &mut Serve, pane: &str) {

@@ -214,28 +214,6 @@ fn a_host_with_too_old_a_tmux_fails_alone() {
     );
 }
 
-/// Whether `serve` runs an ssh client for host `host` now.
-fn ssh_client_for(serve: &Serve, host: &str) -> bool {
-    let needle = format!(" -- {host} exec ");
-    let pid = serve.pid().to_string();
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .any(|e| {
-            let dir = e.path();
-            let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
-            let ppid = stat
-                .rsplit_once(')')
-                .and_then(|(_, r)| r.split_whitespace().nth(1))
-                .unwrap_or("");
-            let cmd = std::fs::read(dir.join("cmdline"))
-                .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-                .unwrap_or_default();
-            ppid == pid && cmd.starts_with("ssh ") && cmd.contains(&needle)
-        })
-}
-
 #[test]
 fn a_host_killed_mid_search_fails_alone_and_comes_back() {
     latency::require();
@@ -251,7 +229,7 @@ fn a_host_killed_mid_search_fails_alone_and_comes_back() {
     let params = search(&names, 60_000);
     s.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}));
     assert!(
-        eventually(Duration::from_secs(20), || ssh_client_for(&s, "h2")),
+        eventually(Duration::from_secs(20), || sshd::ssh_client_for(&s, "h2")),
         "the search never reached h2"
     );
     bed.kill("h2");

@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use panescan::testbed::private_server::PrivateServer;
+
 use super::{Serve, TempDir};
 
 /// A private runtime directory (made by the daemon, 0700) and its daemons.
@@ -172,4 +174,14 @@ pub fn daemons_in(dir: &Path) -> Vec<u32> {
         }
     }
     pids
+}
+
+/// `TMUX` as a shell in a pane of `tmux` has it: the caller a serve
+/// started there sends its daemon.
+pub fn tmux_env(tmux: &PrivateServer) -> String {
+    format!(
+        "{},{},0",
+        tmux.socket_path().unwrap().display(),
+        tmux.pid().unwrap()
+    )
 }

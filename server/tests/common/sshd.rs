@@ -18,7 +18,7 @@ use std::time::Duration;
 use panescan::testbed::private_server::PrivateServer;
 use serde_json::Value;
 
-use super::{eventually, TempDir};
+use super::{eventually, Serve, TempDir};
 
 /// The sshd binary.
 pub const SSHD: &str = "/usr/sbin/sshd";
@@ -390,4 +390,26 @@ pub fn cpu_ms(roots: &[u32], marker: Option<&str>) -> f64 {
         .sum();
     // Linux reports these in clock ticks of 1/100 s (USER_HZ).
     ticks as f64 * 10.0
+}
+
+/// Whether `serve` runs an ssh client for host `host` now.
+pub fn ssh_client_for(serve: &Serve, host: &str) -> bool {
+    let needle = format!(" -- {host} exec ");
+    let pid = serve.pid().to_string();
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|e| {
+            let dir = e.path();
+            let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
+            let ppid = stat
+                .rsplit_once(')')
+                .and_then(|(_, r)| r.split_whitespace().nth(1))
+                .unwrap_or("");
+            let cmd = std::fs::read(dir.join("cmdline"))
+                .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+                .unwrap_or_default();
+            ppid == pid && cmd.starts_with("ssh ") && cmd.contains(&needle)
+        })
 }
