@@ -13,7 +13,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::tmux::procfs;
+use super::seat::{read_proc, stat};
 
 /// Most children of a shell looked at (a shell with more jobs than this
 /// is no interactive shell an agent types into).
@@ -21,8 +21,6 @@ const MAX_CHILDREN: usize = 4096;
 /// Most threads of a shell whose children are read (a child belongs to
 /// the thread that forked it; shells fork from one).
 const MAX_THREADS: usize = 64;
-/// Longest `/proc` file read here.
-const PROC_LIMIT: u64 = 64 * 1024;
 
 /// The process groups of the jobs the shell `shell_pid` runs in the
 /// background now (its children outside its own group, zombies, which have
@@ -36,7 +34,9 @@ pub fn running(shell_pid: u32) -> Option<BTreeSet<i64>> {
     {
         let task = task.ok()?.file_name();
         let task = task.to_str()?;
-        children.extend(read(&format!("/proc/{shell_pid}/task/{task}/children"))?);
+        children.extend(read_proc(&format!(
+            "/proc/{shell_pid}/task/{task}/children"
+        ))?);
         children.push(b' ');
     }
     let children = std::str::from_utf8(&children).ok()?;
@@ -156,21 +156,6 @@ fn state_number(after: &str) -> bool {
 
 fn is_number(text: &str) -> bool {
     !text.is_empty() && text.len() <= 10 && text.bytes().all(|b| b.is_ascii_digit())
-}
-
-fn stat(pid: u32) -> Option<procfs::Stat> {
-    procfs::parse_stat(&read(&format!("/proc/{pid}/stat"))?)
-}
-
-fn read(path: &str) -> Option<Vec<u8>> {
-    use std::io::Read;
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .ok()?
-        .take(PROC_LIMIT)
-        .read_to_end(&mut bytes)
-        .ok()?;
-    Some(bytes)
 }
 
 #[cfg(test)]

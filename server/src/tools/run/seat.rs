@@ -118,7 +118,7 @@ pub fn in_foreground(pid: u32) -> Option<bool> {
     Some(stat(pid)?.tpgid == i64::from(pid))
 }
 
-fn stat(pid: u32) -> Option<procfs::Stat> {
+pub(super) fn stat(pid: u32) -> Option<procfs::Stat> {
     procfs::parse_stat(&read_proc(&format!("/proc/{pid}/stat"))?)
 }
 
@@ -142,7 +142,7 @@ fn age(pid: u32) -> Option<Duration> {
         .or(Some(Duration::ZERO))
 }
 
-fn read_proc(path: &str) -> Option<Vec<u8>> {
+pub(super) fn read_proc(path: &str) -> Option<Vec<u8>> {
     use std::io::Read;
     let mut bytes = Vec::new();
     std::fs::File::open(path)
