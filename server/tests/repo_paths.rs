@@ -1,6 +1,7 @@
 //! Nothing in the repository may depend on files outside it: a person who
 //! clones panescan has only the clone. So no tracked file names a sibling
-//! folder or an absolute path of the machine it was written on.
+//! folder or an absolute path of the machine it was written on, and none
+//! is what a merge that went wrong leaves behind.
 
 mod common;
 
@@ -103,4 +104,45 @@ fn the_scan_finds_such_a_path() {
     std::fs::write(&file, text).unwrap();
     let hits = offenders(std::slice::from_ref(&file), &outside_paths());
     assert_eq!(hits.len(), 1, "{hits:?}");
+}
+
+/// What a merge or a patch leaves behind when it goes wrong: `.orig` and
+/// `.rej` copies, and conflict markers at a line's start.
+fn merge_leftovers(files: &[PathBuf]) -> Vec<String> {
+    let mut hits = Vec::new();
+    let markers = [["<<<<<<", "< "].concat(), [">>>>>>", "> "].concat()];
+    for file in files {
+        let name = file.to_string_lossy();
+        if name.ends_with(".orig") || name.ends_with(".rej") {
+            hits.push(format!("{name}: a merge or patch leftover"));
+            continue;
+        }
+        let Ok(bytes) = std::fs::read(file) else {
+            continue;
+        };
+        for (n, line) in String::from_utf8_lossy(&bytes).lines().enumerate() {
+            if markers.iter().any(|m| line.starts_with(m.as_str())) {
+                hits.push(format!("{name}:{}: a conflict marker", n + 1));
+            }
+        }
+    }
+    hits
+}
+
+#[test]
+fn no_tracked_file_is_a_merge_leftover() {
+    let hits = merge_leftovers(&files(&root()));
+    assert!(hits.is_empty(), "{}", hits.join("\n"));
+}
+
+#[test]
+fn the_scan_finds_merge_leftovers() {
+    let dir = TempDir::new("repo-leftovers");
+    let copy = dir.0.join("GUIDE.md.orig");
+    std::fs::write(&copy, "text\n").unwrap();
+    let marked = dir.0.join("lib.rs");
+    let text = format!("fn a() {{}}\n{}HEAD\n", ["<<<<<<", "< "].concat());
+    std::fs::write(&marked, text).unwrap();
+    let hits = merge_leftovers(&[copy, marked]);
+    assert_eq!(hits.len(), 2, "{hits:?}");
 }
