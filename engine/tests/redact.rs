@@ -514,3 +514,18 @@ fn a_text_longer_than_a_lowering_chunk_is_redacted_as_its_lines_are() {
         assert!(!out.contains(secret));
     }
 }
+
+/// An `sk-` word is an OpenAI key from 23 bytes on: the shortest key is
+/// redacted, one byte shorter is a word with a dash and stays.
+#[test]
+fn an_openai_key_of_the_least_length_is_redacted_and_one_shorter_is_not() {
+    let least = format!("sk-{}", "a1".repeat(10));
+    assert_eq!(least.len(), 23);
+    let text = format!("key {least} end");
+    let (out, n) = redact(&text);
+    assert_eq!((out.as_ref(), n), ("key [REDACTED:OPENAI_KEY] end", 1));
+    let shorter = &least[..22];
+    let text = format!("key {shorter} end");
+    let (out, n) = redact(&text);
+    assert_eq!((out.as_ref(), n), (text.as_str(), 0));
+}
