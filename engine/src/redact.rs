@@ -1077,4 +1077,27 @@ mod tests {
         assert_eq!(&*line, b"[REDACTED:PRIVATE_KEY]");
         assert_eq!(n, 1);
     }
+
+    /// Lines asked near the top of a long text read only as far as the
+    /// first line no key body can cross: a search that stops early does
+    /// not read the whole text for its key blocks.
+    #[test]
+    fn blocks_asked_near_the_top_do_not_read_the_whole_text() {
+        let mut text = String::from(
+            "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEE\n-----END EC PRIVATE KEY-----\n",
+        );
+        for i in 0..2_000 {
+            text.push_str(&format!("plain line {i} of output\n"));
+        }
+        let hay = text.as_bytes();
+        let mut blocks = KeyBlocks::default();
+        assert_eq!(blocks.reach(hay, 35), &[0..68]);
+        assert!(
+            !blocks.done && blocks.scanned < 200,
+            "read to {}",
+            blocks.scanned
+        );
+        assert_eq!(blocks.reach(hay, hay.len()), &[0..68]);
+        assert!(blocks.done);
+    }
 }

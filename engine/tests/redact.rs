@@ -529,3 +529,18 @@ fn an_openai_key_of_the_least_length_is_redacted_and_one_shorter_is_not() {
     let (out, n) = redact(&text);
     assert_eq!((out.as_ref(), n), (text.as_str(), 0));
 }
+
+/// A BEGIN armour printed twice on one line (a key pasted twice) opens one
+/// block, which runs to its END line: the END line goes too.
+#[test]
+fn two_begin_armours_on_one_line_open_one_block_to_its_end() {
+    let begin = "-----BEGIN RSA PRIVATE KEY-----";
+    let text =
+        format!("{begin} {begin}\nMIIEowIBAAKCAQEAbody\n-----END RSA PRIVATE KEY-----\nok\n");
+    let (out, n) = redact(&text);
+    let r = "[REDACTED:PRIVATE_KEY]";
+    assert_eq!(
+        (out.as_ref(), n),
+        (format!("{r}\n{r}\n{r}\nok\n").as_str(), 3)
+    );
+}
