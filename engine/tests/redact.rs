@@ -544,3 +544,15 @@ fn two_begin_armours_on_one_line_open_one_block_to_its_end() {
         (format!("{r}\n{r}\n{r}\nok\n").as_str(), 3)
     );
 }
+
+/// A second key whose BEGIN armour follows other text on its line, after a
+/// first key cut short: the second block starts on the BEGIN line, and the
+/// command line between the two keys stays.
+#[test]
+fn a_second_key_begun_mid_line_after_a_cut_key_leaves_the_line_between() {
+    let text = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANfirst\n$ cat other.pem\nkey: -----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCsecond\n-----END RSA PRIVATE KEY-----\nok\n";
+    let (out, _) = redact(text);
+    assert!(out.contains("\n$ cat other.pem\n"), "{out}");
+    assert!(!out.contains("first") && !out.contains("second"), "{out}");
+    assert!(out.ends_with("\nok\n"), "{out}");
+}
