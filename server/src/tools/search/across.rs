@@ -637,7 +637,9 @@ mod tests {
         let h = hist(&["a", "b", "c", "a", "b", "d"]);
         assert_eq!(anchor(&h, &[b"a", b"b"]), Some(4));
         assert_eq!(anchor(&h, &[b"c", b"a", b"b"]), Some(4));
-        assert_eq!(anchor(&h, &[b"x", b"a", b"b"]), None);
+        // "x" was trimmed before the history's first "a b".
+        assert_eq!(anchor(&h, &[b"x", b"a", b"b"]), Some(1));
+        assert_eq!(anchor(&h, &[b"x", b"y", b"d"]), None);
         // The tail reaches past history's start (trimmed): what is left
         // must match.
         assert_eq!(anchor(&h, &[b"zz", b"a", b"b", b"c"]), Some(2));
