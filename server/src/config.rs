@@ -212,6 +212,10 @@ pub struct ServeConfig {
     /// client runs in (`--allow-own-pane`; off: refused, typing into one's
     /// own input is a loop).
     pub allow_own_pane: bool,
+    /// Where search_panes `journal: true` and `since_time` read the journal
+    /// (`--journal-dir` or its default; `None`: no place is known). Read
+    /// only when it exists: `panescan daemon --journal` writes it.
+    pub journal_dir: Option<PathBuf>,
 }
 
 impl Default for ServeConfig {
@@ -234,6 +238,7 @@ impl Default for ServeConfig {
             caller: None,
             allow_own_pane: false,
             host_ids: None,
+            journal_dir: None,
         }
     }
 }

@@ -259,6 +259,18 @@ fn the_daemon_sits_between_the_command_line_and_the_sessions() {
 
 #[test]
 fn the_journal_reads_through_the_cache_and_only_the_daemon_and_cli_start_it() {
+    // Its writer is the daemon's (and the tests'): no tool starts one.
+    let writers = lines_naming(&root().join("server/src"), &["journal::writer"])
+        .into_iter()
+        .filter(|l| {
+            !l.contains("src/cli/") && !l.contains("src/daemon/") && !l.contains("src/journal/")
+        })
+        .collect::<Vec<_>>();
+    assert!(
+        writers.is_empty(),
+        "only cli and daemon start the journal's writer:\n{}",
+        writers.join("\n")
+    );
     let rooms = room_imports();
     let named = rooms
         .get("journal")
@@ -270,13 +282,15 @@ fn the_journal_reads_through_the_cache_and_only_the_daemon_and_cli_start_it() {
         .map(|n| format!("journal imports crate::{n}"))
         .collect();
     for (room, names) in &rooms {
-        if !["cli", "daemon"].contains(&room.as_str()) && names.contains("journal") {
+        if !["cli", "daemon", "tools", "resources"].contains(&room.as_str())
+            && names.contains("journal")
+        {
             wrong.push(format!("{room} imports crate::journal"));
         }
     }
     assert!(
         wrong.is_empty(),
-        "ARCHITECTURE.md: cli, daemon -> journal -> cache, tmux; nothing else names the journal:\n{}",
+        "ARCHITECTURE.md: cli, daemon, tools, resources -> journal -> cache, tmux; nothing else names the journal:\n{}",
         wrong.join("\n")
     );
 }

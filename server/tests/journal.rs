@@ -407,6 +407,8 @@ fn a_journal_directory_others_may_enter_or_of_another_user_is_refused() {
         .args([
             "search",
             "--journal",
+            "-L",
+            tmux.socket_name(),
             "x",
             "--journal-dir",
             journal.to_str().unwrap(),
@@ -441,6 +443,8 @@ fn a_corrupted_segment_is_skipped_and_named_by_the_search() {
                 "--journal",
                 "--since",
                 "1h",
+                "-L",
+                p.tmux.socket_name(),
                 pattern,
                 "--journal-dir",
                 journal.to_str().unwrap(),

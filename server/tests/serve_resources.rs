@@ -138,6 +138,7 @@ fn capabilities_list_templates_and_every_kind_read() {
             "tmux://pane/{pane_number}",
             "tmux://pane/{pane_number}/screen",
             "tmux://pane/{pane_number}/history{?lines}",
+            "tmux://pane/{pane_number}/journal{?since,until}",
         ]
     );
 

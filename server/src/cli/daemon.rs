@@ -10,7 +10,7 @@ use clap::Args;
 
 use super::serve::{spec_of, Explicit};
 use super::ServeArgs;
-use crate::daemon::wire::Request;
+use crate::daemon::wire::{Request, SessionSpec};
 use crate::daemon::{self, client, place, DaemonConfig};
 use crate::journal;
 
@@ -87,9 +87,6 @@ pub struct JournalArgs {
     /// --journal`. The daemon then runs until stopped.
     #[arg(long)]
     pub journal: bool,
-    #[allow(missing_docs)]
-    #[command(flatten)]
-    pub place: JournalDirArgs,
     /// The journal's size at most; the oldest segments go first.
     #[arg(long, value_name = "BYTES", default_value_t = journal::DEFAULT_MAX_BYTES)]
     pub journal_max_bytes: u64,
@@ -102,15 +99,15 @@ pub struct JournalArgs {
 }
 
 impl JournalArgs {
-    /// The journal's configuration, `None` without `--journal`.
-    pub fn config(&self) -> Result<Option<journal::JournalConfig>, String> {
+    /// The journal's configuration in `place`, `None` without `--journal`.
+    pub fn config(&self, place: &JournalDirArgs) -> Result<Option<journal::JournalConfig>, String> {
         if !self.journal {
             return Ok(None);
         }
         let age = humantime::parse_duration(&self.journal_max_age)
             .map_err(|e| format!("--journal-max-age {:?}: {e}", self.journal_max_age))?;
         Ok(Some(journal::JournalConfig {
-            dir: self.place.dir()?,
+            dir: place.dir()?,
             max_bytes: self.journal_max_bytes,
             max_age_ms: i64::try_from(age.as_millis()).unwrap_or(i64::MAX),
             keep_secrets: self.journal_keep_secrets,
@@ -150,7 +147,7 @@ pub fn run_daemon(args: &DaemonArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let journal = match args.journal.config() {
+    let journal = match args.journal.config(&args.serve.journal_place) {
         Ok(j) => j,
         Err(e) => {
             eprintln!("panescan daemon: {e}");
@@ -167,7 +164,11 @@ pub fn run_daemon(args: &DaemonArgs) -> ExitCode {
             .then(|| Duration::from_secs(args.idle_exit)),
         cache_bytes: args.serve.cache_bytes(),
         hosts,
-        defaults: spec_of(&args.serve, &Explicit::default()),
+        defaults: SessionSpec {
+            // A session that names no journal reads the daemon's.
+            journal_dir: args.serve.journal_place.dir().ok(),
+            ..spec_of(&args.serve, &Explicit::default())
+        },
     };
     let endpoint = http.map(|opts| {
         // Its sessions are the daemon's own, opened through its socket

@@ -164,6 +164,9 @@ pub struct ServeArgs {
         default_value_t = 256
     )]
     pub cache_mb: usize,
+    #[allow(missing_docs)]
+    #[command(flatten)]
+    pub journal_place: daemon::JournalDirArgs,
 }
 
 impl ServeArgs {

@@ -109,16 +109,18 @@ pub struct SearchArgs {
     /// Colour: auto (on a terminal), always, never.
     #[arg(long, default_value = "auto", value_parser = ["auto", "always", "never"])]
     pub color: String,
-    /// Search the journal (`panescan daemon --journal`): lines tmux no
-    /// longer holds and panes that no longer exist, each with its time.
+    /// Also search the journal (`panescan daemon --journal`): lines tmux
+    /// no longer holds and panes that no longer exist, each with its time
+    /// (all of tmux's history is searched too).
     #[arg(long)]
     pub journal: bool,
-    /// With --journal: lines first seen since then (RFC 3339, or 15m, 2h,
-    /// 7d back from now).
-    #[arg(long, value_name = "TIME", requires = "journal")]
+    /// Only lines first seen since then (RFC 3339, or 15m, 2h, 7d back
+    /// from now), as the journal stamped them; lines not journaled yet
+    /// count as seen now.
+    #[arg(long, value_name = "TIME")]
     pub since: Option<String>,
-    /// With --journal: lines first seen until then.
-    #[arg(long, value_name = "TIME", requires = "journal")]
+    /// Only lines first seen until then.
+    #[arg(long, value_name = "TIME")]
     pub until: Option<String>,
     #[allow(missing_docs)]
     #[command(flatten)]
@@ -189,15 +191,15 @@ impl SearchArgs {
                 ..ServerArgs::default()
             },
             hosts: (!self.hosts.is_empty()).then(|| self.hosts.clone()),
+            journal: self.journal,
+            since_time: self.since.clone(),
+            until_time: self.until.clone(),
         })
     }
 }
 
 /// Runs the search; the exit code follows grep.
 pub fn run(args: &SearchArgs) -> ExitCode {
-    if args.journal {
-        return super::journal::run_search(args);
-    }
     let server = crate::tmux::ServerSpec {
         socket_name: args.socket_name.clone(),
         socket_path: args.socket_path.clone(),
@@ -215,6 +217,7 @@ pub fn run(args: &SearchArgs) -> ExitCode {
         let mut config = (*ctx.config).clone();
         config.redact = !args.no_redact;
         config.hosts = hosts;
+        config.journal_dir = args.journal_place.dir().ok();
         ctx.config = std::sync::Arc::new(config);
     }
     let tool_args = match args.to_tool_args(ctx.ceilings()) {
@@ -261,6 +264,7 @@ pub fn run(args: &SearchArgs) -> ExitCode {
         }
     }
     if !args.json {
+        super::journal::print_across(&result);
         eprintln!("{}", summary_line(&result));
         for failed in &result.hosts_failed {
             eprintln!("host {} failed: {}", failed.host, failed.error);
@@ -272,7 +276,7 @@ pub fn run(args: &SearchArgs) -> ExitCode {
             eprintln!("the tmux server restarted since the cursor: searched in full");
         }
     }
-    if result.total_panes_matched > 0 {
+    if result.total_panes_matched > 0 || !result.journal_matches.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)

@@ -121,6 +121,11 @@ pub fn spec_of(args: &ServeArgs, explicit: &Explicit) -> SessionSpec {
             .ok()
             .filter(|s| !s.hosts.is_empty())
             .map(|s| SshSpec::of(&s)),
+        journal_dir: args
+            .journal_place
+            .journal_dir
+            .as_ref()
+            .map(|d| std::path::absolute(d).unwrap_or_else(|_| d.clone())),
     }
 }
 
@@ -308,6 +313,7 @@ fn in_process_config(args: &ServeArgs) -> Result<(ServeConfig, Arc<Trust>), Exit
     };
     let spec = spec_of(args, &Explicit::default());
     let mut config = spec.config(hosts, args.cache_bytes());
+    config.journal_dir = args.journal_place.dir().ok();
     // In-process, an unset server is whatever `tmux` would use, $TMUX
     // included, as it always was.
     if args.socket_name.is_none() && args.socket_path.is_none() {

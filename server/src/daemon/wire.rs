@@ -142,6 +142,10 @@ pub struct SessionSpec {
     /// hosts).
     #[serde(default)]
     pub ssh: Option<SshSpec>,
+    /// `--journal-dir`, absolute, when its client gave it (`None`: the
+    /// daemon's own).
+    #[serde(default)]
+    pub journal_dir: Option<PathBuf>,
 }
 
 /// A session's ssh hosts and their options, as its serve was given them:
@@ -304,6 +308,9 @@ impl SessionSpec {
         if !set("allow_own_pane") {
             spec.allow_own_pane = defaults.allow_own_pane;
         }
+        if spec.journal_dir.is_none() {
+            spec.journal_dir = defaults.journal_dir.clone();
+        }
         spec
     }
 
@@ -330,6 +337,7 @@ impl SessionSpec {
             caller: None,
             allow_own_pane: self.allow_own_pane,
             host_ids: None,
+            journal_dir: self.journal_dir.clone(),
         }
     }
 }

@@ -13,6 +13,7 @@ use crate::tools::context::{ServerArgs, ToolContext};
 use crate::tools::find_pane;
 use crate::tools::inspect::{self, ListSessions, ListSessionsArgs};
 use crate::tools::registry::Tool;
+use crate::tools::search::pane_journal::pane_journal;
 
 /// Pane screens per `resources/list` page: a server with thousands of
 /// panes is listed in pages of this many (about 200 bytes each).
@@ -100,11 +101,24 @@ pub fn read(ctx: &ToolContext, uri_text: &str) -> Result<Value, ResourceError> {
             let lines = lines.unwrap_or(ctx.ceilings().capture_default_lines);
             text_of(ctx, pane, Some(lines))?
         }
+        Target::Journal(pane, since, until) => {
+            let mut out = pane_journal(ctx, pane, since, until)?;
+            let text = std::mem::take(&mut out.text);
+            let meta = serde_json::to_value(&out).ok();
+            (
+                "text/plain",
+                text,
+                meta.map(|m| json!({ "panescan/journal": m })),
+            )
+        }
         _ => ("application/json", json_of(ctx, target)?, None),
     };
     let mut content = json!({"uri": uri_text, "mimeType": mime, "text": text});
     if let Some(meta) = meta {
-        content["_meta"] = json!({ "panescan/capture": meta });
+        content["_meta"] = match target {
+            Target::Journal(..) => meta,
+            _ => json!({ "panescan/capture": meta }),
+        };
     }
     Ok(json!({ "contents": [content] }))
 }
@@ -133,7 +147,7 @@ pub fn snapshot(
         Target::Session(id) => serde_json::to_string(&inspect::session_info(inv, id)?),
         Target::Window(id) => serde_json::to_string(&inspect::window_info(inv, id)?),
         Target::Pane(id) => serde_json::to_string(find_pane(inv, id)?),
-        Target::Sessions | Target::Screen(_) | Target::History(..) => {
+        Target::Sessions | Target::Screen(_) | Target::History(..) | Target::Journal(..) => {
             return Err(crate::tools::context::ToolError::internal(
                 "only sessions, windows and panes have a snapshot",
             ))
@@ -200,7 +214,8 @@ pub fn exists(ctx: &ToolContext, target: Target) -> Result<(), ResourceError> {
 /// [`exists`] on an inventory already read.
 pub fn exists_in(inv: &Inventory, target: Target) -> Result<(), ResourceError> {
     match target {
-        Target::Sessions => Ok(()),
+        // A pane's journal outlives the pane.
+        Target::Sessions | Target::Journal(..) => Ok(()),
         Target::Screen(pane) | Target::History(pane, _) => find_pane(inv, pane)
             .map(|_| ())
             .map_err(ResourceError::from),

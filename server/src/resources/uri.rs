@@ -51,6 +51,12 @@ pub const TEMPLATES: &[(&str, &str, &str, &str)] = &[
         "text/plain",
         "The newest `lines` lines of a pane (N of pane %N; scrollback and screen; default 200), bounded as capture_pane.",
     ),
+    (
+        "tmux://pane/{pane_number}/journal{?since,until}",
+        "pane journal",
+        "text/plain",
+        "A pane's journaled lines (panescan daemon --journal), even trimmed or closed: `TIME<tab>line`, the newest 200, between since and until (RFC 3339 or 15m, 2h, 7d ago).",
+    ),
 ];
 
 /// What a `tmux://` URI names.
@@ -68,6 +74,8 @@ pub enum Target {
     Screen(PaneId),
     /// `tmux://pane/N/history`, with `?lines=L` when given.
     History(PaneId, Option<usize>),
+    /// `tmux://pane/N/journal`, with `?since=T&until=T` (ms) when given.
+    Journal(PaneId, Option<i64>, Option<i64>),
 }
 
 impl Target {
@@ -83,13 +91,28 @@ impl Target {
             Target::History(p, Some(n)) => {
                 format!("tmux://pane/{}/history?lines={n}", p.number())
             }
+            Target::Journal(p, since, until) => {
+                let mut q: Vec<String> = Vec::new();
+                if let Some(t) = since {
+                    q.push(format!("since={}", crate::journal::when::format(*t)));
+                }
+                if let Some(t) = until {
+                    q.push(format!("until={}", crate::journal::when::format(*t)));
+                }
+                let q = if q.is_empty() {
+                    String::new()
+                } else {
+                    format!("?{}", q.join("&"))
+                };
+                format!("tmux://pane/{}/journal{q}", p.number())
+            }
         }
     }
 
     /// The pane whose printing changes this resource's text.
     pub fn text_pane(&self) -> Option<PaneId> {
         match self {
-            Target::Screen(p) | Target::History(p, _) => Some(*p),
+            Target::Screen(p) | Target::History(p, _) | Target::Journal(p, ..) => Some(*p),
             _ => None,
         }
     }
@@ -130,7 +153,8 @@ pub fn parse(uri: &str) -> Result<Target, ResourceError> {
                 [] => Target::Pane(pane),
                 ["screen"] => Target::Screen(pane),
                 ["history"] => Target::History(pane, None),
-                _ => return Err(malformed("a pane has /screen and /history")),
+                ["journal"] => Target::Journal(pane, None, None),
+                _ => return Err(malformed("a pane has /screen, /history and /journal")),
             }
         }
         _ => return Err(malformed("no such resource")),
@@ -145,8 +169,45 @@ pub fn parse(uri: &str) -> Result<Target, ResourceError> {
                 .ok_or_else(|| malformed("history takes ?lines=N (N a number)"))?;
             Ok(Target::History(pane, Some(lines)))
         }
-        _ => Err(malformed("only history takes a query (?lines=N)")),
+        (Target::Journal(pane, None, None), Some(q)) => {
+            let (since, until) = journal_query(q).map_err(|why| malformed(&why))?;
+            Ok(Target::Journal(pane, since, until))
+        }
+        _ => Err(malformed(
+            "only history (?lines=N) and journal (?since=T&until=T) take a query",
+        )),
     }
+}
+
+/// `since=T&until=T` (either, each once), as ms: RFC 3339 or a span back
+/// from now (`2h`).
+fn journal_query(q: &str) -> Result<(Option<i64>, Option<i64>), String> {
+    let now = crate::journal::when::now_ms();
+    let (mut since, mut until) = (None, None);
+    for pair in q.split('&') {
+        let (key, value) = pair
+            .split_once('=')
+            .ok_or_else(|| "journal takes ?since=T&until=T".to_owned())?;
+        let fine = |b: u8| b.is_ascii_alphanumeric() || b":+-.".contains(&b);
+        if value.is_empty() || value.len() > 40 || !value.bytes().all(fine) {
+            return Err(format!(
+                "{key}= takes a time: RFC 3339 (2026-12-06T12:00:00Z) or a span back from now (15m, 2h, 7d)"
+            ));
+        }
+        // Before 1970 reads as 1970: a URI written back names the same.
+        let ms = crate::journal::when::parse(value, now)
+            .map_err(|e| format!("{key}: {e}"))?
+            .max(0);
+        let slot = match key {
+            "since" => &mut since,
+            "until" => &mut until,
+            _ => return Err(format!("journal takes since and until, not {key}")),
+        };
+        if slot.replace(ms).is_some() {
+            return Err(format!("{key} is given twice"));
+        }
+    }
+    Ok((since, until))
 }
 
 /// The pane a URI's pane segment names: its number, as tmux's `%N`

@@ -436,7 +436,7 @@ impl Loop {
     fn compare_snapshots(&mut self, inv: &Inventory) {
         for (uri, target) in &self.wanted.uris {
             let now = match target {
-                Target::Screen(_) | Target::History(..) => continue,
+                Target::Screen(_) | Target::History(..) | Target::Journal(..) => continue,
                 Target::Sessions => serde_json::to_string(&inv.sessions).ok(),
                 _ => snapshot(inv, *target).ok(),
             };

@@ -100,6 +100,7 @@ pub fn uri(data: &[u8]) -> Result<(), String> {
         Target::Screen(pane),
         Target::History(pane, None),
         Target::History(pane, Some(lines)),
+        Target::Journal(pane, None, Some(i64::from(n) * 1000)),
     ] {
         let text = uri_of(target);
         match uri::parse(&text) {

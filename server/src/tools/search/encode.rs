@@ -21,7 +21,16 @@ const LINES_END: &str = r#"],"lines_truncated":"#;
 
 /// Encodes `result` in at most `room` bytes (see [`registry::Tool::encode`]).
 pub(super) fn encode(result: SearchPanesResult, room: usize) -> Result<ToolOutput, usize> {
-    if result.groups.is_some() {
+    // A search across time (times on lines, the journal's own lines) is
+    // encoded whole and cut in rounds.
+    let across = !result.journal_matches.is_empty()
+        || !result.journal_gaps.is_empty()
+        || !result.journal_skipped.is_empty()
+        || result
+            .matches
+            .iter()
+            .any(|p| p.lines.iter().any(|l| l.time.is_some()));
+    if result.groups.is_some() || across {
         // A page of groups is small: encoded whole, cut group by group.
         return registry::encode_within::<SearchPanes>(result, room);
     }

@@ -86,6 +86,7 @@ fn pane(
         lines: (0..lines)
             .map(|i| HitLine {
                 line: i as i64 * 7 - 2_000,
+                time: None,
                 text: text(rng, words),
                 pattern_index: several.then(|| rng.next(3)),
                 before: (0..context).map(|_| text(rng, words)).collect(),

@@ -24,6 +24,7 @@
 //! format: `#(touch /tmp/x)` or `#{pane_id}` is searched for literally and
 //! never reaches tmux.
 
+mod across;
 mod ahead;
 pub(crate) mod cursor;
 mod encode;
@@ -31,6 +32,7 @@ mod encode;
 pub(crate) mod golden;
 mod group;
 mod hosts;
+pub mod pane_journal;
 mod pipeline;
 mod plan;
 mod render;
@@ -49,11 +51,11 @@ pub use render::{
 };
 pub use scope::resolve_scope;
 pub use types::{
-    GroupBy, GroupFirst, HitGroup, HitLine, HostFailure, PaneFailure, PaneHits, SearchPanesArgs,
-    SearchPanesResult, SincePane,
+    GroupBy, GroupFirst, HitGroup, HitLine, HostFailure, JournalGap, JournalHit, PaneFailure,
+    PaneHits, SearchPanesArgs, SearchPanesResult, SincePane,
 };
 
-use super::context::{ToolContext, ToolError};
+use super::context::{ErrorKind, ToolContext, ToolError};
 use crate::tmux::spans::Span;
 use crate::tools::registry::{Annotations, Tool, ToolOutput};
 use plan::Plan;
@@ -98,6 +100,22 @@ impl Tool for SearchPanes {
 /// which panes were searched in full.
 fn text_notes(output: &SearchPanesResult) -> String {
     let mut notes = String::new();
+    for hit in &output.journal_matches {
+        let gone = if hit.pane_gone { " (gone)" } else { "" };
+        notes.push_str(&format!(
+            "journal {} {}{gone} {}:{}: {}\n",
+            hit.time, hit.pane_id, hit.session_name, hit.window, hit.text
+        ));
+    }
+    for gap in &output.journal_gaps {
+        notes.push_str(&format!(
+            "journal gap {} .. {} {}: {}\n",
+            gap.from, gap.to, gap.pane_id, gap.reason
+        ));
+    }
+    for skipped in &output.journal_skipped {
+        notes.push_str(&format!("journal skipped {skipped}\n"));
+    }
     for note in &output.since_panes {
         notes.push_str(&format!(
             "{} {}: searched in full\n",
@@ -117,7 +135,16 @@ pub fn search_panes(
     ctx: &ToolContext,
     args: &SearchPanesArgs,
 ) -> Result<SearchPanesResult, ToolError> {
+    let across_time = args.journal || args.since_time.is_some() || args.until_time.is_some();
     match hosts::targets(ctx, args)? {
+        Some(_) | None if across_time && args.server.host.is_some() => Err(ToolError::invalid(
+            "journal, since_time and until_time search this machine's journal: leave out host",
+        )),
+        Some(list) if across_time && list.iter().any(|h| h != "local") => {
+            Err(ToolError::invalid(
+                "journal, since_time and until_time search this machine's journal: pass hosts [\"local\"]",
+            ))
+        }
         Some(list) => hosts::search_many(ctx, args, &list, search_one),
         None => {
             let mut result = search_one(ctx, args)?;
@@ -134,6 +161,20 @@ pub fn search_panes(
 fn search_one(ctx: &ToolContext, args: &SearchPanesArgs) -> Result<SearchPanesResult, ToolError> {
     let started = Instant::now();
     let limits = &ctx.ceilings().search;
+    let times = across::check(ctx, args)?;
+    // Across time, all of tmux's history is searched: a line is found
+    // where tmux holds it, whatever the journal kept.
+    let widened;
+    let args = match &times {
+        Some(_) if args.scrollback_lines.is_none() => {
+            widened = SearchPanesArgs {
+                scrollback_lines: Some(limits.max_scrollback_lines),
+                ..args.clone()
+            };
+            &widened
+        }
+        _ => args,
+    };
     let checked = Plan::check(args, limits)?;
     let checked_timeout = checked.timeout;
     let deadline = started + checked_timeout;
@@ -185,7 +226,17 @@ fn search_one(ctx: &ToolContext, args: &SearchPanesArgs) -> Result<SearchPanesRe
         (plan, listed)
     });
     let plan = plan?;
-    let Listing { inventory, server } = listed?;
+    let Listing { inventory, server } = match (listed, &times) {
+        (Ok(listed), _) => listed,
+        // No server: with the journal, its panes are all gone, their
+        // lines all in the journal.
+        (Err(e), Some(t)) if t.journal && e.kind == ErrorKind::TmuxUnavailable => {
+            let mut result = across::gone_only(ctx, t, &tmux, &plan, args, deadline)?;
+            result.elapsed_ms = started.elapsed().as_millis() as u64;
+            return Ok(result);
+        }
+        (Err(e), _) => return Err(e),
+    };
     let planned = Span::new("search.scope_and_since");
     let scope = Scope::select(&inventory, args, &plan, limits)?;
     let since = Since::new(since::Setup {
@@ -199,7 +250,7 @@ fn search_one(ctx: &ToolContext, args: &SearchPanesArgs) -> Result<SearchPanesRe
     })?;
     drop(planned);
     let scanning = Span::new("search.fetch_and_scan");
-    let scanned = pipeline::fetch_and_scan(
+    let mut scanned = pipeline::fetch_and_scan(
         ctx,
         &tmux,
         &plan,
@@ -214,9 +265,29 @@ fn search_one(ctx: &ToolContext, args: &SearchPanesArgs) -> Result<SearchPanesRe
         deadline,
     )?;
     drop(scanning);
+    let live = across::Live {
+        tmux: &tmux,
+        plan: &plan,
+        scope: &scope,
+        args,
+        server: &server,
+    };
+    let across = match &times {
+        Some(times) => Some(across::Across::run(
+            ctx,
+            times,
+            &live,
+            &mut scanned.outcome,
+            deadline,
+        )?),
+        None => None,
+    };
     let shaping = Span::new("search.shape");
     let mut result = shape::shape(&tmux, &plan, &scope, scanned, deadline);
     drop(shaping);
+    if let Some(across) = across {
+        across.finish(&mut result);
+    }
 
     ahead::prepare_next(ctx, &tmux, args, started.elapsed(), checked_timeout);
     let _finishing = Span::new("search.cursor");

@@ -110,7 +110,14 @@ pub fn push_hit(out: &mut String, place: &str, hit: &HitLine, style: &Style) {
     for (i, text) in hit.before.iter().enumerate() {
         let _ = writeln!(out, "{place} {g}{}{r}- {d}{text}{r}", first + i as i64);
     }
-    let _ = writeln!(out, "{place} {g}{}{r}: {}", hit.line, hit.text);
+    match &hit.time {
+        Some(t) => {
+            let _ = writeln!(out, "{place} {g}{}{r}: [{t}] {}", hit.line, hit.text);
+        }
+        None => {
+            let _ = writeln!(out, "{place} {g}{}{r}: {}", hit.line, hit.text);
+        }
+    }
     for (i, text) in hit.after.iter().enumerate() {
         let _ = writeln!(
             out,

@@ -96,6 +96,9 @@ pub(super) fn shape(
         since_reset: false,
         since_panes: Vec::new(),
         hosts_failed: Vec::new(),
+        journal_matches: Vec::new(),
+        journal_gaps: Vec::new(),
+        journal_skipped: Vec::new(),
     }
 }
 
@@ -188,6 +191,7 @@ fn pane_hits(pane: &Pane, lines: &[LineMatch], truncated: bool, several: bool) -
             .iter()
             .map(|m| HitLine {
                 line: m.line,
+                time: None,
                 text: m.text.clone(),
                 pattern_index: several.then_some(m.pattern_index),
                 before: m.before.clone(),
@@ -215,6 +219,16 @@ fn redactions_in(panes: &[PaneHits]) -> u64 {
 
 pub(super) fn cut_to_size(result: &mut SearchPanesResult, excess: usize) -> bool {
     let mut saved = 0usize;
+    // The journal's lines next (the newest go first; tmux's own lines
+    // carry line numbers and are kept longest).
+    while let Some(hit) = result.journal_matches.pop() {
+        saved += 2 * encoded_len(&hit);
+        result.matches_truncated = true;
+        result.redactions = result.redactions.saturating_sub(hit.redactions as u64);
+        if saved >= excess {
+            return true;
+        }
+    }
     // Groups first (a grouped result has no panes): the smallest go.
     while let Some(group) = result.groups.as_mut().and_then(|g| g.pop()) {
         saved += 2 * encoded_len(&group);

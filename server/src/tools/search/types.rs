@@ -75,6 +75,15 @@ pub struct SearchPanesArgs {
     /// "local" and/or configured ssh hosts, searched at once (default: all).
     #[serde(default)]
     pub hosts: Option<Vec<String>>,
+    /// Also search the journal (panescan daemon --journal): lines tmux no longer holds, closed panes. Hits get time; all history is searched.
+    #[serde(default)]
+    pub journal: bool,
+    /// Only lines first seen at/after: RFC 3339 or a span ago (15m, 2h, 7d). Needs the journal.
+    #[serde(default)]
+    pub since_time: Option<String>,
+    /// Only lines first seen at/before (as since_time).
+    #[serde(default)]
+    pub until_time: Option<String>,
     #[serde(flatten)]
     pub server: ServerArgs,
 }
@@ -87,6 +96,9 @@ pub struct SearchPanesArgs {
 pub struct HitLine {
     /// 0 = top of screen, negative = history; pass to capture_pane as start.
     pub line: i64,
+    /// With journal/since_time: when first seen (RFC 3339; not journaled yet: this search's time; absent: older than the journal).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<String>,
     pub text: String,
     // Which of `patterns` matched (only with several patterns).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -100,6 +112,41 @@ pub struct HitLine {
     // Secrets replaced in text, before and after (counted in the result).
     #[serde(skip)]
     pub redactions: usize,
+}
+
+/// A journaled line tmux no longer holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+// A wire type: see HitLine.
+#[allow(missing_docs)]
+pub struct JournalHit {
+    pub pane_id: String,
+    pub session_name: String,
+    // index:name
+    pub window: String,
+    // The pane no longer exists (closed, or its server restarted).
+    pub pane_gone: bool,
+    pub time: String,
+    pub text: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern_index: Option<usize>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub before: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub after: Vec<String>,
+    #[serde(skip)]
+    pub redactions: usize,
+}
+
+/// A span the journal could not keep.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+// A wire type: see HitLine.
+#[allow(missing_docs)]
+pub struct JournalGap {
+    // "*": every pane.
+    pub pane_id: String,
+    pub from: String,
+    pub to: String,
+    pub reason: String,
 }
 
 /// How `group_by` folds lines.
@@ -246,6 +293,15 @@ pub struct SearchPanesResult {
     // Hosts that could not be searched (the others answered).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hosts_failed: Vec<HostFailure>,
+    // With journal: matching lines tmux no longer holds, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub journal_matches: Vec<JournalHit>,
+    // Spans in the time searched the journal could not keep (up to 20).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub journal_gaps: Vec<JournalGap>,
+    // Journal segments that could not be read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub journal_skipped: Vec<String>,
 }
 
 /// A result with nothing in it yet, for a page at `offset` of `limit`
@@ -280,6 +336,9 @@ pub(super) fn empty(offset: usize, limit: usize) -> SearchPanesResult {
         since_reset: false,
         since_panes: Vec::new(),
         hosts_failed: Vec::new(),
+        journal_matches: Vec::new(),
+        journal_gaps: Vec::new(),
+        journal_skipped: Vec::new(),
     }
 }
 
@@ -307,6 +366,7 @@ pub(super) mod fixtures {
             lines: (0..lines)
                 .map(|i| HitLine {
                     line: i as i64,
+                    time: None,
                     text: "x".repeat(width),
                     pattern_index: None,
                     before: vec![],
