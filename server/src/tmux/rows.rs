@@ -271,16 +271,21 @@ fn fold(line_hashes: impl Iterator<Item = u64>) -> u64 {
     h
 }
 
+/// Whether a line holds text: a letter or a digit (a bare prompt, `$ `,
+/// `> `, or a rule of dashes says no more than a blank line).
+fn says_something(line: &[u8]) -> bool {
+    line.iter().any(|b| b.is_ascii_alphanumeric() || *b >= 0x80)
+}
+
 /// Whether lines say too little to be found in one place only: fewer than
-/// [`TEXT_LINES`] different lines with text (a bare prompt, `$ ` or `> `,
-/// says no more than a blank line), or lines repeating with a period
-/// shorter than their count (`a b a b`), which match at any offset of such
-/// a run.
+/// [`TEXT_LINES`] different lines with text ([`says_something`]), or lines
+/// repeating with a period shorter than their count (`a b a b`), which
+/// match at any offset of such a run.
 fn weak(lines: &[Row], bytes: &[u8]) -> bool {
     let texts: Vec<&[u8]> = lines.iter().map(|r| text(bytes, r)).collect();
     let mut different: Vec<&[u8]> = Vec::new();
     for t in &texts {
-        if t.trim_ascii().len() > 2 && !different.contains(t) {
+        if says_something(t) && !different.contains(t) {
             different.push(t);
             if different.len() >= TEXT_LINES {
                 break;
@@ -329,6 +334,9 @@ mod tests {
         assert_eq!(anchor(&c, 4).0.rows, 3);
         // Blank lines and bare prompts are no text.
         let c = cap(0, 0, &["xx1", "yy2", "", "$ ", "", "$ "]);
+        assert_eq!(anchor(&c, 5).0.rows, 5);
+        // Short lines are text when they hold a letter or a digit.
+        let c = cap(0, 0, &["89", "90", "", "---", "", "$ "]);
         assert_eq!(anchor(&c, 5).0.rows, 5);
         // A line repeated is one line...
         let c = cap(0, 0, &["first", "tick", "tick", "tick", "tick", "$ "]);

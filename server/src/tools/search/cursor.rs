@@ -105,6 +105,11 @@ impl Cursor {
     /// process made is an error that says what to pass instead.
     pub(crate) fn decode(text: &str) -> Result<Cursor, ToolError> {
         let bad = || bad_cursor(text);
+        if text.starts_with(FNV32_PREFIX) {
+            // Made by an older panescan process (the format before 64-bit
+            // anchors): refused as any cursor from before a restart.
+            return Err(not_ours(text));
+        }
         let bytes = text
             .strip_prefix(PREFIX)
             .and_then(unbase64url)
@@ -115,10 +120,7 @@ impl Cursor {
             .ok_or_else(bad)?;
         let (body, tag) = bytes.split_at(split);
         if !crate::tools::cursor_key::verify(body, tag) {
-            return Err(ToolError::invalid(format!(
-                "since {:?} is not a cursor this panescan made (cursors hold for one panescan process: after a restart, or if it was edited, omit since for a full search)",
-                text.chars().take(40).collect::<String>()
-            )));
+            return Err(not_ours(text));
         }
         read_body(body, Format::Current).ok_or_else(bad)
     }
@@ -148,6 +150,13 @@ impl Cursor {
         }
         read_body(body, format).map(|c| c.encode()).ok_or_else(bad)
     }
+}
+
+fn not_ours(text: &str) -> ToolError {
+    ToolError::invalid(format!(
+        "since {:?} is not a cursor this panescan made (cursors hold for one panescan process: after a restart, or if it was edited, omit since for a full search)",
+        text.chars().take(40).collect::<String>()
+    ))
 }
 
 fn bad_cursor(text: &str) -> ToolError {
@@ -385,7 +394,10 @@ mod tests {
         let c = fnv32_sample(4);
         for prefix in [UNSIGNED_PREFIX, FNV32_PREFIX] {
             let text = fnv32_format(&c, prefix);
-            assert!(Cursor::decode(&text).is_err());
+            let e = Cursor::decode(&text).unwrap_err();
+            if prefix == FNV32_PREFIX {
+                assert!(e.message.contains("not a cursor this panescan made"), "{e}");
+            }
             let again = Cursor::resign(&text).unwrap();
             assert!(again.starts_with(PREFIX), "{again}");
             assert_eq!(Cursor::decode(&again).unwrap(), c);
