@@ -259,7 +259,7 @@ fn search_since_file_shows_only_what_is_new_on_each_run() {
     let first = run();
     assert_eq!(first.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&first.stdout).contains("old error"));
-    assert!(std::fs::read_to_string(&file).unwrap().starts_with("ps2."));
+    assert!(std::fs::read_to_string(&file).unwrap().starts_with("ps3."));
     // Nothing new: nothing found.
     assert_eq!(run().status.code(), Some(1));
     // One new line: only it.

@@ -91,7 +91,7 @@ fn a_since_search_returns_exactly_the_lines_printed_in_3_of_200_panes() {
         json!({"pattern": MARK, "pane_ids": [fx.pane_ids[0]]}),
     );
     let text = r["content"][0]["text"].as_str().unwrap();
-    assert!(text.contains("cursor: ps2."), "{text}");
+    assert!(text.contains("cursor: ps3."), "{text}");
     assert!(text.trim_end().ends_with("complete"), "{text}");
 
     let changed = [&fx.pane_ids[3], &fx.pane_ids[100], &fx.pane_ids[199]];
@@ -508,4 +508,104 @@ fn a_since_search_cut_to_fit_the_response_keeps_every_panes_place() {
         found.len()
     );
     assert_eq!(found, want);
+}
+
+/// A private server with history-limit 100 (tmux trims 10 rows at once)
+/// and one pane that printed `seq 1 200`, then ran `tail` (a shell
+/// command): its pane id and its terminal.
+fn near_the_limit(label: &str, tail: &str) -> (PrivateServer, String, String) {
+    let tmux = PrivateServer::start(label, 80, 20).unwrap();
+    tmux.run_ok(["set-option", "-g", "history-limit", "100"])
+        .unwrap();
+    let pane = tmux
+        .run_ok([
+            "new-window",
+            "-d",
+            "-P",
+            "-F",
+            "#{pane_id}",
+            &format!("sh -c 'seq 1 200; {tail}; exec sleep 100000'"),
+        ])
+        .unwrap()
+        .trim()
+        .to_owned();
+    let filled = eventually(Duration::from_secs(10), || {
+        tmux.run_ok(["capture-pane", "-p", "-t", &pane])
+            .is_ok_and(|t| t.contains("200"))
+    });
+    assert!(filled);
+    let tty = ttys(&tmux).remove(&pane).unwrap();
+    (tmux, pane, tty)
+}
+
+/// Writes `ERR`, `filler` lines of `fill`, then `tail` to the pane's
+/// terminal: history passes its limit (more than one trim), and waits
+/// until tmux shows the tail.
+fn print_over_the_limit(tmux: &PrivateServer, pane: &str, tty: &str, fill: &str, filler: usize) {
+    let mut out = format!("{MARK} ERR\r\n");
+    out.push_str(&format!("{fill}\r\n").repeat(filler));
+    out.push_str(&format!("{MARK} tail\r\n"));
+    let mut f = std::fs::OpenOptions::new().write(true).open(tty).unwrap();
+    f.write_all(out.as_bytes()).unwrap();
+    let shown = eventually(Duration::from_secs(10), || {
+        tmux.run_ok(["capture-pane", "-p", "-t", pane])
+            .is_ok_and(|t| t.contains(&format!("{MARK} tail")))
+    });
+    assert!(shown);
+}
+
+/// The pane's last lines are blank when the cursor is made; it then
+/// prints ERR and 45 blank lines, and tmux trims its history 5 times. A
+/// three-line anchor of blank lines was found again on blank lines after
+/// the trims, and ERR was skipped with "missed_lines: 0"; the anchor now
+/// reaches past the blank lines to "199" and "200", found once where the
+/// trims moved it.
+#[test]
+fn a_since_search_finds_what_came_before_blank_lines_trimmed_onto_its_anchor() {
+    for cached in [true, false] {
+        let (tmux, pane, tty) = near_the_limit(
+            &format!("since-blank-{cached}"),
+            "printf \"\\n\\n\\n\\n\\n\"",
+        );
+        let mut s = serve(tmux.socket_name(), cached);
+        s.initialize();
+        let first = search(&mut s, None);
+        assert_eq!(first["total_panes_matched"], 0, "{first}");
+        print_over_the_limit(&tmux, &pane, &tty, "", 45);
+        let since = search(&mut s, Some(&first["cursor"]));
+        let lines: Vec<String> = hits(&since).into_iter().map(|(_, t)| t).collect();
+        assert_eq!(
+            lines,
+            [format!("{MARK} ERR"), format!("{MARK} tail")],
+            "cached {cached}: {since}"
+        );
+        let note = &since["since_panes"][0];
+        assert_eq!(note["reason"], "trimmed", "{since}");
+        assert_eq!(note["missed_lines"], 0, "{since}");
+        tmux.kill();
+    }
+}
+
+/// capture_since the same way, over a line repeated: `tick` printed 8
+/// times before the cursor, then ERR and 45 more `tick`s past the limit.
+/// A three-line anchor of `tick` (two lines of text were enough) held at
+/// its row after the trims and ERR was never returned; the anchor now
+/// reaches "200", found once where the trims moved it.
+#[test]
+fn capture_since_returns_what_came_before_repeated_lines_trimmed_onto_its_anchor() {
+    let (tmux, pane, tty) = near_the_limit("since-tick", "yes tick | head -n 8");
+    let mut s = Serve::spawn(tmux.socket_name());
+    s.initialize();
+    let first = s.call_ok("capture_since", json!({"pane_id": pane}));
+    print_over_the_limit(&tmux, &pane, &tty, "tick", 45);
+    let next = s.call_ok(
+        "capture_since",
+        json!({"pane_id": pane, "cursor": first["cursor"]}),
+    );
+    let text = next["text"].as_str().unwrap();
+    assert!(text.starts_with(&format!("{MARK} ERR\ntick\n")), "{next}");
+    assert!(text.ends_with(&format!("{MARK} tail\n")), "{next}");
+    assert_eq!(next["missed"], false, "{next}");
+    assert_eq!(next["missed_lines"], 0, "{next}");
+    tmux.kill();
 }

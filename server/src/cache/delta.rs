@@ -7,6 +7,7 @@ use std::sync::Arc;
 use super::freshness::Fingerprint;
 use super::text::{range_rows, PaneText};
 use super::{ANCHOR_ROWS, RACE_ROWS};
+use crate::tmux::rows::trim_step;
 use crate::tmux::{CaptureRange, CaptureRequest, CapturedText};
 
 /// What a pane needs this time.
@@ -103,15 +104,6 @@ pub(super) fn delta_plan(
         top_request,
         history_limit: print.history_limit,
     })
-}
-
-/// The rows tmux trims at once when a pane with this history limit and
-/// size may have reached the limit, or `None` when it cannot have: tmux
-/// trims the oldest tenth once history reaches the limit, and afterwards
-/// history is at least the limit less a tenth until cleared.
-pub(super) fn trim_step(limit: u64, history_size: u64) -> Option<u64> {
-    let tenth = (limit / 10).max(1);
-    (limit > 0 && history_size + tenth >= limit).then_some(tenth)
 }
 
 /// The stored lines above the anchor plus the fresh capture, or `None`

@@ -58,8 +58,9 @@ use worker::{Job, Worker};
 pub const DEFAULT_MAX_BYTES: usize = 256 << 20;
 
 /// Rows of history an anchor covers at least (fewer when the pane has
-/// fewer stored history rows).
-pub const ANCHOR_ROWS: u64 = 32;
+/// fewer stored history rows): as many as a cursor's anchor covers at most
+/// (`tmux::rows`).
+pub const ANCHOR_ROWS: u64 = crate::tmux::rows::MAX_ANCHOR_LINES as u64;
 
 /// Rows a delta fetches above its anchor, so that a pane printing up to
 /// this many rows between the inventory and the capture still validates.

@@ -175,13 +175,14 @@ fn cursor_from(src: &mut Source<'_>) -> Cursor {
                 history,
                 boundary: history.saturating_add(word(src, b)),
                 anchor_rows: word(src, 1),
-                anchor: word(src, 4) as u32,
+                anchor: word(src, 8),
             }
         })
         .collect();
     Cursor {
         server,
         joined,
+        anchors: crate::tmux::rows::HashKind::Fnv64,
         entries,
     }
 }

@@ -46,6 +46,7 @@ pub mod paths;
 pub(crate) mod process;
 pub mod procfs;
 pub mod reach;
+pub(crate) mod rows;
 pub mod servers;
 pub mod spans;
 pub mod ssh;

@@ -1,65 +1,17 @@
 //! capture_since's cursor: where the last call stopped (an absolute row),
-//! the pane's process, the server, and an anchor (a hash of the rows just
-//! before the boundary) that re-finds the place after tmux renumbers or
+//! the pane's process, the server, and the anchor above that row
+//! ([`crate::tmux::rows::Anchor`]) that finds the place again after tmux
 //! trims history.
 //!
 //! Must hold: a cursor is signed with this process's key
 //! ([`crate::tools::cursor_key`]) and refused when the tag does not hold;
-//! an anchor covers 3 to 16 rows, more while fewer than 2 of them hold
-//! text (a run of blank lines or bare prompts matches in too many places).
+//! its anchor covers no more rows than an anchor can
+//! ([`MAX_ANCHOR_LINES`]).
 
 use super::super::context::ToolError;
+use crate::tmux::rows::{Anchor, HashKind, MAX_ANCHOR_LINES};
 
-/// Lines hashed to re-find the cursor's place after tmux renumbers history:
-/// at least this many...
-pub(super) const ANCHOR_LINES: u64 = 3;
-/// ...and more while fewer than ANCHOR_TEXT_LINES of them hold text (a run
-/// of blank lines or bare prompts matches in too many places), up to this.
-pub(super) const MAX_ANCHOR_LINES: u64 = 16;
-const ANCHOR_TEXT_LINES: usize = 2;
 const CURSOR_PREFIX: &str = "pc3";
-
-pub(super) fn fnv(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
-}
-
-fn line_hash(line: &str) -> u64 {
-    fnv(line.trim_end().as_bytes())
-}
-
-/// Hash of a run of lines (the anchor).
-pub(super) fn anchor_hash<'a>(lines: impl Iterator<Item = &'a String>) -> u64 {
-    let mut h = fnv(b"anchor");
-    for l in lines {
-        h = h.rotate_left(5) ^ line_hash(l);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
-}
-
-/// How many of the last `lines` make a distinctive anchor.
-pub(super) fn anchor_length(lines: &[String]) -> u64 {
-    let mut len = 0usize;
-    let mut with_text = 0usize;
-    for line in lines.iter().rev() {
-        if len as u64 >= MAX_ANCHOR_LINES
-            || (len as u64 >= ANCHOR_LINES && with_text >= ANCHOR_TEXT_LINES)
-        {
-            break;
-        }
-        len += 1;
-        // A bare prompt ("$ ", "> ") says as little as a blank line.
-        if line.trim().len() > 2 {
-            with_text += 1;
-        }
-    }
-    len as u64
-}
 
 /// What a capture_since cursor records.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,13 +23,22 @@ pub(super) struct Cursor {
     pub(super) boundary: u64,
     /// How many lines before `boundary` the anchor covers.
     pub(super) anchor_len: u64,
-    /// Hash of those lines.
+    /// Their 64-bit hash.
     pub(super) anchor: u64,
     /// Which tmux server (hash of its socket path).
     pub(super) server: u32,
 }
 
 impl Cursor {
+    /// The anchor above `boundary`.
+    pub(super) fn anchor(&self) -> Anchor {
+        Anchor {
+            rows: self.anchor_len,
+            hash: self.anchor,
+            kind: HashKind::Fnv64,
+        }
+    }
+
     /// The cursor's fields, then a tag under this process's key
     /// ([`crate::tools::cursor_key`]), in hex.
     pub(super) fn encode(&self) -> String {
@@ -128,7 +89,7 @@ impl Cursor {
             anchor_len: parts[4]
                 .parse()
                 .ok()
-                .filter(|n| *n <= MAX_ANCHOR_LINES)
+                .filter(|n| *n <= MAX_ANCHOR_LINES as u64)
                 .ok_or_else(bad)?,
             anchor: u64::from_str_radix(parts[5], 16).map_err(|_| bad())?,
             server: u32::from_str_radix(parts[6], 16).map_err(|_| bad())?,
@@ -161,14 +122,5 @@ mod tests {
             ..c.clone()
         };
         assert!(Cursor::decode(&long.encode()).is_err());
-    }
-
-    #[test]
-    fn anchors_grow_past_blank_lines() {
-        let l = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        assert_eq!(anchor_length(&l(&["aa1", "bb2", "cc3", "dd4"])), 3);
-        assert_eq!(anchor_length(&l(&["xx1", "yy2", "", "$ ", ""])), 5);
-        assert_eq!(anchor_length(&l(&["", ""])), 2);
-        assert_eq!(anchor_length(&vec![String::new(); 40]), MAX_ANCHOR_LINES);
     }
 }

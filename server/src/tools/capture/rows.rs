@@ -1,7 +1,7 @@
 //! The rows capture_since reads: one pane's rows on the absolute row scale
 //! (0 = the oldest history line), where a cursor's new lines start (its
-//! anchor where it was, else searched through the whole history, newest
-//! first), and the new lines bounded.
+//! anchor where [`crate::tmux::rows`] says it vouches for its place, else
+//! looked for in the whole history), and the new lines bounded.
 //!
 //! Must hold: the row the terminal cursor is on is never returned as a
 //! completed line (it is `pending_line`), and the next cursor's anchor is
@@ -10,7 +10,8 @@
 use super::super::context::{ToolContext, ToolError};
 use super::bounds::{keep_tail_bytes, Lines};
 use super::capture_one_cached;
-use super::cursor::{anchor_hash, anchor_length, Cursor, MAX_ANCHOR_LINES};
+use super::cursor::Cursor;
+use crate::tmux::rows::{rows_of, trim_step, Anchor, Place, Row, MAX_ANCHOR_LINES};
 use crate::tmux::{CaptureOptions, CaptureRange, Inventory, Pane, Tmux};
 
 /// One pane's rows, read through the pane cache, placed on the absolute row
@@ -26,6 +27,9 @@ pub(super) struct PaneRows<'a> {
 pub(super) struct Rows {
     got: Lines,
     abs0: i64,
+    /// The same lines as rows of `bytes`, for anchors.
+    table: Vec<Row>,
+    bytes: bytes::Bytes,
 }
 
 /// Where a call's new lines start, and what was lost before them.
@@ -60,6 +64,8 @@ impl PaneRows<'_> {
         Ok(Rows {
             got: Lines::from_capture(&cap),
             abs0: cap.first_line + cap.history_size as i64,
+            table: rows_of(&cap),
+            bytes: cap.bytes,
         })
     }
 
@@ -74,13 +80,14 @@ impl PaneRows<'_> {
     ) -> Result<(Rows, Start), ToolError> {
         let now = self.now();
         let hs = self.pane.history_size;
+        let most = MAX_ANCHOR_LINES as u64;
         let want_from = match previous {
             Some(c) => c
                 .boundary
                 .saturating_sub(c.anchor_len)
-                .min(now.saturating_sub(MAX_ANCHOR_LINES)),
+                .min(now.saturating_sub(most)),
             None if respawned => 0,
-            None => now.saturating_sub(max_lines as u64 + MAX_ANCHOR_LINES),
+            None => now.saturating_sub(max_lines as u64 + most),
         };
         let rows = self.capture(want_from as i64 - hs as i64)?;
         let Some(c) = previous else {
@@ -103,22 +110,19 @@ impl PaneRows<'_> {
             missed: false,
             missed_lines: Some(0),
         };
-        if rows.anchor_holds(c, b) {
+        let trim = trim_step(self.pane.history_limit, hs);
+        if let Place::At(_) = rows.place(c, trim) {
             return Ok((rows, kept(b)));
         }
-        // History was trimmed or renumbered: look for the anchor in the
-        // whole history, newest first.
+        // History was trimmed or cleared: look for the anchor in the whole
+        // history.
         let rows = self.capture(-(hs as i64))?;
-        let n = rows.got.lines.len() as i64;
-        let found = (rows.abs0..=(rows.abs0 + n).min(b))
-            .rev()
-            .find(|&cand| rows.anchor_holds(c, cand));
-        let start = match found {
-            Some(cand) => kept(cand),
+        let start = match rows.place(c, trim) {
+            Place::At(j) | Place::Moved(j) => kept(rows.abs_of(j)),
             // The rows after the old boundary were dropped from history (or
             // cleared) before this call; tmux keeps no count of dropped
             // rows, so how many is unknown.
-            None => Start {
+            Place::Lost => Start {
                 from_abs: rows.abs0,
                 missed: true,
                 missed_lines: None,
@@ -142,16 +146,16 @@ pub(super) struct NewLines {
 }
 
 impl Rows {
-    /// Whether the `anchor_len` rows before absolute row `b` hash to the
-    /// cursor's anchor.
-    fn anchor_holds(&self, c: &Cursor, b: i64) -> bool {
-        let lo = (b - c.anchor_len as i64).max(0);
-        if lo < self.abs0 {
-            return false;
-        }
-        let i0 = (lo - self.abs0) as usize;
-        let i1 = (b - self.abs0) as usize;
-        i1 <= self.got.lines.len() && anchor_hash(self.got.lines[i0..i1].iter()) == c.anchor
+    /// Where the cursor's anchor is in these rows.
+    fn place(&self, c: &Cursor, trim: Option<u64>) -> Place {
+        c.anchor()
+            .place(&self.table, &self.bytes, c.boundary as i64, trim)
+    }
+
+    /// The absolute row of line `j` (one past the last line for
+    /// `lines.len()`).
+    fn abs_of(&self, j: usize) -> i64 {
+        self.abs0 + j as i64
     }
 
     /// The completed rows from `from_abs` up to the terminal cursor's row
@@ -210,10 +214,9 @@ impl Rows {
     /// same rows `anchor_holds` will hash next time.
     pub(super) fn anchor_at(&self, end_abs: i64) -> (u64, u64) {
         let i1 = (end_abs - self.abs0).max(0) as usize;
-        let a1 = i1.min(self.got.lines.len());
-        let anchor_len = anchor_length(&self.got.lines[..a1]);
-        let anchor = anchor_hash(self.got.lines[a1 - anchor_len as usize..a1].iter());
-        (anchor_len, anchor)
+        let a1 = i1.min(self.table.len());
+        let anchor = Anchor::above(&self.table, &self.bytes, a1, end_abs);
+        (anchor.rows, anchor.hash)
     }
 }
 

@@ -12,8 +12,9 @@ use super::super::context::{ServerArgs, ToolContext, ToolError};
 use super::super::find_pane;
 use super::super::registry::{Annotations, Tool};
 use super::bounds::{cut_front, join_lines, output_bounds};
-use super::cursor::{fnv, Cursor};
+use super::cursor::Cursor;
 use super::rows::PaneRows;
+use crate::tmux::rows::fnv64;
 use crate::tmux::PaneId;
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -82,7 +83,8 @@ impl Tool for CaptureSince {
     fn run(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
         let (max_lines, max_bytes) = output_bounds(ctx.ceilings(), args.max_lines, args.max_bytes)?;
         let tmux = ctx.tmux(&args.server)?;
-        let server = (fnv(tmux.socket_path().as_os_str().as_encoded_bytes()) & 0xffff_ffff) as u32;
+        let server =
+            (fnv64(tmux.socket_path().as_os_str().as_encoded_bytes()) & 0xffff_ffff) as u32;
         let previous = previous_cursor(&args, server)?;
         let inv = ctx.inventory(&tmux)?;
         let pane = find_pane(&inv, args.pane_id)?;

@@ -6,16 +6,23 @@
 //! and, per pane, what tells "the same pane, the same rows": its process
 //! id, width (a resize rewraps rows), history size, the absolute row of its
 //! terminal cursor (the first row not yet complete: where new lines start)
-//! and a hash of the lines just above that row (the anchor, which must
-//! still be there). Entries are varints, pane ids delta-coded, about 15
-//! bytes a pane before base64: a cursor over 1,000 panes is about 20 KB.
+//! and the anchor above that row ([`crate::tmux::rows::Anchor`]: the rows it
+//! covers and their 64-bit hash). Entries are varints, pane ids
+//! delta-coded, about 19 bytes a pane before base64: a cursor over 1,000
+//! panes is about 26 KB. `ps2.` cursors (32-bit hashes of three lines)
+//! are still read back from `--since-file` files.
 //! A tag under this process's key ([`crate::tools::cursor_key`]) makes a
 //! truncated, edited or forged cursor an error, not a guess.
 
+pub(crate) use crate::tmux::rows::fnv32;
+use crate::tmux::rows::HashKind;
 use crate::tools::context::ToolError;
 
 /// The version prefix of every cursor.
-pub(crate) const PREFIX: &str = "ps2.";
+pub(crate) const PREFIX: &str = "ps3.";
+/// The prefix of signed cursors with 32-bit anchors (`--since-file` files
+/// written by an older panescan).
+const FNV32_PREFIX: &str = "ps2.";
 /// The prefix of the cursors before they were signed (`--since-file`
 /// files written by an older panescan: read back, never from a client).
 const UNSIGNED_PREFIX: &str = "ps1.";
@@ -48,7 +55,8 @@ pub(crate) struct Entry {
     pub(crate) boundary: u64,
     /// Rows above `boundary` the anchor lines cover (0: no anchor).
     pub(crate) anchor_rows: u64,
-    pub(crate) anchor: u32,
+    /// Their hash ([`Cursor::anchors`] says which).
+    pub(crate) anchor: u64,
 }
 
 /// A decoded cursor.
@@ -57,18 +65,11 @@ pub(crate) struct Cursor {
     pub(crate) server: ServerId,
     /// Wrapped lines were joined (the anchor hashes joined lines).
     pub(crate) joined: bool,
+    /// How the entries' anchors were hashed: 32 bits in cursors read back
+    /// from an older panescan's file.
+    pub(crate) anchors: HashKind,
     /// Sorted by pane id, one per pane.
     pub(crate) entries: Vec<Entry>,
-}
-
-/// FNV-1a, 32 bits: the checksum and the anchor hash.
-pub(crate) fn fnv32(bytes: &[u8]) -> u32 {
-    let mut h: u32 = 0x811c_9dc5;
-    for b in bytes {
-        h ^= u32::from(*b);
-        h = h.wrapping_mul(0x0100_0193);
-    }
-    h
 }
 
 impl Cursor {
@@ -81,7 +82,8 @@ impl Cursor {
         put(&mut body, u64::from(self.server.socket));
         put(&mut body, u64::from(self.server.pid));
         put(&mut body, self.server.start);
-        body.push(u8::from(self.joined));
+        let legacy = self.anchors == HashKind::Fnv32;
+        body.push(u8::from(self.joined) | u8::from(legacy) << 1);
         put(&mut body, entries.len() as u64);
         let mut previous = 0u32;
         for e in &entries {
@@ -103,6 +105,11 @@ impl Cursor {
     /// process made is an error that says what to pass instead.
     pub(crate) fn decode(text: &str) -> Result<Cursor, ToolError> {
         let bad = || bad_cursor(text);
+        if text.starts_with(FNV32_PREFIX) {
+            // Made by an older panescan process (the format before 64-bit
+            // anchors): refused as any cursor from before a restart.
+            return Err(not_ours(text));
+        }
         let bytes = text
             .strip_prefix(PREFIX)
             .and_then(unbase64url)
@@ -113,12 +120,9 @@ impl Cursor {
             .ok_or_else(bad)?;
         let (body, tag) = bytes.split_at(split);
         if !crate::tools::cursor_key::verify(body, tag) {
-            return Err(ToolError::invalid(format!(
-                "since {:?} is not a cursor this panescan made (cursors hold for one panescan process: after a restart, or if it was edited, omit since for a full search)",
-                text.chars().take(40).collect::<String>()
-            )));
+            return Err(not_ours(text));
         }
-        read_body(body).ok_or_else(bad)
+        read_body(body, Format::Current).ok_or_else(bad)
     }
 
     /// A cursor read back from a file of the user's own (`panescan search
@@ -126,20 +130,33 @@ impl Cursor {
     /// signed again for this one; a damaged one is an error.
     pub(crate) fn resign(text: &str) -> Result<String, ToolError> {
         let bad = || bad_cursor(text);
-        let (bytes, check) = if let Some(b64) = text.strip_prefix(UNSIGNED_PREFIX) {
-            (unbase64url(b64).ok_or_else(bad)?, 4)
+        let tag = crate::tools::cursor_key::TAG_BYTES;
+        let (b64, check, format) = if let Some(b64) = text.strip_prefix(UNSIGNED_PREFIX) {
+            (b64, 4, Format::Fnv32)
+        } else if let Some(b64) = text.strip_prefix(FNV32_PREFIX) {
+            (b64, tag, Format::Fnv32)
         } else {
-            let b64 = text.strip_prefix(PREFIX).ok_or_else(bad)?;
-            let tag = crate::tools::cursor_key::TAG_BYTES;
-            (unbase64url(b64).ok_or_else(bad)?, tag)
+            (
+                text.strip_prefix(PREFIX).ok_or_else(bad)?,
+                tag,
+                Format::Current,
+            )
         };
+        let bytes = unbase64url(b64).ok_or_else(bad)?;
         let split = bytes.len().checked_sub(check).ok_or_else(bad)?;
         let (body, end) = bytes.split_at(split);
         if check == 4 && end != fnv32(body).to_le_bytes() {
             return Err(bad());
         }
-        read_body(body).map(|c| c.encode()).ok_or_else(bad)
+        read_body(body, format).map(|c| c.encode()).ok_or_else(bad)
     }
+}
+
+fn not_ours(text: &str) -> ToolError {
+    ToolError::invalid(format!(
+        "since {:?} is not a cursor this panescan made (cursors hold for one panescan process: after a restart, or if it was edited, omit since for a full search)",
+        text.chars().take(40).collect::<String>()
+    ))
 }
 
 fn bad_cursor(text: &str) -> ToolError {
@@ -149,17 +166,33 @@ fn bad_cursor(text: &str) -> ToolError {
     ))
 }
 
-fn read_body(body: &[u8]) -> Option<Cursor> {
+/// A cursor body's layout.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Format {
+    /// `ps3.`: a flags byte (bit 0 joined, bit 1 32-bit anchors), 8-byte
+    /// anchors.
+    Current,
+    /// `ps1.` and `ps2.`: a joined byte, 4-byte anchors hashed with FNV-32.
+    Fnv32,
+}
+
+fn read_body(body: &[u8], format: Format) -> Option<Cursor> {
     let mut r = Reader { bytes: body, at: 0 };
     let server = ServerId {
         socket: u32::try_from(r.varint()?).ok()?,
         pid: u32::try_from(r.varint()?).ok()?,
         start: r.varint()?,
     };
-    let joined = match r.byte()? {
-        0 => false,
-        1 => true,
-        _ => return None,
+    let flags = r.byte()?;
+    let most = if format == Format::Current { 3 } else { 1 };
+    if flags > most {
+        return None;
+    }
+    let joined = flags & 1 == 1;
+    let anchors = if format == Format::Fnv32 || flags & 2 == 2 {
+        HashKind::Fnv32
+    } else {
+        HashKind::Fnv64
     };
     let n = usize::try_from(r.varint()?)
         .ok()
@@ -181,7 +214,13 @@ fn read_body(body: &[u8]) -> Option<Cursor> {
         if boundary > MAX_ROWS || anchor_rows > boundary {
             return None;
         }
-        let anchor = u32::from_le_bytes(r.take(4)?.try_into().ok()?);
+        let anchor = match format {
+            Format::Current => u64::from_le_bytes(r.take(8)?.try_into().ok()?),
+            Format::Fnv32 => u64::from(u32::from_le_bytes(r.take(4)?.try_into().ok()?)),
+        };
+        if anchors == HashKind::Fnv32 && anchor > u64::from(u32::MAX) {
+            return None;
+        }
         entries.push(Entry {
             pane,
             pid,
@@ -195,6 +234,7 @@ fn read_body(body: &[u8]) -> Option<Cursor> {
     (r.at == body.len()).then_some(Cursor {
         server,
         joined,
+        anchors,
         entries,
     })
 }
@@ -288,6 +328,7 @@ mod tests {
                 start: 1_764_000_000,
             },
             joined: true,
+            anchors: HashKind::Fnv64,
             entries: (0..panes)
                 .map(|i| Entry {
                     pane: i * 3 + 1,
@@ -296,9 +337,70 @@ mod tests {
                     history: 2_000,
                     boundary: 2_023,
                     anchor_rows: 3,
-                    anchor: fnv32(&i.to_le_bytes()),
+                    anchor: crate::tmux::rows::fnv64(&i.to_le_bytes()),
                 })
                 .collect(),
+        }
+    }
+
+    /// A cursor as an older panescan wrote it (a joined byte, anchors of 32
+    /// bits), with its prefix and its check: a checksum (`ps1.`) or any
+    /// 16 bytes (`ps2.`, signed by another process).
+    fn fnv32_format(c: &Cursor, prefix: &str) -> String {
+        let mut body = Vec::new();
+        put(&mut body, u64::from(c.server.socket));
+        put(&mut body, u64::from(c.server.pid));
+        put(&mut body, c.server.start);
+        body.push(u8::from(c.joined));
+        put(&mut body, c.entries.len() as u64);
+        let mut previous = 0;
+        for e in &c.entries {
+            for v in [
+                u64::from(e.pane - previous),
+                u64::from(e.pid),
+                u64::from(e.width),
+                e.history,
+                e.boundary - e.history,
+                e.anchor_rows,
+            ] {
+                put(&mut body, v);
+            }
+            previous = e.pane;
+            body.extend_from_slice(&(e.anchor as u32).to_le_bytes());
+        }
+        let check = match prefix {
+            UNSIGNED_PREFIX => fnv32(&body).to_le_bytes().to_vec(),
+            _ => vec![7; crate::tools::cursor_key::TAG_BYTES],
+        };
+        body.extend_from_slice(&check);
+        format!("{prefix}{}", base64url(&body))
+    }
+
+    /// A sample cursor with 32-bit anchors.
+    fn fnv32_sample(panes: u32) -> Cursor {
+        let mut c = sample(panes);
+        c.anchors = HashKind::Fnv32;
+        for e in &mut c.entries {
+            e.anchor = u64::from(fnv32(&e.pane.to_le_bytes()));
+        }
+        c
+    }
+
+    /// A `ps2.` cursor in a file (32-bit anchors of three lines) is read
+    /// back as it was, its anchors checked with the hash they were made
+    /// with.
+    #[test]
+    fn a_file_of_32_bit_anchors_keeps_them() {
+        let c = fnv32_sample(4);
+        for prefix in [UNSIGNED_PREFIX, FNV32_PREFIX] {
+            let text = fnv32_format(&c, prefix);
+            let e = Cursor::decode(&text).unwrap_err();
+            if prefix == FNV32_PREFIX {
+                assert!(e.message.contains("not a cursor this panescan made"), "{e}");
+            }
+            let again = Cursor::resign(&text).unwrap();
+            assert!(again.starts_with(PREFIX), "{again}");
+            assert_eq!(Cursor::decode(&again).unwrap(), c);
         }
     }
 
@@ -319,7 +421,7 @@ mod tests {
             assert_eq!(Cursor::decode(&c.encode()).unwrap(), c);
         }
         let len = sample(1_000).encode().len();
-        assert!(len < 24_000, "{len} bytes");
+        assert!(len < 28_000, "{len} bytes");
     }
 
     #[test]
@@ -348,21 +450,12 @@ mod tests {
         }
     }
 
-    /// The cursor of the format before signing: body and its FNV-32.
-    fn unsigned(c: &Cursor) -> String {
-        let signed = unbase64url(c.encode().strip_prefix(PREFIX).unwrap()).unwrap();
-        let mut body = signed[..signed.len() - crate::tools::cursor_key::TAG_BYTES].to_vec();
-        let check = fnv32(&body);
-        body.extend_from_slice(&check.to_le_bytes());
-        format!("{UNSIGNED_PREFIX}{}", base64url(&body))
-    }
-
     #[test]
     fn a_forged_cursor_is_refused_and_a_file_of_ones_own_is_signed_again() {
-        let c = sample(3);
+        let c = fnv32_sample(3);
         // What anyone can compute without the key: the old checksum, or a
         // body with any 16 bytes after it.
-        let old = unsigned(&c);
+        let old = fnv32_format(&c, UNSIGNED_PREFIX);
         assert!(Cursor::decode(&old).is_err());
         let signed = unbase64url(c.encode().strip_prefix(PREFIX).unwrap()).unwrap();
         let mut forged = signed.clone();

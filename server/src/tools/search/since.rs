@@ -1,11 +1,12 @@
 //! Since: what each pane printed after a cursor, and the next cursor.
 //!
 //! Every search records where each pane stood ([`super::cursor`]). With `since`,
-//! a pane the cursor knows is captured only from a few anchor lines above
+//! a pane the cursor knows is captured only from its anchor lines above
 //! its old boundary down to its terminal cursor (through the pane cache, an
-//! unchanged pane costs no tmux work): the anchor lines must come back at
-//! the very rows they were hashed at, and then only the complete lines
-//! after the boundary are scanned. The line the terminal cursor is on is
+//! unchanged pane costs no tmux work): the anchor must be where
+//! [`crate::tmux::rows`] says it vouches for its place (at the very rows it
+//! was hashed at, and nothing a trim could have brought there), and then
+//! only the complete lines after the boundary are scanned. The line the terminal cursor is on is
 //! still being written: it is scanned once it is complete, by the next
 //! search. Whatever breaks that promise is said per pane (`since_panes`):
 //!
@@ -14,9 +15,10 @@
 //!   rewrapped): searched in full;
 //! - `cleared` or `trimmed` (the anchor is not where it was: history was
 //!   cleared, or trimmed at its limit): the pane's history is captured and
-//!   the anchor looked for, newest first; found, only what follows it is
-//!   scanned (`missed_lines: 0`); not found, the pane is searched in full
-//!   and how much was missed is unknown (no `missed_lines`).
+//!   the anchor looked for; found once, only what follows it is scanned
+//!   (`missed_lines: 0`); not found, or found where it proves nothing, the
+//!   pane is searched in full and how much was missed is unknown (no
+//!   `missed_lines`).
 //!
 //! A cursor from before a server restart (same socket, another pid or
 //! start time) searches everything in full, flagged `since_reset`; one
@@ -31,11 +33,9 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::cursor::{fnv32, Cursor, Entry, ServerId};
+use crate::tmux::rows::{rows_of, trim_step, Anchor, HashKind, Place, Row};
 use crate::tmux::{CaptureRange, CapturedText, Pane, PaneId};
 use crate::tools::context::ToolError;
-
-/// Complete lines above the boundary hashed as its anchor.
-const ANCHOR_LINES: usize = 3;
 
 /// A pane that was not searched from its cursor boundary, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
@@ -92,6 +92,8 @@ struct State {
 pub(super) struct Since {
     server: ServerId,
     joined: bool,
+    /// How the cursor's anchors were hashed.
+    anchors: HashKind,
     /// The cursor came from before a server restart.
     pub(super) reset: bool,
     full_range: CaptureRange,
@@ -146,6 +148,7 @@ impl Since {
             }
             reset = c.server != setup.server;
         }
+        let anchors = previous.as_ref().map_or(HashKind::Fnv64, |c| c.anchors);
         let known: Option<HashMap<u32, Entry>> = previous
             .filter(|_| !reset)
             .map(|c| c.entries.into_iter().map(|e| (e.pane, e)).collect());
@@ -155,6 +158,7 @@ impl Since {
         Ok(Since {
             server: setup.server,
             joined: setup.joined,
+            anchors,
             reset,
             full_range: setup.full_range,
             full_from: -(setup.scrollback.min(i64::MAX as u64) as i64),
@@ -198,8 +202,8 @@ impl Since {
                 self.record(i, &pane, &now, reason.map(|r| (r, None)));
                 whole(i, cap)
             }
-            PanePlan::Since(e) => match anchor_end(&rows, &cap.bytes, &e) {
-                Some(from) if pane.cursor_row() >= e.boundary as i64 => {
+            PanePlan::Since(e) => match self.place(&e, &pane, &rows, &cap.bytes) {
+                Place::At(from) if pane.cursor_row() >= e.boundary as i64 => {
                     self.record(i, &pane, &now, None);
                     slice(i, &cap, rows.get(from..now.pending).unwrap_or_default())
                 }
@@ -240,14 +244,11 @@ impl Since {
         let near_limit = pane.limit > 0
             && e.history.max(pane.history).saturating_mul(10) >= pane.limit.saturating_mul(9);
         let reason = if near_limit { "trimmed" } else { "cleared" };
-        let found = (e.anchor_rows > 0)
-            .then(|| {
-                (0..rows.len())
-                    .rev()
-                    .find_map(|k| anchor_from(&rows, &cap.bytes, &e, k))
-            })
-            .flatten()
-            .filter(|&from| from <= now.pending);
+        let found = match self.place(&e, &pane, &rows, &cap.bytes) {
+            Place::At(from) | Place::Moved(from) if e.anchor_rows > 0 => Some(from),
+            _ => None,
+        }
+        .filter(|&from| from <= now.pending);
         match found {
             Some(from) => {
                 self.record(i, &pane, &now, Some((reason, Some(0))));
@@ -287,10 +288,22 @@ impl Since {
         let cursor = Cursor {
             server: self.server,
             joined: self.joined,
+            anchors: HashKind::Fnv64,
             entries: state.entries.iter().flatten().copied().collect(),
         };
         let notes = state.notes.iter().flatten().cloned().collect();
         (cursor.encode(), notes)
+    }
+
+    /// Where pane `pane`'s anchor of entry `e` is in a capture of it.
+    fn place(&self, e: &Entry, pane: &PaneAt, rows: &[Row], bytes: &[u8]) -> Place {
+        let anchor = Anchor {
+            rows: e.anchor_rows,
+            hash: e.anchor,
+            kind: self.anchors,
+        };
+        let trim = trim_step(pane.limit, pane.history);
+        anchor.place(rows, bytes, e.boundary as i64, trim)
     }
 
     /// The cursor for an answer cut to fit its response, after the scan:
@@ -306,9 +319,11 @@ impl Since {
                 PanePlan::Full(_) => None,
             })
             .collect();
+        // Old entries keep the hash they were made with.
         let cursor = Cursor {
             server: self.server,
             joined: self.joined,
+            anchors: self.anchors,
             entries,
         };
         cursor.encode()
@@ -373,37 +388,6 @@ fn plan_pane(p: &PaneAt, known: Option<&HashMap<u32, Entry>>) -> PanePlan {
     }
 }
 
-/// One captured line.
-#[derive(Clone, Copy, Debug)]
-struct Row {
-    /// Absolute row it starts at (0 = oldest history row).
-    abs: i64,
-    /// tmux line number.
-    number: i64,
-    start: usize,
-    end: usize,
-}
-
-fn rows_of(cap: &CapturedText) -> Vec<Row> {
-    let mut rows = Vec::new();
-    let mut start = 0usize;
-    let history = i64::try_from(cap.history_size).unwrap_or(i64::MAX / 2);
-    for (i, end) in memchr::memchr_iter(b'\n', &cap.bytes).enumerate() {
-        let number = match &cap.line_numbers {
-            Some(n) => n.get(i).copied().unwrap_or(cap.first_line + i as i64),
-            None => cap.first_line + i as i64,
-        };
-        rows.push(Row {
-            abs: number + history,
-            number,
-            start,
-            end,
-        });
-        start = end + 1;
-    }
-    rows
-}
-
 /// Where a pane stands in a capture: the line holding the terminal cursor
 /// (`pending`, an index; `rows.len()` when the capture ends before it), the
 /// row it starts at (the next boundary) and the anchor above it.
@@ -411,7 +395,7 @@ struct Stand {
     pending: usize,
     boundary: i64,
     anchor_rows: u64,
-    anchor: u32,
+    anchor: u64,
 }
 
 fn stand(rows: &[Row], bytes: &[u8], cursor_row: i64) -> Stand {
@@ -425,51 +409,13 @@ fn stand(rows: &[Row], bytes: &[u8], cursor_row: i64) -> Stand {
         Some(r) => r.abs,
         None => rows.last().map_or(cursor_row, |r| r.abs + 1),
     };
-    let first = pending.saturating_sub(ANCHOR_LINES);
-    let anchor_rows = rows
-        .get(first)
-        .map_or(0, |r| (boundary - r.abs).max(0) as u64);
+    let anchor = Anchor::above(rows, bytes, pending, boundary);
     Stand {
         pending,
         boundary,
-        anchor_rows: if first < pending { anchor_rows } else { 0 },
-        anchor: hash_lines(rows[first..pending].iter(), bytes),
+        anchor_rows: anchor.rows,
+        anchor: anchor.hash,
     }
-}
-
-fn hash_lines<'a>(rows: impl Iterator<Item = &'a Row>, bytes: &[u8]) -> u32 {
-    let mut joined = Vec::new();
-    for r in rows {
-        joined.extend_from_slice(bytes[r.start..r.end].trim_ascii_end());
-        joined.push(b'\n');
-    }
-    fnv32(&joined)
-}
-
-/// The index of the first line after the entry's anchor, when the anchor
-/// is at the very rows it was stored at.
-fn anchor_end(rows: &[Row], bytes: &[u8], e: &Entry) -> Option<usize> {
-    let b = e.boundary as i64;
-    if e.anchor_rows == 0 {
-        return rows.iter().position(|r| r.abs == b).or_else(|| {
-            // Nothing at or after the boundary was captured: no new line.
-            rows.last().is_none_or(|r| r.abs < b).then_some(rows.len())
-        });
-    }
-    let k = rows
-        .iter()
-        .position(|r| r.abs == b - e.anchor_rows as i64)?;
-    anchor_from(rows, bytes, e, k)
-}
-
-/// The index after the anchor when the entry's anchor lines start at line
-/// `k` (at whatever row).
-fn anchor_from(rows: &[Row], bytes: &[u8], e: &Entry, k: usize) -> Option<usize> {
-    let start = rows.get(k)?.abs;
-    let end_abs = start + e.anchor_rows as i64;
-    let j = rows[k..].iter().position(|r| r.abs >= end_abs)? + k;
-    (rows[j].abs == end_abs && j > k && hash_lines(rows[k..j].iter(), bytes) == e.anchor)
-        .then_some(j)
 }
 
 /// The engine's input for a whole capture.
@@ -524,10 +470,18 @@ mod tests {
         String::from_utf8(c.bytes.to_vec()).unwrap()
     }
 
+    fn anchor(e: &Entry) -> Anchor {
+        Anchor {
+            rows: e.anchor_rows,
+            hash: e.anchor,
+            kind: HashKind::Fnv64,
+        }
+    }
+
     #[test]
     fn new_lines_start_after_the_anchor_and_stop_before_the_cursor_line() {
         // The first search: screen of 6 rows, no history, cursor on row 3.
-        let first = cap(0, 0, &["a", "b", "c", "$ ", "", ""]);
+        let first = cap(0, 0, &["aaa", "bbb", "ccc", "$ ", "", ""]);
         let rows = rows_of(&first);
         let s = stand(&rows, &first.bytes, 3);
         assert_eq!((s.pending, s.boundary, s.anchor_rows), (3, 3, 3));
@@ -541,23 +495,51 @@ mod tests {
             anchor: s.anchor,
         };
         // Later: two lines printed; the capture starts at the anchor.
-        let later = cap(0, 0, &["a", "b", "c", "$ run", "ERR x", "$ "]);
+        let later = cap(0, 0, &["aaa", "bbb", "ccc", "$ run", "ERR x", "$ "]);
         let rows = rows_of(&later);
-        let from = anchor_end(&rows, &later.bytes, &e).unwrap();
+        let Place::At(from) = anchor(&e).place(&rows, &later.bytes, 3, None) else {
+            panic!("anchor not at its row");
+        };
         let now = stand(&rows, &later.bytes, 5);
         let c = slice(0, &later, &rows[from..now.pending]);
         assert_eq!(text(&c), "$ run\nERR x\n");
         assert_eq!(c.line_numbers, Some(vec![3, 4]));
-        // The anchor replaced (cleared and refilled): not found at its rows.
-        let cleared = cap(0, 0, &["x", "y", "z", "$ ", "", ""]);
-        assert_eq!(anchor_end(&rows_of(&cleared), &cleared.bytes, &e), None);
-        // Moved up by 2 (trimmed): found by looking for it.
-        let moved = cap(-1, 0, &["a", "b", "c", "$ run", "ERR x", "$ "]);
-        let rows = rows_of(&moved);
-        assert_eq!(anchor_end(&rows, &moved.bytes, &e), None);
-        let found = (0..rows.len())
-            .rev()
-            .find_map(|k| anchor_from(&rows, &moved.bytes, &e, k));
-        assert_eq!(found, Some(3));
+        // The anchor replaced (cleared and refilled): not found.
+        let cleared = cap(0, 0, &["xxx", "yyy", "zzz", "$ ", "", ""]);
+        let rows = rows_of(&cleared);
+        assert_eq!(
+            anchor(&e).place(&rows, &cleared.bytes, 3, None),
+            Place::Lost
+        );
+    }
+
+    /// The anchor of a pane whose last lines repeat grows past them: a
+    /// three-line anchor of `tick` would be found at its row after a trim
+    /// brought other `tick` lines there, and the `ERR` printed before
+    /// them would be skipped.
+    #[test]
+    fn an_anchor_of_repeated_lines_is_not_taken_at_its_row_after_a_trim() {
+        let mut before = vec!["start"];
+        before.extend(["tick"; 6]);
+        before.push("$ ");
+        let first = cap(-7, 7, &before);
+        let s = stand(&rows_of(&first), &first.bytes, 7);
+        assert_eq!(s.anchor_rows, 7);
+        let e = Entry {
+            pane: 1,
+            pid: 1,
+            width: 80,
+            history: 7,
+            boundary: 7,
+            anchor_rows: s.anchor_rows,
+            anchor: s.anchor,
+        };
+        // Trimmed by 4 rows, then ERR and more ticks printed.
+        let mut after = vec!["tick"; 3];
+        after.extend(["ERR x", "tick", "tick", "tick", "tick", "$ "]);
+        let later = cap(-8, 8, &after);
+        let rows = rows_of(&later);
+        let place = anchor(&e).place(&rows, &later.bytes, 7, Some(4));
+        assert_eq!(place, Place::Lost);
     }
 }

@@ -4,12 +4,15 @@
 //! Only text that appears after the call started counts: rows above the
 //! terminal cursor at the start are old, and the cursor's own row counts
 //! only once its text changed (so a prompt already on screen does not
-//! match). Rows are tracked as absolute positions (history rows count from
-//! 0, the screen follows), which stay put while a pane prints and move up
-//! by as many rows as tmux drops from a full history.
+//! match). Rows are tracked as absolute positions ([`crate::tmux::rows`]),
+//! which stay put while a pane prints and move up when tmux trims a full
+//! history: where a trim was possible the lines above the start are found
+//! again by their anchor (once, else the start moves up by as many rows
+//! as history shrank).
 
 use panescan_engine::Matcher;
 
+use crate::tmux::rows::{rows_of, trim_step, Anchor, Place};
 use crate::tmux::{CaptureRange, CapturedText, Pane, PaneId};
 
 /// Rows scanned per check at most (a pane printing faster than this between
@@ -49,17 +52,26 @@ pub struct PaneWatch {
     history: i64,
     /// Pane height last seen.
     height: i64,
+    /// The pane's history limit (0: unknown, no trim assumed).
+    limit: u64,
+    /// The lines above `start_abs` when last captured.
+    anchor: Option<Anchor>,
+    /// Rows more above the start the next capture takes: a trim step, when
+    /// the anchor was not in the last capture.
+    reach: i64,
 }
 
 impl PaneWatch {
     /// The pane as listed when the call started.
     pub fn new(pane: &Pane) -> PaneWatch {
-        PaneWatch::at(
+        let mut w = PaneWatch::at(
             pane.pane_id,
             pane.history_size,
             pane.cursor_y,
             pane.pane_height,
-        )
+        );
+        w.limit = pane.history_limit;
+        w
     }
 
     /// A pane with this history size, cursor row and height at the start.
@@ -71,6 +83,9 @@ impl PaneWatch {
             start_row: None,
             history,
             height: i64::from(height.max(1)),
+            limit: 0,
+            anchor: None,
+            reach: 0,
         }
     }
 
@@ -84,7 +99,7 @@ impl PaneWatch {
         } else {
             0
         };
-        let from = ((self.start_abs - self.history).max(-self.history) - slack)
+        let from = ((self.start_abs - self.history).max(-self.history) - slack - self.reach)
             .max(bottom - MAX_SCAN_ROWS);
         CaptureRange::Lines {
             start: from.min(bottom),
@@ -97,11 +112,19 @@ impl PaneWatch {
     /// capture goes); if not, capture again with the new range.
     pub fn absorb(&mut self, cap: &CapturedText) -> bool {
         let now = i64::try_from(cap.history_size).unwrap_or(i64::MAX / 2);
-        if now < self.history {
+        match self.refind(cap) {
+            Refound::Moved(abs) => self.start_abs = abs,
+            // Not in this capture: one reaching a trim step further up.
+            Refound::Farther(step) => {
+                self.reach = step;
+                return false;
+            }
             // tmux dropped the oldest history rows: every absolute row
             // moved up by as many.
-            self.start_abs -= self.history - now;
+            Refound::Unknown if now < self.history => self.start_abs -= self.history - now,
+            Refound::Unknown | Refound::Here => {}
         }
+        self.reach = 0;
         self.history = now;
         self.height = i64::from(cap.pane_height.max(1));
         // A pane that scrolled since the range was worked out (its history
@@ -109,6 +132,35 @@ impl PaneWatch {
         cap.first_line + now <= self.start_abs
             || cap.first_line <= -now
             || cap.first_line <= self.height - 1 - MAX_SCAN_ROWS
+    }
+
+    /// Where the lines above the start are in `cap`, when tmux may have
+    /// trimmed history since they were seen.
+    fn refind(&mut self, cap: &CapturedText) -> Refound {
+        let (Some(anchor), Some(step)) = (self.anchor, trim_step(self.limit, cap.history_size))
+        else {
+            return Refound::Unknown;
+        };
+        let rows = rows_of(cap);
+        match anchor.place(&rows, &cap.bytes, self.start_abs, Some(step)) {
+            Place::At(_) => Refound::Here,
+            Place::Moved(j) => {
+                let past = rows.last().map_or(self.start_abs, |r| r.abs + 1);
+                Refound::Moved(rows.get(j).map_or(past, |r| r.abs))
+            }
+            Place::Lost if self.reach == 0 => {
+                Refound::Farther(i64::try_from(step).unwrap_or(0).min(MAX_SCAN_ROWS))
+            }
+            Place::Lost => Refound::Unknown,
+        }
+    }
+
+    /// Keeps the lines above the start as its anchor.
+    fn keep_anchor(&mut self, cap: &CapturedText) {
+        let rows = rows_of(cap);
+        if let Some(k) = rows.iter().position(|r| r.abs == self.start_abs) {
+            self.anchor = Some(Anchor::above(&rows, &cap.bytes, k, self.start_abs));
+        }
     }
 
     /// A pane created after the call started: all its text is new.
@@ -174,8 +226,21 @@ impl PaneWatch {
             self.start_abs = abs + 1;
             self.start_row = Some(String::new());
         }
+        self.keep_anchor(cap);
         hits
     }
+}
+
+/// Where [`PaneWatch::refind`] found the lines above the start.
+enum Refound {
+    /// At their row: nothing moved.
+    Here,
+    /// Moved: the start's new absolute row.
+    Moved(i64),
+    /// Not in the capture: capture this many rows more above.
+    Farther(i64),
+    /// No trim possible, no anchor, or nowhere certain.
+    Unknown,
 }
 
 #[cfg(test)]
@@ -289,6 +354,37 @@ mod tests {
         // The row after the last hit counts once it holds new text.
         let c = cap(0, 0, 4, &["$ ", "fail 1", "fail 2", "fail 3"]);
         assert_eq!(lines(w.scan_new(&c, &m, 5)), [3]);
+    }
+
+    /// A pane at its history limit (100: trims of 10 rows) prints 20 lines
+    /// between two captures, DONE among the first: tmux trimmed 20 rows and
+    /// history is 95 again, as at the start. Counting by history size the
+    /// start stays put and DONE, now above it, is old; the anchor above the
+    /// start, found 20 rows up, says where the new lines begin.
+    #[test]
+    fn a_trim_that_leaves_history_as_it_was_moves_the_start() {
+        let mut w = watch(95, 4, 5);
+        w.limit = 100;
+        let m = matcher(&["DONE"]);
+        let mut before: Vec<String> = (0..95).map(|i| format!("line {i}")).collect();
+        before.extend(["$ make".into(), "".into(), "".into(), "".into(), "".into()]);
+        let text: Vec<&str> = before.iter().map(String::as_str).collect();
+        // First capture: the start row (99, "" under "$ make") and above.
+        let first = cap(-95, 95, 5, &text);
+        assert!(w.absorb(&first));
+        assert!(w.scan(&first, &m).is_none());
+        // 20 rows later, trimmed by 20: every old row 20 up.
+        let mut after: Vec<String> = before[20..99].to_vec();
+        after.push("building".into());
+        after.push("DONE".into());
+        after.extend((0..18).map(|i| format!("out {i}")));
+        after.push("$ ".into());
+        assert_eq!(after.len(), 100);
+        let text: Vec<&str> = after.iter().map(String::as_str).collect();
+        let later = cap(-95, 95, 5, &text);
+        assert!(w.absorb(&later));
+        let hit = w.scan(&later, &m).unwrap();
+        assert_eq!(hit.text, "DONE");
     }
 
     #[test]
