@@ -463,6 +463,9 @@ impl Conn {
                 Ok(0) | Err(_) => break,
                 Ok(_) => {}
             }
+            if self.route_answer(&line) {
+                continue;
+            }
             match serde_json::from_slice::<Value>(&line) {
                 Ok(message) => self.route(message),
                 Err(e) => eprintln!("panescan http: a session line is not JSON: {e}"),
@@ -471,6 +474,66 @@ impl Conn {
         // The session ended: whoever still waits gets an error, not silence.
         self.end_streams("the MCP session ended");
         self.closed.store(true, Ordering::SeqCst);
+    }
+
+    /// An answer to one of our requests, routed without building the
+    /// whole message: only its id is read and the client's id is written
+    /// in its place, the rest passed on byte for byte (an answer can be
+    /// megabytes; parsing and writing it again was most of what HTTP added
+    /// to a call). False: not such an answer, for [`Conn::route`].
+    fn route_answer(&self, line: &[u8]) -> bool {
+        #[derive(serde::Deserialize)]
+        struct Head<'a> {
+            #[serde(borrow)]
+            id: Option<&'a serde_json::value::RawValue>,
+            #[serde(borrow)]
+            method: Option<&'a serde_json::value::RawValue>,
+        }
+        let Ok(head) = serde_json::from_slice::<Head>(line) else {
+            return false;
+        };
+        let (Some(raw), None) = (head.id, head.method) else {
+            return false;
+        };
+        let Ok(ours) = serde_json::from_str::<String>(raw.get()) else {
+            return false;
+        };
+        // Where the id sits in the line (the RawValue borrows from it).
+        let Some(at) = (raw.get().as_ptr() as usize).checked_sub(line.as_ptr() as usize) else {
+            return false;
+        };
+        let end = at + raw.get().len();
+        if line.get(at..end) != Some(raw.get().as_bytes()) {
+            return false;
+        }
+        let mut routes = crate::sync::lock(&self.routes);
+        let Some(route) = routes.by_id.remove(&ours) else {
+            return true;
+        };
+        if let Some((token, _)) = &route.progress {
+            routes.progress.remove(token);
+        }
+        let theirs = route.id.to_string();
+        let mut out = Vec::with_capacity(line.len() + theirs.len());
+        out.extend_from_slice(&line[..at]);
+        out.extend_from_slice(theirs.as_bytes());
+        out.extend_from_slice(line[end..].trim_ascii_end());
+        let Ok(text) = String::from_utf8(out) else {
+            return true;
+        };
+        let json: Arc<str> = Arc::from(text);
+        let (kept, unresumable) = routes.keep(&ours, &json, true);
+        // A reader that went finds it kept, on a resume.
+        let _ = route.tx.try_send(Msg {
+            json,
+            last: true,
+            id: kept.map(|(id, _)| id),
+        });
+        drop(routes);
+        for gone in unresumable {
+            self.forget(&gone, true);
+        }
+        true
     }
 
     /// Takes one line of the session to its stream.

@@ -69,6 +69,12 @@ pub struct Replay {
     bytes: usize,
 }
 
+impl Default for Replay {
+    fn default() -> Self {
+        Replay::new()
+    }
+}
+
 impl Replay {
     /// An empty store with a fresh random tag.
     pub fn new() -> Replay {
