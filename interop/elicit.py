@@ -9,7 +9,10 @@ exact text with a one-field approve form; an approval runs the call once;
 a decline refuses it; what reached the pane is exactly the approved text.
 The tmux server is killed at the end, also on failure.
 
-usage: elicit.py --bin PANESCAN [--mode legacy|auto]
+usage: elicit.py --bin PANESCAN [--mode legacy|auto] [--http]
+(--http: over Streamable HTTP, serve --http with a bearer token: the
+question comes on the session's GET stream, or the call's own, and the
+answer is POSTed back; 2026-07-28 rides on the call as over stdio)
 Exit 0 when every check passed.
 """
 
@@ -19,20 +22,58 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 import anyio
 import mcp.types as types
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 POLICY = '[[ask]]\ntools = ["send_keys"]\ncommand = "^deploy"\n'
+
+
+def start_http(ns, args, env, tmp):
+    """serve --http on a free loopback port with a fresh token file: the
+    SDK's Streamable HTTP transport, and the server (stopped by the caller)."""
+    tokens = Path(tmp) / "tokens"
+    proc = subprocess.Popen([ns.bin, *args, "--http", "127.0.0.1:0", "--token-file", str(tokens)],
+                            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    url = None
+    for line in proc.stderr:
+        if "MCP over HTTP at " in line:
+            url = line.split("MCP over HTTP at ", 1)[1].strip()
+            break
+    if url is None:
+        proc.kill()
+        raise RuntimeError("serve --http did not say where it listens")
+    threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
+    token = tokens.read_text().split()[-1]
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    return streamable_http_client(url, http_client=http), proc
 
 
 async def run(ns, sink, policy, failed):
     env = {k: v for k, v in os.environ.items() if k in ("HOME", "PATH", "TMUX_TMPDIR", "LANG", "LC_ALL")}
     args = ["serve", "--socket-name", ns.socket, "--tier", "mutating", "--policy", str(policy)]
-    params = StdioServerParameters(command=ns.bin, args=args, env=env)
+    proc = None
+    if ns.http:
+        env.update({k: v for k, v in os.environ.items() if k.startswith("PANESCAN_")})
+        params, proc = start_http(ns, args, env, policy.parent)
+    else:
+        params = StdioServerParameters(command=ns.bin, args=args, env=env)
+    try:
+        await session(ns, sink, params, failed)
+    finally:
+        if proc is not None:
+            proc.terminate()
+            proc.wait(10)
+
+
+async def session(ns, sink, params, failed):
     asked = []
     answers = ["accept", "decline"]
 
@@ -79,6 +120,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True)
     ap.add_argument("--mode", choices=["legacy", "auto"], default="legacy")
+    ap.add_argument("--http", action="store_true", help="over Streamable HTTP (serve --http, a bearer token)")
     ns = ap.parse_args()
     ns.socket = f"panescan-interop-elicit-{os.getpid()}"
     failed = []
@@ -104,7 +146,7 @@ def main():
             subprocess.run(t + ["kill-server"], capture_output=True)
     for f in failed:
         print(f"  FAIL {f[:400]}")
-    print(f"python mcp {importlib.metadata.version('mcp')} --mode {ns.mode} elicitation: "
+    print(f"python mcp {importlib.metadata.version('mcp')} --mode {ns.mode}{' --http' if ns.http else ''} elicitation: "
           f"{'ok' if not failed else f'{len(failed)} failed'}")
     sys.exit(1 if failed else 0)
 

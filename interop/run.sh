@@ -12,9 +12,10 @@
 #     google-genai's Schema, over every tier, and read tools called with
 #     null for every argument left out
 #   - a policy's `ask` answered through the Python SDK's elicitation
-#     callback (elicit.py) and the TypeScript SDK 1.x's request handler
-#     (elicit.mjs): approve runs once, decline refuses
-#   - both SDKs again over Streamable HTTP (serve --http, a bearer token)
+#     callback (elicit.py) and the TypeScript SDK 1.x's and 2.x's request
+#     handler (elicit.mjs), both eras: approve runs once, decline refuses
+#   - both SDKs again over Streamable HTTP (serve --http, a bearer token),
+#     elicitation included
 #   - the MCP conformance suite (conformance.sh), both eras, against
 #     serve --http directly
 # Installs the clients first (setup.sh; nothing to do when they are there).
@@ -84,8 +85,12 @@ clients() {
         "$DIR/venv/bin/python" "$HERE/elicit.py" --bin "$SERVE" --mode "$mode"
         result "$SERVE_PATH: python --mode $mode elicitation (policy ask)" $?
     done
-    node "$HERE/elicit.mjs" --bin "$SERVE" --npm "$DIR/npm"
+    node "$HERE/elicit.mjs" --bin "$SERVE" --npm "$DIR/npm" --sdk 1
     result "$SERVE_PATH: node sdk 1 elicitation (policy ask)" $?
+    for mode in legacy auto; do
+        node "$HERE/elicit.mjs" --bin "$SERVE" --npm "$DIR/npm" --sdk 2 --mode "$mode"
+        result "$SERVE_PATH: node sdk 2 --mode $mode elicitation (policy ask)" $?
+    done
     # The same clients over Streamable HTTP (serve --http, a bearer token).
     for era in "legacy 2025-11-25" "auto 2026-07-28"; do
         set -- $era
@@ -96,6 +101,15 @@ clients() {
         set -- $run
         node "$HERE/client.mjs" --sdk "$1" --mode "$2" --expect-protocol "$3" --bin "$SERVE" --npm "$DIR/npm" --http
         result "$SERVE_PATH: node sdk $1 --mode $2 --http" $?
+    done
+    for mode in legacy auto; do
+        "$DIR/venv/bin/python" "$HERE/elicit.py" --bin "$SERVE" --mode "$mode" --http
+        result "$SERVE_PATH: python --mode $mode --http elicitation (policy ask)" $?
+    done
+    for run in "1 legacy" "2 legacy" "2 auto"; do
+        set -- $run
+        node "$HERE/elicit.mjs" --bin "$SERVE" --npm "$DIR/npm" --sdk "$1" --mode "$2" --http
+        result "$SERVE_PATH: node sdk $1 --mode $2 --http elicitation (policy ask)" $?
     done
 
     # Inspector --strict prints every schema-portability finding on stderr and

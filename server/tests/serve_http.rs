@@ -126,11 +126,16 @@ impl Endpoint {
 
     /// An initialized session with `token`: its id.
     fn initialize(&self, token: Option<&str>) -> String {
+        self.initialize_with(token, json!({}))
+    }
+
+    /// An initialized session declaring `capabilities`: its id.
+    fn initialize_with(&self, token: Option<&str>, capabilities: Value) -> String {
         let r = self.post(
             token,
             None,
             &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                "protocolVersion": "2025-11-25", "capabilities": {},
+                "protocolVersion": "2025-11-25", "capabilities": capabilities,
                 "clientInfo": {"name": "serve_http", "version": "0"}}}),
         );
         assert_eq!(r.status, 200, "initialize: {}", r.text());
@@ -257,6 +262,8 @@ fn sse_messages(text: &str) -> Vec<Value> {
 struct Stream {
     reader: BufReader<TcpStream>,
     pending: String,
+    /// Every event id seen, the priming event's included.
+    ids: Vec<String>,
 }
 
 impl Stream {
@@ -269,6 +276,7 @@ impl Stream {
             Stream {
                 reader,
                 pending: String::new(),
+                ids: Vec::new(),
             },
         )
     }
@@ -279,6 +287,9 @@ impl Stream {
         loop {
             if let Some(end) = self.pending.find("\n\n") {
                 let event: String = self.pending.drain(..end + 2).collect();
+                if let Some(id) = event.lines().find_map(|l| l.strip_prefix("id: ")) {
+                    self.ids.push(id.to_owned());
+                }
                 if let Some(m) = sse_messages(&event).pop() {
                     return Some(m);
                 }
@@ -774,4 +785,350 @@ fn sighup_reloads_a_policy_served_here_and_the_endpoint_goes_on() {
     assert!(reloaded, "the policy was never reloaded");
     let ran = send(3);
     assert_ne!(ran["result"]["isError"], true, "{ran}");
+}
+
+/// An event id's place on its stream (`TAG-STREAM-SEQ`).
+fn seq_of(id: &str) -> u64 {
+    id.rsplit('-').next().unwrap().parse().unwrap()
+}
+
+/// An event id's stream.
+fn stream_of(id: &str) -> &str {
+    id.split('-').nth(1).unwrap()
+}
+
+/// Every event id of one stream, across its connections, once each and
+/// in order from the priming event (seq 0).
+fn assert_whole_once(ids: &[String]) {
+    let seqs: Vec<u64> = ids.iter().map(|i| seq_of(i)).collect();
+    assert_eq!(
+        seqs,
+        (0..ids.len() as u64).collect::<Vec<_>>(),
+        "each event once, none missed: {ids:?}"
+    );
+    assert!(
+        ids.iter().all(|i| stream_of(i) == stream_of(&ids[0])),
+        "{ids:?}"
+    );
+}
+
+/// 2025-11-25 resumption: a call's SSE stream dropped after its first
+/// progress event and resumed with GET and `Last-Event-ID` gets exactly
+/// the events it missed, its answer last; asked again after the answer,
+/// there is nothing more (204).
+#[test]
+fn a_dropped_call_stream_resumes_with_exactly_the_missed_events() {
+    let t = tmux("http-resume");
+    t.run_ok([
+        "respawn-pane",
+        "-k",
+        "-t",
+        "%0",
+        "seq 1 40000; exec sleep 1000000",
+    ])
+    .unwrap();
+    assert!(common::eventually(WAIT, || t
+        .run_ok(["capture-pane", "-p", "-t", "%0"])
+        .is_ok_and(|o| o.contains("39999"))));
+    let ep = Endpoint::start(&t, None, &[]);
+    let id = ep.initialize(None);
+    let search = json!({"jsonrpc": "2.0", "id": "s", "method": "tools/call", "params": {
+        "name": "search_panes", "arguments": {"pattern": "^39000$", "regex": true, "scrollback_lines": 100000},
+        "_meta": {"progressToken": "tok"}}});
+    let (status, headers, mut first) = Stream::open(ep.open(
+        "POST",
+        &[
+            ("accept", "text/event-stream, application/json"),
+            ("mcp-session-id", &id),
+        ],
+        search.to_string().as_bytes(),
+    ));
+    assert_eq!(status, 200);
+    assert!(
+        headers.contains(&("content-type".into(), "text/event-stream".into())),
+        "{headers:?}"
+    );
+    let mut messages = vec![first.next(WAIT).expect("a first message")];
+    assert_eq!(messages[0]["method"], "notifications/progress");
+    let mut ids = first.ids.clone();
+    assert_eq!(ids.len(), 2, "a priming event, then the progress: {ids:?}");
+    // The connection drops mid-stream: what follows is kept.
+    drop(first);
+    let last = ids.last().unwrap().clone();
+    let (status, _, mut resumed) = Stream::open(ep.open(
+        "GET",
+        &[
+            ("accept", "text/event-stream"),
+            ("mcp-session-id", &id),
+            ("last-event-id", &last),
+        ],
+        b"",
+    ));
+    assert_eq!(status, 200);
+    while let Some(m) = resumed.next(WAIT) {
+        messages.push(m);
+    }
+    ids.extend(resumed.ids.iter().cloned());
+    assert_whole_once(&ids);
+    let answers: Vec<&Value> = messages.iter().filter(|m| m.get("id").is_some()).collect();
+    assert_eq!(answers.len(), 1, "{messages:?}");
+    let answer = messages.last().unwrap();
+    assert_eq!(answer["id"], "s");
+    assert!(answer["result"].to_string().contains("39000"), "{answer}");
+    let progress: Vec<f64> = messages
+        .iter()
+        .filter_map(|m| m["params"]["progress"].as_f64())
+        .collect();
+    assert!(
+        progress.windows(2).all(|w| w[0] < w[1]),
+        "no progress twice: {progress:?}"
+    );
+    // The client had it all: nothing more on that stream.
+    let again = ep.request(
+        "GET",
+        &[
+            ("accept", "text/event-stream"),
+            ("mcp-session-id", &id),
+            ("last-event-id", ids.last().unwrap()),
+        ],
+        b"",
+    );
+    assert_eq!(again.status, 204, "{}", again.text());
+}
+
+/// A GET stream dropped while a subscribed pane changes, resumed with
+/// `Last-Event-ID`: the update made while nobody read is replayed, once;
+/// an id of another session, a made-up one and one past the stream's
+/// end are refused and take nothing over.
+#[test]
+fn a_dropped_get_stream_resumes_and_foreign_ids_are_refused() {
+    let t = tmux("http-resume-get");
+    let ep = Endpoint::start(&t, None, &[]);
+    let id = ep.initialize(None);
+    let uri = "tmux://pane/0/screen";
+    let get_headers = |last: Option<&str>, session: &str| {
+        let mut h = vec![
+            ("accept".to_owned(), "text/event-stream".to_owned()),
+            ("mcp-session-id".to_owned(), session.to_owned()),
+        ];
+        if let Some(last) = last {
+            h.push(("last-event-id".to_owned(), last.to_owned()));
+        }
+        h
+    };
+    let open_get = |last: Option<&str>, session: &str| {
+        let h = get_headers(last, session);
+        let h: Vec<(&str, &str)> = h.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        Stream::open(ep.open("GET", &h, b""))
+    };
+    let type_line = |text: &str| {
+        t.run_ok(["send-keys", "-t", "%0", "-l", text]).unwrap();
+        t.run_ok(["send-keys", "-t", "%0", "Enter"]).unwrap();
+    };
+    let update = |s: &mut Stream| loop {
+        let m = s.next(WAIT).expect("an update");
+        if m["method"] == "notifications/resources/updated" && m["params"]["uri"] == uri {
+            return m;
+        }
+    };
+    let (status, _, mut get) = open_get(None, &id);
+    assert_eq!(status, 200);
+    let r = ep.post(
+        None,
+        Some(&id),
+        &json!({"jsonrpc": "2.0", "id": 3,
+        "method": "resources/subscribe", "params": {"uri": uri}}),
+    );
+    assert!(r.json().get("result").is_some(), "{}", r.text());
+    std::thread::sleep(Duration::from_millis(300));
+    type_line("echo one");
+    update(&mut get);
+    let mut ids = get.ids.clone();
+    drop(get);
+    std::thread::sleep(Duration::from_millis(300));
+    // Nobody reads: the update is kept for the resume.
+    type_line("echo two");
+    std::thread::sleep(Duration::from_millis(1000));
+    let last = ids.last().unwrap().clone();
+
+    // Refused, and none of them takes the stream over.
+    let other = ep.initialize(None);
+    let (status, _, _) = open_get(Some(&last), &other);
+    assert_eq!(status, 400, "another session's id");
+    let (status, _, _) = open_get(Some("0123456789abcdef-g1-1"), &id);
+    assert_eq!(status, 400, "a made-up id");
+    let past = format!("{}-{}", last.rsplit_once('-').unwrap().0, 999_999);
+    let (status, _, _) = open_get(Some(&past), &id);
+    assert_eq!(status, 400, "an id past the stream's end");
+
+    let (status, _, mut resumed) = open_get(Some(&last), &id);
+    assert_eq!(status, 200);
+    update(&mut resumed);
+    // And it goes on live.
+    type_line("echo three");
+    update(&mut resumed);
+    ids.extend(resumed.ids.iter().cloned());
+    assert_whole_once(&ids);
+    assert!(stream_of(&ids[0]).starts_with('g'), "{ids:?}");
+}
+
+/// A policy's `ask` answered by a client over HTTP: in the handshake
+/// era the question comes on the GET stream (or, with none open, on the
+/// call's own stream) and the answer is POSTed back; in the stateless
+/// era the call comes back with the answer in `inputResponses`.
+#[test]
+fn a_policy_ask_is_answered_over_http_in_both_eras() {
+    let t = tmux("http-elicit");
+    let dir = TempDir::new("http-elicit");
+    let policy = dir.0.join("policy.toml");
+    std::fs::write(
+        &policy,
+        "[[ask]]\ntools = [\"send_keys\"]\ncommand = \"^deploy\"\n",
+    )
+    .unwrap();
+    let file = dir.0.join("typed");
+    let pane = common::typing_sink_at(&t, "main:0.0", &file);
+    let typed = || common::typed_so_far(&t, &pane, &file);
+    let strip = |b: Vec<u8>| {
+        let sentinel = regex::bytes::Regex::new(r"<sentinel-\d+-\d+>").unwrap();
+        sentinel.replace_all(&b, &b""[..]).into_owned()
+    };
+    let p = policy.display().to_string();
+    let ep = Endpoint::start(&t, None, &["--tier", "mutating", "--policy", &p]);
+    let id = ep.initialize_with(None, json!({"elicitation": {"form": {}}}));
+    let call = |n: u64, text: &str| {
+        json!({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {
+            "name": "send_keys", "arguments": {"pane_id": pane, "text": text, "enter": true}}})
+    };
+    let post_stream = |body: &Value| {
+        Stream::open(ep.open(
+            "POST",
+            &[
+                ("accept", "text/event-stream, application/json"),
+                ("mcp-session-id", &id),
+            ],
+            body.to_string().as_bytes(),
+        ))
+    };
+    let answer_of = |s: &mut Stream, n: u64| loop {
+        let m = s.next(WAIT).expect("the call's answer");
+        if m["id"] == n {
+            return m;
+        }
+    };
+
+    let (_, _, mut get) = Stream::open(ep.open(
+        "GET",
+        &[("accept", "text/event-stream"), ("mcp-session-id", &id)],
+        b"",
+    ));
+    let (_, _, mut waiting) = post_stream(&call(5, "deploy --prod"));
+    let asked = get.next(WAIT).expect("the question on the GET stream");
+    assert_eq!(asked["method"], "elicitation/create", "{asked}");
+    let message = asked["params"]["message"].as_str().unwrap();
+    assert!(message.contains("\"deploy --prod\""), "{message}");
+    let yes = json!({"jsonrpc": "2.0", "id": asked["id"],
+        "result": {"action": "accept", "content": {"approve": true}}});
+    assert_eq!(ep.post(None, Some(&id), &yes).status, 202);
+    let r = answer_of(&mut waiting, 5);
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    assert_eq!(strip(typed()), b"deploy --prod\r");
+
+    // No GET stream: the question comes on the call's own stream.
+    drop(get);
+    std::thread::sleep(Duration::from_millis(300));
+    let (_, _, mut waiting) = post_stream(&call(6, "deploy --staging"));
+    let asked = waiting
+        .next(WAIT)
+        .expect("the question on the call's stream");
+    assert_eq!(asked["method"], "elicitation/create", "{asked}");
+    let no = json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "decline"}});
+    assert_eq!(ep.post(None, Some(&id), &no).status, 202);
+    let r = answer_of(&mut waiting, 6);
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(r["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("refused"));
+    assert_eq!(strip(typed()), b"deploy --prod\r", "nothing declined typed");
+
+    // 2026-07-28: no session; the answer rides on the call again.
+    let mut meta = common::modern_meta();
+    meta["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {}});
+    let stateless = |n: u64, extra: Value| {
+        let mut params = json!({"name": "send_keys", "_meta": meta,
+            "arguments": {"pane_id": pane, "text": "deploy --canary", "enter": true}});
+        if let (Some(p), Some(e)) = (params.as_object_mut(), extra.as_object()) {
+            p.extend(e.clone());
+        }
+        let body = json!({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": params});
+        ep.request(
+            "POST",
+            &[
+                ("accept", "application/json, text/event-stream"),
+                ("mcp-protocol-version", "2026-07-28"),
+                ("mcp-method", "tools/call"),
+                ("mcp-name", "send_keys"),
+            ],
+            body.to_string().as_bytes(),
+        )
+        .json()
+    };
+    let first = stateless(7, json!({}));
+    assert_eq!(first["result"]["resultType"], "input_required", "{first}");
+    let state = first["result"]["requestState"].clone();
+    assert_eq!(
+        strip(typed()),
+        b"deploy --prod\r",
+        "nothing before the answer"
+    );
+    let approved = stateless(
+        8,
+        json!({"requestState": state, "inputResponses":
+            {"approve": {"action": "accept", "content": {"approve": true}}}}),
+    );
+    assert_eq!(approved["result"]["isError"], false, "{approved}");
+    assert_eq!(strip(typed()), b"deploy --prod\rdeploy --canary\r");
+}
+
+/// A batch (2025-06-18 removed them; a 2025-11-25 POST is one message)
+/// and a body that is not JSON get 400 with a JSON-RPC error that has no
+/// id, as the MCP schema has it (an id is a string or a number, never
+/// null).
+#[test]
+fn a_batch_or_a_broken_body_gets_a_json_rpc_error_without_an_id() {
+    let t = tmux("http-batch");
+    let ep = Endpoint::start(&t, None, &[]);
+    let id = ep.initialize(None);
+    let batch = json!([{"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                       {"jsonrpc": "2.0", "id": 2, "method": "ping"}]);
+    for (body, code, says) in [
+        (batch.to_string(), -32600, "batches are not supported"),
+        ("{\"jsonrpc\": ".to_owned(), -32700, "parse error"),
+        ("7".to_owned(), -32600, "must be an object"),
+    ] {
+        let r = ep.request(
+            "POST",
+            &[
+                ("accept", "application/json, text/event-stream"),
+                ("mcp-session-id", &id),
+            ],
+            body.as_bytes(),
+        );
+        assert_eq!(r.status, 400, "{body}: {}", r.text());
+        let e = r.json();
+        assert_eq!(e["error"]["code"], code, "{e}");
+        assert!(e.get("id").is_none(), "{e}");
+        assert!(
+            e["error"]["message"].as_str().unwrap().contains(says),
+            "{e}"
+        );
+    }
+    // The session goes on.
+    let r = ep.post(
+        None,
+        Some(&id),
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "ping"}),
+    );
+    assert_eq!(r.json()["id"], 3);
 }

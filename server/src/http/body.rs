@@ -1,6 +1,9 @@
 //! Response bodies: a whole JSON answer, or a Server-Sent Events stream
 //! fed by a session's route (one `event: message` per JSON-RPC message,
-//! ended after the answer).
+//! ended after the answer). In a session that keeps events for a resume,
+//! every event carries its `id`, and the stream opens with a priming
+//! event (an id, no data) so that a client has an id to resume from
+//! before the first message.
 
 use std::convert::Infallible;
 use std::pin::Pin;
@@ -38,6 +41,8 @@ impl Out {
 /// (when it carries a request) cancels the call if the client goes first.
 #[derive(Debug)]
 pub struct SseBody {
+    /// The priming event's id, sent first.
+    prime: Option<String>,
     /// The first message, already taken off the channel.
     first: Option<Msg>,
     rx: mpsc::Receiver<Msg>,
@@ -46,9 +51,16 @@ pub struct SseBody {
 }
 
 impl SseBody {
-    /// A stream of `first` and then what `rx` receives.
-    pub fn new(first: Option<Msg>, rx: mpsc::Receiver<Msg>, guard: Option<RouteGuard>) -> Self {
+    /// A stream of the priming event `prime`, `first`, and then what `rx`
+    /// receives.
+    pub fn new(
+        prime: Option<String>,
+        first: Option<Msg>,
+        rx: mpsc::Receiver<Msg>,
+        guard: Option<RouteGuard>,
+    ) -> Self {
         SseBody {
+            prime,
             first,
             rx,
             done: false,
@@ -57,9 +69,14 @@ impl SseBody {
     }
 }
 
-/// One SSE event carrying `json` (a JSON line holds no newline).
-fn event(json: &str) -> Bytes {
-    Bytes::from(format!("event: message\ndata: {json}\n\n"))
+/// One SSE event carrying `json` (a JSON line holds no newline), with
+/// its id when it has one.
+fn event(msg: &Msg) -> Bytes {
+    let json = &msg.json;
+    Bytes::from(match &msg.id {
+        Some(id) => format!("id: {id}\nevent: message\ndata: {json}\n\n"),
+        None => format!("event: message\ndata: {json}\n\n"),
+    })
 }
 
 impl Body for SseBody {
@@ -73,6 +90,11 @@ impl Body for SseBody {
         if self.done {
             return Poll::Ready(None);
         }
+        if let Some(id) = self.prime.take() {
+            return Poll::Ready(Some(Ok(Frame::data(Bytes::from(format!(
+                "id: {id}\ndata: \n\n"
+            ))))));
+        }
         let msg = match self.first.take() {
             Some(msg) => msg,
             None => match self.rx.poll_recv(cx) {
@@ -82,7 +104,7 @@ impl Body for SseBody {
             },
         };
         self.done = msg.last;
-        Poll::Ready(Some(Ok(Frame::data(event(&msg.json)))))
+        Poll::Ready(Some(Ok(Frame::data(event(&msg)))))
     }
 
     fn is_end_stream(&self) -> bool {

@@ -13,6 +13,16 @@
 //! handshake-era resource update) to the session's GET stream, else the
 //! newest open stream.
 //!
+//! A session opened with `initialize` (2025-11-25) keeps what its
+//! streams sent ([`super::replay`]): each event carries an id, and a
+//! client whose connection dropped resumes the stream with GET and
+//! `Last-Event-ID`. So a dropped stream does not cancel its call there
+//! (the specification: a disconnection is not a cancel); the call goes on
+//! and what it sends is kept for the resume, and only when a resume could
+//! no longer get all of it is the call cancelled. A stateless
+//! (2026-07-28) session keeps nothing, and a dropped stream cancels its
+//! call.
+//!
 //! What must hold: the reader never waits on an HTTP client. Each stream
 //! has a bounded buffer; a client that lets it fill is dropped and its
 //! call cancelled, so one slow reader holds up nobody, not even its own
@@ -28,6 +38,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
+use super::replay::{Refusal, Replay, REPLAY_EVENTS};
 use crate::mcp::jsonrpc::MAX_LINE_BYTES;
 
 /// Messages one HTTP stream may have waiting: past this its reader is
@@ -42,9 +53,11 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Debug)]
 pub struct Msg {
     /// The JSON-RPC message, one line.
-    pub json: String,
+    pub json: Arc<str>,
     /// The answer that ends the stream.
     pub last: bool,
+    /// Its SSE event id (a session that keeps events for a resume).
+    pub id: Option<String>,
 }
 
 /// Where a request's messages go.
@@ -58,6 +71,18 @@ struct Route {
     owner: usize,
     tx: mpsc::Sender<Msg>,
     started: u64,
+    /// The first event kept after its reader went (a resume needs it).
+    detached: Option<u64>,
+    /// Its client cancelled it: no answer will come.
+    cancelled: bool,
+}
+
+/// A session's GET stream.
+#[derive(Debug)]
+struct GetStream {
+    /// Its name among the kept streams (`g3`).
+    key: String,
+    tx: mpsc::Sender<Msg>,
 }
 
 #[derive(Debug, Default)]
@@ -66,10 +91,44 @@ struct Routes {
     /// Our progress token -> our request id.
     progress: HashMap<String, String>,
     /// The session's GET stream.
-    get: Option<mpsc::Sender<Msg>>,
+    get: Option<GetStream>,
     /// Cancels that came before their request (two connections keep no
     /// order between them): (owner, the client's request id).
     early_cancels: VecDeque<(usize, Value)>,
+    /// What the streams sent, for a resume (`None`: a stateless session).
+    replay: Option<Replay>,
+}
+
+impl Routes {
+    /// Keeps an event of stream `key` for a resume (when the session
+    /// keeps events): its id and seq, and the detached calls that lost an
+    /// event a resume would need (to cancel: nobody can get them whole).
+    fn keep(
+        &mut self,
+        key: &str,
+        json: &Arc<str>,
+        last: bool,
+    ) -> (Option<(String, u64)>, Vec<String>) {
+        let Some(replay) = &mut self.replay else {
+            return (None, Vec::new());
+        };
+        let (event, lost) = replay.record(key, json.clone(), last);
+        (Some((event.id, event.seq)), self.unresumable(lost))
+    }
+
+    /// Of the streams that lost events (up to a seq), the detached calls
+    /// that lost one sent after their reader went.
+    fn unresumable(&self, lost: Vec<(String, u64)>) -> Vec<String> {
+        lost.into_iter()
+            .filter(|(stream, upto)| {
+                self.by_id
+                    .get(stream)
+                    .and_then(|r| r.detached)
+                    .is_some_and(|from| *upto >= from)
+            })
+            .map(|(stream, _)| stream)
+            .collect()
+    }
 }
 
 /// Early cancels remembered per session.
@@ -87,15 +146,19 @@ pub struct Conn {
 
 impl Conn {
     /// Starts routing what `stream` (a session's) writes; `label` names
-    /// the reader thread.
-    pub fn start(stream: UnixStream, label: &str) -> Result<Arc<Conn>, String> {
+    /// the reader thread; `resumable`: its streams' events are kept for a
+    /// resume (a session opened with `initialize`).
+    pub fn start(stream: UnixStream, label: &str, resumable: bool) -> Result<Arc<Conn>, String> {
         let reader = stream.try_clone().map_err(|e| e.to_string())?;
         stream
             .set_write_timeout(Some(WRITE_TIMEOUT))
             .map_err(|e| e.to_string())?;
         let conn = Arc::new(Conn {
             writer: Mutex::new(stream),
-            routes: Mutex::new(Routes::default()),
+            routes: Mutex::new(Routes {
+                replay: resumable.then(Replay::new),
+                ..Routes::default()
+            }),
             next: AtomicU64::new(1),
             closed: AtomicBool::new(false),
             last_used: Mutex::new(Instant::now()),
@@ -128,7 +191,7 @@ impl Conn {
     /// Requests waiting for answers, and the GET stream.
     pub fn open_streams(&self) -> usize {
         let routes = crate::sync::lock(&self.routes);
-        routes.by_id.len() + usize::from(routes.get.is_some())
+        routes.by_id.len() + usize::from(routes.get.as_ref().is_some_and(|g| !g.tx.is_closed()))
     }
 
     /// Sends `request` (an object with an `id`) on under an id of ours;
@@ -151,7 +214,7 @@ impl Conn {
                 (ours.clone(), theirs)
             });
         let (tx, rx) = mpsc::channel(STREAM_BUFFER);
-        {
+        let (prime, unresumable) = {
             let mut routes = crate::sync::lock(&self.routes);
             if let Some((token, _)) = &progress {
                 routes.progress.insert(token.clone(), ours.clone());
@@ -164,12 +227,26 @@ impl Conn {
                     owner,
                     tx,
                     started: n,
+                    detached: None,
+                    cancelled: false,
                 },
             );
+            match &mut routes.replay {
+                Some(replay) => {
+                    let (prime, forgotten) = replay.open(&ours);
+                    let lost = forgotten.into_iter().map(|s| (s, u64::MAX)).collect();
+                    (Some(prime), routes.unresumable(lost))
+                }
+                None => (None, Vec::new()),
+            }
+        };
+        for gone in unresumable {
+            self.forget(&gone, true);
         }
         let guard = RouteGuard {
             conn: self.clone(),
             id: ours.clone(),
+            prime,
         };
         // On failure the guard's drop forgets the route.
         self.send(&request)?;
@@ -192,12 +269,20 @@ impl Conn {
         if message.get("method").and_then(Value::as_str) == Some("notifications/cancelled") {
             let theirs = message.pointer("/params/requestId").cloned();
             let ours = theirs.and_then(|theirs| {
-                let routes = crate::sync::lock(&self.routes);
-                routes
+                let mut routes = crate::sync::lock(&self.routes);
+                let (ours, route) = routes
                     .by_id
-                    .iter()
-                    .find(|(_, r)| r.owner == owner && r.id == theirs)
-                    .map(|(ours, _)| ours.clone())
+                    .iter_mut()
+                    .find(|(_, r)| r.owner == owner && r.id == theirs && !r.cancelled)?;
+                route.cancelled = true;
+                Some((ours.clone(), route.tx.is_closed()))
+            });
+            let ours = ours.map(|(ours, unread)| {
+                if unread {
+                    // Nobody reads it and no answer will come.
+                    self.forget(&ours, false);
+                }
+                ours
             });
             match (ours, message.pointer("/params/requestId").cloned()) {
                 (Some(ours), _) => message["params"]["requestId"] = json!(ours),
@@ -234,16 +319,79 @@ impl Conn {
         }
     }
 
-    /// Opens the session's GET stream (`None`: one is open already).
-    pub fn open_get(&self) -> Option<mpsc::Receiver<Msg>> {
+    /// Opens the session's GET stream (`None`: one is open already),
+    /// with its priming event's id when the session keeps events.
+    pub fn open_get(&self) -> Option<(mpsc::Receiver<Msg>, Option<String>)> {
         self.touch();
         let mut routes = crate::sync::lock(&self.routes);
-        if routes.get.as_ref().is_some_and(|tx| !tx.is_closed()) {
+        if routes.get.as_ref().is_some_and(|g| !g.tx.is_closed()) {
             return None;
         }
+        let key = format!("g{}", self.next.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = mpsc::channel(STREAM_BUFFER);
-        routes.get = Some(tx);
-        Some(rx)
+        let mut unresumable = Vec::new();
+        let prime = routes.replay.as_mut().map(|replay| {
+            let (prime, forgotten) = replay.open(&key);
+            unresumable = forgotten;
+            prime
+        });
+        let lost = unresumable.into_iter().map(|s| (s, u64::MAX)).collect();
+        let unresumable = routes.unresumable(lost);
+        routes.get = Some(GetStream { key, tx });
+        drop(routes);
+        for gone in unresumable {
+            self.forget(&gone, true);
+        }
+        Some((rx, prime))
+    }
+
+    /// Resumes the stream `last_event_id` names: a stream of the events
+    /// after it, then of what the stream sends from now on (a call's,
+    /// until its answer; the GET stream's). Its reader takes the stream
+    /// over from any earlier one.
+    pub fn resume(
+        self: &Arc<Self>,
+        last_event_id: &str,
+    ) -> Result<(mpsc::Receiver<Msg>, Option<RouteGuard>), Refusal> {
+        self.touch();
+        let mut routes = crate::sync::lock(&self.routes);
+        let Some(replay) = &routes.replay else {
+            return Err(Refusal::Foreign);
+        };
+        let (stream, events) = replay.resume(last_event_id)?;
+        // Room for the replay and a live stream's own buffer.
+        let (tx, rx) = mpsc::channel(STREAM_BUFFER + REPLAY_EVENTS);
+        for e in events {
+            let _ = tx.try_send(Msg {
+                json: e.json,
+                last: e.last,
+                id: Some(e.id),
+            });
+        }
+        if let Some(route) = routes.by_id.get_mut(&stream) {
+            route.tx = tx;
+            route.detached = None;
+            let guard = RouteGuard {
+                conn: self.clone(),
+                id: stream,
+                prime: None,
+            };
+            return Ok((rx, Some(guard)));
+        }
+        let is_get = routes.get.as_ref().is_some_and(|g| g.key == stream);
+        if is_get || (routes.get.is_none() && stream.starts_with('g')) {
+            routes.get = Some(GetStream { key: stream, tx });
+        }
+        // Otherwise the stream ended (its answer is in the replay) or a
+        // newer GET stream took its place: the replay, then its end.
+        Ok((rx, None))
+    }
+
+    /// Stops keeping stream `ours`: its answer went out whole as JSON.
+    fn answered_whole(&self, ours: &str) {
+        if let Some(replay) = &mut crate::sync::lock(&self.routes).replay {
+            replay.forget(ours);
+        }
     }
 
     /// Ends the session: its input closed (the session answers what it
@@ -262,8 +410,9 @@ impl Conn {
         let mut routes = crate::sync::lock(&self.routes);
         for (_, route) in routes.by_id.drain() {
             let _ = route.tx.try_send(Msg {
-                json: error_line(&route.id, why),
+                json: Arc::from(error_line(&route.id, why)),
                 last: true,
+                id: None,
             });
         }
         routes.progress.clear();
@@ -279,14 +428,17 @@ impl Conn {
             .map_err(|e| format!("the session is gone: {e}"))
     }
 
-    /// Forgets route `ours`; `cancel`: the client went before its answer,
-    /// so the call is cancelled too.
+    /// Forgets route `ours` and what was kept of it; `cancel`: nobody
+    /// will read its answer, so the call is cancelled too.
     fn forget(&self, ours: &str, cancel: bool) {
         let removed = {
             let mut routes = crate::sync::lock(&self.routes);
             let removed = routes.by_id.remove(ours);
             if let Some((token, _)) = removed.as_ref().and_then(|r| r.progress.as_ref()) {
                 routes.progress.remove(token);
+            }
+            if let Some(replay) = &mut routes.replay {
+                replay.forget(ours);
             }
             removed
         };
@@ -311,6 +463,9 @@ impl Conn {
                 Ok(0) | Err(_) => break,
                 Ok(_) => {}
             }
+            if self.route_answer(&line) {
+                continue;
+            }
             match serde_json::from_slice::<Value>(&line) {
                 Ok(message) => self.route(message),
                 Err(e) => eprintln!("panescan http: a session line is not JSON: {e}"),
@@ -319,6 +474,66 @@ impl Conn {
         // The session ended: whoever still waits gets an error, not silence.
         self.end_streams("the MCP session ended");
         self.closed.store(true, Ordering::SeqCst);
+    }
+
+    /// An answer to one of our requests, routed without building the
+    /// whole message: only its id is read and the client's id is written
+    /// in its place, the rest passed on byte for byte (an answer can be
+    /// megabytes; parsing and writing it again was most of what HTTP added
+    /// to a call). False: not such an answer, for [`Conn::route`].
+    fn route_answer(&self, line: &[u8]) -> bool {
+        #[derive(serde::Deserialize)]
+        struct Head<'a> {
+            #[serde(borrow)]
+            id: Option<&'a serde_json::value::RawValue>,
+            #[serde(borrow)]
+            method: Option<&'a serde_json::value::RawValue>,
+        }
+        let Ok(head) = serde_json::from_slice::<Head>(line) else {
+            return false;
+        };
+        let (Some(raw), None) = (head.id, head.method) else {
+            return false;
+        };
+        let Ok(ours) = serde_json::from_str::<String>(raw.get()) else {
+            return false;
+        };
+        // Where the id sits in the line (the RawValue borrows from it).
+        let Some(at) = (raw.get().as_ptr() as usize).checked_sub(line.as_ptr() as usize) else {
+            return false;
+        };
+        let end = at + raw.get().len();
+        if line.get(at..end) != Some(raw.get().as_bytes()) {
+            return false;
+        }
+        let mut routes = crate::sync::lock(&self.routes);
+        let Some(route) = routes.by_id.remove(&ours) else {
+            return true;
+        };
+        if let Some((token, _)) = &route.progress {
+            routes.progress.remove(token);
+        }
+        let theirs = route.id.to_string();
+        let mut out = Vec::with_capacity(line.len() + theirs.len());
+        out.extend_from_slice(&line[..at]);
+        out.extend_from_slice(theirs.as_bytes());
+        out.extend_from_slice(line[end..].trim_ascii_end());
+        let Ok(text) = String::from_utf8(out) else {
+            return true;
+        };
+        let json: Arc<str> = Arc::from(text);
+        let (kept, unresumable) = routes.keep(&ours, &json, true);
+        // A reader that went finds it kept, on a resume.
+        let _ = route.tx.try_send(Msg {
+            json,
+            last: true,
+            id: kept.map(|(id, _)| id),
+        });
+        drop(routes);
+        for gone in unresumable {
+            self.forget(&gone, true);
+        }
+        true
     }
 
     /// Takes one line of the session to its stream.
@@ -339,10 +554,18 @@ impl Conn {
                     routes.progress.remove(token);
                 }
                 message["id"] = route.id;
+                let json: Arc<str> = Arc::from(message.to_string());
+                let (kept, unresumable) = routes.keep(&ours, &json, true);
+                // A reader that went finds it kept, on a resume.
                 let _ = route.tx.try_send(Msg {
-                    json: message.to_string(),
+                    json,
                     last: true,
+                    id: kept.map(|(id, _)| id),
                 });
+                drop(routes);
+                for gone in unresumable {
+                    self.forget(&gone, true);
+                }
             }
             return;
         };
@@ -357,7 +580,7 @@ impl Conn {
                 .map(str::to_owned)
                 .map(|sub| listen_target(&routes, &mut message, &sub))
         };
-        let json = message.to_string();
+        let json: Arc<str> = Arc::from(message.to_string());
         let delivered = match target {
             Some(Some(ours)) => deliver(&mut routes, &ours, json),
             Some(None) => Vec::new(),
@@ -396,38 +619,72 @@ fn listen_target(routes: &Routes, message: &mut Value, sub: &str) -> Option<Stri
     Some(sub.to_owned())
 }
 
-/// Sends to one route; the ids of routes to drop (too slow).
-fn deliver(routes: &mut Routes, ours: &str, json: String) -> Vec<String> {
-    match routes.by_id.get(ours) {
-        Some(route) => match route.tx.try_send(Msg { json, last: false }) {
-            Err(mpsc::error::TrySendError::Full(_)) => vec![ours.to_owned()],
-            _ => Vec::new(),
-        },
-        None => Vec::new(),
+/// Sends to one route (kept for a resume first); the ids of routes to
+/// drop and cancel (too slow, or no longer resumable).
+fn deliver(routes: &mut Routes, ours: &str, json: Arc<str>) -> Vec<String> {
+    if !routes.by_id.contains_key(ours) {
+        return Vec::new();
     }
+    let (kept, mut unresumable) = routes.keep(ours, &json, false);
+    let Some(route) = routes.by_id.get_mut(ours) else {
+        return unresumable;
+    };
+    let (id, seq) = kept.unzip();
+    match route.tx.try_send(Msg {
+        json,
+        last: false,
+        id,
+    }) {
+        Err(mpsc::error::TrySendError::Full(_)) => unresumable.push(ours.to_owned()),
+        // Its reader went: the event waits, kept, for a resume.
+        Err(mpsc::error::TrySendError::Closed(_)) => {
+            if route.detached.is_none() {
+                route.detached = seq;
+            }
+        }
+        Ok(()) => {}
+    }
+    unresumable
 }
 
 /// A message of the session's own: to the GET stream, else the newest
-/// open request stream; with neither it cannot be delivered.
-fn broadcast(routes: &mut Routes, json: String) -> Vec<String> {
-    if let Some(get) = &routes.get {
-        match get.try_send(Msg { json, last: false }) {
-            Ok(()) => return Vec::new(),
-            // A GET reader that stopped is dropped; nothing to cancel.
-            Err(_) => {
-                routes.get = None;
-                return Vec::new();
+/// request stream being read; with neither it waits, kept, for the GET
+/// stream's resume (a session that keeps events), else it cannot be
+/// delivered.
+fn broadcast(routes: &mut Routes, json: Arc<str>) -> Vec<String> {
+    let get_key = routes.get.as_ref().map(|g| g.key.clone());
+    if let Some(key) = &get_key {
+        if routes.get.as_ref().is_some_and(|g| !g.tx.is_closed()) {
+            let (kept, unresumable) = routes.keep(key, &json, false);
+            let id = kept.map(|(id, _)| id);
+            if let Some(get) = &routes.get {
+                if get
+                    .tx
+                    .try_send(Msg {
+                        json,
+                        last: false,
+                        id,
+                    })
+                    .is_err()
+                {
+                    // A GET reader too slow is dropped (what it missed is
+                    // kept); nothing to cancel.
+                    routes.get = None;
+                }
             }
+            return unresumable;
         }
     }
     let newest = routes
         .by_id
         .iter()
+        .filter(|(_, r)| !r.tx.is_closed())
         .max_by_key(|(_, r)| r.started)
         .map(|(ours, _)| ours.clone());
-    match newest {
-        Some(ours) => deliver(routes, &ours, json),
-        None => Vec::new(),
+    match (newest, get_key) {
+        (Some(ours), _) => deliver(routes, &ours, json),
+        (None, Some(key)) => routes.keep(&key, &json, false).1,
+        (None, None) => Vec::new(),
     }
 }
 
@@ -437,11 +694,35 @@ fn broadcast(routes: &mut Routes, json: String) -> Vec<String> {
 pub struct RouteGuard {
     conn: Arc<Conn>,
     id: String,
+    /// The priming event's id (a session that keeps events).
+    prime: Option<String>,
+}
+
+impl RouteGuard {
+    /// The id of the event that opens its SSE stream, before any message
+    /// (`None`: the session keeps nothing for a resume).
+    pub fn prime(&self) -> Option<String> {
+        self.prime.clone()
+    }
+
+    /// Its answer went out whole as JSON: nothing to keep for a resume.
+    pub fn answered_whole(&self) {
+        self.conn.answered_whole(&self.id);
+    }
 }
 
 impl Drop for RouteGuard {
     fn drop(&mut self) {
-        self.conn.forget(&self.id, true);
+        let (resumable, cancelled) = {
+            let routes = crate::sync::lock(&self.conn.routes);
+            let cancelled = routes.by_id.get(&self.id).is_some_and(|r| r.cancelled);
+            (routes.replay.is_some(), cancelled)
+        };
+        // A session that keeps events: the call goes on, its messages
+        // kept for a resume (`deliver`), unless its client cancelled it.
+        if !resumable || cancelled {
+            self.conn.forget(&self.id, !resumable);
+        }
     }
 }
 
@@ -462,7 +743,7 @@ mod tests {
         session
             .set_read_timeout(Some(Duration::from_secs(5)))
             .unwrap();
-        let conn = Conn::start(ours, "test-conn").unwrap();
+        let conn = Conn::start(ours, "test-conn", false).unwrap();
         (conn, BufReader::new(session.try_clone().unwrap()), session)
     }
 

@@ -8,7 +8,12 @@
 //!   gets 202. `initialize` opens a session (`Mcp-Session-Id`); a request
 //!   that names a 2026-07-28 version in `_meta` needs none and goes to a
 //!   stateless session kept for its token's tier.
-//! - GET opens the session's stream for messages no request owns.
+//! - GET opens the session's stream for messages no request owns; with
+//!   `Last-Event-ID` it resumes the stream that id belongs to instead
+//!   (the events after it, then the rest of that stream). An id this
+//!   session did not give is refused (400), one whose following events
+//!   are no longer kept too (410: the client sends its request again),
+//!   and a stream the client had whole has nothing more (204).
 //! - DELETE ends the session.
 //!
 //! What must hold: every check (Host, Origin, token) comes before
@@ -30,6 +35,7 @@ use serde_json::{json, Value};
 use super::auth;
 use super::body::{Out, SseBody};
 use super::conn::{Conn, Msg, RouteGuard};
+use super::replay::Refusal;
 use super::HttpOptions;
 use crate::config::Tier;
 use crate::mcp::jsonrpc::MAX_LINE_BYTES;
@@ -194,12 +200,22 @@ impl Endpoint {
         };
         let message: Value = match serde_json::from_slice(&bytes) {
             Ok(Value::Object(m)) => Value::Object(m),
+            // 2025-06-18 removed batches and 2025-11-25 says a POST body
+            // is one message; stdio refuses them for every version too.
+            Ok(Value::Array(_)) => {
+                return rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    &Value::Null,
+                    -32600,
+                    "JSON-RPC batches are not supported (removed in MCP 2025-06-18); POST one message at a time",
+                )
+            }
             Ok(_) => {
                 return rpc_error(
                     StatusCode::BAD_REQUEST,
                     &Value::Null,
                     -32600,
-                    "one JSON-RPC message (an object) per POST; batches are not served",
+                    "a JSON-RPC message must be an object",
                 )
             }
             Err(e) => {
@@ -305,7 +321,7 @@ impl Endpoint {
                 return Ok(conn.clone());
             }
         }
-        let conn = self.open(tier).await?;
+        let conn = self.open(tier, false).await?;
         let mut map = crate::sync::lock(&self.stateless);
         // Two first requests at once: keep one, close the other.
         match map.get(&tier.map(Tier::as_str)) {
@@ -320,12 +336,14 @@ impl Endpoint {
         }
     }
 
-    async fn open(&self, tier: Option<Tier>) -> Result<Arc<Conn>, String> {
+    /// A session for `tier`; `resumable`: it keeps its streams' events
+    /// for a resume (a session opened with `initialize`).
+    async fn open(&self, tier: Option<Tier>, resumable: bool) -> Result<Arc<Conn>, String> {
         let opener = self.opener.clone();
         let stream = tokio::task::spawn_blocking(move || opener(tier))
             .await
             .map_err(|e| format!("cannot open a session: {e}"))??;
-        Conn::start(stream, "http-session")
+        Conn::start(stream, "http-session", resumable)
     }
 
     /// `initialize` without a session: a new session, its id in the answer.
@@ -342,7 +360,7 @@ impl Endpoint {
                 ),
             );
         }
-        let conn = match self.open(caller.tier).await {
+        let conn = match self.open(caller.tier, true).await {
             Ok(conn) => conn,
             Err(e) => return rpc_error(StatusCode::SERVICE_UNAVAILABLE, &id, -32603, &e),
         };
@@ -387,8 +405,22 @@ impl Endpoint {
         let Some(conn) = self.session(id, caller) else {
             return status(StatusCode::NOT_FOUND, "no such session");
         };
+        if let Some(last) = header_str(headers, "last-event-id") {
+            return match conn.resume(last) {
+                Ok((rx, guard)) => sse(SseBody::new(None, None, rx, guard)),
+                Err(Refusal::Foreign) => status(
+                    StatusCode::BAD_REQUEST,
+                    "this Last-Event-ID is not an event of this session",
+                ),
+                Err(Refusal::Forgotten) => status(
+                    StatusCode::GONE,
+                    "the events after this Last-Event-ID are no longer kept: send the request again",
+                ),
+                Err(Refusal::Finished) => status(StatusCode::NO_CONTENT, ""),
+            };
+        }
         match conn.open_get() {
-            Some(rx) => sse(SseBody::new(None, rx, None)),
+            Some((rx, prime)) => sse(SseBody::new(prime, None, rx, None)),
             None => status(
                 StatusCode::CONFLICT,
                 "this session's GET stream is open already",
@@ -472,16 +504,20 @@ async fn answer(
         // Progress and the like have nowhere to go: only the answer.
         while let Some(msg) = rx.recv().await {
             if msg.last {
+                guard.answered_whole();
                 return json_answer(&msg.json, stateless);
             }
         }
         return status(StatusCode::INTERNAL_SERVER_ERROR, "the session ended");
     }
     match tokio::time::timeout(SSE_AFTER, rx.recv()).await {
-        Ok(Some(msg)) if msg.last => json_answer(&msg.json, stateless),
-        Ok(Some(msg)) => sse(SseBody::new(Some(msg), rx, Some(guard))),
+        Ok(Some(msg)) if msg.last => {
+            guard.answered_whole();
+            json_answer(&msg.json, stateless)
+        }
+        Ok(Some(msg)) => sse(SseBody::new(guard.prime(), Some(msg), rx, Some(guard))),
         Ok(None) => status(StatusCode::INTERNAL_SERVER_ERROR, "the session ended"),
-        Err(_) => sse(SseBody::new(None, rx, Some(guard))),
+        Err(_) => sse(SseBody::new(guard.prime(), None, rx, Some(guard))),
     }
 }
 
@@ -534,8 +570,16 @@ pub fn status(code: StatusCode, text: &str) -> Answer {
     answer
 }
 
+/// A JSON-RPC error answer with HTTP status `code`. Without an id (the
+/// message could not be read, or is a batch) the answer has none: the
+/// MCP schema's error response has an optional id that is a string or a
+/// number, never `null`, and the transport says "an error response that
+/// has no `id`".
 fn rpc_error(code: StatusCode, id: &Value, rpc: i64, message: &str) -> Answer {
-    let body = json!({"jsonrpc": "2.0", "id": id, "error": {"code": rpc, "message": message}});
+    let mut body = json!({"jsonrpc": "2.0", "error": {"code": rpc, "message": message}});
+    if !id.is_null() {
+        body["id"] = id.clone();
+    }
     let mut answer = json_answer(&body.to_string(), false);
     *answer.status_mut() = code;
     answer

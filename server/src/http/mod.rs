@@ -14,6 +14,8 @@
 //! - [`conn`] — one MCP session's stream and the routes that take its
 //!   lines to the HTTP streams waiting for them.
 //! - [`body`] — JSON and SSE bodies.
+//! - [`replay`] — what a session's streams sent, for a resume with
+//!   `Last-Event-ID`.
 //! - [`tls`] — rustls for a non-loopback bind.
 //!
 //! What must hold: a non-loopback bind has TLS or was explicitly allowed
@@ -25,6 +27,7 @@ pub mod auth;
 pub mod body;
 pub mod conn;
 pub mod endpoint;
+pub mod replay;
 pub mod tls;
 
 use std::convert::Infallible;

@@ -70,7 +70,7 @@ impl Drop for Place {
 }
 
 /// One `panescan serve` and its pipes.
-struct Session {
+pub(super) struct Session {
     child: Child,
     input: ChildStdin,
     output: BufReader<ChildStdout>,
@@ -80,7 +80,7 @@ struct Session {
 impl Session {
     /// Starts serve on `socket` (through the daemon in `rt`, or with
     /// `extra` flags) and waits for its `initialize` answer.
-    fn start(socket: &str, rt: &Path, extra: &[&str]) -> Result<Session, String> {
+    pub(super) fn start(socket: &str, rt: &Path, extra: &[&str]) -> Result<Session, String> {
         let exe = std::env::current_exe().map_err(|e| e.to_string())?;
         let mut child = Command::new(exe)
             .args(["serve", "--socket-name", socket])
@@ -141,7 +141,7 @@ impl Session {
     }
 
     /// A tool call's structured result (an error if it failed).
-    fn call(&mut self, args: &Value) -> Result<Value, String> {
+    pub(super) fn call(&mut self, args: &Value) -> Result<Value, String> {
         let id = self.send(
             "tools/call",
             json!({"name": "search_panes", "arguments": args}),
@@ -153,7 +153,7 @@ impl Session {
         Ok(r["result"]["structuredContent"].clone())
     }
 
-    fn end(mut self) {
+    pub(super) fn end(mut self) {
         drop(self.input);
         let _ = self.child.wait();
     }

@@ -75,6 +75,10 @@ pub fn report(r: &BenchReport) -> String {
         out.push('\n');
         out.push_str(&super::daemon::markdown(d));
     }
+    if let Some(h) = &r.http {
+        out.push('\n');
+        out.push_str(&super::http::markdown(h));
+    }
     out
 }
 
@@ -221,6 +225,7 @@ mod tests {
             load: None,
             big: None,
             daemon: None,
+            http: None,
         }
     }
 

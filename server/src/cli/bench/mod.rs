@@ -11,8 +11,8 @@
 //! floors' phase and a case's moves both halves of a pair alike.
 //!
 //! Each section is a file of its own: the search matrix (`matrix`), the
-//! pane cache (`cache`), waits (`wait`, `watch`), load (`load`) and big
-//! answers (`big`); the report they fill is `report`, printed as a table
+//! pane cache (`cache`), waits (`wait`, `watch`), load (`load`), big
+//! answers (`big`), the daemon (`daemon`) and HTTP beside stdio (`http`); the report they fill is `report`, printed as a table
 //! or CSV (`table`), Markdown (`markdown`) or an SVG chart (`chart`).
 
 use std::time::Instant;
@@ -28,6 +28,7 @@ pub mod big;
 pub mod cache;
 pub mod chart;
 pub mod daemon;
+pub mod http;
 pub mod load;
 pub mod markdown;
 mod matrix;
@@ -92,6 +93,10 @@ pub struct BenchArgs {
     /// 16 sessions at once.
     #[arg(long, conflicts_with_all = ["cache_only", "wait_only", "big_only", "load_only"])]
     pub daemon_only: bool,
+    /// Only the HTTP row: search_panes over Streamable HTTP beside stdio,
+    /// calls interleaved (goal <= 1.1x).
+    #[arg(long, conflicts_with_all = ["cache_only", "wait_only", "big_only", "load_only", "daemon_only"])]
+    pub http_only: bool,
     /// Only the search matrix: each search beside raw fetches of the same
     /// text (the pane-count rows, without the sections after them).
     #[arg(long, conflicts_with_all = ["cache_only", "wait_only", "big_only", "load_only"])]
@@ -138,6 +143,11 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         drop(fixture);
         return print_section(args, &daemon, daemon::print, daemon::markdown);
     }
+    if args.http_only {
+        let h = http::run(&fixture, runs)?;
+        drop(fixture);
+        return print_section(args, &h, http::print, http::markdown);
+    }
     let socket = fixture.server.socket_name().to_owned();
     let first_pane = fixture.pane_ids.first().cloned().unwrap_or_default();
     if args.load_only {
@@ -171,6 +181,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         big,
         wait,
         daemon,
+        http,
     } = sections;
 
     let report = BenchReport {
@@ -191,6 +202,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         load,
         big,
         daemon,
+        http,
     };
     if let Some(path) = &args.svg {
         chart::write(&report, path)?;
@@ -206,6 +218,7 @@ struct Sections {
     big: Option<big::BigBench>,
     wait: Option<wait::WaitBench>,
     daemon: Option<daemon::DaemonBench>,
+    http: Option<http::HttpBench>,
 }
 
 impl Sections {
@@ -222,6 +235,7 @@ impl Sections {
             big: Some(big::run(fixture, runs)?),
             wait: Some(wait::run(runs)?),
             daemon: Some(daemon::run(fixture, runs)?),
+            http: Some(http::run(fixture, runs)?),
         })
     }
 }
@@ -271,6 +285,9 @@ fn print_report(args: &BenchArgs, report: &BenchReport) -> Result<(), String> {
         }
         if let Some(d) = &report.daemon {
             daemon::print(d);
+        }
+        if let Some(h) = &report.http {
+            http::print(h);
         }
     }
     Ok(())

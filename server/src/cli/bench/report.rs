@@ -50,6 +50,8 @@ pub struct BenchReport {
     pub big: Option<super::big::BigBench>,
     /// A new session through the daemon: warm first search, start, 16 at once.
     pub daemon: Option<super::daemon::DaemonBench>,
+    /// search_panes over HTTP beside stdio.
+    pub http: Option<super::http::HttpBench>,
 }
 
 /// Milliseconds, rounded to two decimals.
