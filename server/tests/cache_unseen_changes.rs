@@ -4,6 +4,12 @@
 //! every pane from it), then a search with the cache and one without it:
 //! the answers must be the same. Each case runs on a private server of its
 //! own, killed at the end even on failure.
+//!
+//! The second half changes what a listing shows (names, placements,
+//! panes, sizes) while the cache is warm and the searches list without
+//! the names (tmux/inventory/vouched.rs), then compares searches scoped
+//! by session name or window, and reads from tmux's own log what the
+//! warm search asked it for.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -15,7 +21,7 @@ use common::eventually;
 use panescan::cache::PaneCache;
 use panescan::config::Ceilings;
 use panescan::testbed::private_server::PrivateServer;
-use panescan::tmux::{ServerSpec, Tmux};
+use panescan::tmux::{ServerSpec, Tmux, WindowId};
 use panescan::tools::context::ToolContext;
 use panescan::tools::search::{search_panes, SearchPanesArgs};
 use serde_json::Value;
@@ -148,15 +154,35 @@ fn wait_past_second() {
 
 /// Every line of every pane, history included, as JSON without timings.
 fn search(ctx: &ToolContext) -> Value {
+    let v = search_in(ctx, &Scoped::default());
+    assert!(v.get("error").is_none(), "{v}");
+    v
+}
+
+/// The filters of a scoped search.
+#[derive(Debug, Default)]
+struct Scoped<'a> {
+    session: Option<&'a str>,
+    window: Option<&'a str>,
+}
+
+/// [`search`] within `scope`: the answer as JSON without timings, or the
+/// error's message as `{"error": ...}`.
+fn search_in(ctx: &ToolContext, scope: &Scoped) -> Value {
     let args = SearchPanesArgs {
         pattern: Some(".".to_owned()),
         regex: true,
         scrollback_lines: Some(100_000),
         max_matches: Some(10_000),
         max_matches_per_pane: Some(10_000),
+        session: scope.session.map(str::to_owned),
+        window: scope.window.map(|w| WindowId::parse(w).unwrap()),
         ..SearchPanesArgs::default()
     };
-    let mut v = serde_json::to_value(search_panes(ctx, &args).unwrap()).unwrap();
+    let mut v = match search_panes(ctx, &args) {
+        Ok(found) => serde_json::to_value(found).unwrap(),
+        Err(e) => return serde_json::json!({ "error": e.message }),
+    };
     for key in ["elapsed_ms", "cursor", "cursor_if_cut"] {
         v.as_object_mut().unwrap().remove(key);
     }
@@ -382,4 +408,192 @@ fn a_server_restarted_under_the_same_socket() {
         .screen(&w.panes[2])
         .contains(&format!("q2 row {ROWS}"))));
     w.same_answers("the server restarted under the same socket");
+}
+
+impl Warm {
+    /// Searches scoped by each session name in `sessions` (and unscoped,
+    /// and by the window of `window_of`'s pane when given) with the cache
+    /// and without it: the answers must be the same.
+    fn same_scoped(&self, change: &str, sessions: &[&str], window_of: Option<&str>) {
+        let window = window_of.map(|pane| self.format(pane, "#{window_id}"));
+        let mut scopes: Vec<Scoped> = sessions
+            .iter()
+            .map(|s| Scoped {
+                session: Some(s),
+                window: None,
+            })
+            .collect();
+        scopes.push(Scoped::default());
+        if let Some(w) = window.as_deref() {
+            scopes.push(Scoped {
+                session: None,
+                window: Some(w),
+            });
+        }
+        for scope in &scopes {
+            let warm = search_in(&self.cached, scope);
+            let cold = search_in(&self.cold, scope);
+            assert_eq!(
+                warm, cold,
+                "cache on and off differ in {scope:?} after {change}"
+            );
+        }
+    }
+
+    /// Makes a pane running [`program`] with `args` before it (a tmux
+    /// command such as `split-window -d -t %1`), waits until it printed
+    /// everything, and returns its id.
+    fn make_pane(&self, args: &[&str], tag: &str) -> String {
+        let mut command: Vec<&str> = args.to_vec();
+        let program = program(tag);
+        command.extend(["-P", "-F", "#{pane_id}", &program]);
+        let pane = self.server.run_ok(command).unwrap().trim().to_owned();
+        let last = format!("{tag} row {ROWS}");
+        assert!(eventually(Duration::from_secs(10), || self
+            .screen(&pane)
+            .contains(&last)));
+        pane
+    }
+
+    /// [`Warm::start`] with a second pane in window `w0` (split below the
+    /// first) and a second session `side` of one window `s0`, the cache
+    /// full and warm again.
+    fn start_wide(label: &str) -> Warm {
+        let mut w = Warm::start(label);
+        let split = w.make_pane(&["split-window", "-d", "-t", &w.panes[0]], "split");
+        let side = w.make_pane(&["new-session", "-d", "-s", "side", "-n", "s0"], "side");
+        w.panes.extend([split, side]);
+        w.fill();
+        w
+    }
+}
+
+#[test]
+fn a_window_renamed_while_warm() {
+    let w = Warm::start("vouched-rename-window");
+    w.server
+        .run_ok(["rename-window", "-t", &w.panes[2], "w2 renamed"])
+        .unwrap();
+    w.same_scoped("rename-window", &["main"], Some(&w.panes[2]));
+}
+
+#[test]
+fn a_session_renamed_while_warm() {
+    let w = Warm::start("vouched-rename-session");
+    w.server
+        .run_ok(["rename-session", "-t", "main", "renamed"])
+        .unwrap();
+    w.same_scoped("rename-session", &["renamed", "main"], None);
+}
+
+#[test]
+fn a_pane_joined_to_another_window_and_broken_out() {
+    let w = Warm::start_wide("vouched-join");
+    w.server
+        .run_ok(["join-pane", "-d", "-s", &w.panes[4], "-t", &w.panes[1]])
+        .unwrap();
+    w.same_scoped(
+        "join-pane from another session",
+        &["main", "side"],
+        Some(&w.panes[4]),
+    );
+    w.server
+        .run_ok(["break-pane", "-d", "-s", &w.panes[3], "-n", "broken"])
+        .unwrap();
+    w.same_scoped("break-pane", &["main"], Some(&w.panes[3]));
+}
+
+#[test]
+fn a_window_moved_to_another_session() {
+    let w = Warm::start_wide("vouched-move-window");
+    w.server
+        .run_ok(["move-window", "-d", "-s", &w.panes[2], "-t", "side:"])
+        .unwrap();
+    w.same_scoped(
+        "move-window to another session",
+        &["main", "side"],
+        Some(&w.panes[2]),
+    );
+}
+
+#[test]
+fn windows_swapped_and_renumbered_which_tmux_tells_nobody() {
+    // swap-window and move-window -r notify no control client (tmux 3.3a
+    // cmd-swap-window.c, session.c session_renumber_windows): the short
+    // listing's ids and indexes must show it.
+    let w = Warm::start_wide("vouched-swap-window");
+    w.server
+        .run_ok(["swap-window", "-d", "-s", &w.panes[1], "-t", &w.panes[4]])
+        .unwrap();
+    w.same_scoped(
+        "swap-window across sessions",
+        &["main", "side"],
+        Some(&w.panes[1]),
+    );
+    w.server.run_ok(["kill-pane", "-t", &w.panes[2]]).unwrap();
+    w.same_scoped("a window closed", &["main", "side"], None);
+    w.server
+        .run_ok(["move-window", "-r", "-t", "main:"])
+        .unwrap();
+    w.same_scoped("move-window -r", &["main", "side"], Some(&w.panes[4]));
+}
+
+#[test]
+fn a_pane_killed_and_another_made_that_reuses_nothing() {
+    let w = Warm::start("vouched-replace");
+    w.server.run_ok(["kill-pane", "-t", &w.panes[2]]).unwrap();
+    let new = w.make_pane(&["new-window", "-d", "-n", "w2"], "new");
+    assert_ne!(new, w.panes[2]);
+    w.same_scoped("a pane killed and another made", &["main"], Some(&new));
+}
+
+#[test]
+fn panes_swapped_in_a_window_and_across_sessions() {
+    let w = Warm::start_wide("vouched-swap-pane");
+    // The same ids at each other's place: in one window, then across two.
+    w.server
+        .run_ok(["swap-pane", "-d", "-s", &w.panes[0], "-t", &w.panes[3]])
+        .unwrap();
+    w.same_scoped("swap-pane in a window", &["main"], Some(&w.panes[0]));
+    w.server
+        .run_ok(["swap-pane", "-d", "-s", &w.panes[1], "-t", &w.panes[4]])
+        .unwrap();
+    w.same_scoped(
+        "swap-pane across sessions",
+        &["main", "side"],
+        Some(&w.panes[4]),
+    );
+}
+
+#[test]
+fn panes_resized_here_and_in_a_session_the_client_does_not_show() {
+    // %layout-change reaches a control client only for windows of its own
+    // session (panescan's shows `main`): the short listing's sizes must
+    // show the resize in `side`.
+    let w = Warm::start_wide("vouched-resize");
+    w.server
+        .run_ok(["resize-pane", "-t", &w.panes[3], "-y", "3"])
+        .unwrap();
+    w.same_scoped("resize-pane", &["main"], Some(&w.panes[3]));
+    w.server
+        .run_ok(["resize-window", "-t", &w.panes[4], "-x", "9", "-y", "5"])
+        .unwrap();
+    w.same_scoped(
+        "resize-window in another session",
+        &["side"],
+        Some(&w.panes[4]),
+    );
+}
+
+#[test]
+fn a_new_pane_split_while_warm() {
+    let w = Warm::start_wide("vouched-split");
+    let new = w.make_pane(&["split-window", "-d", "-t", &w.panes[4]], "new");
+    w.same_scoped(
+        "a new pane in another session",
+        &["main", "side"],
+        Some(&new),
+    );
+    let new = w.make_pane(&["split-window", "-d", "-t", &w.panes[2]], "new2");
+    w.same_scoped("a new pane", &["main"], Some(&new));
 }

@@ -26,7 +26,7 @@ use super::CapturedText;
 pub(crate) const MIN_ANCHOR_LINES: usize = 3;
 /// Lines an anchor grows to at most while it says too little: the rows the
 /// pane cache's anchor covers.
-pub(crate) const MAX_ANCHOR_LINES: usize = 32;
+pub(crate) const MAX_ANCHOR_LINES: usize = 64;
 /// Different lines with text an anchor needs to say enough.
 const TEXT_LINES: usize = 2;
 
