@@ -169,10 +169,9 @@ impl Book {
             if Some(first) == current {
                 continue;
             }
-            if now_ms - modified > max_age_ms || total > max_bytes {
-                if fs::remove_file(&path).is_ok() {
-                    total -= bytes;
-                }
+            let over = now_ms - modified > max_age_ms || total > max_bytes;
+            if over && fs::remove_file(&path).is_ok() {
+                total -= bytes;
             }
         }
     }
