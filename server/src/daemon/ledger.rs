@@ -395,6 +395,8 @@ impl Follower {
         c.ended_ms = Some(now);
         c.exit_status = status;
         c.output_lines = None;
+        // An earlier end's count would write the earlier output's end.
+        self.counts.retain(|(i, _)| *i != id);
         self.save(&c);
         self.open.insert(id, c);
     }
