@@ -211,12 +211,7 @@ fn twenty_commands(shell: Sh) {
             ("false".to_owned(), 1, &home_s, 0),
             (format!("cd '{sub_s}'"), 0, &home_s, 0),
             ("sleep 1".to_owned(), 0, &sub_s, 900),
-            (
-                "ls /nonexistent-ledger".to_owned(),
-                if shell == Sh::Fish { 2 } else { 2 },
-                &sub_s,
-                0,
-            ),
+            ("ls /nonexistent-ledger".to_owned(), 2, &sub_s, 0),
             (format!("cd '{home_s}'"), 0, &sub_s, 0),
         ] {
             if expect.len() == 18 {
