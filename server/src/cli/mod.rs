@@ -11,6 +11,7 @@ pub mod arenas;
 #[allow(missing_docs)]
 pub mod bench;
 pub mod client;
+pub mod commands;
 pub mod daemon;
 pub mod demo;
 pub mod http;
@@ -53,6 +54,9 @@ pub enum Commands {
     Serve(Box<serve::ServeCommand>),
     /// Search every pane of a tmux server, like grep.
     Search(Box<search::SearchArgs>),
+    /// The commands a journaling daemon recorded (OSC 133 marks), newest
+    /// first.
+    Commands(Box<commands::CommandsArgs>),
     /// See it work: a private tmux server full of real output, searched.
     Demo(Box<demo::DemoArgs>),
     /// Time searches on a private tmux server of a given shape.
@@ -311,6 +315,7 @@ pub fn main() -> ExitCode {
         Commands::Status(place) => daemon::run_status(&place),
         Commands::Stop(place) => daemon::run_stop(&place),
         Commands::Audit(args) => trust::run_audit(&args),
+        Commands::Commands(args) => commands::run(&args),
         Commands::Search(args) => match preflight::check_tmux() {
             Ok(_) => search::run(&args),
             Err(e) => {

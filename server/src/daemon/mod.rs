@@ -25,6 +25,8 @@ pub mod bind;
 pub mod caller;
 pub mod client;
 pub mod conn;
+pub mod ledger;
+pub mod ledger_read;
 pub mod place;
 pub mod wire;
 
@@ -92,6 +94,8 @@ pub struct Daemon {
     /// The journal's writer while it runs: something to keep the daemon
     /// (no idle exit while it journals).
     journal: Mutex<Option<crate::journal::writer::Handle>>,
+    /// The command ledger's follower while the journal runs.
+    ledger: Mutex<Option<ledger::Handle>>,
 }
 
 #[derive(Debug, Default)]
@@ -147,6 +151,7 @@ pub fn run(config: DaemonConfig) -> i32 {
         served: AtomicU64::new(0),
         stopping: AtomicBool::new(false),
         journal: Mutex::new(None),
+        ledger: Mutex::new(None),
     });
     if let Err(e) = daemon.start_journal() {
         eprintln!("panescan daemon: {e}");
@@ -172,8 +177,16 @@ impl Daemon {
             socket_path: self.config.defaults.socket_path.clone(),
         };
         eprintln!("panescan daemon: journaling into {}", journal.dir.display());
-        let handle = crate::journal::writer::start(journal, &spec, self.shared.pane_cache.clone())?;
+        let handle =
+            crate::journal::writer::start(journal.clone(), &spec, self.shared.pane_cache.clone())?;
+        let views = handle.views();
         *crate::sync::lock(&self.journal) = Some(handle);
+        let follower = ledger::start(&journal, &spec, views.clone())?;
+        *crate::sync::lock(&self.ledger) = Some(follower);
+        crate::tools::commands::install(Some(Arc::new(ledger_read::Reader {
+            dir: journal.dir.clone(),
+            views,
+        })));
         Ok(())
     }
 
@@ -225,6 +238,10 @@ impl Daemon {
         let _ = std::fs::remove_file(&self.socket);
         // The journal's last records are written before its tmux
         // connection closes.
+        crate::tools::commands::install(None);
+        if let Some(follower) = crate::sync::lock(&self.ledger).take() {
+            follower.stop();
+        }
         if let Some(journal) = crate::sync::lock(&self.journal).take() {
             journal.stop();
         }

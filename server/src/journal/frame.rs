@@ -8,13 +8,21 @@
 //! `(pane, time)` per line, the gaps, then the lines' text, each ended by
 //! `\n`, as one block the engine reads as one capture.
 //!
+//! A `PJF2` frame also holds each line's row on its pane's steady scale
+//! ([`Row`]), after the gaps: what locates a command's output
+//! (`journal/ledger.rs`). `PJF1` frames (without rows) are still read.
+//!
 //! Must hold: a frame decodes only if its CRC holds and every length in it
 //! stays inside it; nothing from the file can panic the decoder.
 
 use std::collections::HashMap;
 
-/// The first bytes of every frame.
+pub use super::track::Row;
+
+/// The first bytes of a frame without rows.
 pub const MAGIC: [u8; 4] = *b"PJF1";
+/// The first bytes of a frame with a row per line.
+pub const MAGIC_ROWS: [u8; 4] = *b"PJF2";
 /// Header bytes: magic, compressed length, raw length, first and last
 /// time, CRC.
 pub const HEADER: usize = 4 + 4 + 4 + 8 + 8 + 4;
@@ -73,6 +81,8 @@ pub struct Records {
     pub lines: Vec<Line>,
     /// Gaps.
     pub gaps: Vec<Gap>,
+    /// Each line's row (written only when there is one per line).
+    pub rows: Vec<Row>,
     index: HashMap<Origin, usize>,
 }
 
@@ -120,6 +130,8 @@ pub struct Header {
     pub last_ms: i64,
     /// CRC-32 of the header's fields before it and the compressed bytes.
     pub crc: u32,
+    /// The payload has a row per line (`PJF2`).
+    pub rows: bool,
 }
 
 /// Why bytes are not a frame.
@@ -137,7 +149,11 @@ pub fn encode(records: &Records) -> std::io::Result<Vec<u8>> {
     let packed = zstd::bulk::compress(&raw, LEVEL)?;
     let (first, last) = records.times();
     let mut out = Vec::with_capacity(HEADER + packed.len());
-    out.extend_from_slice(&MAGIC);
+    out.extend_from_slice(if with_rows(records) {
+        &MAGIC_ROWS
+    } else {
+        &MAGIC
+    });
     out.extend_from_slice(&len32(packed.len()).to_le_bytes());
     out.extend_from_slice(&len32(raw.len()).to_le_bytes());
     out.extend_from_slice(&first.to_le_bytes());
@@ -146,6 +162,10 @@ pub fn encode(records: &Records) -> std::io::Result<Vec<u8>> {
     out.extend_from_slice(&crc.to_le_bytes());
     out.extend_from_slice(&packed);
     Ok(out)
+}
+
+fn with_rows(records: &Records) -> bool {
+    !records.lines.is_empty() && records.rows.len() == records.lines.len()
 }
 
 fn len32(n: usize) -> u32 {
@@ -162,7 +182,7 @@ fn checksum(fields: &[u8], packed: &[u8]) -> u32 {
 /// The header at the start of `bytes`.
 pub fn header(bytes: &[u8]) -> Result<Header, Bad> {
     let h = bytes.get(..HEADER).ok_or(Bad::Short)?;
-    if h[..4] != MAGIC {
+    if h[..4] != MAGIC && h[..4] != MAGIC_ROWS {
         return Err(Bad::Corrupt("no frame magic".into()));
     }
     let u32_at = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
@@ -177,6 +197,7 @@ pub fn header(bytes: &[u8]) -> Result<Header, Bad> {
         first_ms: i64_at(12),
         last_ms: i64_at(20),
         crc: u32_at(28),
+        rows: h[..4] == MAGIC_ROWS,
     };
     if header.raw > MAX_RAW || header.compressed > MAX_RAW {
         return Err(Bad::Corrupt("a length past the limit".into()));
@@ -203,7 +224,7 @@ pub fn decode(bytes: &[u8], header: &Header) -> Result<Decoded, Bad> {
         .ok_or(Bad::Short)?;
     let raw = zstd::bulk::decompress(packed, header.raw)
         .map_err(|e| Bad::Corrupt(format!("zstd: {e}")))?;
-    decode_raw(raw)
+    decode_raw(raw, header.rows)
 }
 
 /// A decoded frame: its tables and the text block.
@@ -215,6 +236,8 @@ pub struct Decoded {
     pub lines: Vec<(usize, i64)>,
     /// Gaps.
     pub gaps: Vec<Gap>,
+    /// Each line's row, when the frame has them (else empty).
+    pub rows: Vec<Row>,
     /// Every line ended by `\n`.
     pub text: bytes::Bytes,
     /// Where each line starts in `text`.
@@ -252,6 +275,12 @@ fn encode_raw(records: &Records) -> Vec<u8> {
         out.extend_from_slice(&g.from_ms.to_le_bytes());
         out.extend_from_slice(&g.to_ms.to_le_bytes());
         put_str(&mut out, g.reason.as_bytes());
+    }
+    if with_rows(records) {
+        for r in &records.rows {
+            out.extend_from_slice(&r.epoch.to_le_bytes());
+            out.extend_from_slice(&r.row.to_le_bytes());
+        }
     }
     for l in &records.lines {
         // A captured line holds no newline; one that did would shift
@@ -312,7 +341,7 @@ impl Reader<'_> {
     }
 }
 
-fn decode_raw(raw: Vec<u8>) -> Result<Decoded, Bad> {
+fn decode_raw(raw: Vec<u8>, with_rows: bool) -> Result<Decoded, Bad> {
     let mut r = Reader { bytes: &raw, at: 0 };
     let mut origins = Vec::new();
     for _ in 0..r.count(10)? {
@@ -344,6 +373,17 @@ fn decode_raw(raw: Vec<u8>) -> Result<Decoded, Bad> {
             reason: r.string()?,
         });
     }
+    let mut rows = Vec::new();
+    if with_rows {
+        if lines.len().saturating_mul(16) > r.bytes.len() - r.at {
+            return Err(Bad::Corrupt("rows past the frame".into()));
+        }
+        for _ in 0..lines.len() {
+            let epoch = r.i64()? as u64;
+            let row = r.i64()? as u64;
+            rows.push(Row { epoch, row });
+        }
+    }
     let at = r.at;
     let text = bytes::Bytes::from(raw).slice(at..);
     let mut starts = Vec::with_capacity(lines.len());
@@ -361,6 +401,7 @@ fn decode_raw(raw: Vec<u8>) -> Result<Decoded, Bad> {
         origins,
         lines,
         gaps,
+        rows,
         text,
         starts,
     })
@@ -414,7 +455,36 @@ mod tests {
     }
 
     #[test]
+    fn rows_round_trip_and_frames_without_them_still_read() {
+        let mut r = sample();
+        r.rows = (0..3)
+            .map(|i| Row {
+                epoch: 9,
+                row: 100 + i,
+            })
+            .collect();
+        let bytes = encode(&r).unwrap();
+        assert_eq!(bytes[..4], MAGIC_ROWS);
+        let (h, _) = check(&bytes).unwrap();
+        let d = decode(&bytes, &h).unwrap();
+        assert_eq!(d.rows, r.rows);
+        assert_eq!(d.line(2), "ünïcode 漢字".as_bytes());
+        let plain = encode(&sample()).unwrap();
+        assert_eq!(plain[..4], MAGIC);
+        let (h, _) = check(&plain).unwrap();
+        assert!(decode(&plain, &h).unwrap().rows.is_empty());
+    }
+
+    #[test]
     fn every_flipped_byte_or_cut_is_refused_never_a_panic() {
+        let mut rowed = sample();
+        rowed.rows = vec![Row { epoch: 1, row: 2 }; 3];
+        let bytes = encode(&rowed).unwrap();
+        for i in 0..4 {
+            let mut b = bytes.clone();
+            b[i] ^= 0x41;
+            assert!(check(&b).is_err());
+        }
         let bytes = encode(&sample()).unwrap();
         for cut in 0..bytes.len() {
             assert_eq!(check(&bytes[..cut]).err(), Some(Bad::Short), "cut {cut}");

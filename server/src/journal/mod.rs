@@ -14,6 +14,9 @@
 //!   writes them.
 //! - [`search`] — a pattern over the journaled text, with times.
 //! - [`when`] — RFC 3339 times and `15m`-style spans.
+//! - [`view`] — what the writer last saw of each pane, for the ledger.
+//! - [`ledger`] — the command ledger's records on disk, and where a
+//!   command's output lies in the journal.
 //!
 //! What must hold: a line reaches the disk redacted unless the operator
 //! said `--journal-keep-secrets`; a line the journal could not keep is a
@@ -22,9 +25,11 @@
 
 pub mod dir;
 pub mod frame;
+pub mod ledger;
 pub mod search;
 pub mod segment;
 pub mod track;
+pub mod view;
 pub mod when;
 pub mod writer;
 

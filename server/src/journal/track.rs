@@ -26,6 +26,8 @@ pub struct Snapshot {
     pub end_row: u64,
     /// The lines from there to the bottom of the screen.
     pub screen: Vec<Vec<u8>>,
+    /// The row each of `screen` starts at.
+    pub screen_rows: Vec<u64>,
     /// The pane's width (rows mean nothing across a resize).
     pub width: u32,
     /// tmux trims a tenth of it at a time.
@@ -45,6 +47,21 @@ pub struct Step {
     pub lines: Vec<(Vec<u8>, i64)>,
     /// Gaps to record.
     pub gaps: Vec<GapSpan>,
+    /// Where each of `lines` starts on the pane's steady row scale (one
+    /// per line; empty when nothing says).
+    pub rows: Vec<Row>,
+}
+
+/// A row on a pane's steady scale: rows since the track began, trims
+/// included, so a row keeps its number while tmux trims above it. The
+/// epoch changes whenever the journal cannot tell how rows moved (a gap,
+/// a resize, a restart): rows of two epochs are not comparable.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Row {
+    /// Which run of comparable rows.
+    pub epoch: u64,
+    /// The row.
+    pub row: u64,
 }
 
 /// One pane's state between reads.
@@ -62,6 +79,11 @@ pub struct Track {
     screen: Vec<Vec<u8>>,
     /// Read back from an earlier run: the time between is a gap.
     resumed: bool,
+    /// The current epoch of the steady scale (0: none drawn yet).
+    epoch: u64,
+    /// Rows tmux trimmed in this epoch: a capture's row plus this is the
+    /// steady row.
+    trimmed: u64,
 }
 
 const OVERRUN: &str = "history cleared, rewrapped or trimmed past what the journal last kept (more than history-limit lines between two reads): lines may be missing";
@@ -113,10 +135,18 @@ impl Track {
                 "alternate screen (a full-screen program): what it drew is not kept".into(),
             ));
         }
-        let from = self.place(snap, &mut step, now_ms);
-        for (_, text) in &snap.history[from..] {
+        let (from, trims) = self.place(snap, &mut step, now_ms);
+        match trims {
+            Some(t) if self.epoch != 0 => self.trimmed += t,
+            _ => {
+                self.epoch = new_epoch();
+                self.trimmed = 0;
+            }
+        }
+        for (row, text) in &snap.history[from..] {
             let time = self.seen.get(text).copied().unwrap_or(now_ms);
             step.lines.push((text.clone(), time));
+            step.rows.push(self.steady(*row));
             self.tail.push_back(text.clone());
         }
         while self.tail.len() > TAIL {
@@ -133,10 +163,24 @@ impl Track {
         step
     }
 
-    /// The index of the first history line not journaled yet; records a
-    /// gap when that cannot be told for certain.
-    fn place(&self, snap: &Snapshot, step: &mut Step, now_ms: i64) -> usize {
+    /// `row` of the last capture on the steady scale.
+    pub fn steady(&self, row: u64) -> Row {
+        Row {
+            epoch: self.epoch,
+            row: row + self.trimmed,
+        }
+    }
+
+    /// The index of the first history line not journaled yet, and the rows
+    /// tmux trimmed since the last read when rows tell it (`None`: a new
+    /// epoch); records a gap when the index cannot be told for certain.
+    fn place(&self, snap: &Snapshot, step: &mut Step, now_ms: i64) -> (usize, Option<u64>) {
         let since = self.last_read_ms.unwrap_or(now_ms);
+        // History never reached by trims, at the same width: rows hold.
+        let untrimmed = || match self.left_at {
+            Some((end, width)) if width == snap.width && snap.end_row >= end => Some(0),
+            _ => None,
+        };
         if self.tail.is_empty() {
             // Nothing journaled yet: everything the pane holds is new. If
             // tmux may have trimmed a pane first seen, those lines went
@@ -151,7 +195,7 @@ impl Track {
                     ));
                 }
             }
-            return 0;
+            return (0, untrimmed());
         }
         // Where the whole tail ends; only when it is found nowhere whole,
         // where its newest lines begin the history (the rest trimmed).
@@ -166,23 +210,27 @@ impl Track {
         // History below where it was and below what a trim leaves: it was
         // cleared (or a resize shrank it), so rows tell nothing.
         let shrank = |end: u64| snap.end_row < end && snap.end_row + tenth < snap.history_limit;
-        let placed: Vec<usize> = match self.left_at {
-            Some((end, width)) if width == snap.width && !shrank(end) => matches
+        let by_rows = match self.left_at {
+            Some((end, width)) if width == snap.width && !shrank(end) => Some(end),
+            _ => None,
+        };
+        let placed: Vec<usize> = match by_rows {
+            Some(end) => matches
                 .into_iter()
                 .filter(|&p| end >= row_at(p) && (end - row_at(p)) % tenth == 0)
                 .collect(),
-            _ => matches,
+            None => matches,
         };
         match placed.as_slice() {
             [] => {
                 step.gaps.push((since, now_ms, OVERRUN.into()));
-                0
+                (0, None)
             }
-            [one] => *one,
+            [one] => (*one, by_rows.map(|end| end - row_at(*one))),
             [.., last] => {
                 // The fewest lines trimmed is the likeliest; say it is a guess.
                 step.gaps.push((since, now_ms, AMBIGUOUS.into()));
-                *last
+                (*last, None)
             }
         }
     }
@@ -197,6 +245,16 @@ impl Track {
             .zip(self.tail.iter().skip(skip))
             .all(|((_, a), b)| a == b)
     }
+}
+
+/// A fresh epoch: random, so two runs' epochs differ.
+fn new_epoch() -> u64 {
+    let mut b = [0u8; 8];
+    if getrandom::fill(&mut b).is_err() {
+        // Without randomness, the clock still tells runs apart.
+        return u64::try_from(super::when::now_ms()).unwrap_or(1).max(1);
+    }
+    u64::from_le_bytes(b).max(1)
 }
 
 #[cfg(test)]
@@ -237,6 +295,7 @@ mod tests {
                     .iter()
                     .map(|l| l.clone().into_bytes())
                     .collect(),
+                screen_rows: (hsize..held.len()).map(|r| r as u64).collect(),
                 width: 80,
                 history_limit: self.limit as u64,
                 alternate_on: false,
@@ -258,6 +317,37 @@ mod tests {
             limit,
             height: 5,
         }
+    }
+
+    /// A line's steady row is where it was printed, counted from the
+    /// pane's first line, whatever tmux trimmed above it since; a gap
+    /// starts another epoch.
+    #[test]
+    fn steady_rows_hold_across_trims_and_change_epoch_at_a_gap() {
+        let mut p = pane(1000);
+        let mut t = Track::default();
+        let mut epochs = std::collections::HashSet::new();
+        for round in 0..40 {
+            p.print((0..(round * 37 % 300)).map(|i| format!("r{round} {i}")));
+            let step = t.advance(&p.snap(), round);
+            for ((text, _), row) in step.lines.iter().zip(&step.rows) {
+                let at = p
+                    .all
+                    .iter()
+                    .position(|l| l.as_bytes() == &text[..])
+                    .unwrap();
+                assert_eq!(row.row, at as u64, "round {round}");
+                epochs.insert(row.epoch);
+            }
+            assert_eq!(step.rows.len(), step.lines.len());
+        }
+        assert!(p.trimmed > 1000, "{}", p.trimmed);
+        assert_eq!(epochs.len(), 1);
+        // More than the history between two reads: a gap, a new epoch.
+        p.print((0..3000).map(|i| format!("flood {i}")));
+        let step = t.advance(&p.snap(), 99);
+        assert!(!step.gaps.is_empty());
+        assert!(!epochs.contains(&step.rows[0].epoch));
     }
 
     #[test]

@@ -18,7 +18,8 @@ use std::time::{Duration, Instant};
 
 use super::frame::{Gap, Line, Origin, Records};
 use super::segment::{self, Appender, Read};
-use super::track::{Snapshot, Step, Track, TAIL};
+use super::track::{Row, Snapshot, Step, Track, TAIL};
+use super::view::{PaneView, Views};
 use super::{dir, when, JournalConfig};
 use crate::cache::PaneCache;
 use crate::tmux::events::{Interest, OutputMode, StreamEvent, Watch};
@@ -47,9 +48,15 @@ const RESUME_SEGMENTS: usize = 4;
 pub struct Handle {
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
+    views: Arc<Views>,
 }
 
 impl Handle {
+    /// What the writer last saw of each pane (for the command ledger).
+    pub fn views(&self) -> Arc<Views> {
+        self.views.clone()
+    }
+
     /// Flushes what was taken and ends the thread.
     pub fn stop(mut self) {
         self.stop.store(true, Ordering::SeqCst);
@@ -81,6 +88,7 @@ struct Writer {
     paused_since: Option<i64>,
     /// Lines dropped while paused.
     dropped: u64,
+    views: Arc<Views>,
 }
 
 /// Checks the directory, opens the journal (a torn tail cut and reported
@@ -100,7 +108,9 @@ pub fn start(
     let tmux = Tmux::shared(spec).map_err(|e| e.to_string())?;
     let cache = cache.unwrap_or_else(|| Arc::new(PaneCache::new(crate::cache::DEFAULT_MAX_BYTES)));
     let stop = Arc::new(AtomicBool::new(false));
+    let views = Arc::new(Views::default());
     let mut writer = Writer {
+        views: views.clone(),
         config,
         tmux,
         cache,
@@ -120,6 +130,7 @@ pub fn start(
     Ok(Handle {
         stop,
         thread: Some(thread),
+        views,
     })
 }
 
@@ -147,10 +158,14 @@ impl Writer {
                 let panes: Vec<PaneId> = printed.into_iter().collect();
                 let _ = events.rearm(&panes, Instant::now() + READ_TIMEOUT);
             }
+            let read_at = when::now_ms();
             self.read_once();
             let due = self.taken_since.is_some_and(|t| t.elapsed() >= FLUSH_EVERY);
-            if due || self.pending.raw_len() >= FLUSH_BYTES {
+            if due || self.pending.raw_len() >= FLUSH_BYTES || self.views.take_flush() {
                 self.flush();
+            }
+            if self.pending.is_empty() && self.paused_since.is_none() {
+                self.views.synced(read_at);
             }
             if bounds_at.elapsed() >= BOUNDS_EVERY {
                 bounds_at = Instant::now();
@@ -219,6 +234,7 @@ impl Writer {
             }
         }
         self.close_gone(&live);
+        self.views.retain(|p| live.contains(&(server.clone(), *p)));
     }
 
     /// Takes in one pane's capture.
@@ -236,6 +252,19 @@ impl Writer {
         *kept_origin = origin;
         let snap = snapshot(text, pane.alternate_on, pane.history_limit);
         let step = track.advance(&snap, now);
+        if !snap.alternate_on {
+            let screen = snap.screen_rows.iter().map(|&r| track.steady(r));
+            self.views.set(
+                pane.pane_id,
+                PaneView {
+                    server: kept_origin.server.clone(),
+                    read_ms: now,
+                    base: track.steady(0),
+                    history_size: text.history_size,
+                    screen: screen.zip(snap.screen.iter().cloned()).collect(),
+                },
+            );
+        }
         let origin = kept_origin.clone();
         self.record(&origin, step);
     }
@@ -256,6 +285,7 @@ impl Writer {
                 let step = Step {
                     lines,
                     gaps: Vec::new(),
+                    rows: Vec::new(),
                 };
                 self.record(&origin, step);
             }
@@ -274,12 +304,15 @@ impl Writer {
         } else {
             redacted(&step.lines)
         };
-        for ((_, time_ms), text) in step.lines.iter().zip(texts) {
+        for (i, ((_, time_ms), text)) in step.lines.iter().zip(texts).enumerate() {
             self.pending.lines.push(Line {
                 origin: o,
                 time_ms: *time_ms,
                 text,
             });
+            // A line without a row (a closed pane's last screen) is epoch 0.
+            let row = step.rows.get(i).copied().unwrap_or(Row::default());
+            self.pending.rows.push(row);
         }
         for (from_ms, to_ms, reason) in step.gaps {
             self.pending.gaps.push(Gap {
@@ -385,6 +418,8 @@ pub fn snapshot(text: &CapturedText, alternate_on: bool, history_limit: u64) -> 
             }
             on_screen = true;
             snap.screen.push(line.to_vec());
+            snap.screen_rows
+                .push(u64::try_from(number(i) + hsize).unwrap_or(0));
         }
     }
     snap

@@ -29,6 +29,7 @@ pub mod batch;
 pub mod buffers;
 pub mod capture;
 pub mod channels;
+pub mod commands;
 pub mod context;
 pub(crate) mod cursor_key;
 pub mod destroy;
@@ -83,6 +84,8 @@ pub fn all() -> Vec<ToolEntry> {
         ToolEntry::of::<wait::WaitForText>(),
         ToolEntry::of::<buffers::ShowBuffer>(),
         ToolEntry::of::<servers::ListServers>(),
+        ToolEntry::of::<commands::ListCommands>(),
+        ToolEntry::of::<commands::GetCommandOutput>(),
         ToolEntry::of::<wait::WatchPanes>(),
         ToolEntry::of::<batch::CallReadToolsBatch>(),
         ToolEntry::of::<mutate::SendKeys>(),

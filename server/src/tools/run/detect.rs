@@ -302,49 +302,145 @@ enum Found {
 
 /// `ESC ] 133 ; D`, then `;status`, more `;parameters`, and BEL or ST.
 fn osc133(s: &[u8]) -> Found {
-    const HEAD: &[u8] = b"\x1b]133;D";
+    match mark_at(s, MAX_OSC) {
+        MarkAt::Mark(mark, len) if mark.kind == b'D' => {
+            Found::Sign(Sign::Osc133(mark.status()), len)
+        }
+        MarkAt::Mark(..) | MarkAt::No => Found::No,
+        MarkAt::Partial => Found::Partial,
+    }
+}
+
+/// An OSC 133 mark: `ESC ] 133 ; KIND [; parameters] (BEL | ESC \)`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mark {
+    /// `A` (prompt start), `B` (prompt end), `C` (output start), `D`
+    /// (command end), or another letter.
+    pub kind: u8,
+    /// What follows the letter's `;`, up to the terminator (empty when
+    /// none).
+    pub params: Vec<u8>,
+}
+
+impl Mark {
+    /// The status a D mark carries: its first parameter, when it is an
+    /// optionally negative decimal of at most ten digits that fits.
+    pub fn status(&self) -> Option<i32> {
+        let first = self.params.split(|&b| b == b';').next().unwrap_or_default();
+        let digits = first.strip_prefix(b"-").unwrap_or(first);
+        if digits.is_empty()
+            || digits.len() > MAX_STATUS_DIGITS
+            || !digits.iter().all(u8::is_ascii_digit)
+        {
+            return None;
+        }
+        std::str::from_utf8(first).ok()?.parse().ok()
+    }
+
+    /// The value of parameter `key` (`key=value`), when present.
+    pub fn param(&self, key: &str) -> Option<&[u8]> {
+        self.params.split(|&b| b == b';').find_map(|p| {
+            p.strip_prefix(key.as_bytes())
+                .and_then(|rest| rest.strip_prefix(b"="))
+        })
+    }
+}
+
+enum MarkAt {
+    /// The mark and its length in bytes.
+    Mark(Mark, usize),
+    Partial,
+    No,
+}
+
+/// The OSC 133 mark at the start of `s`, at most `max` bytes long.
+fn mark_at(s: &[u8], max: usize) -> MarkAt {
+    const HEAD: &[u8] = b"\x1b]133;";
     if s.len() < HEAD.len() {
         return if HEAD.starts_with(s) {
-            Found::Partial
+            MarkAt::Partial
         } else {
-            Found::No
+            MarkAt::No
         };
     }
     if &s[..HEAD.len()] != HEAD {
-        return Found::No;
+        return MarkAt::No;
     }
-    let rest = &s[HEAD.len()..];
-    if rest.is_empty() {
-        return Found::Partial;
-    }
-    match terminator(rest) {
-        Some(Some(len)) => return Found::Sign(Sign::Osc133(None), HEAD.len() + len),
-        Some(None) => return Found::Partial,
-        None => {}
-    }
-    if rest.first() != Some(&b';') {
-        return Found::No;
-    }
-    let status_and_more = &rest[1..];
-    let (status, used) = match number(status_and_more, &[b';', 0x07, 0x1b]) {
-        Num::Done(n, len) => (n, len),
-        Num::Partial => return Found::Partial,
-        // Not a number: a mark without a usable status.
-        Num::Bad => (None, 0),
+    let Some(&kind) = s.get(HEAD.len()) else {
+        return MarkAt::Partial;
     };
-    // Skip parameters up to the terminator, within the bound.
-    let mut i = 1 + used;
-    while i < rest.len() && HEAD.len() + i < MAX_OSC {
+    if !kind.is_ascii_uppercase() {
+        return MarkAt::No;
+    }
+    let rest = &s[HEAD.len() + 1..];
+    let mut i = 0;
+    while HEAD.len() + 1 + i < max {
+        let Some(&b) = rest.get(i) else {
+            return MarkAt::Partial;
+        };
+        if i == 0 && b != b';' && b != 0x07 && b != 0x1b {
+            return MarkAt::No;
+        }
         match terminator(&rest[i..]) {
-            Some(Some(len)) => return Found::Sign(Sign::Osc133(status), HEAD.len() + i + len),
-            Some(None) => return Found::Partial,
+            Some(Some(len)) => {
+                let params = rest.get(1..i).unwrap_or_default().to_vec();
+                return MarkAt::Mark(Mark { kind, params }, HEAD.len() + 1 + i + len);
+            }
+            Some(None) => return MarkAt::Partial,
             None => i += 1,
         }
     }
-    if HEAD.len() + i >= MAX_OSC {
-        Found::No
-    } else {
-        Found::Partial
+    MarkAt::No
+}
+
+/// Finds every OSC 133 mark in a byte stream fed chunk by chunk (the
+/// ledger's reader; [`Detector`] is run_command's). A mark split across
+/// chunks is found once whole; memory is bounded by the longest mark.
+#[derive(Clone, Debug)]
+pub struct MarkScanner {
+    carry: Vec<u8>,
+    max: usize,
+}
+
+impl MarkScanner {
+    /// A scanner of marks up to `max` bytes long (a C mark may carry its
+    /// command line).
+    pub fn new(max: usize) -> MarkScanner {
+        MarkScanner {
+            carry: Vec::new(),
+            max: max.max(MAX_OSC),
+        }
+    }
+
+    /// The marks `chunk` completes, each with where it ends in `chunk`.
+    pub fn feed(&mut self, chunk: &[u8]) -> Vec<(usize, Mark)> {
+        let carried = self.carry.len();
+        let mut buf = std::mem::take(&mut self.carry);
+        buf.extend_from_slice(chunk);
+        let mut marks = Vec::new();
+        let mut pending = buf.len();
+        let mut at = 0;
+        while at < buf.len() {
+            let Some(esc) = memchr::memchr(0x1b, &buf[at..]) else {
+                break;
+            };
+            at += esc;
+            match mark_at(&buf[at..], self.max) {
+                MarkAt::Mark(mark, len) => {
+                    at += len;
+                    marks.push((at.saturating_sub(carried), mark));
+                }
+                MarkAt::Partial => {
+                    pending = pending.min(at);
+                    at += 1;
+                }
+                MarkAt::No => at += 1,
+            }
+        }
+        // Only an unfinished mark is kept, and no more than a mark's length.
+        let keep_from = pending.max(buf.len().saturating_sub(self.max));
+        self.carry = buf.get(keep_from..).unwrap_or_default().to_vec();
+        marks
     }
 }
 
@@ -505,6 +601,29 @@ mod tests {
         let fish = format!("\x1b[2m\u{23ce}\x1b[m\x0f{sp}\r\u{23ce} \r\x1b[K");
         assert_eq!(text(&[b"abc", fish.as_bytes()]).as_deref(), Some("abc"));
         assert_eq!(text(&[b"abc\r", fish.as_bytes()]).as_deref(), Some("abc"));
+    }
+
+    #[test]
+    fn every_mark_is_found_with_its_end_across_chunks() {
+        let mut m = MarkScanner::new(256);
+        let got = m.feed(b"x\x1b]133;A\x07$ \x1b]133;B\x1b\\ls\r\n\x1b]133;C;cmdline_url=ls");
+        assert_eq!(
+            got.iter().map(|(at, k)| (*at, k.kind)).collect::<Vec<_>>(),
+            vec![(9, b'A'), (20, b'B')]
+        );
+        let got = m.feed(b"\x07out\n\x1b]133;D;130\x07");
+        assert_eq!(got.len(), 2);
+        assert_eq!((got[0].0, got[0].1.kind), (1, b'C'));
+        assert_eq!(got[0].1.param("cmdline_url"), Some(&b"ls"[..]));
+        assert_eq!((got[1].0, got[1].1.status()), (got[1].0, Some(130)));
+        assert!(m.feed(b"\x1b]1337;D;0\x07\x1b]133;d\x07").is_empty());
+        assert!(m.carry.is_empty());
+        // Nothing reported twice, the carry bounded.
+        for _ in 0..100 {
+            assert!(m.feed(&[b'y'; 1000]).is_empty());
+            m.feed(b"\x1b]133;");
+            assert!(m.carry.len() <= 256);
+        }
     }
 
     #[test]
