@@ -4,7 +4,8 @@
 //! to the journal once a second.
 //!
 //! It wakes when the event stream says a pane printed ([`READ_EVERY`] at
-//! the latest, for panes the stream does not cover), which reads a pane
+//! the latest, for panes the stream does not cover; [`READ_SPACING`] at
+//! the soonest), which reads a pane
 //! printing up to history-limit lines between two reads without a gap.
 //! Must hold: records are flushed whole and synced at most [`FLUSH_EVERY`]
 //! after they were taken; a write that fails (disk full) pauses the journal
@@ -30,6 +31,12 @@ use crate::tmux::{
 /// Every pane is read at least this often (panes the event stream does
 /// not cover, and a trigger that was lost).
 pub const READ_EVERY: Duration = Duration::from_millis(500);
+/// Two reads start this far apart at least: a pane overruns its history
+/// between reads only past history-limit lines in this time (8,000 lines
+/// a second at the default 2,000).
+pub const READ_SPACING: Duration = Duration::from_millis(250);
+/// How often a spaced wait looks at the stop flag.
+const STOP_POLL: Duration = Duration::from_millis(50);
 /// Records are written and synced this long after they were taken at most:
 /// what a crash may lose.
 pub const FLUSH_EVERY: Duration = Duration::from_secs(1);
@@ -132,9 +139,21 @@ impl Writer {
         };
         let events = self.tmux.subscribe(interest, Instant::now() + READ_TIMEOUT);
         let mut bounds_at = Instant::now();
+        let mut read_at = Instant::now();
         while !stop.load(Ordering::SeqCst) {
+            // Panes printing all the time would have every pane listed
+            // back to back: tmux pays per listing (BENCHMARKS.md, "The
+            // journal"), so reads are spaced; events wait meanwhile.
+            let earliest = read_at + READ_SPACING;
+            while !stop.load(Ordering::SeqCst) && Instant::now() < earliest {
+                std::thread::sleep(
+                    earliest
+                        .saturating_duration_since(Instant::now())
+                        .min(STOP_POLL),
+                );
+            }
             let mut printed: HashSet<PaneId> = HashSet::new();
-            let until = Instant::now() + READ_EVERY;
+            let until = read_at + READ_EVERY;
             // Wake at the first event, then take what else is waiting.
             let mut next = events.recv_deadline(until);
             while let Some(event) = next {
@@ -147,6 +166,7 @@ impl Writer {
                 let panes: Vec<PaneId> = printed.into_iter().collect();
                 let _ = events.rearm(&panes, Instant::now() + READ_TIMEOUT);
             }
+            read_at = Instant::now();
             self.read_once();
             let due = self.taken_since.is_some_and(|t| t.elapsed() >= FLUSH_EVERY);
             if due || self.pending.raw_len() >= FLUSH_BYTES {
