@@ -10,156 +10,17 @@
 
 mod common;
 
-use std::collections::HashMap;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::daemon::Place;
+use common::journal::{assert_none_twice, config, journal_of, journaling_daemon, Printer};
 use common::TempDir;
 use panescan::journal::frame::Gap;
-use panescan::journal::segment::{self, Read};
-use panescan::journal::{writer, JournalConfig};
+use panescan::journal::segment;
+use panescan::journal::writer;
 use panescan::testbed::private_server::PrivateServer;
-use panescan::tmux::ServerSpec;
-
-/// A pane of its own (history-limit `limit`) running `sh` on the lines
-/// appended to a command file, so a test prints without a prompt or echo.
-struct Printer {
-    tmux: PrivateServer,
-    pane: String,
-    commands: PathBuf,
-}
-
-impl Printer {
-    fn start(label: &str, limit: u32, dir: &Path) -> Printer {
-        let tmux = PrivateServer::start(label, 60, 12).expect("tmux starts");
-        let commands = dir.join("commands.sh");
-        std::fs::write(&commands, "").unwrap();
-        tmux.run_ok(["set-option", "-g", "history-limit", &limit.to_string()])
-            .unwrap();
-        let shell = format!("tail -f {} | sh", commands.display());
-        let pane = tmux
-            .run_ok([
-                "new-window",
-                "-d",
-                "-P",
-                "-F",
-                "#{pane_id}",
-                "-n",
-                "j",
-                &shell,
-            ])
-            .unwrap()
-            .trim()
-            .to_owned();
-        Printer {
-            tmux,
-            pane,
-            commands,
-        }
-    }
-
-    fn run(&self, script: &str) {
-        let mut f = std::fs::OpenOptions::new()
-            .append(true)
-            .open(&self.commands)
-            .unwrap();
-        writeln!(f, "{script}").unwrap();
-    }
-
-    /// tmux's history lines (wrapped lines joined), as capture-pane gives.
-    fn history(&self) -> Vec<String> {
-        let out = self
-            .tmux
-            .run_ok([
-                "capture-pane",
-                "-p",
-                "-J",
-                "-S",
-                "-",
-                "-E",
-                "-1",
-                "-t",
-                &self.pane,
-            ])
-            .unwrap();
-        out.lines().map(str::to_owned).collect()
-    }
-
-    fn history_size(&self) -> u64 {
-        self.tmux
-            .run_ok(["display-message", "-p", "-t", &self.pane, "#{history_size}"])
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap()
-    }
-
-    /// Waits until the pane's output ends with `marker` (on screen or in
-    /// history).
-    fn wait_for(&self, marker: &str) {
-        let shown = common::eventually(Duration::from_secs(20), || {
-            self.tmux
-                .run_ok(["capture-pane", "-p", "-J", "-S", "-", "-t", &self.pane])
-                .is_ok_and(|t| t.contains(marker))
-        });
-        assert!(shown, "the pane never showed {marker}");
-    }
-
-    fn spec(&self) -> ServerSpec {
-        ServerSpec::named(self.tmux.socket_name())
-    }
-}
-
-/// The journal's lines of `pane` and its gaps (and those over every pane).
-fn journal_of(dir: &Path, pane: &str) -> (Vec<String>, Vec<Gap>, Vec<String>) {
-    let mut lines = Vec::new();
-    let mut gaps = Vec::new();
-    let mut skipped = Vec::new();
-    segment::read(dir, i64::MIN, i64::MAX, &mut |read| {
-        match read {
-            Read::Frame(d) => {
-                for (i, (o, _)) in d.lines.iter().enumerate() {
-                    if d.origins[*o].pane == pane {
-                        lines.push(String::from_utf8_lossy(d.line(i)).into_owned());
-                    }
-                }
-                for g in &d.gaps {
-                    if matches!(d.origins[g.origin].pane.as_str(), "*")
-                        || d.origins[g.origin].pane == pane
-                    {
-                        gaps.push(g.clone());
-                    }
-                }
-            }
-            Read::Skipped { segment, why } => skipped.push(format!("{} {why}", segment.display())),
-        }
-        true
-    })
-    .unwrap();
-    (lines, gaps, skipped)
-}
-
-fn config(dir: &Path) -> JournalConfig {
-    JournalConfig {
-        dir: dir.to_owned(),
-        max_bytes: 1 << 30,
-        max_age_ms: 86_400_000,
-        keep_secrets: false,
-    }
-}
-
-/// Lines that must not be journaled twice: all but blank ones.
-fn assert_none_twice(lines: &[String]) {
-    let mut seen: HashMap<&str, usize> = HashMap::new();
-    for l in lines.iter().filter(|l| !l.trim().is_empty()) {
-        *seen.entry(l).or_default() += 1;
-    }
-    let twice: Vec<_> = seen.iter().filter(|(_, n)| **n > 1).collect();
-    assert!(twice.is_empty(), "journaled twice: {twice:?}");
-}
 
 const SETTLE: Duration = Duration::from_millis(1_500);
 
@@ -272,35 +133,6 @@ fn the_alternate_screen_leaves_a_gap_not_its_drawing() {
         .collect();
     assert_eq!(alt.len(), 1, "{gaps:?}");
     assert!(alt[0].to_ms > alt[0].from_ms);
-}
-
-/// `panescan daemon --journal` on `place`, its stderr in `log`.
-fn journaling_daemon(
-    place: &Place,
-    socket: &str,
-    journal: &Path,
-    log: &Path,
-) -> std::process::Child {
-    let child = Command::new(env!("CARGO_BIN_EXE_panescan"))
-        .args(["daemon", "--journal", "--idle-exit", "0", "-L", socket])
-        .arg("--journal-dir")
-        .arg(journal)
-        .arg("--runtime-dir")
-        .arg(place.dir())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(log).unwrap())
-        .spawn()
-        .unwrap();
-    assert!(
-        common::eventually(Duration::from_secs(10), || place
-            .dir()
-            .join("panescan.sock")
-            .exists()),
-        "no socket: {}",
-        std::fs::read_to_string(log).unwrap_or_default()
-    );
-    child
 }
 
 #[test]

@@ -5,6 +5,7 @@
 //! is what a client gets.
 
 use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::Duration;
 
@@ -33,9 +34,29 @@ impl McpClient {
     /// [`McpClient::start`] with more `serve` options (`--no-cache`).
     pub fn start_with(socket_name: &str, serve_options: &[&str]) -> Result<McpClient, String> {
         let exe = std::env::current_exe().map_err(|e| format!("cannot find panescan: {e}"))?;
-        let mut child = Command::new(exe)
+        let mut serve = Command::new(exe);
+        serve
             .args(["serve", "--no-daemon", "--socket-name", socket_name])
-            .args(serve_options)
+            .args(serve_options);
+        Self::spawn(serve)
+    }
+
+    /// A `serve` relaying to the daemon of the private runtime directory
+    /// `runtime_dir` (the bench's journaling daemon), never the user's.
+    pub fn through_daemon(socket_name: &str, runtime_dir: &Path) -> Result<McpClient, String> {
+        let exe = std::env::current_exe().map_err(|e| format!("cannot find panescan: {e}"))?;
+        let mut serve = Command::new(exe);
+        serve
+            .args(["serve", "--socket-name", socket_name])
+            .env(crate::daemon::place::RUNTIME_DIR_ENV, runtime_dir)
+            .env_remove("PANESCAN_NO_DAEMON")
+            .env_remove("TMUX")
+            .env_remove("TMUX_PANE");
+        Self::spawn(serve)
+    }
+
+    fn spawn(mut serve: Command) -> Result<McpClient, String> {
+        let mut child = serve
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

@@ -14,6 +14,8 @@ use std::io::Write;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+use rayon::prelude::*;
+
 use super::frame::{self, Bad, Decoded, Header, Records};
 
 /// A segment grows to this many bytes at most (then the next starts), so
@@ -253,7 +255,8 @@ pub enum Read {
 
 /// The frames of every segment of `dir` that may hold records between
 /// `since_ms` and `until_ms`, oldest first, decoded one segment at a time
-/// and handed to `visit` (which returns false to stop).
+/// and handed to `visit` (which returns false to stop). A segment's frames
+/// are decoded a few at a time in parallel.
 pub fn read(
     dir: &Path,
     since_ms: i64,
@@ -294,16 +297,28 @@ fn read_segment(
         }
     };
     let walk = walk(&bytes);
-    for (at, header) in &walk.frames {
-        if header.last_ms < since_ms || header.first_ms > until_ms {
-            continue;
-        }
-        let read = match frame::decode(&bytes[*at..], header) {
-            Ok(d) => Read::Frame(Box::new(d)),
-            Err(bad) => return visit(skipped(seg, *at, &bad)),
-        };
-        if !visit(read) {
-            return false;
+    let wanted: Vec<&(usize, Header)> = walk
+        .frames
+        .iter()
+        .filter(|(_, h)| h.last_ms >= since_ms && h.first_ms <= until_ms)
+        .collect();
+    // Decompressing costs more than scanning what comes out: a few frames
+    // at a time are decoded side by side on rayon (where the engine's scans
+    // run too), then visited in order.
+    let batch = rayon::current_num_threads().max(1) * 2;
+    for frames in wanted.chunks(batch) {
+        let decoded: Vec<Result<Decoded, Bad>> = frames
+            .par_iter()
+            .map(|(at, header)| frame::decode(&bytes[*at..], header))
+            .collect();
+        for (d, (at, _)) in decoded.into_iter().zip(frames) {
+            let read = match d {
+                Ok(d) => Read::Frame(Box::new(d)),
+                Err(bad) => return visit(skipped(seg, *at, &bad)),
+            };
+            if !visit(read) {
+                return false;
+            }
         }
     }
     match &walk.bad {

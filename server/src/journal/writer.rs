@@ -158,14 +158,14 @@ impl Writer {
                 let panes: Vec<PaneId> = printed.into_iter().collect();
                 let _ = events.rearm(&panes, Instant::now() + READ_TIMEOUT);
             }
-            let read_at = when::now_ms();
+            let read_ms = when::now_ms();
             self.read_once();
             let due = self.taken_since.is_some_and(|t| t.elapsed() >= FLUSH_EVERY);
             if due || self.pending.raw_len() >= FLUSH_BYTES || self.views.take_flush() {
                 self.flush();
             }
             if self.pending.is_empty() && self.paused_since.is_none() {
-                self.views.synced(read_at);
+                self.views.synced(read_ms);
             }
             if bounds_at.elapsed() >= BOUNDS_EVERY {
                 bounds_at = Instant::now();

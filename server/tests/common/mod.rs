@@ -37,6 +37,7 @@
 pub mod counter;
 pub mod daemon;
 pub mod injection;
+pub mod journal;
 pub mod latency;
 pub mod sshd;
 

@@ -12,7 +12,9 @@
 //!
 //! Each section is a file of its own: the search matrix (`matrix`), the
 //! pane cache (`cache`), waits (`wait`, `watch`), load (`load`), big
-//! answers (`big`), the daemon (`daemon`) and HTTP beside stdio (`http`); the report they fill is `report`, printed as a table
+//! answers (`big`), the daemon (`daemon`), HTTP beside stdio (`http`) and
+//! the journal (`journal`: `journal_scan`, `journal_load`; `--journal-only`
+//! alone, as it takes minutes); the report they fill is `report`, printed as a table
 //! or CSV (`table`), Markdown (`markdown`) or an SVG chart (`chart`).
 
 use std::time::Instant;
@@ -29,6 +31,9 @@ pub mod cache;
 pub mod chart;
 pub mod daemon;
 pub mod http;
+pub mod journal;
+pub mod journal_load;
+pub mod journal_scan;
 pub mod load;
 pub mod markdown;
 mod matrix;
@@ -43,7 +48,7 @@ pub use report::{BenchReport, BenchRow};
 /// `panescan bench` options.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  panescan bench\n  panescan bench --panes 1000 --lines 200 --matrix-only\n  panescan bench --panes 50 --lines 10000 --runs 3 --json\n  panescan bench --wait-only --runs 15\n  panescan bench --load-only\n  panescan bench --big-only\n  panescan bench --svg bench.svg\n  panescan bench --markdown"
+    after_help = "Examples:\n  panescan bench\n  panescan bench --panes 1000 --lines 200 --matrix-only\n  panescan bench --panes 50 --lines 10000 --runs 3 --json\n  panescan bench --wait-only --runs 15\n  panescan bench --load-only\n  panescan bench --big-only\n  panescan bench --journal-only --journal-seconds 10 --journal-mb 256 --runs 3\n  panescan bench --svg bench.svg\n  panescan bench --markdown"
 )]
 pub struct BenchArgs {
     /// Panes in the private server.
@@ -101,6 +106,19 @@ pub struct BenchArgs {
     /// text (the pane-count rows, without the sections after them).
     #[arg(long, conflicts_with_all = ["cache_only", "wait_only", "big_only", "load_only"])]
     pub matrix_only: bool,
+    /// Only the journal rows: a rare literal over `--journal-mb` of
+    /// journaled text beside `rg -z -j2`, the journal's size on disk, and
+    /// keeping up with 200 panes printing for `--journal-seconds` (with
+    /// and without the journal) and 10 printing flat out. Minutes long.
+    #[arg(long, conflicts_with_all = ["cache_only", "wait_only", "big_only", "load_only", "daemon_only", "matrix_only"])]
+    pub journal_only: bool,
+    /// Text journaled for the search-speed row, in MiB.
+    #[arg(long, default_value_t = 1024, value_name = "MIB")]
+    pub journal_mb: u64,
+    /// Seconds of steady printing in each keeping-up run (60 for the goal;
+    /// fewer for a quick check).
+    #[arg(long, default_value_t = 60, value_name = "SECONDS")]
+    pub journal_seconds: u64,
     /// Also draw the report as an SVG chart: each search's median beside
     /// the raw fetch floor and the one-process-per-pane fetch.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["cache_only", "wait_only"])]
@@ -114,6 +132,10 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         let wait = wait::run(args.runs)?;
         let markdown = markdown::wait;
         return print_section(args, &wait, wait::print, markdown);
+    }
+    if args.journal_only {
+        let section = journal::run(args.journal_mb, args.journal_seconds, args.runs.max(1))?;
+        return print_section(args, &section, journal::print, journal::markdown);
     }
     let shape = FixtureShape {
         panes: args.panes,

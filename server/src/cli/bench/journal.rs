@@ -1,0 +1,141 @@
+//! `panescan bench --journal-only`: the journal's rows, search speed
+//! ([`super::journal_scan`]) and keeping up ([`super::journal_load`]),
+//! printed as a table or Markdown. Goals beside each row (issue 40): the
+//! search >= 2 GB/s of text and >= 1.5x `rg -z -j2`, <= 0.3x the text on
+//! disk; no gap at 200 panes x 100 lines/s, tmux's added CPU <= 5% of a
+//! core and the daemon's <= 10%; list_panes <= 150 ms while panes print
+//! flat out.
+
+use serde::Serialize;
+
+use super::journal_load::{self, KeepUpBench};
+use super::journal_scan::{self, ScanBench};
+
+/// The journal section of the bench report.
+#[derive(Debug, Clone, Serialize)]
+pub struct JournalBench {
+    pub scan: ScanBench,
+    /// `None` with `--journal-seconds 0`.
+    pub keep_up: Option<KeepUpBench>,
+}
+
+/// Measures the section: `megabytes` of text searched `runs` times,
+/// `seconds` of steady printing per keeping-up run (0: none).
+pub fn run(megabytes: u64, seconds: u64, runs: usize) -> Result<JournalBench, String> {
+    let scan = journal_scan::run(megabytes, runs)?;
+    let keep_up = if seconds == 0 {
+        None
+    } else {
+        Some(journal_load::run(seconds)?)
+    };
+    Ok(JournalBench { scan, keep_up })
+}
+
+fn mb(bytes: u64) -> f64 {
+    bytes as f64 / 1e6
+}
+
+/// The rows as lines of text, shared by the table and the Markdown.
+fn rows(j: &JournalBench) -> Vec<(String, String)> {
+    let s = &j.scan;
+    let mut out = vec![
+        (
+            format!(
+                "search, a rare literal over {:.0} MB of journaled text ({} segments, {} frames, cache warm, median of {})",
+                mb(s.text_bytes), s.segments, s.frames, s.runs
+            ),
+            format!(
+                "{:.1} ms, {:.2} GB/s of text, {} hits (goal >= 2 GB/s)",
+                s.journal_ms, s.journal_gb_per_s, s.hits
+            ),
+        ),
+        (
+            "`rg -z -j2 -F -c` over the same text as .zst files (zstd level 1, one zstd frame per journal frame)".to_owned(),
+            match (&s.rg_skipped, s.rg_ms, s.x_rg) {
+                (Some(why), _, _) => why.clone(),
+                (None, Some(t), Some(x)) => format!(
+                    "{t:.1} ms, {} hits; the journal {x:.2}x as fast (goal >= 1.5x)",
+                    s.rg_hits.unwrap_or(0)
+                ),
+                _ => "not measured".to_owned(),
+            },
+        ),
+        (
+            format!("on disk, the demo corpus journaled ({} bytes of text)", s.corpus_text_bytes),
+            format!(
+                "{} bytes, {:.3}x the text (goal <= 0.3x); the {:.0} MB above: {:.3}x",
+                s.corpus_disk_bytes, s.corpus_ratio, mb(s.text_bytes), s.disk_ratio
+            ),
+        ),
+    ];
+    if let Some(k) = &j.keep_up {
+        out.push((
+            format!(
+                "{} panes x {} lines/s for {} s, history-limit {} ({} lines)",
+                k.panes, k.lines_per_second, k.seconds, k.history_limit, k.lines_printed
+            ),
+            format!(
+                "{} gaps (goal none){}; {} lines journaled",
+                k.gaps,
+                if k.gap_reasons.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", k.gap_reasons.join("; "))
+                },
+                k.lines_journaled
+            ),
+        ));
+        out.push((
+            "CPU, % of one core (from /proc utime+stime)".to_owned(),
+            format!(
+                "tmux {:.1}% without the journal, {:.1}% with: +{:.1} (goal <= 5); the daemon {:.1}% (goal <= 10)",
+                k.tmux_cpu_without, k.tmux_cpu_with, k.tmux_added, k.daemon_cpu
+            ),
+        ));
+        let f = &k.flat;
+        out.push((
+            format!(
+                "{} panes printing flat out (`seq`) for {} s ({} lines printed)",
+                f.panes, f.seconds, f.lines_printed
+            ),
+            format!(
+                "{} gaps, {:.1} s of spans in all, the longest {} ms; {} lines journaled{}",
+                f.gaps,
+                f.gap_total_ms as f64 / 1e3,
+                f.gap_longest_ms,
+                f.lines_journaled,
+                f.gap_examples
+                    .first()
+                    .map(|g| format!("; e.g. {} ms to {} ms after the start: {}", g.0, g.1, g.2))
+                    .unwrap_or_default()
+            ),
+        ));
+        out.push((
+            "list_panes through the journaling daemon meanwhile".to_owned(),
+            format!(
+                "median {:.1} ms, worst {:.1} ms of {} calls (goal <= 150 ms)",
+                f.list_ms, f.list_max_ms, f.lists
+            ),
+        ));
+    }
+    out
+}
+
+/// The section as a table.
+pub fn print(j: &JournalBench) {
+    println!();
+    println!("journal:");
+    for (what, figure) in rows(j) {
+        println!("  {what}");
+        println!("      {figure}");
+    }
+}
+
+/// The section as Markdown.
+pub fn markdown(j: &JournalBench) -> String {
+    let mut out = String::from("| journal | measured |\n|---|---|\n");
+    for (what, figure) in rows(j) {
+        out.push_str(&format!("| {what} | {figure} |\n"));
+    }
+    out
+}
