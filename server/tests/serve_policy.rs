@@ -1,7 +1,7 @@
 //! The operator's trust settings through `panescan serve`, each on a
 //! private tmux server whose panes are raw `cat > file` sinks (what
 //! reaches a pane is read back byte for byte): the policy file (deny in
-//! every evasion the README names, allow-only, ask through elicitation,
+//! every evasion GUIDE.md names, allow-only, ask through elicitation,
 //! SIGHUP), `--scope-sessions`, and the audit log.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -690,17 +690,26 @@ fn toml_blocks(doc: &str) -> Vec<String> {
 fn the_documented_policies_load_and_do_what_they_say() {
     use panescan::config::Tier;
     use panescan::trust::policy::{Facts, Kind, Policy};
-    // README's three examples follow its other TOML (a client's config).
-    let readme: Vec<String> = toml_blocks("README.md")
+    // GUIDE.md's policy files: its "Three policies", each a block whose
+    // first line names the file, and every other block with a rule.
+    let guide: Vec<String> = toml_blocks("GUIDE.md")
         .into_iter()
         .filter(|b| b.contains("[[deny]]") || b.contains("[[ask]]") || b.contains("[[allow]]"))
         .collect();
-    assert_eq!(readme.len(), 3, "README's three examples");
-    let guide: Vec<String> = toml_blocks("GUIDE.md")
-        .into_iter()
-        .filter(|b| b.contains("[[deny]]"))
-        .collect();
-    assert!(!guide.is_empty());
+    let example = |file: &str| {
+        let named: Vec<&String> = guide
+            .iter()
+            .filter(|b| b.starts_with(&format!("# {file}:")))
+            .collect();
+        assert_eq!(named.len(), 1, "GUIDE.md has one `# {file}:` policy");
+        named[0].clone()
+    };
+    let examples = [
+        example("deny.toml"),
+        example("push.toml"),
+        example("agent.toml"),
+    ];
+    assert!(guide.len() > examples.len(), "GUIDE.md's full policy file");
     let judge = |p: &Policy, tool: &str, session: &str, text: &str| {
         p.judge(&Facts {
             tool: tool.into(),
@@ -712,7 +721,7 @@ fn the_documented_policies_load_and_do_what_they_say() {
         })
         .kind
     };
-    let deny = Policy::parse(&readme[0]).unwrap();
+    let deny = Policy::parse(&examples[0]).unwrap();
     for text in ["rm -rf /", "rm -fr ~", "rm -Rvf x", "sudo rm -rf /"] {
         assert_eq!(
             judge(&deny, "send_keys", "w", text),
@@ -721,12 +730,12 @@ fn the_documented_policies_load_and_do_what_they_say() {
         );
     }
     assert_eq!(judge(&deny, "send_keys", "w", "rm -r x"), None);
-    let push = Policy::parse(&readme[1]).unwrap();
+    let push = Policy::parse(&examples[1]).unwrap();
     assert_eq!(
         judge(&push, "run_command", "w", "git  push -f"),
         Some(Kind::Ask)
     );
-    let agent = Policy::parse(&readme[2]).unwrap();
+    let agent = Policy::parse(&examples[2]).unwrap();
     assert_eq!(
         judge(&agent, "run_command", "agent-1", "cargo test"),
         Some(Kind::Allow)
