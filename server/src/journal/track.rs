@@ -368,7 +368,7 @@ mod tests {
             (0usize..120).prop_map(Op::Blank),
             // ClearHistory is left out: after a run of blank lines, a
             // clear-history and blank lines refilling the same rows hide
-            // what was printed between (NOTES.md); tests/journal.rs clears
+            // what was printed between (NOTES.md); tests/daemon/journal.rs clears
             // history with lines of their own.
             Just(Op::Read),
             Just(Op::Read),

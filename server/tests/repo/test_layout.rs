@@ -2,7 +2,8 @@
 //! of `server/tests/` is one test binary, and every file in it is declared
 //! in its `main.rs` (a file no `mod` names is never built, so its tests
 //! would pass unrun); a loose `server/tests/*.rs` is a binary of its own
-//! that links the whole crate again, so only the soak is one.
+//! that links the whole crate again, so only the tests that need a process
+//! to themselves are one.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::{Path, PathBuf};
@@ -11,8 +12,10 @@ use std::path::{Path, PathBuf};
 const GROUPS: [&str; 6] = ["daemon", "harden", "repo", "serve", "ssh", "tmux"];
 
 /// Loose files that stay test binaries of their own: the soak measures
-/// memory under a minute of churn and runs alone.
-const LOOSE: [&str; 1] = ["soak.rs"];
+/// memory under a minute of churn and runs alone; capture_control sets
+/// the process's tmux program (a wrapper that logs every tmux run) and
+/// counts the sweeps every test in its process starts.
+const LOOSE: [&str; 2] = ["capture_control.rs", "soak.rs"];
 
 fn tests_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests")
@@ -50,7 +53,7 @@ fn every_file_of_a_group_is_built() {
 }
 
 #[test]
-fn the_test_binaries_are_the_groups_and_the_soak() {
+fn the_test_binaries_are_the_groups_and_the_loose_few() {
     let mut groups: Vec<String> = std::fs::read_dir(tests_dir())
         .unwrap()
         .filter_map(|entry| {

@@ -11,7 +11,6 @@ mod common;
 
 mod cache_unseen_changes;
 mod capture_anchor;
-mod capture_control;
 mod capture_counted;
 mod events_triggers;
 mod fixture;

@@ -1617,13 +1617,18 @@ fn dead_owner_leaves_no_client_attached() {
     // (`tmux_transport::helper_exit_with_replies_pending`).
     let path = concat!(module_path!(), "::helper_exit_with_replies_pending");
     let name = path.split_once("::").map_or(path, |(_, name)| name);
-    let status = std::process::Command::new(std::env::current_exe().unwrap())
+    let helper = std::process::Command::new(std::env::current_exe().unwrap())
         .args(["--ignored", "--exact", name, "--nocapture"])
         .env("PANESCAN_TEST_SOCKET", server.socket_path().unwrap())
-        .stdout(std::process::Stdio::null())
-        .status()
+        .output()
         .unwrap();
-    assert!(status.success());
+    assert!(helper.status.success());
+    // A name that matches nothing would run no helper and pass.
+    let said = String::from_utf8_lossy(&helper.stdout);
+    assert!(
+        said.contains("running 1 test"),
+        "the helper did not run: {said}"
+    );
     let start = Instant::now();
     loop {
         let clients = server.run_ok(["list-clients"]).unwrap();

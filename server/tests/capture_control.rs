@@ -7,7 +7,7 @@
 //! and the user's own buffer is untouched.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use crate::common;
+mod common;
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
