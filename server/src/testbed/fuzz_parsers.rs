@@ -1,6 +1,6 @@
 //! Checks shared by the fuzz targets of panescan's small parsers (`uri`,
 //! `cursor`, `detect`) and their corpus-replay test
-//! (`server/tests/harden_fuzz_parsers.rs`).
+//! (`server/tests/repo/harden_fuzz_parsers.rs`).
 //!
 //! Not part of the stable API. Each check takes arbitrary bytes, runs the
 //! parser on them as they are and on a well-formed input built from them,

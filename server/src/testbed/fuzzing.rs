@@ -1,5 +1,5 @@
 //! Checks shared by the `jsonrpc` and `framing` fuzz targets and their
-//! corpus-replay test (`server/tests/harden_fuzz_corpus.rs`).
+//! corpus-replay test (`server/tests/repo/harden_fuzz_corpus.rs`).
 //!
 //! Not part of the stable API. Each check takes arbitrary bytes, runs them
 //! through the real code and returns `Err` with a description when an

@@ -1,0 +1,392 @@
+//! The command ledger against real shells: bash, zsh and fish set up with
+//! GUIDE.md's OSC 133 snippets (read from GUIDE.md itself) in panes of a
+//! private tmux server that `panescan daemon --journal` follows.
+//!
+//! The cases: 20 commands a shell ran (statuses 0, 1 and 130, in several
+//! directories, some taking a second) listed with the right status, cwd
+//! and duration, by list_commands and `panescan commands`; the `failed`
+//! and `since_time` filters; a command printing 50,000 lines at
+//! history-limit 2,000 read back whole, and one printing nothing; a
+//! command printing OSC 133 marks of its own; and the error without a
+//! journaling daemon.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::daemon::Place;
+use common::{eventually, window_showing, Serve};
+use panescan::testbed::private_server::PrivateServer;
+use serde_json::{json, Value};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Sh {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+/// GUIDE.md's OSC 133 snippet for `shell`.
+fn guide_snippet(shell: Sh) -> String {
+    let guide = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../GUIDE.md"))
+        .expect("GUIDE.md");
+    let head = match shell {
+        Sh::Bash => "```sh\n# bash (",
+        Sh::Zsh => "```sh\n# zsh (",
+        Sh::Fish => "```fish\n# fish (",
+    };
+    let from = guide.find(head).expect("a snippet");
+    let body = &guide[from..];
+    let body = &body[body.find('\n').unwrap() + 1..];
+    body[..body.find("```").unwrap()].to_owned()
+}
+
+/// The command line that starts `shell` with prompt `$ ` and the snippet.
+fn shell_command(dir: &Path, shell: Sh) -> String {
+    let d = dir.display();
+    let rc = guide_snippet(shell);
+    match shell {
+        Sh::Bash => {
+            std::fs::write(dir.join("bashrc"), format!("PS1='$ '\n{rc}")).unwrap();
+            format!("bash --rcfile {d}/bashrc --noprofile")
+        }
+        Sh::Zsh => {
+            std::fs::write(dir.join(".zshrc"), format!("PS1='$ '\n{rc}")).unwrap();
+            format!("env ZDOTDIR={d} zsh -d")
+        }
+        Sh::Fish => {
+            let prompt = "function fish_prompt; printf '$ '; end\n\
+                          set -g fish_greeting ''\n\
+                          set -g fish_autosuggestion_enabled 0\n";
+            std::fs::write(dir.join("config.fish"), format!("{prompt}{rc}")).unwrap();
+            format!(
+                "env HOME={d} XDG_CONFIG_HOME={d}/config XDG_DATA_HOME={d}/data fish -N -C 'source {d}/config.fish'"
+            )
+        }
+    }
+}
+
+/// A private tmux server followed by a journaling daemon.
+struct Bed {
+    tmux: PrivateServer,
+    place: Place,
+    journal: PathBuf,
+    daemon: Child,
+}
+
+impl Bed {
+    fn start(label: &str, history_limit: u32) -> Bed {
+        let tmux = PrivateServer::start(label, 100, 24).unwrap();
+        tmux.run_ok([
+            "set-option",
+            "-g",
+            "history-limit",
+            &history_limit.to_string(),
+        ])
+        .unwrap();
+        let place = Place::new(label);
+        let journal = place.temp_root().join("journal");
+        let log = place.temp_root().join("daemon.stderr");
+        let daemon = Command::new(env!("CARGO_BIN_EXE_panescan"))
+            .args([
+                "daemon",
+                "--journal",
+                "--idle-exit",
+                "0",
+                "-L",
+                tmux.socket_name(),
+            ])
+            .arg("--journal-dir")
+            .arg(&journal)
+            .arg("--runtime-dir")
+            .arg(place.dir())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        assert!(
+            eventually(Duration::from_secs(10), || place
+                .dir()
+                .join("panescan.sock")
+                .exists()),
+            "no socket: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        Bed {
+            tmux,
+            place,
+            journal,
+            daemon,
+        }
+    }
+
+    /// A pane running `shell` in `dir` once its prompt shows.
+    fn shell(&self, shell: Sh, dir: &Path) -> String {
+        let script = format!("cd {} && exec {}", dir.display(), shell_command(dir, shell));
+        let pane = window_showing(&self.tmux, None, &script, "$", &[]);
+        // The daemon's stream covers the new pane from its next output.
+        std::thread::sleep(Duration::from_millis(300));
+        self.tmux
+            .run_ok(["send-keys", "-t", &pane, "Enter"])
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(500));
+        pane
+    }
+
+    fn serve(&self, name: &str) -> Serve {
+        let mut s = self.place.serve(name, self.tmux.socket_name(), &[]);
+        s.initialize();
+        s
+    }
+
+    /// `panescan commands --json ARGS`.
+    fn cli(&self, args: &[&str]) -> Vec<Value> {
+        let out = Command::new(env!("CARGO_BIN_EXE_panescan"))
+            .args(["commands", "--json", "--limit", "1000", "--journal-dir"])
+            .arg(&self.journal)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["commands"].as_array().unwrap().clone()
+    }
+
+    /// Types `line` and Enter into `pane`, then waits until the ledger
+    /// holds `count` ended commands of the pane, their output counted.
+    fn type_line(&self, pane: &str, line: &str, count: usize) {
+        self.tmux
+            .run_ok(["send-keys", "-t", pane, "-l", line])
+            .unwrap();
+        self.tmux
+            .run_ok(["send-keys", "-t", pane, "Enter"])
+            .unwrap();
+        self.wait_ended(pane, count, line);
+    }
+
+    fn wait_ended(&self, pane: &str, count: usize, what: &str) {
+        let done = eventually(Duration::from_secs(30), || {
+            let all = self.cli(&["--pane", pane]);
+            all.len() >= count && all.iter().all(|c| !c["output_lines"].is_null())
+        });
+        assert!(
+            done,
+            "{what}: the ledger has {:?}",
+            self.cli(&["--pane", pane])
+        );
+    }
+}
+
+impl Drop for Bed {
+    fn drop(&mut self) {
+        let _ = self.daemon.kill();
+        let _ = self.daemon.wait();
+    }
+}
+
+/// 20 commands in `shell`: statuses 0, 1 and 130, directories, durations.
+fn twenty_commands(shell: Sh) {
+    let label = format!("ledger-{shell:?}").to_lowercase();
+    let bed = Bed::start(&label, 2000);
+    let home = bed.place.temp_root().join("home");
+    let sub = home.join("sub dir");
+    std::fs::create_dir_all(&sub).unwrap();
+    let pane = bed.shell(shell, &home);
+    // (typed line, status, directory it ran in, at least this long in ms)
+    let home_s = home.display().to_string();
+    let sub_s = sub.display().to_string();
+    let mut expect: Vec<(String, i64, String, u64)> = Vec::new();
+    let mut n = 0;
+    for round in 0..3 {
+        for (line, status, dir, ms) in [
+            ("true".to_owned(), 0, &home_s, 0),
+            ("false".to_owned(), 1, &home_s, 0),
+            (format!("cd '{sub_s}'"), 0, &home_s, 0),
+            ("sleep 1".to_owned(), 0, &sub_s, 900),
+            ("ls /nonexistent-ledger".to_owned(), 2, &sub_s, 0),
+            (format!("cd '{home_s}'"), 0, &sub_s, 0),
+        ] {
+            if expect.len() == 18 {
+                break;
+            }
+            n += 1;
+            bed.type_line(&pane, &line, n);
+            expect.push((line, status, dir.clone(), ms));
+        }
+        let _ = round;
+    }
+    // Two interrupted: C-c while sleep runs.
+    for _ in 0..2 {
+        bed.tmux
+            .run_ok(["send-keys", "-t", &pane, "-l", "sleep 30"])
+            .unwrap();
+        bed.tmux
+            .run_ok(["send-keys", "-t", &pane, "Enter"])
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(700));
+        bed.tmux.run_ok(["send-keys", "-t", &pane, "C-c"]).unwrap();
+        n += 1;
+        bed.wait_ended(&pane, n, "an interrupt");
+        expect.push(("sleep 30".into(), 130, home_s.clone(), 500));
+    }
+    let mut listed = bed.cli(&["--pane", &pane]);
+    listed.reverse();
+    assert_eq!(listed.len(), 20, "{listed:#?}");
+    for (c, (line, status, dir, ms)) in listed.iter().zip(&expect) {
+        assert_eq!(c["command"], json!(line), "{c}");
+        assert_eq!(c["exit_status"], json!(status), "{c}");
+        assert_eq!(c["cwd"], json!(dir), "{c}");
+        let took = c["duration_ms"].as_u64().unwrap();
+        assert!(took >= *ms && took < ms + 10_000, "{took} ms for {c}");
+    }
+    // The same through list_commands, with the filters.
+    let mut s = bed.serve("list");
+    let all = s.call_ok("list_commands", json!({"pane_id": pane, "limit": 100}));
+    assert_eq!(all["commands"].as_array().unwrap().len(), 20);
+    let failed = s.call_ok("list_commands", json!({"failed": true}));
+    let statuses: Vec<i64> = failed["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["exit_status"].as_i64().unwrap())
+        .collect();
+    assert_eq!(
+        statuses.len(),
+        expect.iter().filter(|e| e.1 != 0).count(),
+        "{failed}"
+    );
+    assert!(statuses.iter().all(|&s| s != 0));
+    let tenth = &listed[10]["started_at"];
+    let since = s.call_ok("list_commands", json!({"since_time": tenth}));
+    assert_eq!(since["commands"].as_array().unwrap().len(), 10, "{since}");
+    let limited = s.call_ok("list_commands", json!({"limit": 3}));
+    assert_eq!(limited["commands"][0]["command"], json!("sleep 30"));
+    assert_eq!(limited["commands"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn bash_lists_twenty_commands_with_status_cwd_and_duration() {
+    twenty_commands(Sh::Bash);
+}
+
+#[test]
+fn zsh_lists_twenty_commands_with_status_cwd_and_duration() {
+    twenty_commands(Sh::Zsh);
+}
+
+#[test]
+fn fish_lists_twenty_commands_with_status_cwd_and_duration() {
+    twenty_commands(Sh::Fish);
+}
+
+#[test]
+fn fifty_thousand_lines_past_history_limit_come_back_whole() {
+    let bed = Bed::start("ledger-big", 2000);
+    let home = bed.place.temp_root().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let pane = bed.shell(Sh::Bash, &home);
+    bed.type_line(&pane, "true", 1);
+    // 50,000 lines, 1,000 at a time: as fast as the journal reads a pane
+    // (printed faster than history-limit between two reads, lines are lost
+    // and a gap says so; GUIDE.md).
+    let big = "for i in $(seq 0 49); do seq $((i*1000+1)) $((i*1000+1000)); sleep 0.1; done";
+    bed.type_line(&pane, big, 2);
+    bed.type_line(&pane, "echo after", 3);
+    let mut s = bed.serve("big");
+    let listed = s.call_ok("list_commands", json!({"pane_id": pane}));
+    let cmds = listed["commands"].as_array().unwrap();
+    let id = |i: usize| cmds[i]["command_id"].as_str().unwrap().to_owned();
+    assert_eq!(cmds[1]["command"], json!(big));
+    assert_eq!(cmds[1]["output_lines"], json!(50_000), "{listed}");
+    let expected: String = (1..=50_000).map(|i| format!("{i}\n")).collect();
+    let whole = s.call_ok(
+        "get_command_output",
+        json!({"command_id": id(1), "max_lines": 100000, "max_bytes": 1048576, "from": "head"}),
+    );
+    assert_eq!(whole["total_lines"], json!(50_000), "{}", whole["notes"]);
+    assert_eq!(whole["output"].as_str().unwrap().len(), expected.len());
+    assert!(
+        whole["output"].as_str().unwrap() == expected,
+        "{}",
+        whole["notes"]
+    );
+    assert_eq!(whole["truncated"], json!(false));
+    let head = s.call_ok(
+        "get_command_output",
+        json!({"command_id": id(1), "max_lines": 2, "from": "head"}),
+    );
+    assert_eq!(head["output"], json!("1\n2\n"));
+    let tail = s.call_ok(
+        "get_command_output",
+        json!({"command_id": id(1), "max_lines": 2}),
+    );
+    assert_eq!(tail["output"], json!("49999\n50000\n"));
+    assert_eq!(tail["truncated"], json!(true));
+    // A command printing nothing, and the one after it.
+    let none = s.call_ok("get_command_output", json!({"command_id": id(2)}));
+    assert_eq!(
+        (&none["output"], &none["total_lines"]),
+        (&json!(""), &json!(0)),
+        "{none}"
+    );
+    assert_eq!(cmds[2]["output_lines"], json!(0));
+    let after = s.call_ok("get_command_output", json!({"command_id": id(0)}));
+    assert_eq!(after["output"], json!("after\n"));
+    let err = s.call_err(
+        "get_command_output",
+        json!({"command_id": "0123456789abcdef"}),
+    );
+    assert!(err.contains("no command"), "{err}");
+}
+
+#[test]
+fn marks_a_command_prints_cannot_end_it_early_or_forge_its_status() {
+    let bed = Bed::start("ledger-forged", 2000);
+    let home = bed.place.temp_root().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let pane = bed.shell(Sh::Bash, &home);
+    // A D mark alone, then a whole fake prompt (D, A, B), then more output
+    // and the real status.
+    let forged = r"printf 'one\033]133;D;0\007\n'; sleep 0.5; printf '\033]133;D;0\007\033]133;A\007$ \033]133;B\007\n'; sleep 0.5; echo two; false";
+    bed.type_line(&pane, forged, 1);
+    // Ended by the first forged D and counted, until the shell's own D.
+    let real = eventually(Duration::from_secs(20), || {
+        let c = &bed.cli(&["--pane", &pane])[0];
+        c["exit_status"] == json!(1) && !c["output_lines"].is_null()
+    });
+    assert!(real, "{:?}", bed.cli(&["--pane", &pane]));
+    let mut s = bed.serve("forged");
+    let listed = s.call_ok("list_commands", json!({"pane_id": pane}));
+    let c = &listed["commands"][0];
+    assert_eq!(c["exit_status"], json!(1), "{listed}");
+    assert!(c["duration_ms"].as_u64().unwrap() >= 900, "{c}");
+    let out = s.call_ok("get_command_output", json!({"command_id": c["command_id"]}));
+    let text = out["output"].as_str().unwrap();
+    assert!(
+        text.starts_with("one\n") && text.ends_with("two\n"),
+        "{out}"
+    );
+    assert!(out["notes"].to_string().contains("more than once"), "{out}");
+}
+
+#[test]
+fn without_a_journaling_daemon_the_tools_say_how_to_start_one() {
+    let tmux = PrivateServer::start("ledger-none", 80, 24).unwrap();
+    let mut s = Serve::spawn_with(
+        &["serve", "--socket-name", tmux.socket_name(), "--no-daemon"],
+        &[],
+    );
+    s.initialize();
+    let err = s.call_err("list_commands", json!({}));
+    assert!(err.contains("panescan daemon --journal"), "{err}");
+    let err = s.call_err("get_command_output", json!({"command_id": "x"}));
+    assert!(err.contains("panescan daemon --journal"), "{err}");
+}
