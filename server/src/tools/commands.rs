@@ -187,7 +187,7 @@ pub struct GetCommandOutput;
 impl Tool for GetCommandOutput {
     const NAME: &'static str = "get_command_output";
     const TITLE: &'static str = "Get a past command's output";
-    const DESCRIPTION: &'static str = "A command's output by command_id from list_commands, also what tmux's history-limit dropped: max_lines (default 200), max_bytes, from head or tail.";
+    const DESCRIPTION: &'static str = "A command's whole output by command_id (from list_commands), also lines tmux's history-limit dropped.";
     const ANNOTATIONS: Annotations = Annotations::READ_VOLATILE;
     type Args = GetCommandOutputArgs;
     type Output = GetCommandOutputResult;

@@ -163,11 +163,11 @@ fn tools_list_is_flat_object_rooted_annotated_and_small() {
     s.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"}));
     let line = s.response_line(&id, Duration::from_secs(5));
     let bytes = line.line.len();
-    // The read tier is what every client loads by default: at most about
-    // half the Python server's 55.5 KB for its 21 read tools, though it
-    // lists every read tool of the complete surface (servers, buffers,
-    // watching). BENCHMARKS.md has the numbers.
-    assert!(bytes <= 36_000, "tools/list answer is {bytes} bytes");
+    // The read tier is what every client loads by default: at most two
+    // thirds of the Python server's 55.5 KB for its 21 read tools, though
+    // it lists every read tool of the complete surface (servers, buffers,
+    // watching, the command ledger). BENCHMARKS.md has the numbers.
+    assert!(bytes <= 37_000, "tools/list answer is {bytes} bytes");
     let r = line.value;
     let tools = r["result"]["tools"].as_array().unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
