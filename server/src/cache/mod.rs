@@ -58,9 +58,10 @@ use worker::{Job, Worker};
 pub const DEFAULT_MAX_BYTES: usize = 256 << 20;
 
 /// Rows of history an anchor covers at least (fewer when the pane has
-/// fewer stored history rows): as many as a cursor's anchor covers at most
-/// (`tmux::rows`).
-pub const ANCHOR_ROWS: u64 = crate::tmux::rows::MAX_ANCHOR_LINES as u64;
+/// fewer stored history rows). A cursor's anchor may grow longer
+/// (`tmux::rows`): it keeps no text, where the cache checks the delta
+/// byte for byte and its oldest stored rows again.
+pub const ANCHOR_ROWS: u64 = 32;
 
 /// Rows a delta fetches above its anchor, so that a pane printing up to
 /// this many rows between the inventory and the capture still validates.

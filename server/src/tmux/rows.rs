@@ -11,7 +11,8 @@
 //! at least [`MIN_ANCHOR_LINES`], more while they say too little (fewer than
 //! two different lines with text, or lines repeating with a period shorter
 //! than the anchor: blank runs, bare prompts, a line printed over and over),
-//! at most [`MAX_ANCHOR_LINES`] (the rows the pane cache's anchor covers).
+//! at most [`MAX_ANCHOR_LINES`] (longer than the pane cache's 32 rows: a
+//! cursor keeps no text to check again).
 //!
 //! Must hold, the pane cache's rules for a hash: an anchor vouches for its
 //! place only when it is found at its own row and at no row a trim could
@@ -24,8 +25,9 @@ use super::CapturedText;
 
 /// Lines an anchor covers at least (fewer only when fewer were captured).
 pub(crate) const MIN_ANCHOR_LINES: usize = 3;
-/// Lines an anchor grows to at most while it says too little: the rows the
-/// pane cache's anchor covers.
+/// Lines an anchor grows to at most while it says too little: enough for
+/// a pane that ends in a screen's worth of blank lines (a cleared screen,
+/// a full-screen program's blank rows) to be anchored on the text above.
 pub(crate) const MAX_ANCHOR_LINES: usize = 64;
 /// Different lines with text an anchor needs to say enough.
 const TEXT_LINES: usize = 2;
@@ -349,8 +351,8 @@ mod tests {
         );
         assert_eq!(anchor(&c, 7).0.rows, 7);
         // At most MAX_ANCHOR_LINES, and no more than were captured.
-        let blank = vec![""; 40];
-        assert_eq!(anchor(&cap(0, 0, &blank), 40).0.rows, 32);
+        let blank = vec![""; 70];
+        assert_eq!(anchor(&cap(0, 0, &blank), 70).0.rows, MAX_ANCHOR_LINES as u64);
         assert_eq!(anchor(&cap(0, 0, &["", ""]), 2).0.rows, 2);
         assert_eq!(anchor(&cap(0, 0, &["$ "]), 0).0.rows, 0);
     }
@@ -391,14 +393,15 @@ mod tests {
 
     #[test]
     fn a_weak_anchor_at_its_row_proves_nothing_once_a_trim_is_possible() {
-        // Thirty-two blank rows above the boundary: no two lines of text.
+        // More blank rows above the boundary than an anchor grows to: no
+        // two lines of text.
         let mut lines = vec!["xyz"; 5];
-        lines.extend(vec![""; 40]);
+        lines.extend(vec![""; 70]);
         lines.push("$ ");
         let c = cap(0, 0, &lines);
-        let (a, b) = anchor(&c, 45);
-        assert_eq!(a.rows, 32);
-        assert_eq!(place(&a, &c, b, None), Place::At(45));
+        let (a, b) = anchor(&c, 75);
+        assert_eq!(a.rows, MAX_ANCHOR_LINES as u64);
+        assert_eq!(place(&a, &c, b, None), Place::At(75));
         assert_eq!(place(&a, &c, b, Some(10)), Place::Lost);
     }
 
