@@ -129,9 +129,13 @@ try {
   const text = (declined.content ?? []).map((c) => c.text ?? '').join(' ');
   check(declined.isError && text.startsWith('refused'), `declined call refused: ${text}`);
   await client.close();
-  for (let i = 0; i < 200 && !readFileSync(sink, 'latin1').endsWith('\r'); i += 1) await sleep(50);
+  // A mark typed through tmux itself after both calls: tmux keeps a pane's
+  // input in order, so once it is there, whatever the calls typed is too.
+  const mark = '<end-of-calls>';
+  tmux('send-keys', '-t', '%0', '-l', mark);
+  for (let i = 0; i < 200 && !readFileSync(sink, 'latin1').endsWith(mark); i += 1) await sleep(50);
   const got = readFileSync(sink, 'latin1');
-  check(got === 'deploy --prod\r', `only the approved text reached the pane: ${JSON.stringify(got)}`);
+  check(got === `deploy --prod\r${mark}`, `only the approved text reached the pane: ${JSON.stringify(got)}`);
 } catch (e) {
   failed.push(`the session completes: ${e}`);
 } finally {

@@ -109,11 +109,18 @@ async def session(ns, sink, params, failed):
         declined = await client.call_tool("send_keys", call)
         text = " ".join(getattr(c, "text", "") for c in declined.content)
         check(declined.is_error and text.startswith("refused"), f"declined call refused: {text}")
+    # A mark typed through tmux itself after both calls: tmux keeps a
+    # pane's input in order, so once the mark is there, whatever the calls
+    # typed is there too (waiting for the approved text alone passed while
+    # a declined call's text was still on its way).
+    mark = b"<end-of-calls>"
+    subprocess.run(["tmux", "-L", ns.socket, "send-keys", "-t", "%0", "-l", mark.decode()],
+                   check=True)
     deadline = time.time() + 10
-    while time.time() < deadline and not sink.read_bytes().endswith(b"\r"):
+    while time.time() < deadline and not sink.read_bytes().endswith(mark):
         await anyio.sleep(0.05)
     got = sink.read_bytes()
-    check(got == b"deploy --prod\r", f"only the approved text reached the pane: {got!r}")
+    check(got == b"deploy --prod\r" + mark, f"only the approved text reached the pane: {got!r}")
 
 
 def main():
