@@ -153,7 +153,9 @@ pub fn run(cmd: &ServeCommand) -> ExitCode {
         eprintln!("panescan serve: {e}");
         return ExitCode::from(2);
     }
-    let spec = spec_of(args, &Explicit::from_command_line());
+    let explicit = Explicit::from_command_line();
+    warn_of_daemons_trust_flags(&explicit);
+    let spec = spec_of(args, &explicit);
     let dir = cmd.place.dir();
     let connect = || open_session(&dir, args, &spec);
     match connect() {
@@ -182,7 +184,11 @@ fn serve_http(cmd: &ServeCommand) -> ExitCode {
     } else {
         served_here(args).map(Some)
     };
-    let spec = spec_of(args, &Explicit::from_command_line());
+    let explicit = Explicit::from_command_line();
+    if here.is_none() {
+        warn_of_daemons_trust_flags(&explicit);
+    }
+    let spec = spec_of(args, &explicit);
     let dir = cmd.place.dir();
     // The daemon is found (or started) once now: an error shows at start.
     let daemon = here.is_none().then(|| open_session(&dir, args, &spec));
@@ -231,6 +237,33 @@ fn served_here(args: &ServeArgs) -> Option<&'static str> {
         .settings()
         .any()
         .then_some("a session with its own policy, scope or audit log is served in-process")
+}
+
+/// Trust flags that only tune trust settings of a session's own: a session
+/// without a policy, scope, confirmation or audit log of its own is the
+/// daemon's, whose ask timeout and audit options apply.
+const DAEMONS_TRUST_FLAGS: [(&str, &str); 3] = [
+    ("ask_timeout", "--ask-timeout"),
+    ("audit_hash_text", "--audit-hash-text"),
+    ("audit_max_bytes", "--audit-max-bytes"),
+];
+
+/// Says on stderr which of [`DAEMONS_TRUST_FLAGS`] were given to a session
+/// the daemon serves, where they change nothing.
+fn warn_of_daemons_trust_flags(explicit: &Explicit) {
+    let given: Vec<&str> = DAEMONS_TRUST_FLAGS
+        .iter()
+        .filter(|(id, _)| explicit.0.iter().any(|e| e == id))
+        .map(|(_, flag)| *flag)
+        .collect();
+    if let Some(first) = given.first() {
+        eprintln!(
+            "panescan serve: {} change nothing here: without --policy, --scope-sessions, \
+             --confirm-destructive or --audit-log the session is the daemon's, and the \
+             daemon's own settings apply (panescan daemon {first} ...)",
+            given.join(", ")
+        );
+    }
 }
 
 /// A session of this build's daemon in `dir`, started when none answers.

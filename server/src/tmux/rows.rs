@@ -352,7 +352,10 @@ mod tests {
         assert_eq!(anchor(&c, 7).0.rows, 7);
         // At most MAX_ANCHOR_LINES, and no more than were captured.
         let blank = vec![""; 70];
-        assert_eq!(anchor(&cap(0, 0, &blank), 70).0.rows, MAX_ANCHOR_LINES as u64);
+        assert_eq!(
+            anchor(&cap(0, 0, &blank), 70).0.rows,
+            MAX_ANCHOR_LINES as u64
+        );
         assert_eq!(anchor(&cap(0, 0, &["", ""]), 2).0.rows, 2);
         assert_eq!(anchor(&cap(0, 0, &["$ "]), 0).0.rows, 0);
     }

@@ -215,6 +215,24 @@ fn a_daemon_killed_during_a_call_answers_it_with_an_error_and_the_next_request_s
     );
 }
 
+/// `--ask-timeout` and the audit options tune a session's own trust
+/// settings; relayed to the daemon they change nothing, and serve says so.
+#[test]
+fn trust_flags_the_daemon_overrides_are_named_on_stderr() {
+    let tmux = tmux("daemon-trust-flags");
+    let place = Place::new("trust-flags");
+    let mut s = place.serve("s", tmux.socket_name(), &["--ask-timeout", "5"]);
+    s.initialize();
+    s.call_ok("list_panes", json!({}));
+    assert_eq!(place.daemons().len(), 1, "relayed to a daemon");
+    let log = std::fs::read_to_string(place.log("s")).unwrap();
+    assert!(log.contains("--ask-timeout change nothing here"), "{log}");
+    let mut quiet = place.serve("q", tmux.socket_name(), &[]);
+    quiet.initialize();
+    let log = std::fs::read_to_string(place.log("q")).unwrap();
+    assert!(!log.contains("change nothing"), "{log}");
+}
+
 #[test]
 fn a_daemon_of_another_build_is_not_used() {
     let tmux = tmux("daemon-build");
