@@ -39,6 +39,7 @@ pub mod daemon;
 pub mod injection;
 pub mod journal;
 pub mod latency;
+pub mod shells;
 pub mod sshd;
 
 use std::collections::VecDeque;

@@ -18,55 +18,14 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use common::daemon::Place;
+use common::shells::{guide_snippet, shell_command, Sh};
 use common::{eventually, window_showing, Serve};
 use panescan::testbed::private_server::PrivateServer;
 use serde_json::{json, Value};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Sh {
-    Bash,
-    Zsh,
-    Fish,
-}
-
-/// GUIDE.md's OSC 133 snippet for `shell`.
-fn guide_snippet(shell: Sh) -> String {
-    let guide = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../GUIDE.md"))
-        .expect("GUIDE.md");
-    let head = match shell {
-        Sh::Bash => "```sh\n# bash (",
-        Sh::Zsh => "```sh\n# zsh (",
-        Sh::Fish => "```fish\n# fish (",
-    };
-    let from = guide.find(head).expect("a snippet");
-    let body = &guide[from..];
-    let body = &body[body.find('\n').unwrap() + 1..];
-    body[..body.find("```").unwrap()].to_owned()
-}
-
-/// The command line that starts `shell` with prompt `$ ` and the snippet.
-fn shell_command(dir: &Path, shell: Sh) -> String {
-    let d = dir.display();
-    let rc = guide_snippet(shell);
-    match shell {
-        Sh::Bash => {
-            std::fs::write(dir.join("bashrc"), format!("PS1='$ '\n{rc}")).unwrap();
-            format!("bash --rcfile {d}/bashrc --noprofile")
-        }
-        Sh::Zsh => {
-            std::fs::write(dir.join(".zshrc"), format!("PS1='$ '\n{rc}")).unwrap();
-            format!("env ZDOTDIR={d} zsh -d")
-        }
-        Sh::Fish => {
-            let prompt = "function fish_prompt; printf '$ '; end\n\
-                          set -g fish_greeting ''\n\
-                          set -g fish_autosuggestion_enabled 0\n";
-            std::fs::write(dir.join("config.fish"), format!("{prompt}{rc}")).unwrap();
-            format!(
-                "env HOME={d} XDG_CONFIG_HOME={d}/config XDG_DATA_HOME={d}/data fish -N -C 'source {d}/config.fish'"
-            )
-        }
-    }
+/// The command line that starts `shell` with GUIDE.md's snippet.
+fn guide_shell(dir: &Path, shell: Sh) -> String {
+    shell_command(dir, shell, &guide_snippet(shell))
 }
 
 /// A private tmux server followed by a journaling daemon.
@@ -126,7 +85,7 @@ impl Bed {
 
     /// A pane running `shell` in `dir` once its prompt shows.
     fn shell(&self, shell: Sh, dir: &Path) -> String {
-        let script = format!("cd {} && exec {}", dir.display(), shell_command(dir, shell));
+        let script = format!("cd {} && exec {}", dir.display(), guide_shell(dir, shell));
         let pane = window_showing(&self.tmux, None, &script, "$", &[]);
         // The daemon's stream covers the new pane from its next output.
         std::thread::sleep(Duration::from_millis(300));

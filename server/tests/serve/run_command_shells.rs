@@ -20,16 +20,10 @@ use crate::common;
 use std::path::Path;
 use std::time::Duration;
 
+use common::shells::{guide_snippet, shell_command, Sh};
 use common::{eventually, window_showing, Serve, TempDir};
 use panescan::testbed::private_server::PrivateServer;
 use serde_json::{json, Value};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Sh {
-    Bash,
-    Zsh,
-    Fish,
-}
 
 fn serve(label: &str, width: u16, more: &[&str]) -> (PrivateServer, Serve) {
     let tmux = PrivateServer::start(label, width, 24).unwrap();
@@ -46,52 +40,10 @@ fn serve(label: &str, width: u16, more: &[&str]) -> (PrivateServer, Serve) {
     (tmux, s)
 }
 
-/// GUIDE.md's OSC 133 snippet for `shell` (the fenced block whose first
-/// line is `# bash (~/.bashrc)`, ...).
-fn guide_snippet(shell: Sh) -> String {
-    let guide = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../GUIDE.md"))
-        .expect("GUIDE.md");
-    let head = match shell {
-        Sh::Bash => "```sh\n# bash (",
-        Sh::Zsh => "```sh\n# zsh (",
-        Sh::Fish => "```fish\n# fish (",
-    };
-    let from = guide
-        .find(head)
-        .unwrap_or_else(|| panic!("no {shell:?} snippet in GUIDE.md"));
-    let body = &guide[from..];
-    let body = &body[body.find('\n').unwrap() + 1..];
-    body[..body.find("```").unwrap()].to_owned()
-}
-
 /// A new window running `shell` with prompt `$ `, set up in `dir` with
 /// `rc` (rc file text after the prompt is set), once its prompt shows.
 fn shell_pane(tmux: &PrivateServer, dir: &Path, shell: Sh, rc: &str) -> String {
     window_showing(tmux, None, &shell_command(dir, shell, rc), "$", &[])
-}
-
-/// The command line that starts `shell` as [`shell_pane`] does.
-fn shell_command(dir: &Path, shell: Sh, rc: &str) -> String {
-    let d = dir.display();
-    match shell {
-        Sh::Bash => {
-            std::fs::write(dir.join("bashrc"), format!("PS1='$ '\n{rc}")).unwrap();
-            format!("bash --rcfile {d}/bashrc --noprofile")
-        }
-        Sh::Zsh => {
-            std::fs::write(dir.join(".zshrc"), format!("PS1='$ '\n{rc}")).unwrap();
-            format!("env ZDOTDIR={d} zsh -d")
-        }
-        Sh::Fish => {
-            let prompt = "function fish_prompt; printf '$ '; end\n\
-                          set -g fish_greeting ''\n\
-                          set -g fish_autosuggestion_enabled 0\n";
-            std::fs::write(dir.join("config.fish"), format!("{prompt}{rc}")).unwrap();
-            format!(
-                "env HOME={d} XDG_CONFIG_HOME={d}/config XDG_DATA_HOME={d}/data fish -N -C 'source {d}/config.fish'"
-            )
-        }
-    }
 }
 
 /// What `command` prints (stdout) when `shell` runs it outside any pane.
