@@ -299,12 +299,13 @@ fn weak(lines: &[Row], bytes: &[u8]) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
-    /// A capture of `lines` starting at tmux line `first_line`.
-    fn cap(first_line: i64, history: u64, lines: &[&str]) -> CapturedText {
+    /// A capture of `lines` starting at tmux line `first_line` (also the
+    /// since search's tests' fixture).
+    pub(crate) fn cap(first_line: i64, history: u64, lines: &[&str]) -> CapturedText {
         let mut bytes = Vec::new();
         for l in lines {
             bytes.extend_from_slice(l.as_bytes());

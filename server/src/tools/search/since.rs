@@ -452,19 +452,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
-    fn cap(first_line: i64, history: u64, lines: &[&str]) -> CapturedText {
-        let mut bytes = Vec::new();
-        for l in lines {
-            bytes.extend_from_slice(l.as_bytes());
-            bytes.push(b'\n');
-        }
-        CapturedText {
-            first_line,
-            bytes: bytes.into(),
-            history_size: history,
-            ..CapturedText::default()
-        }
-    }
+    use crate::tmux::rows::tests::cap;
 
     fn text(c: &Capture) -> String {
         String::from_utf8(c.bytes.to_vec()).unwrap()
