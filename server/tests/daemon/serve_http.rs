@@ -319,6 +319,30 @@ fn tmux(label: &str) -> PrivateServer {
     PrivateServer::start(label, 80, 24).expect("private tmux server starts")
 }
 
+/// Pane %0 of `t` holds 40,000 numbered lines (history and screen), so a
+/// deep search takes long enough to report progress.
+fn fill_with_40000_lines(t: &PrivateServer) {
+    t.run_ok([
+        "respawn-pane",
+        "-k",
+        "-t",
+        "%0",
+        "seq 1 40000; exec sleep 1000000",
+    ])
+    .unwrap();
+    assert!(common::eventually(WAIT, || t
+        .run_ok(["capture-pane", "-p", "-t", "%0"])
+        .is_ok_and(|o| o.contains("39999"))));
+}
+
+/// A search_panes call (id "s") over all of that history, asking for
+/// progress with token "tok".
+fn deep_search_with_progress() -> Value {
+    json!({"jsonrpc": "2.0", "id": "s", "method": "tools/call", "params": {
+        "name": "search_panes", "arguments": {"pattern": "^39000$", "regex": true, "scrollback_lines": 100000},
+        "_meta": {"progressToken": "tok"}}})
+}
+
 #[test]
 fn a_missing_or_wrong_token_gets_401_with_a_bearer_challenge() {
     let t = tmux("http-401");
@@ -590,22 +614,10 @@ fn sigterm_with_open_streams_answers_them_and_exits() {
 #[test]
 fn a_call_reports_progress_on_its_stream_and_a_cancel_stops_it() {
     let t = tmux("http-progress");
-    t.run_ok([
-        "respawn-pane",
-        "-k",
-        "-t",
-        "%0",
-        "seq 1 40000; exec sleep 1000000",
-    ])
-    .unwrap();
-    assert!(common::eventually(WAIT, || t
-        .run_ok(["capture-pane", "-p", "-t", "%0"])
-        .is_ok_and(|o| o.contains("39999"))));
+    fill_with_40000_lines(&t);
     let ep = Endpoint::start(&t, None, &[]);
     let id = ep.initialize(None);
-    let search = json!({"jsonrpc": "2.0", "id": "s", "method": "tools/call", "params": {
-        "name": "search_panes", "arguments": {"pattern": "^39000$", "regex": true, "scrollback_lines": 100000},
-        "_meta": {"progressToken": "tok"}}});
+    let search = deep_search_with_progress();
     let r = ep.post(None, Some(&id), &search);
     let messages = r.messages();
     let progress: Vec<&Value> = messages
@@ -819,22 +831,10 @@ fn assert_whole_once(ids: &[String]) {
 #[test]
 fn a_dropped_call_stream_resumes_with_exactly_the_missed_events() {
     let t = tmux("http-resume");
-    t.run_ok([
-        "respawn-pane",
-        "-k",
-        "-t",
-        "%0",
-        "seq 1 40000; exec sleep 1000000",
-    ])
-    .unwrap();
-    assert!(common::eventually(WAIT, || t
-        .run_ok(["capture-pane", "-p", "-t", "%0"])
-        .is_ok_and(|o| o.contains("39999"))));
+    fill_with_40000_lines(&t);
     let ep = Endpoint::start(&t, None, &[]);
     let id = ep.initialize(None);
-    let search = json!({"jsonrpc": "2.0", "id": "s", "method": "tools/call", "params": {
-        "name": "search_panes", "arguments": {"pattern": "^39000$", "regex": true, "scrollback_lines": 100000},
-        "_meta": {"progressToken": "tok"}}});
+    let search = deep_search_with_progress();
     let (status, headers, mut first) = Stream::open(ep.open(
         "POST",
         &[
