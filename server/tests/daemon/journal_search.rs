@@ -15,8 +15,9 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::daemon::Place;
+use common::journal::config;
 use common::{Serve, TempDir};
-use panescan::journal::{when, writer, JournalConfig};
+use panescan::journal::{when, writer};
 use panescan::testbed::private_server::PrivateServer;
 use panescan::tmux::ServerSpec;
 use serde_json::{json, Value};
@@ -344,15 +345,6 @@ fn journal_search_finds_trimmed_and_gone_lines_once_with_their_times() {
     assert!(hits.iter().all(|h| h.1), "{gone}");
     let _ = daemon.kill();
     let _ = daemon.wait();
-}
-
-fn config(dir: &Path) -> JournalConfig {
-    JournalConfig {
-        dir: dir.to_owned(),
-        max_bytes: 1 << 30,
-        max_age_ms: 86_400_000,
-        keep_secrets: false,
-    }
 }
 
 /// In-process serve with --journal-dir: the byte budget stops the journal

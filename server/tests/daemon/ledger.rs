@@ -14,10 +14,11 @@
 use crate::common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::Duration;
 
 use common::daemon::Place;
+use common::journal::journaling_daemon;
 use common::shells::{guide_snippet, shell_command, Sh};
 use common::{eventually, window_showing, Serve};
 use panescan::testbed::private_server::PrivateServer;
@@ -49,32 +50,7 @@ impl Bed {
         let place = Place::new(label);
         let journal = place.temp_root().join("journal");
         let log = place.temp_root().join("daemon.stderr");
-        let daemon = Command::new(env!("CARGO_BIN_EXE_panescan"))
-            .args([
-                "daemon",
-                "--journal",
-                "--idle-exit",
-                "0",
-                "-L",
-                tmux.socket_name(),
-            ])
-            .arg("--journal-dir")
-            .arg(&journal)
-            .arg("--runtime-dir")
-            .arg(place.dir())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap();
-        assert!(
-            eventually(Duration::from_secs(10), || place
-                .dir()
-                .join("panescan.sock")
-                .exists()),
-            "no socket: {}",
-            std::fs::read_to_string(&log).unwrap_or_default()
-        );
+        let daemon = journaling_daemon(&place, tmux.socket_name(), &journal, &log);
         Bed {
             tmux,
             place,
