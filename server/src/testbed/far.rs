@@ -16,31 +16,38 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// How often an accept loop looks whether it was dropped.
+/// How long an accept loop rests after a failed accept (out of file
+/// descriptors, say) before it tries again.
 const POLL: Duration = Duration::from_millis(20);
 
 /// Accepts on `listener` until `stop`, handing each connection to `each`.
+/// The accept blocks (a connection is taken the moment it arrives, as a
+/// far host's kernel would): whoever sets `stop` then [`wake`]s it.
 fn accept_loop(
     listener: TcpListener,
     stop: Arc<AtomicBool>,
     mut each: impl FnMut(TcpStream) + Send + 'static,
 ) -> std::io::Result<()> {
-    listener.set_nonblocking(true)?;
     std::thread::Builder::new()
         .name("far-accept".into())
         .spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                match listener.accept() {
-                    Ok((s, _)) => {
-                        if s.set_nonblocking(false).is_ok() {
-                            each(s);
-                        }
-                    }
+            for s in listener.incoming() {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                match s {
+                    Ok(s) => each(s),
                     Err(_) => std::thread::sleep(POLL),
                 }
             }
         })?;
     Ok(())
+}
+
+/// Stops the accept loop listening on `addr` whose `stop` was set: its
+/// blocked accept returns with this connection and sees `stop`.
+fn wake(addr: SocketAddr) {
+    let _ = TcpStream::connect_timeout(&addr, Duration::from_secs(1));
 }
 
 /// A relay to `target` whose round trips take `rtt` more.
@@ -50,6 +57,8 @@ pub struct Far {
     stop: Arc<AtomicBool>,
     /// Every stream of every connection, shut down on drop.
     open: Arc<Mutex<Vec<TcpStream>>>,
+    /// When each connection was accepted, in order.
+    accepted: Arc<Mutex<Vec<Instant>>>,
 }
 
 impl Far {
@@ -60,8 +69,11 @@ impl Far {
         let stop = Arc::new(AtomicBool::new(false));
         let open: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
         let kept = open.clone();
+        let accepted: Arc<Mutex<Vec<Instant>>> = Arc::default();
+        let stamps = accepted.clone();
         let one_way = rtt / 2;
         accept_loop(listener, stop.clone(), move |client| {
+            crate::sync::lock(&stamps).push(Instant::now());
             let Ok(server) = TcpStream::connect(target) else {
                 let _ = client.shutdown(Shutdown::Both);
                 return;
@@ -74,18 +86,30 @@ impl Far {
             relay(&client, &server, one_way);
             relay(&server, &client, one_way);
         })?;
-        Ok(Far { addr, stop, open })
+        Ok(Far {
+            addr,
+            stop,
+            open,
+            accepted,
+        })
     }
 
     /// The port clients connect to.
     pub fn port(&self) -> u16 {
         self.addr.port()
     }
+
+    /// When each connection so far was accepted, in order (how many
+    /// connections a client opened, and when).
+    pub fn accepted(&self) -> Vec<Instant> {
+        crate::sync::lock(&self.accepted).clone()
+    }
 }
 
 impl Drop for Far {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
+        wake(self.addr);
         for s in crate::sync::lock(&self.open).drain(..) {
             let _ = s.shutdown(Shutdown::Both);
         }
@@ -170,6 +194,7 @@ impl Hung {
 impl Drop for Hung {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
+        wake(SocketAddr::from(([127, 0, 0, 1], self.port)));
         for s in crate::sync::lock(&self.held).drain(..) {
             let _ = s.shutdown(Shutdown::Both);
         }

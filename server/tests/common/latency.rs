@@ -161,6 +161,16 @@ impl Bed {
         self.hosts.iter().find(|h| h.name == name).unwrap()
     }
 
+    /// When each connection to host `name` (through its relay) was
+    /// accepted, in order: how many ssh opened, and when.
+    pub fn connections(&self, name: &str) -> Vec<std::time::Instant> {
+        self.host(name)
+            .far
+            .as_ref()
+            .map(Far::accepted)
+            .unwrap_or_default()
+    }
+
     /// The filled server of host `name`.
     pub fn fixture(&self, name: &str) -> &Fixture {
         match &self.host(name).kind {

@@ -73,8 +73,15 @@ fn search(hosts: &[&str], timeout_ms: u64) -> Value {
         "timeout_ms": timeout_ms}})
 }
 
+/// A tool call's structured result. The wait is the searches' own
+/// budget (`timeout_ms` 60 s) and room, not the harness's 15 s: 32 cold
+/// hosts are 32 ssh handshakes of this machine's CPU, both sides, and on
+/// a loaded machine they take longer than that (what these tests check is
+/// the answer; the deadlines have tests of their own).
 fn call(s: &mut Serve, params: Value) -> Value {
-    let r = s.request("tools/call", params);
+    let id = s.fresh_id();
+    s.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}));
+    let r = s.response(&id, Duration::from_secs(75));
     assert_eq!(r["result"]["isError"], false, "{r}");
     r["result"]["structuredContent"].clone()
 }
@@ -122,6 +129,12 @@ fn sixteen_far_hosts_each_find_their_needle_once_as_alone() {
         .collect();
     assert_eq!(got, want, "every needle once, with its host, in host order");
     assert_eq!(all["panes_searched"], 16 * small().panes, "{all}");
+    // Cold, each host paid one ssh handshake: its version check, listing
+    // and captures were channels of one connection (ssh's
+    // `ControlMaster=auto` connects again when a client starts before
+    // the master is up).
+    let connections: Vec<usize> = names.iter().map(|h| bed.connections(h).len()).collect();
+    assert_eq!(connections, [1; 16], "connections per host");
 
     // Each host searched alone (`host`: one server, no fan-out) answers
     // what the many-host answer holds for it.
@@ -309,6 +322,136 @@ fn sixteen_rows(bed: &Bed) {
         bed.kex.unwrap_or("ssh's default"),
         cold_all / cold_one,
         warm_all / warm_one
+    );
+}
+
+/// A cold search (a new serve, its first search) of `hosts`: its wall
+/// time, the CPU it cost and how each host was connected to.
+struct Cold {
+    wall_ms: f64,
+    /// panescan, its ssh clients and masters, every sshd and the tmux
+    /// servers: all the CPU of the search, both sides.
+    cpu_ms: f64,
+    /// panescan's own threads.
+    panescan_ms: f64,
+    /// sshd and tmux (what far hosts would spend on their own CPUs).
+    remote_ms: f64,
+    /// Per host: connections opened, and when the first was (ms after
+    /// the search was sent).
+    hosts: Vec<(usize, f64)>,
+}
+
+/// CPU (user + system) in ms of process `pid`'s own threads, from /proc.
+fn own_cpu_ms(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let f: Vec<&str> = stat
+        .rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .collect();
+    (f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap()) * 10.0
+}
+
+/// [`Cold`] of a new serve's first search of `hosts`.
+fn cold_measured(bed: &mut Bed, hosts: &[&str]) -> Cold {
+    let mut s = bed.serve_hosts(hosts, &[]);
+    let marker = bed.client_config().display().to_string();
+    let remote = bed.remote_pids();
+    let before: Vec<usize> = hosts.iter().map(|h| bed.connections(h).len()).collect();
+    let (l0, r0, p0) = (
+        sshd::cpu_ms(&[s.pid()], Some(&marker)),
+        sshd::cpu_ms(&remote, None),
+        own_cpu_ms(s.pid()),
+    );
+    let t = Instant::now();
+    let r = call(&mut s, search(hosts, 60_000));
+    let wall_ms = t.elapsed().as_secs_f64() * 1000.0;
+    assert!(r.get("hosts_failed").is_none(), "{r}");
+    // The sessions sshd forked end with the channels that ran them: let
+    // the last ones be reaped (their CPU lands in their parents').
+    std::thread::sleep(Duration::from_millis(300));
+    let (l1, r1, p1) = (
+        sshd::cpu_ms(&[s.pid()], Some(&marker)),
+        sshd::cpu_ms(&remote, None),
+        own_cpu_ms(s.pid()),
+    );
+    let hosts = hosts
+        .iter()
+        .zip(before)
+        .map(|(h, n)| {
+            let new = bed.connections(h).split_off(n);
+            let first = new
+                .first()
+                .map_or(f64::NAN, |a| a.duration_since(t).as_secs_f64() * 1000.0);
+            (new.len(), first)
+        })
+        .collect();
+    Cold {
+        wall_ms,
+        cpu_ms: (l1 - l0) + (r1 - r0),
+        panescan_ms: p1 - p0,
+        remote_ms: r1 - r0,
+        hosts,
+    }
+}
+
+/// The CPU floor of a cold search of 16 far hosts (BENCHMARKS.md, "Many
+/// far hosts"): the CPU one cold host costs, both sides, and what 16 cost,
+/// beside the 16 hosts' wall time and the slowest host alone; how many
+/// connections each host got and when its first one started. Run:
+/// `cargo test -p panescan --test ssh -- --ignored --nocapture
+/// bench_cold_cpu_floor`; `PANESCAN_BED_KEX=curve25519-sha256` for that
+/// key exchange.
+#[test]
+#[ignore]
+fn bench_cold_cpu_floor() {
+    latency::require();
+    let mut bed = filled_bed("floor16", 16);
+    bed.kex = match std::env::var("PANESCAN_BED_KEX").as_deref() {
+        Ok("curve25519-sha256") => Some("curve25519-sha256"),
+        Ok(other) => panic!("PANESCAN_BED_KEX={other}: only curve25519-sha256 is known"),
+        Err(_) => None,
+    };
+    let names: Vec<String> = (0..16).map(|i| format!("h{i}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let mut alone: Vec<Cold> = names
+        .iter()
+        .map(|h| cold_measured(&mut bed, &[h]))
+        .collect();
+    let all = cold_measured(&mut bed, &names);
+    alone.sort_by(|a, b| a.wall_ms.total_cmp(&b.wall_ms));
+    let slowest = alone.last().unwrap().wall_ms;
+    let mut cpu: Vec<f64> = alone.iter().map(|c| c.cpu_ms).collect();
+    cpu.sort_by(f64::total_cmp);
+    let one_cpu = cpu[cpu.len() / 2];
+    let one = &alone[alone.len() / 2];
+    eprintln!(
+        "key exchange {}: one host alone, cold: wall median {:.0} ms, slowest {slowest:.0} ms; CPU median {one_cpu:.0} ms (of the median-wall run: panescan {:.0}, remote {:.0}), connections {}",
+        bed.kex.unwrap_or("ssh's default"),
+        one.wall_ms,
+        one.panescan_ms,
+        one.remote_ms,
+        one.hosts[0].0,
+    );
+    let mut starts: Vec<f64> = all.hosts.iter().map(|h| h.1).collect();
+    starts.sort_by(f64::total_cmp);
+    eprintln!(
+        "16 hosts, cold: wall {:.0} ms, ratio {:.2}; CPU {:.0} ms (panescan {:.0}, remote {:.0}); connections per host {:?}; first connection of each host at {:?} ms",
+        all.wall_ms,
+        all.wall_ms / slowest,
+        all.cpu_ms,
+        all.panescan_ms,
+        all.remote_ms,
+        all.hosts.iter().map(|h| h.0).collect::<Vec<_>>(),
+        starts.iter().map(|s| s.round() as i64).collect::<Vec<_>>(),
+    );
+    eprintln!(
+        "floor: 16-host CPU {:.0} ms / 2 cores = {:.0} ms; goal 1.5 x slowest alone = {:.0} ms; floor / goal = {:.2}",
+        all.cpu_ms,
+        all.cpu_ms / 2.0,
+        1.5 * slowest,
+        all.cpu_ms / 2.0 / (1.5 * slowest),
     );
 }
 

@@ -81,12 +81,30 @@ impl Session {
     /// Starts serve on `socket` (through the daemon in `rt`, or with
     /// `extra` flags) and waits for its `initialize` answer.
     pub(super) fn start(socket: &str, rt: &Path, extra: &[&str]) -> Result<Session, String> {
+        let mut args = vec!["serve", "--socket-name", socket];
+        args.extend_from_slice(extra);
+        Session::launch(&args, Some(rt))
+    }
+
+    /// This program run with `args` (`serve ...`), in-process (no daemon),
+    /// initialized.
+    pub(super) fn spawn(args: &[&str]) -> Result<Session, String> {
+        Session::launch(args, None)
+    }
+
+    /// This program run with `args`, through the daemon in `rt` (`None`:
+    /// never a daemon), initialized.
+    fn launch(args: &[&str], rt: Option<&Path>) -> Result<Session, String> {
         let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-        let mut child = Command::new(exe)
-            .args(["serve", "--socket-name", socket])
-            .args(extra)
-            .env("PANESCAN_RUNTIME_DIR", rt)
-            .env_remove("PANESCAN_NO_DAEMON")
+        let mut cmd = Command::new(exe);
+        cmd.args(args);
+        match rt {
+            Some(rt) => cmd
+                .env("PANESCAN_RUNTIME_DIR", rt)
+                .env_remove("PANESCAN_NO_DAEMON"),
+            None => cmd.env("PANESCAN_NO_DAEMON", "1"),
+        };
+        let mut child = cmd
             .env_remove("TMUX")
             .env_remove("TMUX_PANE")
             .stdin(Stdio::piped())

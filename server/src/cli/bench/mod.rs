@@ -12,9 +12,11 @@
 //!
 //! Each section is a file of its own: the search matrix (`matrix`), the
 //! pane cache (`cache`), waits (`wait`, `watch`), load (`load`), big
-//! answers (`big`), the daemon (`daemon`), HTTP beside stdio (`http`) and
+//! answers (`big`), the daemon (`daemon`), HTTP beside stdio (`http`),
 //! the journal (`journal`: `journal_scan`, `journal_load`; `--journal-only`
-//! alone, as it takes minutes); the report they fill is `report`, printed as a table
+//! alone, as it takes minutes), many far hosts (`fleet`, its sshd hosts
+//! `fleet_hosts`; `--fleet-only` alone, as it needs sshd); the report
+//! they fill is `report`, printed as a table
 //! or CSV (`table`), Markdown (`markdown`) or an SVG chart (`chart`).
 
 use std::time::Instant;
@@ -30,6 +32,8 @@ pub mod big;
 pub mod cache;
 pub mod chart;
 pub mod daemon;
+mod fleet;
+mod fleet_hosts;
 pub mod http;
 pub mod journal;
 pub mod journal_load;
@@ -48,7 +52,7 @@ pub use report::{BenchReport, BenchRow};
 /// `panescan bench` options.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  panescan bench\n  panescan bench --panes 1000 --lines 200 --matrix-only\n  panescan bench --panes 50 --lines 10000 --runs 3 --json\n  panescan bench --wait-only --runs 15\n  panescan bench --load-only\n  panescan bench --big-only\n  panescan bench --journal-only --journal-seconds 10 --journal-mb 256 --runs 3\n  panescan bench --svg bench.svg\n  panescan bench --markdown"
+    after_help = "Examples:\n  panescan bench\n  panescan bench --panes 1000 --lines 200 --matrix-only\n  panescan bench --panes 50 --lines 10000 --runs 3 --json\n  panescan bench --wait-only --runs 15\n  panescan bench --load-only\n  panescan bench --big-only\n  panescan bench --journal-only --journal-seconds 10 --journal-mb 256 --runs 3\n  panescan bench --fleet-only --hosts 16 --rtt-ms 40\n  panescan bench --svg bench.svg\n  panescan bench --markdown"
 )]
 pub struct BenchArgs {
     /// Panes in the private server.
@@ -119,6 +123,19 @@ pub struct BenchArgs {
     /// fewer for a quick check).
     #[arg(long, default_value_t = 60, value_name = "SECONDS")]
     pub journal_seconds: u64,
+    /// Only the many-far-hosts rows: `--hosts` hosts, each its own sshd
+    /// and tmux server on 127.0.0.1 behind a relay adding `--rtt-ms` to
+    /// every round trip, searched in one call beside the slowest host
+    /// alone, cold and warm (goal <= 1.5x). Needs sshd; nothing of the
+    /// machine's ssh configuration is used.
+    #[arg(long, conflicts_with_all = ["cache_only", "wait_only", "big_only", "load_only", "daemon_only", "matrix_only", "journal_only", "http_only"])]
+    pub fleet_only: bool,
+    /// Hosts of `--fleet-only`.
+    #[arg(long, default_value_t = 16, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=256))]
+    pub hosts: u64,
+    /// Round trip added to every host of `--fleet-only`, in ms.
+    #[arg(long, default_value_t = 40, value_name = "MS")]
+    pub rtt_ms: u64,
     /// Also draw the report as an SVG chart: each search's median beside
     /// the raw fetch floor and the one-process-per-pane fetch.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["cache_only", "wait_only"])]
@@ -132,6 +149,11 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         let wait = wait::run(args.runs)?;
         let markdown = markdown::wait;
         return print_section(args, &wait, wait::print, markdown);
+    }
+    if args.fleet_only {
+        let show = !args.json && !args.csv;
+        let section = fleet::run(args.hosts as usize, args.rtt_ms, args.runs, show)?;
+        return print_section(args, &section, fleet::print, fleet::markdown);
     }
     if args.journal_only {
         let section = journal::run(args.journal_mb, args.journal_seconds, args.runs.max(1))?;

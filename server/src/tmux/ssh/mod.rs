@@ -363,6 +363,7 @@ impl Host {
         then: &[&str],
         deadline: Instant,
     ) -> Result<(String, Option<super::process::Finished>), TmuxError> {
+        let _span = super::spans::Span::new("ssh.check_version");
         let mut cmd = match then {
             [] => self.command(&["tmux", "-V"])?,
             _ => {
