@@ -9,6 +9,8 @@
 //!   removed past `--journal-max-bytes` / `--journal-max-age`.
 //! - [`track`] — one pane between reads: which lines are new, where a gap
 //!   must be recorded (pure).
+//! - [`pace`] — when the writer reads a pane: a pace after its last read,
+//!   or at once when its counted output nears its history-limit (pure).
 //! - [`writer`] — the daemon's thread that follows the panes, reads their
 //!   new lines through the pane cache's delta captures, redacts and
 //!   writes them.
@@ -26,6 +28,7 @@
 pub mod dir;
 pub mod frame;
 pub mod ledger;
+pub mod pace;
 pub mod search;
 pub mod segment;
 pub mod track;

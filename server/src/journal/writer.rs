@@ -3,12 +3,16 @@
 //! captures (only new rows cost tmux work), redacts them and appends them
 //! to the journal once a second.
 //!
-//! It wakes when the event stream says a pane printed ([`READ_EVERY`] at
-//! the latest, for panes the stream does not cover), which reads a pane
-//! printing up to history-limit lines between two reads without a gap.
-//! Must hold: records are flushed whole and synced at most [`FLUSH_EVERY`]
-//! after they were taken; a write that fails (disk full) pauses the journal
-//! and the next write that succeeds starts with a gap over the pause.
+//! It follows the event stream's counted output of every pane and reads a
+//! pane when it is due ([`super::pace`]): about a second after its last
+//! read, or at once when what it printed nears a quarter of its
+//! history-limit, and those due soon with it, in one listing. A structure
+//! event, or a reader waiting for the journal ([`Views::ask_flush`]),
+//! makes a read too. Must hold: records are flushed whole and synced at
+//! most [`FLUSH_EVERY`] after they were taken; `synced` never passes a
+//! pane that printed and was not read since; a write that fails (disk
+//! full) pauses the journal and the next write that succeeds starts with
+//! a gap over the pause.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,23 +21,28 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::frame::{Gap, Line, Origin, Records};
+use super::pace::{Pacer, Shape};
 use super::segment::{self, Appender, Read};
 use super::track::{Row, Snapshot, Step, Track, TAIL};
 use super::view::{PaneView, Views};
 use super::{dir, when, JournalConfig};
 use crate::cache::PaneCache;
-use crate::tmux::events::{Interest, OutputMode, StreamEvent, Watch};
+use crate::tmux::events::{Interest, OutputMode, Printed, StreamEvent, Subscription, Watch};
 use crate::tmux::{
-    CaptureOptions, CaptureRange, CaptureRequest, CapturedText, Fields, Pane, PaneId, ServerSpec,
-    Tmux, TmuxCommand, TmuxError,
+    CaptureOptions, CaptureRange, CaptureRequest, CapturedText, Fields, Inventory, Pane, PaneId,
+    ServerSpec, Tmux, TmuxCommand, TmuxError,
 };
 
-/// Every pane is read at least this often (panes the event stream does
-/// not cover, and a trigger that was lost).
+/// The thread looks at least this often whether a pane fell due (and
+/// whether it must stop).
 pub const READ_EVERY: Duration = Duration::from_millis(500);
 /// Records are written and synced this long after they were taken at most:
 /// what a crash may lose.
 pub const FLUSH_EVERY: Duration = Duration::from_secs(1);
+/// Frames are written this far apart at least (a read's lines are written
+/// right after it otherwise): about one frame per paced read, not one per
+/// read of a pane printing flat out.
+const FLUSH_SOONEST: Duration = Duration::from_millis(250);
 /// A flush this large is written at once.
 const FLUSH_BYTES: usize = 4 << 20;
 /// How often the bounds are enforced.
@@ -89,6 +98,10 @@ struct Writer {
     /// Lines dropped while paused.
     dropped: u64,
     views: Arc<Views>,
+    /// When the last listing was asked (ms): the reads' time.
+    listed_ms: i64,
+    /// When records were last written.
+    flushed_at: Instant,
 }
 
 /// Checks the directory, opens the journal (a torn tail cut and reported
@@ -121,6 +134,8 @@ pub fn start(
         taken_since: None,
         paused_since: None,
         dropped: 0,
+        listed_ms: 0,
+        flushed_at: Instant::now(),
     };
     let flag = stop.clone();
     let thread = std::thread::Builder::new()
@@ -138,47 +153,84 @@ impl Writer {
     fn run(&mut self, stop: &AtomicBool) {
         let interest = Interest {
             watch: Watch::Every,
-            mode: OutputMode::Trigger,
+            mode: OutputMode::Counted,
             structure: true,
         };
         let events = self.tmux.subscribe(interest, Instant::now() + READ_TIMEOUT);
+        let mut pacer = Pacer::default();
         let mut bounds_at = Instant::now();
+        // The first read takes every pane.
+        let mut shape_changed = true;
+        let mut failed = false;
         while !stop.load(Ordering::SeqCst) {
-            let mut printed: HashSet<PaneId> = HashSet::new();
-            let until = Instant::now() + READ_EVERY;
-            // Wake at the first event, then take what else is waiting.
-            let mut next = events.recv_deadline(until);
+            let now = when::now_ms();
+            let wake = match pacer.next_due() {
+                // tmux did not answer the last read: not again at once.
+                _ if failed => READ_EVERY,
+                Some(at) => Duration::from_millis(u64::try_from(at - now).unwrap_or(0)),
+                None => READ_EVERY,
+            };
+            // Records held back by the spacing are written once it passed.
+            let wake = match self.taken_since {
+                Some(taken) => {
+                    let left = |since: Instant| FLUSH_SOONEST.saturating_sub(since.elapsed());
+                    wake.min(left(taken).max(left(self.flushed_at)))
+                }
+                None => wake,
+            };
+            // Wake at the first event (or when a pane falls due), then
+            // take what else is waiting.
+            let mut next = events.recv_deadline(Instant::now() + wake.min(READ_EVERY));
             while let Some(event) = next {
-                if let StreamEvent::Printed(p) = event {
-                    printed.insert(p);
+                match event {
+                    StreamEvent::Printed(p) => pacer.printed(p, when::now_ms()),
+                    StreamEvent::Resync => pacer.lost(when::now_ms()),
+                    StreamEvent::Structure(_) => shape_changed = true,
+                    StreamEvent::Output { .. } => {}
                 }
                 next = events.try_recv();
             }
-            if !printed.is_empty() {
-                let panes: Vec<PaneId> = printed.into_iter().collect();
-                let _ = events.rearm(&panes, Instant::now() + READ_TIMEOUT);
+            let asked = self.views.take_flush();
+            let waiting = events.printed_many(&pacer.waiting());
+            let due = pacer.due(&waiting, when::now_ms(), asked);
+            let mut read = false;
+            if shape_changed || asked || !due.is_empty() {
+                shape_changed = false;
+                read = self.read_once(&events, &mut pacer, &due);
+                failed = !read;
             }
-            let read_ms = when::now_ms();
-            self.read_once();
-            let due = self.taken_since.is_some_and(|t| t.elapsed() >= FLUSH_EVERY);
-            if due || self.pending.raw_len() >= FLUSH_BYTES || self.views.take_flush() {
+            // A read's lines are written at once, but frames no closer than
+            // FLUSH_SOONEST (panes printing flat out are read back to back).
+            let taken = self.taken_since.map(|t| t.elapsed());
+            let spaced = self.flushed_at.elapsed() >= FLUSH_SOONEST;
+            let flush_due =
+                taken.is_some_and(|t| t >= FLUSH_EVERY || ((read || t >= FLUSH_SOONEST) && spaced));
+            if flush_due || self.pending.raw_len() >= FLUSH_BYTES || asked {
                 self.flush();
             }
             if self.pending.is_empty() && self.paused_since.is_none() {
-                self.views.synced(read_ms);
+                self.views.synced(pacer.complete_until(self.listed_ms));
             }
             if bounds_at.elapsed() >= BOUNDS_EVERY {
                 bounds_at = Instant::now();
                 self.enforce_bounds();
             }
         }
+        // Every pane is read once more before the last flush (a trigger may
+        // still wait in the channel): stopping loses nothing tmux shows.
+        let every = pacer.known();
+        if !every.is_empty() {
+            self.read_once(&events, &mut pacer, &every);
+        }
         self.flush();
     }
 
-    /// Lists every pane, captures each through the cache and takes in
-    /// what is new.
-    fn read_once(&mut self) {
+    /// Lists every pane, captures through the cache those `due` and those
+    /// never read, and takes in what is new; panes gone are closed. Whether
+    /// the listing answered.
+    fn read_once(&mut self, events: &Subscription, pacer: &mut Pacer, due: &[PaneId]) -> bool {
         let deadline = Instant::now() + READ_TIMEOUT;
+        let listed_ms = when::now_ms();
         let then = [TmuxCommand::new("display-message")
             .flag("-p")
             .format_arg("#{pid} #{start_time}")];
@@ -190,21 +242,68 @@ impl Writer {
                 Ok((inv, mut extra)) => (inv, extra.pop().and_then(Result::ok).unwrap_or_default()),
                 Err(TmuxError::NoServer { .. }) => {
                     self.close_gone(&HashSet::new());
-                    return;
+                    return false;
                 }
-                Err(_) => return,
+                Err(_) => return false,
             };
         let server = stamp.trim().to_owned();
         if server.is_empty() {
             // Without the server's identity a pane cannot be told from
             // another server's pane of the same id: read again later.
-            return;
+            return false;
         }
-        let requests: Vec<CaptureRequest> = inventory
+        // The listing came over the control client after every %output
+        // tmux sent before it: the counts now cover what it shows.
+        self.listed_ms = listed_ms;
+        pacer.cover(events.coverage().panes);
+        let due: HashSet<PaneId> = due.iter().copied().collect();
+        let wanted: Vec<usize> = (0..inventory.panes.len())
+            .filter(|&i| {
+                let pane = inventory.panes[i].pane_id;
+                due.contains(&pane) || !pacer.knows(pane)
+            })
+            .collect();
+        let ids: Vec<PaneId> = wanted.iter().map(|&i| inventory.panes[i].pane_id).collect();
+        if !ids.is_empty() {
+            self.capture(
+                events,
+                pacer,
+                (&inventory, &stamp),
+                &wanted,
+                &ids,
+                listed_ms,
+            );
+        }
+        let live: HashSet<Key> = inventory
             .panes
             .iter()
-            .map(|p| CaptureRequest {
-                pane: p.pane_id,
+            .map(|p| (server.clone(), p.pane_id))
+            .collect();
+        self.close_gone(&live);
+        self.views.retain(|p| live.contains(&(server.clone(), *p)));
+        pacer.retain(|p| live.contains(&(server.clone(), *p)));
+        events.forget_printed(|p| live.contains(&(server.clone(), *p)));
+        true
+    }
+
+    /// Captures `ids` (the listed panes at `wanted`) through the cache and
+    /// takes each in; the pacer learns of each read.
+    fn capture(
+        &mut self,
+        events: &Subscription,
+        pacer: &mut Pacer,
+        (inventory, stamp): (&Inventory, &str),
+        wanted: &[usize],
+        ids: &[PaneId],
+        listed_ms: i64,
+    ) {
+        let deadline = Instant::now() + READ_TIMEOUT;
+        let server = stamp.trim();
+        let counted: HashMap<PaneId, Printed> = events.printed_many(ids).into_iter().collect();
+        let requests: Vec<CaptureRequest> = ids
+            .iter()
+            .map(|&pane| CaptureRequest {
+                pane,
                 range: CaptureRange::AllHistory,
             })
             .collect();
@@ -214,8 +313,8 @@ impl Writer {
         };
         let replies = self.cache.capture_listed(
             &self.tmux,
-            &inventory,
-            &stamp,
+            inventory,
+            stamp,
             requests,
             options,
             deadline,
@@ -223,18 +322,25 @@ impl Writer {
             None,
         );
         let now = when::now_ms();
-        let mut live = HashSet::new();
         for reply in replies {
-            let Some(pane) = inventory.panes.get(reply.index) else {
+            let Some(pane) = wanted
+                .get(reply.index)
+                .and_then(|&i| inventory.panes.get(i))
+            else {
                 continue;
             };
-            live.insert((server.clone(), pane.pane_id));
             if let Ok(text) = reply.result {
-                self.take(&server, pane, &text, now);
+                self.take(server, pane, &text, now);
+                let shape = Shape {
+                    width: text.pane_width,
+                    height: text.pane_height,
+                    history_limit: pane.history_limit,
+                    alternate_on: pane.alternate_on,
+                };
+                let count = counted.get(&pane.pane_id).copied().unwrap_or_default();
+                pacer.read(pane.pane_id, listed_ms, count, shape);
             }
         }
-        self.close_gone(&live);
-        self.views.retain(|p| live.contains(&(server.clone(), *p)));
     }
 
     /// Takes in one pane's capture.
@@ -330,6 +436,7 @@ impl Writer {
     /// over every pane for the pause.
     fn flush(&mut self) {
         self.taken_since = None;
+        self.flushed_at = Instant::now();
         if self.pending.is_empty() {
             return;
         }

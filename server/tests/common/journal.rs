@@ -62,11 +62,19 @@ impl Printer {
         writeln!(f, "{script}").unwrap();
     }
 
-    /// tmux's history lines (wrapped lines joined), as capture-pane gives.
+    /// tmux's history lines (wrapped lines joined), as capture-pane gives;
+    /// none when the history is empty (`-E -1` then gives the screen's
+    /// first line: the size is asked in the same command list).
     pub fn history(&self) -> Vec<String> {
         let out = self
             .tmux
             .run_ok([
+                "display-message",
+                "-p",
+                "-t",
+                &self.pane,
+                "#{history_size}",
+                ";",
                 "capture-pane",
                 "-p",
                 "-J",
@@ -78,7 +86,11 @@ impl Printer {
                 &self.pane,
             ])
             .unwrap();
-        out.lines().map(str::to_owned).collect()
+        let mut lines = out.lines();
+        if lines.next().is_none_or(|size| size.trim() == "0") {
+            return Vec::new();
+        }
+        lines.map(str::to_owned).collect()
     }
 
     pub fn history_size(&self) -> u64 {

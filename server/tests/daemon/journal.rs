@@ -295,3 +295,47 @@ fn a_corrupted_segment_is_skipped_and_named_by_the_search() {
     assert!(err.contains("skipped") && err.contains(&name), "{err}");
     assert_ne!(out.status.code(), Some(2), "{err}");
 }
+
+/// The journal's pacing (journal/pace.rs): a pane printing one and a half
+/// times its history-limit a second is read whenever a quarter of that may
+/// have piled up, not a second after its last read (3,000 lines would then
+/// overrun 2,000), so every line is kept and no gap recorded; a quiet pane
+/// that printed a few lines is journaled without waiting for more output.
+#[test]
+fn a_pane_printing_past_its_history_limit_each_second_is_read_in_time_and_a_quiet_one_soon() {
+    let place = Place::new("journal-pace");
+    let journal = place.temp_root().join("journal");
+    let p = Printer::start("journal-pace", 2_000, &place.temp_root());
+    let log = place.temp_root().join("daemon.stderr");
+    let mut daemon = journaling_daemon(&place, p.tmux.socket_name(), &journal, &log);
+    std::thread::sleep(SETTLE);
+    // 20 lines on a 12-row screen: the first ones reach history.
+    p.run("i=0; while [ $i -lt 20 ]; do echo quiet$i; i=$((i+1)); done");
+    let quiet = common::eventually(Duration::from_secs(5), || {
+        journal_of(&journal, &p.pane)
+            .0
+            .iter()
+            .any(|l| l == "quiet0")
+    });
+    // 300 lines every 100 ms, 12,000 in all; then enough lines to scroll
+    // the last of them into history.
+    p.run("for i in $(seq 0 39); do seq $((i*300+1)) $((i*300+300)); sleep 0.1; done; i=0; while [ $i -lt 15 ]; do echo pad$i; i=$((i+1)); done");
+    p.wait_for("pad14");
+    std::thread::sleep(SETTLE);
+    let _ = Command::new("kill")
+        .args(["-TERM", &daemon.id().to_string()])
+        .status();
+    let _ = daemon.wait();
+
+    let log = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        quiet,
+        "a quiet pane's lines were not journaled within 5 s: {log}"
+    );
+    let (lines, gaps, _) = journal_of(&journal, &p.pane);
+    assert!(gaps.is_empty(), "{gaps:?}");
+    assert_none_twice(&lines);
+    let numbers: Vec<u64> = lines.iter().filter_map(|l| l.parse().ok()).collect();
+    assert_eq!(numbers.len(), 12_000, "lines kept: {}", numbers.len());
+    assert_eq!(numbers, (1..=12_000).collect::<Vec<u64>>());
+}

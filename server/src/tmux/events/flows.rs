@@ -150,15 +150,17 @@ impl HubState {
                 }
                 OutputMode::Bytes => {
                     bytes = true;
-                    let data = data.get_or_insert_with(|| {
-                        let mut out = Vec::with_capacity(escaped.len());
-                        notification::unescape(escaped, &mut out);
-                        out
-                    });
+                    let data = data.get_or_insert_with(|| unescaped(escaped));
                     sub.send(StreamEvent::Output {
                         pane,
                         data: data.clone(),
                     });
+                }
+                OutputMode::Counted => {
+                    // Kept on like bytes: every byte must be counted.
+                    bytes = true;
+                    sub.count(pane, data.get_or_insert_with(|| unescaped(escaped)));
+                    sub.printed(pane);
                 }
             }
         }
@@ -195,6 +197,11 @@ impl HubState {
                 OutputMode::Bytes => {
                     bytes = true;
                     sub.resync();
+                }
+                OutputMode::Counted => {
+                    bytes = true;
+                    sub.count_lost(pane);
+                    sub.printed(pane);
                 }
             }
         }
@@ -277,6 +284,13 @@ impl HubState {
         let control = self.control.upgrade()?;
         control.send(&cmd)
     }
+}
+
+/// A `%output` payload as the pane wrote it.
+fn unescaped(escaped: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(escaped.len());
+    notification::unescape(escaped, &mut out);
+    out
 }
 
 #[cfg(test)]
@@ -400,6 +414,29 @@ mod tests {
         st.output(p(1), b"b", &mut ch);
         assert_eq!(ch.0, vec!["%1:pause"]);
         assert_eq!(rxs[0].try_recv(), Ok(StreamEvent::Printed(p(1))));
+    }
+
+    #[test]
+    fn counted_output_is_counted_triggered_once_and_never_paused() {
+        let (mut st, rxs) = state_with(vec![Interest {
+            watch: Watch::Every,
+            mode: OutputMode::Counted,
+            structure: false,
+        }]);
+        let mut ch = Changes::default();
+        // Escaped as tmux sends it: `\012` is a line feed.
+        st.output(p(1), b"a\\015\\012b\\015\\012", &mut ch);
+        st.output(p(1), b"c\\015\\012", &mut ch);
+        assert!(ch.0.is_empty(), "{:?}", ch.0);
+        assert_eq!(rxs[0].try_recv(), Ok(StreamEvent::Printed(p(1))));
+        assert!(rxs[0].try_recv().is_err());
+        let counted = *lock(&st.subs[&0].state.printed).get(&p(1)).unwrap();
+        assert_eq!(counted.line_feeds, 3);
+        // tmux pausing it: continued, the count unknown from then on.
+        st.paused(p(1), &mut ch);
+        assert_eq!(ch.0, vec!["%1:continue"]);
+        let after = *lock(&st.subs[&0].state.printed).get(&p(1)).unwrap();
+        assert_eq!(after.rows_since(&counted, 80, 24), None);
     }
 
     #[test]

@@ -30,11 +30,13 @@ use std::time::Instant;
 use super::ids::{PaneId, SessionId};
 use super::Server;
 
+mod count;
 mod flows;
 mod hub;
 mod reconcile;
 mod subscription;
 
+pub use count::Printed;
 pub(crate) use hub::Hub;
 pub use subscription::Subscription;
 
@@ -78,6 +80,12 @@ pub enum OutputMode {
     /// paused by panescan; if tmux pauses it (the client fell a second
     /// behind) the subscriber gets [`StreamEvent::Resync`].
     Bytes,
+    /// [`StreamEvent::Printed`] as with `Trigger` (no re-arming), and
+    /// what each pane printed counted ([`Subscription::printed`]): at
+    /// most how many rows it pushed into history since an earlier count.
+    /// The pane is never paused by panescan (every byte must be counted);
+    /// a pause by tmux makes its count unknown.
+    Counted,
 }
 
 /// What a subscriber wants.

@@ -5,7 +5,7 @@
 //! reader: the subscriber is marked lost and sees [`StreamEvent::Resync`]
 //! at its next receive.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -14,6 +14,7 @@ use crossbeam_channel::{Receiver, Sender, TrySendError};
 
 use super::super::ids::PaneId;
 use super::super::TmuxError;
+use super::count::Printed;
 use super::{Coverage, Hub, Interest, StreamEvent};
 use crate::sync::lock;
 
@@ -26,6 +27,11 @@ pub(super) struct SubState {
     pub(super) resync: AtomicBool,
     /// `None` until first worked out.
     pub(super) coverage: Mutex<Option<Coverage>>,
+    /// What each pane printed ([`super::OutputMode::Counted`]).
+    pub(super) printed: Mutex<HashMap<PaneId, Printed>>,
+    /// Times the stream as a whole went unseen (the client went away or
+    /// moved): added to every pane's [`Printed::lost`].
+    pub(super) lost_all: std::sync::atomic::AtomicU64,
 }
 
 #[derive(Debug)]
@@ -56,6 +62,16 @@ impl Sub {
         }
     }
 
+    /// Counts a chunk of `pane`'s output (unescaped).
+    pub(super) fn count(&self, pane: PaneId, data: &[u8]) {
+        lock(&self.state.printed).entry(pane).or_default().add(data);
+    }
+
+    /// `pane`'s output went unseen (tmux paused it).
+    pub(super) fn count_lost(&self, pane: PaneId) {
+        lock(&self.state.printed).entry(pane).or_default().lose();
+    }
+
     /// Marks events lost; the subscriber sees `Resync` at its next receive.
     fn lost(&self) {
         self.state.resync.store(true, Ordering::Release);
@@ -63,6 +79,8 @@ impl Sub {
 
     /// Asks the subscriber to re-read everything (waking it if it waits).
     pub(super) fn resync(&self) {
+        // Output may have gone unseen too (a counted pane's rows unknown).
+        self.state.lost_all.fetch_add(1, Ordering::AcqRel);
         self.lost();
         let _ = self.tx.try_send(StreamEvent::Resync);
     }
@@ -113,6 +131,33 @@ impl Subscription {
     /// reported. Waits for tmux (one round trip).
     pub fn rearm(&self, panes: &[PaneId], deadline: Instant) -> Result<(), TmuxError> {
         self.hub.rearm(panes, deadline)
+    }
+
+    /// What `pane` printed so far, as counted ([`super::OutputMode::Counted`]);
+    /// compare two counts with [`Printed::rows_since`].
+    pub fn printed(&self, pane: PaneId) -> Printed {
+        self.printed_many(&[pane])
+            .pop()
+            .map_or_else(Printed::default, |(_, p)| p)
+    }
+
+    /// [`Subscription::printed`] of several panes, counted at one moment.
+    pub fn printed_many(&self, panes: &[PaneId]) -> Vec<(PaneId, Printed)> {
+        let lost_all = self.state.lost_all.load(Ordering::Acquire);
+        let counts = lock(&self.state.printed);
+        panes
+            .iter()
+            .map(|pane| {
+                let mut p = counts.get(pane).copied().unwrap_or_default();
+                p.lost += lost_all;
+                (*pane, p)
+            })
+            .collect()
+    }
+
+    /// Forgets the counts of panes not in `live` (closed).
+    pub fn forget_printed(&self, live: impl Fn(&PaneId) -> bool) {
+        lock(&self.state.printed).retain(|p, _| live(p));
     }
 
     /// Which watched panes are reported; the others must be polled.

@@ -1,0 +1,288 @@
+//! When the journal's writer reads a pane (pure): when it is due, not as
+//! soon as it printed, so a pane printing steadily costs tmux one read a
+//! second instead of one per wake.
+//!
+//! A pane that printed is due [`PACE`] after its last read (what a crash
+//! may lose is about a second), or at once when the rows its output may
+//! have pushed into history since that read (counted from its `%output`,
+//! `tmux::events::Printed`) reach a [`SAFE_SHARE`]th of its history-limit:
+//! then tmux cannot have trimmed a line the journal did not read. Unknown
+//! rows (output unseen, the stream lost) and panes never read are due at
+//! once; panes the stream does not cover are read every [`POLL`]. A read
+//! takes the panes due and those due within half a pace, so panes drift
+//! into one read a second together. Must hold: a pane that printed is
+//! never left unread longer than [`PACE`] (plus one read's time), and a
+//! pane whose counted rows reach the share is read on its next wake.
+
+use std::collections::HashMap;
+
+use crate::tmux::events::Printed;
+use crate::tmux::PaneId;
+
+/// A pane that printed is read this long after its last read at most (ms).
+pub const PACE: i64 = 1_000;
+/// Panes whose output the stream does not report are read this often (ms).
+pub const POLL: i64 = 500;
+/// A pane is read at once when the rows it may have printed since its
+/// last read reach history-limit / this: the rest of history is the room
+/// left for the read's own delay (a quarter at 10,000 lines a second and
+/// history-limit 2,000 is 50 ms of output; a read takes less).
+pub const SAFE_SHARE: u64 = 4;
+
+/// What the pacer keeps of one pane since its last read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Seen {
+    read_ms: i64,
+    /// When output was first seen since that read.
+    printed_ms: Option<i64>,
+    /// The count taken just before that read's capture.
+    counted: Printed,
+    width: u32,
+    height: u32,
+    history_limit: u64,
+    /// On the alternate screen at that read: nothing reaches history
+    /// while it stays there, so only the pace makes it due.
+    alternate_on: bool,
+}
+
+/// A pane's shape and count at a read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Shape {
+    /// Columns (a wrap needs a row of cells).
+    pub width: u32,
+    /// Rows (a scroll or clear pushes a screen at most).
+    pub height: u32,
+    /// tmux's history-limit for the pane.
+    pub history_limit: u64,
+    /// On the alternate screen.
+    pub alternate_on: bool,
+}
+
+/// Every pane's pacing state.
+#[derive(Debug, Default)]
+pub struct Pacer {
+    panes: HashMap<PaneId, Seen>,
+    /// Panes whose output the stream reports (the others are polled).
+    covered: std::collections::BTreeSet<PaneId>,
+}
+
+impl Pacer {
+    /// `pane` printed (a trigger) at `now_ms`.
+    pub fn printed(&mut self, pane: PaneId, now_ms: i64) {
+        if let Some(seen) = self.panes.get_mut(&pane) {
+            seen.printed_ms.get_or_insert(now_ms);
+        }
+    }
+
+    /// Events were lost: every pane may have printed, rows unknown.
+    pub fn lost(&mut self, now_ms: i64) {
+        for seen in self.panes.values_mut() {
+            seen.printed_ms.get_or_insert(now_ms);
+            seen.counted.lost = seen.counted.lost.wrapping_add(1);
+        }
+    }
+
+    /// The panes the stream reports from now on.
+    pub fn cover(&mut self, panes: std::collections::BTreeSet<PaneId>) {
+        self.covered = panes;
+    }
+
+    /// `pane` was read at `now_ms`, `counted` taken just before its capture.
+    pub fn read(&mut self, pane: PaneId, now_ms: i64, counted: Printed, shape: Shape) {
+        self.panes.insert(
+            pane,
+            Seen {
+                read_ms: now_ms,
+                printed_ms: None,
+                counted,
+                width: shape.width,
+                height: shape.height,
+                history_limit: shape.history_limit,
+                alternate_on: shape.alternate_on,
+            },
+        );
+    }
+
+    /// Forgets panes that closed.
+    pub fn retain(&mut self, live: impl Fn(&PaneId) -> bool) {
+        self.panes.retain(|p, _| live(p));
+    }
+
+    /// Every pane read before.
+    pub fn known(&self) -> Vec<PaneId> {
+        self.panes.keys().copied().collect()
+    }
+
+    /// Whether `pane` was read before.
+    pub fn knows(&self, pane: PaneId) -> bool {
+        self.panes.contains_key(&pane)
+    }
+
+    /// The panes that printed and are not read yet (their count is asked
+    /// before [`Pacer::due`]).
+    pub fn waiting(&self) -> Vec<PaneId> {
+        let mut panes: Vec<PaneId> = self
+            .panes
+            .iter()
+            .filter(|(p, s)| s.printed_ms.is_some() || !self.covered.contains(p))
+            .map(|(p, _)| *p)
+            .collect();
+        panes.sort();
+        panes
+    }
+
+    /// Which of `waiting` (with their counts now) are due at `now_ms`:
+    /// empty unless one is due at once, then also those due within half a
+    /// pace. `all`: every pane that printed is due (a reader waits for the
+    /// journal to be complete).
+    pub fn due(&self, waiting: &[(PaneId, Printed)], now_ms: i64, all: bool) -> Vec<PaneId> {
+        let urgency: Vec<(PaneId, i64)> = waiting
+            .iter()
+            .filter_map(|(p, count)| Some((*p, self.due_at(*p, count)?)))
+            .collect();
+        if !all && !urgency.iter().any(|(_, at)| *at <= now_ms) {
+            return Vec::new();
+        }
+        let soon = if all { i64::MAX } else { now_ms + PACE / 2 };
+        urgency
+            .into_iter()
+            .filter(|(_, at)| *at <= soon)
+            .map(|(p, _)| p)
+            .collect()
+    }
+
+    /// When the next pane falls due if nothing else prints (ms), if any.
+    pub fn next_due(&self) -> Option<i64> {
+        self.panes
+            .iter()
+            .filter_map(|(p, s)| match s.printed_ms {
+                Some(_) => Some(s.read_ms + PACE),
+                None if !self.covered.contains(p) => Some(s.read_ms + POLL),
+                None => None,
+            })
+            .min()
+    }
+
+    /// Until when every pane's lines were read (ms): a pane that printed
+    /// since its last read, or one the stream does not cover, only up to
+    /// that read; `now_ms` if none.
+    pub fn complete_until(&self, now_ms: i64) -> i64 {
+        self.panes
+            .iter()
+            .filter(|(p, s)| s.printed_ms.is_some() || !self.covered.contains(p))
+            .map(|(_, s)| s.read_ms)
+            .fold(now_ms, i64::min)
+    }
+
+    /// When `pane` is due given its count now; `None`: not at all.
+    fn due_at(&self, pane: PaneId, count: &Printed) -> Option<i64> {
+        let Some(seen) = self.panes.get(&pane) else {
+            return Some(i64::MIN); // never read
+        };
+        if !self.covered.contains(&pane) {
+            return Some(seen.read_ms + POLL);
+        }
+        seen.printed_ms?;
+        if seen.alternate_on {
+            return Some(seen.read_ms + PACE);
+        }
+        let room = (seen.history_limit / SAFE_SHARE).max(1);
+        match count.rows_since(&seen.counted, seen.width, seen.height) {
+            Some(rows) if rows < room => Some(seen.read_ms + PACE),
+            _ => Some(i64::MIN),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    fn p(n: u32) -> PaneId {
+        PaneId::from_number(n)
+    }
+
+    const SHAPE: Shape = Shape {
+        width: 80,
+        height: 24,
+        history_limit: 2_000,
+        alternate_on: false,
+    };
+
+    fn lines(n: usize) -> Vec<u8> {
+        "x\r\n".repeat(n).into_bytes()
+    }
+
+    fn pacer(panes: &[PaneId]) -> Pacer {
+        let mut pacer = Pacer::default();
+        pacer.cover(panes.iter().copied().collect());
+        for &pane in panes {
+            pacer.read(pane, 0, Printed::default(), SHAPE);
+        }
+        pacer
+    }
+
+    #[test]
+    fn a_quiet_pane_that_printed_a_line_is_read_a_pace_after_its_last_read() {
+        let mut pacer = pacer(&[p(1)]);
+        let mut count = Printed::default();
+        assert!(pacer.waiting().is_empty());
+        count.add(&lines(1));
+        pacer.printed(p(1), 100);
+        assert_eq!(pacer.waiting(), [p(1)]);
+        assert!(pacer.due(&[(p(1), count)], 500, false).is_empty());
+        assert_eq!(pacer.next_due(), Some(PACE));
+        assert_eq!(pacer.due(&[(p(1), count)], PACE, false), [p(1)]);
+        // Journaled up to its last read only, until it is read again.
+        assert_eq!(pacer.complete_until(900), 0);
+        pacer.read(p(1), PACE, count, SHAPE);
+        assert_eq!(pacer.complete_until(1_200), 1_200);
+    }
+
+    #[test]
+    fn a_pane_printing_a_quarter_of_its_history_limit_is_due_at_once() {
+        let mut pacer = pacer(&[p(1), p(2)]);
+        let mut count = Printed::default();
+        // 10,000 lines a second: 50 ms after its read it may have pushed
+        // 500 rows (a quarter of 2,000), far less than a pace. 490 lines
+        // of a cell each count 490 + 490 / 80 + 1 = 497 rows at most.
+        count.add(&lines(490));
+        pacer.printed(p(1), 10);
+        assert!(pacer.due(&[(p(1), count)], 50, false).is_empty());
+        count.add(&lines(3));
+        assert_eq!(pacer.due(&[(p(1), count)], 50, false), [p(1)]);
+        // Unknown rows (output unseen) are due at once too.
+        count.lose();
+        assert_eq!(pacer.due(&[(p(1), count)], 60, false), [p(1)]);
+    }
+
+    #[test]
+    fn a_read_takes_the_panes_due_within_half_a_pace_and_no_others() {
+        let mut pacer = Pacer::default();
+        pacer.cover([p(1), p(2), p(3)].into_iter().collect());
+        pacer.read(p(1), 0, Printed::default(), SHAPE);
+        pacer.read(p(2), 400, Printed::default(), SHAPE);
+        pacer.read(p(3), 700, Printed::default(), SHAPE);
+        let c = Printed::default();
+        for n in 1..=3 {
+            pacer.printed(p(n), 800);
+        }
+        let waiting = [(p(1), c), (p(2), c), (p(3), c)];
+        assert_eq!(pacer.due(&waiting, PACE, false), [p(1), p(2)]);
+        // A flush asked for takes every pane that printed.
+        assert_eq!(pacer.due(&waiting, 800, true), [p(1), p(2), p(3)]);
+    }
+
+    #[test]
+    fn panes_never_read_or_not_covered_are_read_without_triggers() {
+        let mut pacer = pacer(&[p(1)]);
+        pacer.read(p(2), 0, Printed::default(), SHAPE);
+        assert_eq!(pacer.waiting(), [p(2)]);
+        let c = Printed::default();
+        assert!(pacer.due(&[(p(2), c)], POLL - 1, false).is_empty());
+        assert_eq!(pacer.due(&[(p(2), c)], POLL, false), [p(2)]);
+        assert_eq!(pacer.due(&[(p(9), c)], 0, false), [p(9)]);
+        assert_eq!(pacer.complete_until(300), 0);
+    }
+}
