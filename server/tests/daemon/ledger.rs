@@ -296,6 +296,15 @@ fn commands_in_sessions_made_later_are_listed() {
     let mut want = vec![first.as_str(), later.as_str(), other.as_str()];
     want.sort_unstable();
     assert_eq!(panes, want, "{all}");
+    // The ledger's clients (one per session) are tmux clients, but not
+    // clients panescan counts.
+    let clients = bed
+        .tmux
+        .run_ok(["list-clients", "-F", "#{client_pid}"])
+        .unwrap();
+    assert!(clients.lines().count() >= 3, "{clients}");
+    let info = s.call_ok("get_server_info", json!({}));
+    assert_eq!(info["client_count"], json!(0), "{info} beside {clients}");
 }
 
 /// A shell that reports its directory by OSC 7 (as over ssh, where tmux
