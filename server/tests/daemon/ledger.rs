@@ -63,7 +63,8 @@ impl Bed {
     fn shell(&self, shell: Sh, dir: &Path) -> String {
         let script = format!("cd {} && exec {}", dir.display(), guide_shell(dir, shell));
         let pane = window_showing(&self.tmux, None, &script, "$", &[]);
-        // The daemon's stream covers the new pane from its next output.
+        // An empty command line first: a new prompt, as a person's first
+        // Enter gives.
         std::thread::sleep(Duration::from_millis(300));
         self.tmux
             .run_ok(["send-keys", "-t", &pane, "Enter"])
