@@ -326,10 +326,47 @@ impl Follower {
             {
                 Ok(feed) => {
                     self.feeds.insert(session, feed);
+                    self.adopt(session);
                 }
                 // It may have closed since the listing: the next one says.
                 Err(e) => eprintln!("panescan ledger: cannot follow session {session}: {e}"),
             }
+        }
+    }
+
+    /// The panes of a session just followed whose shells may already sit
+    /// at a prompt printed before (a session made a moment ago, or the
+    /// daemon started after the shell): each is taken as at a prompt at
+    /// its cursor's row, so the first command typed there counts. A pane
+    /// that was not at a prompt prints its own A before any C counts.
+    fn adopt(&mut self, session: SessionId) {
+        let list = TmuxCommand::new("list-panes")
+            .flag("-s")
+            .option("-t", &session.to_string())
+            .option("-F", "#{pane_id}");
+        let Some(Ok(text)) = self
+            .feeds
+            .get(&session)
+            .map(|f| f.run(&list, Instant::now() + ROUND_TRIP))
+        else {
+            return;
+        };
+        for pane in text.lines().filter_map(|l| PaneId::parse(l.trim()).ok()) {
+            if self.owner.contains_key(&pane) {
+                continue;
+            }
+            self.owner.insert(pane, session);
+            let st = self.pane(pane);
+            if st.phase != Phase::Unknown {
+                continue;
+            }
+            st.phase = Phase::Prompt;
+            st.serials += 1;
+            st.prompt = Prompt {
+                serial: st.serials,
+                ..Prompt::default()
+            };
+            self.ask_row(session, pane, &[]);
         }
     }
 

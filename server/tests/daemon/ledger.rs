@@ -308,6 +308,48 @@ fn commands_in_sessions_made_later_are_listed() {
     assert_eq!(info["client_count"], json!(0), "{info} beside {clients}");
 }
 
+/// A shell already at its prompt when the daemon starts (as in a session
+/// made a moment before its feed attached): its first command counts.
+#[test]
+fn a_shell_at_its_prompt_before_the_daemon_started_is_followed() {
+    let tmux = PrivateServer::start("ledger-adopt", 100, 24).unwrap();
+    let place = Place::new("ledger-adopt");
+    let home = place.temp_root().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let script = format!(
+        "cd {} && exec {}",
+        home.display(),
+        guide_shell(&home, Sh::Bash)
+    );
+    let pane = window_showing(&tmux, None, &script, "$", &[]);
+    let journal = place.temp_root().join("journal");
+    let log = place.temp_root().join("daemon.stderr");
+    let daemon = journaling_daemon(&place, tmux.socket_name(), &journal, &log);
+    let bed = Bed {
+        tmux,
+        place,
+        journal,
+        daemon,
+    };
+    // The feed attaches at the daemon's start; give it a moment.
+    std::thread::sleep(Duration::from_millis(1500));
+    bed.type_line(&pane, "echo adopted; false", 1);
+    let listed = bed.cli(&["--pane", &pane]);
+    assert_eq!(
+        listed[0]["command"],
+        json!("echo adopted; false"),
+        "{listed:?}"
+    );
+    assert_eq!(listed[0]["exit_status"], json!(1), "{listed:?}");
+    assert_eq!(listed[0]["cwd"], json!(home.display().to_string()));
+    let mut s = bed.serve("adopt");
+    let out = s.call_ok(
+        "get_command_output",
+        json!({"command_id": listed[0]["command_id"]}),
+    );
+    assert_eq!(out["output"], json!("adopted\n"), "{out}");
+}
+
 /// A shell that reports its directory by OSC 7 (as over ssh, where tmux
 /// sees only the local ssh process's directory): the command's cwd is the
 /// reported one, `%XX` undone.
