@@ -1,14 +1,22 @@
 //! The command ledger's follower: a thread of the journaling daemon that
-//! reads every covered pane's raw output from tmux's event stream for OSC
-//! 133 marks ([`MarkScanner`], the parser run_command's detector uses),
-//! and records each command in the ledger (`journal/ledger.rs`).
+//! reads every pane's raw output for OSC 133 marks ([`MarkScanner`], the
+//! parser run_command's detector uses), and records each command in the
+//! ledger (`journal/ledger.rs`).
+//!
+//! Every session of the server has a feed of its own ([`SessionFeed`]: a
+//! control client attached to it, since tmux sends a client the output of
+//! its own session's panes only); the sessions are listed at start, on
+//! every `%sessions-changed` and every [`SESSIONS_EVERY`], so a session
+//! made later is followed from then on. A pane shown by several sessions
+//! (a linked window) is read from the first feed that brought its bytes.
 //!
 //! A prompt (A, then B where the shell prints it) is where the shell waits
 //! for input, so the pane stands still: there its row is asked of tmux
-//! (`history_size + cursor_y`, with the directory and session). The reply
-//! comes after every `%output` tmux queued before it, so bytes of the pane
-//! seen before the reply say whether the row already moved on (typed
-//! ahead): then the row is not exact and the command says so. The row is
+//! (`history_size + cursor_y`, with the directory and session) on the feed
+//! that brought the mark. The reply comes after every `%output` tmux queued
+//! for that client before it, so bytes of the pane seen before the reply
+//! say whether the row already moved on (typed ahead): then the row is not
+//! exact and the command says so. The row is
 //! put on the journal's steady scale with the writer's next view of the
 //! pane. A command's output is the rows after its command line (C: the
 //! line feeds typed since the prompt's row) up to the next prompt's first
@@ -18,8 +26,8 @@
 //! runs, and a later D before the next C (after output, not an empty
 //! Enter) replaces it, the last one counting: a command printing `D` can
 //! make a command look ended until the shell's own D comes. Must hold: no
-//! byte from a pane panics the follower; a lost stream (`Resync`) ends
-//! what was under way with a note.
+//! byte from a pane panics the follower; a closed feed ends what was under
+//! way in its panes with a note.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -31,8 +39,8 @@ use crate::journal::ledger::{self as book, Book, Command, Span};
 use crate::journal::track::Row;
 use crate::journal::view::Views;
 use crate::journal::{when, JournalConfig};
-use crate::tmux::events::{Interest, OutputMode, StreamEvent, Watch};
-use crate::tmux::{PaneId, ServerSpec, Tmux, TmuxCommand};
+use crate::tmux::feed::{FeedEvent, SessionFeed};
+use crate::tmux::{PaneId, ServerSpec, SessionId, Tmux, TmuxCommand, TmuxError};
 use crate::tools::run::detect::{LineEnd, Mark, MarkScanner};
 
 /// Prompts kept whose rows may still come (a command that ends before
@@ -44,6 +52,10 @@ const ROUND_TRIP: Duration = Duration::from_secs(5);
 const MAX_MARK: usize = 8192;
 /// A prompt row not placed on the steady scale by then is given up.
 const PLACE_WITHIN_MS: i64 = 10_000;
+/// How often the sessions are listed, besides at every
+/// `%sessions-changed` a feed reads (a server whose sessions are all
+/// gone, or not followed yet, sends none).
+const SESSIONS_EVERY: Duration = Duration::from_secs(2);
 /// How often bounds are enforced.
 const BOUNDS_EVERY: Duration = Duration::from_secs(60);
 
@@ -81,6 +93,7 @@ pub fn start(
     }
     let tmux = Tmux::shared(spec).map_err(|e| e.to_string())?;
     let tmux_reports = tmux_reports_commands(&tmux);
+    let (tx, rx) = crossbeam_channel::unbounded();
     let mut follower = Follower {
         config: config.clone(),
         tmux,
@@ -91,6 +104,10 @@ pub fn start(
         places: Vec::new(),
         counts: Vec::new(),
         backlog: VecDeque::new(),
+        feeds: HashMap::new(),
+        owner: HashMap::new(),
+        tx,
+        rx,
         tmux_reports,
     };
     let stop = Arc::new(AtomicBool::new(false));
@@ -171,12 +188,14 @@ struct PaneState {
     current: Option<String>,
     /// A prompt mark came in this chunk: ask the row after it.
     ask_after: Option<usize>,
+    /// The directory the shell last reported by OSC 7.
+    reported_cwd: Option<String>,
 }
 
 impl Default for PaneState {
     fn default() -> Self {
         PaneState {
-            scanner: MarkScanner::new(MAX_MARK),
+            scanner: MarkScanner::new(MAX_MARK).with_cwd(),
             phase: Phase::Unknown,
             line: LineEnd::default(),
             typed: None,
@@ -188,6 +207,7 @@ impl Default for PaneState {
             serials: 0,
             current: None,
             ask_after: None,
+            reported_cwd: None,
         }
     }
 }
@@ -217,34 +237,49 @@ struct Follower {
     places: Vec<Place>,
     /// Ended commands whose output is counted once the journal has it.
     counts: Vec<(String, i64)>,
-    backlog: VecDeque<StreamEvent>,
+    backlog: VecDeque<FeedEvent>,
+    /// One feed per session of the server.
+    feeds: HashMap<SessionId, SessionFeed>,
+    /// The feed each pane is read from.
+    owner: HashMap<PaneId, SessionId>,
+    tx: crossbeam_channel::Sender<FeedEvent>,
+    rx: crossbeam_channel::Receiver<FeedEvent>,
     #[allow(dead_code)]
     tmux_reports: bool,
 }
 
 impl Follower {
     fn run(&mut self, stop: &AtomicBool) {
-        let interest = Interest {
-            watch: Watch::Every,
-            mode: OutputMode::Bytes,
-            structure: false,
-        };
-        let events = self.tmux.subscribe(interest, Instant::now() + ROUND_TRIP);
         let mut bounds_at = Instant::now();
+        let mut list_sessions = true;
+        let mut listed_at = Instant::now();
         while !stop.load(Ordering::SeqCst) {
+            if list_sessions || listed_at.elapsed() >= SESSIONS_EVERY {
+                list_sessions = false;
+                listed_at = Instant::now();
+                self.follow_sessions();
+            }
             let event = match self.backlog.pop_front() {
                 Some(e) => Some(e),
-                None => events.recv_deadline(Instant::now() + Duration::from_millis(100)),
+                None => self
+                    .rx
+                    .recv_deadline(Instant::now() + Duration::from_millis(100))
+                    .ok(),
             };
             match event {
-                Some(StreamEvent::Output { pane, data }) => {
+                Some(FeedEvent::Output {
+                    session,
+                    pane,
+                    data,
+                }) if self.reads(session, pane) => {
                     self.output(pane, &data);
                     if let Some(from) = self.pane(pane).ask_after.take() {
                         let after = data.get(from..).unwrap_or_default().to_vec();
-                        self.ask_row(pane, &after, &events);
+                        self.ask_row(session, pane, &after);
                     }
                 }
-                Some(StreamEvent::Resync) => self.lost(),
+                Some(FeedEvent::SessionsChanged) => list_sessions = true,
+                Some(FeedEvent::Closed { session }) => self.feed_closed(session),
                 _ => {}
             }
             self.place_rows();
@@ -258,6 +293,110 @@ impl Follower {
                 );
             }
         }
+    }
+
+    /// A feed for every session of the server, and none for a session
+    /// gone.
+    fn follow_sessions(&mut self) {
+        let list = TmuxCommand::new("list-sessions").option("-F", "#{session_id}");
+        let listed: Vec<SessionId> = match self.tmux.run(&list, Instant::now() + ROUND_TRIP) {
+            Ok(text) => text
+                .lines()
+                .filter_map(|l| SessionId::parse(l.trim()).ok())
+                .collect(),
+            // No sessions, or no server (yet): nothing to follow.
+            Err(TmuxError::NoServer { .. }) => Vec::new(),
+            Err(TmuxError::Command(m))
+                if m.contains("no sessions") || m.contains("no server running") =>
+            {
+                Vec::new()
+            }
+            // A timeout or a lost connection says nothing of the sessions:
+            // the feeds stay, the next listing decides.
+            Err(_) => return,
+        };
+        self.feeds.retain(|s, _| listed.contains(s));
+        for session in listed {
+            if self.feeds.contains_key(&session) {
+                continue;
+            }
+            match self
+                .tmux
+                .feed(session, self.tx.clone(), Instant::now() + ROUND_TRIP)
+            {
+                Ok(feed) => {
+                    self.feeds.insert(session, feed);
+                    self.adopt(session);
+                }
+                // It may have closed since the listing: the next one says.
+                Err(e) => eprintln!("panescan ledger: cannot follow session {session}: {e}"),
+            }
+        }
+    }
+
+    /// The panes of a session just followed whose shells may already sit
+    /// at a prompt printed before (a session made a moment ago, or the
+    /// daemon started after the shell): each is taken as at a prompt at
+    /// its cursor's row, so the first command typed there counts. A pane
+    /// that was not at a prompt prints its own A before any C counts.
+    fn adopt(&mut self, session: SessionId) {
+        let list = TmuxCommand::new("list-panes")
+            .flag("-s")
+            .option("-t", &session.to_string())
+            .option("-F", "#{pane_id}");
+        let Some(Ok(text)) = self
+            .feeds
+            .get(&session)
+            .map(|f| f.run(&list, Instant::now() + ROUND_TRIP))
+        else {
+            return;
+        };
+        for pane in text.lines().filter_map(|l| PaneId::parse(l.trim()).ok()) {
+            if self.owner.contains_key(&pane) {
+                continue;
+            }
+            self.owner.insert(pane, session);
+            let st = self.pane(pane);
+            if st.phase != Phase::Unknown {
+                continue;
+            }
+            st.phase = Phase::Prompt;
+            st.serials += 1;
+            st.prompt = Prompt {
+                serial: st.serials,
+                ..Prompt::default()
+            };
+            self.ask_row(session, pane, &[]);
+        }
+    }
+
+    /// Whether output of `pane` from `session`'s feed is read: from the
+    /// first live feed that brought the pane's bytes.
+    fn reads(&mut self, session: SessionId, pane: PaneId) -> bool {
+        match self.owner.get(&pane) {
+            Some(s) if *s == session => true,
+            Some(s) if self.feeds.contains_key(s) => false,
+            _ => {
+                self.owner.insert(pane, session);
+                true
+            }
+        }
+    }
+
+    /// `session`'s feed closed: its panes start over, what ran in them
+    /// says its end was not seen.
+    fn feed_closed(&mut self, session: SessionId) {
+        self.feeds.remove(&session);
+        let panes: Vec<PaneId> = self
+            .owner
+            .iter()
+            .filter(|(_, s)| **s == session)
+            .map(|(p, _)| *p)
+            .collect();
+        for pane in &panes {
+            self.owner.remove(pane);
+        }
+        self.lost(&panes);
     }
 
     fn pane(&mut self, pane: PaneId) -> &mut PaneState {
@@ -315,6 +454,11 @@ impl Follower {
                 st.typed = None;
                 st.ask_after = Some(end);
             }
+            b'7' => {
+                if let Some(path) = file_url_path(&mark.params) {
+                    self.pane(pane).reported_cwd = Some(path);
+                }
+            }
             b'C' => self.started(pane, mark, now),
             b'D' => self.ended(pane, mark.status(), now),
             _ => {}
@@ -342,6 +486,9 @@ impl Follower {
         st.prompt.starts = Some((id.clone(), lf.max(1)));
         st.current = Some(id.clone());
         let prompt = st.prompt.clone();
+        // What the shell says beats where tmux sees its process (wrong
+        // over ssh, in a subshell or a container).
+        let cwd = st.reported_cwd.clone().or_else(|| prompt.cwd.clone());
         let command = typed
             .map(|t| unwrap_eval(t.trim()))
             .map(|t| self.redacted(&t));
@@ -351,7 +498,7 @@ impl Follower {
             pane_id: pane.to_string(),
             session: prompt.session.clone(),
             command,
-            cwd: prompt.cwd.clone(),
+            cwd,
             started_ms: now,
             source: "osc133".into(),
             ..Command::default()
@@ -403,20 +550,28 @@ impl Follower {
 
     /// Asks tmux where the pane's cursor is (after a prompt mark), and
     /// whether output came after the mark before the answer.
-    fn ask_row(&mut self, pane: PaneId, after: &[u8], events: &crate::tmux::events::Subscription) {
+    fn ask_row(&mut self, session: SessionId, pane: PaneId, after: &[u8]) {
         let before = self.views.get(pane).map(|v| v.base);
         let probe = TmuxCommand::new("display-message")
             .flag("-p")
             .target(pane)
             .format_arg("#{history_size}\t#{cursor_y}\t#{session_name}\t#{pane_current_path}");
-        let Ok(reply) = self.tmux.run(&probe, Instant::now() + ROUND_TRIP) else {
+        let Some(feed) = self.feeds.get(&session) else {
             return;
         };
-        // Everything tmux queued before its answer is here now.
+        let Ok(reply) = feed.run(&probe, Instant::now() + ROUND_TRIP) else {
+            return;
+        };
+        // Everything tmux queued for this feed before its answer is here.
         let mut moved = after.contains(&b'\n');
-        while let Some(e) = events.try_recv() {
-            if let StreamEvent::Output { pane: p, data } = &e {
-                moved |= *p == pane && data.contains(&b'\n');
+        while let Ok(e) = self.rx.try_recv() {
+            if let FeedEvent::Output {
+                session: s,
+                pane: p,
+                data,
+            } = &e
+            {
+                moved |= *s == session && *p == pane && data.contains(&b'\n');
             }
             self.backlog.push_back(e);
         }
@@ -552,18 +707,24 @@ impl Follower {
         }
     }
 
-    /// The stream lost output: marks may be missing, so every pane starts
-    /// over and what was running says so.
-    fn lost(&mut self) {
-        for st in self.panes.values_mut() {
-            *st = PaneState::default();
+    /// The feed of `panes` closed: marks may be missing, so each starts
+    /// over and what was running there says so.
+    fn lost(&mut self, panes: &[PaneId]) {
+        for pane in panes {
+            self.panes.remove(pane);
         }
-        let ids: Vec<String> = self.open.keys().cloned().collect();
+        let names: Vec<String> = panes.iter().map(ToString::to_string).collect();
+        let ids: Vec<String> = self
+            .open
+            .iter()
+            .filter(|(_, c)| names.contains(&c.pane_id))
+            .map(|(id, _)| id.clone())
+            .collect();
         for id in ids {
             if let Some(mut c) = self.open.remove(&id) {
                 if c.ended_ms.is_none() {
                     c.notes.push(
-                        "the event stream lost output while it ran: its end was not seen".into(),
+                        "its session's feed closed while it ran: its end was not seen".into(),
                     );
                     self.save(&c);
                 }
@@ -635,6 +796,13 @@ fn unwrap_eval(line: &str) -> String {
     body[..end].replace("'\\''", "'")
 }
 
+/// The path of an OSC 7 report's `file://host/path` URL, `%XX` undone.
+fn file_url_path(url: &[u8]) -> Option<String> {
+    let rest = url.strip_prefix(b"file://")?;
+    let slash = memchr::memchr(b'/', rest)?;
+    Some(percent_decoded(&rest[slash..]))
+}
+
 /// `%XX` decoded (fish's `cmdline_url`).
 fn percent_decoded(s: &[u8]) -> String {
     let mut out = Vec::with_capacity(s.len());
@@ -666,5 +834,12 @@ mod tests {
         assert_eq!(unwrap_eval("eval 'echo '\\''hi'\\'''"), "echo 'hi'");
         assert_eq!(unwrap_eval("ls -l"), "ls -l");
         assert_eq!(percent_decoded(b"echo%20hi%3B%zz"), "echo hi;%zz");
+        assert_eq!(
+            file_url_path(b"file://far.host/srv/a%20b").as_deref(),
+            Some("/srv/a b")
+        );
+        assert_eq!(file_url_path(b"file:///tmp").as_deref(), Some("/tmp"));
+        assert_eq!(file_url_path(b"http://h/x"), None);
+        assert_eq!(file_url_path(b"file://nohost"), None);
     }
 }

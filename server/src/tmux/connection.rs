@@ -59,6 +59,12 @@ pub(crate) trait Listener: Send + Sync + std::fmt::Debug {
 
 type Waiter = Sender<Result<RawReply, TmuxError>>;
 
+/// The server's one control client: silent until output is turned on for
+/// a watched pane, and no say in window sizes.
+const OWN_FLAGS: &str = "no-output,ignore-size";
+/// A session's feed (`feed.rs`): every pane's output from the start.
+const FEED_FLAGS: &str = "ignore-size";
+
 /// The sessions, one id a line: what the control client attaches to.
 const LIST_SESSIONS: [&str; 3] = ["list-sessions", "-F", "#{session_id}"];
 
@@ -109,10 +115,12 @@ c=$(tr '\0' ' ' < /proc/$1/cmdline 2>/dev/null)
 case "$c" in *"-S $2 -C attach-session "*) kill -KILL "$1" ;; esac"#;
 
 impl Control {
-    /// Attaches a control client to session `session_id`.
+    /// Attaches a control client to session `session_id` with client
+    /// flags `flags` (`no-output,ignore-size` for the server's one client).
     fn attach(
         at: &Endpoint,
         session_id: &str,
+        flags: &str,
         hub: &Arc<dyn Listener>,
     ) -> Result<Arc<Control>, TmuxError> {
         let mut child = at
@@ -124,7 +132,7 @@ impl Control {
                 "-E",
                 "-r",
                 "-f",
-                "no-output,ignore-size",
+                flags,
                 "-t",
                 session_id,
             ])?
@@ -448,6 +456,9 @@ pub struct Shared {
     oneshot_only: AtomicBool,
     /// The server's event stream.
     hub: Arc<dyn Listener>,
+    /// The pids of the feeds' control clients (`feed.rs`), left out
+    /// of the clients we count like our own.
+    feeds: Mutex<std::collections::HashSet<u32>>,
 }
 
 impl Shared {
@@ -462,6 +473,7 @@ impl Shared {
             control: Mutex::new(None),
             oneshot_only: AtomicBool::new(false),
             hub,
+            feeds: Mutex::default(),
         })
     }
 
@@ -564,7 +576,7 @@ impl Shared {
             else {
                 return Ok(Route::OneShot);
             };
-            let control = Control::attach(&self.at, id, &self.hub)?;
+            let control = Control::attach(&self.at, id, OWN_FLAGS, &self.hub)?;
             // Handshake: the first reply proves the client is attached.
             let rx = control.submit(&["display-message -p ok"]);
             let ok = rx.into_iter().next().map(|rx| wait(&rx, deadline));
@@ -672,6 +684,8 @@ impl Shared {
         };
         let clients = res.next().and_then(Result::ok).unwrap_or_default();
         let mine = self.own_client_pid().map(|p| p.to_string());
+        let feeds: std::collections::HashSet<String> =
+            lock(&self.feeds).iter().map(u32::to_string).collect();
         let fields: Vec<&str> = info.trim_end_matches('\n').split(sep.as_str()).collect();
         let field = |i: usize| fields.get(i).copied().unwrap_or("");
         Ok(ServerInfo {
@@ -688,12 +702,43 @@ impl Shared {
             client_count: u32::try_from(
                 clients
                     .lines()
-                    .filter(|l| !l.is_empty() && Some(*l) != mine.as_deref())
+                    .filter(|l| !l.is_empty() && Some(*l) != mine.as_deref() && !feeds.contains(*l))
                     .count(),
             )
             .unwrap_or(u32::MAX),
             transport: if mine.is_some() { "control" } else { "oneshot" }.to_string(),
         })
+    }
+
+    /// A control client of its own attached to session `session_id` with
+    /// output on for every pane (`feed.rs`), its lines to `listener`;
+    /// answered one command before it is handed out.
+    pub(crate) fn attach_feed(
+        &self,
+        session_id: &str,
+        listener: Arc<dyn Listener>,
+        deadline: Instant,
+    ) -> Result<Arc<Control>, TmuxError> {
+        if self.at.host().is_none() && !self.at.path().exists() {
+            return Err(TmuxError::NoServer {
+                socket: self.at.label(),
+            });
+        }
+        let control = Control::attach(&self.at, session_id, FEED_FLAGS, &listener)?;
+        lock(&self.feeds).insert(control.client_pid);
+        let rx = control.submit(&["display-message -p ok"]);
+        match rx.into_iter().next().map(|rx| wait(&rx, deadline)) {
+            Some(Ok(r)) if r.ok => Ok(control),
+            Some(Err(e)) => Err(e),
+            _ => Err(TmuxError::ConnectionLost(format!(
+                "no control client would attach to session {session_id}"
+            ))),
+        }
+    }
+
+    /// A feed's client `pid` is closed: it is no longer left out.
+    pub(crate) fn forget_feed(&self, pid: u32) {
+        lock(&self.feeds).remove(&pid);
     }
 
     /// The pid of our live control client, if any.

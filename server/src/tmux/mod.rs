@@ -14,7 +14,9 @@
 //!   inside tmux 3.2-3.5a), and no buffer is left behind;
 //! - panescan's control client is read-only, silent unless a wait watches a
 //!   pane, left out of the counts we report, and detaches when idle; a
-//!   panescan that dies leaves no client attached;
+//!   panescan that dies leaves no client attached (a session's feed,
+//!   [`feed`], is read-only, counted out and guarded alike, but sends
+//!   every pane's output and stays until its reader drops it);
 //! - a reply closes only on a 128-bit nonce ([`framing`]): nothing a pane
 //!   prints ends it early or shifts another;
 //! - ids are parsed ([`ids`]) and arguments quoted ([`command`]) before they
@@ -32,6 +34,7 @@ pub mod client_env;
 pub mod command;
 pub mod connection;
 pub mod events;
+pub mod feed;
 pub mod format;
 pub mod framing;
 pub mod identity;

@@ -63,8 +63,47 @@ impl Bed {
     fn shell(&self, shell: Sh, dir: &Path) -> String {
         let script = format!("cd {} && exec {}", dir.display(), guide_shell(dir, shell));
         let pane = window_showing(&self.tmux, None, &script, "$", &[]);
-        // The daemon's stream covers the new pane from its next output.
+        // An empty command line first: a new prompt, as a person's first
+        // Enter gives.
         std::thread::sleep(Duration::from_millis(300));
+        self.tmux
+            .run_ok(["send-keys", "-t", &pane, "Enter"])
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(500));
+        pane
+    }
+
+    /// A new session `name` running `shell` in `dir`, made while the
+    /// daemon runs; its pane once the prompt shows.
+    fn session(&self, name: &str, shell: Sh, dir: &Path) -> String {
+        let script = format!("cd {} && exec {}", dir.display(), guide_shell(dir, shell));
+        let pane = self
+            .tmux
+            .run_ok([
+                "new-session",
+                "-d",
+                "-s",
+                name,
+                "-x",
+                "100",
+                "-y",
+                "24",
+                "-P",
+                "-F",
+                "#{pane_id}",
+                &script,
+            ])
+            .unwrap()
+            .trim()
+            .to_owned();
+        let shown = eventually(Duration::from_secs(20), || {
+            self.tmux
+                .run_ok(["capture-pane", "-p", "-t", &pane])
+                .is_ok_and(|t| t.contains('$'))
+        });
+        assert!(shown, "no prompt in {pane}");
+        // As a person would: a moment before the first Enter.
+        std::thread::sleep(Duration::from_millis(1000));
         self.tmux
             .run_ok(["send-keys", "-t", &pane, "Enter"])
             .unwrap();
@@ -220,6 +259,124 @@ fn zsh_lists_twenty_commands_with_status_cwd_and_duration() {
 #[test]
 fn fish_lists_twenty_commands_with_status_cwd_and_duration() {
     twenty_commands(Sh::Fish);
+}
+
+/// Commands in a session made after the daemon started, and in a second
+/// session made before, are listed beside the first session's.
+#[test]
+fn commands_in_sessions_made_later_are_listed() {
+    let bed = Bed::start("ledger-sessions", 2000);
+    let home = bed.place.temp_root().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let first = bed.shell(Sh::Bash, &home);
+    bed.type_line(&first, "echo in-first", 1);
+    let later = bed.session("later", Sh::Bash, &home);
+    bed.type_line(&later, "echo in-later; false", 1);
+    let other = bed.session("other", Sh::Zsh, &home);
+    bed.type_line(&other, "echo in-other", 1);
+    let mut s = bed.serve("sessions");
+    let listed = s.call_ok("list_commands", json!({"session": "later"}));
+    let cmds = listed["commands"].as_array().unwrap();
+    assert_eq!(cmds.len(), 1, "{listed}");
+    assert_eq!(cmds[0]["command"], json!("echo in-later; false"));
+    assert_eq!(cmds[0]["pane_id"], json!(later));
+    assert_eq!(cmds[0]["exit_status"], json!(1));
+    let out = s.call_ok(
+        "get_command_output",
+        json!({"command_id": cmds[0]["command_id"]}),
+    );
+    assert_eq!(out["output"], json!("in-later\n"), "{out}");
+    let all = s.call_ok("list_commands", json!({}));
+    let mut panes: Vec<&str> = all["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["pane_id"].as_str().unwrap())
+        .collect();
+    panes.sort_unstable();
+    let mut want = vec![first.as_str(), later.as_str(), other.as_str()];
+    want.sort_unstable();
+    assert_eq!(panes, want, "{all}");
+    // The ledger's clients (one per session) are tmux clients, but not
+    // clients panescan counts.
+    let clients = bed
+        .tmux
+        .run_ok(["list-clients", "-F", "#{client_pid}"])
+        .unwrap();
+    assert!(clients.lines().count() >= 3, "{clients}");
+    let info = s.call_ok("get_server_info", json!({}));
+    assert_eq!(info["client_count"], json!(0), "{info} beside {clients}");
+}
+
+/// A shell already at its prompt when the daemon starts (as in a session
+/// made a moment before its feed attached): its first command counts.
+#[test]
+fn a_shell_at_its_prompt_before_the_daemon_started_is_followed() {
+    let tmux = PrivateServer::start("ledger-adopt", 100, 24).unwrap();
+    let place = Place::new("ledger-adopt");
+    let home = place.temp_root().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let script = format!(
+        "cd {} && exec {}",
+        home.display(),
+        guide_shell(&home, Sh::Bash)
+    );
+    let pane = window_showing(&tmux, None, &script, "$", &[]);
+    let journal = place.temp_root().join("journal");
+    let log = place.temp_root().join("daemon.stderr");
+    let daemon = journaling_daemon(&place, tmux.socket_name(), &journal, &log);
+    let bed = Bed {
+        tmux,
+        place,
+        journal,
+        daemon,
+    };
+    // The feed attaches at the daemon's start; give it a moment.
+    std::thread::sleep(Duration::from_millis(1500));
+    bed.type_line(&pane, "echo adopted; false", 1);
+    let listed = bed.cli(&["--pane", &pane]);
+    assert_eq!(
+        listed[0]["command"],
+        json!("echo adopted; false"),
+        "{listed:?}"
+    );
+    assert_eq!(listed[0]["exit_status"], json!(1), "{listed:?}");
+    assert_eq!(listed[0]["cwd"], json!(home.display().to_string()));
+    let mut s = bed.serve("adopt");
+    let out = s.call_ok(
+        "get_command_output",
+        json!({"command_id": listed[0]["command_id"]}),
+    );
+    assert_eq!(out["output"], json!("adopted\n"), "{out}");
+}
+
+/// A shell that reports its directory by OSC 7 (as over ssh, where tmux
+/// sees only the local ssh process's directory): the command's cwd is the
+/// reported one, `%XX` undone.
+#[test]
+fn a_directory_reported_by_osc_7_is_the_commands_cwd() {
+    let bed = Bed::start("ledger-osc7", 2000);
+    let home = bed.place.temp_root().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let rc = format!(
+        "{}PROMPT_COMMAND=\"$PROMPT_COMMAND\"'; printf \"\\033]7;file://far-host/srv/osc7%%20dir\\007\"'\n",
+        guide_snippet(Sh::Bash)
+    );
+    let script = format!(
+        "cd {} && exec {}",
+        home.display(),
+        shell_command(&home, Sh::Bash, &rc)
+    );
+    let pane = window_showing(&bed.tmux, None, &script, "$", &[]);
+    std::thread::sleep(Duration::from_millis(300));
+    bed.tmux
+        .run_ok(["send-keys", "-t", &pane, "Enter"])
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    bed.type_line(&pane, "echo far", 1);
+    let listed = bed.cli(&["--pane", &pane]);
+    assert_eq!(listed[0]["command"], json!("echo far"), "{listed:?}");
+    assert_eq!(listed[0]["cwd"], json!("/srv/osc7 dir"), "{listed:?}");
 }
 
 #[test]

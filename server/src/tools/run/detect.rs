@@ -393,13 +393,50 @@ fn mark_at(s: &[u8], max: usize) -> MarkAt {
     MarkAt::No
 }
 
+/// OSC 7's head: the shell's directory as a `file://host/path` URL.
+const CWD_HEAD: &[u8] = b"\x1b]7;";
+
+/// The OSC 7 report at the start of `s` (at most `max` bytes long), as a
+/// mark of kind `7` whose parameters are the URL.
+fn cwd_at(s: &[u8], max: usize) -> MarkAt {
+    if s.len() < CWD_HEAD.len() {
+        return if CWD_HEAD.starts_with(s) {
+            MarkAt::Partial
+        } else {
+            MarkAt::No
+        };
+    }
+    if !s.starts_with(CWD_HEAD) {
+        return MarkAt::No;
+    }
+    let url = &s[CWD_HEAD.len()..];
+    let mut i = 0;
+    while CWD_HEAD.len() + i < max {
+        let Some(rest) = url.get(i..).filter(|r| !r.is_empty()) else {
+            return MarkAt::Partial;
+        };
+        match terminator(rest) {
+            Some(Some(len)) => {
+                let params = url[..i].to_vec();
+                return MarkAt::Mark(Mark { kind: b'7', params }, CWD_HEAD.len() + i + len);
+            }
+            Some(None) => return MarkAt::Partial,
+            None => i += 1,
+        }
+    }
+    MarkAt::No
+}
+
 /// Finds every OSC 133 mark in a byte stream fed chunk by chunk (the
-/// ledger's reader; [`Detector`] is run_command's). A mark split across
-/// chunks is found once whole; memory is bounded by the longest mark.
+/// ledger's reader; [`Detector`] is run_command's), and with
+/// [`MarkScanner::with_cwd`] every OSC 7 directory report too (a mark of
+/// kind `7`). A mark split across chunks is found once whole; memory is
+/// bounded by the longest mark.
 #[derive(Clone, Debug)]
 pub struct MarkScanner {
     carry: Vec<u8>,
     max: usize,
+    cwd: bool,
 }
 
 impl MarkScanner {
@@ -409,7 +446,15 @@ impl MarkScanner {
         MarkScanner {
             carry: Vec::new(),
             max: max.max(MAX_OSC),
+            cwd: false,
         }
+    }
+
+    /// Also finds OSC 7 reports (`ESC ] 7 ; URL` ended by BEL or ST), as
+    /// marks of kind `7` with the URL for parameters.
+    pub fn with_cwd(mut self) -> MarkScanner {
+        self.cwd = true;
+        self
     }
 
     /// The marks `chunk` completes, each with where it ends in `chunk`.
@@ -425,7 +470,11 @@ impl MarkScanner {
                 break;
             };
             at += esc;
-            match mark_at(&buf[at..], self.max) {
+            let found = match mark_at(&buf[at..], self.max) {
+                MarkAt::No if self.cwd => cwd_at(&buf[at..], self.max),
+                found => found,
+            };
+            match found {
                 MarkAt::Mark(mark, len) => {
                     at += len;
                     marks.push((at.saturating_sub(carried), mark));
@@ -618,6 +667,24 @@ mod tests {
         assert_eq!((got[1].0, got[1].1.status()), (got[1].0, Some(130)));
         assert!(m.feed(b"\x1b]1337;D;0\x07\x1b]133;d\x07").is_empty());
         assert!(m.carry.is_empty());
+        // OSC 7 only when asked, split anywhere, ended by BEL or ST.
+        assert!(m.feed(b"\x1b]7;file://h/a\x07").is_empty());
+        let mut c = MarkScanner::new(256).with_cwd();
+        assert!(c.feed(b"$ \x1b]7;fi").is_empty());
+        let got = c.feed(b"le://h/a%20b\x1b\\\x1b]133;A\x07\x1b]7;x\x07");
+        let kinds: Vec<(usize, u8, &[u8])> = got
+            .iter()
+            .map(|(at, k)| (*at, k.kind, k.params.as_slice()))
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![
+                (14, b'7', &b"file://h/a%20b"[..]),
+                (22, b'A', &b""[..]),
+                (28, b'7', &b"x"[..])
+            ]
+        );
+        assert!(c.carry.is_empty());
         // Nothing reported twice, the carry bounded.
         for _ in 0..100 {
             assert!(m.feed(&[b'y'; 1000]).is_empty());
