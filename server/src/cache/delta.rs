@@ -464,6 +464,37 @@ mod tests {
         assert!(delta_plan(&cleared, &all, &print(5, 10_000)).is_none());
     }
 
+    /// A capture of another width, height or wrapping than the stored
+    /// lines is refused, each alone (the rows would not be the same rows).
+    #[test]
+    fn a_capture_of_another_shape_is_not_spliced() {
+        let old = Arc::new(PaneText::from_capture(&text(40, -40, &numbered(0, 42))).unwrap());
+        let request = CaptureRequest {
+            pane: PaneId::from_number(1),
+            range: CaptureRange::AllHistory,
+        };
+        let plan = delta_plan(&old, &request, &print(45, 10_000)).unwrap();
+        let top = text(45, -45, &numbered(0, 32));
+        let fresh = text(45, -37, &numbered(8, 47));
+        assert!(splice(&plan, Some(&top), &fresh, false).is_some());
+        let wider = CapturedText {
+            pane_width: 11,
+            ..fresh.clone()
+        };
+        let taller = CapturedText {
+            pane_height: 3,
+            ..fresh.clone()
+        };
+        let joined = CapturedText {
+            joined: true,
+            ..fresh.clone()
+        };
+        assert!(splice(&plan, Some(&top), &wider, false).is_none());
+        assert!(splice(&plan, Some(&top), &taller, false).is_none());
+        assert!(splice(&plan, Some(&top), &joined, false).is_none());
+        assert!(splice(&plan, Some(&top), &fresh, true).is_none());
+    }
+
     /// Stored text of one row per line, `hsize` history rows.
     fn rows_of(hsize: u64, lines: &[String]) -> PaneText {
         let bytes: Vec<u8> = lines
