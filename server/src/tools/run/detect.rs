@@ -763,6 +763,27 @@ mod tests {
         assert_eq!(all(&[b"\x1b]133;D;12x\x07"]), vec![Sign::Osc133(None)]);
     }
 
+    /// A mark's status is ten digits at most even when the number would
+    /// fit (zeros in front), and `-` is the only sign: what `parse`
+    /// alone would take is not a status.
+    #[test]
+    fn a_marks_status_is_ten_digits_with_no_sign_but_minus() {
+        let status = |params: &[u8]| {
+            Mark {
+                kind: b'D',
+                params: params.to_vec(),
+            }
+            .status()
+        };
+        assert_eq!(status(b"0000000001;aid=1"), Some(1));
+        assert_eq!(status(b"-0000000001"), Some(-1));
+        assert_eq!(status(b"00000000001;aid=1"), None);
+        assert_eq!(status(b"-00000000001"), None);
+        assert_eq!(status(b"+5"), None);
+        assert_eq!(status(b""), None);
+        assert_eq!(status(b"-"), None);
+    }
+
     /// A mark `len` bytes long, BEL included: status 0 and parameters.
     fn mark_of(len: usize) -> Vec<u8> {
         let mut m = b"\x1b]133;D;0;".to_vec();
