@@ -434,6 +434,67 @@ mod tests {
         );
     }
 
+    /// A delta only extends stored lines: a request that starts above
+    /// them, or a history that shrank below the anchor (cleared), has no
+    /// plan; a request starting at or below the first stored row has one.
+    #[test]
+    fn no_delta_for_rows_above_the_stored_lines_or_a_history_shrunk_below_the_anchor() {
+        // Stored from row 4 (history 40, 2 screen rows); the anchor is row 8.
+        let old = Arc::new(PaneText::from_capture(&text(40, -36, &numbered(4, 42))).unwrap());
+        let pane = PaneId::from_number(1);
+        let all = CaptureRequest {
+            pane,
+            range: CaptureRange::AllHistory,
+        };
+        let lines_from = |row: i64| CaptureRequest {
+            pane,
+            range: CaptureRange::Lines {
+                start: row - 45,
+                end: 1,
+            },
+        };
+        assert!(delta_plan(&old, &all, &print(45, 10_000)).is_none());
+        assert!(delta_plan(&old, &lines_from(3), &print(45, 10_000)).is_none());
+        let plan = delta_plan(&old, &lines_from(4), &print(45, 10_000)).unwrap();
+        assert_eq!(old.rows[plan.anchor], 8);
+        assert!(delta_plan(&old, &lines_from(20), &print(45, 10_000)).is_some());
+        // History cleared and 5 rows printed since: below the anchor's row.
+        let cleared = Arc::new(PaneText::from_capture(&text(40, -40, &numbered(0, 42))).unwrap());
+        assert!(delta_plan(&cleared, &all, &print(45, 10_000)).is_some());
+        assert!(delta_plan(&cleared, &all, &print(5, 10_000)).is_none());
+    }
+
+    /// A capture of another width, height or wrapping than the stored
+    /// lines is refused, each alone (the rows would not be the same rows).
+    #[test]
+    fn a_capture_of_another_shape_is_not_spliced() {
+        let old = Arc::new(PaneText::from_capture(&text(40, -40, &numbered(0, 42))).unwrap());
+        let request = CaptureRequest {
+            pane: PaneId::from_number(1),
+            range: CaptureRange::AllHistory,
+        };
+        let plan = delta_plan(&old, &request, &print(45, 10_000)).unwrap();
+        let top = text(45, -45, &numbered(0, 32));
+        let fresh = text(45, -37, &numbered(8, 47));
+        assert!(splice(&plan, Some(&top), &fresh, false).is_some());
+        let wider = CapturedText {
+            pane_width: 11,
+            ..fresh.clone()
+        };
+        let taller = CapturedText {
+            pane_height: 3,
+            ..fresh.clone()
+        };
+        let joined = CapturedText {
+            joined: true,
+            ..fresh.clone()
+        };
+        assert!(splice(&plan, Some(&top), &wider, false).is_none());
+        assert!(splice(&plan, Some(&top), &taller, false).is_none());
+        assert!(splice(&plan, Some(&top), &joined, false).is_none());
+        assert!(splice(&plan, Some(&top), &fresh, true).is_none());
+    }
+
     /// Stored text of one row per line, `hsize` history rows.
     fn rows_of(hsize: u64, lines: &[String]) -> PaneText {
         let bytes: Vec<u8> = lines

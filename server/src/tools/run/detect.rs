@@ -693,6 +693,85 @@ mod tests {
         }
     }
 
+    /// Marks and where each ends in the whole stream, fed in `chunks`.
+    fn scanned(max: usize, chunks: &[&[u8]]) -> (Vec<(usize, Mark)>, MarkScanner) {
+        let mut m = MarkScanner::new(max);
+        let mut fed = 0;
+        let mut marks = Vec::new();
+        for chunk in chunks {
+            marks.extend(m.feed(chunk).into_iter().map(|(at, k)| (fed + at, k)));
+            fed += chunk.len();
+        }
+        (marks, m)
+    }
+
+    /// A stream cut at every byte, or fed a byte at a time, gives the same
+    /// marks ending at the same places: a C mark longer than an OSC the
+    /// detector takes (the scanner's bound is its own), marks right after
+    /// one another, each terminator, a lookalike, an ESC that starts none.
+    #[test]
+    fn the_scanner_finds_every_mark_once_wherever_the_stream_is_cut() {
+        let cmdline = "x".repeat(200);
+        let mut stream = b"out\x1b[1m\x1b]133;A\x07\x1b]133;B\x1b\\".to_vec();
+        stream.extend_from_slice(format!("\x1b]133;C;cmdline_url={cmdline}\x07").as_bytes());
+        stream.extend_from_slice(b"\x1b]1337;D;0\x07\x1b\x1b]133;D;-2;aid=9\x1b\\$ ");
+        let at = |needle: &[u8], from: usize| {
+            from + stream[from..]
+                .windows(needle.len())
+                .position(|w| w == needle)
+                .unwrap()
+                + needle.len()
+        };
+        let a = at(b"A\x07", 0);
+        let b = at(b"\x1b\\", a);
+        let c = at(b"x\x07", b);
+        let d = at(b"\x1b\\", c);
+        let (whole, m) = scanned(256, &[&stream]);
+        let ends: Vec<(usize, u8)> = whole.iter().map(|(e, k)| (*e, k.kind)).collect();
+        assert_eq!(ends, vec![(a, b'A'), (b, b'B'), (c, b'C'), (d, b'D')]);
+        assert_eq!(whole[2].1.param("cmdline_url"), Some(cmdline.as_bytes()));
+        assert_eq!(whole[3].1.status(), Some(-2));
+        assert_eq!(whole[3].1.param("aid"), Some(&b"9"[..]));
+        assert!(m.carry.is_empty(), "{:?}", m.carry);
+        for cut in 0..=stream.len() {
+            let (x, y) = stream.split_at(cut);
+            assert_eq!(scanned(256, &[x, y]).0, whole, "cut at {cut}");
+        }
+        let bytes: Vec<&[u8]> = stream.chunks(1).collect();
+        assert_eq!(scanned(256, &bytes).0, whole);
+        // A scanner bounded below the C mark's length does not find it.
+        let (short, _) = scanned(200, &[&stream]);
+        assert_eq!(
+            short.iter().map(|(_, k)| k.kind).collect::<Vec<_>>(),
+            b"ABD"
+        );
+    }
+
+    /// What the scanner carries: an unfinished mark from its ESC, nothing
+    /// once the mark ends or when no mark can start, and never more than
+    /// its bound.
+    #[test]
+    fn the_scanner_carries_only_an_unfinished_mark() {
+        let mut m = MarkScanner::new(0);
+        assert_eq!(m.max, MAX_OSC);
+        assert!(m.feed(b"text \x1b]133;D;1").is_empty());
+        assert_eq!(m.carry, b"\x1b]133;D;1");
+        assert_eq!(m.feed(b"\x07 after").len(), 1);
+        assert!(m.carry.is_empty());
+        assert!(m.feed(b"\x1b]13").is_empty());
+        assert_eq!(m.carry, b"\x1b]13");
+        assert!(m.feed(b"7 no mark").is_empty());
+        assert!(m.carry.is_empty());
+        let mut long = b"\x1b]133;C;".to_vec();
+        long.resize(MAX_OSC - 1, b'y');
+        assert!(m.feed(&long).is_empty());
+        assert_eq!(m.carry, long);
+        assert_eq!(m.feed(b"\x07").len(), 1);
+        long.push(b'y');
+        assert!(m.feed(&long).is_empty());
+        assert!(m.carry.is_empty(), "{:?}", m.carry.len());
+    }
+
     #[test]
     fn the_carry_stays_bounded() {
         let mut d = Detector::new(TOKEN);
@@ -749,6 +828,27 @@ mod tests {
         // Digits then another byte: not a status.
         assert_eq!(all(&[format!("{TOKEN}:12x\n").as_bytes()]), vec![]);
         assert_eq!(all(&[b"\x1b]133;D;12x\x07"]), vec![Sign::Osc133(None)]);
+    }
+
+    /// A mark's status is ten digits at most even when the number would
+    /// fit (zeros in front), and `-` is the only sign: what `parse`
+    /// alone would take is not a status.
+    #[test]
+    fn a_marks_status_is_ten_digits_with_no_sign_but_minus() {
+        let status = |params: &[u8]| {
+            Mark {
+                kind: b'D',
+                params: params.to_vec(),
+            }
+            .status()
+        };
+        assert_eq!(status(b"0000000001;aid=1"), Some(1));
+        assert_eq!(status(b"-0000000001"), Some(-1));
+        assert_eq!(status(b"00000000001;aid=1"), None);
+        assert_eq!(status(b"-00000000001"), None);
+        assert_eq!(status(b"+5"), None);
+        assert_eq!(status(b""), None);
+        assert_eq!(status(b"-"), None);
     }
 
     /// A mark `len` bytes long, BEL included: status 0 and parameters.
