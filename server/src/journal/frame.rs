@@ -12,9 +12,18 @@
 //! ([`Row`]), after the gaps: what locates a command's output
 //! (`journal/ledger.rs`). `PJF1` frames (without rows) are still read.
 //!
+//! Two decodings: [`decode`] gives every line its pane, time, row and
+//! start (the ledger, the pane journal); [`decode_block`] gives what a
+//! search needs, the text as one block and the lines' panes and times as
+//! [`Run`]s (a pane's lines read at one moment share both), so a frame
+//! costs no work per line beyond one pass over its table.
+//!
 //! Must hold: a frame decodes only if its CRC holds and every length in it
-//! stays inside it; nothing from the file can panic the decoder.
+//! stays inside it, the text holding exactly one line per record, the
+//! same checks in both decodings; nothing from the file can panic the
+//! decoder.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 
 pub use super::track::Row;
@@ -219,12 +228,40 @@ pub fn check(bytes: &[u8]) -> Result<(Header, usize), Bad> {
 
 /// The records of a checked frame (`bytes` as [`check`] accepted it).
 pub fn decode(bytes: &[u8], header: &Header) -> Result<Decoded, Bad> {
+    decode_raw(payload(bytes, header)?, header.rows)
+}
+
+/// The text and the runs of a checked frame (`bytes` as [`check`]
+/// accepted it): what a search reads.
+pub fn decode_block(bytes: &[u8], header: &Header) -> Result<Block, Bad> {
+    block_raw(payload(bytes, header)?, header.rows)
+}
+
+/// The raw payload of a checked frame, decompressed and not parsed.
+pub fn payload(bytes: &[u8], header: &Header) -> Result<Vec<u8>, Bad> {
     let packed = bytes
         .get(HEADER..HEADER + header.compressed)
         .ok_or(Bad::Short)?;
-    let raw = zstd::bulk::decompress(packed, header.raw)
-        .map_err(|e| Bad::Corrupt(format!("zstd: {e}")))?;
-    decode_raw(raw, header.rows)
+    inflate(packed, header.raw)
+}
+
+thread_local! {
+    /// One zstd context per thread, reused from frame to frame.
+    static INFLATE: RefCell<Option<zstd::bulk::Decompressor<'static>>> =
+        const { RefCell::new(None) };
+}
+
+/// The raw payload of `packed`, at most `raw` bytes.
+fn inflate(packed: &[u8], raw: usize) -> Result<Vec<u8>, Bad> {
+    let zstd = |e: std::io::Error| Bad::Corrupt(format!("zstd: {e}"));
+    INFLATE.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        let context = match cell.as_mut() {
+            Some(c) => c,
+            None => cell.insert(zstd::bulk::Decompressor::new().map_err(zstd)?),
+        };
+        context.decompress(packed, raw).map_err(zstd)
+    })
 }
 
 /// A decoded frame: its tables and the text block.
@@ -247,12 +284,68 @@ pub struct Decoded {
 impl Decoded {
     /// Line `i`'s text without its `\n`.
     pub fn line(&self, i: usize) -> &[u8] {
-        let start = self.starts.get(i).copied().unwrap_or(self.text.len());
-        // Every line, the last too, ends with its `\n`.
-        let end = self.starts.get(i + 1).copied().unwrap_or(self.text.len());
-        self.text
-            .get(start..end.saturating_sub(1).max(start))
-            .unwrap_or_default()
+        line_of(&self.text, &self.starts, i)
+    }
+}
+
+/// Line `i` of `text` (lines starting at `starts`) without its `\n`.
+fn line_of<'a>(text: &'a [u8], starts: &[usize], i: usize) -> &'a [u8] {
+    let start = starts.get(i).copied().unwrap_or(text.len());
+    // Every line, the last too, ends with its `\n`.
+    let end = starts.get(i + 1).copied().unwrap_or(text.len());
+    text.get(start..end.saturating_sub(1).max(start))
+        .unwrap_or_default()
+}
+
+/// Consecutive lines of a frame from one pane with one time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Run {
+    /// The index of its first line in the frame.
+    pub first: usize,
+    /// Its lines.
+    pub len: usize,
+    /// Index into the frame's origins.
+    pub origin: usize,
+    /// When its lines were first seen (ms).
+    pub time_ms: i64,
+}
+
+/// A frame decoded for a search: the text as one block, the lines' panes
+/// and times as runs ([`decode_block`]).
+#[derive(Clone, Debug, Default)]
+pub struct Block {
+    /// The panes the records name.
+    pub origins: Vec<Origin>,
+    /// The lines of `text` in order, as runs.
+    pub runs: Vec<Run>,
+    /// Gaps.
+    pub gaps: Vec<Gap>,
+    /// Every line ended by `\n`.
+    pub text: bytes::Bytes,
+    /// Lines in `text`.
+    pub lines: usize,
+}
+
+impl Block {
+    /// The run holding line `i`.
+    pub fn run_of(&self, i: usize) -> Option<&Run> {
+        let k = self.runs.partition_point(|r| r.first + r.len <= i);
+        self.runs.get(k).filter(|r| r.first <= i)
+    }
+
+    /// Where each line starts in `text` (one pass over it, for the few
+    /// readers that want lines one by one).
+    pub fn starts(&self) -> Vec<usize> {
+        let mut starts = Vec::with_capacity(self.lines);
+        starts.push(0);
+        starts.extend(memchr::memchr_iter(b'\n', &self.text).map(|i| i + 1));
+        starts.truncate(self.lines);
+        starts
+    }
+
+    /// Line `i`'s text without its `\n`, `starts` from [`Block::starts`].
+    pub fn line<'a>(&'a self, starts: &[usize], i: usize) -> &'a [u8] {
+        line_of(&self.text, starts, i)
     }
 }
 
@@ -341,8 +434,26 @@ impl Reader<'_> {
     }
 }
 
-fn decode_raw(raw: Vec<u8>, with_rows: bool) -> Result<Decoded, Bad> {
-    let mut r = Reader { bytes: &raw, at: 0 };
+/// Where a raw payload's parts lie, its small tables read: what both
+/// decodings share.
+struct Layout {
+    origins: Vec<Origin>,
+    gaps: Vec<Gap>,
+    /// Lines (records in the table, lines in the text).
+    lines: usize,
+    /// Where the `(pane, time)` table starts: 12 bytes a line.
+    table: usize,
+    /// Where the rows start, when the frame has them: 16 bytes a line.
+    rows: Option<usize>,
+    /// Where the text starts: it runs to the end.
+    text: usize,
+}
+
+const TABLE_ENTRY: usize = 12;
+const ROW_ENTRY: usize = 16;
+
+fn layout(raw: &[u8], with_rows: bool) -> Result<Layout, Bad> {
+    let mut r = Reader { bytes: raw, at: 0 };
     let mut origins = Vec::new();
     for _ in 0..r.count(10)? {
         origins.push(Origin {
@@ -353,19 +464,13 @@ fn decode_raw(raw: Vec<u8>, with_rows: bool) -> Result<Decoded, Bad> {
             title: r.string()?,
         });
     }
-    let known = |o: usize| {
-        (o < origins.len())
-            .then_some(o)
-            .ok_or_else(|| Bad::Corrupt("a record names no pane".into()))
-    };
-    let mut lines = Vec::new();
-    for _ in 0..r.count(12)? {
-        let origin = known(r.u32()?)?;
-        lines.push((origin, r.i64()?));
-    }
+    let lines = r.count(TABLE_ENTRY)?;
+    let table = r.at;
+    // `count` made sure the table fits.
+    r.take(lines * TABLE_ENTRY)?;
     let mut gaps = Vec::new();
     for _ in 0..r.count(22)? {
-        let origin = known(r.u32()?)?;
+        let origin = known(&origins, r.u32()?)?;
         gaps.push(Gap {
             origin,
             from_ms: r.i64()?,
@@ -373,19 +478,66 @@ fn decode_raw(raw: Vec<u8>, with_rows: bool) -> Result<Decoded, Bad> {
             reason: r.string()?,
         });
     }
-    let mut rows = Vec::new();
-    if with_rows {
-        if lines.len().saturating_mul(16) > r.bytes.len() - r.at {
+    let rows = if with_rows {
+        if lines.saturating_mul(ROW_ENTRY) > r.bytes.len() - r.at {
             return Err(Bad::Corrupt("rows past the frame".into()));
         }
-        for _ in 0..lines.len() {
-            let epoch = r.i64()? as u64;
-            let row = r.i64()? as u64;
-            rows.push(Row { epoch, row });
-        }
-    }
-    let at = r.at;
-    let text = bytes::Bytes::from(raw).slice(at..);
+        let at = r.at;
+        r.take(lines * ROW_ENTRY)?;
+        Some(at)
+    } else {
+        None
+    };
+    Ok(Layout {
+        origins,
+        gaps,
+        lines,
+        table,
+        rows,
+        text: r.at,
+    })
+}
+
+fn known(origins: &[Origin], o: usize) -> Result<usize, Bad> {
+    (o < origins.len())
+        .then_some(o)
+        .ok_or_else(|| Bad::Corrupt("a record names no pane".into()))
+}
+
+/// The table's `(origin, time)` entries, each origin checked.
+fn entries<'a>(
+    raw: &'a [u8],
+    layout: &'a Layout,
+) -> impl Iterator<Item = Result<(usize, i64), Bad>> + 'a {
+    let table = &raw[layout.table..layout.table + layout.lines * TABLE_ENTRY];
+    table.chunks_exact(TABLE_ENTRY).map(|e| {
+        let origin = u32::from_le_bytes([e[0], e[1], e[2], e[3]]) as usize;
+        let mut time = [0u8; 8];
+        time.copy_from_slice(&e[4..]);
+        Ok((known(&layout.origins, origin)?, i64::from_le_bytes(time)))
+    })
+}
+
+fn decode_raw(raw: Vec<u8>, with_rows: bool) -> Result<Decoded, Bad> {
+    let layout = layout(&raw, with_rows)?;
+    let lines = entries(&raw, &layout).collect::<Result<Vec<_>, Bad>>()?;
+    let rows = match layout.rows {
+        Some(at) => raw[at..at + layout.lines * ROW_ENTRY]
+            .chunks_exact(ROW_ENTRY)
+            .map(|e| {
+                let mut epoch = [0u8; 8];
+                let mut row = [0u8; 8];
+                epoch.copy_from_slice(&e[..8]);
+                row.copy_from_slice(&e[8..]);
+                Row {
+                    epoch: u64::from_le_bytes(epoch),
+                    row: u64::from_le_bytes(row),
+                }
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    let text = bytes::Bytes::from(raw).slice(layout.text..);
     let mut starts = Vec::with_capacity(lines.len());
     let mut pos = 0;
     for _ in 0..lines.len() {
@@ -398,12 +550,45 @@ fn decode_raw(raw: Vec<u8>, with_rows: bool) -> Result<Decoded, Bad> {
         return Err(Bad::Corrupt("more lines than records".into()));
     }
     Ok(Decoded {
-        origins,
+        origins: layout.origins,
         lines,
-        gaps,
+        gaps: layout.gaps,
         rows,
         text,
         starts,
+    })
+}
+
+fn block_raw(raw: Vec<u8>, with_rows: bool) -> Result<Block, Bad> {
+    let layout = layout(&raw, with_rows)?;
+    let mut runs: Vec<Run> = Vec::new();
+    for (i, entry) in entries(&raw, &layout).enumerate() {
+        let (origin, time_ms) = entry?;
+        match runs.last_mut() {
+            Some(run) if run.origin == origin && run.time_ms == time_ms => run.len += 1,
+            _ => runs.push(Run {
+                first: i,
+                len: 1,
+                origin,
+                time_ms,
+            }),
+        }
+    }
+    let text = bytes::Bytes::from(raw).slice(layout.text..);
+    // One line per record, each ended by its `\n`, as `decode` requires.
+    let newlines = memchr::memchr_iter(b'\n', &text).count();
+    if newlines < layout.lines {
+        return Err(Bad::Corrupt("fewer lines than records".into()));
+    }
+    if newlines > layout.lines || text.last().is_some_and(|&b| b != b'\n') {
+        return Err(Bad::Corrupt("more lines than records".into()));
+    }
+    Ok(Block {
+        origins: layout.origins,
+        runs,
+        gaps: layout.gaps,
+        text,
+        lines: layout.lines,
     })
 }
 
@@ -473,6 +658,116 @@ mod tests {
         assert_eq!(plain[..4], MAGIC);
         let (h, _) = check(&plain).unwrap();
         assert!(decode(&plain, &h).unwrap().rows.is_empty());
+    }
+
+    /// Records of three origins (two of one pane, renamed) from `lines`.
+    fn records_of(lines: &[(usize, i64, String)], rows: bool) -> Records {
+        let mut r = Records::default();
+        let o: Vec<usize> = ["a", "b", "a"]
+            .iter()
+            .enumerate()
+            .map(|(i, pane)| {
+                r.origin(&Origin {
+                    server: "s".into(),
+                    pane: (*pane).into(),
+                    session: format!("session {i}"),
+                    window: "0:w".into(),
+                    title: "t".into(),
+                })
+            })
+            .collect();
+        for (origin, time_ms, text) in lines {
+            r.lines.push(Line {
+                origin: o[*origin],
+                time_ms: *time_ms,
+                text: text.clone().into_bytes(),
+            });
+        }
+        if rows {
+            r.rows = (0..r.lines.len() as u64)
+                .map(|row| Row { epoch: 1, row })
+                .collect();
+        }
+        r
+    }
+
+    #[test]
+    fn both_decodings_want_exactly_one_ended_line_per_record() {
+        let two = [(0, 1, "a".to_owned()), (0, 1, "b".to_owned())];
+        let raw = encode_raw(&records_of(&two, false));
+        let at = layout(&raw, false).unwrap().text;
+        for (text, want) in [
+            ("a\nb\n", None),
+            ("\n\n", None),
+            ("a\nb", Some("fewer lines than records")),
+            ("", Some("fewer lines than records")),
+            ("a\n\nb", Some("more lines than records")),
+            ("a\nb\nc\n", Some("more lines than records")),
+            ("a\nb\nc", Some("more lines than records")),
+        ] {
+            let mut raw = raw[..at].to_vec();
+            raw.extend_from_slice(text.as_bytes());
+            let want = want.map(|w| Bad::Corrupt(w.into()));
+            assert_eq!(decode_raw(raw.clone(), false).err(), want, "{text:?}");
+            assert_eq!(block_raw(raw, false).err(), want, "{text:?}");
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(500))]
+
+        /// The search's decoding refuses what the full one refuses, for the
+        /// same reason, and otherwise gives the same lines, panes and times.
+        #[test]
+        fn a_block_holds_what_decode_holds(
+            lines in proptest::collection::vec(
+                (0..3usize, 0..3i64, "needle|[a 漢\n]{0,5}"), 0..24),
+            rows in proptest::bool::ANY,
+            flips in proptest::collection::vec(
+                (proptest::sample::select(vec![0usize, 1, 2, 3, 5, 8, 13, 40, 99, 300]),
+                 1..=255u8), 0..3),
+            cut in proptest::option::of(0..400usize),
+        ) {
+            let records = records_of(&lines, rows);
+            let mut raw = encode_raw(&records);
+            let len = raw.len();
+            for (at, x) in flips {
+                // Count from the end too: the text and the rows.
+                let at = if at % 2 == 0 { at } else { len.saturating_sub(at) };
+                if let Some(b) = raw.get_mut(at) {
+                    *b ^= x;
+                }
+            }
+            if let Some(cut) = cut {
+                raw.truncate(len.saturating_sub(cut));
+            }
+            let with_rows = rows && !records.lines.is_empty();
+            let decoded = decode_raw(raw.clone(), with_rows);
+            let block = block_raw(raw, with_rows);
+            match (decoded, block) {
+                (Ok(d), Ok(b)) => {
+                    let expanded: Vec<(usize, i64)> = b
+                        .runs
+                        .iter()
+                        .flat_map(|r| std::iter::repeat_n((r.origin, r.time_ms), r.len))
+                        .collect();
+                    proptest::prop_assert_eq!(&expanded, &d.lines);
+                    proptest::prop_assert_eq!(b.lines, d.lines.len());
+                    proptest::prop_assert_eq!(&b.text, &d.text);
+                    proptest::prop_assert_eq!(&b.origins, &d.origins);
+                    proptest::prop_assert_eq!(&b.gaps, &d.gaps);
+                    let starts = b.starts();
+                    proptest::prop_assert_eq!(&starts, &d.starts);
+                    for i in 0..d.lines.len() {
+                        proptest::prop_assert_eq!(b.line(&starts, i), d.line(i));
+                        let run = b.run_of(i).unwrap();
+                        proptest::prop_assert_eq!((run.origin, run.time_ms), d.lines[i]);
+                    }
+                    proptest::prop_assert!(b.run_of(d.lines.len()).is_none());
+                }
+                (d, b) => proptest::prop_assert_eq!(d.err(), b.err()),
+            }
+        }
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! A pattern over the journaled text: each frame's text block is one
-//! capture for the engine, decoded on a thread of its own while the engine
-//! scans the frames before it; a matching line is given back its pane and
-//! time from the frame's tables.
+//! capture for the engine, read and decoded on rayon a few frames ahead of
+//! the engine's scans ([`segment::read_with`]); a frame's lines are kept as
+//! runs of one pane and time ([`Block`]), so a frame costs the search work
+//! per run, not per line, and a matching line is given back its pane, time
+//! and ordinal from its run.
 //!
 //! A search across time (search_panes `journal: true`, `since_time`) also
 //! asks for the tails of the panes tmux still shows ([`Query::tails`]):
@@ -23,8 +25,8 @@ use panescan_engine::{
     SearchOptions,
 };
 
-use super::frame::{Decoded, Gap, Origin};
-use super::segment::{self, Read};
+use super::frame::{self, Block, Gap, Origin, Run};
+use super::segment::{self, Item};
 
 /// Which panes' lines a search keeps (`None`: every pane's).
 pub type Keep = Arc<dyn Fn(&Origin) -> bool + Send + Sync>;
@@ -134,9 +136,19 @@ pub struct Outcome {
 /// One frame's tables, kept while its text is scanned.
 struct Meta {
     origins: Vec<Origin>,
-    lines: Vec<(usize, i64)>,
-    /// Each line's ordinal among its pane's lines.
+    runs: Vec<Run>,
+    /// The ordinal of each run's first line among its pane's lines.
     ordinals: Vec<u64>,
+}
+
+impl Meta {
+    /// Line `i`'s pane, time and ordinal.
+    fn line(&self, i: usize) -> Option<(&Origin, i64, u64)> {
+        let k = self.runs.partition_point(|r| r.first + r.len <= i);
+        let run = self.runs.get(k).filter(|r| r.first <= i)?;
+        let ordinal = self.ordinals.get(k)? + (i - run.first) as u64;
+        Some((self.origins.get(run.origin)?, run.time_ms, ordinal))
+    }
 }
 
 /// What the reading thread gathers besides the frames it hands the engine.
@@ -154,47 +166,82 @@ struct Gathered {
 
 impl Gathered {
     /// Takes in one frame: its gaps, its panes' ordinals and tails; the
-    /// ordinals of its lines, and whether any of them is in the span.
-    fn frame(&mut self, query: &Query, d: &Decoded) -> (Vec<u64>, bool) {
-        for g in &d.gaps {
-            let origin = d.origins.get(g.origin).cloned().unwrap_or_else(unknown);
+    /// ordinal of each run's first line, and whether any line is in the
+    /// span.
+    fn frame(&mut self, query: &Query, b: &Block) -> (Vec<u64>, bool) {
+        for g in &b.gaps {
+            let origin = b.origins.get(g.origin).cloned().unwrap_or_else(unknown);
             if g.to_ms >= query.since_ms && g.from_ms <= query.until_ms && wanted(query, &origin) {
                 self.gaps.push((origin, g.clone()));
             }
         }
-        let keys: Vec<PaneKey> = d
+        // A pane may appear under two origins (renamed within the frame):
+        // its lines are counted once, under its key.
+        let mut keys: Vec<PaneKey> = Vec::new();
+        let slots: Vec<usize> = b
             .origins
             .iter()
-            .map(|o| (o.server.clone(), o.pane.clone()))
+            .map(|o| {
+                let key = (o.server.clone(), o.pane.clone());
+                keys.iter().position(|k| *k == key).unwrap_or_else(|| {
+                    keys.push(key);
+                    keys.len() - 1
+                })
+            })
             .collect();
-        let mut ordinals = Vec::with_capacity(d.lines.len());
-        for (i, &(o, time_ms)) in d.lines.iter().enumerate() {
-            let Some(key) = keys.get(o) else {
+        let mut counts: Vec<u64> = keys
+            .iter()
+            .map(|k| self.counts.get(k).copied().unwrap_or(0))
+            .collect();
+        let mut read = vec![false; keys.len()];
+        let mut starts = None;
+        let mut ordinals = Vec::with_capacity(b.runs.len());
+        for run in &b.runs {
+            let Some(&slot) = slots.get(run.origin) else {
                 ordinals.push(0);
                 continue;
             };
-            let count = self.counts.entry(key.clone()).or_default();
-            ordinals.push(*count);
-            *count += 1;
-            let Some(&keep) = query.tails.get(key) else {
-                continue;
-            };
-            let tail = self.tails.entry(key.clone()).or_default();
-            tail.read += 1;
-            tail.times.push_back(time_ms);
-            if tail.times.len() > keep {
-                tail.times.pop_front();
-            }
-            tail.texts.push_back(d.line(i).to_vec());
-            if tail.texts.len() > TAIL_TEXTS {
-                tail.texts.pop_front();
+            ordinals.push(counts[slot]);
+            counts[slot] += run.len as u64;
+            read[slot] = true;
+            let key = &keys[slot];
+            if let Some(&keep) = query.tails.get(key) {
+                let starts = starts.get_or_insert_with(|| b.starts());
+                let tail = self.tails.entry(key.clone()).or_default();
+                tail.take(b, starts, run, keep);
             }
         }
-        let in_span = d
-            .lines
+        for ((key, count), read) in keys.into_iter().zip(counts).zip(read) {
+            if read {
+                self.counts.insert(key, count);
+            }
+        }
+        let in_span = b
+            .runs
             .iter()
-            .any(|&(_, t)| t >= query.since_ms && t <= query.until_ms);
+            .any(|r| r.time_ms >= query.since_ms && r.time_ms <= query.until_ms);
         (ordinals, in_span)
+    }
+}
+
+impl Tail {
+    /// Takes in a run of this pane's lines, keeping the last `keep` times
+    /// and [`TAIL_TEXTS`] texts.
+    fn take(&mut self, b: &Block, starts: &[usize], run: &Run, keep: usize) {
+        self.read += run.len as u64;
+        for _ in 0..run.len.min(keep) {
+            self.times.push_back(run.time_ms);
+        }
+        while self.times.len() > keep {
+            self.times.pop_front();
+        }
+        let end = run.first + run.len;
+        for i in end - run.len.min(TAIL_TEXTS)..end {
+            self.texts.push_back(b.line(starts, i).to_vec());
+        }
+        while self.texts.len() > TAIL_TEXTS {
+            self.texts.pop_front();
+        }
     }
 }
 
@@ -210,7 +257,8 @@ pub fn search(dir: &Path, matcher: &Matcher, query: &Query) -> std::io::Result<O
         let producer = scope.spawn(move || {
             let mut g = Gathered::default();
             let mut engine_listens = true;
-            let read = segment::read(dir, query.since_ms, read_until, &mut |read| {
+            let decode = |bytes: &[u8], header: &frame::Header| frame::decode_block(bytes, header);
+            let read = segment::read_with(dir, query.since_ms, read_until, &decode, &mut |read| {
                 let cancelled = query
                     .options
                     .cancel
@@ -221,23 +269,23 @@ pub fn search(dir: &Path, matcher: &Matcher, query: &Query) -> std::io::Result<O
                     return false;
                 }
                 match read {
-                    Read::Frame(d) => {
-                        let (ordinals, in_span) = g.frame(query, &d);
+                    Item::Frame(b) => {
+                        let (ordinals, in_span) = g.frame(query, &b);
                         if in_span && engine_listens && query.scan {
                             let key = g.metas.len();
                             g.metas.push(Meta {
-                                origins: d.origins,
-                                lines: d.lines,
+                                origins: b.origins,
+                                runs: b.runs,
                                 ordinals,
                             });
-                            let capture = Capture::shared(key, 0, d.text);
+                            let capture = Capture::shared(key, 0, b.text);
                             engine_listens = tx.send(Incoming::Capture(capture)).is_ok();
                         }
                         // Tails are read to the end even when a budget
                         // stopped the scan (the deadline still bounds it).
                         engine_listens || !query.tails.is_empty()
                     }
-                    Read::Skipped { segment, why } => {
+                    Item::Skipped { segment, why } => {
                         g.skipped.push(format!("{}: {why}", segment.display()));
                         true
                     }
@@ -272,17 +320,15 @@ pub fn search(dir: &Path, matcher: &Matcher, query: &Query) -> std::io::Result<O
             let Some(i) = usize::try_from(line.line).ok() else {
                 continue;
             };
-            let (Some(&(o, time_ms)), Some(&ordinal)) = (meta.lines.get(i), meta.ordinals.get(i))
-            else {
+            let Some((origin, time_ms, ordinal)) = meta.line(i) else {
                 continue;
             };
-            let origin = meta.origins.get(o).cloned().unwrap_or_else(unknown);
-            if time_ms < query.since_ms || time_ms > query.until_ms || !wanted(query, &origin) {
+            if time_ms < query.since_ms || time_ms > query.until_ms || !wanted(query, origin) {
                 continue;
             }
             out.hits.push(Hit {
                 time_ms,
-                origin,
+                origin: origin.clone(),
                 line,
                 ordinal,
             });
@@ -316,6 +362,152 @@ mod tests {
     use super::super::segment::Appender;
     use super::*;
     use panescan_engine::PatternOptions;
+
+    /// A line as the property test writes it: its pane (`%0`..`%2`),
+    /// whether under the pane's second name, its time step, its text.
+    type Spec = (usize, bool, i64, String);
+
+    fn origin_of(pane: usize, renamed: bool) -> Origin {
+        Origin {
+            server: "s".into(),
+            pane: format!("%{pane}"),
+            session: if renamed { "renamed" } else { "main" }.into(),
+            window: "0:w".into(),
+            title: "0".into(),
+        }
+    }
+
+    /// What the search must give, from every line's records as
+    /// `segment::read` decodes them: `(time, pane, session, ordinal,
+    /// text)` of each hit, and the tails.
+    type Expected = (
+        Vec<(i64, String, String, u64, String)>,
+        HashMap<PaneKey, Tail>,
+    );
+
+    fn expected(dir: &Path, query: &Query, read_until: i64) -> Expected {
+        let mut hits = Vec::new();
+        let mut counts: HashMap<PaneKey, u64> = HashMap::new();
+        let mut tails: HashMap<PaneKey, Tail> = HashMap::new();
+        let mut skipped = 0;
+        segment::read(dir, query.since_ms, read_until, &mut |read| {
+            let segment::Item::Frame(d) = read else {
+                skipped += 1;
+                return true;
+            };
+            for (i, &(o, time_ms)) in d.lines.iter().enumerate() {
+                let origin = &d.origins[o];
+                let key = (origin.server.clone(), origin.pane.clone());
+                let count = counts.entry(key.clone()).or_default();
+                let text = String::from_utf8_lossy(d.line(i)).into_owned();
+                let in_span = time_ms >= query.since_ms && time_ms <= query.until_ms;
+                if in_span && text.contains("needle") {
+                    let pane = origin.pane.clone();
+                    hits.push((time_ms, pane, origin.session.clone(), *count, text));
+                }
+                *count += 1;
+                if let Some(&keep) = query.tails.get(&key) {
+                    let tail = tails.entry(key).or_default();
+                    tail.read += 1;
+                    tail.times.push_back(time_ms);
+                    if tail.times.len() > keep {
+                        tail.times.pop_front();
+                    }
+                    tail.texts.push_back(d.line(i).to_vec());
+                    if tail.texts.len() > TAIL_TEXTS {
+                        tail.texts.pop_front();
+                    }
+                }
+            }
+            true
+        })
+        .unwrap();
+        assert_eq!(skipped, 0);
+        (hits, tails)
+    }
+
+    fn write_journal(dir: &Path, frames: &[Vec<Spec>]) {
+        let _ = std::fs::remove_dir_all(dir);
+        super::super::dir::ensure(dir).unwrap();
+        let (mut a, _) = Appender::open(dir).unwrap();
+        for (f, specs) in frames.iter().enumerate() {
+            let base = 100 * f as i64;
+            let mut r = Records::default();
+            for (pane, renamed, step, text) in specs {
+                let o = r.origin(&origin_of(*pane, *renamed));
+                r.lines.push(Line {
+                    origin: o,
+                    time_ms: base + step,
+                    text: text.clone().into_bytes(),
+                });
+            }
+            // Two frames an hour: a new segment every other frame.
+            a.append(&r, f as i64 * segment::SEGMENT_MS / 2 + 1)
+                .unwrap();
+        }
+    }
+
+    fn spec() -> impl proptest::strategy::Strategy<Value = Spec> {
+        use proptest::prelude::*;
+        let text = prop_oneof![
+            Just(String::new()),
+            Just("needle".to_owned()),
+            Just("漢字 needle ünï".to_owned()),
+            Just("   ".to_owned()),
+            "[a-z漢 ]{0,8}",
+        ];
+        (0..3usize, any::<bool>(), 0..3i64, text)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+        /// Hits found through runs carry the pane, time and ordinal that
+        /// every line's own records give, and tails the same lines, over
+        /// frames of repeated, blank and wide lines, renamed panes and
+        /// hits on a frame's first and last lines.
+        #[test]
+        fn runs_give_every_hit_its_own_pane_time_and_ordinal(
+            frames in proptest::collection::vec(proptest::collection::vec(spec(), 0..40), 1..6),
+            since in 0..600i64,
+            span in 0..600i64,
+            keep in 0..8usize,
+        ) {
+            static CASE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+            let n = CASE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let dir = std::env::temp_dir()
+                .join(format!("pj-search-runs-{}-{n}", std::process::id()));
+            write_journal(&dir, &frames);
+            let matcher = Matcher::new(&["needle"], PatternOptions::default()).unwrap();
+            let mut query = Query::new(SearchOptions::default(), since, since + span);
+            for tails in [false, true] {
+                if tails {
+                    query.tails.insert(("s".into(), "%1".into()), keep);
+                }
+                let read_until = if tails { i64::MAX } else { query.until_ms };
+                let (hits, want_tails) = expected(&dir, &query, read_until);
+                let got = search(&dir, &matcher, &query).unwrap();
+                let got_hits: Vec<_> = got
+                    .hits
+                    .iter()
+                    .map(|h| (
+                        h.time_ms,
+                        h.origin.pane.clone(),
+                        h.origin.session.clone(),
+                        h.ordinal,
+                        h.line.text.clone(),
+                    ))
+                    .collect();
+                proptest::prop_assert_eq!(got_hits, hits);
+                let key = ("s".to_owned(), "%1".to_owned());
+                let (g, w) = (got.tails.get(&key), want_tails.get(&key));
+                proptest::prop_assert_eq!(g.map(|t| t.read), w.map(|t| t.read));
+                proptest::prop_assert_eq!(g.map(|t| &t.times), w.map(|t| &t.times));
+                proptest::prop_assert_eq!(g.map(|t| &t.texts), w.map(|t| &t.texts));
+            }
+            std::fs::remove_dir_all(&dir).unwrap();
+        }
+    }
 
     #[test]
     fn hits_carry_their_pane_and_time_and_respect_the_span() {

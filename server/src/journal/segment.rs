@@ -8,13 +8,20 @@
 //! append cuts a torn tail and says so; a reader stops at a torn tail (the
 //! writer may be inside it) and skips the rest of a segment at a corrupt
 //! frame, naming it; earlier frames and segments are never rewritten.
+//!
+//! Reading ([`read_with`]) walks the frames' headers in order and hands
+//! each frame to a task on rayon that reads it, checks its CRC and decodes
+//! it, a few frames ahead of the one being visited; frames come back in
+//! order, and nothing after a bad frame of a segment is visited.
 
+use std::collections::VecDeque;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use rayon::prelude::*;
+use crossbeam_channel::Receiver;
 
 use super::frame::{self, Bad, Decoded, Header, Records};
 
@@ -241,9 +248,9 @@ pub fn enforce_bounds(
 
 /// One frame read back, or the segment that could not be read further.
 #[derive(Debug)]
-pub enum Read {
-    /// A frame's records.
-    Frame(Box<Decoded>),
+pub enum Item<T> {
+    /// A frame, decoded.
+    Frame(T),
     /// The rest of this segment was skipped: why.
     Skipped {
         /// The segment.
@@ -253,87 +260,241 @@ pub enum Read {
     },
 }
 
+/// A frame's records, or a segment skipped ([`read`]).
+pub type Read = Item<Box<Decoded>>;
+
 /// The frames of every segment of `dir` that may hold records between
-/// `since_ms` and `until_ms`, oldest first, decoded one segment at a time
-/// and handed to `visit` (which returns false to stop). A segment's frames
-/// are decoded a few at a time in parallel.
+/// `since_ms` and `until_ms`, oldest first, every line's records decoded
+/// ([`frame::decode`]) and handed to `visit` (which returns false to stop).
 pub fn read(
     dir: &Path,
     since_ms: i64,
     until_ms: i64,
     visit: &mut dyn FnMut(Read) -> bool,
 ) -> std::io::Result<()> {
+    let decode = |bytes: &[u8], header: &Header| frame::decode(bytes, header).map(Box::new);
+    read_with(dir, since_ms, until_ms, &decode, visit)
+}
+
+/// How a frame is decoded: its bytes (header first) as [`frame::check`]
+/// accepted them, and its header.
+pub type Decode<'a, T> = dyn Fn(&[u8], &Header) -> Result<T, Bad> + Sync + 'a;
+
+/// [`read`], each frame decoded by `decode`. Frames are read, checked and
+/// decoded on rayon, a few ahead of the one visited (none ahead when
+/// called on a rayon thread, which must not wait on its own pool).
+pub fn read_with<T: Send>(
+    dir: &Path,
+    since_ms: i64,
+    until_ms: i64,
+    decode: &Decode<'_, T>,
+    visit: &mut dyn FnMut(Item<T>) -> bool,
+) -> std::io::Result<()> {
     let segments = list(dir)?;
-    for seg in &segments {
-        // Every record was taken before its frame was written, so a
-        // segment last changed before `since_ms` holds nothing after it;
-        // a record's own time may be earlier than its segment's name (a
-        // gap reaches back), so the name bounds nothing and the frames'
-        // headers are checked instead.
-        if seg.modified_ms < since_ms {
-            continue;
+    let ahead = if rayon::current_thread_index().is_some() {
+        0
+    } else {
+        rayon::current_num_threads() * 2 + 2
+    };
+    rayon::in_place_scope(|scope| {
+        let mut reader = Reader {
+            visit,
+            pending: VecDeque::new(),
+            dead: None,
+            stopped: false,
+        };
+        for (index, seg) in segments.iter().enumerate() {
+            // Every record was taken before its frame was written, so a
+            // segment last changed before `since_ms` holds nothing after it;
+            // a record's own time may be earlier than its segment's name (a
+            // gap reaches back), so the name bounds nothing and the frames'
+            // headers are checked instead.
+            if seg.modified_ms < since_ms {
+                continue;
+            }
+            let file = match File::open(&seg.path) {
+                Ok(f) => Arc::new(f),
+                Err(e) => {
+                    reader.queue(Pending::ready(seg, index, 0, Got::Failed(e.to_string())));
+                    continue;
+                }
+            };
+            let len = file.metadata().map_or(0, |m| m.len());
+            let mut at = 0u64;
+            while at < len && !reader.stopped && reader.dead != Some(index) {
+                let header = match read_header(&file, at) {
+                    Ok(h) => h,
+                    Err(got) => {
+                        reader.queue(Pending::ready(seg, index, at, got));
+                        break;
+                    }
+                };
+                let wanted = header.last_ms >= since_ms && header.first_ms <= until_ms;
+                let (tx, rx) = crossbeam_channel::bounded(1);
+                let task_file = Arc::clone(&file);
+                let job = move || {
+                    // The reader waits on `rx` until this is sent.
+                    let _ = tx.send(read_frame(&task_file, at, &header, wanted, decode));
+                };
+                let pending = Pending {
+                    segment: seg.path.clone(),
+                    index,
+                    at,
+                    got: rx,
+                };
+                if ahead == 0 {
+                    job();
+                } else {
+                    scope.spawn(move |_| job());
+                }
+                reader.queue(pending);
+                while reader.pending.len() > ahead && !reader.stopped {
+                    reader.next();
+                }
+                at += (frame::HEADER + header.compressed) as u64;
+            }
         }
-        if !read_segment(seg, since_ms, until_ms, visit) {
-            return Ok(());
+        while !reader.pending.is_empty() && !reader.stopped {
+            reader.next();
         }
-    }
+    });
     Ok(())
 }
 
-/// Visits one segment's frames; false when `visit` asked to stop.
-fn read_segment(
-    seg: &Segment,
-    since_ms: i64,
-    until_ms: i64,
-    visit: &mut dyn FnMut(Read) -> bool,
-) -> bool {
-    let bytes = match fs::read(&seg.path) {
-        Ok(b) => b,
-        Err(e) => {
-            return visit(Read::Skipped {
-                segment: seg.path.clone(),
-                why: e.to_string(),
-            })
+/// What became of one frame.
+enum Got<T> {
+    /// Decoded.
+    Frame(T),
+    /// Checked, outside the span.
+    Unwanted,
+    /// Not a frame: a torn tail (`Short`) or corruption.
+    Bad(Bad),
+    /// The file could not be read.
+    Failed(String),
+}
+
+/// A frame being read, in the order frames are visited.
+struct Pending<T> {
+    segment: PathBuf,
+    index: usize,
+    at: u64,
+    got: Receiver<Got<T>>,
+}
+
+impl<T> Pending<T> {
+    /// A frame whose fate is already known.
+    fn ready(seg: &Segment, index: usize, at: u64, got: Got<T>) -> Pending<T> {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let _ = tx.send(got);
+        Pending {
+            segment: seg.path.clone(),
+            index,
+            at,
+            got: rx,
         }
-    };
-    let walk = walk(&bytes);
-    let wanted: Vec<&(usize, Header)> = walk
-        .frames
-        .iter()
-        .filter(|(_, h)| h.last_ms >= since_ms && h.first_ms <= until_ms)
-        .collect();
-    // Decompressing costs more than scanning what comes out: a few frames
-    // at a time are decoded side by side on rayon (where the engine's scans
-    // run too), then visited in order.
-    let batch = rayon::current_num_threads().max(1) * 2;
-    for frames in wanted.chunks(batch) {
-        let decoded: Vec<Result<Decoded, Bad>> = frames
-            .par_iter()
-            .map(|(at, header)| frame::decode(&bytes[*at..], header))
-            .collect();
-        for (d, (at, _)) in decoded.into_iter().zip(frames) {
-            let read = match d {
-                Ok(d) => Read::Frame(Box::new(d)),
-                Err(bad) => return visit(skipped(seg, *at, &bad)),
-            };
-            if !visit(read) {
-                return false;
-            }
-        }
-    }
-    match &walk.bad {
-        Some(bad @ Bad::Corrupt(_)) => visit(skipped(seg, walk.good_end, bad)),
-        _ => true,
     }
 }
 
-fn skipped(seg: &Segment, at: usize, bad: &Bad) -> Read {
+/// The visiting end: frames in order, nothing of a segment after its
+/// first bad frame.
+struct Reader<'v, T> {
+    visit: &'v mut dyn FnMut(Item<T>) -> bool,
+    pending: VecDeque<Pending<T>>,
+    /// The segment whose bad frame was met (its later frames are dropped).
+    dead: Option<usize>,
+    /// `visit` asked to stop.
+    stopped: bool,
+}
+
+impl<T> Reader<'_, T> {
+    fn queue(&mut self, pending: Pending<T>) {
+        self.pending.push_back(pending);
+    }
+
+    /// Waits for the oldest pending frame and visits it.
+    fn next(&mut self) {
+        let Some(p) = self.pending.pop_front() else {
+            return;
+        };
+        let got = p
+            .got
+            .recv()
+            .unwrap_or_else(|_| Got::Failed("a reading task failed".into()));
+        if self.dead == Some(p.index) {
+            return;
+        }
+        let item = match got {
+            Got::Frame(t) => Item::Frame(t),
+            Got::Unwanted => return,
+            Got::Bad(Bad::Short) => {
+                // A torn tail: the writer may be inside it.
+                self.dead = Some(p.index);
+                return;
+            }
+            Got::Bad(bad) => {
+                self.dead = Some(p.index);
+                skipped(&p.segment, p.at, &bad)
+            }
+            Got::Failed(why) => {
+                self.dead = Some(p.index);
+                Item::Skipped {
+                    segment: p.segment,
+                    why,
+                }
+            }
+        };
+        if !(self.visit)(item) {
+            self.stopped = true;
+        }
+    }
+}
+
+/// The header of the frame at `at`.
+fn read_header<T>(file: &File, at: u64) -> Result<Header, Got<T>> {
+    let mut bytes = [0u8; frame::HEADER];
+    read_at(file, &mut bytes, at)?;
+    frame::header(&bytes).map_err(Got::Bad)
+}
+
+/// Reads, checks and (when `wanted`) decodes the frame at `at`.
+fn read_frame<T>(
+    file: &File,
+    at: u64,
+    header: &Header,
+    wanted: bool,
+    decode: &Decode<'_, T>,
+) -> Got<T> {
+    let mut bytes = vec![0u8; frame::HEADER + header.compressed];
+    if let Err(got) = read_at(file, &mut bytes, at) {
+        return got;
+    }
+    if let Err(bad) = frame::check(&bytes) {
+        return Got::Bad(bad);
+    }
+    if !wanted {
+        return Got::Unwanted;
+    }
+    match decode(&bytes, header) {
+        Ok(t) => Got::Frame(t),
+        Err(bad) => Got::Bad(bad),
+    }
+}
+
+/// Fills `buf` from `at`; the file ending first is a torn tail.
+fn read_at<T>(file: &File, buf: &mut [u8], at: u64) -> Result<(), Got<T>> {
+    file.read_exact_at(buf, at).map_err(|e| match e.kind() {
+        std::io::ErrorKind::UnexpectedEof => Got::Bad(Bad::Short),
+        _ => Got::Failed(e.to_string()),
+    })
+}
+
+fn skipped<T>(segment: &Path, at: u64, bad: &Bad) -> Item<T> {
     let why = match bad {
         Bad::Short => "cut short".to_owned(),
         Bad::Corrupt(w) => w.clone(),
     };
-    Read::Skipped {
-        segment: seg.path.clone(),
+    Item::Skipped {
+        segment: segment.to_owned(),
         why: format!("corrupt at byte {at}: {why}"),
     }
 }
@@ -445,6 +606,41 @@ mod tests {
         );
         assert!(skipped[0].contains("checksum"), "{skipped:?}");
         fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_bad_frame_among_frames_read_ahead_ends_its_segment_only() {
+        // More frames than are read ahead, the bad one in the middle: its
+        // own CRC, then (another run) its header's magic.
+        for (name, flip) in [("crc", frame::HEADER + 1), ("magic", 0)] {
+            let d = dir(&format!("ahead-{name}"));
+            let (mut a, _) = Appender::open(&d).unwrap();
+            for i in 0..30 {
+                a.append(
+                    &records(&[format!("first {i}").as_str()], 1_000 + i),
+                    1_000 + i,
+                )
+                .unwrap();
+            }
+            let first = a.current().unwrap().to_owned();
+            a.append(&records(&["next hour"], SEGMENT_MS), SEGMENT_MS)
+                .unwrap();
+            drop(a);
+            let mut bytes = fs::read(&first).unwrap();
+            let bad = walk(&bytes).frames[17].0;
+            bytes[bad + flip] ^= 0x55;
+            fs::write(&first, &bytes).unwrap();
+            let (lines, skipped) = lines(&d);
+            let mut want: Vec<String> = (0..17).map(|i| format!("first {i}")).collect();
+            want.push("next hour".into());
+            assert_eq!(lines, want, "{name}");
+            assert_eq!(skipped.len(), 1, "{name}: {skipped:?}");
+            assert!(
+                skipped[0].contains(&format!("corrupt at byte {bad}")),
+                "{name}: {skipped:?}"
+            );
+            fs::remove_dir_all(&d).unwrap();
+        }
     }
 
     #[test]

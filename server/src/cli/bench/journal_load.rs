@@ -164,7 +164,7 @@ impl Drop for Journaling {
 }
 
 /// utime + stime of `pid`, in seconds.
-fn cpu_seconds(pid: u32) -> f64 {
+pub(super) fn cpu_seconds(pid: u32) -> f64 {
     let Ok(stat) = std::fs::read(format!("/proc/{pid}/stat")) else {
         return 0.0;
     };

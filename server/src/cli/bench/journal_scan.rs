@@ -10,7 +10,11 @@
 //! framed segments, so beside each segment the same text goes to a `.zst`
 //! file: the same zstd level, one zstd frame per journal frame. Both are
 //! read once before they are timed (the file cache warm); the ratio is
-//! rg's median over the journal's, in the same run.
+//! rg's median over the journal's, in the same run. Beside them, the
+//! journal's frames read and decompressed alone, nothing parsed or
+//! scanned, on the same threads: what the search cannot beat. Each also
+//! gives the CPU seconds it took (`/proc/self/stat`): text per CPU second
+//! holds where the wall clock of a loaded machine does not.
 
 use std::fs;
 use std::io::Write;
@@ -21,10 +25,11 @@ use std::time::{Duration, Instant};
 use panescan_engine::{Matcher, PatternOptions, SearchBudgets, SearchOptions};
 use serde::Serialize;
 
+use super::journal_load::cpu_seconds;
 use super::report::ms;
 use crate::journal::frame::{Line, Origin, Records};
 use crate::journal::search::{self, Query};
-use crate::journal::segment::Appender;
+use crate::journal::segment::{self, Appender, Item};
 use crate::journal::{dir, frame};
 use crate::testbed::baseline::median;
 
@@ -57,6 +62,15 @@ pub struct ScanBench {
     /// Bytes the search reports scanned, and its hits.
     pub bytes_scanned: u64,
     pub hits: usize,
+    /// The same frames read, checked and decompressed alone (median), and
+    /// the text per second that makes; on this many rayon threads.
+    pub inflate_ms: f64,
+    pub inflate_gb_per_s: f64,
+    /// CPU seconds (every thread) of the search and of the decompression
+    /// alone: medians.
+    pub journal_cpu_s: f64,
+    pub inflate_cpu_s: f64,
+    pub threads: usize,
     /// `rg -z -j2` over the same text as `.zst` files: median, or why not.
     pub rg_ms: Option<f64>,
     pub rg_hits: Option<usize>,
@@ -100,17 +114,24 @@ pub fn run(megabytes: u64, runs: usize) -> Result<ScanBench, String> {
     };
     let query = Query::new(options, i64::MIN, i64::MAX);
     let mut times = Vec::new();
+    let mut cpu = Vec::new();
     let mut last = None;
     // The first run warms the file cache and is not counted.
     for _ in 0..=runs {
-        let started = Instant::now();
+        let (started, cpu_started) = (Instant::now(), cpu_seconds(std::process::id()));
         let outcome = search::search(&journal, &matcher, &query).map_err(|e| e.to_string())?;
         times.push(started.elapsed());
+        cpu.push(Duration::from_secs_f64(
+            cpu_seconds(std::process::id()) - cpu_started,
+        ));
         last = Some(outcome);
     }
     times.remove(0);
+    cpu.remove(0);
     let outcome = last.ok_or("no search ran")?;
     let journal_t = median(&mut times);
+    let journal_cpu = median(&mut cpu);
+    let (inflate_t, inflate_cpu) = inflate_runs(&journal, runs)?;
     let rg = rg_runs(&plain, runs);
     let journal_ms = ms(journal_t);
     let (rg_ms, rg_hits, rg_skipped) = match rg {
@@ -127,6 +148,11 @@ pub fn run(megabytes: u64, runs: usize) -> Result<ScanBench, String> {
         journal_gb_per_s: outcome.bytes_scanned as f64 / journal_t.as_secs_f64().max(1e-9) / 1e9,
         bytes_scanned: outcome.bytes_scanned,
         hits: outcome.hits.len(),
+        inflate_ms: ms(inflate_t),
+        journal_cpu_s: journal_cpu.as_secs_f64(),
+        inflate_cpu_s: inflate_cpu.as_secs_f64(),
+        inflate_gb_per_s: built.text as f64 / inflate_t.as_secs_f64().max(1e-9) / 1e9,
+        threads: rayon::current_num_threads(),
         x_rg: rg_ms.map(|r| r / journal_ms.max(1e-6)),
         rg_ms,
         rg_hits,
@@ -136,6 +162,34 @@ pub fn run(megabytes: u64, runs: usize) -> Result<ScanBench, String> {
         corpus_ratio: ratio(corpus_disk, corpus_text),
         runs,
     })
+}
+
+/// The journal's frames read, checked and decompressed, nothing parsed
+/// or scanned: medians of `runs`, wall clock and CPU.
+fn inflate_runs(journal: &Path, runs: usize) -> Result<(Duration, Duration), String> {
+    let mut times = Vec::new();
+    let mut cpu = Vec::new();
+    let payload =
+        |bytes: &[u8], header: &frame::Header| frame::payload(bytes, header).map(|p| p.len());
+    for _ in 0..runs.max(1) {
+        let (started, cpu_started) = (Instant::now(), cpu_seconds(std::process::id()));
+        let mut raw = 0usize;
+        segment::read_with(journal, i64::MIN, i64::MAX, &payload, &mut |item| {
+            if let Item::Frame(n) = item {
+                raw += n;
+            }
+            true
+        })
+        .map_err(|e| e.to_string())?;
+        times.push(started.elapsed());
+        cpu.push(Duration::from_secs_f64(
+            cpu_seconds(std::process::id()) - cpu_started,
+        ));
+        if raw == 0 {
+            return Err("the journal's frames decompressed to nothing".into());
+        }
+    }
+    Ok((median(&mut times), median(&mut cpu)))
 }
 
 fn ratio(a: u64, b: u64) -> f64 {
