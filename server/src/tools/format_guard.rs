@@ -1111,6 +1111,8 @@ mod tests {
         assert_eq!(r.at, 4);
         assert!(r.why.contains("twice"), "{r}");
         assert_eq!(refused("#{s/m/#{pane_title}/:session_name}").at, 6);
+        // Where the `#` is, not where its argument starts.
+        assert_eq!(refused("#{s/ab#{pane_title}/x/:session_name}").at, 6);
         assert_eq!(refused("#{=#{pane_width}:pane_title}").at, 3);
     }
 
@@ -1584,6 +1586,29 @@ mod tests {
                 clients: 11,
             }
         );
+    }
+
+    /// Each limit accepts its own value and refuses one more, and says
+    /// where.
+    #[test]
+    fn limits_hold_at_their_edges() {
+        accepted(&"x".repeat(MAX_FORMAT_BYTES));
+        assert_eq!(refused(&"x".repeat(MAX_FORMAT_BYTES + 1)).at, 4096);
+        // E and T are found where they start, whatever comes before.
+        let r = refused("ab#{E:x}");
+        assert_eq!((r.at, r.construct.as_str()), (4, "the E: modifier"));
+        let r = refused("ab#{=5;T:x}");
+        assert_eq!((r.at, r.construct.as_str()), (7, "the T: modifier"));
+    }
+
+    /// A construct is shown cut at 40 bytes, at a character's start.
+    #[test]
+    fn constructs_are_cut_between_characters() {
+        // `=/99999/` and 31 bytes: the 40th byte is inside the `é`.
+        let f = format!("#{{=/99999/{}é{}/:x}}", "a".repeat(31), "b".repeat(20));
+        let shown = refused(&f).construct;
+        let kept = format!("the width of #{{=/99999/{}...", "a".repeat(31));
+        assert!(shown.starts_with(&kept) && !shown.contains('é'), "{shown}");
     }
 
     mod never_panics {
