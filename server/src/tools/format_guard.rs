@@ -1601,6 +1601,22 @@ mod tests {
         assert_eq!((r.at, r.construct.as_str()), (7, "the T: modifier"));
     }
 
+    /// A literal number has at most 9 digits, leading zeros counted: one
+    /// more is refused before it is read.
+    #[test]
+    fn literal_numbers_have_at_most_nine_digits() {
+        accepted("#{p000000005:x}#{=-000000005:x}");
+        assert!(refused("#{p0000000005:x}")
+            .construct
+            .starts_with("the width"));
+        assert!(refused("#{=-0000000005:x}")
+            .construct
+            .starts_with("the width"));
+        assert!(refused("#{p-:x}").construct.starts_with("the width"));
+        assert_eq!(literal_number("-123456789"), Some(-123_456_789));
+        assert_eq!(literal_number("1234567890"), None);
+    }
+
     /// A construct is shown cut at 40 bytes, at a character's start.
     #[test]
     fn constructs_are_cut_between_characters() {
