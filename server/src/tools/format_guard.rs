@@ -1617,6 +1617,17 @@ mod tests {
         assert_eq!(literal_number("1234567890"), None);
     }
 
+    /// An escaped character in a regular expression is plain; a refusal
+    /// points at the backreference or the `{`, not at the pattern's start;
+    /// a star at a pane search's end counts (tmux wraps the term in `*`).
+    #[test]
+    fn regular_expressions_are_read_escape_by_escape() {
+        accepted("#{m/r:a\\.b\\{\\\\,x}");
+        assert_eq!(refused("#{m/r:ab\\1,x}").at, 8);
+        assert_eq!(refused("#{m/r:ab{2#},x}").at, 8);
+        assert!(refused("#{C:ab*}").why.contains("at most 0 *"));
+    }
+
     /// A construct is shown cut at 40 bytes, at a character's start.
     #[test]
     fn constructs_are_cut_between_characters() {
