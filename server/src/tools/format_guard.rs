@@ -900,6 +900,11 @@ fn bounded_variable(name: &str) -> Option<usize> {
     if name.is_empty() {
         return Some(0);
     }
+    // A user option holds whatever was set, whatever its name ends with
+    // (`@x_id` is not an id).
+    if name.starts_with('@') {
+        return None;
+    }
     const EXACT: [&str; 7] = [
         "pid",
         "version",
@@ -1106,6 +1111,8 @@ mod tests {
         assert_eq!(r.at, 4);
         assert!(r.why.contains("twice"), "{r}");
         assert_eq!(refused("#{s/m/#{pane_title}/:session_name}").at, 6);
+        // Where the `#` is, not where its argument starts.
+        assert_eq!(refused("#{s/ab#{pane_title}/x/:session_name}").at, 6);
         assert_eq!(refused("#{=#{pane_width}:pane_title}").at, 3);
     }
 
@@ -1230,6 +1237,9 @@ mod tests {
             "pane_start_command",
             "session_name",
             "@user_option",
+            // A user option holds anything, whatever its name says.
+            "@user_option_id",
+            "@a_count",
             "buffer_sample",
             "client_termname",
         ] {
@@ -1319,6 +1329,313 @@ mod tests {
             .starts_with("nested loop #{W:...} at byte 13: "));
         let r = refused(&format!("é#{{p{}:x}}", "9".repeat(60)));
         assert!(r.construct.ends_with("...}"), "{r}");
+    }
+
+    /// Sizes that tell the four loops apart.
+    const SMALL: LoopSizes = LoopSizes {
+        sessions: 3,
+        windows: 5,
+        panes: 7,
+        clients: 11,
+    };
+
+    /// What `format` costs on a server of [`SMALL`], as `check` counts it.
+    fn cost(format: &str) -> Cost {
+        let pieces = format::parse(format, MAX_DEPTH).expect("a format that parses");
+        let scope = Scope {
+            sizes: &SMALL,
+            within: None,
+        };
+        format_cost(&pieces, &scope).expect("a format within the limits")
+    }
+
+    fn c(out: f64, work: f64, copies: f64, reads: f64, regex_runs: f64) -> Cost {
+        Cost {
+            out,
+            work,
+            copies,
+            reads,
+            regex_runs,
+        }
+    }
+
+    /// The arithmetic every estimate is made of, on values that tell each
+    /// operation apart (a `+` for a `*` or a `-` gives another number).
+    #[test]
+    fn costs_add_copy_scan_and_reduce() {
+        let a = c(3.0, 5.0, 2.0, 7.0, 1.0);
+        let b = c(11.0, 13.0, 17.0, 19.0, 23.0);
+        assert_eq!(a.plus(b), c(14.0, 18.0, 19.0, 26.0, 24.0));
+        assert_eq!(a.times(3.0), c(9.0, 15.0, 6.0, 21.0, 3.0));
+        // Copied: its bytes handled once more, its pane texts read again.
+        assert_eq!(a.copied(), c(3.0, 8.0, 2.0, 9.0, 1.0));
+        assert_eq!(a.scanned(4.0), c(3.0, 17.0, 2.0, 15.0, 1.0));
+        assert_eq!(a.reduced(6.0), c(6.0, 8.0, 0.0, 9.0, 1.0));
+        assert_eq!(Cost::text(4), c(4.0, 4.0, 0.0, 0.0, 0.0));
+        // A pane text twice and a 512-byte time: 64 * 2 + 512 built; the
+        // lookup, the value and what is built handled; read once, then
+        // once a copy.
+        assert_eq!(
+            Cost::lookup("pane_title", 2.0, 512.0),
+            c(640.0, 768.0, 2.0, 3.0, 0.0)
+        );
+        assert_eq!(
+            Cost::lookup("window_index", 2.0, 0.0),
+            c(128.0, 256.0, 0.0, 0.0, 0.0)
+        );
+    }
+
+    #[test]
+    fn texts_a_pane_sets_are_told_from_the_ones_tmux_writes() {
+        for name in [
+            "pane_title",
+            "window_name",
+            "@any",
+            "pane_current_command",
+            "pane_start_command",
+        ] {
+            assert!(is_pane_text(name), "{name}");
+        }
+        for name in [
+            "window_index",
+            "pane_id",
+            "session_id",
+            "",
+            "pane_current_commands",
+        ] {
+            assert!(!is_pane_text(name), "{name}");
+        }
+    }
+
+    /// Each piece of a format, costed by hand from the model in `Cost`'s
+    /// docs (64 bytes a value, 64 a lookup, 128 a loop item, a strlcat
+    /// pass at 1/32) on [`SMALL`]: every piece's result is copied once more
+    /// into the text around it.
+    #[test]
+    fn each_construct_costs_what_the_model_says() {
+        // Text: 3 built, 3 handled, 3 copied.
+        assert_eq!(cost("abc"), c(3.0, 6.0, 0.0, 0.0, 0.0));
+        // A pane title: read, then read again as it is copied.
+        assert_eq!(cost("#{pane_title}"), c(64.0, 256.0, 1.0, 3.0, 0.0));
+        assert_eq!(cost("#T"), c(64.0, 256.0, 1.0, 3.0, 0.0));
+        // q doubles a value, t prints 512 bytes more.
+        assert_eq!(cost("#{q:window_index}"), c(128.0, 384.0, 0.0, 0.0, 0.0));
+        assert_eq!(
+            cost("#{t:window_activity}"),
+            c(576.0, 1280.0, 0.0, 0.0, 0.0)
+        );
+        // Literal: its pieces, and its text copied as it is.
+        assert_eq!(cost("#{l:ab}"), c(4.0, 10.0, 0.0, 0.0, 0.0));
+        // A character: reduced to at most 6 bytes.
+        assert_eq!(cost("#{a:65}"), c(6.0, 12.0, 0.0, 0.0, 0.0));
+        // Truncation with a 2-byte marker, pad to 7, length.
+        assert_eq!(
+            cost("#{=/5/ab:window_index}"),
+            c(66.0, 322.0, 0.0, 0.0, 0.0)
+        );
+        assert_eq!(cost("#{p7:pane_title}"), c(71.0, 334.0, 1.0, 4.0, 0.0));
+        assert_eq!(cost("#{p-7:pane_title}"), c(71.0, 334.0, 1.0, 4.0, 0.0));
+        assert_eq!(cost("#{n:pane_title}"), c(20.0, 276.0, 0.0, 3.0, 0.0));
+        // A substitution: scanned by its 2-byte pattern, every byte may
+        // become the 3-byte replacement, one regex run.
+        assert_eq!(
+            cost("#{s/ab/xyz/:window_index}"),
+            c(259.0, 838.0, 0.0, 0.0, 1.0)
+        );
+        // An expression: its text read, a number of 330 bytes and its
+        // precision (2 unless given).
+        assert_eq!(cost("#{e|+|f|3:1,2}"), c(333.0, 342.0, 0.0, 0.0, 0.0));
+        assert_eq!(cost("#{e|+|:1,2}"), c(332.0, 341.0, 0.0, 0.0, 0.0));
+        // A comparison: its sides read, one byte out.
+        assert_eq!(cost("#{==:ab,cd}"), c(1.0, 16.0, 0.0, 0.0, 0.0));
+        // A glob match: the right side scanned by the 2-byte pattern.
+        assert_eq!(cost("#{m:*b,ab}"), c(1.0, 26.0, 0.0, 0.0, 0.0));
+        assert_eq!(cost("#{m:*b,#{pane_title}}"), c(1.0, 464.0, 0.0, 6.0, 0.0));
+        // A pane search: the screen (a pane text) scanned by the pattern.
+        assert_eq!(cost("#{C:ab}"), c(10.0, 394.0, 0.0, 5.0, 0.0));
+    }
+
+    #[test]
+    fn loops_and_name_searches_cost_per_item_of_their_own_set() {
+        // 3 sessions: 2 bytes each; each item's work (4) and set-up (128),
+        // and the strlcat passes: 2 * (1 + 2 + 3) / 32.
+        assert_eq!(cost("#{S:ab}"), c(6.0, 402.375, 0.0, 0.0, 0.0));
+        // 11 clients: 22 bytes; 132 * 11 + 2 * 66 / 32, copied.
+        assert_eq!(cost("#{L:ab}"), c(22.0, 1478.125, 0.0, 0.0, 0.0));
+        // 5 windows of a pane title: its copies are not multiplied.
+        assert_eq!(cost("#{W:#{pane_title}}"), c(320.0, 2270.0, 1.0, 4.0, 0.0));
+        // 7 panes, one regular expression each.
+        assert_eq!(cost("#{P:#{m/r:a,1}}"), c(7.0, 994.875, 0.0, 0.0, 7.0));
+        // A name search compares every session's (3) or window's (5) name.
+        assert_eq!(cost("#{N/s:ab}"), c(1.0, 199.0, 0.0, 0.0, 0.0));
+        assert_eq!(cost("#{N/w:ab}"), c(1.0, 327.0, 0.0, 0.0, 0.0));
+        assert_eq!(cost("#{N:ab}"), c(1.0, 327.0, 0.0, 0.0, 0.0));
+    }
+
+    #[test]
+    fn visited_sets_are_each_loops_own() {
+        assert_eq!(SMALL.visited_by("S"), (3.0, "sessions"));
+        assert_eq!(SMALL.visited_by("W"), (5.0, "windows in a session"));
+        assert_eq!(SMALL.visited_by("P"), (7.0, "panes in a window"));
+        assert_eq!(SMALL.visited_by("L"), (11.0, "clients"));
+    }
+
+    /// Every limit a refusal names is the documented one.
+    #[test]
+    fn refusals_name_the_limit_they_passed() {
+        let huge = LoopSizes {
+            sessions: 2000,
+            ..SIZES
+        };
+        let out = check(&format!("#{{S:{}}}", "#{p1000:}".repeat(4)), &huge).unwrap_err();
+        assert!(out.why.ends_with("(limit 1048576)"), "{out}");
+        let work = check(&"#{n:#{S:x}}".repeat(200), &huge).unwrap_err();
+        assert!(work.why.ends_with("(limit 2097152)"), "{work}");
+        let copies = refused(&"#{pane_title}".repeat(17));
+        assert!(
+            copies.why.ends_with("(limit 16)") || copies.why.ends_with("(limit 32)"),
+            "{copies}"
+        );
+        let reads = refused(&"#{n:#{pane_title}}".repeat(40));
+        assert!(reads.why.ends_with("(limit 32)"), "{reads}");
+        let runs = refused(&"#{m/r:a,#{pane_id}}".repeat(17));
+        assert!(runs.why.ends_with("(limit 16)"), "{runs}");
+    }
+
+    /// A pane of window `@window`: only its window counts for the sizes.
+    fn pane(id: u32, window: u32) -> crate::tmux::Pane {
+        use crate::tmux::{PaneId, PanePlacement, SessionId, WindowId};
+        let placement = PanePlacement {
+            session_id: SessionId::parse("$0").expect("an id"),
+            session_name: "s".into(),
+            window_id: WindowId::parse(&format!("@{window}")).expect("an id"),
+            window_index: window,
+            window_name: String::new(),
+        };
+        crate::tmux::Pane {
+            pane_id: PaneId::parse(&format!("%{id}")).expect("an id"),
+            pane_index: 0,
+            pane_width: 80,
+            pane_height: 24,
+            pane_left: 0,
+            pane_top: 0,
+            pane_right: 79,
+            pane_bottom: 23,
+            pane_at_top: true,
+            pane_at_bottom: true,
+            pane_at_left: true,
+            pane_at_right: true,
+            pane_tty: String::new(),
+            pane_pid: None,
+            pane_current_command: String::new(),
+            pane_current_path: String::new(),
+            pane_title: String::new(),
+            pane_active: false,
+            pane_dead: false,
+            pane_dead_status: None,
+            pane_in_mode: false,
+            pane_mode: String::new(),
+            alternate_on: false,
+            cursor_x: 0,
+            cursor_y: 0,
+            history_size: 0,
+            history_limit: 0,
+            window_activity: 0,
+            window_id: placement.window_id,
+            window_index: window,
+            window_name: String::new(),
+            session_id: placement.session_id,
+            session_name: placement.session_name.clone(),
+            placements: vec![placement],
+            is_caller: None,
+        }
+    }
+
+    fn session(id: u32, windows: u32, attached: u32) -> crate::tmux::Session {
+        crate::tmux::Session {
+            session_id: crate::tmux::SessionId::parse(&format!("${id}")).expect("an id"),
+            session_name: format!("s{id}"),
+            session_windows: windows,
+            session_attached: attached,
+            session_created: 0,
+            session_group: None,
+            session_path: String::new(),
+        }
+    }
+
+    #[test]
+    fn loop_sizes_are_the_largest_of_each_set_and_the_clients_attached() {
+        // Windows @1 (3 panes), @2 (1), @3 (2); sessions of 4, 6 and 2
+        // windows with 1, 0 and 2 clients attached.
+        let inv = Inventory {
+            sessions: vec![session(0, 4, 1), session(1, 6, 0), session(2, 2, 2)],
+            windows: Vec::new(),
+            panes: [(1, 1), (2, 2), (3, 1), (4, 3), (5, 1), (6, 3)]
+                .iter()
+                .map(|&(id, w)| pane(id, w))
+                .collect(),
+        };
+        let sizes = LoopSizes::of(&inv);
+        assert_eq!(
+            sizes,
+            LoopSizes {
+                sessions: 3,
+                windows: 6,
+                panes: 3,
+                // 3 attached, and 8 for panescan's own and one-shot ones.
+                clients: 11,
+            }
+        );
+    }
+
+    /// Each limit accepts its own value and refuses one more, and says
+    /// where.
+    #[test]
+    fn limits_hold_at_their_edges() {
+        accepted(&"x".repeat(MAX_FORMAT_BYTES));
+        assert_eq!(refused(&"x".repeat(MAX_FORMAT_BYTES + 1)).at, 4096);
+        // E and T are found where they start, whatever comes before.
+        let r = refused("ab#{E:x}");
+        assert_eq!((r.at, r.construct.as_str()), (4, "the E: modifier"));
+        let r = refused("ab#{=5;T:x}");
+        assert_eq!((r.at, r.construct.as_str()), (7, "the T: modifier"));
+    }
+
+    /// A literal number has at most 9 digits, leading zeros counted: one
+    /// more is refused before it is read.
+    #[test]
+    fn literal_numbers_have_at_most_nine_digits() {
+        accepted("#{p000000005:x}#{=-000000005:x}");
+        assert!(refused("#{p0000000005:x}")
+            .construct
+            .starts_with("the width"));
+        assert!(refused("#{=-0000000005:x}")
+            .construct
+            .starts_with("the width"));
+        assert!(refused("#{p-:x}").construct.starts_with("the width"));
+        assert_eq!(literal_number("-123456789"), Some(-123_456_789));
+        assert_eq!(literal_number("1234567890"), None);
+    }
+
+    /// An escaped character in a regular expression is plain; a refusal
+    /// points at the backreference or the `{`, not at the pattern's start;
+    /// a star at a pane search's end counts (tmux wraps the term in `*`).
+    #[test]
+    fn regular_expressions_are_read_escape_by_escape() {
+        accepted("#{m/r:a\\.b\\{\\\\,x}");
+        assert_eq!(refused("#{m/r:ab\\1,x}").at, 8);
+        assert_eq!(refused("#{m/r:ab{2#},x}").at, 8);
+        assert!(refused("#{C:ab*}").why.contains("at most 0 *"));
+    }
+
+    /// A construct is shown cut at 40 bytes, at a character's start.
+    #[test]
+    fn constructs_are_cut_between_characters() {
+        // `=/99999/` and 31 bytes: the 40th byte is inside the `é`.
+        let f = format!("#{{=/99999/{}é{}/:x}}", "a".repeat(31), "b".repeat(20));
+        let shown = refused(&f).construct;
+        let kept = format!("the width of #{{=/99999/{}...", "a".repeat(31));
+        assert!(shown.starts_with(&kept) && !shown.contains('é'), "{shown}");
     }
 
     mod never_panics {

@@ -368,7 +368,7 @@ const PANE_SET: [&str; 5] = [
     "window_name",
     "pane_path",
     "pane_current_command",
-    "@big",
+    "@big_id",
 ];
 
 /// A server of 16 sessions whose pane `%0` has set every text of
@@ -400,7 +400,7 @@ fn server_with_long_texts(label: &str) -> (PrivateServer, Serve, common::TempDir
     let conf = dir.0.join("big.conf");
     std::fs::write(
         &conf,
-        format!("set-option -p -t %0 @big {}\n", "a".repeat(100_000)),
+        format!("set-option -p -t %0 @big_id {}\n", "a".repeat(100_000)),
     )
     .unwrap();
     tmux.run_ok(["source-file", &conf.display().to_string()])
