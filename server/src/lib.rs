@@ -21,6 +21,8 @@ pub mod prompts;
 pub mod resources;
 pub(crate) mod sync;
 pub mod testbed;
+#[doc(hidden)]
+pub mod testing;
 pub mod tmux;
 pub mod tools;
 pub mod trust;

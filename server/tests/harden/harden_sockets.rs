@@ -451,7 +451,7 @@ fn secret(label: &str) -> String {
     format!("panescan-{label}-{nanos:x}")
 }
 
-/// What panescan's tmux clients may carry: [`panescan::tmux::client_env`].
+/// What panescan's tmux clients may carry: the list in `tmux/client_env.rs`.
 const CLIENT_VARS: [&str; 4] = ["HOME", "PATH", "TMUX_TMPDIR", "LC_ALL"];
 
 #[test]
