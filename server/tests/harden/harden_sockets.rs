@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::{eventually, Serve, TempDir};
-use panescan::testbed::private_server::PrivateServer;
+use panescan::testing::private_server::PrivateServer;
 use serde_json::{json, Value};
 
 /// The tmux socket directory under `tmux_tmpdir`, as tmux names it.
