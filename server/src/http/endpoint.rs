@@ -441,11 +441,6 @@ impl Endpoint {
         status(StatusCode::OK, "")
     }
 
-    /// Sessions now open (stateless ones not counted).
-    pub fn sessions_open(&self) -> usize {
-        crate::sync::lock(&self.sessions).len()
-    }
-
     /// Closes the sessions idle for longer than the idle limit, and those
     /// whose MCP session ended.
     pub fn expire_idle(&self) {

@@ -194,13 +194,6 @@ fn list_of(v: &Value) -> Vec<String> {
     }
 }
 
-/// The field names of a row type, from a sample row's JSON keys.
-pub fn fields_of(row: &Value) -> Vec<String> {
-    row.as_object()
-        .map(|o| o.keys().cloned().collect())
-        .unwrap_or_default()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -67,11 +67,6 @@ impl AuditLog {
         &self.path
     }
 
-    /// Whether texts are logged as their SHA-256.
-    pub fn hashes_text(&self) -> bool {
-        self.hash_text
-    }
-
     /// Whether a write failed (audited calls are then refused).
     pub fn is_broken(&self) -> bool {
         self.broken.load(Ordering::SeqCst)

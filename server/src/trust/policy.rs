@@ -29,9 +29,6 @@ pub const MAX_RULES: usize = 256;
 pub const MAX_GLOBS: usize = 64;
 /// The longest glob, in bytes.
 pub const MAX_GLOB_BYTES: usize = 256;
-/// The longest text judged per call, in bytes: send_keys and paste_text
-/// take at most this much per call (tools' own limits are lower).
-pub const MAX_TEXT_BYTES: usize = 1 << 20;
 
 /// What a rule, or the policy's default, says about a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]

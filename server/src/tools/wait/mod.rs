@@ -17,7 +17,7 @@ mod panes;
 mod wake;
 mod watch;
 
-pub use panes::{WatchHit, WatchPanes, WatchPanesArgs, WatchPanesResult};
+pub use panes::{WatchPanes, WatchPanesArgs};
 
 use std::time::{Duration, Instant};
 
