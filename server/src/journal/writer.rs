@@ -33,7 +33,7 @@ use crate::tmux::{
 pub const READ_EVERY: Duration = Duration::from_millis(500);
 /// Records are written and synced this long after they were taken at most:
 /// what a crash may lose.
-pub const FLUSH_EVERY: Duration = Duration::from_secs(1);
+const FLUSH_EVERY: Duration = Duration::from_secs(1);
 /// A flush this large is written at once.
 const FLUSH_BYTES: usize = 4 << 20;
 /// How often the bounds are enforced.

@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 use super::context::ToolError;
 
 /// The operators, in the order error messages list them.
-pub const OPS: &[&str] = &[
+const OPS: &[&str] = &[
     "exact",
     "iexact",
     "contains",

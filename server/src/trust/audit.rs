@@ -141,7 +141,7 @@ fn open_append(path: &Path) -> Result<File, String> {
 }
 
 /// Lowercase hex SHA-256 of `text`.
-pub fn sha256_hex(text: &str) -> String {
+fn sha256_hex(text: &str) -> String {
     Sha256::digest(text.as_bytes())
         .iter()
         .map(|b| format!("{b:02x}"))
