@@ -16,8 +16,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
-use panescan::testbed::private_server::PrivateServer;
-use panescan::tmux::{CaptureOptions, CaptureRange, CaptureRequest, PaneId, ServerSpec, Tmux};
+use panescan::testing::private_server::PrivateServer;
+use panescan::testing::tmux::{
+    CaptureOptions, CaptureRange, CaptureRequest, PaneId, ServerSpec, Tmux,
+};
 
 const PANES: usize = 200;
 const HISTORY: u64 = 2_000;

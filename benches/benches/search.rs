@@ -20,12 +20,12 @@
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use panescan::config::Ceilings;
-use panescan::testbed::baseline::{source_fetch, FetchRange};
-use panescan::testbed::fixture::{Fixture, FixtureShape, NEEDLE};
-use panescan::tmux::ServerSpec;
-use panescan::tools::context::ToolContext;
-use panescan::tools::search::{search_panes, SearchPanesArgs};
+use panescan::testing::baseline::{source_fetch, FetchRange};
+use panescan::testing::config::Ceilings;
+use panescan::testing::fixture::{Fixture, FixtureShape, NEEDLE};
+use panescan::testing::tmux::ServerSpec;
+use panescan::testing::tools::context::ToolContext;
+use panescan::testing::tools::search::{search_panes, SearchPanesArgs};
 
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -45,7 +45,7 @@ fn bench(c: &mut Criterion) {
     let fixture = Fixture::build(
         "criterion-search",
         shape,
-        &panescan::testbed::corpus::sources(),
+        &panescan::testing::corpus::sources(),
         Duration::from_secs(300),
         &mut |_, _| {},
     )

@@ -1,11 +1,11 @@
 //! Fuzz the search_panes since-cursor decoder: see
-//! `panescan::testbed::fuzz_parsers::cursor` for the invariants.
+//! `panescan::testing::fuzz_parsers::cursor` for the invariants.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    if let Err(problem) = panescan::testbed::fuzz_parsers::cursor(data) {
+    if let Err(problem) = panescan::testing::fuzz_parsers::cursor(data) {
         panic!("{problem}");
     }
 });

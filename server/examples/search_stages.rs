@@ -17,14 +17,14 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use panescan::config::Ceilings;
-use panescan::testbed::baseline::{source_fetch, FetchRange};
-use panescan::testbed::corpus;
-use panescan::testbed::fixture::{Fixture, FixtureShape, NEEDLE};
-use panescan::tmux::capture::{CaptureOptions, CaptureRange, CaptureRequest};
-use panescan::tmux::{Fields, ServerSpec, Tmux};
-use panescan::tools::context::ToolContext;
-use panescan::tools::search::{search_panes, SearchPanesArgs};
+use panescan::testing::baseline::{source_fetch, FetchRange};
+use panescan::testing::config::Ceilings;
+use panescan::testing::corpus;
+use panescan::testing::fixture::{Fixture, FixtureShape, NEEDLE};
+use panescan::testing::tmux::capture::{CaptureOptions, CaptureRange, CaptureRequest};
+use panescan::testing::tmux::{Fields, ServerSpec, Tmux};
+use panescan::testing::tools::context::ToolContext;
+use panescan::testing::tools::search::{search_panes, SearchPanesArgs};
 
 const ROUNDS: usize = 15;
 
@@ -34,7 +34,7 @@ fn main() -> Result<(), String> {
         |i: usize, default: usize| args.get(i).and_then(|v| v.parse().ok()).unwrap_or(default);
     let (panes, lines) = (number(0, 200), number(1, 2_000));
     let deep = args.get(2).is_some_and(|a| a == "deep");
-    panescan::testbed::private_server::kill_on_interrupt();
+    panescan::testing::private_server::kill_on_interrupt();
     let shape = FixtureShape {
         panes,
         lines,

@@ -1,5 +1,5 @@
-//! The `panescan` binary: see [`panescan::cli`].
+//! The `panescan` binary: see [`panescan::main`].
 
 fn main() -> std::process::ExitCode {
-    panescan::cli::main()
+    panescan::main()
 }

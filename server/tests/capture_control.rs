@@ -15,8 +15,10 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use common::eventually;
-use panescan::testbed::private_server::PrivateServer;
-use panescan::tmux::{CaptureOptions, CaptureRange, CaptureReply, CaptureRequest, PaneId, Tmux};
+use panescan::testing::private_server::PrivateServer;
+use panescan::testing::tmux::{
+    CaptureOptions, CaptureRange, CaptureReply, CaptureRequest, PaneId, Tmux,
+};
 
 /// Every tmux this test binary runs goes through a wrapper that logs its
 /// arguments, so a test can see whether a capture started a process.
@@ -43,7 +45,7 @@ fn tmux_log() -> &'static PathBuf {
         .unwrap();
         use std::os::unix::fs::PermissionsExt as _;
         std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
-        panescan::tmux::binary::init(Some(wrapper.as_os_str())).unwrap();
+        panescan::testing::tmux::binary::init(Some(wrapper.as_os_str())).unwrap();
         log
     })
 }

@@ -26,14 +26,14 @@
 use std::ffi::OsStr;
 
 /// Arenas `serve` asks glibc for.
-pub const ARENAS: &str = "2";
+const ARENAS: &str = "2";
 
 /// glibc's variable.
-pub const ARENA_MAX: &str = "MALLOC_ARENA_MAX";
+const ARENA_MAX: &str = "MALLOC_ARENA_MAX";
 
 /// Set beside [`ARENA_MAX`] by the restart, so the restarted process
 /// knows the cap is its own and not the operator's.
-pub const MARKER: &str = "PANESCAN_ARENAS_CAPPED";
+const MARKER: &str = "PANESCAN_ARENAS_CAPPED";
 
 /// What `serve` does at start about the arenas.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,22 +6,22 @@ use std::process::ExitCode;
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
-pub mod arenas;
+pub(crate) mod arenas;
 // The bench report's items are documented as they are reworked.
 #[allow(missing_docs)]
-pub mod bench;
-pub mod client;
-pub mod commands;
-pub mod daemon;
-pub mod demo;
-pub mod http;
-pub mod journal;
-pub mod preflight;
-pub mod progress;
-pub mod relay;
-pub mod search;
-pub mod serve;
-pub mod trust;
+pub(crate) mod bench;
+pub(crate) mod client;
+pub(crate) mod commands;
+pub(crate) mod daemon;
+pub(crate) mod demo;
+pub(crate) mod http;
+pub(crate) mod journal;
+pub(crate) mod preflight;
+pub(crate) mod progress;
+pub(crate) mod relay;
+pub(crate) mod search;
+pub(crate) mod serve;
+pub(crate) mod trust;
 
 use crate::config::{Ceilings, Tier};
 use crate::tmux::reach::SocketPolicy;
@@ -47,6 +47,9 @@ pub struct Cli {
 }
 
 /// The subcommands.
+// `Commands::Commands` is `panescan commands`: clap names a subcommand
+// after its variant.
+#[allow(clippy::enum_variant_names)]
 #[derive(Debug, Subcommand)]
 pub enum Commands {
     /// Serve MCP on stdin/stdout (JSON-RPC 2.0, one message per line),

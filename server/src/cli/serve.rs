@@ -61,7 +61,7 @@ pub struct Explicit(pub Vec<String>);
 
 impl Explicit {
     /// Read from this process's command line and environment.
-    pub fn from_command_line() -> Self {
+    fn from_command_line() -> Self {
         let Ok(matches) = super::Cli::command().try_get_matches() else {
             return Explicit::default();
         };

@@ -10,7 +10,7 @@ use std::io::BufReader;
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -26,10 +26,6 @@ pub const LOG: &str = "daemon.log";
 /// A connection to a daemon of this build, past its hello.
 #[derive(Debug)]
 pub struct Connected {
-    /// What the daemon said.
-    pub hello: Hello,
-    /// Its socket.
-    pub socket: PathBuf,
     /// Reading side (buffered; nothing after the hello consumed).
     pub reader: BufReader<UnixStream>,
     /// Writing side.
@@ -53,12 +49,7 @@ fn try_socket(socket: &Path, build: &str) -> Option<Result<Connected, Hello>> {
     if hello.build != build || hello.panescan_daemon != super::VERSION {
         return Some(Err(hello));
     }
-    Some(Ok(Connected {
-        hello,
-        socket: socket.to_owned(),
-        reader,
-        writer,
-    }))
+    Some(Ok(Connected { reader, writer }))
 }
 
 /// A daemon of this build in `dir`, at the shared socket or at this

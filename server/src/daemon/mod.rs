@@ -21,14 +21,14 @@
 //! or after `idle_exit` with no session, answering or closing every
 //! session first and removing its socket.
 
-pub mod bind;
-pub mod caller;
-pub mod client;
-pub mod conn;
-pub mod ledger;
-pub mod ledger_read;
-pub mod place;
-pub mod wire;
+pub(crate) mod bind;
+pub(crate) mod caller;
+pub(crate) mod client;
+pub(crate) mod conn;
+pub(crate) mod ledger;
+pub(crate) mod ledger_read;
+pub(crate) mod place;
+pub(crate) mod wire;
 
 use std::collections::HashMap;
 use std::os::unix::net::{UnixListener, UnixStream};

@@ -49,7 +49,7 @@ pub fn ensure_private_dir(dir: &Path) -> Result<(), String> {
 
 /// `dir` is a directory (not a link) of this user with no access for
 /// group or others.
-pub fn check_private_dir(dir: &Path) -> Result<(), String> {
+fn check_private_dir(dir: &Path) -> Result<(), String> {
     let meta =
         fs::symlink_metadata(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
     if !meta.is_dir() {

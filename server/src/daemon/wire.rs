@@ -17,7 +17,7 @@ use crate::tmux::reach::SocketPolicy;
 use crate::tmux::{ssh, ServerSpec};
 
 /// The longest handshake line either side reads: a spec is small.
-pub const MAX_HANDSHAKE_BYTES: u64 = 64 * 1024;
+const MAX_HANDSHAKE_BYTES: u64 = 64 * 1024;
 
 /// The daemon's first line, written as soon as the peer is known to be
 /// this user.

@@ -18,7 +18,7 @@ use crate::config::Tier;
 
 /// The shortest token accepted from a file: 128 bits as hex. A fresh file
 /// gets 256 bits.
-pub const MIN_TOKEN_CHARS: usize = 32;
+const MIN_TOKEN_CHARS: usize = 32;
 
 /// One accepted token and the tier its sessions run at.
 #[derive(Clone)]
@@ -123,7 +123,7 @@ impl Tokens {
 
 /// Whether `a` and `b` are equal, in time that depends on their lengths
 /// only, never on where they first differ.
-pub fn constant_time_eq(a: &[u8], b: &[u8]) -> subtle::Choice {
+fn constant_time_eq(a: &[u8], b: &[u8]) -> subtle::Choice {
     // `ct_eq` on slices returns false at once for unequal lengths, which
     // tells only the length (a fresh token's is public: 64 hex digits).
     a.ct_eq(b)

@@ -189,7 +189,7 @@ impl Conn {
     }
 
     /// Requests waiting for answers, and the GET stream.
-    pub fn open_streams(&self) -> usize {
+    fn open_streams(&self) -> usize {
         let routes = crate::sync::lock(&self.routes);
         routes.by_id.len() + usize::from(routes.get.as_ref().is_some_and(|g| !g.tx.is_closed()))
     }

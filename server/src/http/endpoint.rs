@@ -45,7 +45,7 @@ use crate::mcp::protocol::META_PROTOCOL_VERSION;
 /// into an SSE stream: answers quicker than this come back as plain JSON.
 const SSE_AFTER: Duration = Duration::from_millis(250);
 /// The session header (HTTP header names are case-insensitive).
-pub const SESSION_HEADER: &str = "mcp-session-id";
+const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
 
 /// Opens a session for a token's tier (`None`: the serve's own), as a
@@ -439,11 +439,6 @@ impl Endpoint {
             session.conn.close();
         }
         status(StatusCode::OK, "")
-    }
-
-    /// Sessions now open (stateless ones not counted).
-    pub fn sessions_open(&self) -> usize {
-        crate::sync::lock(&self.sessions).len()
     }
 
     /// Closes the sessions idle for longer than the idle limit, and those

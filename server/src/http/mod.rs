@@ -23,12 +23,12 @@
 //! connections and each stream's buffer are bounded; SIGTERM answers every
 //! open stream and closes every connection before the process ends.
 
-pub mod auth;
-pub mod body;
-pub mod conn;
-pub mod endpoint;
-pub mod replay;
-pub mod tls;
+pub(crate) mod auth;
+pub(crate) mod body;
+pub(crate) mod conn;
+pub(crate) mod endpoint;
+pub(crate) mod replay;
+pub(crate) mod tls;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;

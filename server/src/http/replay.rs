@@ -22,9 +22,9 @@ use std::sync::Arc;
 pub const REPLAY_EVENTS: usize = super::conn::STREAM_BUFFER;
 /// Streams a session keeps events of: a client resumes the stream it
 /// just lost, not one of long ago.
-pub const REPLAY_STREAMS: usize = 32;
+const REPLAY_STREAMS: usize = 32;
 /// Bytes a session keeps in all: two messages at the line ceiling.
-pub const REPLAY_BYTES: usize = 2 * crate::mcp::jsonrpc::MAX_LINE_BYTES;
+const REPLAY_BYTES: usize = 2 * crate::mcp::jsonrpc::MAX_LINE_BYTES;
 
 /// One kept event.
 #[derive(Debug, Clone)]

@@ -31,13 +31,13 @@ pub use super::track::Row;
 /// The first bytes of a frame without rows.
 pub const MAGIC: [u8; 4] = *b"PJF1";
 /// The first bytes of a frame with a row per line.
-pub const MAGIC_ROWS: [u8; 4] = *b"PJF2";
+const MAGIC_ROWS: [u8; 4] = *b"PJF2";
 /// Header bytes: magic, compressed length, raw length, first and last
 /// time, CRC.
 pub const HEADER: usize = 4 + 4 + 4 + 8 + 8 + 4;
 /// A frame's raw payload at most (a flush writes smaller ones); a header
 /// claiming more is corrupt.
-pub const MAX_RAW: usize = 64 << 20;
+const MAX_RAW: usize = 64 << 20;
 /// zstd level 1: the measured best trade of size and write cost (NOTES.md).
 const LEVEL: i32 = 1;
 
@@ -327,7 +327,8 @@ pub struct Block {
 }
 
 impl Block {
-    /// The run holding line `i`.
+    /// The run holding line `i` (the search walks runs in order instead).
+    #[cfg(test)]
     pub fn run_of(&self, i: usize) -> Option<&Run> {
         let k = self.runs.partition_point(|r| r.first + r.len <= i);
         self.runs.get(k).filter(|r| r.first <= i)

@@ -25,23 +25,21 @@
 //! gap record with its span, never silence; a crash loses at most the
 //! last second and never an earlier frame.
 
-pub mod dir;
-pub mod frame;
-pub mod ledger;
-pub mod pace;
-pub mod search;
-pub mod segment;
-pub mod track;
-pub mod view;
-pub mod when;
-pub mod writer;
+pub(crate) mod dir;
+pub(crate) mod frame;
+pub(crate) mod ledger;
+pub(crate) mod pace;
+pub(crate) mod search;
+pub(crate) mod segment;
+pub(crate) mod track;
+pub(crate) mod view;
+pub(crate) mod when;
+pub(crate) mod writer;
 
 use std::path::PathBuf;
 
 /// `--journal-max-bytes` unless given: 1 GiB.
 pub const DEFAULT_MAX_BYTES: u64 = 1 << 30;
-/// `--journal-max-age` unless given: 7 days.
-pub const DEFAULT_MAX_AGE_MS: i64 = 7 * 86_400_000;
 
 /// How the journal is kept.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -27,7 +27,7 @@ use super::frame::{self, Bad, Decoded, Header, Records};
 
 /// A segment grows to this many bytes at most (then the next starts), so
 /// the byte bound removes a small share of the journal at a time.
-pub const SEGMENT_BYTES: u64 = 64 << 20;
+const SEGMENT_BYTES: u64 = 64 << 20;
 /// A segment holds one hour at most: the age bound removes whole hours.
 pub const SEGMENT_MS: i64 = 3_600_000;
 const EXT: &str = "pjs";

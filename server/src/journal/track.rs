@@ -38,7 +38,7 @@ pub struct Snapshot {
 }
 
 /// A gap: from, to (ms) and why.
-pub type GapSpan = (i64, i64, String);
+type GapSpan = (i64, i64, String);
 
 /// What a read adds to the journal.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

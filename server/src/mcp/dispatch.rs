@@ -27,7 +27,7 @@ use crate::trust::Trust;
 
 /// Tool calls running at once. Past this a call is refused rather than
 /// queued: a client that floods us gets a clear error, not a stall.
-pub const MAX_IN_FLIGHT: usize = 64;
+const MAX_IN_FLIGHT: usize = 64;
 
 /// What the writer thread receives.
 #[derive(Debug)]

@@ -10,7 +10,7 @@ use std::io::{self, BufRead};
 use serde_json::{json, Map, Value};
 
 /// The line was not JSON.
-pub const PARSE_ERROR: i64 = -32700;
+const PARSE_ERROR: i64 = -32700;
 /// JSON, but not a JSON-RPC request (or a batch, which MCP removed).
 pub const INVALID_REQUEST: i64 = -32600;
 /// No such method.

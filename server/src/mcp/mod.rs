@@ -11,14 +11,14 @@
 //! - [`session`] — one session over any reader and writer, and its end.
 //! - [`server`] — `serve --no-daemon`: one session on stdio, signals.
 
-pub mod dispatch;
+pub(crate) mod dispatch;
 #[cfg(test)]
 mod golden;
-pub mod jsonrpc;
-pub mod listing;
-pub mod peer;
-pub mod protocol;
-pub mod resources;
-pub mod response;
-pub mod server;
-pub mod session;
+pub(crate) mod jsonrpc;
+pub(crate) mod listing;
+pub(crate) mod peer;
+pub(crate) mod protocol;
+pub(crate) mod resources;
+pub(crate) mod response;
+pub(crate) mod server;
+pub(crate) mod session;

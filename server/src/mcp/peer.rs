@@ -26,7 +26,7 @@ use crate::trust::{approval, audit, Approval, Asker, Question};
 
 /// Server requests waiting for the client at once: one per held call,
 /// and held calls are few (a person answers each).
-pub const MAX_SERVER_REQUESTS: usize = 16;
+const MAX_SERVER_REQUESTS: usize = 16;
 /// How often a waiting request looks at its call's cancel flag.
 const CANCEL_POLL: Duration = Duration::from_millis(50);
 

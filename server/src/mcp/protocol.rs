@@ -12,7 +12,7 @@ use serde_json::{json, Map, Value};
 use super::jsonrpc::{RpcError, INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION};
 
 /// Versions reachable through `initialize`, oldest first.
-pub const HANDSHAKE_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+const HANDSHAKE_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
 /// Versions of the stateless surface.
 pub const MODERN_VERSIONS: &[&str] = &["2026-07-28"];
 
@@ -21,7 +21,7 @@ pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion
 /// `_meta` key under which a stateless request carries the client's capabilities.
 pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 /// `_meta` key under which a stateless answer names this server.
-pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 
 /// How long a client may cache `tools/list` and `server/discover`. The
 /// tool set is fixed for the life of the process (the tier is chosen at
@@ -48,7 +48,7 @@ impl Era {
 }
 
 /// Every version we speak, for `-32022` data and `server/discover`.
-pub fn all_versions() -> Vec<&'static str> {
+fn all_versions() -> Vec<&'static str> {
     HANDSHAKE_VERSIONS
         .iter()
         .chain(MODERN_VERSIONS)
@@ -134,7 +134,7 @@ pub fn capabilities() -> Value {
 /// What `initialize` tells a model about the server before it reads any tool.
 /// The same at every tier: it says which tier brings what, and `tools/list`
 /// shows only the configured tier's tools.
-pub const INSTRUCTIONS: &str = "tmux for agents: find text in every pane, scrollback included (search_panes; \
+const INSTRUCTIONS: &str = "tmux for agents: find text in every pane, scrollback included (search_panes; \
 since=cursor for what is new; watch_panes to be told), inspect sessions, windows and panes, capture pane text \
 (capture_since for what is new), wait for text. The mutating tier adds run_command (exit status and exactly what \
 the command printed) and tools that create and arrange sessions, windows and panes; the destructive tier adds kills \

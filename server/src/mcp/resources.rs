@@ -39,9 +39,9 @@ use crate::resources::{read, ResourceError, ResourceErrorKind};
 use crate::tools::context::ToolContext;
 
 /// MCP's "resource not found" code.
-pub const RESOURCE_NOT_FOUND: i64 = -32002;
+const RESOURCE_NOT_FOUND: i64 = -32002;
 /// URIs one connection may watch at once (all streams and subscriptions).
-pub const MAX_SUBSCRIPTIONS: usize = 4096;
+const MAX_SUBSCRIPTIONS: usize = 4096;
 /// `_meta` key stamping every notification of a listen stream.
 pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 

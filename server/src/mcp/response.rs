@@ -20,7 +20,7 @@ use crate::tools::registry::ToolOutput;
 /// Error messages (JSON-RPC errors and tool errors) are clipped to this
 /// many bytes: they may quote what the client sent, which has no bound of
 /// its own short of the request line.
-pub const MAX_MESSAGE_BYTES: usize = 4096;
+const MAX_MESSAGE_BYTES: usize = 4096;
 
 /// Builds every response line within one ceiling.
 #[derive(Debug, Clone, Copy)]

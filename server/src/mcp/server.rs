@@ -12,8 +12,6 @@ use super::session::{self, Shared};
 use crate::config::ServeConfig;
 use crate::trust::Trust;
 
-pub use super::session::OUT_QUEUE_LINES;
-
 /// Serves MCP on stdin/stdout until EOF or a signal, every call through
 /// `trust`. Returns the exit code.
 pub fn serve(config: ServeConfig, trust: Arc<Trust>) -> i32 {

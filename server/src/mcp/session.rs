@@ -39,7 +39,7 @@ const FLUSH_GRACE: Duration = Duration::from_secs(2);
 /// buffering every answer (unread `tools/list` answers alone grow without
 /// end). Each session has its own queue, so one slow reader holds up only
 /// its own calls.
-pub const OUT_QUEUE_LINES: usize = 64;
+const OUT_QUEUE_LINES: usize = 64;
 
 /// What every session of a process shares.
 #[derive(Debug, Clone, Default)]

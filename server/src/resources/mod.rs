@@ -13,9 +13,9 @@
 //! get_session_info's result, `tmux://pane/{n}/screen` (pane `%n`) capture_pane's text,
 //! with the same id checks, ceilings and pane cache.
 
-pub mod read;
-pub mod uri;
-pub mod watch;
+pub(crate) mod read;
+pub(crate) mod uri;
+pub(crate) mod watch;
 
 use crate::tools::context::{ErrorKind, ToolError};
 

@@ -17,7 +17,7 @@ use crate::tools::search::pane_journal::pane_journal;
 
 /// Pane screens per `resources/list` page: a server with thousands of
 /// panes is listed in pages of this many (about 200 bytes each).
-pub const PAGE_PANES: usize = 200;
+const PAGE_PANES: usize = 200;
 
 const CURSOR_PREFIX: &str = "after:";
 

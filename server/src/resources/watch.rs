@@ -35,7 +35,7 @@ use crate::tmux::{Fields, Inventory, PaneId, Tmux};
 use crate::tools::context::{ServerArgs, ToolContext};
 
 /// The shortest time between two updates of one URI (and between two list changes).
-pub const DEBOUNCE: Duration = Duration::from_millis(100);
+const DEBOUNCE: Duration = Duration::from_millis(100);
 /// How often the inventory is read while anything is subscribed.
 pub const POLL: Duration = Duration::from_millis(500);
 /// The longest the thread blocks without looking at what is wanted.

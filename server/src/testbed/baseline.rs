@@ -99,7 +99,7 @@ pub fn process_per_pane(
 
 /// One control-mode client, every capture written at once, replies read
 /// until the last `%end`/`%error` (the bench's panes print no framing).
-pub fn control_fetch(
+fn control_fetch(
     socket_name: &str,
     session: &str,
     panes: &[String],

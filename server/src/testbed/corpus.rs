@@ -7,7 +7,7 @@
 //! their colours and drops cursor movement before printing them in a pane.
 
 /// The corpus files: (file name, text).
-pub const FILES: &[(&str, &str)] = &[
+const FILES: &[(&str, &str)] = &[
     (
         "cargo-build-errors.ansi",
         include_str!("../../../corpus/cargo-build-errors.ansi"),

@@ -83,7 +83,7 @@ impl Drop for Fixture {
 }
 
 /// Why a fixture could not be built.
-pub type FixtureError = PrivateServerError;
+type FixtureError = PrivateServerError;
 
 impl Fixture {
     /// Builds a server of the given shape from `sources` (terminal text
@@ -219,7 +219,7 @@ impl Fixture {
 /// The printable lines of the sources: escape sequences other than colours
 /// are removed (a cursor movement or screen clear replayed by `cat` would
 /// scramble the pane), control characters dropped, empty sources skipped.
-pub fn source_lines(sources: &[&str]) -> Vec<String> {
+fn source_lines(sources: &[&str]) -> Vec<String> {
     let mut out = Vec::new();
     for source in sources {
         for line in source.lines() {

@@ -341,7 +341,7 @@ static LIVE: Mutex<Vec<Live>> = Mutex::new(Vec::new());
 
 /// Kills every private server this process still has running. For
 /// SIGINT/SIGTERM handlers: exiting from a signal runs no destructor.
-pub fn kill_all_live() {
+fn kill_all_live() {
     let names = std::mem::take(&mut *crate::sync::lock(&LIVE));
     for (name, tmux_tmpdir, pid) in names {
         if let Some(pid) = pid {

@@ -34,7 +34,7 @@ pub struct CallerPane {
 
 impl CallerPane {
     /// Reads `TMUX` and `TMUX_PANE`, and this process's parents.
-    pub fn from_env() -> Self {
+    fn from_env() -> Self {
         Self::from_values(
             std::env::var_os("TMUX").map(|v| v.to_string_lossy().into_owned()),
             std::env::var("TMUX_PANE").ok(),

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use super::TmuxError;
 
 /// Longest channel name accepted.
-pub const MAX_CHANNEL_BYTES: usize = 128;
+const MAX_CHANNEL_BYTES: usize = 128;
 
 /// How often a wait looks at its client, the deadline and the cancel flag.
 const POLL: Duration = Duration::from_millis(5);

@@ -26,7 +26,7 @@
 use std::process::Command;
 
 /// The variables passed through, when panescan has them.
-pub const PASSED: [&str; 3] = ["HOME", "PATH", "TMUX_TMPDIR"];
+const PASSED: [&str; 3] = ["HOME", "PATH", "TMUX_TMPDIR"];
 
 /// The variables `create_session` may copy into a new session when tmux's
 /// `update-environment` lists them: tmux's own default list (3.2-3.6).

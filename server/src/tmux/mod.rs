@@ -25,34 +25,34 @@
 //!
 //! Why, the faults and other hosts, in full: NOTES.md.
 
-pub mod binary;
-pub mod buffers;
-pub mod caller;
-pub mod capture;
-pub mod channel;
-pub mod client_env;
-pub mod command;
-pub mod connection;
-pub mod events;
-pub mod feed;
-pub mod format;
-pub mod framing;
-pub mod identity;
-pub mod ids;
-pub mod inventory;
-pub mod launch;
-pub mod listing_ahead;
+pub(crate) mod binary;
+pub(crate) mod buffers;
+pub(crate) mod caller;
+pub(crate) mod capture;
+pub(crate) mod channel;
+pub(crate) mod client_env;
+pub(crate) mod command;
+pub(crate) mod connection;
+pub(crate) mod events;
+pub(crate) mod feed;
+pub(crate) mod format;
+pub(crate) mod framing;
+pub(crate) mod identity;
+pub(crate) mod ids;
+pub(crate) mod inventory;
+pub(crate) mod launch;
+pub(crate) mod listing_ahead;
 mod listing_share;
-pub mod notification;
-pub mod oneshot;
-pub mod paths;
+pub(crate) mod notification;
+pub(crate) mod oneshot;
+pub(crate) mod paths;
 pub(crate) mod process;
-pub mod procfs;
-pub mod reach;
+pub(crate) mod procfs;
+pub(crate) mod reach;
 pub(crate) mod rows;
-pub mod servers;
-pub mod spans;
-pub mod ssh;
+pub(crate) mod servers;
+pub(crate) mod spans;
+pub(crate) mod ssh;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -64,7 +64,7 @@ use std::time::Instant;
 pub use capture::{CaptureOptions, CaptureRange, CaptureReply, CaptureRequest, CapturedText};
 pub use command::TmuxCommand;
 pub use ids::{PaneId, SessionId, Target, WindowId};
-pub use inventory::{Fields, Inventory, Pane, PanePlacement, Session, Window, WindowPlacement};
+pub use inventory::{Fields, Inventory, Pane, PanePlacement, Session, Window};
 pub use listing_ahead::ListingAhead;
 
 /// Which tmux server to talk to.

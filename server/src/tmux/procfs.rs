@@ -170,7 +170,7 @@ pub fn parse_window_name(word: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// `btime` (boot time, seconds since the epoch) from `/proc/stat`.
-pub fn parse_btime(proc_stat: &[u8]) -> Option<i64> {
+fn parse_btime(proc_stat: &[u8]) -> Option<i64> {
     proc_stat
         .split(|b| *b == b'\n')
         .find_map(|l| l.strip_prefix(b"btime "))
@@ -199,7 +199,7 @@ pub fn parse_clock_ticks(auxv: &[u8]) -> Option<u64> {
 /// Whether a process environment (`/proc/PID/environ`) says it was started
 /// for `pane`: tmux gives every pane's process `TMUX_PANE=%N` (spawn.c, all
 /// versions). The first `TMUX_PANE` counts, as for `getenv`.
-pub fn environ_names_pane(environ: &[u8], pane: PaneId) -> bool {
+fn environ_names_pane(environ: &[u8], pane: PaneId) -> bool {
     let want = format!("%{}", pane.number());
     environ
         .split(|b| *b == 0)
@@ -248,7 +248,7 @@ pub fn ancestors(pid: u32) -> Vec<u32> {
 /// The lines of a `/proc/PID/status` that decide what that process may
 /// read of another's `/proc` entry (`ptrace_may_access`: its uids, gids
 /// and effective capabilities).
-pub fn access_lines(status: &[u8]) -> Vec<&[u8]> {
+fn access_lines(status: &[u8]) -> Vec<&[u8]> {
     status
         .split(|b| *b == b'\n')
         .filter(|l| l.starts_with(b"Uid:") || l.starts_with(b"Gid:") || l.starts_with(b"CapEff:"))

@@ -21,7 +21,7 @@ use super::json_str_len;
 use crate::tools::registry::{Annotations, Tool};
 
 /// Operations one batch may hold: enough to read a workspace in one call, few enough that one call cannot queue unbounded work on tmux.
-pub const MAX_OPERATIONS: usize = 16;
+const MAX_OPERATIONS: usize = 16;
 
 /// What to do when an operation fails.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]

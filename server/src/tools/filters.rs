@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 use super::context::ToolError;
 
 /// The operators, in the order error messages list them.
-pub const OPS: &[&str] = &[
+const OPS: &[&str] = &[
     "exact",
     "iexact",
     "contains",
@@ -192,13 +192,6 @@ fn list_of(v: &Value) -> Vec<String> {
         Value::String(s) => s.split(',').map(|p| p.trim().to_owned()).collect(),
         other => vec![scalar(other)],
     }
-}
-
-/// The field names of a row type, from a sample row's JSON keys.
-pub fn fields_of(row: &Value) -> Vec<String> {
-    row.as_object()
-        .map(|o| o.keys().cloned().collect())
-        .unwrap_or_default()
 }
 
 #[cfg(test)]

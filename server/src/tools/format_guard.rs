@@ -32,13 +32,13 @@ use crate::tmux::Inventory;
 /// Longest format accepted.
 pub const MAX_FORMAT_BYTES: usize = 4096;
 /// Deepest nesting of `#{` accepted.
-pub const MAX_DEPTH: usize = 16;
+const MAX_DEPTH: usize = 16;
 /// Largest width or pad (`=`, `p`), either sign.
-pub const MAX_WIDTH: i64 = 1000;
+const MAX_WIDTH: i64 = 1000;
 /// Largest precision of an expression (`e|op|f|N`).
-pub const MAX_PRECISION: i64 = 100;
+const MAX_PRECISION: i64 = 100;
 /// Largest repeat count (`R`, tmux 3.4+).
-pub const MAX_REPEAT: i64 = 100;
+const MAX_REPEAT: i64 = 100;
 /// Longest pattern (`s`, `m`, `C`).
 pub const MAX_PATTERN_BYTES: usize = 256;
 /// Longest regular expression (`s`, `m/r`): glibc builds its automaton
@@ -47,24 +47,24 @@ pub const MAX_REGEX_BYTES: usize = 64;
 /// Longest text a regular expression may be matched against. With
 /// [`MAX_REGEX_BYTES`], the worst patterns measured cost tmux ~2 ms a
 /// match (BENCHMARKS.md, "Format guard").
-pub const MAX_REGEX_SUBJECT: usize = 256;
+const MAX_REGEX_SUBJECT: usize = 256;
 /// How many regular expressions one format may make tmux run.
-pub const MAX_REGEX_RUNS: f64 = 16.0;
+const MAX_REGEX_RUNS: f64 = 16.0;
 
 /// The most a format may make tmux build, in bytes.
-pub const MAX_OUTPUT: f64 = 1024.0 * 1024.0;
+const MAX_OUTPUT: f64 = 1024.0 * 1024.0;
 /// The most a format may make tmux handle (build, copy, scan), in bytes
 /// of format work: enough for any format an agent writes for a listing,
 /// small enough that tmux's single thread stalls only briefly (the
 /// calibration: BENCHMARKS.md, "Format guard").
-pub const MAX_WORK: f64 = 2.0 * 1024.0 * 1024.0;
+const MAX_WORK: f64 = 2.0 * 1024.0 * 1024.0;
 /// How many copies of one pane-set text may end up in the result.
-pub const MAX_PANE_TEXT_COPIES: f64 = 16.0;
+const MAX_PANE_TEXT_COPIES: f64 = 16.0;
 /// How many times tmux may read (copy or scan) one pane-set text: a glob
 /// scan counts its pattern's length, so a title is scanned by at most a
 /// 30-byte glob (fnmatch: ~7 ns a byte of text and of pattern, measured;
 /// BENCHMARKS.md, "Format guard").
-pub const MAX_PANE_TEXT_READS: f64 = 32.0;
+const MAX_PANE_TEXT_READS: f64 = 32.0;
 
 /// What a value counts for in bytes.
 const VALUE_BYTES: f64 = 64.0;

@@ -25,31 +25,31 @@
 //! [`schema`]: the schemas from the Rust types; [`context`]: what a call gets;
 //! [`format_guard`]: which caller formats display_message may hand to tmux.
 
-pub mod batch;
-pub mod buffers;
-pub mod capture;
-pub mod channels;
-pub mod commands;
-pub mod context;
+pub(crate) mod batch;
+pub(crate) mod buffers;
+pub(crate) mod capture;
+pub(crate) mod channels;
+pub(crate) mod commands;
+pub(crate) mod context;
 pub(crate) mod cursor_key;
-pub mod destroy;
-pub mod filters;
-pub mod format_guard;
-pub mod inspect;
-pub mod layout;
-pub mod lifecycle;
-pub mod logging;
-pub mod mutate;
-pub mod option_rule;
-pub mod options;
+pub(crate) mod destroy;
+pub(crate) mod filters;
+pub(crate) mod format_guard;
+pub(crate) mod inspect;
+pub(crate) mod layout;
+pub(crate) mod lifecycle;
+pub(crate) mod logging;
+pub(crate) mod mutate;
+pub(crate) mod option_rule;
+pub(crate) mod options;
 pub(crate) mod own_pane;
-pub mod registry;
-pub mod run;
-pub mod schema;
-pub mod search;
-pub mod servers;
-pub mod settings;
-pub mod wait;
+pub(crate) mod registry;
+pub(crate) mod run;
+pub(crate) mod schema;
+pub(crate) mod search;
+pub(crate) mod servers;
+pub(crate) mod settings;
+pub(crate) mod wait;
 
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -325,11 +325,6 @@ pub fn bounded_list<I: IntoIterator<Item = String>>(items: I) -> String {
         s.push_str(&format!(" ... ({} more)", items.len() - shown));
     }
     s
-}
-
-/// Parses a pane id argument, with an error naming the form.
-pub fn parse_pane(text: &str) -> Result<PaneId, ToolError> {
-    PaneId::parse(text).map_err(ToolError::from)
 }
 
 /// The pane, or an error that lists the panes that exist.

@@ -26,7 +26,7 @@ use super::options::valid_option_name;
 use crate::config::Tier;
 
 /// Longest value accepted (the format guard's limit).
-pub const MAX_VALUE_BYTES: usize = format_guard::MAX_FORMAT_BYTES;
+const MAX_VALUE_BYTES: usize = format_guard::MAX_FORMAT_BYTES;
 
 /// What set_option may do with an option.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -216,7 +216,7 @@ pub const OPTIONS: &[(&str, Rule, &str)] = &[
 ];
 
 /// The rule and reason for `name` (without an `[index]`), if judged.
-pub fn rule_of(name: &str) -> Option<(Rule, &'static str)> {
+fn rule_of(name: &str) -> Option<(Rule, &'static str)> {
     let base = name.split_once('[').map_or(name, |(b, _)| b);
     OPTIONS
         .iter()

@@ -191,7 +191,7 @@ pub fn fit_in_rounds<T: Tool>(
 }
 
 /// Calls a tool with JSON arguments.
-pub type CallFn = fn(&ToolContext, Value) -> Result<ToolOutput, ToolError>;
+type CallFn = fn(&ToolContext, Value) -> Result<ToolOutput, ToolError>;
 
 /// One row of the registry.
 #[derive(Debug, Clone)]
@@ -277,7 +277,7 @@ pub fn encode<T: Tool>(
 
 /// The arguments that name ssh hosts (`serve --ssh`): listed only when
 /// the operator configured some.
-pub const SSH_ARGUMENTS: &[&str] = &["host", "hosts"];
+const SSH_ARGUMENTS: &[&str] = &["host", "hosts"];
 
 /// A registered tool with its schemas computed once.
 #[derive(Debug)]
@@ -346,7 +346,7 @@ impl Registry {
     /// accept them: arguments that can hold nothing useful here (`host`
     /// without ssh hosts can only be "local") cost every session bytes in
     /// `tools/list`, and a client that sends one is not refused for it.
-    pub fn unlisted(mut self, names: &[&str]) -> Registry {
+    fn unlisted(mut self, names: &[&str]) -> Registry {
         for row in &mut self.rows {
             let Some(obj) = row.input_schema.as_object_mut() else {
                 continue;

@@ -422,7 +422,8 @@ fn trim(value: &mut Value, root: bool) {
 }
 
 /// True when the schema (anywhere) uses `$ref` or `$defs`.
-pub fn has_refs(value: &Value) -> bool {
+#[cfg(test)]
+fn has_refs(value: &Value) -> bool {
     match value {
         Value::Object(obj) => {
             obj.contains_key("$ref")

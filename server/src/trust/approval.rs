@@ -64,7 +64,7 @@ pub fn spend(state: &str) -> bool {
 
 /// States already used.
 #[derive(Debug, Default)]
-pub struct Spent(Mutex<VecDeque<String>>);
+struct Spent(Mutex<VecDeque<String>>);
 
 impl Spent {
     /// Marks `state` spent; false when it already was.

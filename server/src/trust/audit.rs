@@ -67,11 +67,6 @@ impl AuditLog {
         &self.path
     }
 
-    /// Whether texts are logged as their SHA-256.
-    pub fn hashes_text(&self) -> bool {
-        self.hash_text
-    }
-
     /// Whether a write failed (audited calls are then refused).
     pub fn is_broken(&self) -> bool {
         self.broken.load(Ordering::SeqCst)
@@ -146,7 +141,7 @@ fn open_append(path: &Path) -> Result<File, String> {
 }
 
 /// Lowercase hex SHA-256 of `text`.
-pub fn sha256_hex(text: &str) -> String {
+fn sha256_hex(text: &str) -> String {
     Sha256::digest(text.as_bytes())
         .iter()
         .map(|b| format!("{b:02x}"))

@@ -19,12 +19,12 @@
 //! load at start refuses the start; one that fails on SIGHUP leaves the
 //! old one in force and says why on stderr.
 
-pub mod approval;
-pub mod audit;
-pub mod facts;
-pub mod gate;
-pub mod policy;
-pub mod typed;
+pub(crate) mod approval;
+pub(crate) mod audit;
+pub(crate) mod facts;
+pub(crate) mod gate;
+pub(crate) mod policy;
+pub(crate) mod typed;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
@@ -32,7 +32,7 @@ use std::time::Duration;
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
-pub use gate::{Admitted, Approval, Asker, Question};
+pub use gate::{Approval, Asker, Question};
 
 /// How long a person has to answer an `ask` unless `--ask-timeout` says.
 pub const DEFAULT_ASK_TIMEOUT: Duration = Duration::from_secs(120);

@@ -26,12 +26,9 @@ pub const MAX_POLICY_BYTES: usize = 64 * 1024;
 /// Rules in all three lists together.
 pub const MAX_RULES: usize = 256;
 /// Globs in one rule's `tools`, `sessions` or `cwd`.
-pub const MAX_GLOBS: usize = 64;
+const MAX_GLOBS: usize = 64;
 /// The longest glob, in bytes.
-pub const MAX_GLOB_BYTES: usize = 256;
-/// The longest text judged per call, in bytes: send_keys and paste_text
-/// take at most this much per call (tools' own limits are lower).
-pub const MAX_TEXT_BYTES: usize = 1 << 20;
+const MAX_GLOB_BYTES: usize = 256;
 
 /// What a rule, or the policy's default, says about a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
@@ -59,7 +56,7 @@ impl Kind {
 /// What a call no rule names gets (top-level `default`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Fallback {
+enum Fallback {
     /// The tier decides, as without a policy.
     #[default]
     Tier,

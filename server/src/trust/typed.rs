@@ -15,7 +15,7 @@ use std::collections::HashMap;
 /// (what is cut is still on the pane's screen, which the gate reads too).
 pub const MAX_PENDING_BYTES: usize = 16 * 1024;
 /// Panes whose pending text is kept; past it the least recent is dropped.
-pub const MAX_PANES: usize = 1024;
+const MAX_PANES: usize = 1024;
 
 /// One step of typing.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,7 +3,7 @@
 //! a format or a shell, and a server seeded with hostile option and title
 //! values. Used by every `harden_injection*` test file.
 
-use panescan::testbed::private_server::PrivateServer;
+use panescan::testing::private_server::PrivateServer;
 
 use super::{Serve, TempDir};
 

@@ -9,11 +9,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use panescan::journal::frame::Gap;
-use panescan::journal::segment::{self, Read};
-use panescan::journal::JournalConfig;
-use panescan::testbed::private_server::PrivateServer;
-use panescan::tmux::ServerSpec;
+use panescan::testing::journal::frame::Gap;
+use panescan::testing::journal::segment::{self, Read};
+use panescan::testing::journal::JournalConfig;
+use panescan::testing::private_server::PrivateServer;
+use panescan::testing::tmux::ServerSpec;
 
 use super::daemon::Place;
 

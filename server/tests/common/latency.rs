@@ -1,14 +1,14 @@
 //! Hosts that are far away: a test bed of N hosts, each its own sshd and
 //! its own private tmux server, each reached through a relay on 127.0.0.1
 //! that holds every chunk, each way, for half a round trip
-//! ([`panescan::testbed::far`]), so a search over ssh pays real round
+//! ([`panescan::testing::far`]), so a search over ssh pays real round
 //! trips while the machine does the work of N small hosts.
 //!
 //! * The client config the bed writes points each `Host` alias at its
 //!   relay's port; nothing of the machine's ssh configuration or any
 //!   address but 127.0.0.1 is touched.
 //! * A hung host is a listener that accepts and never speaks
-//!   ([`panescan::testbed::far::Hung`]); a host with too old a tmux is an
+//!   ([`panescan::testing::far::Hung`]); a host with too old a tmux is an
 //!   sshd whose sessions find a fake `tmux` (3.1c) first on their `PATH`.
 //! * Cleanup is ownership: the relays and the listener stop on drop (and
 //!   are threads of the test: they end with it), the sshds are killed on
@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use panescan::testbed::far::{Far, Hung};
-use panescan::testbed::fixture::{Fixture, FixtureShape};
+use panescan::testing::far::{Far, Hung};
+use panescan::testing::fixture::{Fixture, FixtureShape};
 
 use super::sshd::{self, Alias, SshWorld};
 use super::{Serve, TempDir};
@@ -84,7 +84,7 @@ impl Bed {
         let fixture = Fixture::build(
             &format!("bed-{name}"),
             shape.clone(),
-            &panescan::testbed::corpus::sources(),
+            &panescan::testing::corpus::sources(),
             Duration::from_secs(120),
             &mut |_, _| {},
         )

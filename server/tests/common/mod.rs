@@ -49,8 +49,8 @@ use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError};
-use panescan::testbed::private_server::PrivateServer;
-use panescan::tmux::{ServerSpec, Tmux};
+use panescan::testing::private_server::PrivateServer;
+use panescan::testing::tmux::{ServerSpec, Tmux};
 use serde_json::{json, Value};
 
 /// How long a request may take before the test fails.

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use common::daemon::{tmux_env, Place};
 use common::Serve;
-use panescan::testbed::private_server::PrivateServer;
+use panescan::testing::private_server::PrivateServer;
 use serde_json::{json, Value};
 
 fn tmux(label: &str) -> PrivateServer {

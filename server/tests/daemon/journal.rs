@@ -17,10 +17,10 @@ use std::time::Duration;
 use common::daemon::Place;
 use common::journal::{assert_none_twice, config, journal_of, journaling_daemon, Printer};
 use common::TempDir;
-use panescan::journal::frame::Gap;
-use panescan::journal::segment;
-use panescan::journal::writer;
-use panescan::testbed::private_server::PrivateServer;
+use panescan::testing::journal::frame::Gap;
+use panescan::testing::journal::segment;
+use panescan::testing::journal::writer;
+use panescan::testing::private_server::PrivateServer;
 
 const SETTLE: Duration = Duration::from_millis(1_500);
 

@@ -19,8 +19,8 @@ use std::time::Duration;
 
 use common::daemon::Place;
 use common::journal::{assert_none_twice, journal_of, Printer};
-use panescan::journal::segment;
-use panescan::journal::when::now_ms;
+use panescan::testing::journal::segment;
+use panescan::testing::journal::when::now_ms;
 use rustix::process::{prlimit, Pid, Resource, Rlimit};
 
 const SETTLE: Duration = Duration::from_millis(2_500);

@@ -23,7 +23,7 @@ use proptest::prelude::*;
 
 use common::journal::{config, journal_of, Printer};
 use common::TempDir;
-use panescan::journal::writer;
+use panescan::testing::journal::writer;
 
 /// Longer than the writer's longest wait between reads (`READ_EVERY`).
 const READ: Duration = Duration::from_millis(800);

@@ -17,9 +17,9 @@ use std::time::Duration;
 use common::daemon::Place;
 use common::journal::config;
 use common::{Serve, TempDir};
-use panescan::journal::{when, writer};
-use panescan::testbed::private_server::PrivateServer;
-use panescan::tmux::ServerSpec;
+use panescan::testing::journal::{when, writer};
+use panescan::testing::private_server::PrivateServer;
+use panescan::testing::tmux::ServerSpec;
 use serde_json::{json, Value};
 
 /// Long enough for the journal to read and flush what was printed.

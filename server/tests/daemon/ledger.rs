@@ -21,7 +21,7 @@ use common::daemon::Place;
 use common::journal::journaling_daemon;
 use common::shells::{guide_snippet, shell_command, Sh};
 use common::{eventually, window_showing, Serve};
-use panescan::testbed::private_server::PrivateServer;
+use panescan::testing::private_server::PrivateServer;
 use serde_json::{json, Value};
 
 /// The command line that starts `shell` with GUIDE.md's snippet.

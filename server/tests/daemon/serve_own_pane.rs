@@ -16,7 +16,7 @@ use std::time::Duration;
 use common::daemon::{tmux_env, Place};
 use common::{Serve, TempDir};
 use crossbeam_channel::{unbounded, Receiver};
-use panescan::testbed::private_server::PrivateServer;
+use panescan::testing::private_server::PrivateServer;
 use serde_json::{json, Value};
 
 /// The three typing tools aimed at `pane`, each refused.

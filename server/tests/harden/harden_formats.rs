@@ -22,8 +22,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use common::{memory_kb, Serve};
-use panescan::testbed::private_server::PrivateServer;
-use panescan::tools::format_guard::{check, LoopSizes};
+use panescan::testing::private_server::PrivateServer;
+use panescan::testing::tools::format_guard::{check, LoopSizes};
 use serde_json::json;
 
 /// A private server with `sessions` sessions in all, each running `cat`.

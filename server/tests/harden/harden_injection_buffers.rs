@@ -11,7 +11,7 @@ use crate::common;
 
 use common::injection::{assert_whole, hostile_server, payloads, Markers};
 use common::{typed_so_far, typing_sink, Serve, TempDir};
-use panescan::testbed::private_server::PrivateServer;
+use panescan::testing::private_server::PrivateServer;
 use serde_json::json;
 
 /// A hostile server and `panescan serve --tier mutating` on it, plus `extra`.

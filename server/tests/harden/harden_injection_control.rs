@@ -14,7 +14,7 @@ use crate::common;
 
 use common::injection::{assert_whole, hostile_server, payloads, Markers};
 use common::{eventually, Serve, TempDir, REPLY_TIMEOUT};
-use panescan::testbed::private_server::PrivateServer;
+use panescan::testing::private_server::PrivateServer;
 use serde_json::json;
 
 /// The options whose values tmux draws as formats, and a user option.

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use common::injection::{assert_whole, hostile_server, payloads, Markers};
 use common::{eventually, Serve, TempDir};
-use panescan::testbed::private_server::PrivateServer;
+use panescan::testing::private_server::PrivateServer;
 use serde_json::{json, Value};
 
 fn mutating(tmux: &PrivateServer) -> Serve {

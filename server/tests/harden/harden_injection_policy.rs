@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use common::injection::{assert_whole, payloads, Markers};
 use common::{typing_sink_at, Serve, TempDir, REPLY_TIMEOUT};
-use panescan::testbed::private_server::PrivateServer;
+use panescan::testing::private_server::PrivateServer;
 use serde_json::json;
 
 /// `serve --no-daemon --policy FILE` on an empty stdin: exit code and stderr.

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
 use common::Serve;
-use panescan::testbed::fixture::{Fixture, FixtureShape, NEEDLE};
+use panescan::testing::fixture::{Fixture, FixtureShape, NEEDLE};
 use serde_json::{json, Value};
 
 /// panescan's peak memory under this load may not pass this.
@@ -39,7 +39,7 @@ fn fixture(label: &str, panes: usize) -> Fixture {
             height: 30,
             needle_every: 10,
         },
-        &panescan::testbed::corpus::sources(),
+        &panescan::testing::corpus::sources(),
         Duration::from_secs(120),
         &mut |_, _| {},
     )

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use common::{window_showing, Serve, TempDir};
-use panescan::testbed::private_server::PrivateServer;
+use panescan::testing::private_server::PrivateServer;
 use serde_json::{json, Value};
 
 /// A new window whose pane prints `bytes` (raw, through `cat`) then an

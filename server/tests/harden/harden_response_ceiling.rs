@@ -16,7 +16,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::{eventually, modern_meta, window_showing, Received, Serve, TempDir, RESPONSE_CEILING};
-use panescan::testbed::private_server::PrivateServer;
+use panescan::testing::private_server::PrivateServer;
 use serde_json::{json, Value};
 
 /// The longest id (as JSON, quotes and escapes included) a request may carry.

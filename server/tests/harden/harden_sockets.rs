@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::{eventually, Serve, TempDir};
-use panescan::testbed::private_server::PrivateServer;
+use panescan::testing::private_server::PrivateServer;
 use serde_json::{json, Value};
 
 /// The tmux socket directory under `tmux_tmpdir`, as tmux names it.
@@ -451,7 +451,7 @@ fn secret(label: &str) -> String {
     format!("panescan-{label}-{nanos:x}")
 }
 
-/// What panescan's tmux clients may carry: [`panescan::tmux::client_env`].
+/// What panescan's tmux clients may carry: the list in `tmux/client_env.rs`.
 const CLIENT_VARS: [&str; 4] = ["HOME", "PATH", "TMUX_TMPDIR", "LC_ALL"];
 
 #[test]

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use common::{eventually, memory_kb, TempDir};
 use crossbeam_channel::{unbounded, Receiver};
-use panescan::testbed::private_server::PrivateServer;
+use panescan::testing::private_server::PrivateServer;
 use serde_json::{json, Value};
 
 /// How long the client reads nothing. Longer than the old code took to

@@ -20,7 +20,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::{eventually, Serve, TempDir, REPLY_TIMEOUT};
-use panescan::testbed::private_server::PrivateServer;
+use panescan::testing::private_server::PrivateServer;
 use serde_json::{json, Value};
 
 fn serve(tmux: &PrivateServer, tier: &str, envs: &[(&str, &str)], more: &[&str]) -> Serve {

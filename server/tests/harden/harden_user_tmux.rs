@@ -16,7 +16,7 @@ use crate::common;
 use std::time::{Duration, Instant};
 
 use common::{eventually, typing_sink, Serve, TempDir};
-use panescan::testbed::private_server::PrivateServer;
+use panescan::testing::private_server::PrivateServer;
 use serde_json::json;
 
 fn rss_kb(pid: u32) -> u64 {

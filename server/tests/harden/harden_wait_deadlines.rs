@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use common::sshd::{self, Alias, SshWorld};
 use common::{plain_shell, Serve, TempDir};
-use panescan::testbed::private_server::PrivateServer;
+use panescan::testing::private_server::PrivateServer;
 use serde_json::{json, Value};
 
 /// panescan's deadline for one tmux round trip (config `tmux_timeout`).

@@ -129,7 +129,9 @@ fn room_imports() -> std::collections::BTreeMap<String, std::collections::BTreeS
             .map(|c| c.as_os_str().to_string_lossy().into_owned())
             .unwrap_or_default();
         let room = first.trim_end_matches(".rs").to_owned();
-        if room == "lib" || room == "main" {
+        // `testing` is no room: it names what code outside the crate may
+        // reach, in every room.
+        if room == "lib" || room == "main" || room == OUTSIDE_WINDOW {
             continue;
         }
         let text =
@@ -163,6 +165,10 @@ fn room_imports() -> std::collections::BTreeMap<String, std::collections::BTreeS
 /// The room of test material (`server/src/testbed/`), which unit tests of
 /// any room may use.
 const TEST_MATERIAL: &str = "testbed";
+
+/// What the tests, benches, example and fuzz targets reach inside the
+/// crate through (`server/src/testing.rs`).
+const OUTSIDE_WINDOW: &str = "testing";
 
 #[test]
 fn tmux_and_cache_import_nothing_above_them() {
@@ -263,7 +269,10 @@ fn the_journal_reads_through_the_cache_and_only_the_daemon_and_cli_start_it() {
     let writers = lines_naming(&root().join("server/src"), &["journal::writer"])
         .into_iter()
         .filter(|l| {
-            !l.contains("src/cli/") && !l.contains("src/daemon/") && !l.contains("src/journal/")
+            !l.contains("src/cli/")
+                && !l.contains("src/daemon/")
+                && !l.contains("src/journal/")
+                && !l.contains("src/testing.rs")
         })
         .collect::<Vec<_>>();
     assert!(
@@ -556,6 +565,61 @@ fn the_http_endpoint_adapts_http_to_sessions_it_is_handed() {
     assert!(
         wrong.is_empty(),
         "ARCHITECTURE.md: cli -> http -> mcp (constants), config; only cli names http:\n{}",
+        wrong.join("\n")
+    );
+}
+
+/// What the crate shows outside: the command line's `main` and, hidden,
+/// `testing` (what the tests, benches, example and fuzz targets may
+/// reach). Every room is private to the crate, so the compiler reports
+/// what nothing uses: `lib.rs` declares no other `pub mod` or `pub use`,
+/// and no module below it is `pub` but the testbed's, which `testing`
+/// hands out whole (ARCHITECTURE.md, "Where a new test ... goes").
+#[test]
+fn the_crate_is_private_but_for_main_and_testing() {
+    const PUBLIC: [&str; 2] = ["pub use cli::main;", "pub mod testing;"];
+    let src = root().join("server/src");
+    let read =
+        |p: &Path| std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    let lib = read(&src.join("lib.rs"));
+    let mut wrong: Vec<String> = code_outside_tests(&lib)
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("pub ") && !PUBLIC.contains(l))
+        .map(|l| format!("server/src/lib.rs: {l}"))
+        .collect();
+    assert!(
+        lib.contains("#[doc(hidden)]\npub mod testing;"),
+        "lib.rs declares `#[doc(hidden)] pub mod testing;`"
+    );
+    let open = [
+        src.join("lib.rs"),
+        src.join("testing.rs"),
+        src.join("testbed/mod.rs"),
+    ];
+    let files = rust_files(&src);
+    assert!(
+        files.len() > 100,
+        "files under {}: {}",
+        src.display(),
+        files.len()
+    );
+    for file in files.iter().filter(|f| !open.contains(f)) {
+        for line in code_outside_tests(&read(file)).lines() {
+            if line.trim_start().starts_with("pub mod ") {
+                let rel = file
+                    .strip_prefix(&src)
+                    .unwrap_or(file)
+                    .display()
+                    .to_string();
+                wrong.push(format!("server/src/{rel}: {}", line.trim()));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "a module made public (make it `pub(crate) mod`; code outside the crate reaches an \
+         item through server/src/testing.rs's list):\n{}",
         wrong.join("\n")
     );
 }

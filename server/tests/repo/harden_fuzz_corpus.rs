@@ -6,7 +6,7 @@
 
 use crate::common;
 
-use panescan::testbed::fuzzing::{framing, jsonrpc, FramingStats, JsonRpcStats};
+use panescan::testing::fuzzing::{framing, jsonrpc, FramingStats, JsonRpcStats};
 
 #[test]
 fn jsonrpc_seed_corpus_replays_clean() {
@@ -55,7 +55,7 @@ nope\n{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"tools/call\",\"params\":{\"
         .to_vec();
     input.extend(std::iter::repeat_n(
         b'x',
-        panescan::testbed::fuzzing::FUZZ_LINE_BYTES + 1,
+        panescan::testing::fuzzing::FUZZ_LINE_BYTES + 1,
     ));
     let s = jsonrpc(&input).unwrap();
     assert_eq!(s.lines, 5);
@@ -82,7 +82,7 @@ fn the_framing_check_rebuilds_forged_replies() {
 
 #[test]
 fn ssh_dest_seed_corpus_replays_clean() {
-    use panescan::tmux::ssh::dest::{fuzz_check, parse};
+    use panescan::testing::tmux::ssh::dest::{fuzz_check, parse};
     let seeds = common::seed_corpus("ssh_dest");
     assert!(seeds.len() >= 30, "seed corpus too small: {}", seeds.len());
     let mut accepted = 0;

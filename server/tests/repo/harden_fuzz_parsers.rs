@@ -1,12 +1,12 @@
 //! Replays the seed corpora of the `uri`, `cursor`, `detect` and `policy` fuzz
 //! targets (fuzz/corpus/<target>) through the checks the targets run
-//! (`panescan::testbed::fuzz_parsers`), so CI needs no nightly toolchain. Any
+//! (`panescan::testing::fuzz_parsers`), so CI needs no nightly toolchain. Any
 //! corpus file a fuzzing run adds (a minimized crash, say) replays too.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::common;
 
-use panescan::testbed::fuzz_parsers::{cursor, detect, policy, uri};
+use panescan::testing::fuzz_parsers::{cursor, detect, policy, uri};
 
 fn replay(target: &str, at_least: usize, check: fn(&[u8]) -> Result<(), String>) {
     let seeds = common::seed_corpus(target);

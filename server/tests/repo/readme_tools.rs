@@ -3,8 +3,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use panescan::config::Tier;
-use panescan::tools::registry::Registry;
+use panescan::testing::config::Tier;
+use panescan::testing::tools::registry::Registry;
 
 const BEGIN: &str = "<!-- tools:begin -->\n";
 const END: &str = "<!-- tools:end -->";

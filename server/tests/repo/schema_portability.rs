@@ -12,9 +12,9 @@
 
 use crate::common;
 
-use panescan::config::Tier;
-use panescan::mcp::listing::tools_listing;
-use panescan::tools::registry::Registry;
+use panescan::testing::config::Tier;
+use panescan::testing::mcp::listing::tools_listing;
+use panescan::testing::tools::registry::Registry;
 use serde_json::Value;
 
 /// Keywords that constrain a value; a schema with none of them accepts

@@ -4,7 +4,7 @@
 
 use std::process::Command;
 
-use panescan::testbed::private_server::PrivateServer;
+use panescan::testing::private_server::PrivateServer;
 
 fn panescan() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_panescan"));

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use common::TempDir;
-use panescan::testbed::private_server::PrivateServer;
+use panescan::testing::private_server::PrivateServer;
 
 fn panescan() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_panescan"));
@@ -112,7 +112,7 @@ fn tmux_off_path_is_found_through_panescan_tmux_and_the_usual_places() {
 
     // Nothing named, nothing on PATH: a usual place has it (on this
     // machine tmux lives in one of them).
-    let usual = panescan::tmux::binary::USUAL_DIRS;
+    let usual = panescan::testing::tmux::binary::USUAL_DIRS;
     if usual
         .iter()
         .any(|d| real_tmux().parent() == Some(Path::new(d)))

@@ -12,7 +12,7 @@ use crate::common;
 use std::time::Duration;
 
 use common::{eventually, window_showing, Serve, TempDir};
-use panescan::testbed::private_server::PrivateServer;
+use panescan::testing::private_server::PrivateServer;
 use serde_json::{json, Value};
 
 /// A bash without rc files, prompt `$ `.

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use common::shells::{guide_snippet, shell_command, Sh};
 use common::{eventually, window_showing, Serve, TempDir};
-use panescan::testbed::private_server::PrivateServer;
+use panescan::testing::private_server::PrivateServer;
 use serde_json::{json, Value};
 
 fn serve(label: &str, width: u16, more: &[&str]) -> (PrivateServer, Serve) {

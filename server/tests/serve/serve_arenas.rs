@@ -9,7 +9,7 @@
 use crate::common;
 
 use common::Serve;
-use panescan::testbed::private_server::PrivateServer;
+use panescan::testing::private_server::PrivateServer;
 use serde_json::json;
 
 const VARS: [&str; 3] = [

@@ -15,7 +15,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::{eventually, plain_shell, typed_so_far, typing_sink, validate, Serve, TempDir};
-use panescan::testbed::private_server::PrivateServer;
+use panescan::testing::private_server::PrivateServer;
 use serde_json::{json, Value};
 
 /// A private server and `panescan serve --tier mutating` on it, plus `extra`.

@@ -10,7 +10,7 @@ use crate::common;
 use std::time::Duration;
 
 use common::{eventually, last_pid, new_children, Serve, TempDir, REPLY_TIMEOUT};
-use panescan::testbed::private_server::PrivateServer;
+use panescan::testing::private_server::PrivateServer;
 use serde_json::{json, Value};
 
 fn serve(tmux: &PrivateServer, tier: &str, envs: &[(&str, &str)]) -> Serve {

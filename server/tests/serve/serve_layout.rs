@@ -10,7 +10,7 @@ use crate::common;
 use std::time::Duration;
 
 use common::{eventually, Serve, TempDir};
-use panescan::testbed::private_server::PrivateServer;
+use panescan::testing::private_server::PrivateServer;
 use serde_json::{json, Value};
 
 fn mutating(tmux: &PrivateServer, envs: &[(&str, &str)]) -> Serve {

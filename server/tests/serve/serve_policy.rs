@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use common::{eventually, typing_sink_at, Serve, TempDir, REPLY_TIMEOUT};
-use panescan::testbed::private_server::PrivateServer;
+use panescan::testing::private_server::PrivateServer;
 use serde_json::{json, Value};
 
 const DENY_RM: &str = r#"
@@ -688,8 +688,8 @@ fn toml_blocks(doc: &str) -> Vec<String> {
 
 #[test]
 fn the_documented_policies_load_and_do_what_they_say() {
-    use panescan::config::Tier;
-    use panescan::trust::policy::{Facts, Kind, Policy};
+    use panescan::testing::config::Tier;
+    use panescan::testing::trust::policy::{Facts, Kind, Policy};
     // GUIDE.md's policy files: its "Three policies", each a block whose
     // first line names the file, and every other block with a rule.
     let guide: Vec<String> = toml_blocks("GUIDE.md")

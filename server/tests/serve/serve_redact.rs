@@ -6,7 +6,7 @@ use crate::common;
 use std::time::Duration;
 
 use common::{eventually, window_showing, Serve, TempDir};
-use panescan::testbed::private_server::PrivateServer;
+use panescan::testing::private_server::PrivateServer;
 use serde_json::{json, Value};
 
 /// Samples of every kind: the line printed, the secret it holds, the kind

@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use common::{eventually, modern_meta, plain_shell, Serve, REPLY_TIMEOUT};
-use panescan::testbed::private_server::PrivateServer;
+use panescan::testing::private_server::PrivateServer;
 use serde_json::{json, Value};
 
 fn type_line(tmux: &PrivateServer, pane: &str, text: &str) {

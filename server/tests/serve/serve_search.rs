@@ -6,7 +6,7 @@ use crate::common;
 use std::time::Duration;
 
 use common::{validate, Serve};
-use panescan::testbed::fixture::{Fixture, FixtureShape, NEEDLE};
+use panescan::testing::fixture::{Fixture, FixtureShape, NEEDLE};
 use serde_json::{json, Value};
 
 fn fixture(label: &str, panes: usize, lines: usize) -> Fixture {
@@ -20,7 +20,7 @@ fn fixture(label: &str, panes: usize, lines: usize) -> Fixture {
     Fixture::build(
         label,
         shape,
-        &panescan::testbed::corpus::sources(),
+        &panescan::testing::corpus::sources(),
         Duration::from_secs(120),
         &mut |_, _| {},
     )

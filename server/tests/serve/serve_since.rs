@@ -9,8 +9,8 @@ use std::io::Write;
 use std::time::Duration;
 
 use common::{eventually, validate, Serve};
-use panescan::testbed::fixture::{Fixture, FixtureShape};
-use panescan::testbed::private_server::{process_state, PrivateServer};
+use panescan::testing::fixture::{Fixture, FixtureShape};
+use panescan::testing::private_server::{process_state, PrivateServer};
 use serde_json::{json, Value};
 
 const MARK: &str = "since-mark";
@@ -26,7 +26,7 @@ fn fixture(label: &str, panes: usize, lines: usize) -> Fixture {
     Fixture::build(
         label,
         shape,
-        &panescan::testbed::corpus::sources(),
+        &panescan::testing::corpus::sources(),
         Duration::from_secs(300),
         &mut |_, _| {},
     )

@@ -140,7 +140,7 @@ fn read_tools_take_null_for_every_argument_left_out() {
 
 #[test]
 fn mutating_tools_take_null_for_every_argument_left_out() {
-    let tmux = panescan::testbed::private_server::PrivateServer::start("strict-mutate", 80, 24)
+    let tmux = panescan::testing::private_server::PrivateServer::start("strict-mutate", 80, 24)
         .expect("private tmux server starts");
     let mut s = Serve::spawn_with(
         &[

@@ -8,7 +8,7 @@ use crate::common;
 use std::time::Duration;
 
 use common::{eventually, plain_shell, Serve};
-use panescan::testbed::private_server::PrivateServer;
+use panescan::testing::private_server::PrivateServer;
 use serde_json::json;
 
 fn names(s: &mut Serve) -> Vec<String> {

@@ -8,8 +8,8 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 use common::Serve;
-use panescan::testbed::fixture::{Fixture, FixtureShape};
-use panescan::testbed::private_server::PrivateServer;
+use panescan::testing::fixture::{Fixture, FixtureShape};
+use panescan::testing::private_server::PrivateServer;
 use serde_json::{json, Value};
 
 const MARK: &str = "watch-mark";
@@ -100,7 +100,7 @@ fn output_in_2_of_500_panes_returns_both_hits_as_they_happen() {
     let fx = Fixture::build(
         "watch-500",
         shape,
-        &panescan::testbed::corpus::sources(),
+        &panescan::testing::corpus::sources(),
         Duration::from_secs(300),
         &mut |_, _| {},
     )

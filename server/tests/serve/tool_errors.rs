@@ -8,7 +8,7 @@ use crate::common;
 use std::process::Command;
 
 use common::{plain_shell, Serve};
-use panescan::testbed::private_server::PrivateServer;
+use panescan::testing::private_server::PrivateServer;
 use serde_json::{json, Value};
 
 /// Sends `kill -SIG pid`.

@@ -11,7 +11,7 @@ use crate::common;
 use std::time::{Duration, Instant};
 
 use common::{eventually, plain_shell, Serve, TempDir};
-use panescan::testbed::private_server::PrivateServer;
+use panescan::testing::private_server::PrivateServer;
 use serde_json::{json, Value};
 
 fn type_line(tmux: &PrivateServer, pane: &str, text: &str) {

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use common::daemon::Place;
 use common::eventually;
 use common::sshd::{self, Alias, SshWorld};
-use panescan::testbed::private_server::PrivateServer;
+use panescan::testing::private_server::PrivateServer;
 use serde_json::json;
 
 /// TCP connections to 127.0.0.1:`port` this machine holds open (client

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use common::sshd::{self, Alias, SshWorld};
 use common::{eventually, Serve, TempDir};
-use panescan::testbed::private_server::PrivateServer;
+use panescan::testing::private_server::PrivateServer;
 use serde_json::json;
 
 /// A server reached as host `label`'s default server, showing `text`.

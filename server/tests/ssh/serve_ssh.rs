@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use common::sshd::{self, Alias, SshWorld};
 use common::{eventually, Serve, TempDir};
-use panescan::testbed::private_server::PrivateServer;
+use panescan::testing::private_server::PrivateServer;
 use serde_json::{json, Value};
 
 fn serve(config: &Path, hosts: &[&str]) -> Serve {
@@ -390,7 +390,7 @@ fn timed(s: &mut Serve, args: &Value, runs: usize) -> (f64, Value) {
 #[test]
 #[ignore]
 fn bench_four_hosts() {
-    use panescan::testbed::fixture::FixtureShape;
+    use panescan::testing::fixture::FixtureShape;
     sshd::require();
     let mut world = SshWorld::new("bench");
     let n = world.start_sshd();
@@ -415,7 +415,7 @@ fn bench_four_hosts() {
         .collect();
     let config = world.client_config(&aliases);
     let mut s = serve(&config, &names);
-    let all = json!({"pattern": panescan::testbed::fixture::NEEDLE, "hosts": names, "scrollback_lines": 1_000_000});
+    let all = json!({"pattern": panescan::testing::fixture::NEEDLE, "hosts": names, "scrollback_lines": 1_000_000});
     let cold = std::time::Instant::now();
     let first = s.call_ok("search_panes", all.clone());
     let cold_ms = cold.elapsed().as_secs_f64() * 1000.0;
@@ -455,7 +455,7 @@ fn bench_four_hosts() {
     assert_eq!(r["panes_searched"], 800);
     let mut slowest = (0.0, "", (0.0, 0.0));
     for name in names {
-        let one = json!({"pattern": panescan::testbed::fixture::NEEDLE, "hosts": [name], "scrollback_lines": 1_000_000});
+        let one = json!({"pattern": panescan::testing::fixture::NEEDLE, "hosts": [name], "scrollback_lines": 1_000_000});
         let spent = cpu(7.0);
         let (ms, r) = timed(&mut s, &one, 7);
         let used = spent();
@@ -494,7 +494,7 @@ fn bench_four_hosts() {
     nc.initialize();
     let _ = nc.call_ok("search_panes", all.clone());
     let (uncached, _) = timed(&mut nc, &all, 5);
-    let one = json!({"pattern": panescan::testbed::fixture::NEEDLE, "hosts": [slowest.1], "scrollback_lines": 1_000_000});
+    let one = json!({"pattern": panescan::testing::fixture::NEEDLE, "hosts": [slowest.1], "scrollback_lines": 1_000_000});
     let (uncached_one, _) = timed(&mut nc, &one, 5);
     eprintln!(
         "4 hosts x 200 panes x 500 lines: first call {cold_ms:.0} ms (connects); median {together:.1} ms; slowest host alone ({}) {:.1} ms; ratio {:.2}; without the pane cache: 4 hosts {uncached:.1} ms, {} alone {uncached_one:.1} ms, ratio {:.2}",
@@ -510,16 +510,16 @@ fn bench_four_hosts() {
 /// `TMUX_TMPDIR` (what the host's alias sets).
 fn bench_servers(
     names: &[&str],
-    shape: &panescan::testbed::fixture::FixtureShape,
-) -> (Vec<panescan::testbed::fixture::Fixture>, Vec<TempDir>) {
-    use panescan::testbed::fixture::Fixture;
+    shape: &panescan::testing::fixture::FixtureShape,
+) -> (Vec<panescan::testing::fixture::Fixture>, Vec<TempDir>) {
+    use panescan::testing::fixture::Fixture;
     let mut fixtures = Vec::new();
     let mut dirs = Vec::new();
     for name in names {
         let f = Fixture::build(
             &format!("ssh-bench-{name}"),
             shape.clone(),
-            &panescan::testbed::corpus::sources(),
+            &panescan::testing::corpus::sources(),
             Duration::from_secs(300),
             &mut |_, _| {},
         )

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use common::latency::{self, Bed};
 use common::sshd;
 use common::{eventually, Serve};
-use panescan::testbed::fixture::FixtureShape;
+use panescan::testing::fixture::FixtureShape;
 use serde_json::{json, Value};
 
 /// The round trip of every host of the bed.
@@ -478,7 +478,7 @@ fn bench_local_cpu_per_host() {
     let mut s = bed.serve(&[]);
     let marker = bed.client_config().display().to_string();
     let params = json!({"name": "search_panes", "arguments": {
-        "pattern": panescan::testbed::fixture::NEEDLE, "hosts": ["big"],
+        "pattern": panescan::testing::fixture::NEEDLE, "hosts": ["big"],
         "scrollback_lines": 1_000_000}});
     let _ = call(&mut s, params.clone());
     let remote = bed.remote_pids();
@@ -509,7 +509,7 @@ fn bench_local_cpu_per_host() {
     let per = |a: f64, b: f64| (b - a) / runs as f64;
     // The same server searched from this machine, for comparison.
     let here = json!({"name": "search_panes", "arguments": {
-        "pattern": panescan::testbed::fixture::NEEDLE, "host": "local",
+        "pattern": panescan::testing::fixture::NEEDLE, "host": "local",
         "socket_name": bed.fixture("big").server.socket_name(),
         "scrollback_lines": 1_000_000}});
     let _ = call(&mut s, here.clone());

@@ -18,12 +18,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::eventually;
-use panescan::cache::PaneCache;
-use panescan::config::Ceilings;
-use panescan::testbed::private_server::PrivateServer;
-use panescan::tmux::{ServerSpec, Tmux, WindowId};
-use panescan::tools::context::ToolContext;
-use panescan::tools::search::{search_panes, SearchPanesArgs};
+use panescan::testing::cache::PaneCache;
+use panescan::testing::config::Ceilings;
+use panescan::testing::private_server::PrivateServer;
+use panescan::testing::tmux::{ServerSpec, Tmux, WindowId};
+use panescan::testing::tools::context::ToolContext;
+use panescan::testing::tools::search::{search_panes, SearchPanesArgs};
 use serde_json::Value;
 
 /// Rows each pane prints at start, then it sleeps (prints nothing more).

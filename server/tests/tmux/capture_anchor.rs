@@ -18,8 +18,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::connect;
-use panescan::testbed::private_server::PrivateServer;
-use panescan::tmux::{
+use panescan::testing::private_server::PrivateServer;
+use panescan::testing::tmux::{
     CaptureOptions, CaptureRange, CaptureReply, CaptureRequest, Fields, PaneId, Tmux,
 };
 
@@ -123,7 +123,7 @@ fn sweep_on(
     tmux: &Tmux,
     ids: &[PaneId],
     range: CaptureRange,
-    spare: Option<panescan::tmux::capture::Spare>,
+    spare: Option<panescan::testing::tmux::capture::Spare>,
 ) -> crossbeam_channel::Receiver<CaptureReply> {
     let requests = ids
         .iter()
@@ -141,7 +141,7 @@ fn sweep_on(
 /// A client started on the anchor the server keeps, as a search without
 /// the pane cache starts one before its listing is back (the server must
 /// have been listed: an anchor pays only on a server of many panes).
-fn early_client(tmux: &Tmux) -> Option<panescan::tmux::capture::Spare> {
+fn early_client(tmux: &Tmux) -> Option<panescan::testing::tmux::capture::Spare> {
     let deadline = Instant::now() + Duration::from_secs(60);
     tmux.inventory(Fields::Search, &[], deadline).unwrap();
     tmux.anchored_spare()

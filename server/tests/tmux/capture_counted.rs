@@ -26,8 +26,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::counter::Counter;
-use panescan::testbed::private_server::PrivateServer;
-use panescan::tmux::{
+use panescan::testing::private_server::PrivateServer;
+use panescan::testing::tmux::{
     CaptureOptions, CaptureRange, CaptureReply, CaptureRequest, Fields, PaneId, Tmux,
 };
 

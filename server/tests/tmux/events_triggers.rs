@@ -12,9 +12,9 @@ use crate::common;
 use std::time::{Duration, Instant};
 
 use common::eventually;
-use panescan::testbed::private_server::PrivateServer;
-use panescan::tmux::events::{Interest, OutputMode, StreamEvent, Subscription, Watch};
-use panescan::tmux::{PaneId, Tmux};
+use panescan::testing::private_server::PrivateServer;
+use panescan::testing::tmux::events::{Interest, OutputMode, StreamEvent, Subscription, Watch};
+use panescan::testing::tmux::{PaneId, Tmux};
 
 /// A server whose pane `%0` runs `cat` (each line typed comes back once),
 /// and a handle on it.

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use panescan::testbed::fixture::{Fixture, FixtureShape, NEEDLE};
+use panescan::testing::fixture::{Fixture, FixtureShape, NEEDLE};
 
 #[test]
 fn fixture_fills_panes_and_plants_needles() {

@@ -13,8 +13,8 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use common::{connect, eventually, TempDir};
-use panescan::testbed::private_server::PrivateServer;
-use panescan::tmux::{Fields, Inventory};
+use panescan::testing::private_server::PrivateServer;
+use panescan::testing::tmux::{Fields, Inventory};
 
 /// Every field, as one `list-panes -a` would ask for them.
 const FIELDS: &[&str] = &[

@@ -16,18 +16,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use panescan::cache::PaneCache;
-use panescan::config::Ceilings;
-use panescan::testbed::private_server::PrivateServer;
-use panescan::tools::capture::{CapturePane, CaptureSince};
-use panescan::tools::context::ToolContext;
-use panescan::tools::registry::Tool;
-use panescan::tools::search::{search_panes, SearchPanesArgs};
+use panescan::testing::cache::PaneCache;
+use panescan::testing::config::Ceilings;
+use panescan::testing::private_server::PrivateServer;
+use panescan::testing::tools::capture::{CapturePane, CaptureSince};
+use panescan::testing::tools::context::ToolContext;
+use panescan::testing::tools::registry::Tool;
+use panescan::testing::tools::search::{search_panes, SearchPanesArgs};
 use proptest::prelude::*;
 
 fn context(socket_name: &str, cache: Option<Arc<PaneCache>>) -> ToolContext {
     ToolContext::read_only(
-        panescan::tmux::ServerSpec::named(socket_name),
+        panescan::testing::tmux::ServerSpec::named(socket_name),
         Ceilings::default(),
     )
     .with_pane_cache(cache)
@@ -691,7 +691,7 @@ fn trimmed_fetch(
     );
 }
 
-fn stats_of(cache: &PaneCache) -> panescan::cache::CacheStats {
+fn stats_of(cache: &PaneCache) -> panescan::testing::cache::CacheStats {
     cache.stats()
 }
 

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use panescan::testbed::private_server::PrivateServer;
+use panescan::testing::private_server::PrivateServer;
 
 #[test]
 fn private_server_starts_and_is_killed_on_drop() {
@@ -27,7 +27,7 @@ fn private_server_starts_and_is_killed_on_drop() {
     );
 }
 
-use panescan::testbed::private_server::process_state as state;
+use panescan::testing::private_server::process_state as state;
 
 /// Waits up to `limit` for `pid` to be in `want` state.
 fn reaches(pid: u32, want: Option<char>, limit: Duration) -> bool {

@@ -23,9 +23,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::counter::Counter;
 use common::{eventually, Serve};
-use panescan::testbed::private_server::PrivateServer;
-use panescan::tmux::procfs::{self, ServerProcess};
-use panescan::tmux::{PaneId, ServerSpec, Tmux};
+use panescan::testing::private_server::PrivateServer;
+use panescan::testing::tmux::procfs::{self, ServerProcess};
+use panescan::testing::tmux::{PaneId, ServerSpec, Tmux};
 use serde_json::json;
 
 fn soon() -> Instant {

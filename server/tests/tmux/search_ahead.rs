@@ -13,8 +13,8 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use common::{eventually, window_showing, Serve, TempDir};
-use panescan::testbed::private_server::{process_state, PrivateServer};
-use panescan::tmux::listing_ahead::KEPT_CLIENT_IDLE;
+use panescan::testing::private_server::{process_state, PrivateServer};
+use panescan::testing::tmux::listing_ahead::KEPT_CLIENT_IDLE;
 use serde_json::{json, Value};
 
 /// Windows printing text that hits: repeated and blank lines, wide

@@ -7,15 +7,18 @@ use crate::common;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use panescan::config::Ceilings;
-use panescan::testbed::fixture::{Fixture, FixtureShape, NEEDLE};
-use panescan::testbed::private_server::PrivateServer;
-use panescan::tmux::PaneId;
-use panescan::tools::context::ToolContext;
-use panescan::tools::search::{search_panes, SearchPanesArgs, SearchPanesResult};
+use panescan::testing::config::Ceilings;
+use panescan::testing::fixture::{Fixture, FixtureShape, NEEDLE};
+use panescan::testing::private_server::PrivateServer;
+use panescan::testing::tmux::PaneId;
+use panescan::testing::tools::context::ToolContext;
+use panescan::testing::tools::search::{search_panes, SearchPanesArgs, SearchPanesResult};
 
 fn context(socket_name: &str, limits: Ceilings) -> ToolContext {
-    ToolContext::read_only(panescan::tmux::ServerSpec::named(socket_name), limits)
+    ToolContext::read_only(
+        panescan::testing::tmux::ServerSpec::named(socket_name),
+        limits,
+    )
 }
 
 fn args(pattern: &str) -> SearchPanesArgs {

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::connect;
-use panescan::testbed::private_server::PrivateServer;
-use panescan::tmux::connection::IDLE_DETACH;
-use panescan::tmux::{
+use panescan::testing::private_server::PrivateServer;
+use panescan::testing::tmux::connection::IDLE_DETACH;
+use panescan::testing::tmux::{
     CaptureOptions, CaptureRange, CaptureReply, CaptureRequest, Fields, PaneId, ServerSpec, Target,
     Tmux, TmuxCommand, TmuxError,
 };
@@ -518,7 +518,7 @@ fn cancel_mid_stream_reaps_the_sweeps_and_the_next_capture_is_exact() {
 /// run outside this private server. Inside some other tmux (TMUX names its
 /// socket) that is known for sure (false); outside tmux it cannot be said
 /// (None).
-fn assert_process_and_caller(server: &PrivateServer, inv: &panescan::tmux::Inventory) {
+fn assert_process_and_caller(server: &PrivateServer, inv: &panescan::testing::tmux::Inventory) {
     let p = &inv.panes[0];
     let (pid, tty) = {
         let out = server
@@ -1081,7 +1081,7 @@ fn tricky_lines(units: &[&str]) -> String {
 fn check_numbers_against_rows(
     server: &PrivateServer,
     pane: PaneId,
-    t: &panescan::tmux::CapturedText,
+    t: &panescan::testing::tmux::CapturedText,
     what: &str,
 ) -> bool {
     let target = pane.to_string();
@@ -1185,7 +1185,7 @@ fn joined_line_numbers_match_tmux_rows_line_by_line() {
 }
 
 /// The visible screen of `pane`, wrapped lines joined.
-fn visible_joined(tmux: &Tmux, pane: PaneId) -> panescan::tmux::CapturedText {
+fn visible_joined(tmux: &Tmux, pane: PaneId) -> panescan::testing::tmux::CapturedText {
     let opts = CaptureOptions {
         join_wrapped: true,
         escapes: false,

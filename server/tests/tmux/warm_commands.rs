@@ -19,7 +19,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use common::counter::Counter;
 use common::{eventually, Serve};
-use panescan::testbed::fixture::{Fixture, FixtureShape};
+use panescan::testing::fixture::{Fixture, FixtureShape};
 use serde_json::{json, Value};
 
 const MARK: &str = "warm-commands-mark";
@@ -58,7 +58,7 @@ fn a_repeated_search_costs_tmux_one_listing_and_a_since_search_no_process() {
     let fx = Fixture::build(
         "warm-commands",
         shape,
-        &panescan::testbed::corpus::sources(),
+        &panescan::testing::corpus::sources(),
         Duration::from_secs(300),
         &mut |_, _| {},
     )

@@ -35,7 +35,7 @@ use crate::tools::context::ToolContext;
 use crate::tools::search::{search_panes, SearchPanesArgs, SearchPanesResult};
 
 /// Lines each changed pane prints before a "10% changed" run.
-pub const NEW_LINES: usize = 50;
+const NEW_LINES: usize = 50;
 
 /// The cache section of the bench report.
 #[derive(Debug, Clone, Serialize)]

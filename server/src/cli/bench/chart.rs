@@ -27,7 +27,7 @@ pub struct ChartRow {
 }
 
 /// The rows of a report: the matrix, then the pane cache's repeats.
-pub fn chart_rows(r: &BenchReport) -> Vec<ChartRow> {
+fn chart_rows(r: &BenchReport) -> Vec<ChartRow> {
     let mut rows: Vec<ChartRow> = r
         .rows
         .iter()

@@ -33,9 +33,9 @@ use crate::testbed::private_server::PrivateServer;
 
 /// Panes printing steadily, and how fast each.
 pub const PANES: usize = 200;
-pub const PER_SECOND: usize = 100;
+const PER_SECOND: usize = 100;
 /// Panes printing as fast as they can.
-pub const FLAT_PANES: usize = 10;
+const FLAT_PANES: usize = 10;
 const HISTORY_LIMIT: u32 = 2_000;
 /// Ten lines at a time, ten times a second.
 const TICK: Duration = Duration::from_millis(100);

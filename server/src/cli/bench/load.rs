@@ -20,7 +20,7 @@ use crate::testbed::fixture::NEEDLE;
 /// Searches running while the cheap calls are timed.
 pub const SEARCHES: usize = 8;
 /// Searches of the `--load-only` round that only counts failures.
-pub const MANY: usize = 64;
+const MANY: usize = 64;
 /// The longest any answer may take before the bench gives up.
 const PATIENCE: Duration = Duration::from_secs(600);
 

@@ -28,26 +28,26 @@ use crate::cli::progress;
 use crate::testbed::fixture::FixtureShape;
 use report::ms;
 
-pub mod big;
-pub mod cache;
-pub mod chart;
-pub mod daemon;
+pub(crate) mod big;
+pub(crate) mod cache;
+pub(crate) mod chart;
+pub(crate) mod daemon;
 mod fleet;
 mod fleet_hosts;
-pub mod http;
-pub mod journal;
-pub mod journal_load;
-pub mod journal_scan;
-pub mod load;
-pub mod markdown;
+pub(crate) mod http;
+pub(crate) mod journal;
+pub(crate) mod journal_load;
+pub(crate) mod journal_scan;
+pub(crate) mod load;
+pub(crate) mod markdown;
 mod matrix;
 mod probe;
-pub mod report;
+pub(crate) mod report;
 mod table;
-pub mod wait;
-pub mod watch;
+pub(crate) mod wait;
+pub(crate) mod watch;
 
-pub use report::{BenchReport, BenchRow};
+pub use report::BenchReport;
 
 /// `panescan bench` options.
 #[derive(Debug, Args)]

@@ -25,7 +25,7 @@ use crate::tools::registry::Tool;
 use crate::tools::wait::{WatchPanes, WatchPanesArgs};
 
 /// Panes of the server.
-pub const WIDE_PANES: usize = 500;
+const WIDE_PANES: usize = 500;
 /// How long a set watch runs before the needle is written.
 const SETTLE: Duration = Duration::from_millis(300);
 

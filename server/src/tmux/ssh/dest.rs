@@ -12,7 +12,7 @@
 use std::fmt;
 
 /// The longest destination accepted (host names are at most 253 bytes).
-pub const MAX_DEST_BYTES: usize = 255;
+const MAX_DEST_BYTES: usize = 255;
 
 /// A checked destination.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

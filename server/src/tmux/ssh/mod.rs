@@ -22,11 +22,11 @@
 //! * ssh gets only `HOME`, `PATH`, `USER`, `LOGNAME` and `SSH_AUTH_SOCK`.
 //!
 //! The remote tmux must be 3.2 or later, checked once per server handle
-//! before anything else is sent ([`Host::check_version`]; the first call
-//! lists the sessions in the same exchange, `Host::check_version_then`).
+//! before anything else is sent ([`Host::check_version_then`], which lists
+//! the sessions in the same exchange on the first call).
 
-pub mod dest;
-pub mod quote;
+pub(crate) mod dest;
+pub(crate) mod quote;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -35,7 +35,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-pub use dest::{BadDest, Dest, LOCAL};
+pub use dest::{Dest, LOCAL};
 
 use super::TmuxError;
 
@@ -273,11 +273,6 @@ impl Host {
         &self.id
     }
 
-    /// The master connection's socket directory.
-    pub fn control_dir(&self) -> &Path {
-        &self.control_dir
-    }
-
     /// `ssh` with every option but the destination and command.
     fn ssh(&self) -> Command {
         let mut cmd = Command::new("ssh");
@@ -348,16 +343,11 @@ impl Host {
     }
 
     /// `tmux -V` on the host: its version, or an error naming the host
-    /// (unreachable, no tmux, or one older than [`MIN_TMUX`]).
-    pub fn check_version(&self, deadline: Instant) -> Result<String, TmuxError> {
-        self.check_version_then(&[], deadline).map(|(v, _)| v)
-    }
-
-    /// [`Host::check_version`], and in the same exchange (one channel of
-    /// the connection: on a far host every channel costs round trips) the
-    /// tmux client `then` (its words, `tmux` first), run once `tmux -V`
-    /// succeeded: the version and `then`'s end (`None` when `then` is
-    /// empty).
+    /// (unreachable, no tmux, or one older than [`MIN_TMUX`]); and in the
+    /// same exchange (one channel of the connection: on a far host every
+    /// channel costs round trips) the tmux client `then` (its words, `tmux`
+    /// first), run once `tmux -V` succeeded: the version and `then`'s end
+    /// (`None` when `then` is empty).
     pub(crate) fn check_version_then(
         &self,
         then: &[&str],

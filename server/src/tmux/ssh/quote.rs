@@ -5,7 +5,7 @@
 //! passed at all and is refused.
 
 /// `word` quoted for a POSIX shell, or `None` if it holds a NUL.
-pub fn posix_word(word: &str) -> Option<String> {
+fn posix_word(word: &str) -> Option<String> {
     if word.contains('\0') {
         return None;
     }

@@ -20,9 +20,9 @@ mod since;
 mod snapshot;
 
 pub(crate) use bounds::{keep_tail_bytes, output_bounds};
-pub use pane::{CapturePane, CapturePaneArgs, CapturePaneResult};
-pub use since::{CaptureSince, CaptureSinceArgs, CaptureSinceResult};
-pub use snapshot::{SnapshotPane, SnapshotPaneArgs, SnapshotPaneResult};
+pub use pane::{CapturePane, CapturePaneArgs};
+pub use since::CaptureSince;
+pub use snapshot::SnapshotPane;
 
 /// Captures one pane and waits for the reply.
 pub fn capture_one(

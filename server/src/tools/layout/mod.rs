@@ -14,8 +14,8 @@
 //! ([`Placed`]), read in the same round trip, so a caller needs no second
 //! call.
 
-pub mod arrange;
-pub mod create;
+pub(crate) mod arrange;
+pub(crate) mod create;
 
 use std::path::Path;
 use std::time::Instant;

@@ -109,7 +109,7 @@ const STATES: [&str; 18] = [
 /// bash `[1]+  Done                    sleep 1`, zsh
 /// `[2]  + exit 3     false` (a pid before the state with LONG_LIST_JOBS),
 /// fish `fish: Job 1, 'sleep 1 &' has ended`.
-pub fn is_notice(line: &str) -> bool {
+fn is_notice(line: &str) -> bool {
     if let Some(rest) = line.strip_prefix(FISH_NOTICE) {
         let number = rest.split(',').next().unwrap_or_default();
         return is_number(number)

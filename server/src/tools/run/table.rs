@@ -20,7 +20,7 @@ pub const MAX_RUNNING: usize = 32;
 /// Entries remembered.
 pub const MAX_ENTRIES: usize = 128;
 /// How long an ended command can still be asked about.
-pub const KEEP: Duration = Duration::from_secs(15 * 60);
+const KEEP: Duration = Duration::from_secs(15 * 60);
 /// How long a command is watched before panescan stops waiting for it.
 pub const WATCH_FOR: Duration = Duration::from_secs(60 * 60);
 /// Panes remembered as printing OSC 133 marks (and with their prompt's

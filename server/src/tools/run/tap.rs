@@ -38,7 +38,7 @@ use crate::tmux::{PaneId, Tmux, TmuxCommand};
 
 /// How long a tap may stay unconnected before it counts as failed (the
 /// screen is then read instead).
-pub const CONNECT_WITHIN: Duration = Duration::from_millis(1000);
+const CONNECT_WITHIN: Duration = Duration::from_millis(1000);
 /// After a tap that never connected is closed, how long the write end
 /// stays open for a tmux-side shell that might still open it.
 const LINGER: Duration = Duration::from_secs(2);

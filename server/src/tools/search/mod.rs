@@ -32,7 +32,7 @@ mod encode;
 pub(crate) mod golden;
 mod group;
 mod hosts;
-pub mod pane_journal;
+pub(crate) mod pane_journal;
 mod pipeline;
 mod plan;
 mod render;
@@ -43,17 +43,12 @@ mod types;
 
 use std::time::Instant;
 
-pub use plan::MAX_CONTEXT_LINES;
 pub(crate) use plan::{capped, pattern_list};
 pub use render::{
-    clamp_names, clamp_names_in_json, pane_place, push_group, push_hit, render_text, summary_line,
-    Style, CLAMP_FLAGS,
+    clamp_names_in_json, pane_place, push_group, push_hit, render_text, summary_line, Style,
 };
 pub use scope::resolve_scope;
-pub use types::{
-    GroupBy, GroupFirst, HitGroup, HitLine, HostFailure, JournalGap, JournalHit, PaneFailure,
-    PaneHits, SearchPanesArgs, SearchPanesResult, SincePane,
-};
+pub use types::{GroupBy, SearchPanesArgs, SearchPanesResult};
 
 use super::context::{ErrorKind, ToolContext, ToolError};
 use crate::tmux::spans::Span;

@@ -185,7 +185,7 @@ pub(super) fn summary_of(result: &SearchPanesResult, lines: usize, panes: usize)
 }
 
 /// Every clamp flag of a result, in the order they are reported.
-pub const CLAMP_FLAGS: [&str; 7] = [
+const CLAMP_FLAGS: [&str; 7] = [
     "captures_byte_clamped",
     "matching_byte_clamped",
     "matching_line_clamped",
@@ -196,7 +196,7 @@ pub const CLAMP_FLAGS: [&str; 7] = [
 ];
 
 /// The names of the clamp flags that fired.
-pub fn clamp_names(result: &SearchPanesResult) -> Vec<&'static str> {
+fn clamp_names(result: &SearchPanesResult) -> Vec<&'static str> {
     let fired = [
         result.captures_byte_clamped,
         result.matching_byte_clamped,

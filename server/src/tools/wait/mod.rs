@@ -17,7 +17,7 @@ mod panes;
 mod wake;
 mod watch;
 
-pub use panes::{WatchHit, WatchPanes, WatchPanesArgs, WatchPanesResult};
+pub use panes::{WatchPanes, WatchPanesArgs};
 
 use std::time::{Duration, Instant};
 
@@ -36,7 +36,7 @@ use crate::tools::registry::{Annotations, Tool};
 use watch::{Hit, PaneWatch};
 
 /// Panes one wait may watch.
-pub const MAX_WAIT_PANES: usize = 256;
+const MAX_WAIT_PANES: usize = 256;
 /// Progress is reported this often.
 const PROGRESS_EVERY: Duration = Duration::from_millis(500);
 /// How long after a capture's deadline its reply is waited for at most

@@ -27,9 +27,9 @@ use crate::tools::registry::{Annotations, Tool};
 use crate::tools::search::{capped, resolve_scope};
 
 /// Default time a watch runs.
-pub const DEFAULT_WATCH_MS: u64 = 30_000;
+const DEFAULT_WATCH_MS: u64 = 30_000;
 /// Hits one call may collect.
-pub const MAX_HITS: u64 = 1_000;
+const MAX_HITS: u64 = 1_000;
 /// Panes are listed again at least this often (new panes in sessions the
 /// event stream does not cover send no structure event).
 const RELIST_EVERY: Duration = Duration::from_secs(1);

@@ -17,7 +17,7 @@ use crate::tmux::{CaptureRange, CapturedText, Pane, PaneId};
 
 /// Rows scanned per check at most (a pane printing faster than this between
 /// two checks has its oldest new rows skipped).
-pub const MAX_SCAN_ROWS: i64 = 10_000;
+const MAX_SCAN_ROWS: i64 = 10_000;
 /// Rows above the start row a capture after the first takes too: a pane
 /// that printed scrolls between the event and the capture, and the rows it
 /// scrolled by would otherwise be missing from the capture, which would
