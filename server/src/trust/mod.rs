@@ -162,7 +162,7 @@ impl Trust {
                     path.display(),
                     p.rule_count()
                 );
-                *self.policy.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(p));
+                *crate::sync::write(&self.policy) = Some(Arc::new(p));
             }
             Err(e) => eprintln!(
                 "panescan: policy {} not reloaded, the previous one stays in force: {e}",
@@ -172,10 +172,7 @@ impl Trust {
     }
 
     fn current_policy(&self) -> Option<Arc<policy::Policy>> {
-        self.policy
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        crate::sync::read(&self.policy).clone()
     }
 }
 

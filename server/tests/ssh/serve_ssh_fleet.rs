@@ -485,16 +485,7 @@ fn bench_local_cpu_per_host() {
     let local = [s.pid()];
     let runs = 20;
     // panescan's own CPU (its threads, not its children), from /proc.
-    let own = |pid: u32| -> f64 {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-        let f: Vec<&str> = stat
-            .rsplit_once(')')
-            .unwrap()
-            .1
-            .split_whitespace()
-            .collect();
-        (f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap()) * 10.0
-    };
+    let own = own_cpu_ms;
     let (r0, l0, p0) = (
         sshd::cpu_ms(&remote, None),
         sshd::cpu_ms(&local, Some(&marker)),
