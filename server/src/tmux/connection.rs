@@ -727,13 +727,16 @@ impl Shared {
         let control = Control::attach(&self.at, session_id, FEED_FLAGS, &listener)?;
         lock(&self.feeds).insert(control.client_pid);
         let rx = control.submit(&["display-message -p ok"]);
-        match rx.into_iter().next().map(|rx| wait(&rx, deadline)) {
-            Some(Ok(r)) if r.ok => Ok(control),
-            Some(Err(e)) => Err(e),
-            _ => Err(TmuxError::ConnectionLost(format!(
+        let refused = match rx.into_iter().next().map(|rx| wait(&rx, deadline)) {
+            Some(Ok(r)) if r.ok => return Ok(control),
+            Some(Err(e)) => e,
+            _ => TmuxError::ConnectionLost(format!(
                 "no control client would attach to session {session_id}"
-            ))),
-        }
+            )),
+        };
+        // No SessionFeed will own this client, so nothing else forgets it.
+        self.forget_feed(control.client_pid);
+        Err(refused)
     }
 
     /// A feed's client `pid` is closed: it is no longer left out.
