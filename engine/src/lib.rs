@@ -58,8 +58,8 @@ mod text;
 pub use budget::{ClampFlags, SearchBudgets};
 pub use bytes::Bytes;
 pub use pattern::{
-    Matcher, Pattern, PatternError, PatternOptions, MAX_CACHE_BYTES, MAX_DFA_BYTES, MAX_NESTING,
-    MAX_NFA_BYTES, MAX_PATTERNS, MAX_PATTERN_BYTES, MAX_REPETITION,
+    Matcher, Needs, Pattern, PatternError, PatternOptions, MAX_CACHE_BYTES, MAX_DFA_BYTES,
+    MAX_NESTING, MAX_NFA_BYTES, MAX_PATTERNS, MAX_PATTERN_BYTES, MAX_REPETITION,
 };
 pub use redact::{redact, redact_bytes};
 pub use scan::{Capture, LineMatch};

@@ -2,7 +2,10 @@
 //! [`Matcher`], whose doc says which engine runs which patterns.
 
 mod grammar;
+mod needs;
 mod variants;
+
+pub use needs::Needs;
 
 use std::fmt;
 
@@ -157,6 +160,8 @@ pub struct Matcher {
     /// For each pattern, the regex text the `regex` crate would need, line by
     /// line, to match the same lines (used by the fuzz oracle and tests).
     oracle: Vec<String>,
+    /// What every matching line contains ([`Matcher::needs`]).
+    needs: Needs,
 }
 
 #[derive(Debug)]
@@ -220,6 +225,7 @@ impl Matcher {
         let count = patterns.len();
         let error = error_in(patterns);
         let Checked { hirs, oracle } = Checked::of(patterns, match_case)?;
+        let needs = needs::of(&hirs);
         let all_literal = patterns.iter().all(|p| !p.regex);
         let imp = if all_literal && match_case && count == 1 {
             Imp::Memmem(Box::new(
@@ -266,6 +272,7 @@ impl Matcher {
             match_case,
             imp,
             oracle,
+            needs,
         })
     }
 }
@@ -394,6 +401,15 @@ impl Matcher {
     /// Whether case must match exactly.
     pub fn match_case(&self) -> bool {
         self.match_case
+    }
+
+    /// What every line this matcher matches contains, for a filter that
+    /// sees text only as an index of it ([`Needs`]): strings of the text
+    /// with its ASCII letters lowered, matched as the text is given (with
+    /// [`crate::SearchOptions::strip_escapes`], a filter must not trust an
+    /// index of text that held escapes).
+    pub fn needs(&self) -> &Needs {
+        &self.needs
     }
 
     /// Which engine runs the search: `"memchr"`, `"aho-corasick"` or

@@ -3,7 +3,9 @@
 //!
 //! On disk a frame is a fixed header — magic, the compressed length, the
 //! raw length, the first and last record times, a CRC-32 over the header
-//! and the compressed bytes — then the zstd bytes. Inside, the records are
+//! and the compressed bytes — then the compressed bytes: the frame's index
+//! as a zstd skippable frame ([`super::index`]; frames written before
+//! indexes have none, and zstd skips it), then the zstd frame. Inside, the records are
 //! laid out so a search scans the text alone: a table of panes, one
 //! `(pane, time)` per line, the gaps, then the lines' text, each ended by
 //! `\n`, as one block the engine reads as one capture.
@@ -25,6 +27,8 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+
+use super::index::{self, Index};
 
 pub use super::track::Row;
 
@@ -154,8 +158,26 @@ pub enum Bad {
 
 /// `records` as a frame's bytes.
 pub fn encode(records: &Records) -> std::io::Result<Vec<u8>> {
-    let raw = encode_raw(records);
-    let packed = zstd::bulk::compress(&raw, LEVEL)?;
+    encode_with(records, true)
+}
+
+/// `records` as a frame without an index, as frames were written before
+/// indexes (the tests' older frames).
+#[cfg(test)]
+pub fn encode_unindexed(records: &Records) -> std::io::Result<Vec<u8>> {
+    encode_with(records, false)
+}
+
+fn encode_with(records: &Records, indexed: bool) -> std::io::Result<Vec<u8>> {
+    let (raw, text_at) = encode_raw(records);
+    let zstd = zstd::bulk::compress(&raw, LEVEL)?;
+    let packed = if records.lines.is_empty() || !indexed {
+        zstd
+    } else {
+        let mut packed = index_of(records, &raw[text_at..], zstd.len()).encode();
+        packed.extend_from_slice(&zstd);
+        packed
+    };
     let (first, last) = records.times();
     let mut out = Vec::with_capacity(HEADER + packed.len());
     out.extend_from_slice(if with_rows(records) {
@@ -171,6 +193,42 @@ pub fn encode(records: &Records) -> std::io::Result<Vec<u8>> {
     out.extend_from_slice(&crc.to_le_bytes());
     out.extend_from_slice(&packed);
     Ok(out)
+}
+
+/// The index of a frame of `records` whose text block is `text`, its zstd
+/// bytes `compressed` long.
+fn index_of(records: &Records, text: &[u8], compressed: usize) -> Index {
+    let mut panes: Vec<(u64, u64)> = Vec::new();
+    let keys: Vec<u64> = records
+        .origins
+        .iter()
+        .map(|o| index::pane_key(&o.server, &o.pane))
+        .collect();
+    let mut last: Option<(usize, usize)> = None;
+    for line in &records.lines {
+        // Lines of one origin come in runs: its slot is looked up once a run.
+        let slot = match last {
+            Some((origin, slot)) if origin == line.origin => slot,
+            _ => {
+                let key = keys.get(line.origin).copied().unwrap_or_default();
+                let slot = panes.iter().position(|p| p.0 == key).unwrap_or_else(|| {
+                    panes.push((key, 0));
+                    panes.len() - 1
+                });
+                last = Some((line.origin, slot));
+                slot
+            }
+        };
+        panes[slot].1 += 1;
+    }
+    let lines = records.lines.len() as u64;
+    index::build(text, lines, panes, !records.gaps.is_empty(), compressed)
+}
+
+/// The index written before a checked frame's zstd bytes (`bytes` as
+/// [`check`] accepted it), when it has a sound one.
+pub fn index(bytes: &[u8], header: &Header) -> Option<Index> {
+    Index::read(bytes.get(HEADER..HEADER + header.compressed)?)
 }
 
 fn with_rows(records: &Records) -> bool {
@@ -350,7 +408,8 @@ impl Block {
     }
 }
 
-fn encode_raw(records: &Records) -> Vec<u8> {
+/// The raw payload of `records`, and where its text block starts.
+fn encode_raw(records: &Records) -> (Vec<u8>, usize) {
     let mut out = Vec::with_capacity(records.raw_len() + 64);
     put_u32(&mut out, records.origins.len());
     for o in &records.origins {
@@ -376,13 +435,14 @@ fn encode_raw(records: &Records) -> Vec<u8> {
             out.extend_from_slice(&r.row.to_le_bytes());
         }
     }
+    let text_at = out.len();
     for l in &records.lines {
         // A captured line holds no newline; one that did would shift
         // every later line's record, so it is replaced.
         out.extend(l.text.iter().map(|&b| if b == b'\n' { b' ' } else { b }));
         out.push(b'\n');
     }
-    out
+    (out, text_at)
 }
 
 fn put_u32(out: &mut Vec<u8>, n: usize) {
@@ -695,7 +755,7 @@ mod tests {
     #[test]
     fn both_decodings_want_exactly_one_ended_line_per_record() {
         let two = [(0, 1, "a".to_owned()), (0, 1, "b".to_owned())];
-        let raw = encode_raw(&records_of(&two, false));
+        let raw = encode_raw(&records_of(&two, false)).0;
         let at = layout(&raw, false).unwrap().text;
         for (text, want) in [
             ("a\nb\n", None),
@@ -730,7 +790,7 @@ mod tests {
             cut in proptest::option::of(0..400usize),
         ) {
             let records = records_of(&lines, rows);
-            let mut raw = encode_raw(&records);
+            let mut raw = encode_raw(&records).0;
             let len = raw.len();
             for (at, x) in flips {
                 // Count from the end too: the text and the rows.

@@ -4,6 +4,9 @@
 //! - [`dir`] — where it lives: `--journal-dir`, 0700, this user's only.
 //! - [`frame`] — the records of one flush as a compressed, checked frame
 //!   (pure).
+//! - [`index`] — a frame's index (its text's trigrams, its panes' line
+//!   counts), so a search skips frames that cannot match undecompressed
+//!   (pure).
 //! - [`segment`] — frames appended to hourly segment files, read back,
 //!   torn tails cut, corrupt segments skipped and named, the oldest
 //!   removed past `--journal-max-bytes` / `--journal-max-age`.
@@ -27,6 +30,7 @@
 
 pub(crate) mod dir;
 pub(crate) mod frame;
+pub(crate) mod index;
 pub(crate) mod ledger;
 pub(crate) mod pace;
 pub(crate) mod search;

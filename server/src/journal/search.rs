@@ -10,7 +10,17 @@
 //! every line of theirs from the span's start on (past its end too), so
 //! the caller can find where tmux's history meets the journal.
 //!
-//! Must hold: the engine's budgets (bytes, lines, matches, deadline) apply
+//! A frame whose index ([`super::index`]) rules the pattern out is not
+//! decompressed: the pattern's needs ([`Matcher::needs`]) are checked
+//! against the frame's trigram filter on the reading task, and only its
+//! panes' line counts are taken (for later ordinals). A frame is always
+//! read whole when it has no sound index, holds gaps, holds lines of a
+//! pane whose tail is asked for, or holds escape bytes and the search
+//! strips them.
+//!
+//! Must hold: a frame is skipped only when no line of it can match (the
+//! indexed search finds exactly what the unindexed one finds); the
+//! engine's budgets (bytes, lines, matches, deadline) apply
 //! to journal bytes as to captures; a segment that cannot be read is named
 //! in the outcome, never silently left out; a hit's `ordinal` counts its
 //! pane's lines from the same first frame as its tail's `read`.
@@ -26,6 +36,7 @@ use panescan_engine::{
 };
 
 use super::frame::{self, Block, Gap, Origin, Run};
+use super::index::{self, Index, Probe};
 use super::segment::{self, Item};
 
 /// Which panes' lines a search keeps (`None`: every pane's).
@@ -58,6 +69,9 @@ pub struct Query {
     pub deadline: Option<Instant>,
     /// Scan for the pattern (false: only read the tails).
     pub scan: bool,
+    /// Skip frames whose index rules the pattern out (false: decompress
+    /// every frame, as before frames had indexes).
+    pub index: bool,
 }
 
 impl std::fmt::Debug for Query {
@@ -84,6 +98,7 @@ impl Query {
             tails: HashMap::new(),
             deadline: None,
             scan: true,
+            index: true,
         }
     }
 }
@@ -125,6 +140,12 @@ pub struct Outcome {
     pub bytes_scanned: u64,
     /// Journal lines scanned.
     pub lines_scanned: u64,
+    /// Text bytes of the frames skipped by their index (not scanned: no
+    /// line of theirs could match).
+    pub bytes_skipped: u64,
+    /// Frames in the span skipped by their index, and frames decompressed.
+    pub frames_skipped: u64,
+    pub frames_read: u64,
     /// Which budgets stopped the search.
     pub flags: ClampFlags,
     /// More lines of a frame matched than the per-capture cap kept.
@@ -157,8 +178,13 @@ struct Gathered {
     metas: Vec<Meta>,
     gaps: Vec<(Origin, Gap)>,
     skipped: Vec<String>,
-    /// Lines read per pane (the next one's ordinal).
-    counts: HashMap<PaneKey, u64>,
+    /// Lines read per pane, under [`index::pane_key`] (the next one's
+    /// ordinal): the key skipped frames name their panes by.
+    counts: HashMap<u64, u64>,
+    /// Text bytes and frames skipped by their index; frames decompressed.
+    bytes_skipped: u64,
+    frames_skipped: u64,
+    frames_read: u64,
     tails: HashMap<PaneKey, Tail>,
     /// The deadline passed before the journal's end.
     late: bool,
@@ -177,21 +203,22 @@ impl Gathered {
         }
         // A pane may appear under two origins (renamed within the frame):
         // its lines are counted once, under its key.
-        let mut keys: Vec<PaneKey> = Vec::new();
+        let mut keys: Vec<(PaneKey, u64)> = Vec::new();
         let slots: Vec<usize> = b
             .origins
             .iter()
             .map(|o| {
                 let key = (o.server.clone(), o.pane.clone());
-                keys.iter().position(|k| *k == key).unwrap_or_else(|| {
-                    keys.push(key);
+                keys.iter().position(|k| k.0 == key).unwrap_or_else(|| {
+                    let hash = index::pane_key(&o.server, &o.pane);
+                    keys.push((key, hash));
                     keys.len() - 1
                 })
             })
             .collect();
         let mut counts: Vec<u64> = keys
             .iter()
-            .map(|k| self.counts.get(k).copied().unwrap_or(0))
+            .map(|k| self.counts.get(&k.1).copied().unwrap_or(0))
             .collect();
         let mut read = vec![false; keys.len()];
         let mut starts = None;
@@ -204,7 +231,7 @@ impl Gathered {
             ordinals.push(counts[slot]);
             counts[slot] += run.len as u64;
             read[slot] = true;
-            let key = &keys[slot];
+            let key = &keys[slot].0;
             if let Some(&keep) = query.tails.get(key) {
                 let starts = starts.get_or_insert_with(|| b.starts());
                 let tail = self.tails.entry(key.clone()).or_default();
@@ -213,14 +240,82 @@ impl Gathered {
         }
         for ((key, count), read) in keys.into_iter().zip(counts).zip(read) {
             if read {
-                self.counts.insert(key, count);
+                self.counts.insert(key.1, count);
             }
         }
+        self.frames_read += 1;
         let in_span = b
             .runs
             .iter()
             .any(|r| r.time_ms >= query.since_ms && r.time_ms <= query.until_ms);
         (ordinals, in_span)
+    }
+}
+
+impl Gathered {
+    /// Takes in a frame its index ruled out: its panes' lines still count,
+    /// and its text as skipped when the search scans.
+    fn skipped_frame(&mut self, index: &Index, scan: bool) {
+        for &(key, lines) in &index.panes {
+            *self.counts.entry(key).or_default() += lines;
+        }
+        if scan {
+            self.bytes_skipped += index.text_bytes;
+        }
+        self.frames_skipped += 1;
+    }
+}
+
+/// A frame as the reading tasks give it to the search.
+enum Read {
+    /// Decompressed.
+    Block(Box<Block>),
+    /// Ruled out by its index: what the index says of it.
+    Skipped(Index),
+}
+
+/// Which frames the search may leave compressed.
+struct Skip {
+    /// The pattern's needs (`None` with `scan`: every frame is scanned).
+    probe: Option<Probe>,
+    scan: bool,
+    strip_escapes: bool,
+    /// The panes whose tails are asked for ([`index::pane_key`]).
+    tails: Vec<u64>,
+}
+
+impl Skip {
+    /// How `query` with `matcher` may skip frames, if at all.
+    fn of(matcher: &Matcher, query: &Query) -> Option<Skip> {
+        let probe = Probe::new(matcher.needs());
+        if !query.index || (query.scan && probe.is_none()) {
+            return None;
+        }
+        Some(Skip {
+            probe,
+            scan: query.scan,
+            strip_escapes: query.options.strip_escapes,
+            tails: query
+                .tails
+                .keys()
+                .map(|(server, pane)| index::pane_key(server, pane))
+                .collect(),
+        })
+    }
+
+    /// The index of a frame no line of which can be a hit, nor its gaps
+    /// and tails wanted: the frame need not be decompressed.
+    fn skips(&self, index: Index) -> Option<Index> {
+        if index.gaps || index.panes.iter().any(|(k, _)| self.tails.contains(k)) {
+            return None;
+        }
+        if self.scan {
+            let probe = self.probe.as_ref()?;
+            if (self.strip_escapes && index.escapes) || probe.may_match(&index) {
+                return None;
+            }
+        }
+        Some(index)
     }
 }
 
@@ -257,7 +352,16 @@ pub fn search(dir: &Path, matcher: &Matcher, query: &Query) -> std::io::Result<O
         let producer = scope.spawn(move || {
             let mut g = Gathered::default();
             let mut engine_listens = true;
-            let decode = |bytes: &[u8], header: &frame::Header| frame::decode_block(bytes, header);
+            let skip = Skip::of(matcher, query);
+            let decode = |bytes: &[u8], header: &frame::Header| {
+                let skipped = skip
+                    .as_ref()
+                    .and_then(|s| s.skips(frame::index(bytes, header)?));
+                match skipped {
+                    Some(index) => Ok(Read::Skipped(index)),
+                    None => frame::decode_block(bytes, header).map(|b| Read::Block(Box::new(b))),
+                }
+            };
             let read = segment::read_with(dir, query.since_ms, read_until, &decode, &mut |read| {
                 let cancelled = query
                     .options
@@ -269,7 +373,12 @@ pub fn search(dir: &Path, matcher: &Matcher, query: &Query) -> std::io::Result<O
                     return false;
                 }
                 match read {
-                    Item::Frame(b) => {
+                    Item::Frame(Read::Skipped(index)) => {
+                        g.skipped_frame(&index, query.scan);
+                        true
+                    }
+                    Item::Frame(Read::Block(b)) => {
+                        let b = *b;
                         let (ordinals, in_span) = g.frame(query, &b);
                         if in_span && engine_listens && query.scan {
                             let key = g.metas.len();
@@ -306,6 +415,9 @@ pub fn search(dir: &Path, matcher: &Matcher, query: &Query) -> std::io::Result<O
         skipped: g.skipped,
         bytes_scanned: engine.bytes_scanned,
         lines_scanned: engine.lines_scanned,
+        bytes_skipped: g.bytes_skipped,
+        frames_skipped: g.frames_skipped,
+        frames_read: g.frames_read,
         flags: engine.flags,
         tails: g.tails,
         ..Outcome::default()
@@ -507,6 +619,191 @@ mod tests {
             }
             std::fs::remove_dir_all(&dir).unwrap();
         }
+    }
+
+    /// A line of the index property test: pane, time step, text.
+    type Written = (usize, i64, String);
+
+    /// Frames written as the writer writes them, or (`old`) without an
+    /// index as before indexes; some with a gap. A new segment every
+    /// third frame.
+    fn write_mixed(dir: &Path, frames: &[(Vec<Written>, bool, bool)]) {
+        use std::io::Write;
+        let _ = std::fs::remove_dir_all(dir);
+        super::super::dir::ensure(dir).unwrap();
+        let mut file = None;
+        for (f, (lines, old, gap)) in frames.iter().enumerate() {
+            let base = 100 * f as i64;
+            let mut r = Records::default();
+            for (pane, step, text) in lines {
+                let o = r.origin(&origin_of(*pane, false));
+                r.lines.push(Line {
+                    origin: o,
+                    time_ms: base + step,
+                    text: text.clone().into_bytes(),
+                });
+            }
+            if *gap {
+                let o = r.origin(&origin_of(2, false));
+                r.gaps.push(Gap {
+                    origin: o,
+                    from_ms: base,
+                    to_ms: base + 1,
+                    reason: "test".into(),
+                });
+            }
+            let bytes = if *old {
+                frame::encode_unindexed(&r)
+            } else {
+                frame::encode(&r)
+            }
+            .unwrap();
+            if f % 3 == 0 {
+                let path = dir.join(format!("{:013}.pjs", 1_000 + f));
+                file = Some(std::fs::File::create(path).unwrap());
+            }
+            file.as_mut().unwrap().write_all(&bytes).unwrap();
+        }
+    }
+
+    /// What two searches must agree on: hits, gaps, skipped segments and
+    /// tails.
+    fn seen(o: &Outcome) -> impl PartialEq + std::fmt::Debug {
+        let hits: Vec<_> = o
+            .hits
+            .iter()
+            .map(|h| {
+                (
+                    h.time_ms,
+                    h.origin.pane.clone(),
+                    h.ordinal,
+                    h.line.text.clone(),
+                )
+            })
+            .collect();
+        let mut tails: Vec<_> = o
+            .tails
+            .iter()
+            .map(|(k, t)| (k.clone(), t.read, t.times.clone(), t.texts.clone()))
+            .collect();
+        tails.sort();
+        let gaps: Vec<_> = o
+            .gaps
+            .iter()
+            .map(|(o, g)| (o.pane.clone(), g.clone()))
+            .collect();
+        (hits, gaps, o.skipped.clone(), tails)
+    }
+
+    fn written() -> impl proptest::strategy::Strategy<Value = Written> {
+        use proptest::prelude::*;
+        let text = prop_oneof![
+            Just(String::new()),
+            Just("needle".to_owned()),
+            Just("a NeEdLe b".to_owned()),
+            Just("漢字 needle ünï".to_owned()),
+            Just("nee".to_owned()),
+            Just("dle".to_owned()),
+            Just("\u{1b}[1mnee\u{1b}[0mdle".to_owned()),
+            Just("a\u{17f}k and as\u{212a}".to_owned()),
+            Just("   ".to_owned()),
+            "[a-z漢 ]{0,8}",
+        ];
+        (0..3usize, 0..3i64, text)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(96))]
+
+        /// The indexed search finds exactly what decompressing every frame
+        /// finds, and covers the same text (scanned or skipped): over
+        /// repeated, blank and wide lines, escapes splitting a literal,
+        /// Kelvin signs and long s, a literal split across two frames,
+        /// one that is in exactly one frame, frames without indexes and
+        /// with gaps, either case, alternations, short literals and `.*`.
+        #[test]
+        fn the_index_never_hides_a_match(
+            frames in proptest::collection::vec(
+                (proptest::collection::vec(written(), 0..12), proptest::bool::weighted(0.2),
+                 proptest::bool::weighted(0.1)),
+                1..9),
+            once in 0..9usize,
+            pattern in proptest::sample::select(vec![
+                ("needle", false), ("NEEDLE", false), ("once-only-7", false), ("ask", false),
+                ("nee", false), ("ne", false), ("needle|漢字", true), ("ne+dle", true),
+                (".*", true), ("(?i)ASK", true), ("x*dle$", true), ("漢字 n", false),
+            ]),
+            match_case in proptest::bool::ANY,
+            strip_escapes in proptest::bool::ANY,
+            since in 0..900i64,
+            span in 0..900i64,
+            tail in proptest::bool::ANY,
+            scan in proptest::bool::weighted(0.9),
+        ) {
+            let mut frames = frames;
+            let at = once % frames.len();
+            frames[at].0.push((1, 0, "x once-only-7 y".to_owned()));
+            static CASE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+            let n = CASE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let dir = std::env::temp_dir()
+                .join(format!("pj-search-index-{}-{n}", std::process::id()));
+            write_mixed(&dir, &frames);
+            let (text, regex) = pattern;
+            let matcher = Matcher::new(&[text], PatternOptions { regex, match_case }).unwrap();
+            let options = SearchOptions {
+                limits: panescan_engine::SearchBudgets::unlimited(),
+                strip_escapes,
+                ..SearchOptions::default()
+            };
+            let mut query = Query::new(options, since, since + span);
+            query.scan = scan;
+            if tail {
+                query.tails.insert(("s".into(), "%1".into()), 3);
+            }
+            query.index = false;
+            let all = search(&dir, &matcher, &query).unwrap();
+            query.index = true;
+            let indexed = search(&dir, &matcher, &query).unwrap();
+            proptest::prop_assert_eq!(seen(&indexed), seen(&all));
+            proptest::prop_assert_eq!(
+                indexed.bytes_scanned + indexed.bytes_skipped,
+                all.bytes_scanned + all.bytes_skipped
+            );
+            proptest::prop_assert_eq!(all.frames_skipped, 0);
+            std::fs::remove_dir_all(&dir).unwrap();
+        }
+    }
+
+    #[test]
+    fn frames_the_index_rules_out_are_skipped_and_their_lines_still_counted() {
+        let dir = std::env::temp_dir().join(format!("pj-search-skip-{}", std::process::id()));
+        let lines = |texts: &[&str]| -> Vec<Written> {
+            texts.iter().map(|t| (1, 0, (*t).to_owned())).collect()
+        };
+        let frames = vec![
+            (lines(&["alpha", "beta"]), false, false),
+            (lines(&["gamma", "needle here"]), false, false),
+            (lines(&["delta"]), true, false),
+            (lines(&["epsilon", "Needle again"]), false, false),
+        ];
+        write_mixed(&dir, &frames);
+        let matcher = Matcher::new(&["needle"], PatternOptions::default()).unwrap();
+        let out = search(
+            &dir,
+            &matcher,
+            &Query::new(SearchOptions::default(), 0, 1_000),
+        )
+        .unwrap();
+        let got: Vec<(u64, &str)> = out
+            .hits
+            .iter()
+            .map(|h| (h.ordinal, h.line.text.as_str()))
+            .collect();
+        assert_eq!(got, [(3, "needle here"), (6, "Needle again")]);
+        // The first frame skipped; the old one (no index) read.
+        assert_eq!((out.frames_skipped, out.frames_read), (1, 3));
+        assert_eq!(out.bytes_skipped, "alpha\nbeta\n".len() as u64);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

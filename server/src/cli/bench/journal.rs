@@ -40,24 +40,42 @@ fn mb(bytes: u64) -> f64 {
     bytes as f64 / 1e6
 }
 
-/// The rows as lines of text, shared by the table and the Markdown.
-fn rows(j: &JournalBench) -> Vec<(String, String)> {
-    let s = &j.scan;
+/// The search rows.
+fn scan_rows(s: &ScanBench) -> Vec<(String, String)> {
     let mut out = vec![
         (
             format!(
-                "search, a rare literal over {:.0} MB of journaled text ({} segments, {} frames, cache warm, median of {})",
+                "search with the frames' indexes, a rare literal over {:.0} MB of journaled text ({} segments, {} frames, cache warm, median of {})",
                 mb(s.text_bytes), s.segments, s.frames, s.runs
             ),
             format!(
-                "{:.1} ms, {:.2} GB/s of text, {} hits (goal >= 2 GB/s); {:.2} s of CPU, {:.2} GB of text per CPU second",
-                s.journal_ms, s.journal_gb_per_s, s.hits, s.journal_cpu_s, per_cpu(s.bytes_scanned, s.journal_cpu_s)
+                "{:.1} ms, {:.2} GB/s of text covered (scanned or skipped by an index; goal >= 2 GB/s), {} hits; {} of {} frames skipped ({:.1}%), {:.0} MB scanned; {:.2} s of CPU",
+                s.journal_ms, s.journal_gb_per_s, s.hits, s.frames_skipped,
+                s.frames_skipped + s.frames_read,
+                100.0 * s.frames_skipped as f64 / (s.frames_skipped + s.frames_read).max(1) as f64,
+                mb(s.bytes_scanned), s.journal_cpu_s
+            ),
+        ),
+        (
+            "the same search without the indexes (every frame decompressed and scanned)".to_owned(),
+            format!(
+                "{:.1} ms, {:.2} GB/s of text scanned, {} hits; {:.2} s of CPU, {:.2} GB of text per CPU second",
+                s.unindexed_ms, s.unindexed_gb_per_s, s.unindexed_hits, s.unindexed_cpu_s,
+                per_cpu(s.text_bytes, s.unindexed_cpu_s)
+            ),
+        ),
+        (
+            format!("a common literal (`{}`) with the indexes", s.common),
+            format!(
+                "{:.1} ms, {} hits; {} of {} frames skipped",
+                s.common_ms, s.common_hits, s.common_frames_skipped,
+                s.common_frames_skipped + s.common_frames_read
             ),
         ),
         (
             format!("the same frames read and decompressed alone, nothing parsed or scanned ({} threads)", s.threads),
             format!(
-                "{:.1} ms, {:.2} GB/s of text: what the search cannot beat; {:.2} s of CPU, {:.2} GB of text per CPU second",
+                "{:.1} ms, {:.2} GB/s of text: what a search without indexes cannot beat; {:.2} s of CPU, {:.2} GB of text per CPU second",
                 s.inflate_ms, s.inflate_gb_per_s, s.inflate_cpu_s, per_cpu(s.text_bytes, s.inflate_cpu_s)
             ),
         ),
@@ -66,8 +84,9 @@ fn rows(j: &JournalBench) -> Vec<(String, String)> {
             match (&s.rg_skipped, s.rg_ms, s.x_rg) {
                 (Some(why), _, _) => why.clone(),
                 (None, Some(t), Some(x)) => format!(
-                    "{t:.1} ms, {} hits; the journal {x:.2}x as fast (goal >= 1.5x)",
-                    s.rg_hits.unwrap_or(0)
+                    "{t:.1} ms, {} hits; the journal with indexes {x:.2}x as fast (goal >= 1.5x), without {:.2}x",
+                    s.rg_hits.unwrap_or(0),
+                    s.x_rg_unindexed.unwrap_or(0.0)
                 ),
                 _ => "not measured".to_owned(),
             },
@@ -75,11 +94,38 @@ fn rows(j: &JournalBench) -> Vec<(String, String)> {
         (
             format!("on disk, the demo corpus journaled ({} bytes of text)", s.corpus_text_bytes),
             format!(
-                "{} bytes, {:.3}x the text (goal <= 0.3x); the {:.0} MB above: {:.3}x",
-                s.corpus_disk_bytes, s.corpus_ratio, mb(s.text_bytes), s.disk_ratio
+                "{} bytes, {:.3}x the text (goal <= 0.3x), its index {} bytes; the {:.0} MB above: {:.3}x, indexes {:.1}% of it",
+                s.corpus_disk_bytes, s.corpus_ratio, s.index.corpus_index_bytes, mb(s.text_bytes),
+                s.disk_ratio, 100.0 * s.index.share_of_disk
+            ),
+        ),
+        (
+            "the frame index: built by the writer with each frame (one thread)".to_owned(),
+            format!(
+                "{:.2} ms per MB of text; {} of {} frames indexed, {} bytes of index in all",
+                s.index.build_ms_per_mb, s.index.frames_indexed, s.index.frames, s.index.index_bytes
             ),
         ),
     ];
+    for row in &s.index.sizes {
+        out.push((
+            format!(
+                "filter at {} bits per distinct trigram ({} frames, {:.0} MB of text)",
+                row.bits_per_trigram, s.index.samples, mb(s.index.sample_bytes)
+            ),
+            format!(
+                "{:.0} bytes a frame, {:.1}% of its zstd bytes; passes absent strings of 3 bytes {:.1}%, 8 bytes {:.2}%, the needle {:.2}%",
+                row.filter_bytes, 100.0 * row.share_of_compressed, 100.0 * row.fp_3,
+                100.0 * row.fp_8, 100.0 * row.fp_needle
+            ),
+        ));
+    }
+    out
+}
+
+/// The rows as lines of text, shared by the table and the Markdown.
+fn rows(j: &JournalBench) -> Vec<(String, String)> {
+    let mut out = scan_rows(&j.scan);
     if let Some(k) = &j.keep_up {
         out.push((
             format!(

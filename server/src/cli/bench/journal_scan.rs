@@ -15,6 +15,12 @@
 //! scanned, on the same threads: what the search cannot beat. Each also
 //! gives the CPU seconds it took (`/proc/self/stat`): text per CPU second
 //! holds where the wall clock of a loaded machine does not.
+//!
+//! The search runs twice: with the frames' indexes (a frame whose trigram
+//! filter rules the literal out is not decompressed; its GB/s is the text
+//! *covered* per second, scanned or skipped) and without them (every
+//! frame decompressed and scanned). A common literal gives the skip rate
+//! where little can be skipped; `journal_index` measures the indexes.
 
 use std::fs;
 use std::io::Write;
@@ -36,6 +42,10 @@ use crate::testbed::baseline::median;
 /// The literal searched for: planted once every [`NEEDLE_EVERY`] frames.
 const NEEDLE: &str = "journal-bench-needle-q7Zx";
 const NEEDLE_EVERY: usize = 97;
+/// A literal in every frame (twice in each repetition of the corpus).
+const COMMON: &str = "Traceback";
+/// Frames whose text is kept for the index measurements.
+const SAMPLES: usize = 8;
 /// Text bytes per frame.
 const FRAME_TEXT: usize = 1 << 20;
 /// Panes the lines are spread over.
@@ -55,13 +65,34 @@ pub struct ScanBench {
     /// Segments and frames written.
     pub segments: usize,
     pub frames: usize,
-    /// The journal search of the rare literal: median of the runs.
+    /// The journal search of the rare literal, frames skipped by their
+    /// indexes: median of the runs.
     pub journal_ms: f64,
-    /// Text scanned per second by it (GB = 1e9 bytes).
+    /// Text covered per second by it (scanned or skipped by an index;
+    /// GB = 1e9 bytes).
     pub journal_gb_per_s: f64,
-    /// Bytes the search reports scanned, and its hits.
+    /// Bytes the search reports scanned and skipped, and its hits.
     pub bytes_scanned: u64,
+    pub bytes_skipped: u64,
     pub hits: usize,
+    /// Frames it skipped and decompressed.
+    pub frames_skipped: u64,
+    pub frames_read: u64,
+    /// The same search with every frame decompressed and scanned (no
+    /// index): median, text scanned per second, CPU seconds, hits.
+    pub unindexed_ms: f64,
+    pub unindexed_gb_per_s: f64,
+    pub unindexed_cpu_s: f64,
+    pub unindexed_hits: usize,
+    /// A common literal ([`COMMON`]) with the indexes: median, frames
+    /// skipped and decompressed, hits.
+    pub common: &'static str,
+    pub common_ms: f64,
+    pub common_frames_skipped: u64,
+    pub common_frames_read: u64,
+    pub common_hits: usize,
+    /// The indexes: their bytes on disk, the filter's share of them.
+    pub index: super::journal_index::IndexBench,
     /// The same frames read, checked and decompressed alone (median), and
     /// the text per second that makes; on this many rayon threads.
     pub inflate_ms: f64,
@@ -77,6 +108,8 @@ pub struct ScanBench {
     pub rg_skipped: Option<String>,
     /// `rg_ms / journal_ms`: above 1, the journal is faster.
     pub x_rg: Option<f64>,
+    /// `rg_ms / unindexed_ms`.
+    pub x_rg_unindexed: Option<f64>,
     /// The demo corpus alone, journaled as one frame: text and disk bytes.
     pub corpus_text_bytes: u64,
     pub corpus_disk_bytes: u64,
@@ -105,21 +138,89 @@ pub fn run(megabytes: u64, runs: usize) -> Result<ScanBench, String> {
     fs::create_dir_all(&plain).map_err(|e| e.to_string())?;
     let corpus = corpus_lines();
     let built = build(&journal, &plain, &corpus, megabytes << 20).map_err(|e| e.to_string())?;
-    let (corpus_text, corpus_disk) = corpus_size(&corpus)?;
+    let (corpus_text, corpus_disk, corpus_index) = corpus_size(&corpus)?;
 
-    let matcher = Matcher::new(&[NEEDLE], PatternOptions::default()).map_err(|e| e.to_string())?;
+    let rare = timed(&journal, NEEDLE, true, runs)?;
+    let unindexed = timed(&journal, NEEDLE, false, runs)?;
+    let common = timed(&journal, COMMON, true, 1)?;
+    let (outcome, journal_t, journal_cpu) = (&rare.outcome, rare.wall, rare.cpu);
+    let (inflate_t, inflate_cpu) = inflate_runs(&journal, runs)?;
+    let rg = rg_runs(&plain, runs);
+    let journal_ms = ms(journal_t);
+    let unindexed_ms = ms(unindexed.wall);
+    let (rg_ms, rg_hits, rg_skipped) = match rg {
+        Ok((t, hits)) => (Some(ms(t)), Some(hits), None),
+        Err(why) => (None, None, Some(why)),
+    };
+    let index = super::journal_index::run(&journal, &built.samples, NEEDLE, corpus_index)?;
+    let covered = outcome.bytes_scanned + outcome.bytes_skipped;
+    Ok(ScanBench {
+        text_bytes: built.text,
+        disk_bytes: built.disk,
+        disk_ratio: ratio(built.disk, built.text),
+        segments: built.segments,
+        frames: built.frames,
+        journal_ms,
+        journal_gb_per_s: covered as f64 / journal_t.as_secs_f64().max(1e-9) / 1e9,
+        bytes_scanned: outcome.bytes_scanned,
+        bytes_skipped: outcome.bytes_skipped,
+        hits: outcome.hits.len(),
+        frames_skipped: outcome.frames_skipped,
+        frames_read: outcome.frames_read,
+        unindexed_ms,
+        unindexed_gb_per_s: unindexed.outcome.bytes_scanned as f64
+            / unindexed.wall.as_secs_f64().max(1e-9)
+            / 1e9,
+        unindexed_cpu_s: unindexed.cpu.as_secs_f64(),
+        unindexed_hits: unindexed.outcome.hits.len(),
+        common: COMMON,
+        common_ms: ms(common.wall),
+        common_frames_skipped: common.outcome.frames_skipped,
+        common_frames_read: common.outcome.frames_read,
+        common_hits: common.outcome.hits.len(),
+        index,
+        inflate_ms: ms(inflate_t),
+        journal_cpu_s: journal_cpu.as_secs_f64(),
+        inflate_cpu_s: inflate_cpu.as_secs_f64(),
+        inflate_gb_per_s: built.text as f64 / inflate_t.as_secs_f64().max(1e-9) / 1e9,
+        threads: rayon::current_num_threads(),
+        x_rg: rg_ms.map(|r| r / journal_ms.max(1e-6)),
+        x_rg_unindexed: rg_ms.map(|r| r / unindexed_ms.max(1e-6)),
+        rg_ms,
+        rg_hits,
+        rg_skipped,
+        corpus_text_bytes: corpus_text,
+        corpus_disk_bytes: corpus_disk,
+        corpus_ratio: ratio(corpus_disk, corpus_text),
+        runs,
+    })
+}
+
+/// A search timed: medians of `runs` after one that warms the file cache,
+/// and the last outcome.
+struct Timed {
+    wall: Duration,
+    cpu: Duration,
+    outcome: search::Outcome,
+}
+
+/// `literal` searched for over `journal` (`indexed`: frames skipped by
+/// their indexes), unlimited budgets.
+fn timed(journal: &Path, literal: &str, indexed: bool, runs: usize) -> Result<Timed, String> {
+    let matcher = Matcher::new(&[literal], PatternOptions::default()).map_err(|e| e.to_string())?;
     let options = SearchOptions {
         limits: SearchBudgets::unlimited(),
         ..SearchOptions::default()
     };
-    let query = Query::new(options, i64::MIN, i64::MAX);
+    let mut query = Query::new(options, i64::MIN, i64::MAX);
+    query.index = indexed;
     let mut times = Vec::new();
     let mut cpu = Vec::new();
     let mut last = None;
     // The first run warms the file cache and is not counted.
-    for _ in 0..=runs {
+    for _ in 0..=runs.max(1) {
         let (started, cpu_started) = (Instant::now(), cpu_seconds(std::process::id()));
-        let outcome = search::search(&journal, &matcher, &query).map_err(|e| e.to_string())?;
+        let outcome = search::search(journal, &matcher, &query).map_err(|e| e.to_string())?;
         times.push(started.elapsed());
         cpu.push(Duration::from_secs_f64(
             cpu_seconds(std::process::id()) - cpu_started,
@@ -128,39 +229,10 @@ pub fn run(megabytes: u64, runs: usize) -> Result<ScanBench, String> {
     }
     times.remove(0);
     cpu.remove(0);
-    let outcome = last.ok_or("no search ran")?;
-    let journal_t = median(&mut times);
-    let journal_cpu = median(&mut cpu);
-    let (inflate_t, inflate_cpu) = inflate_runs(&journal, runs)?;
-    let rg = rg_runs(&plain, runs);
-    let journal_ms = ms(journal_t);
-    let (rg_ms, rg_hits, rg_skipped) = match rg {
-        Ok((t, hits)) => (Some(ms(t)), Some(hits), None),
-        Err(why) => (None, None, Some(why)),
-    };
-    Ok(ScanBench {
-        text_bytes: built.text,
-        disk_bytes: built.disk,
-        disk_ratio: ratio(built.disk, built.text),
-        segments: built.segments,
-        frames: built.frames,
-        journal_ms,
-        journal_gb_per_s: outcome.bytes_scanned as f64 / journal_t.as_secs_f64().max(1e-9) / 1e9,
-        bytes_scanned: outcome.bytes_scanned,
-        hits: outcome.hits.len(),
-        inflate_ms: ms(inflate_t),
-        journal_cpu_s: journal_cpu.as_secs_f64(),
-        inflate_cpu_s: inflate_cpu.as_secs_f64(),
-        inflate_gb_per_s: built.text as f64 / inflate_t.as_secs_f64().max(1e-9) / 1e9,
-        threads: rayon::current_num_threads(),
-        x_rg: rg_ms.map(|r| r / journal_ms.max(1e-6)),
-        rg_ms,
-        rg_hits,
-        rg_skipped,
-        corpus_text_bytes: corpus_text,
-        corpus_disk_bytes: corpus_disk,
-        corpus_ratio: ratio(corpus_disk, corpus_text),
-        runs,
+    Ok(Timed {
+        wall: median(&mut times),
+        cpu: median(&mut cpu),
+        outcome: last.ok_or("no search ran")?,
     })
 }
 
@@ -217,8 +289,9 @@ fn corpus_lines() -> Vec<Vec<u8>> {
     lines
 }
 
-/// The corpus journaled once, as one frame: its text and frame bytes.
-fn corpus_size(corpus: &[Vec<u8>]) -> Result<(u64, u64), String> {
+/// The corpus journaled once, as one frame: its text, frame and index
+/// bytes.
+fn corpus_size(corpus: &[Vec<u8>]) -> Result<(u64, u64, u64), String> {
     let mut records = Records::default();
     let o = records.origin(&origin(0));
     let mut text = 0;
@@ -231,7 +304,11 @@ fn corpus_size(corpus: &[Vec<u8>]) -> Result<(u64, u64), String> {
         });
     }
     let bytes = frame::encode(&records).map_err(|e| e.to_string())?;
-    Ok((text, bytes.len() as u64))
+    let index = frame::check(&bytes)
+        .ok()
+        .and_then(|(header, _)| frame::index(&bytes, &header))
+        .map_or(0, |i| i.encode().len() as u64);
+    Ok((text, bytes.len() as u64, index))
 }
 
 fn origin(pane: usize) -> Origin {
@@ -250,6 +327,8 @@ struct Built {
     disk: u64,
     segments: usize,
     frames: usize,
+    /// The text blocks of the first [`SAMPLES`] frames.
+    samples: Vec<Vec<u8>>,
 }
 
 /// Writes frames until `target` text bytes: each through the journal's
@@ -263,6 +342,7 @@ fn build(journal: &Path, plain: &Path, corpus: &[Vec<u8>], target: u64) -> std::
         disk: 0,
         segments: 0,
         frames: 0,
+        samples: Vec::new(),
     };
     let mut zst: Option<(PathBuf, fs::File)> = None;
     let mut at = 0usize;
@@ -305,6 +385,9 @@ fn build(journal: &Path, plain: &Path, corpus: &[Vec<u8>], target: u64) -> std::
         }
         built.text += text.len() as u64;
         built.frames += 1;
+        if built.samples.len() < SAMPLES {
+            built.samples.push(text);
+        }
     }
     built.disk = crate::journal::segment::list(journal)?
         .iter()

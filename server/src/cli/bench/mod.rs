@@ -36,6 +36,7 @@ mod fleet;
 mod fleet_hosts;
 pub(crate) mod http;
 pub(crate) mod journal;
+pub(crate) mod journal_index;
 pub(crate) mod journal_load;
 pub(crate) mod journal_scan;
 pub(crate) mod load;
