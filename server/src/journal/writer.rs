@@ -194,7 +194,9 @@ impl Writer {
             let waiting = events.printed_many(&pacer.waiting());
             let due = pacer.due(&waiting, when::now_ms(), asked);
             let mut read = false;
-            if shape_changed || asked || !due.is_empty() {
+            // A read that failed (no server yet, or gone: a server started
+            // later has no events to wake this) is tried again each wake.
+            if shape_changed || asked || failed || !due.is_empty() {
                 shape_changed = false;
                 read = self.read_once(&events, &mut pacer, &due);
                 failed = !read;
