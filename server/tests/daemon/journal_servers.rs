@@ -80,6 +80,16 @@ impl Shelled {
     }
 }
 
+/// A daemon killed (and waited for) when the test ends, also on failure.
+struct Running(std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// The journal directory naming `socket` in its `sockets` file.
 fn dir_naming(journal: &Path, socket: &Path) -> Option<PathBuf> {
     let mut dirs = vec![journal.to_owned()];
@@ -159,7 +169,7 @@ fn two_servers_are_journaled_apart_though_their_pane_ids_repeat() {
     let b = Shelled::start(unique_name("jsv-b"), &place.temp_root().join("hb"));
     assert_eq!(a.pane, b.pane, "the same pane id in both servers");
     let b_socket = b.socket();
-    let _daemon = place.start_daemon(&[
+    let _daemon = Running(place.start_daemon(&[
         "--idle-exit",
         "0",
         "-L",
@@ -170,7 +180,7 @@ fn two_servers_are_journaled_apart_though_their_pane_ids_repeat() {
         b_socket.to_str().unwrap(),
         "--journal-dir",
         journal.to_str().unwrap(),
-    ]);
+    ]));
     // The ledger's feeds attach at the daemon's start; give it a moment.
     std::thread::sleep(Duration::from_millis(1_500));
     a.print_past_history("needle-alpha-old", "mark-a1");
@@ -290,7 +300,7 @@ fn a_server_started_later_is_picked_up_and_a_killed_one_stops_no_other() {
     let journal = place.temp_root().join("journal");
     let early = Shelled::start(unique_name("jsv-early"), &place.temp_root().join("he"));
     let late_name = unique_name("jsv-late");
-    let _daemon = place.start_daemon(&[
+    let _daemon = Running(place.start_daemon(&[
         "--idle-exit",
         "0",
         "-L",
@@ -301,7 +311,7 @@ fn a_server_started_later_is_picked_up_and_a_killed_one_stops_no_other() {
         &late_name,
         "--journal-dir",
         journal.to_str().unwrap(),
-    ]);
+    ]));
     early.print_past_history("needle-early", "mark-e1");
     // Only now does the late server start.
     std::thread::sleep(Duration::from_millis(1_500));
@@ -395,7 +405,7 @@ fn an_older_single_server_journal_is_still_searched() {
     let _ = daemon.wait();
 
     // Upgraded in place: the same default server and one more.
-    let _daemon = place.start_daemon(&[
+    let _daemon = Running(place.start_daemon(&[
         "--idle-exit",
         "0",
         "-L",
@@ -406,7 +416,7 @@ fn an_older_single_server_journal_is_still_searched() {
         b.name(),
         "--journal-dir",
         journal.to_str().unwrap(),
-    ]);
+    ]));
     assert_eq!(
         dir_naming(&journal, &a.socket()).as_deref(),
         Some(journal.as_path())
