@@ -8,7 +8,9 @@
 //! read, or at once when what it printed nears a quarter of its
 //! history-limit, and those due soon with it, in one listing. A structure
 //! event, or a reader waiting for the journal ([`Views::ask_flush`]),
-//! makes a read too. Must hold: records are flushed whole and synced at
+//! makes a read too; so does every wake after a listing that failed (a
+//! server not running yet, or gone: it is read once it answers). Must
+//! hold: records are flushed whole and synced at
 //! most [`FLUSH_EVERY`] after they were taken; `synced` never passes a
 //! pane that printed and was not read since; a write that fails (disk
 //! full) pauses the journal and the next write that succeeds starts with
