@@ -3,7 +3,8 @@
 //! names, though pane ids repeat across servers; a server started after
 //! the daemon is picked up, one killed stops no other and is picked up
 //! again when it comes back; a journal written before servers had
-//! directories of their own is still searched.
+//! directories of their own is still searched; the bounds count every
+//! server's segments together.
 //!
 //! Every test has its private tmux servers, runtime and journal directory.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -442,4 +443,63 @@ fn an_older_single_server_journal_is_still_searched() {
 /// The journal's own hits of `result` whose text is `text`.
 fn exactly(result: &Value, text: &str) -> usize {
     journal_texts(result).iter().filter(|t| *t == text).count()
+}
+
+/// `--journal-max-bytes` bounds every server's segments together, the
+/// oldest first whichever server wrote it, each server's newest kept.
+#[test]
+fn the_bounds_count_every_servers_segments_together() {
+    let place = Place::new("jsv-bounds");
+    let journal = place.temp_root().join("journal");
+    let a = PrivateServer::start("jsv-ba", 80, 24).unwrap();
+    let b = PrivateServer::start("jsv-bb", 80, 24).unwrap();
+    let jd = journal.to_str().unwrap().to_owned();
+    let args = |max: &'static str| {
+        let mut v: Vec<String> = ["--idle-exit", "0", "-L", a.socket_name()]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect();
+        for s in [a.socket_name(), b.socket_name()] {
+            v.extend(["--journal-socket".to_owned(), s.to_owned()]);
+        }
+        v.extend([
+            "--journal-dir".into(),
+            jd.clone(),
+            "--journal-max-bytes".into(),
+            max.into(),
+        ]);
+        v
+    };
+    let start = |v: &[String]| {
+        let refs: Vec<&str> = v.iter().map(String::as_str).collect();
+        Running(place.start_daemon(&refs))
+    };
+    // A first run makes the directories.
+    let first = start(&args("1073741824"));
+    let b_dir = eventually(Duration::from_secs(10), || {
+        dir_naming(&journal, &b.socket_path().unwrap()).is_some()
+    });
+    assert!(b_dir);
+    drop(first);
+    let b_dir = dir_naming(&journal, &b.socket_path().unwrap()).unwrap();
+    // Old segments of 100 bytes: the root's at t=1000 and b's at 2000 (in
+    // 1970); the newest of each directory, empty, at 3000 and 4000 (being
+    // written: never removed).
+    let segment = |dir: &Path, ms: i64, bytes: usize| {
+        let path = dir.join(format!("{ms:013}.pjs"));
+        std::fs::write(&path, vec![0u8; bytes]).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        path
+    };
+    let oldest = segment(&journal, 1000, 100);
+    let second = segment(&b_dir, 2000, 100);
+    segment(&journal, 3000, 0);
+    segment(&b_dir, 4000, 0);
+    // 200 bytes in all, 150 allowed: one goes, the oldest of all (each
+    // server's own 100 bytes would fit).
+    let _second_run = start(&args("150"));
+    let gone = eventually(Duration::from_secs(10), || !oldest.exists());
+    assert!(gone, "{} kept", oldest.display());
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(second.exists(), "b's older segment went too");
 }
