@@ -1,16 +1,19 @@
 //! `panescan commands`: the command ledger a journaling daemon keeps, read
-//! from the journal's directory (no daemon needed).
+//! from the journal's directory (no daemon needed), for one tmux server
+//! (`-L` / `-S`, else the default one, as `panescan search`).
 //!
 //! Prints one command a line, newest first: start time, status (`-` while
 //! it runs), duration, pane, directory and command line; `--json` prints
 //! `{commands: [...]}` as list_commands answers it.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
 
-use crate::daemon::ledger_read::{row, select};
-use crate::journal::{dir, ledger, when};
+use crate::daemon::ledger_read::{of_socket, row, select};
+use crate::journal::{dir, ledger, servers, when};
+use crate::tmux::ServerSpec;
 use crate::tools::commands::{ListCommandsArgs, MAX_LIMIT};
 
 /// `panescan commands`'s arguments.
@@ -37,6 +40,12 @@ pub struct CommandsArgs {
     /// Print JSON, as list_commands answers.
     #[arg(long)]
     pub json: bool,
+    /// The tmux server, by socket name (as `tmux -L`).
+    #[arg(long, short = 'L', conflicts_with = "socket_path")]
+    pub socket_name: Option<String>,
+    /// The tmux server, by socket path (as `tmux -S`).
+    #[arg(long, short = 'S')]
+    pub socket_path: Option<PathBuf>,
 }
 
 /// Lists the ledger's commands.
@@ -51,8 +60,15 @@ pub fn run(args: &CommandsArgs) -> ExitCode {
 }
 
 fn list(args: &CommandsArgs) -> Result<(), String> {
-    let journal = args.place.dir()?;
-    dir::check(&journal)?;
+    let root = args.place.dir()?;
+    dir::check(&root)?;
+    let spec = ServerSpec {
+        host: None,
+        socket_name: args.socket_name.clone(),
+        socket_path: args.socket_path.clone(),
+    };
+    let socket = crate::tmux::paths::resolve_socket(&spec).map_err(|e| e.to_string())?;
+    let journal = servers::find(&root, &socket)?;
     let since = args
         .since
         .as_deref()
@@ -63,12 +79,15 @@ fn list(args: &CommandsArgs) -> Result<(), String> {
     for note in notes {
         eprintln!("panescan commands: {note}");
     }
+    let all = of_socket(all, &socket);
     let query = ListCommandsArgs {
         pane_id: args.pane.clone(),
         session: args.session.clone(),
         since_time: None,
         failed: Some(args.failed),
         limit: Some(args.limit),
+        socket_name: None,
+        socket_path: None,
     };
     let rows: Vec<_> = select(all, &query, since).iter().map(row).collect();
     if args.json {

@@ -13,6 +13,7 @@ use super::ServeArgs;
 use crate::daemon::wire::{Request, SessionSpec};
 use crate::daemon::{self, client, place, DaemonConfig};
 use crate::journal;
+use crate::tmux::ServerSpec;
 
 /// Where the daemon's socket is.
 #[derive(Debug, Args, Clone, Default)]
@@ -87,6 +88,17 @@ pub struct JournalArgs {
     /// --journal`. The daemon then runs until stopped.
     #[arg(long)]
     pub journal: bool,
+    /// Journal the tmux server at NAME (as `tmux -L`) or PATH (with a `/`,
+    /// as `tmux -S`) instead of the default one (repeatable: exactly the
+    /// servers named are journaled; name the default one too to keep it;
+    /// the variable takes NAME:PATH...). Implies --journal.
+    #[arg(
+        long = "journal-socket",
+        env = "PANESCAN_JOURNAL_SOCKET",
+        value_name = "NAME_OR_PATH",
+        value_delimiter = ':'
+    )]
+    pub journal_sockets: Vec<String>,
     /// The journal's size at most; the oldest segments go first.
     #[arg(long, value_name = "BYTES", default_value_t = journal::DEFAULT_MAX_BYTES)]
     pub journal_max_bytes: u64,
@@ -99,9 +111,10 @@ pub struct JournalArgs {
 }
 
 impl JournalArgs {
-    /// The journal's configuration in `place`, `None` without `--journal`.
+    /// The journal's configuration in `place`, `None` without `--journal`
+    /// nor `--journal-socket`.
     pub fn config(&self, place: &JournalDirArgs) -> Result<Option<journal::JournalConfig>, String> {
-        if !self.journal {
+        if !self.journal && self.journal_sockets.is_empty() {
             return Ok(None);
         }
         let age = humantime::parse_duration(&self.journal_max_age)
@@ -112,6 +125,29 @@ impl JournalArgs {
             max_age_ms: i64::try_from(age.as_millis()).unwrap_or(i64::MAX),
             keep_secrets: self.journal_keep_secrets,
         }))
+    }
+
+    /// The servers `--journal-socket` names: a value with a `/` is a socket
+    /// path, else a socket name.
+    pub fn sockets(&self) -> Result<Vec<ServerSpec>, String> {
+        self.journal_sockets
+            .iter()
+            .filter(|s| !s.is_empty())
+            .map(|s| {
+                let spec = if s.contains('/') {
+                    let path = PathBuf::from(s);
+                    ServerSpec {
+                        socket_path: Some(std::path::absolute(&path).unwrap_or(path)),
+                        ..ServerSpec::default()
+                    }
+                } else {
+                    ServerSpec::named(s)
+                };
+                crate::tmux::paths::resolve_socket(&spec)
+                    .map(|_| spec)
+                    .map_err(|e| format!("--journal-socket {s:?}: {e}"))
+            })
+            .collect()
     }
 }
 
@@ -154,9 +190,17 @@ pub fn run_daemon(args: &DaemonArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let journal_sockets = match args.journal.sockets() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("panescan daemon: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let config = DaemonConfig {
         trust,
         journal,
+        journal_sockets,
         runtime_dir: args.place.dir(),
         max_sessions: args.max_sessions.max(1),
         // An HTTP endpoint is a service: it stays until stopped.

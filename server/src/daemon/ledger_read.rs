@@ -1,12 +1,13 @@
 //! The command ledger as the tools ask it ([`crate::tools::commands::Ledger`]):
 //! commands read back from the ledger's files and filtered, a command's
-//! output from the journal and the writer's last view of its pane.
+//! output from the journal and the writer's last view of its pane, each
+//! for the tmux server the call names (one ledger per journaled server).
 //!
 //! Must hold: output is read only once the journal on disk holds every
 //! line the writer read before the call (it is asked to flush, and waited
 //! for a bounded time; past it, the answer says lines may be missing).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -20,44 +21,95 @@ use crate::tools::context::ToolError;
 /// How long a call waits for the journal to be on disk.
 const SYNC_WAIT: Duration = Duration::from_secs(3);
 
-/// The daemon's ledger for the tools.
+/// One journaled server: its socket, its journal's directory and its
+/// writer's views.
 #[derive(Debug)]
-pub struct Reader {
-    /// The journal's directory.
+pub struct Journaled {
+    /// The socket path of the server.
+    pub socket: PathBuf,
+    /// Its journal's directory.
     pub dir: PathBuf,
-    /// The writer's views.
+    /// Its writer's views.
     pub views: Arc<Views>,
 }
 
+/// The daemon's ledgers for the tools, one per journaled server.
+#[derive(Debug)]
+pub struct Reader {
+    /// The servers journaled.
+    pub journaled: Vec<Journaled>,
+}
+
+impl Reader {
+    /// The server at `socket`, or an error naming those journaled.
+    fn server(&self, socket: &Path) -> Result<&Journaled, ToolError> {
+        self.journaled
+            .iter()
+            .find(|j| j.socket == socket)
+            .ok_or_else(|| {
+                let known: Vec<String> = self
+                    .journaled
+                    .iter()
+                    .map(|j| j.socket.display().to_string())
+                    .collect();
+                ToolError::invalid(format!(
+                    "the tmux server at {} is not journaled, so it has no command ledger (journaled: {}); the daemon journals it with --journal-socket {}",
+                    socket.display(),
+                    known.join(", "),
+                    socket.display()
+                ))
+            })
+    }
+}
+
 impl Ledger for Reader {
-    fn list(&self, args: &ListCommandsArgs) -> Result<Vec<CommandRow>, ToolError> {
+    fn list(&self, socket: &Path, args: &ListCommandsArgs) -> Result<Vec<CommandRow>, ToolError> {
+        let journaled = self.server(socket)?;
         let now = when::now_ms();
         let since = match &args.since_time {
             Some(t) => Some(when::parse(t, now).map_err(ToolError::invalid)?),
             None => None,
         };
-        let (all, _) = book::read_all(&self.dir)
-            .map_err(|e| ToolError::internal(format!("cannot read the ledger: {e}")))?;
+        let all = read_server(journaled)?;
         Ok(select(all, args, since).iter().map(row).collect())
     }
 
-    fn output(&self, command_id: &str) -> Result<KeptOutput, ToolError> {
-        let (all, _) = book::read_all(&self.dir)
-            .map_err(|e| ToolError::internal(format!("cannot read the ledger: {e}")))?;
+    fn output(&self, socket: &Path, command_id: &str) -> Result<KeptOutput, ToolError> {
+        let journaled = self.server(socket)?;
+        let all = read_server(journaled)?;
         let Some(c) = all.into_iter().find(|c| c.command_id == command_id) else {
+            // Ids are random (64 bits): one found in another server's
+            // ledger is that server's command.
+            let elsewhere = self
+                .journaled
+                .iter()
+                .filter(|j| j.socket != socket)
+                .find(|j| {
+                    read_server(j).is_ok_and(|all| all.iter().any(|c| c.command_id == command_id))
+                });
+            if let Some(j) = elsewhere {
+                return Err(ToolError::not_found(format!(
+                    "command {command_id} ran on the tmux server at {}, not at {}: pass socket_path {}",
+                    j.socket.display(),
+                    socket.display(),
+                    j.socket.display()
+                )));
+            }
             return Err(ToolError::not_found(format!(
-                "no command {command_id} in the ledger (list_commands gives the ids; the journal's bounds remove old ones)"
+                "no command {command_id} in the ledger of the tmux server at {} (list_commands gives the ids; the journal's bounds remove old ones)",
+                socket.display()
             )));
         };
+        let views = &journaled.views;
         let mut notes = c.notes.clone();
-        let view = pane_of(&c).and_then(|p| self.views.get(p));
+        let view = pane_of(&c).and_then(|p| views.get(p));
         let asked = when::now_ms();
-        self.views.ask_flush();
+        views.ask_flush();
         let until = Instant::now() + SYNC_WAIT;
-        while self.views.synced_ms() <= asked && Instant::now() < until {
+        while views.synced_ms() <= asked && Instant::now() < until {
             std::thread::sleep(Duration::from_millis(20));
         }
-        if self.views.synced_ms() <= asked {
+        if views.synced_ms() <= asked {
             notes.push(
                 "the journal did not write its newest lines in time: the last lines may be missing"
                     .into(),
@@ -66,7 +118,7 @@ impl Ledger for Reader {
         if c.output.is_none() {
             notes.push("its output could not be placed (its prompt's row was not read)".into());
         }
-        let out = book::output(&self.dir, &c, view.as_ref())
+        let out = book::output(&journaled.dir, &c, view.as_ref())
             .map_err(|e| ToolError::internal(format!("cannot read the journal: {e}")))?;
         notes.extend(out.gaps.into_iter().map(|g| format!("journal gap: {g}")));
         notes.extend(out.skipped.into_iter().map(|s| format!("skipped: {s}")));
@@ -76,6 +128,23 @@ impl Ledger for Reader {
             notes,
         })
     }
+}
+
+/// The commands in `j`'s ledger that are its server's.
+fn read_server(j: &Journaled) -> Result<Vec<Command>, ToolError> {
+    let (all, _) = book::read_all(&j.dir)
+        .map_err(|e| ToolError::internal(format!("cannot read the ledger: {e}")))?;
+    Ok(of_socket(all, &j.socket))
+}
+
+/// The commands of the server at `socket`: a directory may hold another
+/// server's (the root, when the daemon's default server changed between
+/// runs); a command not placed yet names no server and is kept.
+pub fn of_socket(all: Vec<Command>, socket: &Path) -> Vec<Command> {
+    let suffix = format!("@{}", socket.display());
+    all.into_iter()
+        .filter(|c| c.server.is_empty() || c.server.ends_with(&suffix))
+        .collect()
 }
 
 fn pane_of(c: &Command) -> Option<PaneId> {

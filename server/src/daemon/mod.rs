@@ -69,8 +69,11 @@ pub struct DaemonConfig {
     pub defaults: SessionSpec,
     /// Its policy, scope and audit log, for every session it serves.
     pub trust: Arc<crate::trust::Trust>,
-    /// Journal every pane of the default server (`--journal`): `None`, no.
+    /// Journal every pane of the followed servers (`--journal`): `None`, no.
     pub journal: Option<crate::journal::JournalConfig>,
+    /// The servers journaled (`--journal-socket`); none: the default
+    /// server alone.
+    pub journal_sockets: Vec<crate::tmux::ServerSpec>,
 }
 
 /// One open session: how to stop it and close its stream.
@@ -91,11 +94,13 @@ pub struct Daemon {
     sessions: Mutex<Sessions>,
     served: AtomicU64,
     stopping: AtomicBool,
-    /// The journal's writer while it runs: something to keep the daemon
-    /// (no idle exit while it journals).
-    journal: Mutex<Option<crate::journal::writer::Handle>>,
-    /// The command ledger's follower while the journal runs.
-    ledger: Mutex<Option<ledger::Handle>>,
+    /// The journal's writers (one per journaled server) while it runs:
+    /// something to keep the daemon (no idle exit while it journals).
+    journal: Mutex<Vec<crate::journal::writer::Handle>>,
+    /// The command ledger's followers (one per journaled server).
+    ledger: Mutex<Vec<ledger::Handle>>,
+    /// The journal's bounds over every server's files.
+    bounds: Mutex<Option<crate::journal::servers::Bounds>>,
 }
 
 #[derive(Debug, Default)]
@@ -150,8 +155,9 @@ pub fn run(config: DaemonConfig) -> i32 {
         }),
         served: AtomicU64::new(0),
         stopping: AtomicBool::new(false),
-        journal: Mutex::new(None),
-        ledger: Mutex::new(None),
+        journal: Mutex::new(Vec::new()),
+        ledger: Mutex::new(Vec::new()),
+        bounds: Mutex::new(None),
     });
     if let Err(e) = daemon.start_journal() {
         eprintln!("panescan daemon: {e}");
@@ -166,27 +172,64 @@ pub fn run(config: DaemonConfig) -> i32 {
 }
 
 impl Daemon {
-    /// Starts journaling the default server when `--journal` asked for it.
+    /// Starts journaling when `--journal` asked for it: a writer and a
+    /// ledger follower per server (the servers `--journal-socket` named,
+    /// else the default one), each into its own directory
+    /// ([`crate::journal::servers`]), and one thread bounding them all.
+    /// A server not running is followed all the same: its writer reads it
+    /// once it answers.
     fn start_journal(&self) -> Result<(), String> {
+        use crate::journal::{servers, writer, JournalConfig};
         let Some(journal) = self.config.journal.clone() else {
             return Ok(());
         };
-        let spec = crate::tmux::ServerSpec {
+        crate::journal::dir::ensure(&journal.dir)?;
+        let default = crate::tmux::ServerSpec {
             host: None,
             socket_name: self.config.defaults.socket_name.clone(),
             socket_path: self.config.defaults.socket_path.clone(),
         };
-        eprintln!("panescan daemon: journaling into {}", journal.dir.display());
-        let handle =
-            crate::journal::writer::start(journal.clone(), &spec, self.shared.pane_cache.clone())?;
-        let views = handle.views();
-        *crate::sync::lock(&self.journal) = Some(handle);
-        let follower = ledger::start(&journal, &spec, views.clone())?;
-        *crate::sync::lock(&self.ledger) = Some(follower);
-        crate::tools::commands::install(Some(Arc::new(ledger_read::Reader {
-            dir: journal.dir.clone(),
-            views,
-        })));
+        let socket_of = |spec: &crate::tmux::ServerSpec| {
+            crate::tmux::paths::resolve_socket(spec).map_err(|e| e.to_string())
+        };
+        let default_socket = socket_of(&default)?;
+        let specs = if self.config.journal_sockets.is_empty() {
+            vec![default]
+        } else {
+            self.config.journal_sockets.clone()
+        };
+        let mut journaled: Vec<ledger_read::Journaled> = Vec::new();
+        for spec in specs {
+            let socket = socket_of(&spec)?;
+            if journaled.iter().any(|j| j.socket == socket) {
+                continue; // Named twice.
+            }
+            let dir = servers::dir_of(&journal.dir, &socket, socket == default_socket);
+            servers::claim(&dir, &socket)?;
+            // The bounds are the whole directory's (the thread below), not
+            // one server's.
+            let config = JournalConfig {
+                dir: dir.clone(),
+                max_bytes: u64::MAX,
+                max_age_ms: i64::MAX,
+                ..journal.clone()
+            };
+            eprintln!(
+                "panescan daemon: journaling the tmux server at {} into {}",
+                socket.display(),
+                dir.display()
+            );
+            let handle = writer::start(config.clone(), &spec, self.shared.pane_cache.clone())?;
+            let views = handle.views();
+            crate::sync::lock(&self.journal).push(handle);
+            let follower = ledger::start(&config, &spec, views.clone())?;
+            crate::sync::lock(&self.ledger).push(follower);
+            journaled.push(ledger_read::Journaled { socket, dir, views });
+        }
+        let bounds =
+            servers::Bounds::start(journal.dir.clone(), journal.max_bytes, journal.max_age_ms)?;
+        *crate::sync::lock(&self.bounds) = Some(bounds);
+        crate::tools::commands::install(Some(Arc::new(ledger_read::Reader { journaled })));
         Ok(())
     }
 
@@ -239,11 +282,14 @@ impl Daemon {
         // The journal's last records are written before its tmux
         // connection closes.
         crate::tools::commands::install(None);
-        if let Some(follower) = crate::sync::lock(&self.ledger).take() {
+        for follower in std::mem::take(&mut *crate::sync::lock(&self.ledger)) {
             follower.stop();
         }
-        if let Some(journal) = crate::sync::lock(&self.journal).take() {
+        for journal in std::mem::take(&mut *crate::sync::lock(&self.journal)) {
             journal.stop();
+        }
+        if let Some(bounds) = crate::sync::lock(&self.bounds).take() {
+            bounds.stop();
         }
         crate::tools::shutdown_connections();
         eprintln!("panescan daemon: stopped");

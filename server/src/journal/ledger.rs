@@ -178,7 +178,7 @@ impl Book {
 }
 
 /// The ledger's files in `dir`, oldest first.
-fn files(dir: &Path) -> std::io::Result<Vec<(i64, PathBuf)>> {
+pub fn files(dir: &Path) -> std::io::Result<Vec<(i64, PathBuf)>> {
     let mut out = Vec::new();
     for entry in fs::read_dir(dir)? {
         let path = entry?.path();

@@ -17,6 +17,9 @@
 //! - [`writer`] — the daemon's thread that follows the panes, reads their
 //!   new lines through the pane cache's delta captures, redacts and
 //!   writes them.
+//! - [`servers`] — which directory holds which tmux server's journal
+//!   (the default server's in the root, others' under `servers/`), and
+//!   the bounds over all of them together.
 //! - [`search`] — a pattern over the journaled text, with times.
 //! - [`when`] — RFC 3339 times and `15m`-style spans.
 //! - [`view`] — what the writer last saw of each pane, for the ledger.
@@ -35,6 +38,7 @@ pub(crate) mod ledger;
 pub(crate) mod pace;
 pub(crate) mod search;
 pub(crate) mod segment;
+pub(crate) mod servers;
 pub(crate) mod track;
 pub(crate) mod view;
 pub(crate) mod when;

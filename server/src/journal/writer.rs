@@ -8,7 +8,10 @@
 //! read, or at once when what it printed nears a quarter of its
 //! history-limit, and those due soon with it, in one listing. A structure
 //! event, or a reader waiting for the journal ([`Views::ask_flush`]),
-//! makes a read too. Must hold: records are flushed whole and synced at
+//! makes a read too; so does every wake after a listing that failed (a
+//! server not running yet, or gone: it is read once it answers, and
+//! subscribed to anew, since the event stream's client went with it).
+//! Must hold: records are flushed whole and synced at
 //! most [`FLUSH_EVERY`] after they were taken; `synced` never passes a
 //! pane that printed and was not read since; a write that fails (disk
 //! full) pauses the journal and the next write that succeeds starts with
@@ -151,12 +154,14 @@ pub fn start(
 
 impl Writer {
     fn run(&mut self, stop: &AtomicBool) {
-        let interest = Interest {
+        let interest = || Interest {
             watch: Watch::Every,
             mode: OutputMode::Counted,
             structure: true,
         };
-        let events = self.tmux.subscribe(interest, Instant::now() + READ_TIMEOUT);
+        let mut events = self
+            .tmux
+            .subscribe(interest(), Instant::now() + READ_TIMEOUT);
         let mut pacer = Pacer::default();
         let mut bounds_at = Instant::now();
         // The first read takes every pane.
@@ -194,9 +199,21 @@ impl Writer {
             let waiting = events.printed_many(&pacer.waiting());
             let due = pacer.due(&waiting, when::now_ms(), asked);
             let mut read = false;
-            if shape_changed || asked || !due.is_empty() {
+            // A read that failed (no server yet, or gone: a server started
+            // later has no events to wake this) is tried again each wake.
+            if shape_changed || asked || failed || !due.is_empty() {
                 shape_changed = false;
                 read = self.read_once(&events, &mut pacer, &due);
+                if failed && read {
+                    // The server answers (at last, or again): subscribing
+                    // anew puts the event stream on its control client
+                    // (none was there to take it, or it went with the
+                    // server); what printed meanwhile is read as lost.
+                    events = self
+                        .tmux
+                        .subscribe(interest(), Instant::now() + READ_TIMEOUT);
+                    pacer.lost(when::now_ms());
+                }
                 failed = !read;
             }
             // A read's lines are written at once, but frames no closer than

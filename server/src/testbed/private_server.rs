@@ -41,6 +41,26 @@ pub struct PrivateServer {
     pid: Option<u32>,
 }
 
+/// A socket name no other private server has: `label` (so a leftover
+/// server says who made it), the pid, a counter and the time.
+pub fn unique_name(label: &str) -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let label: String = label
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .take(24)
+        .collect();
+    format!(
+        "panescan-{label}-{}-{}-{nanos:x}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
 /// Why a private server could not be used.
 #[derive(Debug)]
 pub struct PrivateServerError(pub String);
@@ -71,21 +91,18 @@ impl PrivateServer {
         height: u16,
         tmux_tmpdir: Option<&Path>,
     ) -> Result<Self, PrivateServerError> {
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0);
-        let label: String = label
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-            .take(24)
-            .collect();
-        let socket_name = format!(
-            "panescan-{label}-{}-{}-{nanos:x}",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        );
+        Self::start_named(unique_name(label), width, height, tmux_tmpdir)
+    }
+
+    /// [`PrivateServer::start_under`] on `socket_name` (from
+    /// [`unique_name`]): a test names a server before it starts, or starts
+    /// one again on the socket of one it killed.
+    pub fn start_named(
+        socket_name: String,
+        width: u16,
+        height: u16,
+        tmux_tmpdir: Option<&Path>,
+    ) -> Result<Self, PrivateServerError> {
         let config = std::env::temp_dir().join(format!("{socket_name}.conf"));
         std::fs::write(&config, b"")
             .map_err(|e| PrivateServerError(format!("cannot write {}: {e}", config.display())))?;

@@ -6,16 +6,19 @@
 //! The ledger is the daemon's (`daemon/ledger.rs` over `journal/ledger.rs`):
 //! tools never name the journal, so the daemon installs it here as a
 //! [`Ledger`] while it journals; without one both tools answer an error
-//! that says how to turn it on. Must hold: output is redacted as every
+//! that says how to turn it on. Both answer for the server the call names
+//! (`socket_name` / `socket_path`, else the default one): each journaled
+//! server has a ledger of its own, and one not journaled is an error. Must hold: output is redacted as every
 //! pane text is ([`ToolContext::redact`]), and cut to `max_lines` and
 //! `max_bytes` from the head or the tail, saying so.
 
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::context::{ErrorKind, ToolContext, ToolError};
+use super::context::{ErrorKind, ServerArgs, ToolContext, ToolError};
 use crate::tools::registry::{Annotations, Tool};
 
 /// Commands listed at most by one call.
@@ -30,10 +33,12 @@ const MAX_BYTES: u32 = 1 << 20;
 
 /// The daemon's command ledger, as the tools ask it.
 pub trait Ledger: Send + Sync {
-    /// The commands `args` selects, newest first, at most its limit.
-    fn list(&self, args: &ListCommandsArgs) -> Result<Vec<CommandRow>, ToolError>;
-    /// A command's whole output as far as it was kept.
-    fn output(&self, command_id: &str) -> Result<KeptOutput, ToolError>;
+    /// The commands of the server at `socket` that `args` selects, newest
+    /// first, at most its limit.
+    fn list(&self, socket: &Path, args: &ListCommandsArgs) -> Result<Vec<CommandRow>, ToolError>;
+    /// A command's whole output as far as it was kept (a command of the
+    /// server at `socket`).
+    fn output(&self, socket: &Path, command_id: &str) -> Result<KeptOutput, ToolError>;
 }
 
 /// A command's output lines (oldest first) and what may be missing.
@@ -77,6 +82,10 @@ pub struct ListCommandsArgs {
     pub failed: Option<bool>,
     /// Default 50, max 1000.
     pub limit: Option<u32>,
+    /// tmux -L name
+    pub socket_name: Option<String>,
+    /// tmux -S path
+    pub socket_path: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -112,13 +121,14 @@ impl Tool for ListCommands {
     type Args = ListCommandsArgs;
     type Output = ListCommandsResult;
 
-    fn run(_ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
+    fn run(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
         if args.limit.is_some_and(|l| l == 0 || l > MAX_LIMIT) {
             return Err(ToolError::invalid(format!(
                 "limit must be 1 to {MAX_LIMIT}"
             )));
         }
-        let commands = ledger()?.list(&args)?;
+        let socket = socket_of(ctx, &args.socket_name, &args.socket_path)?;
+        let commands = ledger()?.list(&socket, &args)?;
         Ok(ListCommandsResult { commands })
     }
 
@@ -161,6 +171,10 @@ pub struct GetCommandOutputArgs {
     pub max_bytes: Option<u32>,
     /// Which end to keep when cut (default tail).
     pub from: Option<FromEnd>,
+    /// tmux -L name
+    pub socket_name: Option<String>,
+    /// tmux -S path
+    pub socket_path: Option<PathBuf>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -205,7 +219,8 @@ impl Tool for GetCommandOutput {
                 "max_bytes must be 1 to {MAX_BYTES}"
             )));
         }
-        let kept = ledger()?.output(&args.command_id)?;
+        let socket = socket_of(ctx, &args.socket_name, &args.socket_path)?;
+        let kept = ledger()?.output(&socket, &args.command_id)?;
         let total = kept.lines.len();
         let from = args.from.unwrap_or_default();
         let chosen = cut(&kept.lines, max_lines as usize, max_bytes as usize, from);
@@ -244,6 +259,21 @@ impl Tool for GetCommandOutput {
         output.truncated = true;
         true
     }
+}
+
+/// The socket path of the server a call names (this machine's: the
+/// journal follows local servers only), as every tool picks it.
+fn socket_of(
+    ctx: &ToolContext,
+    socket_name: &Option<String>,
+    socket_path: &Option<PathBuf>,
+) -> Result<PathBuf, ToolError> {
+    let spec = ctx.server_spec(&ServerArgs {
+        socket_name: socket_name.clone(),
+        socket_path: socket_path.clone(),
+        host: None,
+    })?;
+    crate::tmux::paths::resolve_socket(&spec).map_err(ToolError::from)
 }
 
 /// The lines to return: `from` the head or the tail, at most `max_lines`

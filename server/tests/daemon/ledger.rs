@@ -122,6 +122,7 @@ impl Bed {
         let out = Command::new(env!("CARGO_BIN_EXE_panescan"))
             .args(["commands", "--json", "--limit", "1000", "--journal-dir"])
             .arg(&self.journal)
+            .args(["-L", self.tmux.socket_name()])
             .args(args)
             .output()
             .unwrap();

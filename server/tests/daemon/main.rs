@@ -13,6 +13,7 @@ mod journal;
 mod journal_faults;
 mod journal_property;
 mod journal_search;
+mod journal_servers;
 mod ledger;
 mod serve_http;
 mod serve_own_pane;

@@ -33,7 +33,7 @@ use super::scope::Scope;
 use super::types::{JournalGap, JournalHit, SearchPanesArgs, SearchPanesResult};
 use crate::journal::frame::Origin;
 use crate::journal::search::{self as journal_search, PaneKey, Query, Tail, TAIL_TEXTS};
-use crate::journal::{dir, when};
+use crate::journal::{dir, servers, when};
 use crate::tmux::{CaptureOptions, CaptureRequest, CapturedText, Pane, Tmux};
 use crate::tools::context::{ToolContext, ToolError};
 
@@ -43,7 +43,8 @@ const MAX_GAPS: usize = 20;
 /// A search's span in time and where its journal is.
 #[derive(Debug, Clone)]
 pub(super) struct Times {
-    /// The journal's directory (checked: this user's, private).
+    /// The journal's directory (checked: this user's, private): the root
+    /// from [`check`], the searched server's own after [`for_server`].
     pub(super) dir: PathBuf,
     /// Lines first seen at or after (ms; `i64::MIN`: no bound).
     pub(super) since_ms: i64,
@@ -113,6 +114,13 @@ pub(super) fn check(ctx: &ToolContext, args: &SearchPanesArgs) -> Result<Option<
         now_ms,
         journal: args.journal,
     }))
+}
+
+/// `times` reading the journal of `tmux`'s server (each journaled server
+/// has its own directory), or the error saying it is not journaled.
+pub(super) fn for_server(mut times: Times, tmux: &Tmux) -> Result<Times, ToolError> {
+    times.dir = servers::find(&times.dir, tmux.socket_path()).map_err(ToolError::invalid)?;
+    Ok(times)
 }
 
 /// The journal this session reads, checked; the error tells how to get

@@ -181,6 +181,12 @@ fn search_one(ctx: &ToolContext, args: &SearchPanesArgs) -> Result<SearchPanesRe
             return Err(e);
         }
     };
+    // Each journaled server has its own journal: this one's, or the error
+    // that it is not journaled.
+    let times = match times {
+        Some(t) => Some(across::for_server(t, &tmux)?),
+        None => None,
+    };
 
     // A since search with the pane cache fetches only the panes that
     // printed, usually few: their sweep's client starts now, while the

@@ -42,8 +42,10 @@ pub fn pane_journal(
     since_ms: Option<i64>,
     until_ms: Option<i64>,
 ) -> Result<PaneJournal, ToolError> {
-    let dir = super::across::journal_dir(ctx)?;
+    let root = super::across::journal_dir(ctx)?;
     let tmux = ctx.tmux(&ServerArgs::default())?;
+    let dir =
+        crate::journal::servers::find(&root, tmux.socket_path()).map_err(ToolError::invalid)?;
     let socket = format!("@{}", tmux.socket_path().display());
     let (since, until) = (since_ms.unwrap_or(i64::MIN), until_ms.unwrap_or(i64::MAX));
     let ceilings = ctx.ceilings();
