@@ -39,9 +39,12 @@ use crate::journal::ledger::{self as book, Book, Command, Span};
 use crate::journal::track::Row;
 use crate::journal::view::Views;
 use crate::journal::{when, JournalConfig};
+use crate::tmux::command_reports::ReportEvent;
 use crate::tmux::feed::{FeedEvent, SessionFeed};
 use crate::tmux::{PaneId, ServerSpec, SessionId, Tmux, TmuxCommand, TmuxError};
 use crate::tools::run::detect::{LineEnd, Mark, MarkScanner};
+
+use super::ledger_reports::Reports;
 
 /// Prompts kept whose rows may still come (a command that ends before
 /// the journal read its pane again).
@@ -92,7 +95,7 @@ pub fn start(
         eprintln!("panescan ledger: {note}");
     }
     let tmux = Tmux::shared(spec).map_err(|e| e.to_string())?;
-    let tmux_reports = tmux_reports_commands(&tmux);
+    let reports = Reports::probe(&tmux, Instant::now() + ROUND_TRIP);
     let (tx, rx) = crossbeam_channel::unbounded();
     let mut follower = Follower {
         config: config.clone(),
@@ -108,7 +111,7 @@ pub fn start(
         owner: HashMap::new(),
         tx,
         rx,
-        tmux_reports,
+        reports,
     };
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
@@ -120,21 +123,6 @@ pub fn start(
         stop,
         thread: Some(thread),
     })
-}
-
-/// Whether tmux reports commands itself (`pane_command_status`, tmux
-/// 3.8): tmux 3.3a expands an unknown format to nothing.
-fn tmux_reports_commands(tmux: &Tmux) -> bool {
-    let probe = TmuxCommand::new("display-message")
-        .flag("-p")
-        .format_arg("#{?pane_command_status,yes,}");
-    let yes = tmux
-        .run(&probe, Instant::now() + ROUND_TRIP)
-        .is_ok_and(|t| t.trim() == "yes");
-    if yes {
-        eprintln!("panescan ledger: tmux reports pane_command_status; the OSC 133 marks are still what is read");
-    }
-    yes
 }
 
 /// Where a pane stands between marks.
@@ -244,8 +232,8 @@ struct Follower {
     owner: HashMap<PaneId, SessionId>,
     tx: crossbeam_channel::Sender<FeedEvent>,
     rx: crossbeam_channel::Receiver<FeedEvent>,
-    #[allow(dead_code)]
-    tmux_reports: bool,
+    /// tmux's own reports of commands' ends (tmux 3.8), where it has them.
+    reports: Reports,
 }
 
 impl Follower {
@@ -253,7 +241,12 @@ impl Follower {
         let mut bounds_at = Instant::now();
         let mut list_sessions = true;
         let mut listed_at = Instant::now();
+        let reports = self.reports.receiver();
+        let feed_rx = self.rx.clone();
         while !stop.load(Ordering::SeqCst) {
+            while let Ok(report) = reports.try_recv() {
+                list_sessions |= self.reported(report);
+            }
             if list_sessions || listed_at.elapsed() >= SESSIONS_EVERY {
                 list_sessions = false;
                 listed_at = Instant::now();
@@ -261,10 +254,17 @@ impl Follower {
             }
             let event = match self.backlog.pop_front() {
                 Some(e) => Some(e),
-                None => self
-                    .rx
-                    .recv_deadline(Instant::now() + Duration::from_millis(100))
-                    .ok(),
+                // A report of tmux's wakes the loop too.
+                None => crossbeam_channel::select! {
+                    recv(feed_rx) -> e => e.ok(),
+                    recv(reports) -> r => {
+                        if let Ok(r) = r {
+                            list_sessions |= self.reported(r);
+                        }
+                        None
+                    }
+                    default(Duration::from_millis(100)) => None,
+                },
             };
             match event {
                 Some(FeedEvent::Output {
@@ -295,6 +295,25 @@ impl Follower {
         }
     }
 
+    /// A report of tmux's: taken into the command it ends. Whether the
+    /// sessions must be listed again (the reporter closed).
+    fn reported(&mut self, report: ReportEvent) -> bool {
+        match report {
+            ReportEvent::Finished(r) => {
+                if let Some(id) = self.reports.reported(r, &mut self.open) {
+                    if let Some(c) = self.open.get(&id).cloned() {
+                        self.save(&c);
+                    }
+                }
+                false
+            }
+            ReportEvent::Closed => {
+                self.reports.closed();
+                true
+            }
+        }
+    }
+
     /// A feed for every session of the server, and none for a session
     /// gone.
     fn follow_sessions(&mut self) {
@@ -316,6 +335,7 @@ impl Follower {
             Err(_) => return,
         };
         self.feeds.retain(|s, _| listed.contains(s));
+        self.reports.follow(&self.tmux, &listed);
         for session in listed {
             if self.feeds.contains_key(&session) {
                 continue;
@@ -472,6 +492,8 @@ impl Follower {
             return;
         }
         st.phase = Phase::Running;
+        self.reports.started(pane);
+        let st = self.pane(pane);
         let from_mark = mark.param("cmdline_url").map(percent_decoded).or_else(|| {
             mark.param("cmdline")
                 .map(|c| String::from_utf8_lossy(c).into_owned())
@@ -544,6 +566,7 @@ impl Follower {
         c.output_lines = None;
         // An earlier end's count would write the earlier output's end.
         self.counts.retain(|(i, _)| *i != id);
+        self.reports.ended(pane, &mut c);
         self.save(&c);
         self.open.insert(id, c);
     }

@@ -1,0 +1,259 @@
+//! The ledger's second witness on tmux 3.8 and later: tmux's own report of
+//! each command's end (`tmux/command_reports.rs`), beside the OSC 133
+//! marks the feeds read. Where a report comes for a command the marks
+//! ended, the command takes tmux's status and tmux's times: tmux stamps a
+//! mark when it parses it, while a feed's bytes reach the daemon later
+//! under load; tmux's stamps are whole seconds, so a mark's millisecond
+//! stamp is kept where it lies inside tmux's second and moved to its edge
+//! where it does not. Such a command's `source` is `tmux`.
+//!
+//! What still needs the feeds: the command line (tmux keeps none), the
+//! rows its output lies on (no format gives a mark's row) and whether
+//! typing ran ahead of the prompt. On tmux without the event, or while no
+//! reporter is attached, nothing here changes a record.
+//!
+//! Must hold: a report is matched to a command of its pane only, and only
+//! to the last end the marks gave before the pane's next C; a report that
+//! finds none is dropped at that C, so it never lands on a later command.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use crossbeam_channel::{Receiver, Sender};
+
+use crate::journal::ledger::Command;
+use crate::tmux::command_reports::{CommandReport, ReportEvent, Reporter};
+use crate::tmux::{PaneId, SessionId, Tmux};
+
+/// What the ledger's records say of a command tmux reported.
+pub const SOURCE: &str = "tmux";
+
+/// The reporter of one followed server and the reports not yet matched.
+#[derive(Debug)]
+pub struct Reports {
+    /// The server fires `pane-command-finished` (probed once).
+    supported: bool,
+    reporter: Option<Reporter>,
+    tx: Sender<ReportEvent>,
+    rx: Receiver<ReportEvent>,
+    /// Reports that came before their D mark.
+    early: HashMap<PaneId, CommandReport>,
+    /// The command each pane's last D ended, its report still to come.
+    awaiting: HashMap<PaneId, String>,
+}
+
+impl Reports {
+    /// Asks `tmux` whether it reports commands.
+    pub fn probe(tmux: &Tmux, deadline: Instant) -> Reports {
+        let supported = tmux.reports_commands(deadline);
+        if supported {
+            eprintln!("panescan ledger: tmux reports pane-command-finished: statuses and times come from tmux, the command lines and output rows from the OSC 133 marks");
+        }
+        let (tx, rx) = crossbeam_channel::unbounded();
+        Reports {
+            supported,
+            reporter: None,
+            tx,
+            rx,
+            early: HashMap::new(),
+            awaiting: HashMap::new(),
+        }
+    }
+
+    /// Where the reports arrive.
+    pub fn receiver(&self) -> Receiver<ReportEvent> {
+        self.rx.clone()
+    }
+
+    /// Keeps a reporter attached to one of `sessions` (tmux's events are
+    /// server-wide, so any one will do).
+    pub fn follow(&mut self, tmux: &Tmux, sessions: &[SessionId]) {
+        if !self.supported {
+            return;
+        }
+        if self
+            .reporter
+            .as_ref()
+            .is_some_and(|r| sessions.contains(&r.session()))
+        {
+            return;
+        }
+        self.reporter = None;
+        for session in sessions {
+            match tmux.command_reporter(*session, self.tx.clone()) {
+                Ok(r) => {
+                    self.reporter = Some(r);
+                    return;
+                }
+                Err(e) => eprintln!("panescan ledger: no command reports from tmux: {e}"),
+            }
+        }
+    }
+
+    /// The reporter's client closed: the next [`Reports::follow`] attaches
+    /// another.
+    pub fn closed(&mut self) {
+        self.reporter = None;
+    }
+
+    /// A C mark in `pane`: what was not matched by now never will be.
+    pub fn started(&mut self, pane: PaneId) {
+        self.early.remove(&pane);
+        self.awaiting.remove(&pane);
+    }
+
+    /// A D mark ended `c`: tmux's report applied if it came first, else
+    /// awaited. Whether `c` changed.
+    pub fn ended(&mut self, pane: PaneId, c: &mut Command) -> bool {
+        if !self.supported {
+            return false;
+        }
+        match self.early.remove(&pane) {
+            Some(r) => apply(c, &r),
+            None => {
+                self.awaiting.insert(pane, c.command_id.clone());
+                false
+            }
+        }
+    }
+
+    /// A report: the id of the command of `open` it was applied to, or
+    /// kept until its D comes.
+    pub fn reported(
+        &mut self,
+        report: CommandReport,
+        open: &mut HashMap<String, Command>,
+    ) -> Option<String> {
+        let pane = report.pane;
+        let Some(id) = self.awaiting.remove(&pane) else {
+            self.early.insert(pane, report);
+            return None;
+        };
+        let c = open.get_mut(&id)?;
+        apply(c, &report).then_some(id)
+    }
+}
+
+/// Takes tmux's status and times into `c`, where `r` is its end (`r`
+/// ended at or after `c` started, give or take tmux's second). Whether
+/// `c` changed.
+pub fn apply(c: &mut Command, r: &CommandReport) -> bool {
+    let Some(end_s) = r.end_s else {
+        return false;
+    };
+    let Some(ended_ms) = c.ended_ms else {
+        return false;
+    };
+    if end_s.saturating_add(1).saturating_mul(1000) <= c.started_ms {
+        return false;
+    }
+    // A bare D: tmux says 0 where the shell said nothing; keep nothing.
+    if c.exit_status.is_some() {
+        c.exit_status = r.status.or(c.exit_status);
+    }
+    if let Some(start_s) = r.start_s {
+        c.started_ms = within_second(c.started_ms, start_s);
+    }
+    c.ended_ms = Some(within_second(ended_ms, end_s).max(c.started_ms));
+    c.source = SOURCE.into();
+    true
+}
+
+/// `ms` moved into the second `s` (`[s, s + 1)`), where it lies outside.
+fn within_second(ms: i64, s: i64) -> i64 {
+    let from = s.saturating_mul(1000);
+    ms.clamp(from, from.saturating_add(999))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn command(started_ms: i64, ended_ms: i64, status: Option<i32>) -> Command {
+        Command {
+            command_id: "c1".into(),
+            pane_id: "%3".into(),
+            started_ms,
+            ended_ms: Some(ended_ms),
+            exit_status: status,
+            source: "osc133".into(),
+            ..Command::default()
+        }
+    }
+
+    fn report(start_s: Option<i64>, end_s: i64, status: i32) -> CommandReport {
+        CommandReport {
+            pane: PaneId::from_number(3),
+            status: Some(status),
+            start_s,
+            end_s: Some(end_s),
+        }
+    }
+
+    #[test]
+    fn tmux_status_and_seconds_bound_the_marks_stamps() {
+        // The feed saw the D 2.4 s late (a loaded feed); tmux stamped it
+        // at second 102, the C at second 100 where the feed agreed.
+        let mut c = command(100_250, 104_400, Some(1));
+        assert!(apply(&mut c, &report(Some(100), 102, 130)));
+        assert_eq!(
+            (c.started_ms, c.ended_ms, c.exit_status),
+            (100_250, Some(102_999), Some(130))
+        );
+        assert_eq!(c.source, SOURCE);
+        // Inside tmux's seconds: the millisecond stamps stay.
+        let mut c = command(100_250, 102_500, Some(0));
+        assert!(apply(&mut c, &report(Some(100), 102, 0)));
+        assert_eq!((c.started_ms, c.ended_ms), (100_250, Some(102_500)));
+        // A bare D: tmux's 0 is not the shell's word.
+        let mut c = command(100_250, 100_300, None);
+        assert!(apply(&mut c, &report(Some(100), 100, 0)));
+        assert_eq!(c.exit_status, None);
+    }
+
+    #[test]
+    fn a_report_of_an_earlier_command_changes_nothing() {
+        // Ended in second 98: before this command started.
+        let mut c = command(100_250, 101_000, Some(0));
+        let before = c.clone();
+        assert!(!apply(&mut c, &report(Some(97), 98, 1)));
+        assert_eq!(c, before);
+    }
+
+    fn reports() -> Reports {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        Reports {
+            supported: true,
+            reporter: None,
+            tx,
+            rx,
+            early: HashMap::new(),
+            awaiting: HashMap::new(),
+        }
+    }
+
+    #[test]
+    fn a_report_meets_its_d_in_either_order_and_never_a_later_command() {
+        let pane = PaneId::from_number(3);
+        // The report first, then the D.
+        let mut r = reports();
+        let mut open = HashMap::new();
+        assert_eq!(r.reported(report(Some(100), 101, 7), &mut open), None);
+        let mut c = command(100_100, 101_200, Some(0));
+        assert!(r.ended(pane, &mut c));
+        assert_eq!(c.exit_status, Some(7));
+        // The D first, then the report.
+        let mut c = command(100_100, 101_200, Some(0));
+        assert!(!r.ended(pane, &mut c));
+        open.insert(c.command_id.clone(), c);
+        let id = r.reported(report(Some(100), 101, 9), &mut open);
+        assert_eq!(id.as_deref(), Some("c1"));
+        assert_eq!(open["c1"].exit_status, Some(9));
+        // A report whose D was not counted is dropped at the next C.
+        assert_eq!(r.reported(report(Some(100), 101, 5), &mut open), None);
+        r.started(pane);
+        let mut c = command(100_100, 101_200, Some(0));
+        assert!(!r.ended(pane, &mut c));
+        assert_eq!(c.exit_status, Some(0));
+    }
+}
