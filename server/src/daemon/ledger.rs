@@ -39,12 +39,11 @@ use crate::journal::ledger::{self as book, Book, Command, Span};
 use crate::journal::track::Row;
 use crate::journal::view::Views;
 use crate::journal::{when, JournalConfig};
-use crate::tmux::command_reports::ReportEvent;
 use crate::tmux::feed::{FeedEvent, SessionFeed};
 use crate::tmux::{PaneId, ServerSpec, SessionId, Tmux, TmuxCommand, TmuxError};
 use crate::tools::run::detect::{LineEnd, Mark, MarkScanner};
 
-use super::ledger_reports::Reports;
+use super::ledger_reports::{self, Reports};
 
 /// Prompts kept whose rows may still come (a command that ends before
 /// the journal read its pane again).
@@ -245,7 +244,7 @@ impl Follower {
         let feed_rx = self.rx.clone();
         while !stop.load(Ordering::SeqCst) {
             while let Ok(report) = reports.try_recv() {
-                list_sessions |= self.reported(report);
+                self.reported(report);
             }
             if list_sessions || listed_at.elapsed() >= SESSIONS_EVERY {
                 list_sessions = false;
@@ -259,7 +258,7 @@ impl Follower {
                     recv(feed_rx) -> e => e.ok(),
                     recv(reports) -> r => {
                         if let Ok(r) = r {
-                            list_sessions |= self.reported(r);
+                            self.reported(r);
                         }
                         None
                     }
@@ -295,21 +294,11 @@ impl Follower {
         }
     }
 
-    /// A report of tmux's: taken into the command it ends. Whether the
-    /// sessions must be listed again (the reporter closed).
-    fn reported(&mut self, report: ReportEvent) -> bool {
-        match report {
-            ReportEvent::Finished(r) => {
-                if let Some(id) = self.reports.reported(r, &mut self.open) {
-                    if let Some(c) = self.open.get(&id).cloned() {
-                        self.save(&c);
-                    }
-                }
-                false
-            }
-            ReportEvent::Closed => {
-                self.reports.closed();
-                true
+    /// A report of tmux's: taken into the command it ends.
+    fn reported(&mut self, report: crate::tmux::command_reports::CommandReport) {
+        if let Some(id) = self.reports.reported(report, &mut self.open) {
+            if let Some(c) = self.open.get(&id).cloned() {
+                self.save(&c);
             }
         }
     }
@@ -335,7 +324,6 @@ impl Follower {
             Err(_) => return,
         };
         self.feeds.retain(|s, _| listed.contains(s));
-        self.reports.follow(&self.tmux, &listed);
         for session in listed {
             if self.feeds.contains_key(&session) {
                 continue;
@@ -578,7 +566,10 @@ impl Follower {
         let probe = TmuxCommand::new("display-message")
             .flag("-p")
             .target(pane)
-            .format_arg("#{history_size}\t#{cursor_y}\t#{session_name}\t#{pane_current_path}");
+            .format_arg(&format!(
+                "{}\t#{{history_size}}\t#{{cursor_y}}\t#{{session_name}}\t#{{pane_current_path}}",
+                ledger_reports::FORMATS
+            ));
         let Some(feed) = self.feeds.get(&session) else {
             return;
         };
@@ -598,7 +589,13 @@ impl Follower {
             }
             self.backlog.push_back(e);
         }
-        let mut f = reply.trim_end_matches('\n').split('\t');
+        let mut f = reply.trim_end_matches('\n').splitn(8, '\t');
+        let told: Vec<&str> = f.by_ref().take(4).collect();
+        // tmux 3.8's own account of the command the prompt ends (tmux
+        // 3.3a expands these to nothing), for a report its event missed.
+        if let Some(r) = ledger_reports::from_formats(pane, &told) {
+            self.reported(r);
+        }
         let (Some(h), Some(y), Some(session), Some(cwd)) = (f.next(), f.next(), f.next(), f.next())
         else {
             return;

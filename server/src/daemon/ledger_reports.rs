@@ -19,23 +19,26 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::Receiver;
 
 use crate::journal::ledger::Command;
-use crate::tmux::command_reports::{CommandReport, ReportEvent, Reporter};
-use crate::tmux::{PaneId, SessionId, Tmux};
+use crate::tmux::command_reports::{CommandReport, Reporter};
+use crate::tmux::{PaneId, Tmux};
 
 /// What the ledger's records say of a command tmux reported.
 pub const SOURCE: &str = "tmux";
+/// How far behind tmux's stamp of a D mark the feed may bring it (a
+/// loaded feed's queue); a report further off is another D's.
+const MAX_LAG_MS: i64 = 30_000;
 
 /// The reporter of one followed server and the reports not yet matched.
 #[derive(Debug)]
 pub struct Reports {
     /// The server fires `pane-command-finished` (probed once).
     supported: bool,
-    reporter: Option<Reporter>,
-    tx: Sender<ReportEvent>,
-    rx: Receiver<ReportEvent>,
+    /// Kept for its drop, which stops it.
+    _reporter: Option<Reporter>,
+    rx: Receiver<CommandReport>,
     /// Reports that came before their D mark.
     early: HashMap<PaneId, CommandReport>,
     /// The command each pane's last D ended, its report still to come.
@@ -43,17 +46,27 @@ pub struct Reports {
 }
 
 impl Reports {
-    /// Asks `tmux` whether it reports commands.
+    /// Asks `tmux` whether it reports commands, and starts its reporter
+    /// if it does.
     pub fn probe(tmux: &Tmux, deadline: Instant) -> Reports {
-        let supported = tmux.reports_commands(deadline);
-        if supported {
-            eprintln!("panescan ledger: tmux reports pane-command-finished: statuses and times come from tmux, the command lines and output rows from the OSC 133 marks");
-        }
         let (tx, rx) = crossbeam_channel::unbounded();
+        let reporter = if tmux.reports_commands(deadline) {
+            match tmux.command_reporter(tx) {
+                Ok(r) => {
+                    eprintln!("panescan ledger: tmux reports pane-command-finished: statuses and times come from tmux, the command lines and output rows from the OSC 133 marks");
+                    Some(r)
+                }
+                Err(e) => {
+                    eprintln!("panescan ledger: no command reports from tmux: {e}");
+                    None
+                }
+            }
+        } else {
+            None
+        };
         Reports {
-            supported,
-            reporter: None,
-            tx,
+            supported: reporter.is_some(),
+            _reporter: reporter,
             rx,
             early: HashMap::new(),
             awaiting: HashMap::new(),
@@ -61,39 +74,8 @@ impl Reports {
     }
 
     /// Where the reports arrive.
-    pub fn receiver(&self) -> Receiver<ReportEvent> {
+    pub fn receiver(&self) -> Receiver<CommandReport> {
         self.rx.clone()
-    }
-
-    /// Keeps a reporter attached to one of `sessions` (tmux's events are
-    /// server-wide, so any one will do).
-    pub fn follow(&mut self, tmux: &Tmux, sessions: &[SessionId]) {
-        if !self.supported {
-            return;
-        }
-        if self
-            .reporter
-            .as_ref()
-            .is_some_and(|r| sessions.contains(&r.session()))
-        {
-            return;
-        }
-        self.reporter = None;
-        for session in sessions {
-            match tmux.command_reporter(*session, self.tx.clone()) {
-                Ok(r) => {
-                    self.reporter = Some(r);
-                    return;
-                }
-                Err(e) => eprintln!("panescan ledger: no command reports from tmux: {e}"),
-            }
-        }
-    }
-
-    /// The reporter's client closed: the next [`Reports::follow`] attaches
-    /// another.
-    pub fn closed(&mut self) {
-        self.reporter = None;
     }
 
     /// A C mark in `pane`: what was not matched by now never will be.
@@ -108,13 +90,13 @@ impl Reports {
         if !self.supported {
             return false;
         }
-        match self.early.remove(&pane) {
-            Some(r) => apply(c, &r),
-            None => {
-                self.awaiting.insert(pane, c.command_id.clone());
-                false
-            }
+        // An early report of another D (one the marks did not count)
+        // leaves this one awaited.
+        if self.early.remove(&pane).is_some_and(|r| apply(c, &r)) {
+            return true;
         }
+        self.awaiting.insert(pane, c.command_id.clone());
+        false
     }
 
     /// A report: the id of the command of `open` it was applied to, or
@@ -134,9 +116,34 @@ impl Reports {
     }
 }
 
-/// Takes tmux's status and times into `c`, where `r` is its end (`r`
-/// ended at or after `c` started, give or take tmux's second). Whether
-/// `c` changed.
+/// The pane formats (tmux 3.8) that say how its last command went, as
+/// [`from_formats`] reads them: asked at each prompt with the prompt's
+/// row, so a command whose event fell between two waiting clients still
+/// gets tmux's account.
+pub const FORMATS: &str = "#{pane_command_running}\t#{pane_command_status}\t#{pane_command_start_time}\t#{pane_command_end_time}";
+
+/// [`FORMATS`] expanded for `pane`: a report of its last command, unless
+/// one runs (a command typed ahead), none ended, or tmux knows no such
+/// formats (they expand to nothing).
+pub fn from_formats(pane: PaneId, told: &[&str]) -> Option<CommandReport> {
+    let [running, status, start, end] = told else {
+        return None;
+    };
+    if *running != "0" {
+        return None;
+    }
+    Some(CommandReport {
+        pane,
+        status: Some(status.parse().ok()?),
+        start_s: start.parse().ok(),
+        end_s: Some(end.parse().ok()?),
+    })
+}
+
+/// Takes tmux's status and times into `c`, where `r` is its end: `r`
+/// ended at or after `c` started (give or take tmux's second), and not
+/// after the feed brought `c`'s D (tmux parses a mark before it sends
+/// it), nor [`MAX_LAG_MS`] before. Whether `c` changed.
 pub fn apply(c: &mut Command, r: &CommandReport) -> bool {
     let Some(end_s) = r.end_s else {
         return false;
@@ -144,7 +151,11 @@ pub fn apply(c: &mut Command, r: &CommandReport) -> bool {
     let Some(ended_ms) = c.ended_ms else {
         return false;
     };
-    if end_s.saturating_add(1).saturating_mul(1000) <= c.started_ms {
+    let end_ms = end_s.saturating_mul(1000);
+    if end_ms.saturating_add(1000) <= c.started_ms
+        || ended_ms < end_ms
+        || ended_ms - end_ms > MAX_LAG_MS
+    {
         return false;
     }
     // A bare D: tmux says 0 where the shell said nothing; keep nothing.
@@ -212,20 +223,39 @@ mod tests {
     }
 
     #[test]
-    fn a_report_of_an_earlier_command_changes_nothing() {
-        // Ended in second 98: before this command started.
+    fn a_report_of_another_d_changes_nothing() {
         let mut c = command(100_250, 101_000, Some(0));
         let before = c.clone();
+        // Ended in second 98: before this command started.
         assert!(!apply(&mut c, &report(Some(97), 98, 1)));
+        // Ended in second 102: after the feed brought this D (a later
+        // empty Enter's, this one's report lost).
+        assert!(!apply(&mut c, &report(Some(100), 102, 1)));
+        // Stamped far before the feed brought it.
+        let mut late = command(10_250, 101_000, Some(0));
+        assert!(!apply(&mut late, &report(Some(10), 11, 1)));
         assert_eq!(c, before);
     }
 
+    #[test]
+    fn the_formats_report_only_an_ended_command() {
+        let pane = PaneId::from_number(3);
+        assert_eq!(
+            from_formats(pane, &["0", "130", "100", "102"]),
+            Some(report(Some(100), 102, 130))
+        );
+        // Running (typed ahead), never ended, or tmux 3.3a's nothing.
+        assert_eq!(from_formats(pane, &["1", "", "100", ""]), None);
+        assert_eq!(from_formats(pane, &["0", "", "", ""]), None);
+        assert_eq!(from_formats(pane, &["", "", "", ""]), None);
+        assert_eq!(from_formats(pane, &["0", "1"]), None);
+    }
+
     fn reports() -> Reports {
-        let (tx, rx) = crossbeam_channel::unbounded();
+        let (_, rx) = crossbeam_channel::unbounded();
         Reports {
             supported: true,
-            reporter: None,
-            tx,
+            _reporter: None,
             rx,
             early: HashMap::new(),
             awaiting: HashMap::new(),

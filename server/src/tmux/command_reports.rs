@@ -3,40 +3,41 @@
 //! status tmux parsed and the command's start and end in whole seconds).
 //!
 //! A control client receives no event as a notification (control-notify.c
-//! sends only its fixed list), so the reporter is a control client of its
-//! own that runs `wait-for -E -v pane-command-finished`: tmux holds the
-//! command until the event fires in any pane of any session, then prints
-//! its payload as `key=value` lines (cmd-wait-for.c; tmux 3.8 writes them
-//! after the command's `%end`, so they are read wherever they come). The
-//! next wait is written only once a report was read whole.
+//! sends only its fixed list), so the reporter runs `tmux wait-for -E -v
+//! pane-command-finished` again and again: tmux holds that client until
+//! the event fires in any pane of any session, prints the payload as
+//! `key=value` lines (cmd-wait-for.c) and the client exits. A client of
+//! its own each time, never attached: it fires no hook and counts as no
+//! session's client.
 //!
-//! Must hold: the client never has more than that one command queued.
-//! tmux 3.8 (at c1f947a) exits with a fatal error when a client leaves
-//! while a `wait-for -E` is held with another command queued behind it
-//! (measured: NOTES.md, "tmux 3.8's command events"), so this client
-//! never uses the connection's framing (a nonce command after each
-//! request). An event fired while no wait is held (between a report and
-//! the next wait) is not reported: the reader must keep its own account.
-//! Whether a server reports at all is probed ([`Tmux::reports_commands`]),
-//! never guessed from its version.
+//! Must hold: no client ever waits twice. tmux 3.8 (at c1f947a) aborts
+//! when a client that waited for an event once leaves while it waits
+//! again (a control client running `wait-for -E` in a loop, then killed or
+//! detached: measured, NOTES.md "tmux 3.8's command events"), while a
+//! client killed during its first wait is harmless. An event fired between
+//! one client's exit and the next one's wait is not reported: the reader
+//! keeps its own account (the marks). Whether a server reports at all is
+//! probed ([`Tmux::reports_commands`]), never guessed from its version.
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Stdio};
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::Sender;
 
-use super::connection;
-use super::{PaneId, SessionId, Tmux, TmuxCommand, TmuxError};
+use super::launch::Endpoint;
+use super::{PaneId, Tmux, TmuxCommand, TmuxError};
 use crate::sync::lock;
 
-/// The command the reporter's client runs, again after each report.
-const WAIT: &[u8] = b"wait-for -E -v pane-command-finished\n";
 /// The event's name; the probe asks whether tmux knows it.
 const EVENT: &str = "pane-command-finished";
 /// A payload line longer than this is not a report's (tmux's are short).
 const MAX_LINE: usize = 4096;
+/// A client that failed (no server yet, a refused command) is tried again
+/// after this long, so a gone server costs one process a second.
+const RETRY: Duration = Duration::from_secs(1);
 
 /// One command's end, as tmux saw it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -52,41 +53,22 @@ pub struct CommandReport {
     pub end_s: Option<i64>,
 }
 
-/// What the reporter tells its reader.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ReportEvent {
-    /// A command ended.
-    Finished(CommandReport),
-    /// The reporter's client is gone (its session closed, the server
-    /// died): a new one must be attached.
-    Closed,
-}
-
-/// The reporter: a control client attached to one session (events are
-/// server-wide); closed when dropped.
+/// The running reporter; stopped (its waiting client killed) when dropped.
 #[derive(Debug)]
 pub struct Reporter {
-    child: Arc<Mutex<Child>>,
-    session: SessionId,
-    pid: u32,
-    connection: Arc<connection::Shared>,
-}
-
-impl Reporter {
-    /// The session its client is attached to.
-    pub fn session(&self) -> SessionId {
-        self.session
-    }
+    stop: Arc<AtomicBool>,
+    /// The client waiting now.
+    child: Arc<Mutex<Option<Child>>>,
 }
 
 impl Drop for Reporter {
     fn drop(&mut self) {
-        // Its one command is the held wait: ending the client leaves
-        // nothing queued behind it (see the module's must-hold).
-        let mut child = lock(&self.child);
-        let _ = child.kill();
-        let _ = child.wait();
-        self.connection.forget_feed(self.pid);
+        self.stop.store(true, Ordering::SeqCst);
+        // A client killed in its first wait leaves tmux as it was.
+        if let Some(mut c) = lock(&self.child).take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
     }
 }
 
@@ -102,95 +84,94 @@ impl Tmux {
         self.run(&probe, deadline).is_ok()
     }
 
-    /// Attaches a reporter to `session`: each command's end in any pane
-    /// of the server goes to `events`, and its end as
-    /// [`ReportEvent::Closed`].
-    pub fn command_reporter(
-        &self,
-        session: SessionId,
-        events: Sender<ReportEvent>,
-    ) -> Result<Reporter, TmuxError> {
-        let connection = self.inner.connection().clone();
-        let id = session.to_string();
-        // Not read-only (`-r`): tmux refuses `wait-for` to a read-only
-        // client. `no-output`: it reads no pane's bytes.
-        let args = [
-            "-C",
-            "attach-session",
-            "-E",
-            "-f",
-            "no-output,ignore-size",
-            "-t",
-            id.as_str(),
-        ];
-        let mut child = connection
-            .endpoint()
-            .tmux(&args)?
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| TmuxError::spawn("", e))?;
-        let stdout = child
-            .stdout
-            .take()
-            .ok_or_else(|| TmuxError::spawn_without("no stdout"))?;
-        let mut stdin = child
-            .stdin
-            .take()
-            .ok_or_else(|| TmuxError::spawn_without("no stdin"))?;
-        let pid = child.id();
-        connection.leave_out(pid);
-        let child = Arc::new(Mutex::new(child));
+    /// Starts reporting each command's end in any pane of the server to
+    /// `reports`, until the reporter is dropped or `reports` closes.
+    pub fn command_reporter(&self, reports: Sender<CommandReport>) -> Result<Reporter, TmuxError> {
+        let at = self.inner.connection().endpoint().clone();
+        let stop = Arc::new(AtomicBool::new(false));
+        let child = Arc::new(Mutex::new(None));
         let reporter = Reporter {
-            child,
-            session,
-            pid,
-            connection,
+            stop: stop.clone(),
+            child: child.clone(),
         };
-        stdin
-            .write_all(WAIT)
-            .and_then(|()| stdin.flush())
-            .map_err(|e| TmuxError::ConnectionLost(format!("the reporter's client: {e}")))?;
         std::thread::Builder::new()
             .name("tmux-command-reports".into())
-            .spawn(move || read_reports(stdout, stdin, &events))
+            .spawn(move || report_loop(&at, &stop, &child, &reports))
             .map_err(|e| TmuxError::spawn("", e))?;
         Ok(reporter)
     }
 }
 
-/// Reads the client's lines: a report each time a payload is whole, the
-/// next wait written after it; [`ReportEvent::Closed`] at the end.
-fn read_reports(stdout: impl std::io::Read, mut stdin: ChildStdin, events: &Sender<ReportEvent>) {
+/// One waiting client after another until stopped.
+fn report_loop(
+    at: &Endpoint,
+    stop: &AtomicBool,
+    slot: &Mutex<Option<Child>>,
+    reports: &Sender<CommandReport>,
+) {
+    while !stop.load(Ordering::SeqCst) {
+        let report = wait_once(at, stop, slot);
+        match report {
+            Some(r) => {
+                if reports.send(r).is_err() {
+                    return;
+                }
+            }
+            None => std::thread::sleep(RETRY),
+        }
+    }
+}
+
+/// Runs one waiting client: its report, or `None` when it failed.
+fn wait_once(
+    at: &Endpoint,
+    stop: &AtomicBool,
+    slot: &Mutex<Option<Child>>,
+) -> Option<CommandReport> {
+    let mut child = at
+        .tmux(&["wait-for", "-E", "-v", EVENT])
+        .ok()?
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let stdout = child.stdout.take();
+    {
+        let mut slot = lock(slot);
+        // Stopped while it started: it must not wait on.
+        if stop.load(Ordering::SeqCst) {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        *slot = Some(child);
+    }
+    let report = stdout.and_then(read_report);
+    if let Some(mut c) = lock(slot).take() {
+        let _ = c.wait();
+    }
+    report
+}
+
+/// Reads one client's output: its payload's report, if whole.
+fn read_report(stdout: impl std::io::Read) -> Option<CommandReport> {
     let mut reader = BufReader::new(stdout);
     let mut payload = Payload::default();
     let mut line = Vec::new();
     loop {
         line.clear();
         match reader.read_until(b'\n', &mut line) {
-            Ok(0) | Err(_) => break,
+            Ok(0) | Err(_) => return None,
             Ok(_) => {}
         }
         if line.len() > MAX_LINE {
             continue;
         }
         let text = String::from_utf8_lossy(&line);
-        let text = text.trim_end_matches(['\n', '\r']);
-        if text.starts_with("%exit") {
-            break;
-        }
-        let Some(report) = payload.line(text) else {
-            continue;
-        };
-        if events.send(ReportEvent::Finished(report)).is_err() {
-            break;
-        }
-        if stdin.write_all(WAIT).and_then(|()| stdin.flush()).is_err() {
-            break;
+        if let Some(report) = payload.line(text.trim_end_matches(['\n', '\r'])) {
+            return Some(report);
         }
     }
-    let _ = events.send(ReportEvent::Closed);
 }
 
 /// One payload being read: its keys come sorted (tmux keeps them in a
@@ -205,8 +186,9 @@ struct Payload {
 }
 
 impl Payload {
-    /// Takes one line; the report once its payload is whole. Guard and
-    /// notification lines (`%...`) and unknown keys are passed over.
+    /// Takes one line; the report once its payload is whole. Unknown keys
+    /// (and `%` lines, should a control client print them) are passed
+    /// over.
     fn line(&mut self, text: &str) -> Option<CommandReport> {
         if text.starts_with('%') {
             return None;
@@ -248,8 +230,7 @@ mod tests {
 
     #[test]
     fn a_payload_is_a_report_once_whole_and_guards_are_passed_over() {
-        // As tmux 3.8 wrote it to a control client: the guard first, the
-        // payload after it.
+        // As tmux 3.8 prints it (to a control client: after the guard).
         let got = read(&[
             "%begin 1796592896 319 1",
             "%end 1796592896 319 1",

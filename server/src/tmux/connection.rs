@@ -739,13 +739,6 @@ impl Shared {
         Err(refused)
     }
 
-    /// Client `pid` is panescan's own but not this connection's (a
-    /// `command_reports.rs` reporter): left out of the clients counted,
-    /// as a feed's.
-    pub(crate) fn leave_out(&self, pid: u32) {
-        lock(&self.feeds).insert(pid);
-    }
-
     /// A feed's client `pid` is closed: it is no longer left out.
     pub(crate) fn forget_feed(&self, pid: u32) {
         lock(&self.feeds).remove(&pid);

@@ -14,5 +14,6 @@ mod journal_faults;
 mod journal_property;
 mod journal_search;
 mod ledger;
+mod ledger_tmux_next;
 mod serve_http;
 mod serve_own_pane;
