@@ -19,7 +19,7 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use crossbeam_channel::Receiver;
+use crossbeam_channel::{Receiver, Sender};
 
 use crate::journal::ledger::Command;
 use crate::tmux::command_reports::{CommandReport, Reporter};
@@ -39,6 +39,10 @@ pub struct Reports {
     /// Kept for its drop, which stops it.
     _reporter: Option<Reporter>,
     rx: Receiver<CommandReport>,
+    /// Kept so that `rx` never disconnects (with no reporter, or once it
+    /// ended): a disconnected channel is always ready, and the follower
+    /// waiting on it would spin.
+    _tx: Sender<CommandReport>,
     /// Reports that came before their D mark.
     early: HashMap<PaneId, CommandReport>,
     /// The command each pane's last D ended, its report still to come.
@@ -51,7 +55,7 @@ impl Reports {
     pub fn probe(tmux: &Tmux, deadline: Instant) -> Reports {
         let (tx, rx) = crossbeam_channel::unbounded();
         let reporter = if tmux.reports_commands(deadline) {
-            match tmux.command_reporter(tx) {
+            match tmux.command_reporter(tx.clone()) {
                 Ok(r) => {
                     eprintln!("panescan ledger: tmux reports pane-command-finished: statuses and times come from tmux, the command lines and output rows from the OSC 133 marks");
                     Some(r)
@@ -64,10 +68,19 @@ impl Reports {
         } else {
             None
         };
+        Reports::with(reporter, tx, rx)
+    }
+
+    fn with(
+        reporter: Option<Reporter>,
+        tx: Sender<CommandReport>,
+        rx: Receiver<CommandReport>,
+    ) -> Reports {
         Reports {
             supported: reporter.is_some(),
             _reporter: reporter,
             rx,
+            _tx: tx,
             early: HashMap::new(),
             awaiting: HashMap::new(),
         }
@@ -251,12 +264,23 @@ mod tests {
         assert_eq!(from_formats(pane, &["0", "1"]), None);
     }
 
+    #[test]
+    fn with_no_reporter_the_receiver_waits_instead_of_spinning() {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let r = Reports::with(None, tx, rx);
+        let waited = r
+            .receiver()
+            .recv_timeout(std::time::Duration::from_millis(20));
+        assert_eq!(waited, Err(crossbeam_channel::RecvTimeoutError::Timeout));
+    }
+
     fn reports() -> Reports {
-        let (_, rx) = crossbeam_channel::unbounded();
+        let (tx, rx) = crossbeam_channel::unbounded();
         Reports {
             supported: true,
             _reporter: None,
             rx,
+            _tx: tx,
             early: HashMap::new(),
             awaiting: HashMap::new(),
         }
