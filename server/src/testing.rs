@@ -31,6 +31,11 @@ pub mod journal {
         pub use crate::journal::frame::Gap;
     }
 
+    /// The command ledger's records.
+    pub mod ledger {
+        pub use crate::journal::ledger::{read_all, Command};
+    }
+
     /// Segment files.
     pub mod segment {
         pub use crate::journal::segment::{list, read, Read};

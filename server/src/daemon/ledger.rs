@@ -43,6 +43,8 @@ use crate::tmux::feed::{FeedEvent, SessionFeed};
 use crate::tmux::{PaneId, ServerSpec, SessionId, Tmux, TmuxCommand, TmuxError};
 use crate::tools::run::detect::{LineEnd, Mark, MarkScanner};
 
+use super::ledger_reports::{self, Reports};
+
 /// Prompts kept whose rows may still come (a command that ends before
 /// the journal read its pane again).
 const EARLIER_PROMPTS: usize = 8;
@@ -92,7 +94,7 @@ pub fn start(
         eprintln!("panescan ledger: {note}");
     }
     let tmux = Tmux::shared(spec).map_err(|e| e.to_string())?;
-    let tmux_reports = tmux_reports_commands(&tmux);
+    let reports = Reports::probe(&tmux, Instant::now() + ROUND_TRIP);
     let (tx, rx) = crossbeam_channel::unbounded();
     let mut follower = Follower {
         config: config.clone(),
@@ -108,7 +110,7 @@ pub fn start(
         owner: HashMap::new(),
         tx,
         rx,
-        tmux_reports,
+        reports,
     };
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
@@ -120,21 +122,6 @@ pub fn start(
         stop,
         thread: Some(thread),
     })
-}
-
-/// Whether tmux reports commands itself (`pane_command_status`, tmux
-/// 3.8): tmux 3.3a expands an unknown format to nothing.
-fn tmux_reports_commands(tmux: &Tmux) -> bool {
-    let probe = TmuxCommand::new("display-message")
-        .flag("-p")
-        .format_arg("#{?pane_command_status,yes,}");
-    let yes = tmux
-        .run(&probe, Instant::now() + ROUND_TRIP)
-        .is_ok_and(|t| t.trim() == "yes");
-    if yes {
-        eprintln!("panescan ledger: tmux reports pane_command_status; the OSC 133 marks are still what is read");
-    }
-    yes
 }
 
 /// Where a pane stands between marks.
@@ -244,8 +231,8 @@ struct Follower {
     owner: HashMap<PaneId, SessionId>,
     tx: crossbeam_channel::Sender<FeedEvent>,
     rx: crossbeam_channel::Receiver<FeedEvent>,
-    #[allow(dead_code)]
-    tmux_reports: bool,
+    /// tmux's own reports of commands' ends (tmux 3.8), where it has them.
+    reports: Reports,
 }
 
 impl Follower {
@@ -253,7 +240,12 @@ impl Follower {
         let mut bounds_at = Instant::now();
         let mut list_sessions = true;
         let mut listed_at = Instant::now();
+        let reports = self.reports.receiver();
+        let feed_rx = self.rx.clone();
         while !stop.load(Ordering::SeqCst) {
+            while let Ok(report) = reports.try_recv() {
+                self.reported(report);
+            }
             if list_sessions || listed_at.elapsed() >= SESSIONS_EVERY {
                 list_sessions = false;
                 listed_at = Instant::now();
@@ -261,10 +253,17 @@ impl Follower {
             }
             let event = match self.backlog.pop_front() {
                 Some(e) => Some(e),
-                None => self
-                    .rx
-                    .recv_deadline(Instant::now() + Duration::from_millis(100))
-                    .ok(),
+                // A report of tmux's wakes the loop too.
+                None => crossbeam_channel::select! {
+                    recv(feed_rx) -> e => e.ok(),
+                    recv(reports) -> r => {
+                        if let Ok(r) = r {
+                            self.reported(r);
+                        }
+                        None
+                    }
+                    default(Duration::from_millis(100)) => None,
+                },
             };
             match event {
                 Some(FeedEvent::Output {
@@ -291,6 +290,15 @@ impl Follower {
                     self.config.max_age_ms,
                     when::now_ms(),
                 );
+            }
+        }
+    }
+
+    /// A report of tmux's: taken into the command it ends.
+    fn reported(&mut self, report: crate::tmux::command_reports::CommandReport) {
+        if let Some(id) = self.reports.reported(report, &mut self.open) {
+            if let Some(c) = self.open.get(&id).cloned() {
+                self.save(&c);
             }
         }
     }
@@ -472,6 +480,8 @@ impl Follower {
             return;
         }
         st.phase = Phase::Running;
+        self.reports.started(pane);
+        let st = self.pane(pane);
         let from_mark = mark.param("cmdline_url").map(percent_decoded).or_else(|| {
             mark.param("cmdline")
                 .map(|c| String::from_utf8_lossy(c).into_owned())
@@ -544,6 +554,7 @@ impl Follower {
         c.output_lines = None;
         // An earlier end's count would write the earlier output's end.
         self.counts.retain(|(i, _)| *i != id);
+        self.reports.ended(pane, &mut c);
         self.save(&c);
         self.open.insert(id, c);
     }
@@ -555,7 +566,10 @@ impl Follower {
         let probe = TmuxCommand::new("display-message")
             .flag("-p")
             .target(pane)
-            .format_arg("#{history_size}\t#{cursor_y}\t#{session_name}\t#{pane_current_path}");
+            .format_arg(&format!(
+                "{}\t#{{history_size}}\t#{{cursor_y}}\t#{{session_name}}\t#{{pane_current_path}}",
+                ledger_reports::FORMATS
+            ));
         let Some(feed) = self.feeds.get(&session) else {
             return;
         };
@@ -575,7 +589,13 @@ impl Follower {
             }
             self.backlog.push_back(e);
         }
-        let mut f = reply.trim_end_matches('\n').split('\t');
+        let mut f = reply.trim_end_matches('\n').splitn(8, '\t');
+        let told: Vec<&str> = f.by_ref().take(4).collect();
+        // tmux 3.8's own account of the command the prompt ends (tmux
+        // 3.3a expands these to nothing), for a report its event missed.
+        if let Some(r) = ledger_reports::from_formats(pane, &told) {
+            self.reported(r);
+        }
         let (Some(h), Some(y), Some(session), Some(cwd)) = (f.next(), f.next(), f.next(), f.next())
         else {
             return;

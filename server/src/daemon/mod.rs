@@ -27,6 +27,7 @@ pub(crate) mod client;
 pub(crate) mod conn;
 pub(crate) mod ledger;
 pub(crate) mod ledger_read;
+mod ledger_reports;
 pub(crate) mod place;
 pub(crate) mod wire;
 

@@ -64,7 +64,8 @@ pub struct Command {
     pub ended_ms: Option<i64>,
     /// The status the shell reported.
     pub exit_status: Option<i32>,
-    /// `osc133` (the shell's marks) or `run_command`.
+    /// `osc133` (the shell's marks), `tmux` (the marks, its status and
+    /// times from tmux's own report, tmux 3.8) or `run_command`.
     pub source: String,
     /// Where the output lies, when the ledger could place it.
     pub output: Option<Span>,

@@ -39,6 +39,9 @@ pub struct PrivateServer {
     socket_path: Option<PathBuf>,
     /// The server's pid, learnt at start, to make sure it is gone on drop.
     pid: Option<u32>,
+    /// The tmux program of every command aimed at it (`None`: the
+    /// process's, `tmux::binary::program`).
+    program: Option<PathBuf>,
 }
 
 /// A socket name no other private server has: `label` (so a leftover
@@ -82,6 +85,18 @@ impl PrivateServer {
         Self::start_under(label, width, height, None)
     }
 
+    /// [`PrivateServer::start`] with another tmux program than the
+    /// process's (a tmux client talks only to a server of its own
+    /// version, so every command aimed at it runs `program`).
+    pub fn start_with(
+        label: &str,
+        width: u16,
+        height: u16,
+        program: &Path,
+    ) -> Result<Self, PrivateServerError> {
+        Self::start_as(unique_name(label), (width, height), None, Some(program))
+    }
+
     /// [`PrivateServer::start`] with its socket under `tmux_tmpdir`
     /// (`TMUX_TMPDIR/tmux-UID/NAME`) instead of the inherited directory, so
     /// a test can own every socket a program it runs might look at.
@@ -91,7 +106,7 @@ impl PrivateServer {
         height: u16,
         tmux_tmpdir: Option<&Path>,
     ) -> Result<Self, PrivateServerError> {
-        Self::start_named(unique_name(label), width, height, tmux_tmpdir)
+        Self::start_as(unique_name(label), (width, height), tmux_tmpdir, None)
     }
 
     /// [`PrivateServer::start_under`] on `socket_name` (from
@@ -103,6 +118,15 @@ impl PrivateServer {
         height: u16,
         tmux_tmpdir: Option<&Path>,
     ) -> Result<Self, PrivateServerError> {
+        Self::start_as(socket_name, (width, height), tmux_tmpdir, None)
+    }
+
+    fn start_as(
+        socket_name: String,
+        (width, height): (u16, u16),
+        tmux_tmpdir: Option<&Path>,
+        program: Option<&Path>,
+    ) -> Result<Self, PrivateServerError> {
         let config = std::env::temp_dir().join(format!("{socket_name}.conf"));
         std::fs::write(&config, b"")
             .map_err(|e| PrivateServerError(format!("cannot write {}: {e}", config.display())))?;
@@ -112,6 +136,7 @@ impl PrivateServer {
             tmux_tmpdir: tmux_tmpdir.map(Path::to_path_buf),
             socket_path: None,
             pid: None,
+            program: program.map(Path::to_path_buf),
         };
         let (w, h) = (width.to_string(), height.to_string());
         server.run_ok(["new-session", "-d", "-s", "main", "-x", &w, "-y", &h])?;
@@ -122,6 +147,7 @@ impl PrivateServer {
                 server.socket_name.clone(),
                 server.tmux_tmpdir.clone(),
                 server.pid,
+                server.program.clone(),
             ));
         }
         Ok(server)
@@ -150,7 +176,11 @@ impl PrivateServer {
     /// locale, with the caller's `TMUX` removed so tmux never refuses to
     /// nest.
     pub fn command(&self) -> Command {
-        let mut cmd = Command::new(crate::tmux::binary::program());
+        let program = self
+            .program
+            .as_deref()
+            .unwrap_or_else(|| crate::tmux::binary::program());
+        let mut cmd = Command::new(program);
         cmd.arg("-L")
             .arg(&self.socket_name)
             .arg("-f")
@@ -349,7 +379,7 @@ fn kill_server(mut cmd: Command, timeout: Duration) {
 }
 
 /// A private server this process started and has not dropped yet.
-type Live = (String, Option<PathBuf>, Option<u32>);
+type Live = (String, Option<PathBuf>, Option<u32>, Option<PathBuf>);
 
 /// Socket names, `TMUX_TMPDIR` and pids (when known) of the private servers
 /// this process started and has not dropped yet, so a signal handler can
@@ -360,11 +390,12 @@ static LIVE: Mutex<Vec<Live>> = Mutex::new(Vec::new());
 /// SIGINT/SIGTERM handlers: exiting from a signal runs no destructor.
 fn kill_all_live() {
     let names = std::mem::take(&mut *crate::sync::lock(&LIVE));
-    for (name, tmux_tmpdir, pid) in names {
+    for (name, tmux_tmpdir, pid, program) in names {
         if let Some(pid) = pid {
             let _ = signal(pid, "CONT");
         }
-        let mut cmd = Command::new(crate::tmux::binary::program());
+        let program = program.unwrap_or_else(|| crate::tmux::binary::program().to_path_buf());
+        let mut cmd = Command::new(program);
         if let Some(dir) = tmux_tmpdir {
             cmd.env("TMUX_TMPDIR", dir);
         }
@@ -415,7 +446,7 @@ impl PrivateServer {
 impl Drop for PrivateServer {
     fn drop(&mut self) {
         if let Ok(mut live) = LIVE.lock() {
-            live.retain(|(n, _, _)| n != &self.socket_name);
+            live.retain(|(n, _, _, _)| n != &self.socket_name);
         }
         self.kill();
         self.make_sure_dead();

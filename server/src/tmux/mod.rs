@@ -32,6 +32,7 @@ pub(crate) mod capture;
 pub(crate) mod channel;
 pub(crate) mod client_env;
 pub(crate) mod command;
+pub(crate) mod command_reports;
 pub(crate) mod connection;
 pub(crate) mod events;
 pub(crate) mod feed;

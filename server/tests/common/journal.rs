@@ -173,7 +173,22 @@ pub fn journaling_daemon(
     journal: &Path,
     log: &Path,
 ) -> std::process::Child {
-    let child = Command::new(env!("CARGO_BIN_EXE_panescan"))
+    journaling_daemon_with(place, socket, journal, log, None)
+}
+
+/// [`journaling_daemon`] running `tmux` (its `PANESCAN_TMUX`) when given.
+pub fn journaling_daemon_with(
+    place: &Place,
+    socket: &str,
+    journal: &Path,
+    log: &Path,
+    tmux: Option<&Path>,
+) -> std::process::Child {
+    let mut daemon = Command::new(env!("CARGO_BIN_EXE_panescan"));
+    if let Some(tmux) = tmux {
+        daemon.env("PANESCAN_TMUX", tmux);
+    }
+    let child = daemon
         .args(["daemon", "--journal", "--idle-exit", "0", "-L", socket])
         .arg("--journal-dir")
         .arg(journal)

@@ -15,5 +15,6 @@ mod journal_property;
 mod journal_search;
 mod journal_servers;
 mod ledger;
+mod ledger_tmux_next;
 mod serve_http;
 mod serve_own_pane;
