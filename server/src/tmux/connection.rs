@@ -2,7 +2,7 @@
 //! processes.
 //!
 //! One control client per tmux server: `tmux -S SOCKET -C attach-session -E
-//! -r -f no-output,ignore-size -t $ID`, in the client environment of
+//! -f no-output,ignore-size -t $ID` (never read-only: see `attach`), in the client environment of
 //! [`super::client_env`] (`-E`: the attach copies nothing into the session's
 //! environment). Commands are pipelined: a writer lock keeps the order in which
 //! requests are registered with the parser and written to tmux's stdin the
@@ -128,9 +128,12 @@ impl Control {
                 "-C",
                 "attach-session",
                 // -E: attaching copies nothing into the session's
-                // environment (see `client_env`).
+                // environment (see `client_env`). Never -r: since tmux 3.7
+                // `send-keys` refuses to type through a read-only client,
+                // ours (our own keys) or the best client of the session (a
+                // user's `send-keys` without -c); tmux's read-only flag
+                // guards nothing else a control client sends.
                 "-E",
-                "-r",
                 "-f",
                 flags,
                 "-t",

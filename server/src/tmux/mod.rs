@@ -12,10 +12,11 @@
 //! What must hold:
 //! - no capture goes through control mode (`capture-pane -p` there leaks
 //!   inside tmux 3.2-3.5a), and no buffer is left behind;
-//! - panescan's control client is read-only, silent unless a wait watches a
-//!   pane, left out of the counts we report, and detaches when idle; a
+//! - panescan's control client is never read-only (tmux 3.7's
+//!   `send-keys` refuses to type through such a client), silent unless a
+//!   wait watches a pane, left out of the counts we report, and detaches when idle; a
 //!   panescan that dies leaves no client attached (a session's feed,
-//!   [`feed`], is read-only, counted out and guarded alike, but sends
+//!   [`feed`], is attached alike, counted out and guarded alike, but sends
 //!   every pane's output and stays until its reader drops it);
 //! - a reply closes only on a 128-bit nonce ([`framing`]): nothing a pane
 //!   prints ends it early or shifts another;

@@ -31,7 +31,8 @@
 //! - helpers: [`validate`] (structuredContent against an outputSchema),
 //!   [`plain_shell`] (an rc-less bash in a pane, ready to type into),
 //!   [`eventually`], [`modern_meta`], [`memory_kb`] (a process's peak and
-//!   resident memory), [`counter::Counter`] (tmux's command counter).
+//!   resident memory), [`counter::Counter`] (tmux's command counter),
+//!   [`next_tmux`] (tmux 3.8, built from third_party/tmux-next).
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod counter;
@@ -749,4 +750,25 @@ pub fn seed_corpus(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
             (p, data)
         })
         .collect()
+}
+
+/// The tmux 3.8 program (tmux's development source, built from
+/// third_party/tmux-next by `.ci/build-tmux-next`, or named by
+/// `PANESCAN_TMUX_NEXT`); a test needing it fails without it.
+pub fn next_tmux() -> PathBuf {
+    let program = std::env::var_os("PANESCAN_TMUX_NEXT").map_or_else(
+        || {
+            PathBuf::from(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../target/tmux-next/bin/tmux"
+            ))
+        },
+        PathBuf::from,
+    );
+    assert!(
+        program.is_file(),
+        "no tmux 3.8 at {}: build it with .ci/build-tmux-next, or name one with PANESCAN_TMUX_NEXT",
+        program.display()
+    );
+    program
 }

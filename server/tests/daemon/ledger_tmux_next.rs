@@ -18,30 +18,11 @@ use std::process::Child;
 use std::time::Duration;
 
 use common::daemon::Place;
-use common::eventually;
 use common::journal::journaling_daemon_with;
 use common::shells::{guide_snippet, shell_command, Sh};
+use common::{eventually, next_tmux};
 use panescan::testing::journal::ledger::{read_all, Command};
 use panescan::testing::private_server::PrivateServer;
-
-/// The tmux 3.8 program the tests run.
-fn next_tmux() -> PathBuf {
-    let program = std::env::var_os("PANESCAN_TMUX_NEXT").map_or_else(
-        || {
-            PathBuf::from(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../target/tmux-next/bin/tmux"
-            ))
-        },
-        PathBuf::from,
-    );
-    assert!(
-        program.is_file(),
-        "no tmux 3.8 at {}: build it with .ci/build-tmux-next, or name one with PANESCAN_TMUX_NEXT",
-        program.display()
-    );
-    program
-}
 
 struct Bed {
     tmux: PrivateServer,
@@ -111,8 +92,7 @@ impl Bed {
     }
 
     /// Puts `text` into `pane`'s terminal as typed (a line feed is Enter)
-    /// by pasting it: tmux 3.7 and later refuse `send-keys` while the best
-    /// client is read-only, which the ledger's feeds are (NOTES.md).
+    /// by pasting it (as a terminal's paste would).
     fn type_text(&self, pane: &str, text: &str) {
         self.tmux
             .run_ok(["set-buffer", "-b", "ledger-test", "--", text])
@@ -123,8 +103,7 @@ impl Bed {
     }
 
     /// C-c as the terminal gives it: SIGINT to what the pane's shell runs
-    /// (tmux 3.8 pastes a control character as its caret form, and
-    /// `send-keys` is refused, see [`Bed::type_text`]).
+    /// (tmux 3.8 pastes a control character as its caret form).
     fn interrupt(&self, pane: &str) {
         let shell = self
             .tmux

@@ -27,5 +27,6 @@ mod serve_strict;
 mod serve_tiers;
 mod serve_tools;
 mod serve_watch;
+mod tmux_next;
 mod tool_errors;
 mod wait_events;
