@@ -284,6 +284,11 @@ impl Watcher {
     /// Looks for the marker on the screen (and the rows just above it).
     fn poll(&mut self) -> Result<(), ToolError> {
         let Completion::Marker { token, .. } = &self.entry.completion else {
+            // A capture holds no escapes, so no OSC 133 mark: nothing to
+            // look for. The pace still holds: a stream that stops covering
+            // the pane (the pane moved to another session) must not make
+            // every step a poll that returns at once, a spinning thread.
+            self.next_poll = Instant::now() + POLL_MAX;
             return Ok(());
         };
         let token = token.clone();
@@ -613,6 +618,26 @@ mod tests {
         assert_eq!(status(&w), Some(None));
         assert!(!w.entry.open_line.load(std::sync::atomic::Ordering::Acquire));
         assert_eq!(*crate::sync::lock(&w.entry.open_text), None);
+    }
+
+    /// An OSC 133 command whose pane the stream does not cover (here:
+    /// neither a stream nor a tap) has nothing to poll for, and is watched
+    /// at the polling pace, not in a loop that never sleeps: each step
+    /// waits (a lower bound, which load cannot break).
+    #[test]
+    fn an_uncovered_osc133_command_is_watched_at_a_pace() {
+        let mut w = watcher("/tmp/watcher-test-pace", Completion::Osc133);
+        w.step().unwrap();
+        let t0 = Instant::now();
+        for _ in 0..4 {
+            w.step().unwrap();
+        }
+        assert_eq!(status(&w), None);
+        assert!(
+            t0.elapsed() >= 4 * POLL_FIRST,
+            "4 steps in {:?}: the watcher spins",
+            t0.elapsed()
+        );
     }
 
     /// A command whose server is gone is given up with tmux's error (not
