@@ -198,6 +198,50 @@ mod tests {
         assert_eq!(name_of(0), None);
     }
 
+    /// A child in a process group of its own leads no terminal's
+    /// foreground; its name is its program's, its age how long ago it was
+    /// started (a lower bound: a sleep of this test's own; the upper one
+    /// far from the machine's uptime).
+    #[test]
+    fn a_child_of_its_own_group_is_named_aged_and_not_in_the_foreground() {
+        use std::os::unix::process::CommandExt;
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let started = std::time::Instant::now();
+        std::thread::sleep(Duration::from_millis(1200));
+        let name = name_of(pid);
+        let fg = in_foreground(pid);
+        let a = age(pid);
+        let leader = leader_name(pid);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(name.as_deref(), Some("sleep"));
+        assert_eq!(fg, Some(false));
+        let a = a.unwrap();
+        assert!(a >= Duration::from_secs(1), "{a:?}");
+        assert!(a <= started.elapsed() + Duration::from_secs(60), "{a:?}");
+        // No terminal, or one whose foreground is not the child's group:
+        // never the child itself.
+        assert_ne!(leader.as_deref(), Some("sleep"));
+    }
+
+    /// Only a terminal under /dev is opened, no path that climbs out; a
+    /// fresh terminal is in canonical mode (no line editor reads); what is
+    /// not a terminal cannot tell.
+    #[test]
+    fn a_terminals_mode_is_read_only_under_dev() {
+        // A new pseudo-terminal's master (closed again at once).
+        assert_eq!(line_editor_reading("/dev/ptmx"), Some(false));
+        assert_eq!(line_editor_reading("/dev/../dev/ptmx"), None);
+        assert_eq!(line_editor_reading("/dev/null"), None);
+        assert_eq!(line_editor_reading("/tmp/../dev/ptmx"), None);
+        assert_eq!(at_prompt(None, "/dev/ptmx"), None);
+    }
+
     #[test]
     fn only_busy_shells_and_fresh_hooks_may_settle() {
         let prog = |young| Seat::Program {

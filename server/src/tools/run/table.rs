@@ -202,58 +202,119 @@ struct Table {
     prompt_rows: HashMap<(PathBuf, PaneId), usize>,
 }
 
+/// The one table of this process (the functions below are its doors; the
+/// methods of [`Table`] are what they do, on any table, as tests use them).
 fn table() -> MutexGuard<'static, Table> {
     static TABLE: OnceLock<Mutex<Table>> = OnceLock::new();
     crate::sync::lock(TABLE.get_or_init(|| Mutex::new(Table::default())))
 }
 
+impl Table {
+    fn insert(&mut self, entry: Arc<Entry>, now: Instant) -> Result<(), ToolError> {
+        self.entries.retain(|_, e| !e.expired(now));
+        let running: Vec<&Arc<Entry>> = self
+            .entries
+            .values()
+            .filter(|e| e.progress() == Progress::Running)
+            .collect();
+        if let Some(e) = running
+            .iter()
+            .find(|e| e.pane == entry.pane && e.socket == entry.socket)
+        {
+            return Err(still_runs(e));
+        }
+        if running.len() >= MAX_RUNNING {
+            return Err(ToolError::over_ceiling(format!(
+                "{MAX_RUNNING} commands are already running: wait for some to end"
+            )));
+        }
+        while self.entries.len() >= MAX_ENTRIES {
+            let oldest = self
+                .entries
+                .values()
+                .filter(|e| e.progress() != Progress::Running)
+                .min_by_key(|e| e.started)
+                .map(|e| e.id.clone());
+            match oldest {
+                Some(id) => self.entries.remove(&id),
+                None => break,
+            };
+        }
+        self.entries.insert(entry.id.clone(), entry);
+        Ok(())
+    }
+
+    fn check_free(&self, socket: &std::path::Path, pane: PaneId) -> Result<(), ToolError> {
+        let busy = self
+            .entries
+            .values()
+            .find(|e| e.pane == pane && e.socket == socket && e.progress() == Progress::Running);
+        busy.map_or(Ok(()), |e| Err(still_runs(e)))
+    }
+
+    fn get(&mut self, id: &str, session: u64, now: Instant) -> Result<Arc<Entry>, ToolError> {
+        self.entries.retain(|_, e| !e.expired(now));
+        let found = self.entries.get(id).filter(|e| e.session == session);
+        found.cloned().ok_or_else(|| {
+            ToolError::not_found(format!(
+                "no command {id:?}: command ids come from run_command and are kept {} minutes after the command ends",
+                KEEP.as_secs() / 60
+            ))
+        })
+    }
+
+    fn end_session(&mut self, session: u64) {
+        self.entries.retain(|_, e| {
+            if e.session != session {
+                return true;
+            }
+            e.finish(Progress::Lost(ToolError::refused(format!(
+                "the session that ran command {} ended",
+                e.id
+            ))));
+            false
+        });
+    }
+
+    fn prints_osc133(&self, socket: &std::path::Path, pane: PaneId) -> bool {
+        self.osc_panes.contains(&(socket.to_path_buf(), pane))
+    }
+
+    fn set_osc133(&mut self, socket: &std::path::Path, pane: PaneId, prints: bool) {
+        let key = (socket.to_path_buf(), pane);
+        if !prints {
+            self.osc_panes.remove(&key);
+        } else if self.osc_panes.len() < MAX_OSC_PANES {
+            self.osc_panes.insert(key);
+        }
+    }
+
+    fn prompt_rows(&self, socket: &std::path::Path, pane: PaneId) -> usize {
+        let key = (socket.to_path_buf(), pane);
+        self.prompt_rows.get(&key).copied().unwrap_or(1)
+    }
+
+    fn set_prompt_rows(&mut self, socket: &std::path::Path, pane: PaneId, rows: usize) {
+        let key = (socket.to_path_buf(), pane);
+        if !(1..=MAX_PROMPT_ROWS).contains(&rows) {
+            return;
+        }
+        if self.prompt_rows.len() < MAX_OSC_PANES || self.prompt_rows.contains_key(&key) {
+            self.prompt_rows.insert(key, rows);
+        }
+    }
+}
+
 /// Adds `entry`, after dropping expired ones; refuses when too many
 /// commands run, or when its pane still runs one panescan typed.
 pub fn insert(entry: Arc<Entry>) -> Result<(), ToolError> {
-    let mut t = table();
-    let now = Instant::now();
-    t.entries.retain(|_, e| !e.expired(now));
-    let running: Vec<&Arc<Entry>> = t
-        .entries
-        .values()
-        .filter(|e| e.progress() == Progress::Running)
-        .collect();
-    if let Some(e) = running
-        .iter()
-        .find(|e| e.pane == entry.pane && e.socket == entry.socket)
-    {
-        return Err(still_runs(e));
-    }
-    if running.len() >= MAX_RUNNING {
-        return Err(ToolError::over_ceiling(format!(
-            "{MAX_RUNNING} commands are already running: wait for some to end"
-        )));
-    }
-    while t.entries.len() >= MAX_ENTRIES {
-        let oldest = t
-            .entries
-            .values()
-            .filter(|e| e.progress() != Progress::Running)
-            .min_by_key(|e| e.started)
-            .map(|e| e.id.clone());
-        match oldest {
-            Some(id) => t.entries.remove(&id),
-            None => break,
-        };
-    }
-    t.entries.insert(entry.id.clone(), entry);
-    Ok(())
+    table().insert(entry, Instant::now())
 }
 
 /// Refuses `pane` when it still runs a command run_command typed (before
 /// anything waits on the pane's prompt).
 pub fn check_free(socket: &std::path::Path, pane: PaneId) -> Result<(), ToolError> {
-    let t = table();
-    let busy = t
-        .entries
-        .values()
-        .find(|e| e.pane == pane && e.socket == socket && e.progress() == Progress::Running);
-    busy.map_or(Ok(()), |e| Err(still_runs(e)))
+    table().check_free(socket, pane)
 }
 
 fn still_runs(e: &Entry) -> ToolError {
@@ -266,75 +327,42 @@ fn still_runs(e: &Entry) -> ToolError {
 /// The entry of `id` typed in `session`, or a not_found error (another
 /// session's command is not this one's to know of).
 pub fn get(id: &str, session: u64) -> Result<Arc<Entry>, ToolError> {
-    let mut t = table();
-    let now = Instant::now();
-    t.entries.retain(|_, e| !e.expired(now));
-    let found = t.entries.get(id).filter(|e| e.session == session);
-    found.cloned().ok_or_else(|| {
-        ToolError::not_found(format!(
-            "no command {id:?}: command ids come from run_command and are kept {} minutes after the command ends",
-            KEEP.as_secs() / 60
-        ))
-    })
+    table().get(id, session, Instant::now())
 }
 
 /// Ends what `session` started: its running commands are no longer
 /// watched (their watchers stop at their next step) and its entries are
 /// forgotten, so their panes are free again.
 pub fn end_session(session: u64) {
-    let mut t = table();
-    t.entries.retain(|_, e| {
-        if e.session != session {
-            return true;
-        }
-        e.finish(Progress::Lost(ToolError::refused(format!(
-            "the session that ran command {} ended",
-            e.id
-        ))));
-        false
-    });
+    table().end_session(session);
 }
 
 /// Whether `pane`'s shell was seen to print OSC 133 D marks.
 pub fn prints_osc133(socket: &std::path::Path, pane: PaneId) -> bool {
-    table().osc_panes.contains(&(socket.to_path_buf(), pane))
+    table().prints_osc133(socket, pane)
 }
 
 /// Remembers that `pane`'s shell prints OSC 133 D marks (or forgets it).
 pub fn set_osc133(socket: &std::path::Path, pane: PaneId, prints: bool) {
-    let mut t = table();
-    let key = (socket.to_path_buf(), pane);
-    if !prints {
-        t.osc_panes.remove(&key);
-    } else if t.osc_panes.len() < MAX_OSC_PANES {
-        t.osc_panes.insert(key);
-    }
+    table().set_osc133(socket, pane, prints);
 }
 
 /// Rows `pane`'s prompt takes, as last seen after a marker (1 if never).
 pub fn prompt_rows(socket: &std::path::Path, pane: PaneId) -> usize {
-    let t = table();
-    let key = (socket.to_path_buf(), pane);
-    t.prompt_rows.get(&key).copied().unwrap_or(1)
+    table().prompt_rows(socket, pane)
 }
 
 /// Remembers that `pane`'s prompt takes `rows` rows (ignored beyond
 /// [`MAX_PROMPT_ROWS`]: job notices or other text before the prompt).
 pub fn set_prompt_rows(socket: &std::path::Path, pane: PaneId, rows: usize) {
-    let mut t = table();
-    let key = (socket.to_path_buf(), pane);
-    if !(1..=MAX_PROMPT_ROWS).contains(&rows) {
-        return;
-    }
-    if t.prompt_rows.len() < MAX_OSC_PANES || t.prompt_rows.contains_key(&key) {
-        t.prompt_rows.insert(key, rows);
-    }
+    table().set_prompt_rows(socket, pane, rows);
 }
 
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
+    use std::path::Path;
 
     fn entry(id: &str, pane: u32) -> Arc<Entry> {
         Arc::new(Entry::new(
@@ -405,6 +433,249 @@ mod tests {
             insert(Arc::new(e)).unwrap();
             assert_eq!(get(id, 0).is_ok(), kept, "{id}");
         }
+    }
+
+    fn at(id: &str, socket: &str, pane: u32) -> Entry {
+        Entry::new(
+            id.into(),
+            ServerArgs::default(),
+            PathBuf::from(socket),
+            PaneId::from_number(pane),
+            "true".into(),
+            Completion::Osc133,
+            (0, (0, 0)),
+            (None, String::new()),
+        )
+    }
+
+    fn ended(e: &Entry) {
+        e.finish(Progress::Ended {
+            status: Some(0),
+            at: Some(Instant::now()),
+        });
+    }
+
+    /// 32 commands run at once, on any panes but one a pane; the 33rd
+    /// waits for one to end. 128 are remembered: the one beyond forgets
+    /// the oldest that ended, never one still running.
+    #[test]
+    fn running_commands_are_bounded_and_the_oldest_ended_is_forgotten() {
+        let mut t = Table::default();
+        let now = Instant::now();
+        for pane in 0..MAX_RUNNING as u32 {
+            t.insert(Arc::new(at(&format!("r{pane}"), "/s", pane)), now)
+                .unwrap();
+        }
+        let err = t
+            .insert(Arc::new(at("r-over", "/s", 100)), now)
+            .unwrap_err();
+        assert_eq!(
+            err.kind,
+            crate::tools::context::ErrorKind::OverCeiling,
+            "{err}"
+        );
+        // The same pane number on another server is another pane, but the
+        // limit counts every server's commands.
+        let err = t.insert(Arc::new(at("r-other", "/t", 0)), now).unwrap_err();
+        assert_eq!(
+            err.kind,
+            crate::tools::context::ErrorKind::OverCeiling,
+            "{err}"
+        );
+        ended(&t.entries["r0"]);
+        t.insert(Arc::new(at("r-other", "/t", 0)), now).unwrap();
+        assert_eq!(t.entries.len(), MAX_RUNNING + 1);
+        ended(&t.entries["r1"]);
+
+        // Ended entries up to the bound, each started a second before the
+        // next ("r0" first of all): none is forgotten before the bound.
+        let base = now.checked_sub(Duration::from_secs(1000)).unwrap();
+        let mut old = at("r-oldest", "/s", 500);
+        old.started = base;
+        ended(&old);
+        t.insert(Arc::new(old), now).unwrap();
+        let mut i = 0;
+        while t.entries.len() < MAX_ENTRIES && i < 2 * MAX_ENTRIES as u32 {
+            i += 1;
+            let mut e = at(&format!("e{i}"), "/s", 500 + i);
+            e.started = base + Duration::from_secs(u64::from(i));
+            ended(&e);
+            t.insert(Arc::new(e), now).unwrap();
+        }
+        assert!(t.entries.contains_key("r-oldest") && t.entries.contains_key("e1"));
+        // One more: the oldest ended goes, and only it.
+        let mut last = at("e-last", "/s", 900);
+        last.started = base + Duration::from_secs(900);
+        ended(&last);
+        t.insert(Arc::new(last), now).unwrap();
+        assert_eq!(t.entries.len(), MAX_ENTRIES);
+        assert!(!t.entries.contains_key("r-oldest"));
+        assert!(t.entries.contains_key("e1") && t.entries.contains_key("e-last"));
+        let running = t
+            .entries
+            .values()
+            .filter(|e| e.progress() == Progress::Running)
+            .count();
+        assert_eq!(running, MAX_RUNNING - 1, "a running command was forgotten");
+    }
+
+    /// Only a command still running on that very pane (of that server)
+    /// keeps a pane busy.
+    #[test]
+    fn a_pane_is_busy_only_while_its_own_command_runs() {
+        let mut t = Table::default();
+        let now = Instant::now();
+        t.insert(Arc::new(at("b1", "/s", 1)), now).unwrap();
+        let err = t
+            .check_free(Path::new("/s"), PaneId::from_number(1))
+            .unwrap_err();
+        assert_eq!(err.kind, crate::tools::context::ErrorKind::Refused);
+        assert!(err.message.contains("b1"), "{err}");
+        t.check_free(Path::new("/s"), PaneId::from_number(2))
+            .unwrap();
+        t.check_free(Path::new("/t"), PaneId::from_number(1))
+            .unwrap();
+        // Two panes of one server, and one pane number on two servers, run
+        // at once.
+        t.insert(Arc::new(at("b2", "/s", 2)), now).unwrap();
+        t.insert(Arc::new(at("b3", "/t", 1)), now).unwrap();
+        ended(&t.entries["b1"]);
+        t.check_free(Path::new("/s"), PaneId::from_number(1))
+            .unwrap();
+        assert!(t
+            .check_free(Path::new("/s"), PaneId::from_number(2))
+            .is_err());
+    }
+
+    /// An ended command is kept 15 minutes after its end, however long it
+    /// ran (up to the hour it is watched); one whose end time is unknown,
+    /// 15 minutes after its start.
+    #[test]
+    fn an_ended_command_is_kept_from_its_end() {
+        let now = Instant::now();
+        let ago = |m: u64| now.checked_sub(Duration::from_secs(m * 60)).unwrap();
+        for (started, end, expired) in [
+            (50, Some(1), false),
+            (59, Some(14), false),
+            (59, Some(16), true),
+            (14, None, false),
+            (16, None, true),
+        ] {
+            let mut e = at("k", "/s", 1);
+            e.started = ago(started);
+            e.finish(Progress::Ended {
+                status: Some(0),
+                at: end.map(ago),
+            });
+            assert_eq!(
+                e.expired(now),
+                expired,
+                "started {started} min ago, ended {end:?} min ago"
+            );
+        }
+        assert!(!at("k", "/s", 1).expired(now + KEEP + WATCH_FOR), "running");
+    }
+
+    /// A wait ends at the end, at its deadline, or when told to stop,
+    /// whichever comes first, and not before.
+    #[test]
+    fn a_wait_ends_at_the_end_the_deadline_or_a_stop() {
+        let far = Duration::from_secs(20);
+        let slice = Duration::from_millis(20);
+        let e = at("w", "/s", 1);
+        let t0 = Instant::now();
+        let short = Duration::from_millis(150);
+        assert_eq!(e.wait(t0 + short, slice, || false), Progress::Running);
+        assert!(t0.elapsed() >= short, "returned before its deadline");
+        let t0 = Instant::now();
+        assert_eq!(e.wait(t0 + far, slice, || true), Progress::Running);
+        assert!(t0.elapsed() < far / 2, "a stop was not seen");
+        ended(&e);
+        let t0 = Instant::now();
+        assert!(matches!(
+            e.wait(t0 + far, slice, || false),
+            Progress::Ended { .. }
+        ));
+        assert!(t0.elapsed() < far / 2, "an end was not seen");
+    }
+
+    /// Ending a session forgets its commands (their panes free again,
+    /// their watchers told), and only its own.
+    #[test]
+    fn ending_a_session_forgets_its_commands_only() {
+        let mut t = Table::default();
+        let now = Instant::now();
+        let mine = Arc::new(at("s1", "/s", 1).of_session(7));
+        t.insert(mine.clone(), now).unwrap();
+        t.insert(Arc::new(at("s2", "/s", 2).of_session(8)), now)
+            .unwrap();
+        t.end_session(7);
+        assert!(matches!(mine.progress(), Progress::Lost(_)));
+        t.check_free(Path::new("/s"), PaneId::from_number(1))
+            .unwrap();
+        assert!(t.get("s1", 7, now).is_err());
+        assert_eq!(t.get("s2", 8, now).unwrap().progress(), Progress::Running);
+        assert!(t.get("s2", 7, now).is_err(), "another session's command");
+    }
+
+    /// Which panes print OSC 133 marks, and their prompts' heights: per
+    /// pane of each server, both bounded.
+    #[test]
+    fn panes_that_print_marks_and_prompt_heights_are_bounded() {
+        let mut t = Table::default();
+        let (s, p) = (Path::new("/s"), PaneId::from_number);
+        t.set_osc133(s, p(1), true);
+        assert!(t.prints_osc133(s, p(1)));
+        assert!(!t.prints_osc133(s, p(2)) && !t.prints_osc133(Path::new("/t"), p(1)));
+        t.set_osc133(s, p(1), false);
+        assert!(!t.prints_osc133(s, p(1)));
+        for n in 0..MAX_OSC_PANES as u32 {
+            t.set_osc133(s, p(n), true);
+        }
+        t.set_osc133(s, p(5000), true);
+        assert!(t.prints_osc133(s, p(MAX_OSC_PANES as u32 - 1)));
+        assert!(!t.prints_osc133(s, p(5000)), "past the bound");
+
+        assert_eq!(t.prompt_rows(s, p(1)), 1, "never seen");
+        t.set_prompt_rows(s, p(1), 3);
+        assert_eq!(t.prompt_rows(s, p(1)), 3);
+        t.set_prompt_rows(s, p(1), 0);
+        t.set_prompt_rows(s, p(1), MAX_PROMPT_ROWS + 1);
+        assert_eq!(t.prompt_rows(s, p(1)), 3, "0 and 9 rows are not a prompt's");
+        t.set_prompt_rows(s, p(1), MAX_PROMPT_ROWS);
+        assert_eq!(t.prompt_rows(s, p(1)), MAX_PROMPT_ROWS);
+        for n in 2..=MAX_OSC_PANES as u32 {
+            t.set_prompt_rows(s, p(n), 2);
+        }
+        t.set_prompt_rows(s, p(5000), 2);
+        assert_eq!(t.prompt_rows(s, p(5000)), 1, "past the bound");
+        t.set_prompt_rows(s, p(1), 4);
+        assert_eq!(
+            t.prompt_rows(s, p(1)),
+            4,
+            "a known pane is updated at the bound"
+        );
+    }
+
+    /// The doors of the process's table reach it (a socket of this test's
+    /// own, so no other test sees its panes).
+    #[test]
+    fn the_process_table_is_reached_through_its_functions() {
+        let s = Path::new("/tmp/table-test-doors");
+        let p = PaneId::from_number(1);
+        assert!(!prints_osc133(s, p));
+        set_osc133(s, p, true);
+        assert!(prints_osc133(s, p));
+        assert_eq!(prompt_rows(s, p), 1);
+        set_prompt_rows(s, p, 2);
+        assert_eq!(prompt_rows(s, p), 2);
+        let e = Arc::new(at("t-doors", "/tmp/table-test-doors", 1).of_session(0xd0));
+        insert(e.clone()).unwrap();
+        assert!(check_free(s, p).is_err());
+        assert!(get("t-doors", 0xd0).is_ok());
+        end_session(0xd0);
+        check_free(s, p).unwrap();
+        assert!(matches!(e.progress(), Progress::Lost(_)));
     }
 
     #[test]

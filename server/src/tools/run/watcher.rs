@@ -284,6 +284,11 @@ impl Watcher {
     /// Looks for the marker on the screen (and the rows just above it).
     fn poll(&mut self) -> Result<(), ToolError> {
         let Completion::Marker { token, .. } = &self.entry.completion else {
+            // A capture holds no escapes, so no OSC 133 mark: nothing to
+            // look for. The pace still holds: a stream that stops covering
+            // the pane (the pane moved to another session) must not make
+            // every step a poll that returns at once, a spinning thread.
+            self.next_poll = Instant::now() + POLL_MAX;
             return Ok(());
         };
         let token = token.clone();
@@ -483,5 +488,169 @@ impl Watcher {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use crate::tmux::{PaneId, ServerSpec};
+    use crate::tools::context::{ErrorKind, ServerArgs};
+    use std::path::{Path, PathBuf};
+
+    const TOKEN: &str = "__psAB12cd34ef56";
+    const PANE: u32 = 7;
+
+    /// A watcher of a command in pane %7 of a server that is not there
+    /// (a socket path of the test's own: nothing reaches a tmux, and the
+    /// table's panes that print marks are the test's alone).
+    fn watcher(socket: &str, completion: Completion) -> Watcher {
+        let path = PathBuf::from(socket);
+        let entry = Arc::new(Entry::new(
+            "w".into(),
+            ServerArgs::default(),
+            path.clone(),
+            PaneId::from_number(PANE),
+            "true".into(),
+            completion,
+            (0, (0, 0)),
+            (None, String::new()),
+        ));
+        let spec = ServerSpec {
+            socket_path: Some(path),
+            ..ServerSpec::default()
+        };
+        let tmux = Tmux::connect(&spec).unwrap();
+        Watcher::new(entry, tmux, (None, None), Duration::from_secs(2))
+    }
+
+    fn marker() -> Completion {
+        Completion::Marker {
+            token: TOKEN.into(),
+            key: "cd34ef56".into(),
+            command: "printf '%s%s:%s\\n' __psAB12 cd34ef56 \"$?\"".into(),
+        }
+    }
+
+    fn output(pane: u32, data: &[u8]) -> StreamEvent {
+        StreamEvent::Output {
+            pane: PaneId::from_number(pane),
+            data: data.to_vec(),
+        }
+    }
+
+    fn status(w: &Watcher) -> Option<Option<i32>> {
+        match w.entry.progress() {
+            Progress::Ended { status, .. } => Some(status),
+            _ => None,
+        }
+    }
+
+    /// The marker ends the command with the status it carries, in its own
+    /// pane's output only; a resync (output lost) asks for a poll.
+    #[test]
+    fn the_marker_in_its_panes_output_ends_the_command() {
+        let mut w = watcher("/tmp/watcher-test-marker", marker());
+        assert!(!w.covered(), "neither a stream nor a tap");
+        let line = format!("out\r\n{TOKEN}:3\r\n");
+        assert!(!w.take(output(PANE + 1, line.as_bytes())));
+        assert_eq!(status(&w), None, "another pane's marker");
+        assert!(!w.take(output(PANE, line.as_bytes())));
+        assert_eq!(status(&w), Some(Some(3)));
+        assert!(w.take(StreamEvent::Resync));
+    }
+
+    /// The forged mark: a command that prints an OSC 133 D mark itself
+    /// (before its marker) does not teach that the pane's shell prints
+    /// them, nor does a mark after a marker only a capture saw (the stream
+    /// may still bring the command's own output). A mark after the marker
+    /// in the stream is the shell's.
+    #[test]
+    fn only_a_mark_after_the_marker_in_the_stream_is_the_shells() {
+        let mark = b"\x1b]133;D;0\x07";
+        let end = format!("{TOKEN}:0\r\n");
+        let socket = "/tmp/watcher-test-forged";
+        let mut w = watcher(socket, marker());
+        w.take(output(PANE, mark));
+        assert_eq!(status(&w), None, "a mark does not end a marker's command");
+        w.take(output(PANE, end.as_bytes()));
+        assert_eq!(status(&w), Some(Some(0)));
+        assert!(!table::prints_osc133(
+            Path::new(socket),
+            PaneId::from_number(PANE)
+        ));
+        w.take(output(PANE, mark));
+        assert!(table::prints_osc133(
+            Path::new(socket),
+            PaneId::from_number(PANE)
+        ));
+
+        let socket = "/tmp/watcher-test-captured";
+        let mut w = watcher(socket, marker());
+        w.signed(Sign::Marker(0), false);
+        assert_eq!(status(&w), Some(Some(0)));
+        w.take(output(PANE, mark));
+        assert!(!table::prints_osc133(
+            Path::new(socket),
+            PaneId::from_number(PANE)
+        ));
+    }
+
+    /// With OSC 133 the shell's D mark ends the command (a marker does
+    /// not), and whether the output left its last line open, and its
+    /// text, are kept from what came before the mark.
+    #[test]
+    fn with_osc133_the_mark_ends_it_and_the_open_line_is_kept() {
+        let mut w = watcher("/tmp/watcher-test-osc", Completion::Osc133);
+        w.take(output(PANE, format!("{TOKEN}:0\r\npartial").as_bytes()));
+        assert_eq!(status(&w), None, "a marker does not end an OSC 133 command");
+        w.take(output(PANE, b" line\x1b]133;D;2\x07\r\n$ "));
+        assert_eq!(status(&w), Some(Some(2)));
+        assert!(w.entry.open_line.load(std::sync::atomic::Ordering::Acquire));
+        assert_eq!(
+            crate::sync::lock(&w.entry.open_text).as_deref(),
+            Some("partial line")
+        );
+
+        let mut w = watcher("/tmp/watcher-test-osc", Completion::Osc133);
+        w.take(output(PANE, b"done\r\n\x1b]133;D\x07"));
+        assert_eq!(status(&w), Some(None));
+        assert!(!w.entry.open_line.load(std::sync::atomic::Ordering::Acquire));
+        assert_eq!(*crate::sync::lock(&w.entry.open_text), None);
+    }
+
+    /// An OSC 133 command whose pane the stream does not cover (here:
+    /// neither a stream nor a tap) has nothing to poll for, and is watched
+    /// at the polling pace, not in a loop that never sleeps: each step
+    /// waits (a lower bound, which load cannot break).
+    #[test]
+    fn an_uncovered_osc133_command_is_watched_at_a_pace() {
+        let mut w = watcher("/tmp/watcher-test-pace", Completion::Osc133);
+        w.step().unwrap();
+        let t0 = Instant::now();
+        for _ in 0..4 {
+            w.step().unwrap();
+        }
+        assert_eq!(status(&w), None);
+        assert!(
+            t0.elapsed() >= 4 * POLL_FIRST,
+            "4 steps in {:?}: the watcher spins",
+            t0.elapsed()
+        );
+    }
+
+    /// A command whose server is gone is given up with tmux's error (not
+    /// held until the hour is out, nor called too long).
+    #[test]
+    fn a_command_on_a_server_that_is_gone_is_given_up() {
+        let mut w = watcher("/tmp/watcher-test-gone/no-socket", marker());
+        let t0 = Instant::now();
+        w.watch();
+        let Progress::Lost(e) = w.entry.progress() else {
+            panic!("{:?}", w.entry.progress());
+        };
+        assert_ne!(e.kind, ErrorKind::TimedOut, "{e}");
+        assert!(t0.elapsed() < Duration::from_secs(60), "{:?}", t0.elapsed());
     }
 }
