@@ -317,82 +317,11 @@ impl Waker {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::super::tests::Bed;
     use super::*;
     use crate::config::Ceilings;
-    use crate::testbed::private_server::PrivateServer;
-    use crate::tmux::events::{Interest, StructureEvent};
+    use crate::tmux::events::StructureEvent;
     use crate::tmux::{ServerSpec, WindowId};
-    use crate::tools::context::ServerArgs;
-
-    /// A private server whose panes run `cat` (quiet until sent keys), a
-    /// read-only context on it and its handle.
-    struct Bed {
-        server: PrivateServer,
-        ctx: ToolContext,
-        tmux: Tmux,
-    }
-
-    impl Bed {
-        fn new(label: &str) -> Bed {
-            let server = PrivateServer::start(label, 80, 10).unwrap();
-            server
-                .run_ok(["respawn-pane", "-k", "-t", "%0", "cat"])
-                .unwrap();
-            let spec = ServerSpec::named(server.socket_name());
-            let ctx = ToolContext::read_only(spec, Ceilings::default());
-            let tmux = ctx.tmux(&ServerArgs::default()).unwrap();
-            Bed { server, ctx, tmux }
-        }
-
-        /// A pane running `cat`, made by the tmux command `args`.
-        fn pane(&self, args: &[&str]) -> PaneId {
-            let mut cmd = args.to_vec();
-            cmd.extend(["-P", "-F", "#{pane_id}", "cat"]);
-            PaneId::parse(self.server.run_ok(cmd).unwrap().trim()).unwrap()
-        }
-
-        fn type_line(&self, pane: PaneId, text: &str) {
-            let target = pane.to_string();
-            self.server
-                .run_ok(["send-keys", "-t", &target, text, "Enter"])
-                .unwrap();
-        }
-
-        /// Returns once tmux shows `text` as a line of `pane`.
-        fn shows(&self, pane: PaneId, text: &str) {
-            let target = pane.to_string();
-            let until = Instant::now() + Duration::from_secs(10);
-            while Instant::now() < until {
-                let screen = self
-                    .server
-                    .run_ok(["capture-pane", "-p", "-t", &target])
-                    .unwrap_or_default();
-                if screen.lines().any(|l| l.trim_end() == text) {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            panic!("{pane} never showed {text:?}");
-        }
-
-        fn subscribe(&self, panes: &[PaneId]) -> Subscription {
-            let interest = Interest::printed(panes.iter().copied());
-            self.tmux.subscribe(interest, in_ms(10_000))
-        }
-
-        /// Takes every event until the panes were quiet for 300 ms.
-        fn settle(&self, w: &mut Waker) {
-            for _ in 0..50 {
-                if w.wait(&self.ctx, &self.tmux, in_ms(300))
-                    .unwrap()
-                    .is_empty()
-                {
-                    return;
-                }
-            }
-            panic!("the panes never went quiet");
-        }
-    }
 
     fn p(n: u32) -> PaneId {
         PaneId::from_number(n)
