@@ -46,6 +46,13 @@ fn slice_end(poll_at: Option<Instant>, until: Instant, now: Instant) -> Instant 
     poll_at.unwrap_or(until).min(until).min(now + CANCEL_SLICE)
 }
 
+/// Whether re-arm round `round` (from 0) takes what reported meanwhile:
+/// every round but the last, as what the last took would never be re-armed
+/// (a pane paused for good: its output never wakes a wait again).
+fn takes_more_after(round: usize) -> bool {
+    round + 1 < REARM_ROUNDS
+}
+
 /// The panes a wait watches and what wakes it.
 #[derive(Debug)]
 pub struct Waker {
@@ -252,7 +259,7 @@ impl Waker {
             // A failed re-arm shows up as a resync later.
             let _ = sub.rearm(&panes, ctx.tmux_deadline_by(self.end));
             armed.extend(panes);
-            if round + 1 < REARM_ROUNDS {
+            if takes_more_after(round) {
                 let next = sub.try_recv();
                 self.drain(next, printed, resync);
             }
@@ -341,6 +348,14 @@ mod tests {
         assert_eq!(slice_end(Some(at(10)), at(10_000), now), at(10));
         assert_eq!(slice_end(Some(at(10_000)), at(20), now), at(20));
         assert_eq!(slice_end(None, at(20), now), at(20));
+    }
+
+    #[test]
+    fn every_rearm_round_but_the_last_takes_what_reported_meanwhile() {
+        let takes: Vec<bool> = (0..REARM_ROUNDS).map(takes_more_after).collect();
+        let (last, before) = takes.split_last().unwrap();
+        assert!(!before.is_empty() && before.iter().all(|&t| t), "{takes:?}");
+        assert!(!last, "{takes:?}");
     }
 
     /// The stream's events as a wait takes them (without a subscription,
