@@ -424,4 +424,20 @@ mod tests {
                 .unwrap();
         }
     }
+
+    /// A pane no event announces (a window of a session the stream does
+    /// not show, split) joins at the next listing, a second apart, also
+    /// after the watch was idle for longer than that.
+    #[test]
+    fn a_pane_no_event_announces_joins_at_the_next_listing() {
+        let bed = Bed::new("watch-relist");
+        let other = bed.pane(&["new-session", "-d", "-s", "other"]);
+        let (watch, progress) = start(&bed.ctx, json!({"pattern": "hit", "timeout_ms": 20_000}));
+        set(&progress);
+        std::thread::sleep(RELIST_EVERY * 2);
+        let new = bed.pane(&["split-window", "-d", "-t", &other.to_string()]);
+        bed.type_line(new, "hit");
+        let r = watch.join().unwrap().unwrap();
+        assert_eq!(r.hits.first().map(|h| h.pane_id), Some(new), "{r:?}");
+    }
 }
