@@ -477,3 +477,375 @@ pub(crate) fn wait_timeout(
     let ms = capped(asked, default.as_millis() as u64, max, "timeout_ms")?;
     Ok(Duration::from_millis(ms))
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+    use crate::config::Ceilings;
+    use crate::testbed::private_server::PrivateServer;
+    use crate::tmux::events::Subscription;
+    use crate::tmux::{Pane, ServerSpec};
+    use crate::tools::context::ProgressSink;
+    use serde_json::json;
+    use std::sync::mpsc;
+
+    /// A private server whose panes run `cat` (quiet until sent keys), a
+    /// read-only context on it and its handle (the wait module's tests).
+    pub(super) struct Bed {
+        pub(super) server: PrivateServer,
+        pub(super) ctx: ToolContext,
+        pub(super) tmux: Tmux,
+    }
+
+    impl Bed {
+        pub(super) fn new(label: &str) -> Bed {
+            Bed::with(label, Ceilings::default())
+        }
+
+        pub(super) fn with(label: &str, ceilings: Ceilings) -> Bed {
+            let server = PrivateServer::start(label, 80, 10).unwrap();
+            server
+                .run_ok(["respawn-pane", "-k", "-t", "%0", "cat"])
+                .unwrap();
+            let spec = ServerSpec::named(server.socket_name());
+            let ctx = ToolContext::read_only(spec, ceilings);
+            let tmux = ctx.tmux(&ServerArgs::default()).unwrap();
+            Bed { server, ctx, tmux }
+        }
+
+        /// A pane running `cat`, made by the tmux command `args`.
+        pub(super) fn pane(&self, args: &[&str]) -> PaneId {
+            let mut cmd = args.to_vec();
+            cmd.extend(["-P", "-F", "#{pane_id}", "cat"]);
+            PaneId::parse(self.server.run_ok(cmd).unwrap().trim()).unwrap()
+        }
+
+        pub(super) fn type_line(&self, pane: PaneId, text: &str) {
+            let target = pane.to_string();
+            self.server
+                .run_ok(["send-keys", "-t", &target, text, "Enter"])
+                .unwrap();
+        }
+
+        /// Returns once tmux shows `text` as a line of `pane`.
+        pub(super) fn shows(&self, pane: PaneId, text: &str) {
+            let target = pane.to_string();
+            let until = in_ms(10_000);
+            while Instant::now() < until {
+                let screen = self
+                    .server
+                    .run_ok(["capture-pane", "-p", "-t", &target])
+                    .unwrap_or_default();
+                if screen.lines().any(|l| l.trim_end() == text) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            panic!("{pane} never showed {text:?}");
+        }
+
+        pub(super) fn subscribe(&self, panes: &[PaneId]) -> Subscription {
+            let interest = Interest::printed(panes.iter().copied());
+            self.tmux.subscribe(interest, in_ms(10_000))
+        }
+
+        /// Takes every event until the panes were quiet for 300 ms.
+        pub(super) fn settle(&self, w: &mut wake::Waker) {
+            for _ in 0..50 {
+                if w.wait(&self.ctx, &self.tmux, in_ms(300))
+                    .unwrap()
+                    .is_empty()
+                {
+                    return;
+                }
+            }
+            panic!("the panes never went quiet");
+        }
+
+        fn listed(&self, pane: PaneId) -> Pane {
+            let inv = listing(&self.ctx, &self.tmux, in_ms(10_000)).unwrap();
+            inv.panes.into_iter().find(|p| p.pane_id == pane).unwrap()
+        }
+
+        /// A wait of `timeout_ms` on `panes` as listed now, on `ctx`
+        /// (polled: no subscription).
+        fn wait_on<'a>(&'a self, ctx: &'a ToolContext, panes: &[PaneId], ms: u64) -> Wait<'a> {
+            let plan = plan(ctx, ms);
+            let watches = panes
+                .iter()
+                .map(|&p| PaneWatch::new(&self.listed(p)))
+                .collect();
+            Wait {
+                ctx,
+                tmux: &self.tmux,
+                waker: wake::Waker::new(None, panes.to_vec(), plan.deadline),
+                plan,
+                watches,
+                checks: 0,
+                closed_ok: false,
+            }
+        }
+    }
+
+    fn in_ms(ms: u64) -> Instant {
+        Instant::now() + Duration::from_millis(ms)
+    }
+
+    fn plan(ctx: &ToolContext, ms: u64) -> Plan {
+        let p = Patterns {
+            pattern: &Some("needle".into()),
+            patterns: &None,
+            regex: false,
+            match_case: false,
+        };
+        Plan::build(ctx, p, Some(ms), 8000).unwrap()
+    }
+
+    fn args(v: serde_json::Value) -> WaitForTextArgs {
+        serde_json::from_value(v).unwrap()
+    }
+
+    /// Runs wait_for_text on another thread; its progress reports (elapsed
+    /// ms) come through the receiver as they are made.
+    fn start(
+        bed: &Bed,
+        v: serde_json::Value,
+    ) -> (
+        std::thread::JoinHandle<Result<WaitForTextResult, ToolError>>,
+        mpsc::Receiver<f64>,
+    ) {
+        let (tx, rx) = mpsc::channel();
+        let tx = std::sync::Mutex::new(tx);
+        let mut ctx = bed.ctx.clone();
+        ctx.progress = ProgressSink::new(move |elapsed, _, _| {
+            let _ = tx.lock().map(|tx| tx.send(elapsed));
+        });
+        let a = args(v);
+        (std::thread::spawn(move || WaitForText::run(&ctx, a)), rx)
+    }
+
+    fn result(found: bool, panes: usize, pattern_index: usize) -> WaitForTextResult {
+        WaitForTextResult {
+            pane_id: (panes == 1).then(|| PaneId::from_number(3)),
+            found,
+            timed_out: !found,
+            line: found.then(|| "ok".into()),
+            text: found.then(|| "ok".into()),
+            redactions: 0,
+            line_number: found.then_some(7),
+            pattern_index: found.then_some(pattern_index),
+            elapsed_ms: 120,
+            checks: 4,
+            panes_watched: panes,
+            panes_polled: 0,
+        }
+    }
+
+    #[test]
+    fn the_text_names_the_pane_and_a_pattern_past_the_first() {
+        let text = |r: &WaitForTextResult| WaitForText::text(r);
+        assert_eq!(
+            text(&result(true, 1, 0)),
+            "found in %3 at line 7 after 120 ms: ok"
+        );
+        assert_eq!(
+            text(&result(true, 1, 2)),
+            "found in %3 at line 7 after 120 ms (pattern 2): ok"
+        );
+        assert_eq!(
+            text(&result(false, 5, 0)),
+            "not found in 5 panes within 120 ms (4 checks)"
+        );
+    }
+
+    #[test]
+    fn a_plan_ends_at_its_timeout_and_reads_a_grace_later() {
+        let ctx = ToolContext::read_only(ServerSpec::named("unused"), Ceilings::default());
+        let mut p = plan(&ctx, 1500);
+        assert_eq!(p.timeout, Duration::from_millis(1500));
+        assert_eq!(p.deadline - p.started, Duration::from_millis(1500));
+        assert_eq!(p.reads_end(), p.deadline + WAIT_GRACE);
+        assert!(!p.ran_out());
+        p.deadline = Instant::now();
+        assert!(p.ran_out());
+        let default = Duration::from_secs(8);
+        assert_eq!(wait_timeout(&ctx, None, default).unwrap(), default);
+        assert_eq!(
+            wait_timeout(&ctx, Some(1500), default).unwrap(),
+            Duration::from_millis(1500)
+        );
+        assert!(wait_timeout(&ctx, Some(120_001), default).is_err());
+    }
+
+    #[test]
+    fn the_scope_is_named_by_pane_panes_session_or_window_and_bounded() {
+        let bed = Bed::new("wait-scope");
+        let p0 = PaneId::from_number(0);
+        let p1 = bed.pane(&["split-window", "-d", "-t", "main"]);
+        let p2 = bed.pane(&["new-session", "-d", "-s", "other"]);
+        let inv = listing(&bed.ctx, &bed.tmux, in_ms(10_000)).unwrap();
+        let window = inv.panes[0].window_id;
+        let scoped = |v: serde_json::Value| -> Result<Vec<PaneId>, String> {
+            scope(&inv, &args(v))
+                .map(|w| w.iter().map(|w| w.pane).collect())
+                .map_err(|e| e.message)
+        };
+        assert_eq!(scoped(json!({"pane_id": p1})).unwrap(), [p1]);
+        assert_eq!(scoped(json!({"pane_ids": [p0, p2]})).unwrap(), [p0, p2]);
+        assert_eq!(scoped(json!({"session": "other"})).unwrap(), [p2]);
+        assert_eq!(scoped(json!({"window": window})).unwrap(), [p0, p1]);
+        let refused = |v: serde_json::Value, says: &str| {
+            let e = scoped(v.clone()).unwrap_err();
+            assert!(e.contains(says), "{v}: {e}");
+        };
+        refused(json!({"pane_id": p0, "pane_ids": [p1]}), "not both");
+        refused(json!({"pane_ids": []}), "at least one");
+        refused(json!({}), "say where");
+
+        // At most 256 panes.
+        let mut big = inv.clone();
+        big.panes = (0..256)
+            .map(|n| Pane {
+                pane_id: PaneId::from_number(1000 + n),
+                ..inv.panes[0].clone()
+            })
+            .collect();
+        assert_eq!(
+            scope(&big, &args(json!({"window": window}))).unwrap().len(),
+            256
+        );
+        big.panes.push(Pane {
+            pane_id: PaneId::from_number(2000),
+            ..inv.panes[0].clone()
+        });
+        let e = scope(&big, &args(json!({"window": window}))).unwrap_err();
+        assert!(e.message.contains("at most 256"), "{}", e.message);
+    }
+
+    /// Text printed after the wait started is found; the same text on
+    /// screen before is not. Progress comes every half second at most.
+    #[test]
+    fn a_wait_finds_new_text_not_old_and_reports_progress_twice_a_second_at_most() {
+        let bed = Bed::new("wait-found");
+        let p0 = PaneId::from_number(0);
+        bed.type_line(p0, "old needle");
+        bed.shows(p0, "old needle");
+        let (wait, progress) = start(
+            &bed,
+            json!({"pane_id": "%0", "patterns": ["nothing", "new needle"], "timeout_ms": 20_000}),
+        );
+        // Its first report comes from its waiting loop, after its first check.
+        let first = progress.recv_timeout(Duration::from_secs(20)).unwrap();
+        assert!(first >= 500.0, "first progress at {first} ms");
+        bed.type_line(p0, "new needle");
+        let r = wait.join().unwrap().unwrap();
+        assert!(r.found && !r.timed_out, "{r:?}");
+        assert_eq!(r.pane_id, Some(p0));
+        assert_eq!(r.text.as_deref(), Some("new needle"));
+        assert_eq!(r.line, r.text);
+        assert_eq!(r.pattern_index, Some(1));
+        assert!(r.line_number.is_some_and(|n| (0..10).contains(&n)), "{r:?}");
+        assert!(r.checks >= 2, "{r:?}");
+        assert_eq!((r.panes_watched, r.panes_polled), (1, 0));
+    }
+
+    /// A quiet pane on the event stream costs one check: nothing wakes
+    /// the wait until its end.
+    #[test]
+    fn a_quiet_wait_times_out_after_one_check() {
+        let bed = Bed::new("wait-quiet");
+        let p1 = bed.pane(&["split-window", "-d", "-t", "main"]);
+        let (wait, progress) = start(
+            &bed,
+            json!({"pane_id": "%0", "pattern": "x", "timeout_ms": 1600}),
+        );
+        let r = wait.join().unwrap().unwrap();
+        assert!(!r.found && r.timed_out, "{r:?}");
+        assert_eq!(r.pane_id, Some(PaneId::from_number(0)));
+        assert!(r.elapsed_ms >= 1600, "{r:?}");
+        assert_eq!(r.checks, 1, "{r:?}");
+        let reports: Vec<f64> = progress.try_iter().collect();
+        assert!(!reports.is_empty() && reports[0] >= 500.0, "{reports:?}");
+        for pair in reports.windows(2) {
+            assert!(pair[1] - pair[0] >= 500.0, "{reports:?}");
+        }
+        // Several panes: none is named. A wait shorter than a reply's
+        // backstop still ends as timed out.
+        let (wait, _) = start(
+            &bed,
+            json!({"pane_ids": ["%0", p1], "pattern": "x", "timeout_ms": 300}),
+        );
+        let r = wait.join().unwrap().unwrap();
+        assert!(!r.found && r.timed_out, "{r:?}");
+        assert_eq!((r.pane_id, r.panes_watched), (None, 2));
+    }
+
+    /// A pane that scrolled its start row off the screen before the first
+    /// capture is captured again from that row: what it printed meanwhile
+    /// is not skipped.
+    #[test]
+    fn a_capture_that_missed_the_start_row_is_taken_again() {
+        let bed = Bed::new("wait-reaim");
+        let p0 = PaneId::from_number(0);
+        let mut wait = bed.wait_on(&bed.ctx, &[p0], 20_000);
+        bed.type_line(p0, "needle");
+        for i in 0..20 {
+            bed.type_line(p0, &format!("filler {i}"));
+        }
+        bed.shows(p0, "filler 19");
+        let hit = wait.check(&[0]).unwrap().unwrap();
+        assert_eq!(hit.text, "needle");
+        assert_eq!(wait.checks, 1);
+    }
+
+    #[test]
+    fn a_closed_pane_ends_a_wait_and_not_a_watch() {
+        let bed = Bed::new("wait-closed");
+        let p1 = bed.pane(&["split-window", "-d", "-t", "main"]);
+        let mut wait = bed.wait_on(&bed.ctx, &[p1], 20_000);
+        let mut watch = bed.wait_on(&bed.ctx, &[p1], 20_000);
+        watch.closed_ok = true;
+        bed.server
+            .run_ok(["kill-pane", "-t", &p1.to_string()])
+            .unwrap();
+        let e = wait.check(&[0]).unwrap_err();
+        assert!(e.message.contains("closed"), "{}", e.message);
+        assert_eq!(watch.check(&[0]).unwrap(), None);
+    }
+
+    /// tmux standing still: before the wait's end that is an error naming
+    /// tmux's round trip; after it, the wait ran out (its listing says so
+    /// in the caller's terms, its captures end it as timed out).
+    #[test]
+    fn tmux_standing_still_is_an_error_before_the_end_and_the_end_after() {
+        let quick = Ceilings {
+            tmux_timeout: Duration::from_millis(300),
+            ..Ceilings::default()
+        };
+        let bed = Bed::with("wait-still", quick);
+        let p0 = PaneId::from_number(0);
+        let patient = ToolContext::read_only(bed.ctx.config.server.clone(), Ceilings::default());
+        let mut early = bed.wait_on(&bed.ctx, &[p0], 60_000);
+        let mut late = bed.wait_on(&patient, &[p0], 300);
+        let _stopped = bed.server.stop().unwrap();
+
+        // The listing: tmux's own deadline came first, then the wait's.
+        let e = plan(&bed.ctx, 60_000)
+            .first_listing(&bed.ctx, &bed.tmux)
+            .unwrap_err();
+        assert_eq!(e.kind, ErrorKind::TimedOut);
+        assert!(!e.message.contains("timeout_ms"), "{}", e.message);
+        let e = plan(&patient, 300)
+            .first_listing(&patient, &bed.tmux)
+            .unwrap_err();
+        assert_eq!(e.kind, ErrorKind::TimedOut);
+        assert!(e.message.contains("timeout_ms (300 ms)"), "{}", e.message);
+
+        // A capture.
+        assert!(early.check(&[0]).is_err());
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(late.plan.ran_out());
+        assert_eq!(late.check(&[0]).unwrap(), None);
+    }
+}

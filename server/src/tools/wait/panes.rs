@@ -298,3 +298,146 @@ fn watch(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::super::tests::Bed;
+    use super::*;
+    use crate::config::{Ceilings, SearchCeilings};
+    use crate::tools::context::ProgressSink;
+    use serde_json::json;
+    use std::sync::mpsc;
+
+    /// Runs watch_panes on another thread; its progress messages come
+    /// through the receiver as they are sent.
+    fn start(
+        ctx: &ToolContext,
+        v: serde_json::Value,
+    ) -> (
+        std::thread::JoinHandle<Result<WatchPanesResult, ToolError>>,
+        mpsc::Receiver<String>,
+    ) {
+        let (tx, rx) = mpsc::channel();
+        let tx = std::sync::Mutex::new(tx);
+        let mut ctx = ctx.clone();
+        ctx.progress = ProgressSink::new(move |_, _, message| {
+            let _ = tx
+                .lock()
+                .map(|tx| tx.send(message.unwrap_or("").to_owned()));
+        });
+        let args: WatchPanesArgs = serde_json::from_value(v).unwrap();
+        (std::thread::spawn(move || WatchPanes::run(&ctx, args)), rx)
+    }
+
+    /// Waits for the watch's "watching" message: output from now on counts.
+    fn set(progress: &mpsc::Receiver<String>) {
+        loop {
+            let m = progress.recv_timeout(Duration::from_secs(20)).unwrap();
+            if m.starts_with("watching") {
+                return;
+            }
+        }
+    }
+
+    #[test]
+    fn the_text_lists_each_hit_and_says_a_timeout() {
+        let hit = WatchHit {
+            pane_id: PaneId::from_number(2),
+            line: 5,
+            text: "error: x".into(),
+            pattern_index: 0,
+        };
+        let out = WatchPanesResult {
+            hits: vec![hit],
+            timed_out: true,
+            panes_watched: 3,
+            elapsed_ms: 40,
+            redactions: 0,
+        };
+        assert_eq!(
+            WatchPanes::text(&out),
+            "%2 5: error: x\n-- 1 hits in 3 panes watched, 40 ms, timed out"
+        );
+    }
+
+    /// A pane created in the watched session is watched from its first
+    /// line; one created in another session is not; the watch returns at
+    /// max_hits, not more, and redacts what it returns.
+    #[test]
+    fn a_watch_takes_in_new_panes_of_its_scope_and_stops_at_max_hits() {
+        let bed = Bed::new("watch-new");
+        let (watch, progress) = start(
+            &bed.ctx,
+            json!({"session": "main", "pattern": "hit", "max_hits": 3, "timeout_ms": 20_000}),
+        );
+        set(&progress);
+        let outside = bed.pane(&["new-session", "-d", "-s", "other"]);
+        bed.type_line(outside, "hit outside");
+        bed.shows(outside, "hit outside");
+        let inside = bed.pane(&["new-window", "-d", "-t", "main"]);
+        bed.type_line(inside, "hit inside");
+        bed.shows(inside, "hit inside");
+        // Typed into cat: the echo and cat's copy, two lines each.
+        let secret = "ghp_16C7e42F292c6912E7710c838347Ae178B4a";
+        bed.type_line(PaneId::from_number(0), &format!("hit {secret}"));
+        let r = watch.join().unwrap().unwrap();
+        assert_eq!(r.hits.len(), 3, "{r:?}");
+        assert!(!r.timed_out && r.elapsed_ms < 20_000, "{r:?}");
+        assert_eq!(r.panes_watched, 2, "{r:?}");
+        assert!(r.hits.iter().any(|h| h.pane_id == inside), "{r:?}");
+        assert!(r.hits.iter().all(|h| h.pane_id != outside), "{r:?}");
+        let zero: Vec<&WatchHit> = r.hits.iter().filter(|h| h.pane_id.number() == 0).collect();
+        assert!(zero.iter().all(|h| !h.text.contains(secret)), "{r:?}");
+        assert_eq!(r.redactions, zero.len() as u64, "{r:?}");
+    }
+
+    /// No pane joins a watch at its pane ceiling, nor one of named panes.
+    #[test]
+    fn a_watch_at_its_pane_ceiling_or_of_named_panes_takes_in_no_new_pane() {
+        let one = Ceilings {
+            search: SearchCeilings {
+                max_panes: 1,
+                ..SearchCeilings::default()
+            },
+            ..Ceilings::default()
+        };
+        let bed = Bed::with("watch-bounded", one);
+        let many = ToolContext::read_only(bed.ctx.config.server.clone(), Ceilings::default());
+        for (ctx, args) in [
+            (&bed.ctx, json!({"pattern": "hit", "timeout_ms": 2500})),
+            (
+                &many,
+                json!({"pane_ids": ["%0"], "pattern": "hit", "timeout_ms": 2500}),
+            ),
+        ] {
+            let (watch, progress) = start(ctx, args.clone());
+            set(&progress);
+            let new = bed.pane(&["new-window", "-d", "-t", "main"]);
+            bed.type_line(new, "hit");
+            bed.shows(new, "hit");
+            let r = watch.join().unwrap().unwrap();
+            assert!(r.hits.is_empty() && r.timed_out, "{args}: {r:?}");
+            assert_eq!(r.panes_watched, 1, "{args}: {r:?}");
+            bed.server
+                .run_ok(["kill-pane", "-t", &new.to_string()])
+                .unwrap();
+        }
+    }
+
+    /// A pane no event announces (a window of a session the stream does
+    /// not show, split) joins at the next listing, a second apart, also
+    /// after the watch was idle for longer than that.
+    #[test]
+    fn a_pane_no_event_announces_joins_at_the_next_listing() {
+        let bed = Bed::new("watch-relist");
+        let other = bed.pane(&["new-session", "-d", "-s", "other"]);
+        let (watch, progress) = start(&bed.ctx, json!({"pattern": "hit", "timeout_ms": 20_000}));
+        set(&progress);
+        std::thread::sleep(RELIST_EVERY * 2);
+        let new = bed.pane(&["split-window", "-d", "-t", &other.to_string()]);
+        bed.type_line(new, "hit");
+        let r = watch.join().unwrap().unwrap();
+        assert_eq!(r.hits.first().map(|h| h.pane_id), Some(new), "{r:?}");
+    }
+}

@@ -39,6 +39,20 @@ pub fn closed(pane: PaneId) -> ToolError {
     ))
 }
 
+/// When one pass of [`Waker::wait`] stops waiting for an event: at the
+/// next probe (`poll_at`, when panes are polled), at `until`, and no later
+/// than [`CANCEL_SLICE`] from `now`, whichever comes first.
+fn slice_end(poll_at: Option<Instant>, until: Instant, now: Instant) -> Instant {
+    poll_at.unwrap_or(until).min(until).min(now + CANCEL_SLICE)
+}
+
+/// Whether re-arm round `round` (from 0) takes what reported meanwhile:
+/// every round but the last, as what the last took would never be re-armed
+/// (a pane paused for good: its output never wakes a wait again).
+fn takes_more_after(round: usize) -> bool {
+    round + 1 < REARM_ROUNDS
+}
+
 /// The panes a wait watches and what wakes it.
 #[derive(Debug)]
 pub struct Waker {
@@ -50,8 +64,6 @@ pub struct Waker {
     next_poll: Instant,
     last_probe: Vec<String>,
     last_capture: Vec<Option<Instant>>,
-    /// Output events taken.
-    pub wakeups: u32,
     /// A structure event came, or an unknown pane printed (a pane created
     /// since the panes were listed): list them again.
     structure: bool,
@@ -79,7 +91,6 @@ impl Waker {
             next_poll: Instant::now(),
             last_probe: vec![String::new(); n],
             last_capture: vec![None; n],
-            wakeups: 0,
             structure: false,
             ignored: BTreeSet::new(),
             follows_new_panes: false,
@@ -166,7 +177,7 @@ impl Waker {
                 }
                 continue;
             }
-            let slice = poll_at.unwrap_or(until).min(until).min(now + CANCEL_SLICE);
+            let slice = slice_end(poll_at, until, now);
             let event = match &self.sub {
                 Some(sub) => sub.recv_deadline(slice),
                 None => {
@@ -216,7 +227,6 @@ impl Waker {
         while let Some(event) = next {
             match event {
                 StreamEvent::Printed(pane) => {
-                    self.wakeups += 1;
                     printed.insert(pane);
                 }
                 StreamEvent::Resync => *resync = true,
@@ -249,7 +259,7 @@ impl Waker {
             // A failed re-arm shows up as a resync later.
             let _ = sub.rearm(&panes, ctx.tmux_deadline_by(self.end));
             armed.extend(panes);
-            if round + 1 < REARM_ROUNDS {
+            if takes_more_after(round) {
                 let next = sub.try_recv();
                 self.drain(next, printed, resync);
             }
@@ -308,5 +318,263 @@ impl Waker {
         };
         self.next_poll = Instant::now() + self.interval;
         Ok(due)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::super::tests::Bed;
+    use super::*;
+    use crate::config::Ceilings;
+    use crate::tmux::events::StructureEvent;
+    use crate::tmux::{ServerSpec, WindowId};
+
+    fn p(n: u32) -> PaneId {
+        PaneId::from_number(n)
+    }
+
+    fn in_ms(ms: u64) -> Instant {
+        Instant::now() + Duration::from_millis(ms)
+    }
+
+    const NONE: [usize; 0] = [];
+
+    #[test]
+    fn a_slice_ends_at_the_next_probe_the_end_or_the_next_look_at_cancel() {
+        let now = Instant::now();
+        let at = |ms: u64| now + Duration::from_millis(ms);
+        assert_eq!(slice_end(None, at(10_000), now), now + CANCEL_SLICE);
+        assert_eq!(slice_end(Some(at(10)), at(10_000), now), at(10));
+        assert_eq!(slice_end(Some(at(10_000)), at(20), now), at(20));
+        assert_eq!(slice_end(None, at(20), now), at(20));
+    }
+
+    #[test]
+    fn every_rearm_round_but_the_last_takes_what_reported_meanwhile() {
+        let takes: Vec<bool> = (0..REARM_ROUNDS).map(takes_more_after).collect();
+        let (last, before) = takes.split_last().unwrap();
+        assert!(!before.is_empty() && before.iter().all(|&t| t), "{takes:?}");
+        assert!(!last, "{takes:?}");
+    }
+
+    /// The stream's events as a wait takes them (without a subscription,
+    /// one event a call, and nothing to re-arm).
+    #[test]
+    fn events_wake_the_panes_they_name_and_say_new_panes_only_to_a_watch() {
+        let ctx = ToolContext::read_only(ServerSpec::named("unused"), Ceilings::default());
+        let window = StreamEvent::Structure(StructureEvent::WindowAdd {
+            window: WindowId::from_number(1),
+            linked: true,
+        });
+        // wait_for_text: its own panes, nothing else.
+        let mut w = Waker::new(None, vec![p(0), p(1)], in_ms(60_000));
+        assert_eq!(w.polled(), 2);
+        assert_eq!(w.take_events(StreamEvent::Printed(p(1)), &ctx), [1]);
+        assert_eq!(w.take_events(StreamEvent::Printed(p(0)), &ctx), [0]);
+        assert_eq!(w.take_events(StreamEvent::Printed(p(7)), &ctx), NONE);
+        assert_eq!(w.take_events(window.clone(), &ctx), NONE);
+        assert!(!w.take_structure());
+        assert_eq!(w.take_events(StreamEvent::Resync, &ctx), [0, 1]);
+        assert!(!w.take_structure());
+
+        // watch_panes: a pane it does not know printed, or the server's
+        // shape changed, or events were lost: list the panes again.
+        let mut w = Waker::new(None, vec![p(0), p(1)], in_ms(60_000));
+        w.follow_new_panes();
+        w.ignore([p(8)]);
+        assert_eq!(w.take_events(StreamEvent::Printed(p(1)), &ctx), [1]);
+        assert!(!w.take_structure(), "a watched pane printed");
+        assert_eq!(w.take_events(StreamEvent::Printed(p(8)), &ctx), NONE);
+        assert!(!w.take_structure(), "an ignored pane printed");
+        assert_eq!(w.take_events(StreamEvent::Printed(p(7)), &ctx), NONE);
+        assert!(w.take_structure(), "an unknown pane printed");
+        assert!(!w.take_structure(), "taking the flag clears it");
+        assert_eq!(w.take_events(window, &ctx), NONE);
+        assert!(w.take_structure(), "a window was added");
+        assert_eq!(w.take_events(StreamEvent::Resync, &ctx), [0, 1]);
+        assert!(w.take_structure(), "events were lost");
+
+        // A pane added is watched: its output wakes it, and is no news.
+        w.ignore([p(9)]);
+        w.add(&ctx, p(9));
+        assert_eq!(w.polled(), 3);
+        assert_eq!(w.take_events(StreamEvent::Printed(p(9)), &ctx), [2]);
+        assert!(!w.take_structure(), "an added pane printed");
+    }
+
+    #[test]
+    fn panes_the_stream_covers_are_not_polled_and_the_others_are() {
+        let bed = Bed::new("wake-cover");
+        let p1 = bed.pane(&["split-window", "-d", "-t", "main"]);
+        let p2 = bed.pane(&["new-session", "-d", "-s", "other"]);
+        let panes = vec![p(0), p1, p2];
+        assert_eq!(Waker::new(None, panes.clone(), in_ms(60_000)).polled(), 3);
+        let sub = bed.subscribe(&panes);
+        let cover = sub.coverage();
+        assert!(cover.live, "{cover:?}");
+        // The stream shows one session: its panes, not the other's.
+        let polled: Vec<bool> = panes.iter().map(|p| !cover.panes.contains(p)).collect();
+        assert!(
+            polled.contains(&true) && polled.contains(&false),
+            "{cover:?}"
+        );
+        let w = Waker::new(Some(sub), panes, in_ms(60_000));
+        assert_eq!(w.polled, polled);
+        assert_eq!(w.polled(), polled.iter().filter(|&&p| p).count());
+    }
+
+    #[test]
+    fn a_streamed_pane_wakes_the_wait_each_time_it_prints() {
+        let bed = Bed::new("wake-events");
+        let p1 = bed.pane(&["split-window", "-d", "-t", "main"]);
+        let mut w = Waker::new(
+            Some(bed.subscribe(&[p(0), p1])),
+            vec![p(0), p1],
+            in_ms(60_000),
+        );
+        assert_eq!(w.polled(), 0);
+        bed.settle(&mut w);
+        // Nothing printed: no pane, at `until` and not before.
+        let until = in_ms(300);
+        assert_eq!(w.wait(&bed.ctx, &bed.tmux, until).unwrap(), NONE);
+        assert!(Instant::now() >= until);
+        // The same pane twice in a row: it was re-armed after its first.
+        for (pane, i) in [(p1, 1), (p(0), 0), (p1, 1), (p1, 1)] {
+            bed.type_line(pane, "x");
+            let until = in_ms(10_000);
+            let mut woken = Vec::new();
+            while Instant::now() < until {
+                woken = w.wait(&bed.ctx, &bed.tmux, until).unwrap();
+                if woken == [i] {
+                    break;
+                }
+            }
+            assert_eq!(woken, [i], "{pane} printed");
+            bed.settle(&mut w);
+        }
+    }
+
+    /// Output that reached tmux before a re-arm did is ahead of its reply:
+    /// taken in the same batch (and re-armed too), not left for later.
+    #[test]
+    fn output_ahead_of_a_rearm_is_taken_in_the_same_batch() {
+        let bed = Bed::new("wake-rearm");
+        let p1 = bed.pane(&["split-window", "-d", "-t", "main"]);
+        let mut w = Waker::new(
+            Some(bed.subscribe(&[p(0), p1])),
+            vec![p(0), p1],
+            in_ms(60_000),
+        );
+        bed.settle(&mut w);
+        bed.type_line(p(0), "x");
+        let first = w.sub.as_ref().unwrap().recv_deadline(in_ms(10_000));
+        assert_eq!(first, Some(StreamEvent::Printed(p(0))));
+        bed.type_line(p1, "y");
+        bed.shows(p1, "y");
+        let mut printed = BTreeSet::from([p(0)]);
+        let mut resync = false;
+        w.rearm_printed(&bed.ctx, &mut printed, &mut resync);
+        assert_eq!(printed, BTreeSet::from([p(0), p1]));
+        assert!(!resync);
+        // Both were re-armed: each wakes the wait when it prints again.
+        bed.settle(&mut w);
+        for (pane, i) in [(p(0), 0), (p1, 1)] {
+            bed.type_line(pane, "z");
+            assert_eq!(w.wait(&bed.ctx, &bed.tmux, in_ms(10_000)).unwrap(), [i]);
+            bed.settle(&mut w);
+        }
+    }
+
+    #[test]
+    fn a_polled_wait_answers_a_due_pane_at_once_and_a_quiet_one_at_until() {
+        let bed = Bed::new("wake-poll");
+        let mut w = Waker::new(None, vec![p(0)], in_ms(60_000));
+        // Never captured: due at the first probe.
+        assert_eq!(w.wait(&bed.ctx, &bed.tmux, in_ms(10_000)).unwrap(), [0]);
+        w.captured(0);
+        let until = in_ms(200);
+        assert_eq!(w.wait(&bed.ctx, &bed.tmux, until).unwrap(), NONE);
+        assert!(Instant::now() >= until);
+    }
+
+    #[test]
+    fn a_polled_pane_is_due_when_it_moved_or_went_a_second_uncaptured() {
+        let bed = Bed::new("wake-probe");
+        let mut w = Waker::new(None, vec![p(0)], in_ms(60_000));
+        assert_eq!(w.polled(), 1);
+        // Never captured (and moved from nothing): due, probed again soon.
+        let before = Instant::now();
+        assert_eq!(w.probe(&bed.ctx, &bed.tmux).unwrap(), [0]);
+        assert_eq!(w.interval, POLL_FIRST);
+        assert!(w.next_poll >= before + POLL_FIRST);
+        // Captured and quiet: not due, and probed half as late again each
+        // time, up to POLL_MAX.
+        let mut intervals = Vec::new();
+        for _ in 0..8 {
+            w.captured(0);
+            let before = Instant::now();
+            assert_eq!(w.probe(&bed.ctx, &bed.tmux).unwrap(), NONE);
+            assert!(w.next_poll >= before + w.interval);
+            intervals.push(w.interval.as_micros());
+        }
+        let grown = [
+            37_500, 56_250, 84_375, 126_562, 189_843, 250_000, 250_000, 250_000,
+        ];
+        assert_eq!(intervals, grown);
+        // It moved: due though just captured, and probed soon again.
+        bed.type_line(p(0), "x");
+        let until = in_ms(10_000);
+        let mut due = Vec::new();
+        while due.is_empty() && Instant::now() < until {
+            w.captured(0);
+            due = w.probe(&bed.ctx, &bed.tmux).unwrap();
+        }
+        assert_eq!(due, [0]);
+        assert_eq!(w.interval, POLL_FIRST);
+        bed.shows(p(0), "x");
+        // Quiet again, and not captured for over a second: due.
+        while !due.is_empty() && Instant::now() < until {
+            w.captured(0);
+            due = w.probe(&bed.ctx, &bed.tmux).unwrap();
+        }
+        assert_eq!(due, NONE, "the pane never went quiet");
+        w.last_capture[0] = Instant::now().checked_sub(RECHECK * 2);
+        assert_eq!(w.probe(&bed.ctx, &bed.tmux).unwrap(), [0]);
+    }
+
+    #[test]
+    fn a_pane_that_closed_ends_a_wait_and_only_leaves_a_watch() {
+        let bed = Bed::new("wake-closed");
+        let p1 = bed.pane(&["split-window", "-d", "-t", "main"]);
+        let mut wait = Waker::new(None, vec![p(0), p1], in_ms(60_000));
+        let mut watch = Waker::new(None, vec![p(0), p1], in_ms(60_000));
+        watch.follow_new_panes();
+        bed.server
+            .run_ok(["kill-pane", "-t", &p1.to_string()])
+            .unwrap();
+        let err = wait.probe(&bed.ctx, &bed.tmux).unwrap_err();
+        assert!(err.message.contains(&p1.to_string()), "{err:?}");
+        assert_eq!(watch.probe(&bed.ctx, &bed.tmux).unwrap(), [0]);
+        assert_eq!(watch.polled(), 1);
+        // Coverage looked at again (panes listed again): still not polled.
+        watch.refresh_coverage();
+        assert_eq!(watch.polled(), 1);
+        watch.captured(0);
+        assert_eq!(watch.probe(&bed.ctx, &bed.tmux).unwrap(), NONE);
+    }
+
+    /// tmux not answering by the wait's end is no news of the pane: not
+    /// an error, and not a pane gone.
+    #[test]
+    fn a_probe_tmux_does_not_answer_in_time_is_no_news() {
+        let bed = Bed::new("wake-late");
+        let mut wait = Waker::new(None, vec![p(0)], Instant::now());
+        let mut watch = Waker::new(None, vec![p(0)], Instant::now());
+        watch.follow_new_panes();
+        for w in [&mut wait, &mut watch] {
+            assert_eq!(w.probe(&bed.ctx, &bed.tmux).unwrap(), NONE);
+            assert_eq!(w.polled(), 1);
+        }
     }
 }

@@ -399,4 +399,81 @@ mod tests {
         assert_eq!(hit.pattern_index, 1);
         assert_eq!(hit.line_number, 1);
     }
+
+    /// A pane at its history limit (100: trims of 10 rows) whose lines
+    /// above the start are in no capture (it printed more than a capture
+    /// took): a capture one trim step further up is taken once, then the
+    /// start stays where it was counted.
+    #[test]
+    fn lines_above_the_start_not_captured_are_looked_for_once_a_trim_step_further_up() {
+        let mut w = watch(95, 4, 5);
+        w.limit = 100;
+        let m = matcher(&["DONE"]);
+        let mut before: Vec<String> = (0..95).map(|i| format!("line {i}")).collect();
+        before.extend(["$ make".into(), "".into(), "".into(), "".into(), "".into()]);
+        let text: Vec<&str> = before.iter().map(String::as_str).collect();
+        let first = cap(-95, 95, 5, &text);
+        assert!(w.absorb(&first));
+        assert!(w.scan(&first, &m).is_none());
+        assert_eq!(
+            w.range(),
+            CaptureRange::Lines {
+                start: 4 - SLACK_ROWS,
+                end: 4
+            }
+        );
+        // Every captured row is new: the anchor is not there.
+        let new: Vec<String> = (0..65).map(|i| format!("new {i}")).collect();
+        let text: Vec<&str> = new.iter().map(String::as_str).collect();
+        let lost = cap(4 - SLACK_ROWS, 95, 5, &text);
+        assert!(
+            !w.absorb(&lost),
+            "taken as aimed though the anchor was not found"
+        );
+        let farther = 4 - SLACK_ROWS - 10;
+        assert_eq!(
+            w.range(),
+            CaptureRange::Lines {
+                start: farther,
+                end: 4
+            }
+        );
+        // Not there either: the start is taken as counted, and the next
+        // capture is aimed as before.
+        let new: Vec<String> = (0..75).map(|i| format!("newer {i}")).collect();
+        let text: Vec<&str> = new.iter().map(String::as_str).collect();
+        assert!(w.absorb(&cap(farther, 95, 5, &text)));
+        assert_eq!(
+            w.range(),
+            CaptureRange::Lines {
+                start: 4 - SLACK_ROWS,
+                end: 4
+            }
+        );
+    }
+
+    /// A pane that printed more than [`MAX_SCAN_ROWS`] since the start: a
+    /// capture that reaches that far back is aimed, one a row short is not.
+    #[test]
+    fn a_capture_as_far_back_as_captures_go_is_aimed_and_one_a_row_short_is_not() {
+        let mut w = watch(0, 0, 5);
+        let first = cap(0, 0, 5, &["$", "", "", "", ""]);
+        assert!(w.absorb(&first));
+        assert!(w.scan(&first, &matcher(&["x"])).is_none());
+        let edge = 4 - MAX_SCAN_ROWS;
+        assert!(w.clone().absorb(&cap(edge, 20_000, 5, &[])));
+        assert!(!w.clone().absorb(&cap(edge + 1, 20_000, 5, &[])));
+        // Scrolled past the slack, the capture still in history: not aimed.
+        assert!(!w.clone().absorb(&cap(-SLACK_ROWS, 200, 5, &[])));
+    }
+
+    /// tmux's history size is an int; a larger number (never seen) is
+    /// taken as half of what an i64 holds, not wrapped.
+    #[test]
+    fn a_history_size_past_i64_is_taken_as_half_of_its_range() {
+        let mut w = PaneWatch::at(PaneId::from_number(4), u64::MAX, 2, 5);
+        assert_eq!((w.history, w.start_abs), (i64::MAX / 2, i64::MAX / 2 + 2));
+        assert!(w.absorb(&cap(2, u64::MAX, 5, &["", "", ""])));
+        assert_eq!((w.history, w.start_abs), (i64::MAX / 2, i64::MAX / 2 + 2));
+    }
 }
