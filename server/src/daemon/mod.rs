@@ -177,11 +177,18 @@ impl Daemon {
             socket_path: self.config.defaults.socket_path.clone(),
         };
         eprintln!("panescan daemon: journaling into {}", journal.dir.display());
-        let handle =
-            crate::journal::writer::start(journal.clone(), &spec, self.shared.pane_cache.clone())?;
+        // One %output stream per session for both: the ledger's feeds
+        // count each pane's output for the writer's pacing.
+        let counts = Arc::new(crate::tmux::feed_counts::FeedCounts::default());
+        let handle = crate::journal::writer::start_counted(
+            journal.clone(),
+            &spec,
+            self.shared.pane_cache.clone(),
+            Some(counts.clone()),
+        )?;
         let views = handle.views();
         *crate::sync::lock(&self.journal) = Some(handle);
-        let follower = ledger::start(&journal, &spec, views.clone())?;
+        let follower = ledger::start(&journal, &spec, views.clone(), Some(counts))?;
         *crate::sync::lock(&self.ledger) = Some(follower);
         crate::tools::commands::install(Some(Arc::new(ledger_read::Reader {
             dir: journal.dir.clone(),

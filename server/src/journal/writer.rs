@@ -3,8 +3,9 @@
 //! captures (only new rows cost tmux work), redacts them and appends them
 //! to the journal once a second.
 //!
-//! It follows the event stream's counted output of every pane and reads a
-//! pane when it is due ([`super::pace`]): about a second after its last
+//! It follows what every pane printed, counted ([`super::printed`]: from
+//! the command ledger's session feeds in the daemon, else from its own
+//! event stream) and reads a pane when it is due ([`super::pace`]): about a second after its last
 //! read, or at once when what it printed nears a quarter of its
 //! history-limit, and those due soon with it, in one listing. A structure
 //! event, or a reader waiting for the journal ([`Views::ask_flush`]),
@@ -22,12 +23,14 @@ use std::time::{Duration, Instant};
 
 use super::frame::{Gap, Line, Origin, Records};
 use super::pace::{Pacer, Shape};
+use super::printed::Source;
 use super::segment::{self, Appender, Read};
 use super::track::{Row, Snapshot, Step, Track, TAIL};
 use super::view::{PaneView, Views};
 use super::{dir, when, JournalConfig};
 use crate::cache::PaneCache;
-use crate::tmux::events::{Interest, OutputMode, Printed, StreamEvent, Subscription, Watch};
+use crate::tmux::events::Printed;
+use crate::tmux::feed_counts::FeedCounts;
 use crate::tmux::{
     CaptureOptions, CaptureRange, CaptureRequest, CapturedText, Fields, Inventory, Pane, PaneId,
     ServerSpec, Tmux, TmuxCommand, TmuxError,
@@ -102,14 +105,29 @@ struct Writer {
     listed_ms: i64,
     /// When records were last written.
     flushed_at: Instant,
+    /// The session feeds' counts, if they count for the writer.
+    feeds: Option<Arc<FeedCounts>>,
 }
 
 /// Checks the directory, opens the journal (a torn tail cut and reported
-/// on stderr) and starts following `spec`'s server.
+/// on stderr) and starts following `spec`'s server, counting each pane's
+/// output on its own event stream.
 pub fn start(
     config: JournalConfig,
     spec: &ServerSpec,
     cache: Option<Arc<PaneCache>>,
+) -> Result<Handle, String> {
+    start_counted(config, spec, cache, None)
+}
+
+/// [`start`], with each pane's output counted by session feeds
+/// (`feeds`, which the command ledger's feeds fill) when given: the
+/// writer's own event stream then takes no output.
+pub fn start_counted(
+    config: JournalConfig,
+    spec: &ServerSpec,
+    cache: Option<Arc<PaneCache>>,
+    feeds: Option<Arc<FeedCounts>>,
 ) -> Result<Handle, String> {
     dir::ensure(&config.dir)?;
     let (appender, notes) = Appender::open(&config.dir)
@@ -136,6 +154,7 @@ pub fn start(
         dropped: 0,
         listed_ms: 0,
         flushed_at: Instant::now(),
+        feeds,
     };
     let flag = stop.clone();
     let thread = std::thread::Builder::new()
@@ -151,12 +170,11 @@ pub fn start(
 
 impl Writer {
     fn run(&mut self, stop: &AtomicBool) {
-        let interest = Interest {
-            watch: Watch::Every,
-            mode: OutputMode::Counted,
-            structure: true,
-        };
-        let events = self.tmux.subscribe(interest, Instant::now() + READ_TIMEOUT);
+        let events = Source::start(
+            &self.tmux,
+            self.feeds.clone(),
+            Instant::now() + READ_TIMEOUT,
+        );
         let mut pacer = Pacer::default();
         let mut bounds_at = Instant::now();
         // The first read takes every pane.
@@ -180,16 +198,7 @@ impl Writer {
             };
             // Wake at the first event (or when a pane falls due), then
             // take what else is waiting.
-            let mut next = events.recv_deadline(Instant::now() + wake.min(READ_EVERY));
-            while let Some(event) = next {
-                match event {
-                    StreamEvent::Printed(p) => pacer.printed(p, when::now_ms()),
-                    StreamEvent::Resync => pacer.lost(when::now_ms()),
-                    StreamEvent::Structure(_) => shape_changed = true,
-                    StreamEvent::Output { .. } => {}
-                }
-                next = events.try_recv();
-            }
+            shape_changed |= events.wait(&mut pacer, Instant::now() + wake.min(READ_EVERY));
             let asked = self.views.take_flush();
             let waiting = events.printed_many(&pacer.waiting());
             let due = pacer.due(&waiting, when::now_ms(), asked);
@@ -228,7 +237,7 @@ impl Writer {
     /// Lists every pane, captures through the cache those `due` and those
     /// never read, and takes in what is new; panes gone are closed. Whether
     /// the listing answered.
-    fn read_once(&mut self, events: &Subscription, pacer: &mut Pacer, due: &[PaneId]) -> bool {
+    fn read_once(&mut self, events: &Source, pacer: &mut Pacer, due: &[PaneId]) -> bool {
         let deadline = Instant::now() + READ_TIMEOUT;
         let listed_ms = when::now_ms();
         let then = [TmuxCommand::new("display-message")
@@ -252,10 +261,11 @@ impl Writer {
             // another server's pane of the same id: read again later.
             return false;
         }
-        // The listing came over the control client after every %output
-        // tmux sent before it: the counts now cover what it shows.
+        // Counts taken after the listing may lag what the captures show
+        // (a feed's bytes come on another client): they then count rows
+        // the read took already, never fewer.
         self.listed_ms = listed_ms;
-        pacer.cover(events.coverage().panes);
+        pacer.cover(events.covered(&inventory));
         let due: HashSet<PaneId> = due.iter().copied().collect();
         let wanted: Vec<usize> = (0..inventory.panes.len())
             .filter(|&i| {
@@ -282,7 +292,7 @@ impl Writer {
         self.close_gone(&live);
         self.views.retain(|p| live.contains(&(server.clone(), *p)));
         pacer.retain(|p| live.contains(&(server.clone(), *p)));
-        events.forget_printed(|p| live.contains(&(server.clone(), *p)));
+        events.forget(|p| live.contains(&(server.clone(), *p)));
         true
     }
 
@@ -290,7 +300,7 @@ impl Writer {
     /// takes each in; the pacer learns of each read.
     fn capture(
         &mut self,
-        events: &Subscription,
+        events: &Source,
         pacer: &mut Pacer,
         (inventory, stamp): (&Inventory, &str),
         wanted: &[usize],

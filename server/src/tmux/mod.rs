@@ -35,6 +35,7 @@ pub(crate) mod command;
 pub(crate) mod connection;
 pub(crate) mod events;
 pub(crate) mod feed;
+pub(crate) mod feed_counts;
 pub(crate) mod format;
 pub(crate) mod framing;
 pub(crate) mod identity;
