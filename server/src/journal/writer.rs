@@ -296,25 +296,83 @@ impl Writer {
         true
     }
 
-    /// Captures `ids` (the listed panes at `wanted`) through the cache and
-    /// takes each in; the pacer learns of each read.
+    /// Captures the listed panes at `wanted` through the cache and takes
+    /// each in; the pacer learns of each read. A pane whose printed rows
+    /// are counted is captured from its tail down only; if its tail is not
+    /// found there, it is captured whole.
     fn capture(
         &mut self,
         events: &Source,
         pacer: &mut Pacer,
-        (inventory, stamp): (&Inventory, &str),
+        listed: (&Inventory, &str),
         wanted: &[usize],
         ids: &[PaneId],
         listed_ms: i64,
     ) {
+        let counted: HashMap<PaneId, Printed> = events.printed_many(ids).into_iter().collect();
+        let server = listed.1.trim();
+        let ranges: Vec<CaptureRange> = wanted
+            .iter()
+            .filter_map(|&i| listed.0.panes.get(i))
+            .map(|pane| self.range_for(server, pane, pacer, counted.get(&pane.pane_id)))
+            .collect();
+        let read = (&counted, listed_ms);
+        let whole = self.capture_ranges(pacer, listed, wanted, &ranges, read);
+        if !whole.is_empty() {
+            let ranges = vec![CaptureRange::AllHistory; whole.len()];
+            self.capture_ranges(pacer, listed, &whole, &ranges, read);
+        }
+    }
+
+    /// What a read of `pane` captures: the rows it printed since its last
+    /// read (counted, an upper bound) above the screen, plus the rows of
+    /// its tail and a screen's worth for a line cut at the top; its whole
+    /// history when either is unknown.
+    fn range_for(
+        &self,
+        server: &str,
+        pane: &Pane,
+        pacer: &Pacer,
+        count: Option<&Printed>,
+    ) -> CaptureRange {
+        let key = (server.to_owned(), pane.pane_id);
+        let tail = self.tracks.get(&key).and_then(|(t, _)| t.tail_rows());
+        let printed = count.and_then(|c| pacer.rows_since_read(pane.pane_id, c));
+        let rows = match (tail, printed) {
+            (Some(tail), Some(printed)) => printed + tail + u64::from(pane.pane_height.max(1)),
+            _ => return CaptureRange::AllHistory,
+        };
+        // Reaching back past the top of history is the whole of it: asked
+        // as such (a range tmux clamps would number its lines from where
+        // it was asked to start).
+        if rows >= pane.history_size {
+            return CaptureRange::AllHistory;
+        }
+        CaptureRange::Scrollback(rows)
+    }
+
+    /// Captures the listed panes at `wanted`, each its range, and takes
+    /// each in. The panes (indices) a partial capture could not place,
+    /// to be captured whole.
+    fn capture_ranges(
+        &mut self,
+        pacer: &mut Pacer,
+        (inventory, stamp): (&Inventory, &str),
+        wanted: &[usize],
+        ranges: &[CaptureRange],
+        (counted, listed_ms): (&HashMap<PaneId, Printed>, i64),
+    ) -> Vec<usize> {
         let deadline = Instant::now() + READ_TIMEOUT;
         let server = stamp.trim();
-        let counted: HashMap<PaneId, Printed> = events.printed_many(ids).into_iter().collect();
-        let requests: Vec<CaptureRequest> = ids
+        let requests: Vec<CaptureRequest> = wanted
             .iter()
-            .map(|&pane| CaptureRequest {
-                pane,
-                range: CaptureRange::AllHistory,
+            .zip(ranges)
+            .filter_map(|(&i, range)| {
+                let pane = inventory.panes.get(i)?.pane_id;
+                Some(CaptureRequest {
+                    pane,
+                    range: *range,
+                })
             })
             .collect();
         let options = CaptureOptions {
@@ -332,29 +390,42 @@ impl Writer {
             None,
         );
         let now = when::now_ms();
+        let mut whole = Vec::new();
         for reply in replies {
-            let Some(pane) = wanted
+            let Some((&i, pane)) = wanted
                 .get(reply.index)
-                .and_then(|&i| inventory.panes.get(i))
+                .and_then(|i| Some((i, inventory.panes.get(*i)?)))
             else {
                 continue;
             };
-            if let Ok(text) = reply.result {
-                self.take(server, pane, &text, now);
-                let shape = Shape {
-                    width: text.pane_width,
-                    height: text.pane_height,
-                    history_limit: pane.history_limit,
-                    alternate_on: pane.alternate_on,
-                };
-                let count = counted.get(&pane.pane_id).copied().unwrap_or_default();
-                pacer.read(pane.pane_id, listed_ms, count, shape);
+            let Ok(text) = reply.result else { continue };
+            let partial = ranges.get(reply.index) != Some(&CaptureRange::AllHistory);
+            if !self.take(server, pane, &text, now, partial) {
+                whole.push(i);
+                continue;
             }
+            let shape = Shape {
+                width: text.pane_width,
+                height: text.pane_height,
+                history_limit: pane.history_limit,
+                alternate_on: pane.alternate_on,
+            };
+            let count = counted.get(&pane.pane_id).copied().unwrap_or_default();
+            pacer.read(pane.pane_id, listed_ms, count, shape);
         }
+        whole
     }
 
-    /// Takes in one pane's capture.
-    fn take(&mut self, server: &str, pane: &Pane, text: &CapturedText, now: i64) {
+    /// Takes in one pane's capture; a `partial` one (not all history)
+    /// only if it places the pane's tail without a gap: whether taken.
+    fn take(
+        &mut self,
+        server: &str,
+        pane: &Pane,
+        text: &CapturedText,
+        now: i64,
+        partial: bool,
+    ) -> bool {
         let key = (server.to_owned(), pane.pane_id);
         let origin = origin_of(server, self.tmux.socket_path(), pane);
         let resumed = &mut self.resumed;
@@ -367,7 +438,19 @@ impl Writer {
         });
         *kept_origin = origin;
         let snap = snapshot(text, pane.alternate_on, pane.history_limit);
-        let step = track.advance(&snap, now);
+        let step = if partial {
+            // A gap may only say the capture began too low: the whole
+            // history tells.
+            let mut trial = track.clone();
+            let step = trial.advance(&snap, now);
+            if !step.gaps.is_empty() {
+                return false;
+            }
+            *track = trial;
+            step
+        } else {
+            track.advance(&snap, now)
+        };
         if !snap.alternate_on {
             let screen = snap.screen_rows.iter().map(|&r| track.steady(r));
             self.views.set(
@@ -383,6 +466,7 @@ impl Writer {
         }
         let origin = kept_origin.clone();
         self.record(&origin, step);
+        true
     }
 
     /// Panes no longer listed: the screen each showed last is journaled
