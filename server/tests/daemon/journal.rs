@@ -339,3 +339,48 @@ fn a_pane_printing_past_its_history_limit_each_second_is_read_in_time_and_a_quie
     assert_eq!(numbers.len(), 12_000, "lines kept: {}", numbers.len());
     assert_eq!(numbers, (1..=12_000).collect::<Vec<u64>>());
 }
+
+/// One `%output` stream for the journal and the ledger: the daemon's own
+/// control client takes no output (only the session's feed does), and a
+/// pane printing two and a half times its history-limit a second is still
+/// read before tmux trims what the journal has not kept: its rows are
+/// counted from the feed's bytes. Uncounted, it would be polled every
+/// 500 ms, and 2,500 lines would pile up on a limit of 2,000 between two
+/// polls.
+#[test]
+fn a_pane_is_paced_by_its_sessions_feed_while_the_daemons_own_client_takes_no_output() {
+    let place = Place::new("journal-one-stream");
+    let journal = place.temp_root().join("journal");
+    let p = Printer::start("journal-one-stream", 2_000, &place.temp_root());
+    let log = place.temp_root().join("daemon.stderr");
+    let mut daemon = journaling_daemon(&place, p.tmux.socket_name(), &journal, &log);
+    std::thread::sleep(SETTLE);
+    // 500 lines every 100 ms, 20,000 in all, then enough lines to scroll
+    // the last of them into history.
+    p.run("for i in $(seq 0 39); do seq $((i*500+1)) $((i*500+500)); sleep 0.1; done; i=0; while [ $i -lt 15 ]; do echo pad$i; i=$((i+1)); done");
+    std::thread::sleep(Duration::from_millis(500));
+    let clients = p
+        .tmux
+        .run_ok(["list-clients", "-F", "#{client_flags}"])
+        .unwrap();
+    p.wait_for("pad14");
+    std::thread::sleep(SETTLE);
+    let _ = Command::new("kill")
+        .args(["-TERM", &daemon.id().to_string()])
+        .status();
+    let _ = daemon.wait();
+
+    // The feed, and the daemon's own client (commands, structure events).
+    let taking: Vec<&str> = clients
+        .lines()
+        .filter(|flags| !flags.split(',').any(|f| f == "no-output"))
+        .collect();
+    assert_eq!(taking.len(), 1, "clients taking output: {clients}");
+    assert!(clients.lines().count() >= 2, "{clients}");
+    let log = std::fs::read_to_string(&log).unwrap_or_default();
+    let (lines, gaps, _) = journal_of(&journal, &p.pane);
+    assert!(gaps.is_empty(), "{gaps:?}\n{log}");
+    assert_none_twice(&lines);
+    let numbers: Vec<u64> = lines.iter().filter_map(|l| l.parse().ok()).collect();
+    assert_eq!(numbers, (1..=20_000).collect::<Vec<u64>>());
+}
