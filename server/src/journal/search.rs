@@ -255,11 +255,12 @@ impl Gathered {
 impl Gathered {
     /// Takes in a frame its index ruled out: its panes' lines still count,
     /// and its text as skipped when the search scans.
-    fn skipped_frame(&mut self, index: &Index, scan: bool) {
+    fn skipped_frame(&mut self, index: &Index, scan: bool, in_span: bool) {
         for &(key, lines) in &index.panes {
             *self.counts.entry(key).or_default() += lines;
         }
-        if scan {
+        // As a decoded frame's text goes to the engine only in the span.
+        if scan && in_span {
             self.bytes_skipped += index.text_bytes;
         }
         self.frames_skipped += 1;
@@ -270,8 +271,9 @@ impl Gathered {
 enum Read {
     /// Decompressed.
     Block(Box<Block>),
-    /// Ruled out by its index: what the index says of it.
-    Skipped(Index),
+    /// Ruled out by its index: what the index says of it, and whether
+    /// every line of it is in the search's span (else none is).
+    Skipped(Index, bool),
 }
 
 /// Which frames the search may leave compressed.
@@ -282,6 +284,9 @@ struct Skip {
     strip_escapes: bool,
     /// The panes whose tails are asked for ([`index::pane_key`]).
     tails: Vec<u64>,
+    /// The search's span.
+    since_ms: i64,
+    until_ms: i64,
 }
 
 impl Skip {
@@ -300,13 +305,23 @@ impl Skip {
                 .keys()
                 .map(|(server, pane)| index::pane_key(server, pane))
                 .collect(),
+            since_ms: query.since_ms,
+            until_ms: query.until_ms,
         })
     }
 
     /// The index of a frame no line of which can be a hit, nor its gaps
     /// and tails wanted: the frame need not be decompressed.
-    fn skips(&self, index: Index) -> Option<Index> {
+    fn skips(&self, index: Index, header: &frame::Header) -> Option<(Index, bool)> {
         if index.gaps || index.panes.iter().any(|(k, _)| self.tails.contains(k)) {
+            return None;
+        }
+        // Only a frame wholly in the span or wholly out of it is skipped:
+        // one across an edge is read, so its text counts as scanned only
+        // where a line of it is in the span, as when nothing is skipped.
+        let inside = header.first_ms >= self.since_ms && header.last_ms <= self.until_ms;
+        let outside = header.last_ms < self.since_ms || header.first_ms > self.until_ms;
+        if !inside && !outside {
             return None;
         }
         if self.scan {
@@ -315,7 +330,7 @@ impl Skip {
                 return None;
             }
         }
-        Some(index)
+        Some((index, inside))
     }
 }
 
@@ -356,9 +371,9 @@ pub fn search(dir: &Path, matcher: &Matcher, query: &Query) -> std::io::Result<O
             let decode = |bytes: &[u8], header: &frame::Header| {
                 let skipped = skip
                     .as_ref()
-                    .and_then(|s| s.skips(frame::index(bytes, header)?));
+                    .and_then(|s| s.skips(frame::index(bytes, header)?, header));
                 match skipped {
-                    Some(index) => Ok(Read::Skipped(index)),
+                    Some((index, in_span)) => Ok(Read::Skipped(index, in_span)),
                     None => frame::decode_block(bytes, header).map(|b| Read::Block(Box::new(b))),
                 }
             };
@@ -373,8 +388,8 @@ pub fn search(dir: &Path, matcher: &Matcher, query: &Query) -> std::io::Result<O
                     return false;
                 }
                 match read {
-                    Item::Frame(Read::Skipped(index)) => {
-                        g.skipped_frame(&index, query.scan);
+                    Item::Frame(Read::Skipped(index, in_span)) => {
+                        g.skipped_frame(&index, query.scan, in_span);
                         true
                     }
                     Item::Frame(Read::Block(b)) => {
