@@ -142,6 +142,8 @@ fn every_tool_at(at: &Value) -> Vec<(&'static str, Value)> {
             "run_command",
             json!({"pane_id": "%0", "command": "true", "timeout_ms": 100}),
         ),
+        ("list_commands", json!({})),
+        ("get_command_output", json!({"command_id": "0123456789abcdef"})),
     ];
     calls
         .into_iter()
