@@ -2,7 +2,7 @@
 //! processes.
 //!
 //! One control client per tmux server: `tmux -S SOCKET -C attach-session -E
-//! -f no-output,ignore-size -t $ID` (never read-only: see `attach`), in the client environment of
+//! -f no-output,ignore-size -t $ID` (not read-only: see `attach`), in the client environment of
 //! [`super::client_env`] (`-E`: the attach copies nothing into the session's
 //! environment). Commands are pipelined: a writer lock keeps the order in which
 //! requests are registered with the parser and written to tmux's stdin the
@@ -62,8 +62,12 @@ type Waiter = Sender<Result<RawReply, TmuxError>>;
 /// The server's one control client: silent until output is turned on for
 /// a watched pane, and no say in window sizes.
 const OWN_FLAGS: &str = "no-output,ignore-size";
-/// A session's feed (`feed.rs`): every pane's output from the start.
-const FEED_FLAGS: &str = "ignore-size";
+/// A session's feed (`feed.rs`): every pane's output from the start. Still
+/// read-only: the command ledger's forged-mark test loses a command's
+/// output rows with a feed that is not (cause not found yet), and a feed
+/// never types; on tmux 3.7 and later a user's `send-keys` without `-c`
+/// fails while a feed is its session's best client (NOTES.md).
+const FEED_FLAGS: &str = "read-only,ignore-size";
 
 /// The sessions, one id a line: what the control client attaches to.
 const LIST_SESSIONS: [&str; 3] = ["list-sessions", "-F", "#{session_id}"];
@@ -128,11 +132,11 @@ impl Control {
                 "-C",
                 "attach-session",
                 // -E: attaching copies nothing into the session's
-                // environment (see `client_env`). Never -r: since tmux 3.7
+                // environment (see `client_env`). Not -r: since tmux 3.7
                 // `send-keys` refuses to type through a read-only client,
                 // ours (our own keys) or the best client of the session (a
-                // user's `send-keys` without -c); tmux's read-only flag
-                // guards nothing else a control client sends.
+                // user's `send-keys` without -c); a feed asks for read-only
+                // in its flags.
                 "-E",
                 "-f",
                 flags,

@@ -1,13 +1,13 @@
 //! A session's raw output: a control client of its own attached to one
 //! session with output on for every pane (`attach-session -E -f
-//! ignore-size`), for a reader that must see every byte of every pane of a
+//! read-only,ignore-size`), for a reader that must see every byte of every pane of a
 //! server, such as the command ledger's follower of OSC 133 marks.
 //!
 //! Why one client per session: tmux 3.3a sends `%output` to a control
 //! client only for panes in windows of the session it is attached to
 //! (control.c, `control_write_output`), so the server's one control client
-//! (`connection.rs`) sees one session. Each feed is an attached
-//! client of its session (not read-only, as `connection.rs` says why): the user's `client-attached` hook
+//! (`connection.rs`) sees one session. Each feed is an attached,
+//! read-only client of its session: the user's `client-attached` hook
 //! runs once when it attaches, `session_attached` counts it, and the
 //! window sizes ignore it. Its pid is left out of the clients panescan
 //! counts.

@@ -16,7 +16,7 @@
 //!   `send-keys` refuses to type through such a client), silent unless a
 //!   wait watches a pane, left out of the counts we report, and detaches when idle; a
 //!   panescan that dies leaves no client attached (a session's feed,
-//!   [`feed`], is attached alike, counted out and guarded alike, but sends
+//!   [`feed`], is read-only, counted out and guarded alike, but sends
 //!   every pane's output and stays until its reader drops it);
 //! - a reply closes only on a 128-bit nonce ([`framing`]): nothing a pane
 //!   prints ends it early or shifts another;

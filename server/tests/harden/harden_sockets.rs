@@ -143,7 +143,10 @@ fn every_tool_at(at: &Value) -> Vec<(&'static str, Value)> {
             json!({"pane_id": "%0", "command": "true", "timeout_ms": 100}),
         ),
         ("list_commands", json!({})),
-        ("get_command_output", json!({"command_id": "0123456789abcdef"})),
+        (
+            "get_command_output",
+            json!({"command_id": "0123456789abcdef"}),
+        ),
     ];
     calls
         .into_iter()
