@@ -526,6 +526,9 @@ mod tests {
         /// Index of the row the line being written starts at.
         pending: usize,
         serials: u64,
+        /// Rows the cursor was moved up from the last (a full-screen
+        /// program drawing).
+        up: usize,
     }
 
     fn cells(c: char) -> u32 {
@@ -547,6 +550,7 @@ mod tests {
                 rows: Vec::new(),
                 pending: 0,
                 serials: 0,
+                up: 0,
             };
             sim.push_row();
             sim
@@ -601,7 +605,13 @@ mod tests {
         }
 
         fn cursor_y(&self) -> u32 {
-            (self.rows.len() - 1 - self.history() as usize) as u32
+            (self.rows.len() - 1 - self.history() as usize - self.up) as u32
+        }
+
+        fn clear_history(&mut self) {
+            let h = self.history() as usize;
+            self.rows.drain(..h);
+            self.pending = self.pending.saturating_sub(h);
         }
 
         fn pane(&self) -> Pane {
@@ -719,6 +729,17 @@ mod tests {
     /// A search of `sims` as the pipeline runs it: each pane's range
     /// captured and taken, then the panes left for a second look.
     fn search(sims: &[&Sim], joined: bool, since: Option<&str>) -> Result<Found, ToolError> {
+        search_back(sims, joined, since, None)
+    }
+
+    /// [`search`] of the last `scrollback` history lines and the screen
+    /// (all history: `None`).
+    fn search_back(
+        sims: &[&Sim],
+        joined: bool,
+        since: Option<&str>,
+        scrollback: Option<u64>,
+    ) -> Result<Found, ToolError> {
         let panes: Vec<Pane> = sims.iter().map(|s| s.pane()).collect();
         let refs: Vec<&Pane> = panes.iter().collect();
         let since = Since::new(Setup {
@@ -726,8 +747,8 @@ mod tests {
             joined,
             since,
             panes: &refs,
-            full_range: CaptureRange::AllHistory,
-            scrollback: 1 << 20,
+            full_range: scrollback.map_or(CaptureRange::AllHistory, CaptureRange::Scrollback),
+            scrollback: scrollback.unwrap_or(1 << 20),
             max_history: 1 << 20,
         })?;
         let mut lines = vec![Vec::new(); sims.len()];
@@ -844,6 +865,199 @@ mod tests {
             hash: e.anchor,
             kind: HashKind::Fnv64,
         }
+    }
+
+    fn texts(lines: &[(i64, String)]) -> Vec<String> {
+        lines.iter().map(|l| l.1.clone()).collect()
+    }
+
+    fn full(sim: &Sim, joined: bool) -> Vec<(i64, String)> {
+        lines_of(&whole(0, sim.capture(CaptureRange::AllHistory, joined)))
+    }
+
+    fn note(pane: u32, reason: &'static str, missed_lines: Option<u64>) -> SincePane {
+        SincePane {
+            pane_id: PaneId::parse(&format!("%{pane}")).unwrap(),
+            reason,
+            missed_lines,
+        }
+    }
+
+    /// `count` numbered lines: a pane's output before the cursor.
+    fn print_lines(sim: &mut Sim, tag: &str, count: usize) {
+        for k in 0..count {
+            sim.print(&format!("{tag} {k}"));
+        }
+    }
+
+    #[test]
+    fn the_server_is_its_socket_pid_and_start_time() {
+        let socket = std::path::Path::new("/tmp/tmux-1000/default");
+        let id = server_id(socket, "4242 1764000000");
+        let hash = fnv32(b"/tmp/tmux-1000/default");
+        assert_eq!((id.socket, id.pid, id.start), (hash, 4242, 1_764_000_000));
+        let id = server_id(socket, "junk");
+        assert_eq!((id.socket, id.pid, id.start), (hash, 0, 0));
+    }
+
+    /// Panes the cursor does not know, whose process changed or whose
+    /// width did, are searched in full and said; the one unchanged only
+    /// from its place.
+    #[test]
+    fn new_respawned_and_resized_panes_are_searched_in_full_and_said() {
+        let mut sims: Vec<Sim> = (1..=4).map(|id| Sim::new(id, 20, 5, 0)).collect();
+        for sim in &mut sims {
+            print_lines(sim, "old", 8);
+        }
+        let first = search(&[&sims[0], &sims[1], &sims[2]], true, None).unwrap();
+        for sim in &mut sims {
+            print_lines(sim, "new", 2);
+        }
+        sims[1].pid += 1;
+        sims[2].width += 1;
+        let all: Vec<&Sim> = sims.iter().collect();
+        let found = search(&all, true, Some(&first.cursor)).unwrap();
+        assert_eq!(texts(&found.lines[0]), ["new 0", "new 1"]);
+        for k in 1..4 {
+            assert_eq!(found.lines[k], full(&sims[k], true), "pane {k}");
+        }
+        let said = [
+            note(2, "respawned", None),
+            note(3, "resized", None),
+            note(4, "new", None),
+        ];
+        assert_eq!(found.notes, said);
+        // Known to the next cursor: nothing new anywhere.
+        let again = search(&all, true, Some(&found.cursor)).unwrap();
+        assert!(again.lines.iter().all(Vec::is_empty), "{:?}", again.lines);
+        assert_eq!(again.notes, vec![]);
+    }
+
+    /// History cleared under the anchor: where the anchor is still on the
+    /// screen, what follows it is found (`missed_lines: 0`); where it is
+    /// gone, the pane is searched in full, as far as a full search reads.
+    #[test]
+    fn a_cleared_history_is_said_and_the_anchor_looked_for_again() {
+        let mut sims: Vec<Sim> = (1..=3).map(|id| Sim::new(id, 20, 6, 0)).collect();
+        for sim in &mut sims {
+            print_lines(sim, "old", 15);
+        }
+        let first = search(&[&sims[0], &sims[1], &sims[2]], true, None).unwrap();
+        // Pane 2: two lines, cleared (the anchor stays on the screen),
+        // eight more (history again). Pane 3: fifteen lines, cleared.
+        print_lines(&mut sims[1], "new", 2);
+        sims[1].clear_history();
+        print_lines(&mut sims[1], "more", 8);
+        print_lines(&mut sims[2], "gone", 15);
+        sims[2].clear_history();
+        print_lines(&mut sims[2], "after", 3);
+        let now = &sims;
+        let found = search(&[&now[0], &now[1], &now[2]], true, Some(&first.cursor)).unwrap();
+        assert_eq!(found.lines[0], vec![]);
+        let want: Vec<String> = ["new 0", "new 1"]
+            .into_iter()
+            .map(String::from)
+            .chain((0..8).map(|k| format!("more {k}")))
+            .collect();
+        assert_eq!(texts(&found.lines[1]), want);
+        assert_eq!(found.lines[1][0].0, -5, "line numbers of the pane now");
+        assert_eq!(found.lines[2], full(&sims[2], true));
+        let said = [note(2, "cleared", Some(0)), note(3, "cleared", None)];
+        assert_eq!(found.notes, said);
+        // A full search of the last 2 history lines reads no more of it.
+        let back = search_back(
+            &[&now[0], &now[1], &now[2]],
+            true,
+            Some(&first.cursor),
+            Some(2),
+        );
+        let back = back.unwrap();
+        let all = full(&sims[2], true);
+        assert!(all[0].0 < -2, "{all:?}");
+        let last_2: Vec<_> = all.into_iter().filter(|l| l.0 >= -2).collect();
+        assert_eq!(back.lines[2], last_2);
+    }
+
+    /// A lost anchor is `trimmed` when history was at 90% of its limit or
+    /// more (before or now), else `cleared`: no limit, far below it.
+    #[test]
+    fn a_lost_anchor_is_trimmed_near_the_history_limit_else_cleared() {
+        for (limit, history, reason) in [
+            (100, 90, "trimmed"),
+            (100, 89, "cleared"),
+            (0, 90, "cleared"),
+            (1000, 90, "cleared"),
+            (20, 20, "trimmed"),
+        ] {
+            let mut sim = Sim::new(1, 20, 5, limit);
+            print_lines(&mut sim, "old", history as usize + 4);
+            assert_eq!(sim.history(), history);
+            let first = search(&[&sim], true, None).unwrap();
+            print_lines(&mut sim, "gone", 8);
+            sim.clear_history();
+            print_lines(&mut sim, "new", 4);
+            let found = search(&[&sim], true, Some(&first.cursor)).unwrap();
+            let case = format!("limit {limit}, history {history}");
+            assert_eq!(found.notes, [note(1, reason, None)], "{case}");
+            assert_eq!(found.lines[0], full(&sim, true), "{case}");
+        }
+    }
+
+    /// The terminal cursor moved above the place (a full-screen program
+    /// drew over the screen): the lines above it are no new lines, and the
+    /// pane is searched in full.
+    #[test]
+    fn a_cursor_moved_above_its_place_searches_the_pane_in_full() {
+        let mut sim = Sim::new(1, 20, 6, 0);
+        print_lines(&mut sim, "old", 9);
+        let first = search(&[&sim], true, None).unwrap();
+        sim.up = 2;
+        let found = search(&[&sim], true, Some(&first.cursor)).unwrap();
+        assert_eq!(found.notes, [note(1, "cleared", None)]);
+        let y = i64::from(sim.cursor_y());
+        let to_cursor: Vec<_> = full(&sim, true).into_iter().filter(|l| l.0 <= y).collect();
+        assert_eq!(found.lines[0], to_cursor);
+    }
+
+    /// A pane not searched to its end keeps its old place (a since pane)
+    /// or none (a new one), and so does every pane in the cursor for an
+    /// answer cut to fit: the next search finds the same lines again.
+    #[test]
+    fn panes_not_searched_to_their_end_keep_their_old_place() {
+        let mut a = Sim::new(1, 20, 5, 0);
+        print_lines(&mut a, "old", 8);
+        let first = search(&[&a], true, None).unwrap();
+        let old = Cursor::decode(&first.cursor).unwrap();
+        print_lines(&mut a, "new", 3);
+        let b = Sim::new(2, 20, 5, 0);
+        let panes = [a.pane(), b.pane()];
+        let refs: Vec<&Pane> = panes.iter().collect();
+        let since = Since::new(Setup {
+            server: SERVER,
+            joined: true,
+            since: Some(&first.cursor),
+            panes: &refs,
+            full_range: CaptureRange::AllHistory,
+            scrollback: 1 << 20,
+            max_history: 1 << 20,
+        })
+        .unwrap();
+        for (i, sim) in [&a, &b].into_iter().enumerate() {
+            let c = since.take(i, sim.capture(since.range(i), true));
+            assert!(!c.bytes.is_empty());
+        }
+        let cut = Cursor::decode(&since.cursor_if_cut()).unwrap();
+        assert_eq!(cut.entries, old.entries);
+        assert_eq!((cut.joined, cut.anchors), (true, HashKind::Fnv64));
+        let (advanced, _) = since.finish();
+        assert_eq!(Cursor::decode(&advanced).unwrap().entries.len(), 2);
+        since.keep_old(0);
+        since.keep_old(1);
+        let (kept, notes) = since.finish();
+        assert_eq!(Cursor::decode(&kept).unwrap().entries, old.entries);
+        assert_eq!(notes, [note(2, "new", None)]);
+        let again = search(&[&a], true, Some(&kept)).unwrap();
+        assert_eq!(texts(&again.lines[0]), ["new 0", "new 1", "new 2"]);
     }
 
     #[test]
