@@ -707,6 +707,8 @@ mod tests {
 
     /// What one search of some panes scanned: per pane, its lines.
     struct Found {
+        /// What was asked of each pane first.
+        ranges: Vec<CaptureRange>,
         lines: Vec<Vec<(i64, String)>>,
         cursor: String,
         notes: Vec<SincePane>,
@@ -752,7 +754,9 @@ mod tests {
             max_history: 1 << 20,
         })?;
         let mut lines = vec![Vec::new(); sims.len()];
+        let mut ranges = Vec::new();
         for (i, sim) in sims.iter().enumerate() {
+            ranges.push(since.range(i));
             let c = since.take(i, sim.capture(since.range(i), joined));
             assert_eq!(c.key, i);
             lines[i] = lines_of(&c);
@@ -765,6 +769,7 @@ mod tests {
         }
         let (cursor, notes) = since.finish();
         Ok(Found {
+            ranges,
             lines,
             cursor,
             notes,
@@ -845,9 +850,22 @@ mod tests {
                 for _ in 0..g.below(10) {
                     step(&mut sim, &mut g);
                 }
+                // The place is where the line being written began, and a
+                // since search reads from the anchor above it to the
+                // cursor's row, no more.
+                let e = Cursor::decode(&cursor).unwrap().entries[0];
+                let at = sim.rows.iter().position(|r| r.serial == from).unwrap();
+                assert_eq!(e.boundary, at as u64, "seed {seed} round {round}");
                 let found = search(&[&sim], joined, Some(&cursor)).unwrap();
                 let to = sim.boundary(joined);
                 let case = format!("seed {seed} round {round} (joined {joined}, {width}x{height})");
+                let start = e.boundary as i64 - e.anchor_rows as i64 - sim.history() as i64;
+                let end = i64::from(sim.cursor_y());
+                assert_eq!(
+                    found.ranges[0],
+                    CaptureRange::Lines { start, end },
+                    "{case}"
+                );
                 assert_eq!(found.lines[0], sim.between(from, to, joined), "{case}");
                 assert_eq!(found.notes, vec![], "{case}");
                 (cursor, from) = (found.cursor, to);
@@ -1017,6 +1035,24 @@ mod tests {
         let y = i64::from(sim.cursor_y());
         let to_cursor: Vec<_> = full(&sim, true).into_iter().filter(|l| l.0 <= y).collect();
         assert_eq!(found.lines[0], to_cursor);
+    }
+
+    /// A place with no line above it (a full search of the screen alone,
+    /// the cursor on its top row) says only its row: once the cursor is
+    /// above that row (history cleared), no line there is new, and the
+    /// pane is searched in full and said.
+    #[test]
+    fn a_place_with_no_anchor_is_lost_once_the_cursor_is_above_it() {
+        let mut sim = Sim::new(1, 20, 1, 0);
+        print_lines(&mut sim, "old", 5);
+        let first = search_back(&[&sim], true, None, Some(0)).unwrap();
+        let e = Cursor::decode(&first.cursor).unwrap().entries[0];
+        assert_eq!((e.boundary, e.anchor_rows), (5, 0));
+        sim.clear_history();
+        print_lines(&mut sim, "new", 1);
+        let found = search_back(&[&sim], true, Some(&first.cursor), Some(0)).unwrap();
+        assert_eq!(found.notes, [note(1, "cleared", None)]);
+        assert_eq!(found.lines[0], [(0, String::new())]);
     }
 
     /// A pane not searched to its end keeps its old place (a since pane)
