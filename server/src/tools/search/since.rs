@@ -1021,6 +1021,22 @@ mod tests {
         }
     }
 
+    /// History trimmed past the anchor, its size back where it was (no
+    /// clear): `trimmed`, and the pane searched in full.
+    #[test]
+    fn an_anchor_trimmed_away_is_said_trimmed() {
+        let mut sim = Sim::new(1, 20, 5, 20);
+        print_lines(&mut sim, "old", 24);
+        let first = search(&[&sim], true, None).unwrap();
+        print_lines(&mut sim, "new", 30);
+        while sim.history() != 20 {
+            sim.print("more");
+        }
+        let found = search(&[&sim], true, Some(&first.cursor)).unwrap();
+        assert_eq!(found.notes, [note(1, "trimmed", None)]);
+        assert_eq!(found.lines[0], full(&sim, true));
+    }
+
     /// The terminal cursor moved above the place (a full-screen program
     /// drew over the screen): the lines above it are no new lines, and the
     /// pane is searched in full.
