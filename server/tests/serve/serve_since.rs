@@ -609,3 +609,58 @@ fn capture_since_returns_what_came_before_repeated_lines_trimmed_onto_its_anchor
     assert_eq!(next["missed_lines"], 0, "{next}");
     tmux.kill();
 }
+
+/// A line still being written that wrapped onto the terminal cursor's row
+/// (joined, it starts on a row above the cursor's): a since search left
+/// it for later, and the next one finds it once, whole. It was taken for
+/// complete (the capture ends at the cursor's row and no line started
+/// there): scanned half-written, and the next search found the cursor's
+/// place in the middle of the line, said the pane was `cleared` and
+/// searched it in full.
+#[test]
+fn a_wrapped_line_still_being_written_is_found_once_when_complete() {
+    let tmux = PrivateServer::start("since-wrapped", 40, 10).unwrap();
+    let pane = tmux
+        .run_ok([
+            "new-window",
+            "-d",
+            "-P",
+            "-F",
+            "#{pane_id}",
+            "sh -c 'seq 1 5; exec sleep 100000'",
+        ])
+        .unwrap()
+        .trim()
+        .to_owned();
+    assert!(eventually(Duration::from_secs(10), || {
+        tmux.run_ok(["capture-pane", "-p", "-t", &pane])
+            .is_ok_and(|t| t.contains('5'))
+    }));
+    let tty = ttys(&tmux).remove(&pane).unwrap();
+    let mut s = Serve::spawn(tmux.socket_name());
+    s.initialize();
+    let first = search(&mut s, None);
+    assert_eq!(first["total_panes_matched"], 0, "{first}");
+
+    let begun = format!("{MARK} begun {}", "x".repeat(50));
+    let mut f = std::fs::OpenOptions::new().write(true).open(&tty).unwrap();
+    write!(f, "{begun}").unwrap();
+    assert!(eventually(Duration::from_secs(10), || {
+        tmux.run_ok(["display-message", "-p", "-t", &pane, "#{cursor_y}"])
+            .is_ok_and(|y| y.trim() == "6")
+    }));
+    let writing = search(&mut s, Some(&first["cursor"]));
+    assert_eq!(hits(&writing), vec![], "{writing}");
+    assert!(writing.get("since_panes").is_none(), "{writing}");
+
+    write!(f, " ended\r\n").unwrap();
+    print_in(&tmux, &pane, "after");
+    let ended = search(&mut s, Some(&writing["cursor"]));
+    assert_eq!(
+        hits(&ended),
+        vec![(pane.clone(), format!("{begun} ended"))],
+        "{ended}"
+    );
+    assert!(ended.get("since_panes").is_none(), "{ended}");
+    tmux.kill();
+}

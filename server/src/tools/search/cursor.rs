@@ -4,9 +4,9 @@
 //! It names the server (a hash of its socket path, its pid and start time:
 //! a cursor from another server or from before a restart is told apart)
 //! and, per pane, what tells "the same pane, the same rows": its process
-//! id, width (a resize rewraps rows), history size, the absolute row of its
-//! terminal cursor (the first row not yet complete: where new lines start)
-//! and the anchor above that row ([`crate::tmux::rows::Anchor`]: the rows it
+//! id, width (a resize rewraps rows), history size, the absolute row the
+//! line holding its terminal cursor starts at (the first row not yet
+//! complete: where new lines start) and the anchor above that row ([`crate::tmux::rows::Anchor`]: the rows it
 //! covers and their 64-bit hash). Entries are varints, pane ids
 //! delta-coded, about 19 bytes a pane before base64: a cursor over 1,000
 //! panes is about 26 KB. `ps2.` cursors (32-bit hashes of three lines)
@@ -50,8 +50,9 @@ pub(crate) struct Entry {
     pub(crate) pid: u32,
     pub(crate) width: u32,
     pub(crate) history: u64,
-    /// Absolute row (0 = oldest history row) of the terminal cursor: the
-    /// first row a later search scans.
+    /// Absolute row (0 = oldest history row) the line holding the terminal
+    /// cursor starts at: the first row a later search scans (in history
+    /// when that line wrapped from there onto the screen).
     pub(crate) boundary: u64,
     /// Rows above `boundary` the anchor lines cover (0: no anchor).
     pub(crate) anchor_rows: u64,
@@ -83,7 +84,7 @@ impl Cursor {
         put(&mut body, u64::from(self.server.pid));
         put(&mut body, self.server.start);
         let legacy = self.anchors == HashKind::Fnv32;
-        body.push(u8::from(self.joined) | u8::from(legacy) << 1);
+        body.push(u8::from(self.joined) | u8::from(legacy) << 1 | SIGNED_BOUNDARIES);
         put(&mut body, entries.len() as u64);
         let mut previous = 0u32;
         for e in &entries {
@@ -92,7 +93,11 @@ impl Cursor {
             put(&mut body, u64::from(e.pid));
             put(&mut body, u64::from(e.width));
             put(&mut body, e.history);
-            put(&mut body, e.boundary.saturating_sub(e.history));
+            let offset = i128::from(e.boundary) - i128::from(e.history);
+            put(
+                &mut body,
+                zigzag(offset.clamp(i64::MIN.into(), i64::MAX.into()) as i64),
+            );
             put(&mut body, e.anchor_rows);
             body.extend_from_slice(&e.anchor.to_le_bytes());
         }
@@ -169,8 +174,8 @@ fn bad_cursor(text: &str) -> ToolError {
 /// A cursor body's layout.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Format {
-    /// `ps3.`: a flags byte (bit 0 joined, bit 1 32-bit anchors), 8-byte
-    /// anchors.
+    /// `ps3.`: a flags byte (bit 0 joined, bit 1 32-bit anchors, bit 2
+    /// boundaries as signed offsets), 8-byte anchors.
     Current,
     /// `ps1.` and `ps2.`: a joined byte, 4-byte anchors hashed with FNV-32.
     Fnv32,
@@ -184,7 +189,7 @@ fn read_body(body: &[u8], format: Format) -> Option<Cursor> {
         start: r.varint()?,
     };
     let flags = r.byte()?;
-    let most = if format == Format::Current { 3 } else { 1 };
+    let most = if format == Format::Current { 7 } else { 1 };
     if flags > most {
         return None;
     }
@@ -209,7 +214,13 @@ fn read_body(body: &[u8], format: Format) -> Option<Cursor> {
         let pid = u32::try_from(r.varint()?).ok()?;
         let width = u32::try_from(r.varint()?).ok()?;
         let history = r.varint()?;
-        let boundary = history.checked_add(r.varint()?)?;
+        let offset = r.varint()?;
+        let boundary = if flags & SIGNED_BOUNDARIES != 0 {
+            let history = i64::try_from(history).ok()?;
+            u64::try_from(history.checked_add(unzigzag(offset))?).ok()?
+        } else {
+            history.checked_add(offset)?
+        };
         let anchor_rows = r.varint()?;
         if boundary > MAX_ROWS || anchor_rows > boundary {
             return None;
@@ -237,6 +248,22 @@ fn read_body(body: &[u8], format: Format) -> Option<Cursor> {
         anchors,
         entries,
     })
+}
+
+/// The flag of cursors whose boundaries are signed offsets from their
+/// history size (zigzag): a line being written that wrapped from history
+/// onto the screen starts above it. `ps3.` files written before it have
+/// boundaries at or below the history size, unsigned.
+const SIGNED_BOUNDARIES: u8 = 4;
+
+/// A signed number as an unsigned one, small either way (0, -1, 1, -2, ...
+/// as 0, 1, 2, 3, ...).
+fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+fn unzigzag(v: u64) -> i64 {
+    (v >> 1) as i64 ^ -((v & 1) as i64)
 }
 
 fn put(out: &mut Vec<u8>, mut v: u64) {
@@ -530,6 +557,50 @@ mod tests {
         assert_eq!(Cursor::decode(&c.encode()).unwrap(), c);
         c.entries[0].boundary = MAX_ROWS + 1;
         assert!(Cursor::decode(&c.encode()).is_err());
+    }
+
+    /// A boundary above the history size (a line being written that
+    /// wrapped from history onto the screen starts there) is kept, not
+    /// moved down to the screen's top row; a `ps3.` cursor written before
+    /// signed boundaries reads its offsets as it always did.
+    #[test]
+    fn a_boundary_above_the_history_size_round_trips() {
+        let mut c = sample(3);
+        c.entries[0].boundary = c.entries[0].history - 7;
+        c.entries[1].boundary = 0;
+        c.entries[1].anchor_rows = 0;
+        assert_eq!(Cursor::decode(&c.encode()).unwrap(), c);
+        for v in [0, -1, 1, i64::MIN, i64::MAX, -300, 300] {
+            assert_eq!(unzigzag(zigzag(v)), v);
+        }
+        assert_eq!(zigzag(-1), 1);
+        assert_eq!(zigzag(1), 2);
+        // The old layout: flags without the signed bit, offsets unsigned.
+        let c = sample(2);
+        let mut body = Vec::new();
+        put(&mut body, u64::from(c.server.socket));
+        put(&mut body, u64::from(c.server.pid));
+        put(&mut body, c.server.start);
+        body.push(1);
+        put(&mut body, 2);
+        let mut previous = 0;
+        for e in &c.entries {
+            for v in [
+                u64::from(e.pane - previous),
+                u64::from(e.pid),
+                u64::from(e.width),
+                e.history,
+                e.boundary - e.history,
+                e.anchor_rows,
+            ] {
+                put(&mut body, v);
+            }
+            previous = e.pane;
+            body.extend_from_slice(&e.anchor.to_le_bytes());
+        }
+        body.extend_from_slice(&crate::tools::cursor_key::tag(&body));
+        let old = format!("{PREFIX}{}", base64url(&body));
+        assert_eq!(Cursor::decode(&old).unwrap(), c);
     }
 
     /// Only what `base64url` writes is read: a lone last character (six
