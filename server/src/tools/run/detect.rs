@@ -873,6 +873,31 @@ mod tests {
         }
     }
 
+    /// The bound is on where the terminator starts: a mark ended by ST
+    /// whose ESC is its [`MAX_OSC`]th byte is a sign, whole or cut between
+    /// the ESC and the `\` (the ESC, last in the chunk, may start ST, so
+    /// the mark is carried); an ESC a byte later is past the bound.
+    #[test]
+    fn a_mark_whose_st_starts_at_the_bound_is_found_when_cut_inside_st() {
+        let st_mark = |len: usize| {
+            let mut m = mark_of(len - 1);
+            m.pop();
+            m.extend_from_slice(b"\x1b\\");
+            m
+        };
+        let mark = st_mark(MAX_OSC + 1);
+        assert_eq!(mark[MAX_OSC - 1], 0x1b);
+        assert_eq!(all(&[&mark]), vec![Sign::Osc133(Some(0))]);
+        for cut in 11..mark.len() {
+            let (a, b) = mark.split_at(cut);
+            assert_eq!(all(&[a, b]), vec![Sign::Osc133(Some(0))], "cut at {cut}");
+        }
+        let over = st_mark(MAX_OSC + 2);
+        assert_eq!(all(&[&over]), vec![]);
+        let (a, b) = over.split_at(over.len() - 1);
+        assert_eq!(all(&[a, b]), vec![]);
+    }
+
     /// What is carried to the next chunk is the unfinished sign, and
     /// nothing once it completes; the bound is the longest sign: the
     /// longest mark, or the marker (token, `:`, `-`, the digits, CR or LF)
