@@ -1638,6 +1638,73 @@ mod tests {
         assert!(shown.starts_with(&kept) && !shown.contains('é'), "{shown}");
     }
 
+    /// The most bytes a format's pieces can expand to, as a regular
+    /// expression's subject: worked out by hand (a short value 64 bytes).
+    fn bound(format: &str) -> Option<usize> {
+        let pieces = format::parse(format, MAX_DEPTH).expect("a format that parses");
+        subject_bound(&pieces)
+    }
+
+    /// Each modifier's effect on a value's length: kept or cut (`=`, `b`,
+    /// `d`, plus `=`'s marker), doubled (`q`), padded (`p`), a time (`t`),
+    /// a number (`n`, a comparison, `e` with its precision), literal (`l`).
+    #[test]
+    fn subject_bounds_follow_each_modifier() {
+        assert_eq!(bound("#{pane_id}"), Some(64));
+        assert_eq!(bound("abc#{pane_id}#I"), Some(3 + 64 + 64));
+        assert_eq!(bound("#{=5:pane_id}"), Some(64));
+        assert_eq!(bound("#{=/5/ab:pane_id}"), Some(66));
+        assert_eq!(bound("#{b:pane_id}#{d:pane_id}"), Some(128));
+        assert_eq!(bound("#{q:pane_id}"), Some(128));
+        assert_eq!(bound("#{=/5/ab;q:pane_id}"), Some(130));
+        assert_eq!(bound("#{t:pane_id}"), Some(512));
+        assert_eq!(bound("#{p7:pane_id}"), Some(71));
+        assert_eq!(bound("#{p-7:pane_id}"), Some(71));
+        assert_eq!(bound("#{n:pane_title}#{==:a,b}"), Some(40));
+        assert_eq!(bound("#{e|+|f|3:1,2}"), Some(333));
+        assert_eq!(bound("#{e|+|:1,2}"), Some(332));
+        assert_eq!(bound("#{l:abc}"), Some(3));
+        // A conditional: its whole body, branches and condition.
+        assert_eq!(bound("#{?1,a,bc}"), Some(7));
+        assert_eq!(bound("#{?1,#{pane_id},bc}"), Some(70));
+        assert_eq!(bound("#{pane_title}"), None);
+        assert_eq!(bound("#{p:pane_id}"), None);
+        assert_eq!(bound("#{a:pane_id}"), None);
+        // Through the guard: each within the 256 bytes a subject may have.
+        accepted("#{m/r:x,#{q:pane_id}#{b:pane_id}#{d:pane_id}}");
+        let r = refused("#{m/r:x,#{=/5/ab;q:pane_id}#{b:pane_id}#{d:pane_id}}");
+        assert!(r.why.contains("258 bytes"), "{r}");
+        assert!(refused("#{m/r:x,#{t:pane_id}}").why.contains("512 bytes"));
+        accepted("#{m/r:x,#{p7:pane_id}}");
+    }
+
+    /// Ids, numbers, flags, sizes and times are short; anything else, and
+    /// any user option, may be of any length.
+    #[test]
+    fn short_values_are_told_by_their_names() {
+        for name in [
+            "pid",
+            "host",
+            "pane_id",
+            "window_index",
+            "pane_at_top",
+            "window_at_anything",
+            "client_tty",
+        ] {
+            assert_eq!(bounded_variable(name), Some(64), "{name}");
+        }
+        assert_eq!(bounded_variable(""), Some(0));
+        for name in [
+            "pane_title",
+            "@pane_id",
+            "pane_ids",
+            "hostname",
+            "window_atx",
+        ] {
+            assert_eq!(bounded_variable(name), None, "{name}");
+        }
+    }
+
     mod never_panics {
         use super::super::{check, visits_sets};
         use super::SIZES;
