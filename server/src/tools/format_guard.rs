@@ -1070,6 +1070,7 @@ mod tests {
             "#{R:-,40} #{!:#{pane_dead}} #{!!:1}",
             "#{status-left} #{@user_option} #{status-format[0]}",
         ] {
+            // The guard takes them (tmux leaves the value as it is).
             accepted(f);
         }
     }
@@ -1703,6 +1704,65 @@ mod tests {
         ] {
             assert_eq!(bounded_variable(name), None, "{name}");
         }
+    }
+
+    /// `R` builds its text n times and rebuilds the result on every
+    /// repetition: 1 + 2 + ... + n copies of the text.
+    #[test]
+    fn a_repeat_costs_its_text_rebuilt_each_time() {
+        let pieces = format::parse("#{R:#{pane_title},3}", MAX_DEPTH).expect("parses");
+        let Some(Piece::Expansion(e)) = pieces.first() else {
+            panic!("{pieces:?}")
+        };
+        let scope = Scope {
+            sizes: &SMALL,
+            within: None,
+        };
+        let text = format_cost(&e.parts, &scope).expect("within the limits");
+        // The title, copied, and `,3` (its count, read as text).
+        assert_eq!(text, c(66.0, 260.0, 1.0, 3.0, 0.0));
+        // Out: 3 texts; work: the text once, then 1 + 2 + 3 = 6 texts
+        // rebuilt; the title copied 3 times, read 3 + 6 times.
+        let r = repeat_cost(e, &scope).expect("within the limits");
+        assert_eq!(r, c(198.0, 260.0 + 6.0 * 66.0, 3.0, 9.0, 0.0));
+    }
+
+    /// A substitution: the text scanned by its pattern, every byte may
+    /// become the replacement, its pane texts copied and read that many
+    /// times more, one regex run; one without a replacement costs nothing
+    /// more (tmux leaves the value as it is).
+    #[test]
+    fn substitutions_cost_the_text_grown_by_the_replacement() {
+        let pieces = format::parse("#{s/ab/xyz/:x}", MAX_DEPTH).expect("parses");
+        let Some(Piece::Expansion(e)) = pieces.first() else {
+            panic!("{pieces:?}")
+        };
+        let Modifiers::List(mods) = &e.modifiers else {
+            panic!("{e:?}")
+        };
+        // Scanned by 2 bytes: work 5 + 3 * 2, reads 7 + 2 * 2. Grown 4
+        // times: 12 out, 8 copies. Then 3 bytes of replacement.
+        let a = c(3.0, 5.0, 2.0, 7.0, 1.0);
+        assert_eq!(finish_cost(mods, a), c(15.0, 26.0, 8.0, 19.0, 2.0));
+        for f in ["#{s:pane_id}", "#{s/ab:pane_id}"] {
+            let pieces = format::parse(f, MAX_DEPTH).expect("parses");
+            let Some(Piece::Expansion(e)) = pieces.first() else {
+                panic!("{pieces:?}")
+            };
+            let Modifiers::List(mods) = &e.modifiers else {
+                panic!("{e:?}")
+            };
+            assert!(mods[0].args.len() < 2, "{f}: {mods:?}");
+            assert_eq!(finish_cost(mods, a), a, "{f}");
+            // The guard takes them (tmux leaves the value as it is).
+            accepted(f);
+        }
+        // In a format: a title's length (20 bytes, read 3 times, no
+        // copy) scanned, grown 4 times, 3 bytes more, then copied.
+        assert_eq!(
+            cost("#{s/ab/xyz/:#{n:pane_title}}"),
+            c(83.0, 482.0, 0.0, 3.0, 1.0)
+        );
     }
 
     mod never_panics {
