@@ -1765,6 +1765,17 @@ mod tests {
         );
     }
 
+    /// A value where plain text belongs, or a subject of unbounded length,
+    /// is refused where it starts.
+    #[test]
+    fn patterns_and_subjects_are_refused_where_they_start() {
+        // `#{C:` and `#{m:` are 4 bytes, `ab` 2 more.
+        assert_eq!(refused("#{C:ab#{pane_id}}").at, 6);
+        assert_eq!(refused("#{m:ab#{pane_id},x}").at, 6);
+        // The subject starts after `#{m/r:ab,`: at byte 9.
+        assert_eq!(refused("#{m/r:ab,#{pane_title}}").at, 9);
+    }
+
     mod never_panics {
         use super::super::{check, visits_sets};
         use super::SIZES;
