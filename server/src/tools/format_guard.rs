@@ -1070,6 +1070,7 @@ mod tests {
             "#{R:-,40} #{!:#{pane_dead}} #{!!:1}",
             "#{status-left} #{@user_option} #{status-format[0]}",
         ] {
+            // The guard takes them (tmux leaves the value as it is).
             accepted(f);
         }
     }
@@ -1636,6 +1637,143 @@ mod tests {
         let shown = refused(&f).construct;
         let kept = format!("the width of #{{=/99999/{}...", "a".repeat(31));
         assert!(shown.starts_with(&kept) && !shown.contains('é'), "{shown}");
+    }
+
+    /// The most bytes a format's pieces can expand to, as a regular
+    /// expression's subject: worked out by hand (a short value 64 bytes).
+    fn bound(format: &str) -> Option<usize> {
+        let pieces = format::parse(format, MAX_DEPTH).expect("a format that parses");
+        subject_bound(&pieces)
+    }
+
+    /// Each modifier's effect on a value's length: kept or cut (`=`, `b`,
+    /// `d`, plus `=`'s marker), doubled (`q`), padded (`p`), a time (`t`),
+    /// a number (`n`, a comparison, `e` with its precision), literal (`l`).
+    #[test]
+    fn subject_bounds_follow_each_modifier() {
+        assert_eq!(bound("#{pane_id}"), Some(64));
+        assert_eq!(bound("abc#{pane_id}#I"), Some(3 + 64 + 64));
+        assert_eq!(bound("#{=5:pane_id}"), Some(64));
+        assert_eq!(bound("#{=/5/ab:pane_id}"), Some(66));
+        assert_eq!(bound("#{b:pane_id}#{d:pane_id}"), Some(128));
+        assert_eq!(bound("#{q:pane_id}"), Some(128));
+        assert_eq!(bound("#{=/5/ab;q:pane_id}"), Some(130));
+        assert_eq!(bound("#{t:pane_id}"), Some(512));
+        assert_eq!(bound("#{p7:pane_id}"), Some(71));
+        assert_eq!(bound("#{p-7:pane_id}"), Some(71));
+        assert_eq!(bound("#{n:pane_title}#{==:a,b}"), Some(40));
+        assert_eq!(bound("#{e|+|f|3:1,2}"), Some(333));
+        assert_eq!(bound("#{e|+|:1,2}"), Some(332));
+        assert_eq!(bound("#{l:abc}"), Some(3));
+        // A conditional: its whole body, branches and condition.
+        assert_eq!(bound("#{?1,a,bc}"), Some(7));
+        assert_eq!(bound("#{?1,#{pane_id},bc}"), Some(70));
+        assert_eq!(bound("#{pane_title}"), None);
+        assert_eq!(bound("#{p:pane_id}"), None);
+        assert_eq!(bound("#{a:pane_id}"), None);
+        // Through the guard: each within the 256 bytes a subject may have.
+        accepted("#{m/r:x,#{q:pane_id}#{b:pane_id}#{d:pane_id}}");
+        let r = refused("#{m/r:x,#{=/5/ab;q:pane_id}#{b:pane_id}#{d:pane_id}}");
+        assert!(r.why.contains("258 bytes"), "{r}");
+        assert!(refused("#{m/r:x,#{t:pane_id}}").why.contains("512 bytes"));
+        accepted("#{m/r:x,#{p7:pane_id}}");
+    }
+
+    /// Ids, numbers, flags, sizes and times are short; anything else, and
+    /// any user option, may be of any length.
+    #[test]
+    fn short_values_are_told_by_their_names() {
+        for name in [
+            "pid",
+            "host",
+            "pane_id",
+            "window_index",
+            "pane_at_top",
+            "window_at_anything",
+            "client_tty",
+        ] {
+            assert_eq!(bounded_variable(name), Some(64), "{name}");
+        }
+        assert_eq!(bounded_variable(""), Some(0));
+        for name in [
+            "pane_title",
+            "@pane_id",
+            "pane_ids",
+            "hostname",
+            "window_atx",
+        ] {
+            assert_eq!(bounded_variable(name), None, "{name}");
+        }
+    }
+
+    /// `R` builds its text n times and rebuilds the result on every
+    /// repetition: 1 + 2 + ... + n copies of the text.
+    #[test]
+    fn a_repeat_costs_its_text_rebuilt_each_time() {
+        let pieces = format::parse("#{R:#{pane_title},3}", MAX_DEPTH).expect("parses");
+        let Some(Piece::Expansion(e)) = pieces.first() else {
+            panic!("{pieces:?}")
+        };
+        let scope = Scope {
+            sizes: &SMALL,
+            within: None,
+        };
+        let text = format_cost(&e.parts, &scope).expect("within the limits");
+        // The title, copied, and `,3` (its count, read as text).
+        assert_eq!(text, c(66.0, 260.0, 1.0, 3.0, 0.0));
+        // Out: 3 texts; work: the text once, then 1 + 2 + 3 = 6 texts
+        // rebuilt; the title copied 3 times, read 3 + 6 times.
+        let r = repeat_cost(e, &scope).expect("within the limits");
+        assert_eq!(r, c(198.0, 260.0 + 6.0 * 66.0, 3.0, 9.0, 0.0));
+    }
+
+    /// A substitution: the text scanned by its pattern, every byte may
+    /// become the replacement, its pane texts copied and read that many
+    /// times more, one regex run; one without a replacement costs nothing
+    /// more (tmux leaves the value as it is).
+    #[test]
+    fn substitutions_cost_the_text_grown_by_the_replacement() {
+        let pieces = format::parse("#{s/ab/xyz/:x}", MAX_DEPTH).expect("parses");
+        let Some(Piece::Expansion(e)) = pieces.first() else {
+            panic!("{pieces:?}")
+        };
+        let Modifiers::List(mods) = &e.modifiers else {
+            panic!("{e:?}")
+        };
+        // Scanned by 2 bytes: work 5 + 3 * 2, reads 7 + 2 * 2. Grown 4
+        // times: 12 out, 8 copies. Then 3 bytes of replacement.
+        let a = c(3.0, 5.0, 2.0, 7.0, 1.0);
+        assert_eq!(finish_cost(mods, a), c(15.0, 26.0, 8.0, 19.0, 2.0));
+        for f in ["#{s:pane_id}", "#{s/ab:pane_id}"] {
+            let pieces = format::parse(f, MAX_DEPTH).expect("parses");
+            let Some(Piece::Expansion(e)) = pieces.first() else {
+                panic!("{pieces:?}")
+            };
+            let Modifiers::List(mods) = &e.modifiers else {
+                panic!("{e:?}")
+            };
+            assert!(mods[0].args.len() < 2, "{f}: {mods:?}");
+            assert_eq!(finish_cost(mods, a), a, "{f}");
+            // The guard takes them (tmux leaves the value as it is).
+            accepted(f);
+        }
+        // In a format: a title's length (20 bytes, read 3 times, no
+        // copy) scanned, grown 4 times, 3 bytes more, then copied.
+        assert_eq!(
+            cost("#{s/ab/xyz/:#{n:pane_title}}"),
+            c(83.0, 482.0, 0.0, 3.0, 1.0)
+        );
+    }
+
+    /// A value where plain text belongs, or a subject of unbounded length,
+    /// is refused where it starts.
+    #[test]
+    fn patterns_and_subjects_are_refused_where_they_start() {
+        // `#{C:` and `#{m:` are 4 bytes, `ab` 2 more.
+        assert_eq!(refused("#{C:ab#{pane_id}}").at, 6);
+        assert_eq!(refused("#{m:ab#{pane_id},x}").at, 6);
+        // The subject starts after `#{m/r:ab,`: at byte 9.
+        assert_eq!(refused("#{m/r:ab,#{pane_title}}").at, 9);
     }
 
     mod never_panics {
