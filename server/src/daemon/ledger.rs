@@ -9,8 +9,6 @@
 //! every `%sessions-changed` and every [`SESSIONS_EVERY`], so a session
 //! made later is followed from then on. A pane shown by several sessions
 //! (a linked window) is read from the first feed that brought its bytes.
-//! The feeds also count each pane's output for the journal's pacing
-//! (`FeedCounts`, when the daemon gives them): one stream for both.
 //!
 //! A prompt (A, then B where the shell prints it) is where the shell waits
 //! for input, so the pane stands still: there its row is asked of tmux
@@ -42,7 +40,6 @@ use crate::journal::track::Row;
 use crate::journal::view::Views;
 use crate::journal::{when, JournalConfig};
 use crate::tmux::feed::{FeedEvent, SessionFeed};
-use crate::tmux::feed_counts::FeedCounts;
 use crate::tmux::{PaneId, ServerSpec, SessionId, Tmux, TmuxCommand, TmuxError};
 use crate::tools::run::detect::{LineEnd, Mark, MarkScanner};
 
@@ -81,13 +78,11 @@ impl Handle {
     }
 }
 
-/// Starts following `spec`'s server into the ledger of `config.dir`; the
-/// feeds count each pane's output into `counts` if given.
+/// Starts following `spec`'s server into the ledger of `config.dir`.
 pub fn start(
     config: &JournalConfig,
     spec: &ServerSpec,
     views: Arc<Views>,
-    counts: Option<Arc<FeedCounts>>,
 ) -> Result<Handle, String> {
     let (book, notes) = Book::open(&config.dir).map_err(|e| {
         format!(
@@ -116,7 +111,6 @@ pub fn start(
         tx,
         rx,
         reports,
-        feed_counts: counts,
     };
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
@@ -239,8 +233,6 @@ struct Follower {
     rx: crossbeam_channel::Receiver<FeedEvent>,
     /// tmux's own reports of commands' ends (tmux 3.8), where it has them.
     reports: Reports,
-    /// Where the feeds count each pane's output (the journal's pacing).
-    feed_counts: Option<Arc<FeedCounts>>,
 }
 
 impl Follower {
@@ -336,13 +328,10 @@ impl Follower {
             if self.feeds.contains_key(&session) {
                 continue;
             }
-            let counts = self.feed_counts.clone();
-            match self.tmux.feed(
-                session,
-                self.tx.clone(),
-                counts,
-                Instant::now() + ROUND_TRIP,
-            ) {
+            match self
+                .tmux
+                .feed(session, self.tx.clone(), Instant::now() + ROUND_TRIP)
+            {
                 Ok(feed) => {
                     self.feeds.insert(session, feed);
                     self.adopt(session);

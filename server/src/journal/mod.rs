@@ -14,8 +14,6 @@
 //!   must be recorded (pure).
 //! - [`pace`] — when the writer reads a pane: a pace after its last read,
 //!   or at once when its counted output nears its history-limit (pure).
-//! - [`printed`] — what the panes printed, as the writer learns it: the
-//!   session feeds' counts in the daemon, its own event stream otherwise.
 //! - [`writer`] — the daemon's thread that follows the panes, reads their
 //!   new lines through the pane cache's delta captures, redacts and
 //!   writes them.
@@ -38,7 +36,6 @@ pub(crate) mod frame;
 pub(crate) mod index;
 pub(crate) mod ledger;
 pub(crate) mod pace;
-pub(crate) mod printed;
 pub(crate) mod search;
 pub(crate) mod segment;
 pub(crate) mod servers;

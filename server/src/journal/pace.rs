@@ -174,17 +174,6 @@ impl Pacer {
             .fold(now_ms, i64::min)
     }
 
-    /// At most how many rows `pane` pushed into history since its last
-    /// read, given its count now; `None`: unknown (never read, output
-    /// unseen, not covered, or on the alternate screen then).
-    pub fn rows_since_read(&self, pane: PaneId, count: &Printed) -> Option<u64> {
-        let seen = self.panes.get(&pane)?;
-        if !self.covered.contains(&pane) || seen.alternate_on {
-            return None;
-        }
-        count.rows_since(&seen.counted, seen.width, seen.height)
-    }
-
     /// When `pane` is due given its count now; `None`: not at all.
     fn due_at(&self, pane: PaneId, count: &Printed) -> Option<i64> {
         let Some(seen) = self.panes.get(&pane) else {

@@ -37,7 +37,6 @@ pub(crate) mod command_reports;
 pub(crate) mod connection;
 pub(crate) mod events;
 pub(crate) mod feed;
-pub(crate) mod feed_counts;
 pub(crate) mod format;
 pub(crate) mod framing;
 pub(crate) mod identity;
