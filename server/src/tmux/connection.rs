@@ -64,7 +64,8 @@ type Waiter = Sender<Result<RawReply, TmuxError>>;
 const OWN_FLAGS: &str = "no-output,ignore-size";
 /// A session's feed (`feed.rs`): every pane's output from the start. Still
 /// read-only: the command ledger's forged-mark test loses a command's
-/// output rows with a feed that is not (cause not found yet), and a feed
+/// output rows with a feed that is not, even alone (with read-only feeds
+/// only under load; cause not found yet), and a feed
 /// never types; on tmux 3.7 and later a user's `send-keys` without `-c`
 /// fails while a feed is its session's best client (NOTES.md).
 const FEED_FLAGS: &str = "read-only,ignore-size";
