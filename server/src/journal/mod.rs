@@ -4,9 +4,8 @@
 //! - [`dir`] — where it lives: `--journal-dir`, 0700, this user's only.
 //! - [`frame`] — the records of one flush as a compressed, checked frame
 //!   (pure).
-//! - [`index`] — a frame's index (its text's trigrams, its panes' line
-//!   counts), so a search skips frames that cannot match undecompressed
-//!   (pure).
+//! - [`index`] — a frame's trigrams and panes' line counts, so a search
+//!   skips frames that cannot match (pure).
 //! - [`segment`] — frames appended to hourly segment files, read back,
 //!   torn tails cut, corrupt segments skipped and named, the oldest
 //!   removed past `--journal-max-bytes` / `--journal-max-age`.
@@ -17,9 +16,8 @@
 //! - [`writer`] — the daemon's thread that follows the panes, reads their
 //!   new lines through the pane cache's delta captures, redacts and
 //!   writes them.
-//! - [`servers`] — which directory holds which tmux server's journal
-//!   (the default server's in the root, others' under `servers/`), and
-//!   the bounds over all of them together.
+//! - [`servers`] — which directory holds which server's journal (the
+//!   default one's the root), and the bounds over all of them.
 //! - [`search`] — a pattern over the journaled text, with times.
 //! - [`when`] — RFC 3339 times and `15m`-style spans.
 //! - [`view`] — what the writer last saw of each pane, for the ledger.
