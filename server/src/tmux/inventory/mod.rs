@@ -833,6 +833,58 @@ fn pane_of(r: &Record, pane_id: PaneId, placement: PanePlacement) -> Pane {
     }
 }
 
+/// A listed pane `%id` of window `@window` in session `$0` (80x24, every
+/// other field empty), for unit tests that need an inventory's pane.
+#[cfg(test)]
+pub(crate) fn pane_for_tests(id: u32, window: u32) -> Pane {
+    use crate::tmux::PaneId;
+    use crate::tmux::{PanePlacement, SessionId, WindowId};
+    let placement = PanePlacement {
+        session_id: SessionId::parse("$0").expect("an id"),
+        session_name: "s".into(),
+        window_id: WindowId::parse(&format!("@{window}")).expect("an id"),
+        window_index: window,
+        window_name: String::new(),
+    };
+    Pane {
+        pane_id: PaneId::parse(&format!("%{id}")).expect("an id"),
+        pane_index: 0,
+        pane_width: 80,
+        pane_height: 24,
+        pane_left: 0,
+        pane_top: 0,
+        pane_right: 79,
+        pane_bottom: 23,
+        pane_at_top: true,
+        pane_at_bottom: true,
+        pane_at_left: true,
+        pane_at_right: true,
+        pane_tty: String::new(),
+        pane_pid: None,
+        pane_current_command: String::new(),
+        pane_current_path: String::new(),
+        pane_title: String::new(),
+        pane_active: false,
+        pane_dead: false,
+        pane_dead_status: None,
+        pane_in_mode: false,
+        pane_mode: String::new(),
+        alternate_on: false,
+        cursor_x: 0,
+        cursor_y: 0,
+        history_size: 0,
+        history_limit: 0,
+        window_activity: 0,
+        window_id: placement.window_id,
+        window_index: window,
+        window_name: String::new(),
+        session_id: placement.session_id,
+        session_name: placement.session_name.clone(),
+        placements: vec![placement],
+        is_caller: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
