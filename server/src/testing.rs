@@ -48,7 +48,7 @@ pub mod journal {
 
     /// The writer thread.
     pub mod writer {
-        pub use crate::journal::writer::start;
+        pub use crate::journal::writer::{start, start_counted};
     }
 }
 
@@ -64,8 +64,13 @@ pub mod mcp {
 pub mod tmux {
     pub use crate::tmux::{
         CaptureOptions, CaptureRange, CaptureReply, CaptureRequest, CapturedText, Fields,
-        Inventory, PaneId, ServerSpec, Target, Tmux, TmuxCommand, TmuxError, WindowId,
+        Inventory, PaneId, ServerSpec, SessionId, Target, Tmux, TmuxCommand, TmuxError, WindowId,
     };
+
+    /// What each pane printed, as session feeds count it.
+    pub mod feed_counts {
+        pub use crate::tmux::feed_counts::FeedCounts;
+    }
 
     /// Where tmux is looked for.
     pub mod binary {

@@ -1,14 +1,14 @@
-//! The command ledger's follower: a thread of the journaling daemon that
-//! reads every pane's raw output for OSC 133 marks ([`MarkScanner`], the
-//! parser run_command's detector uses), and records each command in the
-//! ledger (`journal/ledger.rs`).
+//! The command ledger's follower: a journaling daemon's thread that reads
+//! every pane's raw output for OSC 133 marks ([`MarkScanner`]) and records
+//! each command in the ledger (`journal/ledger.rs`).
 //!
 //! Every session of the server has a feed of its own ([`SessionFeed`]: a
 //! control client attached to it, since tmux sends a client the output of
 //! its own session's panes only); the sessions are listed at start, on
 //! every `%sessions-changed` and every [`SESSIONS_EVERY`], so a session
 //! made later is followed from then on. A pane shown by several sessions
-//! (a linked window) is read from the first feed that brought its bytes.
+//! (a linked window) is read from the first feed that brought its bytes;
+//! the feeds also count each pane's output for the journal's pacing.
 //!
 //! A prompt (A, then B where the shell prints it) is where the shell waits
 //! for input, so the pane stands still: there its row is asked of tmux
@@ -16,18 +16,18 @@
 //! that brought the mark. The reply comes after every `%output` tmux queued
 //! for that client before it, so bytes of the pane seen before the reply
 //! say whether the row already moved on (typed ahead): then the row is not
-//! exact and the command says so. The row is
-//! put on the journal's steady scale with the writer's next view of the
-//! pane. A command's output is the rows after its command line (C: the
-//! line feeds typed since the prompt's row) up to the next prompt's first
-//! row.
+//! exact and the command says so. The row is put on the journal's steady
+//! scale with the writer's next view of the pane (asked for). A command's
+//! output is the rows after its command line (C: the line feeds typed
+//! since the prompt's row) up to the next prompt's first row, counted once
+//! both rows are placed, in either order, and the journal holds them.
 //!
 //! Forged marks: C counts only at a prompt; a D counts while a command
 //! runs, and a later D before the next C (after output, not an empty
-//! Enter) replaces it, the last one counting: a command printing `D` can
-//! make a command look ended until the shell's own D comes. Must hold: no
-//! byte from a pane panics the follower; a closed feed ends what was under
-//! way in its panes with a note.
+//! Enter) replaces it, the last one counting. Must hold: no byte from a
+//! pane panics the follower; a closed feed ends what ran in its panes
+//! with a note; an ended command is counted or its record says why not (a
+//! row never placed, two epochs, [`MAX_COUNTS`] waiting): never silently.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -40,6 +40,7 @@ use crate::journal::track::Row;
 use crate::journal::view::Views;
 use crate::journal::{when, JournalConfig};
 use crate::tmux::feed::{FeedEvent, SessionFeed};
+use crate::tmux::feed_counts::FeedCounts;
 use crate::tmux::{PaneId, ServerSpec, SessionId, Tmux, TmuxCommand, TmuxError};
 use crate::tools::run::detect::{LineEnd, Mark, MarkScanner};
 
@@ -60,6 +61,14 @@ const PLACE_WITHIN_MS: i64 = 10_000;
 const SESSIONS_EVERY: Duration = Duration::from_secs(2);
 /// How often bounds are enforced.
 const BOUNDS_EVERY: Duration = Duration::from_secs(60);
+/// An ended command's rows are placed within this of the prompt that ends
+/// it, or never: a row is asked within a round trip ([`ROUND_TRIP`]) of its
+/// prompt mark and given up [`PLACE_WITHIN_MS`] after tmux answered; a
+/// question tmux never answered places nothing and says nothing.
+const ROWS_WITHIN_MS: i64 = PLACE_WITHIN_MS + 10_000;
+/// Ended commands waiting at once for their rows or their count, at most:
+/// past it the oldest is given up, and its record says so.
+const MAX_COUNTS: usize = 256;
 
 /// The running follower.
 #[derive(Debug)]
@@ -78,11 +87,13 @@ impl Handle {
     }
 }
 
-/// Starts following `spec`'s server into the ledger of `config.dir`.
+/// Starts following `spec`'s server into the ledger of `config.dir`; the
+/// feeds count each pane's output into `counts` if given.
 pub fn start(
     config: &JournalConfig,
     spec: &ServerSpec,
     views: Arc<Views>,
+    counts: Option<Arc<FeedCounts>>,
 ) -> Result<Handle, String> {
     let (book, notes) = Book::open(&config.dir).map_err(|e| {
         format!(
@@ -95,23 +106,7 @@ pub fn start(
     }
     let tmux = Tmux::shared(spec).map_err(|e| e.to_string())?;
     let reports = Reports::probe(&tmux, Instant::now() + ROUND_TRIP);
-    let (tx, rx) = crossbeam_channel::unbounded();
-    let mut follower = Follower {
-        config: config.clone(),
-        tmux,
-        views,
-        book,
-        panes: HashMap::new(),
-        open: HashMap::new(),
-        places: Vec::new(),
-        counts: Vec::new(),
-        backlog: VecDeque::new(),
-        feeds: HashMap::new(),
-        owner: HashMap::new(),
-        tx,
-        rx,
-        reports,
-    };
+    let mut follower = Follower::new(config, tmux, views, book, reports, counts);
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
     let thread = std::thread::Builder::new()
@@ -199,6 +194,20 @@ impl Default for PaneState {
     }
 }
 
+/// An ended command whose output is still to be counted.
+#[derive(Debug)]
+struct Count {
+    id: String,
+    /// The row the prompt after it starts at, once placed.
+    end: Option<Row>,
+    /// When the prompt after it came (its rows are placed within
+    /// [`ROWS_WITHIN_MS`] of it, or never).
+    prompt_ms: Option<i64>,
+    /// Its rows are settled (both placed, or one known never to be): it
+    /// is counted once the journal on disk holds every line read by then.
+    after_ms: Option<i64>,
+}
+
 /// A prompt's row asked of tmux, to be put on the steady scale.
 #[derive(Debug)]
 struct Place {
@@ -222,8 +231,10 @@ struct Follower {
     /// Commands not finished with (running, or ended and not counted).
     open: HashMap<String, Command>,
     places: Vec<Place>,
-    /// Ended commands whose output is counted once the journal has it.
-    counts: Vec<(String, i64)>,
+    /// Ended commands whose output is counted once both prompts around it
+    /// are placed and the journal has its lines (oldest first, at most
+    /// [`MAX_COUNTS`]).
+    counts: VecDeque<Count>,
     backlog: VecDeque<FeedEvent>,
     /// One feed per session of the server.
     feeds: HashMap<SessionId, SessionFeed>,
@@ -233,9 +244,39 @@ struct Follower {
     rx: crossbeam_channel::Receiver<FeedEvent>,
     /// tmux's own reports of commands' ends (tmux 3.8), where it has them.
     reports: Reports,
+    /// Where the feeds count each pane's output (the journal's pacing).
+    feed_counts: Option<Arc<FeedCounts>>,
 }
 
 impl Follower {
+    fn new(
+        config: &JournalConfig,
+        tmux: Tmux,
+        views: Arc<Views>,
+        book: Book,
+        reports: Reports,
+        feed_counts: Option<Arc<FeedCounts>>,
+    ) -> Follower {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        Follower {
+            config: config.clone(),
+            tmux,
+            views,
+            book,
+            panes: HashMap::new(),
+            open: HashMap::new(),
+            places: Vec::new(),
+            counts: VecDeque::new(),
+            backlog: VecDeque::new(),
+            feeds: HashMap::new(),
+            owner: HashMap::new(),
+            tx,
+            rx,
+            reports,
+            feed_counts,
+        }
+    }
+
     fn run(&mut self, stop: &AtomicBool) {
         let mut bounds_at = Instant::now();
         let mut list_sessions = true;
@@ -251,18 +292,23 @@ impl Follower {
                 listed_at = Instant::now();
                 self.follow_sessions();
             }
+            // Events already queued are taken without a `select!` (its
+            // registration on both channels costs more than the event).
             let event = match self.backlog.pop_front() {
                 Some(e) => Some(e),
-                // A report of tmux's wakes the loop too.
-                None => crossbeam_channel::select! {
-                    recv(feed_rx) -> e => e.ok(),
-                    recv(reports) -> r => {
-                        if let Ok(r) = r {
-                            self.reported(r);
+                None => match feed_rx.try_recv() {
+                    Ok(e) => Some(e),
+                    // Nothing queued: a report of tmux's wakes the loop too.
+                    Err(_) => crossbeam_channel::select! {
+                        recv(feed_rx) -> e => e.ok(),
+                        recv(reports) -> r => {
+                            if let Ok(r) = r {
+                                self.reported(r);
+                            }
+                            None
                         }
-                        None
-                    }
-                    default(Duration::from_millis(100)) => None,
+                        default(Duration::from_millis(100)) => None,
+                    },
                 },
             };
             match event {
@@ -328,10 +374,13 @@ impl Follower {
             if self.feeds.contains_key(&session) {
                 continue;
             }
-            match self
-                .tmux
-                .feed(session, self.tx.clone(), Instant::now() + ROUND_TRIP)
-            {
+            let counts = self.feed_counts.clone();
+            match self.tmux.feed(
+                session,
+                self.tx.clone(),
+                counts,
+                Instant::now() + ROUND_TRIP,
+            ) {
                 Ok(feed) => {
                     self.feeds.insert(session, feed);
                     self.adopt(session);
@@ -451,6 +500,7 @@ impl Follower {
                 st.line = LineEnd::default();
                 st.typed = None;
                 st.ask_after = Some(end);
+                self.prompt_came(pane, now);
             }
             b'B' => {
                 let st = self.pane(pane);
@@ -461,6 +511,7 @@ impl Follower {
                 st.line = LineEnd::default();
                 st.typed = None;
                 st.ask_after = Some(end);
+                self.prompt_came(pane, now);
             }
             b'7' => {
                 if let Some(path) = file_url_path(&mark.params) {
@@ -552,11 +603,59 @@ impl Follower {
         c.ended_ms = Some(now);
         c.exit_status = status;
         c.output_lines = None;
-        // An earlier end's count would write the earlier output's end.
-        self.counts.retain(|(i, _)| *i != id);
-        self.reports.ended(pane, &mut c);
+        // An earlier end's row and count are of the earlier output's end.
+        if let Some(span) = &mut c.output {
+            span.to_row = None;
+        }
+        self.counts.retain(|k| k.id != id);
+        if again {
+            // tmux's report is of the first D it parsed, and the marks
+            // count the last: a D the command printed fools tmux's report,
+            // so the marks' account stands.
+            self.reports.superseded(pane);
+            c.source = "osc133".into();
+        } else {
+            self.reports.ended(pane, &mut c);
+        }
         self.save(&c);
-        self.open.insert(id, c);
+        self.open.insert(id.clone(), c);
+        self.wait_count(id);
+    }
+
+    /// `id` ended: its output waits for its rows. Past [`MAX_COUNTS`]
+    /// waiting, the oldest is given up with a note and forgotten.
+    fn wait_count(&mut self, id: String) {
+        self.push_count(Count {
+            id,
+            end: None,
+            prompt_ms: None,
+            after_ms: None,
+        });
+    }
+
+    fn push_count(&mut self, k: Count) {
+        self.counts.push_back(k);
+        while self.counts.len() > MAX_COUNTS {
+            let Some(k) = self.counts.pop_front() else {
+                break;
+            };
+            if let Some(mut c) = self.open.remove(&k.id) {
+                let why = format!("more than {MAX_COUNTS} ended commands waited at once for their rows: its output was not counted");
+                note(&mut c, &why);
+                self.save(&c);
+            }
+        }
+    }
+
+    /// A prompt mark in `pane`: the rows of the command it ends are
+    /// placed within [`ROWS_WITHIN_MS`] from now, or never.
+    fn prompt_came(&mut self, pane: PaneId, now: i64) {
+        let Some(id) = self.pane(pane).prompt.ends.clone() else {
+            return;
+        };
+        if let Some(k) = self.counts.iter_mut().find(|k| k.id == id) {
+            k.prompt_ms = Some(now);
+        }
     }
 
     /// Asks tmux where the pane's cursor is (after a prompt mark), and
@@ -625,10 +724,18 @@ impl Follower {
     fn place_rows(&mut self) {
         let now = when::now_ms();
         let places = std::mem::take(&mut self.places);
+        let mut given_up = Vec::new();
         for p in places {
             let Some(view) = self.views.get(p.pane).filter(|v| v.read_ms > p.asked_ms) else {
                 if now - p.asked_ms < PLACE_WITHIN_MS {
+                    // The writer may have read the pane before the answer,
+                    // and a pane at its prompt prints nothing to make it
+                    // read again: asked at each turn, since a read in the
+                    // very millisecond of the answer does not count.
+                    self.views.ask_read(p.pane);
                     self.places.push(p);
+                } else {
+                    given_up.push((p.pane, p.serial));
                 }
                 continue;
             };
@@ -642,6 +749,51 @@ impl Follower {
                 row: view.base.row + p.row,
             };
             self.placed(p.pane, p.serial, (row, &view.server), p.exact && held);
+        }
+        for (pane, serial) in given_up {
+            // The same prompt asked again (at B) may still be placed.
+            if !self
+                .places
+                .iter()
+                .any(|p| p.pane == pane && p.serial == serial)
+            {
+                self.unplaced(pane, serial);
+            }
+        }
+    }
+
+    /// A prompt's row will never be placed: the commands it starts and
+    /// ends are settled uncounted, with a note saying why.
+    fn unplaced(&mut self, pane: PaneId, serial: u64) {
+        let st = self.pane(pane);
+        let prompt = if st.prompt.serial == serial {
+            &st.prompt
+        } else {
+            match st.earlier.iter().find(|p| p.serial == serial) {
+                Some(p) => p,
+                None => return,
+            }
+        };
+        if prompt.row.is_some() {
+            return;
+        }
+        let (starts, ends) = (prompt.starts.clone(), prompt.ends.clone());
+        if let Some((id, _)) = starts {
+            if let Some(c) = self.open.get_mut(&id).filter(|c| c.output.is_none()) {
+                note(c, NO_START_ROW);
+            }
+            self.settle(&id);
+        }
+        if let Some(id) = ends {
+            let now = when::now_ms();
+            let waiting = self
+                .counts
+                .iter_mut()
+                .find(|k| k.id == id && k.end.is_none() && k.after_ms.is_none());
+            if let (Some(k), Some(c)) = (waiting, self.open.get_mut(&id)) {
+                note(c, NO_END_ROW);
+                k.after_ms = Some(now);
+            }
         }
     }
 
@@ -665,65 +817,154 @@ impl Follower {
                     c.server = server.to_owned();
                 }
                 if !exact {
-                    c.notes.push(NOT_EXACT.into());
+                    note(&mut c, NOT_EXACT);
                 }
+                c.notes.retain(|n| n != NO_START_ROW);
                 self.save(&c);
                 self.open.insert(id.clone(), c);
+                // The prompt after it may have been placed first.
+                self.settle(id);
             }
         }
         if let Some(id) = &prompt.ends {
-            if let Some(mut c) = self.open.remove(id) {
-                let top = row.row.saturating_sub(u64::from(prompt.height));
-                match &mut c.output {
-                    Some(span) if span.epoch == row.epoch && top >= span.from_row => {
-                        span.to_row = Some(top);
-                    }
-                    _ => c.notes.push(NOT_PLACED.into()),
-                }
-                if !exact && !c.notes.iter().any(|n| n == NOT_EXACT) {
-                    c.notes.push(NOT_EXACT.into());
-                }
-                self.views.ask_flush();
-                self.counts.push((id.clone(), when::now_ms()));
-                self.open.insert(id.clone(), c);
+            let top = Row {
+                epoch: row.epoch,
+                row: row.row.saturating_sub(u64::from(prompt.height)),
+            };
+            let Some(c) = self.open.get_mut(id) else {
+                return;
+            };
+            if !exact {
+                note(c, NOT_EXACT);
             }
+            c.notes.retain(|n| n != NO_END_ROW);
+            let ended = c.ended_ms.is_some();
+            match self.counts.iter_mut().find(|k| k.id == *id) {
+                Some(k) => {
+                    k.end = Some(top);
+                    k.after_ms = None;
+                }
+                // Counted already and still its pane's current command:
+                // its prompt's row asked again (at B) counts it again.
+                None if ended => {
+                    let k = Count {
+                        id: id.clone(),
+                        end: Some(top),
+                        prompt_ms: Some(when::now_ms()),
+                        after_ms: None,
+                    };
+                    self.push_count(k);
+                }
+                None => return,
+            }
+            self.settle(id);
         }
+    }
+
+    /// Closes `id`'s output at the prompt after it once that prompt and
+    /// its own are both placed, and schedules its count; settles it
+    /// uncounted when its own prompt's row will never come. While that
+    /// row may still come, it waits.
+    fn settle(&mut self, id: &str) {
+        let Some(k) = self.counts.iter_mut().find(|k| k.id == id) else {
+            return;
+        };
+        let Some(c) = self.open.get_mut(id) else {
+            return;
+        };
+        let never = c.notes.iter().any(|n| n == NO_START_ROW);
+        let Some(top) = k.end.filter(|_| c.output.is_some() || never) else {
+            return;
+        };
+        let placed = match &mut c.output {
+            Some(span) if span.epoch == top.epoch && top.row >= span.from_row => {
+                span.to_row = Some(top.row);
+                true
+            }
+            Some(span) => {
+                span.to_row = None;
+                false
+            }
+            None => true,
+        };
+        if placed {
+            c.notes.retain(|n| n != NOT_PLACED);
+        } else {
+            note(c, NOT_PLACED);
+        }
+        k.after_ms = Some(when::now_ms());
+        self.views.ask_flush();
     }
 
     /// Counts the output of ended commands once the journal on disk holds
     /// every line read before they ended, and writes them a last time.
     fn count_outputs(&mut self) {
+        let now = when::now_ms();
+        // A question tmux never answered places nothing: past the time
+        // any row could come, the command is settled uncounted.
+        for k in self.counts.iter_mut().filter(|k| k.after_ms.is_none()) {
+            if k.prompt_ms.is_some_and(|at| now - at > ROWS_WITHIN_MS) {
+                if let Some(c) = self.open.get_mut(&k.id) {
+                    note(
+                        c,
+                        if k.end.is_none() {
+                            NO_END_ROW
+                        } else {
+                            NO_START_ROW
+                        },
+                    );
+                }
+                k.after_ms = Some(now);
+            }
+        }
         let synced = self.views.synced_ms();
-        let due: Vec<(String, i64)> = self
+        let due = |k: &Count| k.after_ms.is_some_and(|t| synced > t);
+        if self.counts.iter().any(|k| k.after_ms.is_some() && !due(k)) {
+            // The journal must be listed after `t` (a listing in the same
+            // millisecond does not count), and a quiet server lists only
+            // when asked.
+            self.views.ask_flush();
+        }
+        let ids: Vec<String> = self
             .counts
             .iter()
-            .filter(|(_, t)| synced > *t)
-            .cloned()
+            .filter(|k| due(k))
+            .map(|k| k.id.clone())
             .collect();
-        if due.is_empty() {
+        if ids.is_empty() {
             return;
         }
-        self.counts.retain(|(_, t)| synced <= *t);
-        for (id, _) in due {
-            let Some(mut c) = self.open.remove(&id) else {
-                continue;
-            };
-            if c.output.as_ref().is_some_and(|s| s.to_row.is_some()) {
-                let pane = PaneId::parse(&c.pane_id).ok();
-                let view = pane.and_then(|p| self.views.get(p));
-                if let Ok(out) = book::output(&self.config.dir, &c, view.as_ref()) {
-                    c.output_lines = Some(out.lines.len() as u64);
-                }
+        self.counts.retain(|k| !due(k));
+        for id in ids {
+            self.count(id);
+        }
+    }
+
+    /// Counts `id`'s output in the journal (when both its rows are
+    /// placed) and writes it a last time.
+    fn count(&mut self, id: String) {
+        let Some(mut c) = self.open.remove(&id) else {
+            return;
+        };
+        if c.output.as_ref().is_some_and(|s| s.to_row.is_some()) {
+            let pane = PaneId::parse(&c.pane_id).ok();
+            let view = pane.and_then(|p| self.views.get(p));
+            match book::output(&self.config.dir, &c, view.as_ref()) {
+                Ok(out) => c.output_lines = Some(out.lines.len() as u64),
+                Err(e) => note(
+                    &mut c,
+                    &format!("its output could not be read from the journal ({e}): not counted"),
+                ),
             }
-            self.save(&c);
-            // Still the pane's current command: a later D may end it again.
-            if self
-                .panes
-                .values()
-                .any(|s| s.current.as_deref() == Some(id.as_str()))
-            {
-                self.open.insert(id, c);
-            }
+        }
+        self.save(&c);
+        // Still the pane's current command: a later D may end it again.
+        if self
+            .panes
+            .values()
+            .any(|s| s.current.as_deref() == Some(id.as_str()))
+        {
+            self.open.insert(id, c);
         }
     }
 
@@ -740,14 +981,25 @@ impl Follower {
             .filter(|(_, c)| names.contains(&c.pane_id))
             .map(|(id, _)| id.clone())
             .collect();
+        let now = when::now_ms();
         for id in ids {
-            if let Some(mut c) = self.open.remove(&id) {
-                if c.ended_ms.is_none() {
-                    c.notes.push(
-                        "its session's feed closed while it ran: its end was not seen".into(),
-                    );
-                    self.save(&c);
+            let Some(mut c) = self.open.remove(&id) else {
+                continue;
+            };
+            if c.ended_ms.is_none() {
+                c.notes
+                    .push("its session's feed closed while it ran: its end was not seen".into());
+                self.save(&c);
+                continue;
+            }
+            // Ended: counted as the others once its rows are settled, and
+            // a row still to come never will (the pane starts over).
+            if let Some(k) = self.counts.iter_mut().find(|k| k.id == id) {
+                if k.after_ms.is_none() {
+                    note(&mut c, FEED_CLOSED);
+                    k.after_ms = Some(now);
                 }
+                self.open.insert(id, c);
             }
         }
     }
@@ -778,6 +1030,17 @@ const NOT_EXACT: &str = "output typed ahead of the prompt or tmux trimmed meanwh
 const NOT_PLACED: &str = "the journal lost track of the pane's rows while it ran (a gap, a resize): its output cannot be placed";
 const ENDED_TWICE: &str =
     "ended more than once (its output printed an OSC 133 mark?): the last end counts";
+const NO_START_ROW: &str = "the row its command line was typed at was never placed (tmux did not answer, or the journal did not read the pane in time): its output cannot be counted";
+const NO_END_ROW: &str = "the row of the prompt after it was never placed (tmux did not answer, or the journal did not read the pane in time): its output cannot be counted";
+const FEED_CLOSED: &str =
+    "its session's feed closed before the prompt after it was placed: its output cannot be counted";
+
+/// Adds `text` to `c`'s notes once.
+fn note(c: &mut Command, text: &str) {
+    if !c.notes.iter().any(|n| n == text) {
+        c.notes.push(text.into());
+    }
+}
 
 /// Output starts `lf` rows below the command line's row.
 fn output_from(row: Row, lf: u32) -> Span {
@@ -789,20 +1052,30 @@ fn output_from(row: Row, lf: u32) -> Span {
 }
 
 /// Takes bytes between marks: line feeds counted, the typed line rendered
-/// up to its first line feed.
+/// up to its first line feed. Only a prompt still waiting for its typed
+/// line reads `st.line` (A and B start it afresh), so output is not
+/// rendered: most bytes a pane prints are a command's output, or a pane's
+/// whose shell sends no marks.
 fn text(st: &mut PaneState, bytes: &[u8]) {
     let mut rest = bytes;
-    while let Some(i) = memchr::memchr(b'\n', rest) {
+    while st.phase == Phase::Prompt && st.typed.is_none() {
+        let Some(i) = memchr::memchr(b'\n', rest) else {
+            st.line.feed(rest);
+            return;
+        };
         st.line.feed(&rest[..i]);
-        if st.phase == Phase::Prompt && st.typed.is_none() {
-            st.typed = Some(st.line.open_text().unwrap_or_default());
-        }
+        st.typed = Some(st.line.open_text().unwrap_or_default());
         st.line.feed(b"\n");
-        st.lf_since_a = st.lf_since_a.saturating_add(1);
-        st.lf_since_b = st.lf_since_b.saturating_add(1);
+        count_line_feeds(st, 1);
         rest = &rest[i + 1..];
     }
-    st.line.feed(rest);
+    let feeds = memchr::memchr_iter(b'\n', rest).count();
+    count_line_feeds(st, u32::try_from(feeds).unwrap_or(u32::MAX));
+}
+
+fn count_line_feeds(st: &mut PaneState, n: u32) {
+    st.lf_since_a = st.lf_since_a.saturating_add(n);
+    st.lf_since_b = st.lf_since_b.saturating_add(n);
 }
 
 /// `eval 'X'` as run_command types it: X, its quotes undone.
@@ -848,6 +1121,230 @@ fn percent_decoded(s: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::journal::view::PaneView;
+    use crate::tmux::ServerSpec;
+    use std::path::{Path, PathBuf};
+
+    /// A prompt as bash with GUIDE.md's snippet prints it.
+    const PROMPT: &[u8] = b"\x1b]133;A\x07$ \x1b]133;B\x07";
+
+    /// A follower of a tmux server never started (nothing here asks it),
+    /// its ledger in a fresh directory.
+    fn follower(name: &str) -> (Follower, PathBuf, PaneId) {
+        let dir =
+            std::env::temp_dir().join(format!("panescan-follower-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let config = JournalConfig {
+            dir: dir.clone(),
+            max_bytes: 1 << 30,
+            max_age_ms: 1 << 40,
+            keep_secrets: true,
+        };
+        let tmux = Tmux::shared(&ServerSpec::named("panescan-follower-unit-none")).unwrap();
+        let (book, _) = Book::open(&dir).unwrap();
+        let views = Arc::new(Views::default());
+        let f = Follower::new(&config, tmux, views, book, Reports::none(), None);
+        let pane = PaneId::parse("%1").unwrap();
+        // The writer read the pane long ago: rows 9.. of epoch 7 hold the
+        // prompt, `seq 2`'s two lines and the next prompt.
+        let screen = ["$ seq 2", "1", "2", "$ "]
+            .iter()
+            .zip(9..)
+            .map(|(l, row)| (Row { epoch: 7, row }, l.as_bytes().to_vec()))
+            .collect();
+        f.views.set(
+            pane,
+            PaneView {
+                server: "srv".into(),
+                read_ms: 0,
+                base: Row { epoch: 7, row: 0 },
+                history_size: 0,
+                screen,
+            },
+        );
+        // Every line the writer read is on disk.
+        f.views.synced(i64::MAX);
+        (f, dir, pane)
+    }
+
+    /// A prompt, `seq 2` typed and run, its two lines and the next prompt
+    /// (rows 9 to 12), none placed yet: the two prompts' serials.
+    fn seq_two(f: &mut Follower, pane: PaneId) -> (u64, u64) {
+        f.output(pane, PROMPT);
+        let first = f.pane(pane).prompt.serial;
+        f.output(pane, b"seq 2\r\n\x1b]133;C\x07");
+        f.output(pane, b"1\r\n2\r\n\x1b]133;D;0\x07");
+        f.output(pane, PROMPT);
+        (first, f.pane(pane).prompt.serial)
+    }
+
+    fn at(row: u64) -> Row {
+        Row { epoch: 7, row }
+    }
+
+    /// A question about `serial`'s row answered longer ago than a row is
+    /// waited for, and no read of the pane since.
+    fn stale_place(pane: PaneId, serial: u64) -> Place {
+        Place {
+            pane,
+            serial,
+            row: 12,
+            history_size: 0,
+            asked_ms: when::now_ms() - PLACE_WITHIN_MS - 1,
+            before: None,
+            exact: true,
+        }
+    }
+
+    fn records(dir: &Path) -> Vec<Command> {
+        let (all, notes) = book::read_all(dir).unwrap();
+        assert!(notes.is_empty(), "{notes:?}");
+        let _ = std::fs::remove_dir_all(dir);
+        all
+    }
+
+    #[test]
+    fn a_command_is_counted_once_both_its_prompts_are_placed() {
+        let (mut f, dir, pane) = follower("in-order");
+        let (first, next) = seq_two(&mut f, pane);
+        f.placed(pane, first, (at(9), "srv"), true);
+        f.count_outputs();
+        f.placed(pane, next, (at(12), "srv"), true);
+        f.count_outputs();
+        let all = records(&dir);
+        assert_eq!(all.len(), 1, "{all:?}");
+        assert_eq!(all[0].command.as_deref(), Some("seq 2"));
+        assert_eq!(
+            all[0].output,
+            Some(Span {
+                epoch: 7,
+                from_row: 10,
+                to_row: Some(12)
+            })
+        );
+        assert_eq!(all[0].output_lines, Some(2), "{all:?}");
+        assert!(f.counts.is_empty());
+    }
+
+    #[test]
+    fn the_prompt_after_a_command_placed_before_its_own_still_counts_it() {
+        let (mut f, dir, pane) = follower("end-first");
+        let (first, next) = seq_two(&mut f, pane);
+        // The ending prompt's row comes first, and the journal is synced:
+        // the count must wait for the command line's row.
+        f.placed(pane, next, (at(12), "srv"), true);
+        f.count_outputs();
+        f.placed(pane, first, (at(9), "srv"), true);
+        f.count_outputs();
+        let all = records(&dir);
+        assert_eq!(all.len(), 1, "{all:?}");
+        assert_eq!(all[0].output_lines, Some(2), "{all:?}");
+        assert!(all[0].notes.is_empty(), "{all:?}");
+        assert!(f.counts.is_empty());
+    }
+
+    #[test]
+    fn a_prompt_row_given_up_leaves_a_note_never_a_silent_null() {
+        // The prompt after the command is never placed.
+        let (mut f, dir, pane) = follower("end-lost");
+        let (first, next) = seq_two(&mut f, pane);
+        f.placed(pane, first, (at(9), "srv"), true);
+        f.places.push(stale_place(pane, next));
+        f.place_rows();
+        f.count_outputs();
+        let all = records(&dir);
+        assert_eq!(all[0].output_lines, None, "{all:?}");
+        assert!(all[0].notes.iter().any(|n| n == NO_END_ROW), "{:?}", all[0]);
+        assert!(f.counts.is_empty() && f.places.is_empty());
+        // Its command line's row is never placed.
+        let (mut f, dir, pane) = follower("start-lost");
+        let (first, next) = seq_two(&mut f, pane);
+        f.places.push(stale_place(pane, first));
+        f.place_rows();
+        f.placed(pane, next, (at(12), "srv"), true);
+        f.count_outputs();
+        let all = records(&dir);
+        assert_eq!(all[0].output_lines, None, "{all:?}");
+        assert_eq!(all[0].notes, vec![NO_START_ROW.to_owned()], "{:?}", all[0]);
+        assert!(f.counts.is_empty());
+    }
+
+    #[test]
+    fn a_question_never_answered_is_given_up_in_time_with_a_note() {
+        let (mut f, dir, pane) = follower("unasked");
+        let (first, _) = seq_two(&mut f, pane);
+        f.placed(pane, first, (at(9), "srv"), true);
+        f.count_outputs();
+        assert_eq!(f.counts.len(), 1, "waits for the next prompt's row");
+        let k = f.counts.front_mut().unwrap();
+        k.prompt_ms = k.prompt_ms.map(|t| t - ROWS_WITHIN_MS - 1);
+        f.count_outputs();
+        let all = records(&dir);
+        assert_eq!(all[0].notes, vec![NO_END_ROW.to_owned()], "{:?}", all[0]);
+        assert!(f.counts.is_empty());
+    }
+
+    #[test]
+    fn rows_of_two_epochs_and_a_closed_feed_say_why_nothing_was_counted() {
+        let (mut f, dir, pane) = follower("epochs");
+        let (first, next) = seq_two(&mut f, pane);
+        f.placed(pane, first, (at(9), "srv"), true);
+        let after_gap = Row { epoch: 8, row: 3 };
+        f.placed(pane, next, (after_gap, "srv"), true);
+        f.count_outputs();
+        let all = records(&dir);
+        assert_eq!(all[0].output_lines, None);
+        assert_eq!(all[0].notes, vec![NOT_PLACED.to_owned()], "{:?}", all[0]);
+        let (mut f, dir, pane) = follower("closed");
+        let (first, _) = seq_two(&mut f, pane);
+        f.placed(pane, first, (at(9), "srv"), true);
+        f.lost(&[pane]);
+        f.count_outputs();
+        let all = records(&dir);
+        assert_eq!(all[0].notes, vec![FEED_CLOSED.to_owned()], "{:?}", all[0]);
+        assert!(f.counts.is_empty() && f.open.is_empty());
+    }
+
+    #[test]
+    fn a_later_end_forgets_the_earlier_count_and_waits_for_its_own_rows() {
+        let (mut f, dir, pane) = follower("again");
+        let (first, next) = seq_two(&mut f, pane);
+        f.placed(pane, first, (at(9), "srv"), true);
+        f.placed(pane, next, (at(12), "srv"), true);
+        f.count_outputs();
+        // More output and a D of its own at the prompt, then a prompt
+        // whose row never comes.
+        f.output(pane, b"more\r\n\r\n\x1b]133;D;1\x07");
+        f.output(pane, PROMPT);
+        let last = f.pane(pane).prompt.serial;
+        f.places.push(stale_place(pane, last));
+        f.place_rows();
+        f.count_outputs();
+        let all = records(&dir);
+        let c = &all[0];
+        assert_eq!((c.exit_status, c.output_lines), (Some(1), None), "{c:?}");
+        assert_eq!(c.output.as_ref().and_then(|s| s.to_row), None, "{c:?}");
+        assert!(c.notes.iter().any(|n| n == NO_END_ROW), "{c:?}");
+    }
+
+    #[test]
+    fn ended_commands_waiting_for_rows_are_bounded() {
+        let (mut f, dir, pane) = follower("bounded");
+        for _ in 0..=MAX_COUNTS {
+            f.output(pane, PROMPT);
+            f.output(pane, b"true\r\n\x1b]133;C\x07\x1b]133;D;0\x07");
+        }
+        assert_eq!(f.counts.len(), MAX_COUNTS);
+        assert!(f.open.len() <= MAX_COUNTS, "{}", f.open.len());
+        let all = records(&dir);
+        let dropped: Vec<&Command> = all
+            .iter()
+            .filter(|c| c.notes.iter().any(|n| n.contains("waited at once")))
+            .collect();
+        assert_eq!(dropped.len(), 1, "{dropped:?}");
+        assert_eq!(dropped[0].started_ms, all[0].started_ms);
+    }
 
     #[test]
     fn eval_and_url_forms_are_undone() {

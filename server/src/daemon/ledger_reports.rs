@@ -15,6 +15,8 @@
 //! Must hold: a report is matched to a command of its pane only, and only
 //! to the last end the marks gave before the pane's next C; a report that
 //! finds none is dropped at that C, so it never lands on a later command.
+//! A command the marks ended twice (it printed a D of its own) takes no
+//! report: tmux reports the first D, the ledger counts the last.
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -71,6 +73,13 @@ impl Reports {
         Reports::with(reporter, tx, rx)
     }
 
+    /// No reporter: the marks' account stands alone (tmux before 3.8).
+    #[cfg(test)]
+    pub fn none() -> Reports {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        Reports::with(None, tx, rx)
+    }
+
     fn with(
         reporter: Option<Reporter>,
         tx: Sender<CommandReport>,
@@ -93,6 +102,13 @@ impl Reports {
 
     /// A C mark in `pane`: what was not matched by now never will be.
     pub fn started(&mut self, pane: PaneId) {
+        self.early.remove(&pane);
+        self.awaiting.remove(&pane);
+    }
+
+    /// A later D replaced the end of `pane`'s command: no report of tmux's
+    /// (of the first D) is applied to it.
+    pub fn superseded(&mut self, pane: PaneId) {
         self.early.remove(&pane);
         self.awaiting.remove(&pane);
     }

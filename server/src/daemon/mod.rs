@@ -220,10 +220,18 @@ impl Daemon {
                 socket.display(),
                 dir.display()
             );
-            let handle = writer::start(config.clone(), &spec, self.shared.pane_cache.clone())?;
+            // One %output stream per session for both: the ledger's feeds
+            // count each pane's output for the writer's pacing.
+            let counts = Arc::new(crate::tmux::feed_counts::FeedCounts::default());
+            let handle = writer::start_counted(
+                config.clone(),
+                &spec,
+                self.shared.pane_cache.clone(),
+                Some(counts.clone()),
+            )?;
             let views = handle.views();
             crate::sync::lock(&self.journal).push(handle);
-            let follower = ledger::start(&config, &spec, views.clone())?;
+            let follower = ledger::start(&config, &spec, views.clone(), Some(counts))?;
             crate::sync::lock(&self.ledger).push(follower);
             journaled.push(ledger_read::Journaled { socket, dir, views });
         }

@@ -2,8 +2,7 @@
 //! history-limit, searchable across time.
 //!
 //! - [`dir`] — where it lives: `--journal-dir`, 0700, this user's only.
-//! - [`frame`] — the records of one flush as a compressed, checked frame
-//!   (pure).
+//! - [`frame`] — one flush's records as a compressed, checked frame (pure).
 //! - [`index`] — a frame's trigrams and panes' line counts, so a search
 //!   skips frames that cannot match (pure).
 //! - [`segment`] — frames appended to hourly segment files, read back,
@@ -13,13 +12,14 @@
 //!   must be recorded (pure).
 //! - [`pace`] — when the writer reads a pane: a pace after its last read,
 //!   or at once when its counted output nears its history-limit (pure).
-//! - [`writer`] — the daemon's thread that follows the panes, reads their
-//!   new lines through the pane cache's delta captures, redacts and
-//!   writes them.
+//! - [`printed`] — what the panes printed, as the writer learns it: the
+//!   session feeds' counts in the daemon, its own event stream otherwise.
+//! - [`writer`] — the daemon's thread that reads the panes' new lines
+//!   through the pane cache's delta captures, redacts and writes them.
 //! - [`servers`] — which directory holds which server's journal (the
 //!   default one's the root), and the bounds over all of them.
-//! - [`search`] — a pattern over the journaled text, with times.
-//! - [`when`] — RFC 3339 times and `15m`-style spans.
+//! - [`search`] — a pattern over the journaled text, with times; [`tail`]
+//!   the tails of live panes. [`when`] — RFC 3339 times and `15m` spans.
 //! - [`view`] — what the writer last saw of each pane, for the ledger.
 //! - [`ledger`] — the command ledger's records on disk, and where a
 //!   command's output lies in the journal.
@@ -34,9 +34,11 @@ pub(crate) mod frame;
 pub(crate) mod index;
 pub(crate) mod ledger;
 pub(crate) mod pace;
+pub(crate) mod printed;
 pub(crate) mod search;
 pub(crate) mod segment;
 pub(crate) mod servers;
+pub(crate) mod tail;
 pub(crate) mod track;
 pub(crate) mod view;
 pub(crate) mod when;

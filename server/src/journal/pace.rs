@@ -10,9 +10,19 @@
 //! rows (output unseen, the stream lost) and panes never read are due at
 //! once; panes the stream does not cover are read every [`POLL`]. A read
 //! takes the panes due and those due within half a pace, so panes drift
-//! into one read a second together. Must hold: a pane that printed is
-//! never left unread longer than [`PACE`] (plus one read's time), and a
-//! pane whose counted rows reach the share is read on its next wake.
+//! into one read a second together.
+//!
+//! Counts can come late: tmux writes a control client's output pane by
+//! pane from the head of a list each time its buffer has room, so with
+//! many panes printing the last ones may go unreported for tens of
+//! seconds. So a read's listing also tells: a counted pane not reported
+//! since its last read, a pace ago or more, whose history size or cursor
+//! moved since, printed ([`Pacer::moved_unseen`]); and when no listing
+//! came for [`QUIET_CHECK`], one is asked ([`Pacer::check_due`]). Must
+//! hold: a pane that printed is never left unread longer than [`PACE`]
+//! (plus one read's time) once its output is counted or a listing shows
+//! it moved, and a pane whose counted rows reach the share is read on its
+//! next wake.
 
 use std::collections::HashMap;
 
@@ -28,6 +38,9 @@ pub const POLL: i64 = 500;
 /// left for the read's own delay (a quarter at 10,000 lines a second and
 /// history-limit 2,000 is 50 ms of output; a read takes less).
 pub const SAFE_SHARE: u64 = 4;
+/// With panes counted, a listing is asked this long after the last one at
+/// most (ms), so a pane whose count never comes is still seen to move.
+pub const QUIET_CHECK: i64 = 5_000;
 
 /// What the pacer keeps of one pane since its last read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,6 +56,18 @@ struct Seen {
     /// On the alternate screen at that read: nothing reaches history
     /// while it stays there, so only the pace makes it due.
     alternate_on: bool,
+    /// Where the listing of that read showed it.
+    position: Position,
+}
+
+/// What a listing shows of a pane that its output moves: the size of its
+/// history and its cursor.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Position {
+    /// `#{history_size}`.
+    pub history_size: u64,
+    /// `#{cursor_x}`, `#{cursor_y}`.
+    pub cursor: (u32, u32),
 }
 
 /// A pane's shape and count at a read.
@@ -56,6 +81,8 @@ pub struct Shape {
     pub history_limit: u64,
     /// On the alternate screen.
     pub alternate_on: bool,
+    /// Where the read's listing showed it.
+    pub position: Position,
 }
 
 /// Every pane's pacing state.
@@ -99,8 +126,33 @@ impl Pacer {
                 height: shape.height,
                 history_limit: shape.history_limit,
                 alternate_on: shape.alternate_on,
+                position: shape.position,
             },
         );
+    }
+
+    /// Whether a listing at `now_ms` showing `pane` at `position` says it
+    /// printed unreported: counted, not reported since its last read a
+    /// pace ago or more, and moved since (on the alternate screen the
+    /// cursor moves without history, which the pace reads).
+    pub fn moved_unseen(&self, pane: PaneId, position: Position, now_ms: i64) -> bool {
+        self.panes.get(&pane).is_some_and(|seen| {
+            self.covered.contains(&pane)
+                && seen.printed_ms.is_none()
+                && !seen.alternate_on
+                && now_ms - seen.read_ms >= PACE
+                && seen.position != position
+        })
+    }
+
+    /// Whether a listing is due at `now_ms` for counted panes that were
+    /// not reported since their last read (the last listing at
+    /// `listed_ms`): a count that never comes leaves no other trigger.
+    pub fn check_due(&self, listed_ms: i64, now_ms: i64) -> bool {
+        now_ms - listed_ms >= QUIET_CHECK
+            && self.panes.iter().any(|(p, seen)| {
+                self.covered.contains(p) && seen.printed_ms.is_none() && !seen.alternate_on
+            })
     }
 
     /// Forgets panes that closed.
@@ -174,6 +226,17 @@ impl Pacer {
             .fold(now_ms, i64::min)
     }
 
+    /// At most how many rows `pane` pushed into history since its last
+    /// read, given its count now; `None`: unknown (never read, output
+    /// unseen, not covered, or on the alternate screen then).
+    pub fn rows_since_read(&self, pane: PaneId, count: &Printed) -> Option<u64> {
+        let seen = self.panes.get(&pane)?;
+        if !self.covered.contains(&pane) || seen.alternate_on {
+            return None;
+        }
+        count.rows_since(&seen.counted, seen.width, seen.height)
+    }
+
     /// When `pane` is due given its count now; `None`: not at all.
     fn due_at(&self, pane: PaneId, count: &Printed) -> Option<i64> {
         let Some(seen) = self.panes.get(&pane) else {
@@ -208,6 +271,10 @@ mod tests {
         height: 24,
         history_limit: 2_000,
         alternate_on: false,
+        position: Position {
+            history_size: 0,
+            cursor: (0, 0),
+        },
     };
 
     fn lines(n: usize) -> Vec<u8> {
@@ -284,5 +351,57 @@ mod tests {
         assert_eq!(pacer.due(&[(p(2), c)], POLL, false), [p(2)]);
         assert_eq!(pacer.due(&[(p(9), c)], 0, false), [p(9)]);
         assert_eq!(pacer.complete_until(300), 0);
+    }
+
+    #[test]
+    fn a_counted_pane_whose_count_never_came_is_read_once_its_listing_moved() {
+        let mut pacer = pacer(&[p(1), p(2)]);
+        let at = |history_size, y| Position {
+            history_size,
+            cursor: (0, y),
+        };
+        let read_at = |position| Shape { position, ..SHAPE };
+        pacer.read(p(1), 0, Printed::default(), read_at(at(10, 5)));
+        pacer.read(p(2), 0, Printed::default(), read_at(at(10, 5)));
+        // Not due by the counts: none came.
+        assert!(pacer.waiting().is_empty());
+        // Moved, a pace after its read: printed unreported.
+        assert!(pacer.moved_unseen(p(1), at(11, 5), PACE));
+        assert!(pacer.moved_unseen(p(1), at(10, 6), PACE));
+        // Not moved; or too soon; or a count came (the counts decide).
+        assert!(!pacer.moved_unseen(p(1), at(10, 5), PACE));
+        assert!(!pacer.moved_unseen(p(1), at(11, 5), PACE - 1));
+        pacer.printed(p(2), 10);
+        assert!(!pacer.moved_unseen(p(2), at(11, 5), PACE));
+        // Not counted (polled), or never read (read anyway): not this rule.
+        pacer.cover([p(2)].into_iter().collect());
+        assert!(!pacer.moved_unseen(p(1), at(11, 5), PACE));
+        assert!(!pacer.moved_unseen(p(3), at(11, 5), PACE));
+        // On the alternate screen the cursor moves without history.
+        pacer.cover([p(1)].into_iter().collect());
+        let alternate = Shape {
+            alternate_on: true,
+            ..read_at(at(10, 5))
+        };
+        pacer.read(p(1), 0, Printed::default(), alternate);
+        assert!(!pacer.moved_unseen(p(1), at(10, 6), PACE));
+    }
+
+    #[test]
+    fn a_listing_is_asked_when_counted_panes_were_quiet_that_long() {
+        let mut pacer = Pacer::default();
+        pacer.cover([p(1)].into_iter().collect());
+        // Nothing read yet: nothing to check.
+        assert!(!pacer.check_due(0, QUIET_CHECK));
+        pacer.read(p(1), 0, Printed::default(), SHAPE);
+        assert!(!pacer.check_due(0, QUIET_CHECK - 1));
+        assert!(pacer.check_due(0, QUIET_CHECK));
+        // A pane reported printing is read by its count, not this check.
+        pacer.printed(p(1), 10);
+        assert!(!pacer.check_due(0, QUIET_CHECK));
+        // Nor is a pane not counted (it is polled).
+        pacer.read(p(1), 0, Printed::default(), SHAPE);
+        pacer.cover(std::collections::BTreeSet::new());
+        assert!(!pacer.check_due(0, QUIET_CHECK));
     }
 }

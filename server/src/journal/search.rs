@@ -13,19 +13,23 @@
 //! A frame whose index ([`super::index`]) rules the pattern out is not
 //! decompressed: the pattern's needs ([`Matcher::needs`]) are checked
 //! against the frame's trigram filter on the reading task, and only its
-//! panes' line counts are taken (for later ordinals). A frame is always
-//! read whole when it has no sound index, holds gaps, holds lines of a
-//! pane whose tail is asked for, or holds escape bytes and the search
+//! panes' line counts are taken (for later ordinals and the tails'
+//! `read`). Such a frame holding a tailed pane's lines is held compressed
+//! and decompressed only if the tail turns out to need its lines' texts
+//! or times ([`super::tail`]: the frames holding the pane's last
+//! `max(keep, TAIL_TEXTS)` lines). A frame is always read whole when it
+//! has no sound index, holds gaps, or holds escape bytes and the search
 //! strips them.
 //!
-//! Must hold: a frame is skipped only when no line of it can match (the
-//! indexed search finds exactly what the unindexed one finds); the
-//! engine's budgets (bytes, lines, matches, deadline) apply
-//! to journal bytes as to captures; a segment that cannot be read is named
+//! Must hold: the indexed search's result (hits, ordinals, gaps, skipped
+//! segments, tails) equals the unindexed one's exactly: a frame is
+//! skipped only when no line of it can match, and left compressed only
+//! when no tail needs its lines; the engine's budgets (bytes, lines,
+//! matches, deadline) apply to journal bytes as to captures; a segment that cannot be read is named
 //! in the outcome, never silently left out; a hit's `ordinal` counts its
 //! pane's lines from the same first frame as its tail's `read`.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
@@ -38,6 +42,7 @@ use panescan_engine::{
 use super::frame::{self, Block, Gap, Origin, Run};
 use super::index::{self, Index, Probe};
 use super::segment::{self, Item};
+use super::tail::{Tail, Tails};
 
 /// Which panes' lines a search keeps (`None`: every pane's).
 pub type Keep = Arc<dyn Fn(&Origin) -> bool + Send + Sync>;
@@ -45,9 +50,6 @@ pub type Keep = Arc<dyn Fn(&Origin) -> bool + Send + Sync>;
 /// A pane as the journal names it: its server (`pid start_time@socket`)
 /// and its id (`%N`).
 pub type PaneKey = (String, String);
-
-/// The texts of a pane's last lines kept in its [`Tail`].
-pub const TAIL_TEXTS: usize = 64;
 
 /// What to look for, and where in time.
 #[derive(Clone)]
@@ -72,6 +74,10 @@ pub struct Query {
     /// Skip frames whose index rules the pattern out (false: decompress
     /// every frame, as before frames had indexes).
     pub index: bool,
+    /// Leave such a frame compressed also when it holds a tailed pane's
+    /// lines, until its tail needs them (false: decompress it, as before;
+    /// for measuring).
+    pub hold_tails: bool,
 }
 
 impl std::fmt::Debug for Query {
@@ -99,6 +105,7 @@ impl Query {
             deadline: None,
             scan: true,
             index: true,
+            hold_tails: true,
         }
     }
 }
@@ -114,17 +121,6 @@ pub struct Hit {
     pub line: LineMatch,
     /// Its place among its pane's lines read by this search (0: the first).
     pub ordinal: u64,
-}
-
-/// A pane's lines from the span's start to the journal's end.
-#[derive(Clone, Debug, Default)]
-pub struct Tail {
-    /// Its lines read (the next line's ordinal).
-    pub read: u64,
-    /// The times of its last lines, oldest first (at most what was asked).
-    pub times: VecDeque<i64>,
-    /// The texts of its last [`TAIL_TEXTS`] lines, oldest first.
-    pub texts: VecDeque<Vec<u8>>,
 }
 
 /// What a journal search found.
@@ -185,7 +181,7 @@ struct Gathered {
     bytes_skipped: u64,
     frames_skipped: u64,
     frames_read: u64,
-    tails: HashMap<PaneKey, Tail>,
+    tails: Tails,
     /// The deadline passed before the journal's end.
     late: bool,
 }
@@ -221,7 +217,6 @@ impl Gathered {
             .map(|k| self.counts.get(&k.1).copied().unwrap_or(0))
             .collect();
         let mut read = vec![false; keys.len()];
-        let mut starts = None;
         let mut ordinals = Vec::with_capacity(b.runs.len());
         for run in &b.runs {
             let Some(&slot) = slots.get(run.origin) else {
@@ -231,13 +226,8 @@ impl Gathered {
             ordinals.push(counts[slot]);
             counts[slot] += run.len as u64;
             read[slot] = true;
-            let key = &keys[slot].0;
-            if let Some(&keep) = query.tails.get(key) {
-                let starts = starts.get_or_insert_with(|| b.starts());
-                let tail = self.tails.entry(key.clone()).or_default();
-                tail.take(b, starts, run, keep);
-            }
         }
+        self.tails.block(b);
         for ((key, count), read) in keys.into_iter().zip(counts).zip(read) {
             if read {
                 self.counts.insert(key.1, count);
@@ -274,6 +264,9 @@ enum Read {
     /// Ruled out by its index: what the index says of it, and whether
     /// every line of it is in the search's span (else none is).
     Skipped(Index, bool),
+    /// Ruled out, but holding a tailed pane's lines: as `Skipped`, with
+    /// its bytes for [`Tails::held`].
+    Held(Index, bool, Vec<u8>, frame::Header),
 }
 
 /// Which frames the search may leave compressed.
@@ -284,6 +277,8 @@ struct Skip {
     strip_escapes: bool,
     /// The panes whose tails are asked for ([`index::pane_key`]).
     tails: Vec<u64>,
+    /// A frame holding their lines may be left compressed ([`Read::Held`]).
+    hold_tails: bool,
     /// The search's span.
     since_ms: i64,
     until_ms: i64,
@@ -305,15 +300,18 @@ impl Skip {
                 .keys()
                 .map(|(server, pane)| index::pane_key(server, pane))
                 .collect(),
+            hold_tails: query.hold_tails,
             since_ms: query.since_ms,
             until_ms: query.until_ms,
         })
     }
 
     /// The index of a frame no line of which can be a hit, nor its gaps
-    /// and tails wanted: the frame need not be decompressed.
+    /// wanted: the frame need not be decompressed for the scan (its tails'
+    /// lines may still need it: [`Tails`]).
     fn skips(&self, index: Index, header: &frame::Header) -> Option<(Index, bool)> {
-        if index.gaps || index.panes.iter().any(|(k, _)| self.tails.contains(k)) {
+        let tailed = || index.panes.iter().any(|(k, _)| self.tails.contains(k));
+        if index.gaps || (!self.hold_tails && tailed()) {
             return None;
         }
         // Only a frame wholly in the span or wholly out of it is skipped:
@@ -334,27 +332,6 @@ impl Skip {
     }
 }
 
-impl Tail {
-    /// Takes in a run of this pane's lines, keeping the last `keep` times
-    /// and [`TAIL_TEXTS`] texts.
-    fn take(&mut self, b: &Block, starts: &[usize], run: &Run, keep: usize) {
-        self.read += run.len as u64;
-        for _ in 0..run.len.min(keep) {
-            self.times.push_back(run.time_ms);
-        }
-        while self.times.len() > keep {
-            self.times.pop_front();
-        }
-        let end = run.first + run.len;
-        for i in end - run.len.min(TAIL_TEXTS)..end {
-            self.texts.push_back(b.line(starts, i).to_vec());
-        }
-        while self.texts.len() > TAIL_TEXTS {
-            self.texts.pop_front();
-        }
-    }
-}
-
 /// Searches the journal in `dir` with `matcher`.
 pub fn search(dir: &Path, matcher: &Matcher, query: &Query) -> std::io::Result<Outcome> {
     let (tx, rx) = crossbeam_channel::bounded(max_in_flight());
@@ -365,15 +342,23 @@ pub fn search(dir: &Path, matcher: &Matcher, query: &Query) -> std::io::Result<O
     };
     let (gathered, engine) = std::thread::scope(|scope| {
         let producer = scope.spawn(move || {
-            let mut g = Gathered::default();
+            let mut g = Gathered {
+                tails: Tails::new(&query.tails),
+                ..Gathered::default()
+            };
             let mut engine_listens = true;
             let skip = Skip::of(matcher, query);
             let decode = |bytes: &[u8], header: &frame::Header| {
-                let skipped = skip
-                    .as_ref()
-                    .and_then(|s| s.skips(frame::index(bytes, header)?, header));
+                let skipped = skip.as_ref().and_then(|s| {
+                    let (index, in_span) = s.skips(frame::index(bytes, header)?, header)?;
+                    let tailed = index.panes.iter().any(|(k, _)| s.tails.contains(k));
+                    Some((index, in_span, tailed))
+                });
                 match skipped {
-                    Some((index, in_span)) => Ok(Read::Skipped(index, in_span)),
+                    Some((index, in_span, true)) => {
+                        Ok(Read::Held(index, in_span, bytes.to_vec(), *header))
+                    }
+                    Some((index, in_span, false)) => Ok(Read::Skipped(index, in_span)),
                     None => frame::decode_block(bytes, header).map(|b| Read::Block(Box::new(b))),
                 }
             };
@@ -390,6 +375,11 @@ pub fn search(dir: &Path, matcher: &Matcher, query: &Query) -> std::io::Result<O
                 match read {
                     Item::Frame(Read::Skipped(index, in_span)) => {
                         g.skipped_frame(&index, query.scan, in_span);
+                        true
+                    }
+                    Item::Frame(Read::Held(index, in_span, bytes, header)) => {
+                        g.skipped_frame(&index, query.scan, in_span);
+                        g.tails.held(&index, bytes, header);
                         true
                     }
                     Item::Frame(Read::Block(b)) => {
@@ -424,7 +414,13 @@ pub fn search(dir: &Path, matcher: &Matcher, query: &Query) -> std::io::Result<O
             .unwrap_or_else(|_| Err(std::io::Error::other("journal reader failed")));
         (gathered, engine)
     });
-    let g = gathered?;
+    let mut g = gathered?;
+    // The frames held for tails and decompressed after all: read, not
+    // skipped.
+    let done = std::mem::take(&mut g.tails).finish();
+    g.frames_skipped -= done.decoded;
+    g.frames_read += done.decoded;
+    g.skipped.extend(done.failed);
     let mut out = Outcome {
         gaps: g.gaps,
         skipped: g.skipped,
@@ -434,7 +430,7 @@ pub fn search(dir: &Path, matcher: &Matcher, query: &Query) -> std::io::Result<O
         frames_skipped: g.frames_skipped,
         frames_read: g.frames_read,
         flags: engine.flags,
-        tails: g.tails,
+        tails: done.tails,
         ..Outcome::default()
     };
     out.flags.time_clamped |= g.late;
@@ -487,6 +483,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::super::frame::{Line, Records};
     use super::super::segment::Appender;
+    use super::super::tail::TAIL_TEXTS;
     use super::*;
     use panescan_engine::PatternOptions;
 
@@ -736,11 +733,17 @@ mod tests {
         /// Kelvin signs and long s, a literal split across two frames,
         /// one that is in exactly one frame, frames without indexes and
         /// with gaps, either case, alternations, short literals and `.*`.
+        /// With tails asked for, frames holding their lines are held
+        /// compressed (some frames hold many of a tailed pane's lines, so
+        /// newer frames cover what a tail needs), and the tails (read,
+        /// times, texts) are the same as when every frame is decompressed,
+        /// or every frame with a tailed pane's lines (as before frames were
+        /// held).
         #[test]
         fn the_index_never_hides_a_match(
             frames in proptest::collection::vec(
                 (proptest::collection::vec(written(), 0..12), proptest::bool::weighted(0.2),
-                 proptest::bool::weighted(0.1)),
+                 proptest::bool::weighted(0.1), 0..6usize),
                 1..9),
             once in 0..9usize,
             pattern in proptest::sample::select(vec![
@@ -752,10 +755,20 @@ mod tests {
             strip_escapes in proptest::bool::ANY,
             since in 0..900i64,
             span in 0..900i64,
-            tail in proptest::bool::ANY,
+            tail in 0..5usize,
             scan in proptest::bool::weighted(0.9),
         ) {
-            let mut frames = frames;
+            // Bulk: many lines of pane 1 (and of pane 0) in a frame.
+            let mut frames: Vec<(Vec<Written>, bool, bool)> = frames
+                .into_iter()
+                .enumerate()
+                .map(|(f, (mut lines, old, gap, bulk))| {
+                    for i in 0..[0, 9, 21, 32, 63, 64][bulk] {
+                        lines.push((1 - i % 5 / 4, i as i64 % 3, format!("bulk {f} {i}")));
+                    }
+                    (lines, old, gap)
+                })
+                .collect();
             let at = once % frames.len();
             frames[at].0.push((1, 0, "x once-only-7 y".to_owned()));
             static CASE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -772,21 +785,100 @@ mod tests {
             };
             let mut query = Query::new(options, since, since + span);
             query.scan = scan;
-            if tail {
-                query.tails.insert(("s".into(), "%1".into()), 3);
+            // No tail; pane 1's with 3 times, none, 100; panes 0 and 1.
+            let tails: &[(&str, usize)] = match tail {
+                0 => &[],
+                1 => &[("%1", 3)],
+                2 => &[("%1", 0)],
+                3 => &[("%1", 100)],
+                _ => &[("%1", 3), ("%0", 70)],
+            };
+            for &(pane, keep) in tails {
+                query.tails.insert(("s".into(), pane.into()), keep);
             }
             query.index = false;
             let all = search(&dir, &matcher, &query).unwrap();
             query.index = true;
+            query.hold_tails = false;
+            let unheld = search(&dir, &matcher, &query).unwrap();
+            query.hold_tails = true;
             let indexed = search(&dir, &matcher, &query).unwrap();
+            proptest::prop_assert_eq!(seen(&unheld), seen(&all));
             proptest::prop_assert_eq!(seen(&indexed), seen(&all));
-            proptest::prop_assert_eq!(
-                indexed.bytes_scanned + indexed.bytes_skipped,
-                all.bytes_scanned + all.bytes_skipped
-            );
+            // The tails, against every line's own records.
+            let read_until = if tails.is_empty() { query.until_ms } else { i64::MAX };
+            let (_, want) = expected(&dir, &query, read_until);
+            let listed = |t: &HashMap<PaneKey, Tail>| {
+                let mut v: Vec<_> = t
+                    .iter()
+                    .map(|(k, t)| (k.clone(), t.read, t.times.clone(), t.texts.clone()))
+                    .collect();
+                v.sort();
+                v
+            };
+            proptest::prop_assert_eq!(listed(&indexed.tails), listed(&want));
+            for o in [&indexed, &unheld] {
+                proptest::prop_assert_eq!(
+                    o.bytes_scanned + o.bytes_skipped,
+                    all.bytes_scanned + all.bytes_skipped
+                );
+                proptest::prop_assert_eq!(
+                    o.frames_read + o.frames_skipped,
+                    all.frames_read + all.frames_skipped
+                );
+            }
+            proptest::prop_assert!(indexed.frames_read <= unheld.frames_read);
             proptest::prop_assert_eq!(all.frames_skipped, 0);
             std::fs::remove_dir_all(&dir).unwrap();
         }
+    }
+
+    /// A tail needs the texts of its pane's last [`TAIL_TEXTS`] lines: of
+    /// eight frames of 21 lines of the tailed pane, only the last four
+    /// (the oldest of them for one line: 3 x 21 = 63) and the one with
+    /// the hit are decompressed; the tail is the same as when every frame
+    /// is.
+    #[test]
+    fn a_tail_decompresses_only_the_frames_holding_its_last_lines() {
+        let dir = std::env::temp_dir().join(format!("pj-search-tail-{}", std::process::id()));
+        let frames: Vec<(Vec<Written>, bool, bool)> = (0..8)
+            .map(|f| {
+                let mut lines: Vec<Written> = (0..21)
+                    .map(|i| (1, i % 3, format!("line {f} {i}")))
+                    .collect();
+                lines.push((0, 0, format!("other {f}")));
+                if f == 1 {
+                    lines.push((0, 1, "the needle".to_owned()));
+                }
+                (lines, false, false)
+            })
+            .collect();
+        write_mixed(&dir, &frames);
+        let matcher = Matcher::new(&["needle"], PatternOptions::default()).unwrap();
+        let mut query = Query::new(SearchOptions::default(), 0, 10_000);
+        query.tails.insert(("s".into(), "%1".into()), 2);
+        let held = search(&dir, &matcher, &query).unwrap();
+        query.hold_tails = false;
+        let unheld = search(&dir, &matcher, &query).unwrap();
+        assert_eq!(seen(&held), seen(&unheld));
+        assert_eq!(held.hits.len(), 1);
+        // (Five without the cap on held bytes, which is 1 KiB in tests:
+        // two frames held past it are decompressed early.)
+        assert_eq!((held.frames_read, held.frames_skipped), (7, 1));
+        assert_eq!((unheld.frames_read, unheld.frames_skipped), (8, 0));
+        let tail = &held.tails[&("s".to_owned(), "%1".to_owned())];
+        assert_eq!(tail.read, 8 * 21);
+        assert_eq!(tail.texts.len(), TAIL_TEXTS);
+        assert_eq!(
+            tail.texts.front().map(Vec::as_slice),
+            Some(&b"line 4 20"[..])
+        );
+        assert_eq!(
+            tail.texts.back().map(Vec::as_slice),
+            Some(&b"line 7 20"[..])
+        );
+        assert_eq!(tail.times, [701, 702]);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -88,6 +88,9 @@ pub struct Track {
     /// (`None`: only blank lines): when the tail is a run of blank lines,
     /// what tells a clear-history refilled by blank lines at the same rows.
     anchor: Option<(u64, Vec<u8>)>,
+    /// The row the tail's first line started at, at the last read, when
+    /// the tail was that capture's last history lines.
+    tail_top: Option<u64>,
 }
 
 const OVERRUN: &str = "history cleared, rewrapped or trimmed past what the journal last kept (more than history-limit lines between two reads): lines may be missing";
@@ -156,6 +159,15 @@ impl Track {
         while self.tail.len() > TAIL {
             self.tail.pop_front();
         }
+        let first = snap.history.len().checked_sub(self.tail.len());
+        self.tail_top = first
+            .filter(|&f| {
+                snap.history[f..]
+                    .iter()
+                    .map(|(_, t)| t)
+                    .eq(self.tail.iter())
+            })
+            .and_then(|f| snap.history.get(f).map(|(row, _)| *row));
         self.left_at = Some((snap.end_row, snap.width));
         self.anchor = snap
             .history
@@ -171,6 +183,19 @@ impl Track {
         self.screen = snap.screen.clone();
         self.last_read_ms = Some(now_ms);
         step
+    }
+
+    /// How many rows above the screen the next capture must reach back,
+    /// beyond the rows printed since the last read, to hold the tail (and
+    /// the newest line with text, which is in it): `None` when only the
+    /// whole history will do (nothing journaled yet, a tail of blank lines
+    /// or not wholly seen at the last read).
+    pub fn tail_rows(&self) -> Option<u64> {
+        let (end, _) = self.left_at?;
+        if !self.tail.iter().any(|l| has_text(l)) || self.resumed {
+            return None;
+        }
+        end.checked_sub(self.tail_top?)
     }
 
     /// `row` of the last capture on the steady scale.
@@ -388,6 +413,51 @@ mod tests {
         let step = t.advance(&p.snap(), 99);
         assert!(!step.gaps.is_empty());
         assert!(!epochs.contains(&step.rows[0].epoch));
+    }
+
+    /// The journal's reads capture only the rows printed since the last
+    /// read plus the tail's rows (`tail_rows`): across trims such a
+    /// capture places the tail as the whole history does, line for line
+    /// and row for row; one cut too short leaves a gap (the writer then
+    /// captures the whole history).
+    #[test]
+    fn a_capture_from_the_tail_down_takes_what_the_whole_history_takes() {
+        let mut p = pane(1000);
+        let mut t = Track::default();
+        assert_eq!(t.tail_rows(), None);
+        p.print((0..30).map(|i| format!("first {i}")));
+        t.advance(&p.snap(), 0);
+        let mut partial_reads = 0;
+        for round in 1..60 {
+            let printed = (round * 53 % 290) as u64;
+            p.print((0..printed).map(|i| format!("r{round} {i}")));
+            let whole = p.snap();
+            let Some(tail) = t.tail_rows() else {
+                t.advance(&whole, round);
+                continue;
+            };
+            let reach = printed + tail + p.height as u64;
+            let mut cut = whole.clone();
+            let skip = cut.history.len().saturating_sub(reach as usize);
+            cut.history.drain(..skip);
+            // Cut below the tail: only the lines printed since are left.
+            let mut short = whole.clone();
+            let below = skip + (tail as usize) + p.height;
+            short.history.drain(..below.min(short.history.len()));
+            let (mut a, mut b, mut c) = (t.clone(), t.clone(), t.clone());
+            assert_eq!(
+                a.advance(&cut, round),
+                b.advance(&whole, round),
+                "round {round}"
+            );
+            if printed > 0 {
+                assert!(!c.advance(&short, round).gaps.is_empty(), "round {round}");
+            }
+            partial_reads += 1;
+            t = a;
+        }
+        assert!(p.trimmed > 1000, "{}", p.trimmed);
+        assert!(partial_reads > 50, "{partial_reads}");
     }
 
     #[test]

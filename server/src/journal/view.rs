@@ -6,7 +6,7 @@
 //! Must hold: a view is replaced whole after each read; `synced_ms` only
 //! grows, and every history line a read before it took is on disk.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Mutex;
 
@@ -35,6 +35,8 @@ pub struct Views {
     /// Reads up to this time (ms) are on disk.
     synced_ms: AtomicI64,
     flush_now: AtomicBool,
+    /// Panes to read at the writer's next wake, printed or not.
+    read_soon: Mutex<BTreeSet<PaneId>>,
 }
 
 impl Views {
@@ -66,6 +68,20 @@ impl Views {
     /// Asks the writer to flush after its next read (a reader waits).
     pub fn ask_flush(&self) {
         self.flush_now.store(true, Ordering::SeqCst);
+    }
+
+    /// Asks the writer to read `pane` at its next wake even if it printed
+    /// nothing since its last read: the ledger's question about where a
+    /// prompt stands is answered only by a view read after it.
+    pub fn ask_read(&self, pane: PaneId) {
+        crate::sync::lock(&self.read_soon).insert(pane);
+    }
+
+    /// The panes [`Views::ask_read`] asked for (and clears them).
+    pub fn take_reads(&self) -> Vec<PaneId> {
+        std::mem::take(&mut *crate::sync::lock(&self.read_soon))
+            .into_iter()
+            .collect()
     }
 
     /// Whether a flush was asked for (and clears it).

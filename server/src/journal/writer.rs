@@ -3,12 +3,14 @@
 //! captures (only new rows cost tmux work), redacts them and appends them
 //! to the journal once a second.
 //!
-//! It follows the event stream's counted output of every pane and reads a
-//! pane when it is due ([`super::pace`]): about a second after its last
+//! It follows what every pane printed, counted ([`super::printed`]: from
+//! the command ledger's session feeds in the daemon, else from its own
+//! event stream) and reads a pane when it is due ([`super::pace`]): about a second after its last
 //! read, or at once when what it printed nears a quarter of its
 //! history-limit, and those due soon with it, in one listing. A structure
 //! event, or a reader waiting for the journal ([`Views::ask_flush`]),
-//! makes a read too; so does every wake after a listing that failed (a
+//! makes a read too, and a pane the ledger asks for ([`Views::ask_read`])
+//! is read at the next wake, printed or not; so does every wake after a listing that failed (a
 //! server not running yet, or gone: it is read once it answers, and
 //! subscribed to anew, since the event stream's client went with it).
 //! Must hold: records are flushed whole and synced at
@@ -24,13 +26,15 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::frame::{Gap, Line, Origin, Records};
-use super::pace::{Pacer, Shape};
+use super::pace::{Pacer, Position, Shape};
+use super::printed::Source;
 use super::segment::{self, Appender, Read};
 use super::track::{Row, Snapshot, Step, Track, TAIL};
 use super::view::{PaneView, Views};
 use super::{dir, when, JournalConfig};
 use crate::cache::PaneCache;
-use crate::tmux::events::{Interest, OutputMode, Printed, StreamEvent, Subscription, Watch};
+use crate::tmux::events::Printed;
+use crate::tmux::feed_counts::FeedCounts;
 use crate::tmux::{
     CaptureOptions, CaptureRange, CaptureRequest, CapturedText, Fields, Inventory, Pane, PaneId,
     ServerSpec, Tmux, TmuxCommand, TmuxError,
@@ -105,14 +109,29 @@ struct Writer {
     listed_ms: i64,
     /// When records were last written.
     flushed_at: Instant,
+    /// The session feeds' counts, if they count for the writer.
+    feeds: Option<Arc<FeedCounts>>,
 }
 
 /// Checks the directory, opens the journal (a torn tail cut and reported
-/// on stderr) and starts following `spec`'s server.
+/// on stderr) and starts following `spec`'s server, counting each pane's
+/// output on its own event stream.
 pub fn start(
     config: JournalConfig,
     spec: &ServerSpec,
     cache: Option<Arc<PaneCache>>,
+) -> Result<Handle, String> {
+    start_counted(config, spec, cache, None)
+}
+
+/// [`start`], with each pane's output counted by session feeds
+/// (`feeds`, which the command ledger's feeds fill) when given: the
+/// writer's own event stream then takes no output.
+pub fn start_counted(
+    config: JournalConfig,
+    spec: &ServerSpec,
+    cache: Option<Arc<PaneCache>>,
+    feeds: Option<Arc<FeedCounts>>,
 ) -> Result<Handle, String> {
     dir::ensure(&config.dir)?;
     let (appender, notes) = Appender::open(&config.dir)
@@ -139,6 +158,7 @@ pub fn start(
         dropped: 0,
         listed_ms: 0,
         flushed_at: Instant::now(),
+        feeds,
     };
     let flag = stop.clone();
     let thread = std::thread::Builder::new()
@@ -154,14 +174,11 @@ pub fn start(
 
 impl Writer {
     fn run(&mut self, stop: &AtomicBool) {
-        let interest = || Interest {
-            watch: Watch::Every,
-            mode: OutputMode::Counted,
-            structure: true,
-        };
-        let mut events = self
-            .tmux
-            .subscribe(interest(), Instant::now() + READ_TIMEOUT);
+        let mut events = Source::start(
+            &self.tmux,
+            self.feeds.clone(),
+            Instant::now() + READ_TIMEOUT,
+        );
         let mut pacer = Pacer::default();
         let mut bounds_at = Instant::now();
         // The first read takes every pane.
@@ -185,23 +202,23 @@ impl Writer {
             };
             // Wake at the first event (or when a pane falls due), then
             // take what else is waiting.
-            let mut next = events.recv_deadline(Instant::now() + wake.min(READ_EVERY));
-            while let Some(event) = next {
-                match event {
-                    StreamEvent::Printed(p) => pacer.printed(p, when::now_ms()),
-                    StreamEvent::Resync => pacer.lost(when::now_ms()),
-                    StreamEvent::Structure(_) => shape_changed = true,
-                    StreamEvent::Output { .. } => {}
-                }
-                next = events.try_recv();
-            }
+            shape_changed |= events.wait(&mut pacer, Instant::now() + wake.min(READ_EVERY));
             let asked = self.views.take_flush();
             let waiting = events.printed_many(&pacer.waiting());
-            let due = pacer.due(&waiting, when::now_ms(), asked);
+            let mut due = pacer.due(&waiting, when::now_ms(), asked);
+            // Panes the ledger waits on (a prompt's row), printed or not.
+            for pane in self.views.take_reads() {
+                if !due.contains(&pane) {
+                    due.push(pane);
+                }
+            }
             let mut read = false;
+            // Counted panes never reported since their read are looked at
+            // by a listing now and then (their counts may come late).
+            let check = pacer.check_due(self.listed_ms, when::now_ms());
             // A read that failed (no server yet, or gone: a server started
             // later has no events to wake this) is tried again each wake.
-            if shape_changed || asked || failed || !due.is_empty() {
+            if shape_changed || asked || failed || check || !due.is_empty() {
                 shape_changed = false;
                 read = self.read_once(&events, &mut pacer, &due);
                 if failed && read {
@@ -209,9 +226,11 @@ impl Writer {
                     // anew puts the event stream on its control client
                     // (none was there to take it, or it went with the
                     // server); what printed meanwhile is read as lost.
-                    events = self
-                        .tmux
-                        .subscribe(interest(), Instant::now() + READ_TIMEOUT);
+                    events = Source::start(
+                        &self.tmux,
+                        self.feeds.clone(),
+                        Instant::now() + READ_TIMEOUT,
+                    );
                     pacer.lost(when::now_ms());
                 }
                 failed = !read;
@@ -245,7 +264,7 @@ impl Writer {
     /// Lists every pane, captures through the cache those `due` and those
     /// never read, and takes in what is new; panes gone are closed. Whether
     /// the listing answered.
-    fn read_once(&mut self, events: &Subscription, pacer: &mut Pacer, due: &[PaneId]) -> bool {
+    fn read_once(&mut self, events: &Source, pacer: &mut Pacer, due: &[PaneId]) -> bool {
         let deadline = Instant::now() + READ_TIMEOUT;
         let listed_ms = when::now_ms();
         let then = [TmuxCommand::new("display-message")
@@ -269,15 +288,18 @@ impl Writer {
             // another server's pane of the same id: read again later.
             return false;
         }
-        // The listing came over the control client after every %output
-        // tmux sent before it: the counts now cover what it shows.
+        // Counts taken after the listing may lag what the captures show
+        // (a feed's bytes come on another client): they then count rows
+        // the read took already, never fewer.
         self.listed_ms = listed_ms;
-        pacer.cover(events.coverage().panes);
+        pacer.cover(events.covered(&inventory));
         let due: HashSet<PaneId> = due.iter().copied().collect();
         let wanted: Vec<usize> = (0..inventory.panes.len())
             .filter(|&i| {
-                let pane = inventory.panes[i].pane_id;
-                due.contains(&pane) || !pacer.knows(pane)
+                let pane = &inventory.panes[i];
+                due.contains(&pane.pane_id)
+                    || !pacer.knows(pane.pane_id)
+                    || pacer.moved_unseen(pane.pane_id, position(pane), listed_ms)
             })
             .collect();
         let ids: Vec<PaneId> = wanted.iter().map(|&i| inventory.panes[i].pane_id).collect();
@@ -299,29 +321,87 @@ impl Writer {
         self.close_gone(&live);
         self.views.retain(|p| live.contains(&(server.clone(), *p)));
         pacer.retain(|p| live.contains(&(server.clone(), *p)));
-        events.forget_printed(|p| live.contains(&(server.clone(), *p)));
+        events.forget(|p| live.contains(&(server.clone(), *p)));
         true
     }
 
-    /// Captures `ids` (the listed panes at `wanted`) through the cache and
-    /// takes each in; the pacer learns of each read.
+    /// Captures the listed panes at `wanted` through the cache and takes
+    /// each in; the pacer learns of each read. A pane whose printed rows
+    /// are counted is captured from its tail down only; if its tail is not
+    /// found there, it is captured whole.
     fn capture(
         &mut self,
-        events: &Subscription,
+        events: &Source,
         pacer: &mut Pacer,
-        (inventory, stamp): (&Inventory, &str),
+        listed: (&Inventory, &str),
         wanted: &[usize],
         ids: &[PaneId],
         listed_ms: i64,
     ) {
+        let counted: HashMap<PaneId, Printed> = events.printed_many(ids).into_iter().collect();
+        let server = listed.1.trim();
+        let ranges: Vec<CaptureRange> = wanted
+            .iter()
+            .filter_map(|&i| listed.0.panes.get(i))
+            .map(|pane| self.range_for(server, pane, pacer, counted.get(&pane.pane_id)))
+            .collect();
+        let read = (&counted, listed_ms);
+        let whole = self.capture_ranges(pacer, listed, wanted, &ranges, read);
+        if !whole.is_empty() {
+            let ranges = vec![CaptureRange::AllHistory; whole.len()];
+            self.capture_ranges(pacer, listed, &whole, &ranges, read);
+        }
+    }
+
+    /// What a read of `pane` captures: the rows it printed since its last
+    /// read (counted, an upper bound) above the screen, plus the rows of
+    /// its tail and a screen's worth for a line cut at the top; its whole
+    /// history when either is unknown.
+    fn range_for(
+        &self,
+        server: &str,
+        pane: &Pane,
+        pacer: &Pacer,
+        count: Option<&Printed>,
+    ) -> CaptureRange {
+        let key = (server.to_owned(), pane.pane_id);
+        let tail = self.tracks.get(&key).and_then(|(t, _)| t.tail_rows());
+        let printed = count.and_then(|c| pacer.rows_since_read(pane.pane_id, c));
+        let rows = match (tail, printed) {
+            (Some(tail), Some(printed)) => printed + tail + u64::from(pane.pane_height.max(1)),
+            _ => return CaptureRange::AllHistory,
+        };
+        // Reaching back past the top of history is the whole of it: asked
+        // as such (a range tmux clamps would number its lines from where
+        // it was asked to start).
+        if rows >= pane.history_size {
+            return CaptureRange::AllHistory;
+        }
+        CaptureRange::Scrollback(rows)
+    }
+
+    /// Captures the listed panes at `wanted`, each its range, and takes
+    /// each in. The panes (indices) a partial capture could not place,
+    /// to be captured whole.
+    fn capture_ranges(
+        &mut self,
+        pacer: &mut Pacer,
+        (inventory, stamp): (&Inventory, &str),
+        wanted: &[usize],
+        ranges: &[CaptureRange],
+        (counted, listed_ms): (&HashMap<PaneId, Printed>, i64),
+    ) -> Vec<usize> {
         let deadline = Instant::now() + READ_TIMEOUT;
         let server = stamp.trim();
-        let counted: HashMap<PaneId, Printed> = events.printed_many(ids).into_iter().collect();
-        let requests: Vec<CaptureRequest> = ids
+        let requests: Vec<CaptureRequest> = wanted
             .iter()
-            .map(|&pane| CaptureRequest {
-                pane,
-                range: CaptureRange::AllHistory,
+            .zip(ranges)
+            .filter_map(|(&i, range)| {
+                let pane = inventory.panes.get(i)?.pane_id;
+                Some(CaptureRequest {
+                    pane,
+                    range: *range,
+                })
             })
             .collect();
         let options = CaptureOptions {
@@ -339,29 +419,43 @@ impl Writer {
             None,
         );
         let now = when::now_ms();
+        let mut whole = Vec::new();
         for reply in replies {
-            let Some(pane) = wanted
+            let Some((&i, pane)) = wanted
                 .get(reply.index)
-                .and_then(|&i| inventory.panes.get(i))
+                .and_then(|i| Some((i, inventory.panes.get(*i)?)))
             else {
                 continue;
             };
-            if let Ok(text) = reply.result {
-                self.take(server, pane, &text, now);
-                let shape = Shape {
-                    width: text.pane_width,
-                    height: text.pane_height,
-                    history_limit: pane.history_limit,
-                    alternate_on: pane.alternate_on,
-                };
-                let count = counted.get(&pane.pane_id).copied().unwrap_or_default();
-                pacer.read(pane.pane_id, listed_ms, count, shape);
+            let Ok(text) = reply.result else { continue };
+            let partial = ranges.get(reply.index) != Some(&CaptureRange::AllHistory);
+            if !self.take(server, pane, &text, now, partial) {
+                whole.push(i);
+                continue;
             }
+            let shape = Shape {
+                width: text.pane_width,
+                height: text.pane_height,
+                history_limit: pane.history_limit,
+                alternate_on: pane.alternate_on,
+                position: position(pane),
+            };
+            let count = counted.get(&pane.pane_id).copied().unwrap_or_default();
+            pacer.read(pane.pane_id, listed_ms, count, shape);
         }
+        whole
     }
 
-    /// Takes in one pane's capture.
-    fn take(&mut self, server: &str, pane: &Pane, text: &CapturedText, now: i64) {
+    /// Takes in one pane's capture; a `partial` one (not all history)
+    /// only if it places the pane's tail without a gap: whether taken.
+    fn take(
+        &mut self,
+        server: &str,
+        pane: &Pane,
+        text: &CapturedText,
+        now: i64,
+        partial: bool,
+    ) -> bool {
         let key = (server.to_owned(), pane.pane_id);
         let origin = origin_of(server, self.tmux.socket_path(), pane);
         let resumed = &mut self.resumed;
@@ -374,7 +468,19 @@ impl Writer {
         });
         *kept_origin = origin;
         let snap = snapshot(text, pane.alternate_on, pane.history_limit);
-        let step = track.advance(&snap, now);
+        let step = if partial {
+            // A gap may only say the capture began too low: the whole
+            // history tells.
+            let mut trial = track.clone();
+            let step = trial.advance(&snap, now);
+            if !step.gaps.is_empty() {
+                return false;
+            }
+            *track = trial;
+            step
+        } else {
+            track.advance(&snap, now)
+        };
         if !snap.alternate_on {
             let screen = snap.screen_rows.iter().map(|&r| track.steady(r));
             self.views.set(
@@ -390,6 +496,7 @@ impl Writer {
         }
         let origin = kept_origin.clone();
         self.record(&origin, step);
+        true
     }
 
     /// Panes no longer listed: the screen each showed last is journaled
@@ -551,6 +658,14 @@ pub fn snapshot(text: &CapturedText, alternate_on: bool, history_limit: u64) -> 
 
 /// The lines with secrets replaced, redacted together so a private key
 /// block across lines is found; one by one if that changed the count.
+/// Where a listing shows `pane` (what the pacer compares between reads).
+fn position(pane: &Pane) -> Position {
+    Position {
+        history_size: pane.history_size,
+        cursor: (pane.cursor_x, pane.cursor_y),
+    }
+}
+
 fn redacted(lines: &[(Vec<u8>, i64)]) -> Vec<Vec<u8>> {
     let joined = lines
         .iter()

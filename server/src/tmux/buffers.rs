@@ -8,17 +8,72 @@
 //! detached client's `show-buffer` output raw, where a control client gets
 //! it escaped; and the read stops at the caller's bound (the process is
 //! killed), so a huge buffer costs no more than what is returned.
+//!
+//! A paste delivers its text as given: from tmux 3.7 `paste-buffer` writes
+//! control characters but tab, newline, CR, backspace and bell in caret
+//! form (`^[`, `utf8_stravisx` with `VIS_SAFE|VIS_NOSLASH`, cmd-paste-buffer.c)
+//! unless given `-S`, a flag tmux 3.2-3.6 refuse. So a paste asks for `-S`
+//! and, where tmux refuses the flag, pastes again without it (nothing was
+//! written: the command did not parse); the refusal is kept for the
+//! server's control client, so later pastes there take one round trip.
 
 use std::io::Read;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use super::connection::Shared;
 use super::process::finish;
-use super::{TmuxCommand, TmuxError};
-use crate::sync::nonce;
+use super::{PaneId, Server, TmuxCommand, TmuxError};
+use crate::sync::{lock, nonce};
+
+/// What pastes learned of one server: whether its `paste-buffer` refuses
+/// `-S` (tmux before 3.7).
+#[derive(Debug, Default)]
+pub(crate) struct ServerState {
+    /// The pid of the control client under which tmux refused `-S`: a
+    /// later client may be of another tmux server on the same socket
+    /// (restarted, upgraded), so there the flag is tried again.
+    refused_under: Mutex<Option<u32>>,
+}
+
+impl ServerState {
+    /// Whether to paste without `-S` at once: tmux refused it under the
+    /// control client `client` (none: through one-shot clients, never
+    /// known).
+    fn refuses_raw(&self, client: Option<u32>) -> bool {
+        client.is_some() && *lock(&self.refused_under) == client
+    }
+
+    fn refused_raw(&self, client: Option<u32>) {
+        *lock(&self.refused_under) = client;
+    }
+}
+
+/// Whether tmux refused `paste-buffer`'s `-S` as a flag it does not know
+/// (tmux 3.3-3.6: `unknown flag -S`; 3.2: its usage line).
+fn refused_raw_flag(reply: &Result<String, TmuxError>) -> bool {
+    match reply {
+        Err(TmuxError::Command(msg)) => {
+            msg.contains("unknown flag -S") || msg.contains("usage: paste-buffer")
+        }
+        _ => false,
+    }
+}
+
+/// `paste-buffer -d` of buffer `name` into `pane`: `-p` when `bracketed`,
+/// `-S` (the text as it is) when `raw`.
+fn paste_command(name: &str, pane: PaneId, bracketed: bool, raw: bool) -> TmuxCommand {
+    let mut paste = TmuxCommand::new("paste-buffer").flag("-d");
+    if bracketed {
+        paste = paste.flag("-p");
+    }
+    if raw {
+        paste = paste.flag("-S");
+    }
+    paste.option("-b", name).target(pane)
+}
 
 /// One paste buffer as `list-buffers` shows it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -143,17 +198,19 @@ pub(crate) fn scratch_name() -> String {
     )
 }
 
-/// Pastes `text` into `pane` through buffer `name`: `set-buffer` then
-/// `paste-buffer -d` (which deletes it), pipelined in one round trip. When
-/// the paste did not happen the buffer is deleted anyway, so nothing of
-/// the text stays in the server.
+/// Pastes `text` into `pane` through a buffer of its own: `set-buffer`
+/// then `paste-buffer -d -S` (which deletes it), pipelined in one round
+/// trip; without `-S` where tmux refuses it (module doc). When the paste
+/// did not happen the buffer is deleted anyway, so nothing of the text
+/// stays in the server.
 pub(crate) fn paste(
-    shared: &Arc<Shared>,
-    pane: super::PaneId,
+    server: &Server,
+    pane: PaneId,
     text: &str,
     bracketed: bool,
     deadline: Instant,
 ) -> Result<(), TmuxError> {
+    let shared = server.connection();
     let name = scratch_name();
     // `--`: text starting with `-` is not a flag. set-buffer expands no
     // format in its data; quoting keeps `;`, newlines and quotes inert.
@@ -161,14 +218,18 @@ pub(crate) fn paste(
         .option("-b", &name)
         .arg("--")
         .arg(text);
-    let mut paste = TmuxCommand::new("paste-buffer").flag("-d");
-    if bracketed {
-        paste = paste.flag("-p");
-    }
-    let paste = paste.option("-b", &name).target(pane);
+    let client = shared.own_client_pid();
+    let raw = !server.pastes().refuses_raw(client);
+    let paste = paste_command(&name, pane, bracketed, raw);
     let mut replies = shared.run_many(&[set, paste], deadline).into_iter();
     let set_reply = replies.next();
-    let paste_reply = replies.next();
+    let mut paste_reply = replies.next();
+    if raw && matches!(set_reply, Some(Ok(_))) && paste_reply.as_ref().is_some_and(refused_raw_flag)
+    {
+        server.pastes().refused_raw(client);
+        let paste = paste_command(&name, pane, bracketed, false);
+        paste_reply = shared.run_many(&[paste], deadline).pop();
+    }
     match (set_reply, paste_reply) {
         (Some(Ok(_)), Some(Ok(_))) => Ok(()),
         (set_reply, paste_reply) => {

@@ -62,13 +62,12 @@ type Waiter = Sender<Result<RawReply, TmuxError>>;
 /// The server's one control client: silent until output is turned on for
 /// a watched pane, and no say in window sizes.
 const OWN_FLAGS: &str = "no-output,ignore-size";
-/// A session's feed (`feed.rs`): every pane's output from the start. Still
-/// read-only: the command ledger's forged-mark test loses a command's
-/// output rows with a feed that is not, even alone (with read-only feeds
-/// only under load; cause not found yet), and a feed
-/// never types; on tmux 3.7 and later a user's `send-keys` without `-c`
-/// fails while a feed is its session's best client (NOTES.md).
-const FEED_FLAGS: &str = "read-only,ignore-size";
+/// A session's feed (`feed.rs`): every pane's output from the start. Not
+/// read-only either: on tmux 3.7 and later a user's `send-keys` without
+/// `-c` goes through its session's best client, which is a feed in a
+/// session no terminal attached to, and refuses a read-only one (NOTES.md).
+/// A feed never types.
+const FEED_FLAGS: &str = "ignore-size";
 
 /// The sessions, one id a line: what the control client attaches to.
 const LIST_SESSIONS: [&str; 3] = ["list-sessions", "-F", "#{session_id}"];
@@ -136,8 +135,8 @@ impl Control {
                 // environment (see `client_env`). Not -r: since tmux 3.7
                 // `send-keys` refuses to type through a read-only client,
                 // ours (our own keys) or the best client of the session (a
-                // user's `send-keys` without -c); a feed asks for read-only
-                // in its flags.
+                // user's `send-keys` without -c); a feed attaches the same
+                // way (`FEED_FLAGS`).
                 "-E",
                 "-f",
                 flags,

@@ -37,6 +37,7 @@ pub(crate) mod command_reports;
 pub(crate) mod connection;
 pub(crate) mod events;
 pub(crate) mod feed;
+pub(crate) mod feed_counts;
 pub(crate) mod format;
 pub(crate) mod framing;
 pub(crate) mod identity;
@@ -265,6 +266,8 @@ pub(crate) struct Server {
     ahead: listing_ahead::ServerState,
     /// The server's process, for reading what its panes run from `/proc`.
     processes: procfs::ServerCache,
+    /// Whether its `paste-buffer` takes `-S` ([`buffers::ServerState`]).
+    pastes: buffers::ServerState,
 }
 
 impl Server {
@@ -279,6 +282,7 @@ impl Server {
             listings: inventory::ServerState::default(),
             ahead: listing_ahead::ServerState::default(),
             processes: procfs::ServerCache::default(),
+            pastes: buffers::ServerState::default(),
         })
     }
 
@@ -339,6 +343,11 @@ impl Server {
     /// The server's process as tmux last reported it ([`procfs`]).
     pub(crate) fn processes(&self) -> &procfs::ServerCache {
         &self.processes
+    }
+
+    /// What pastes learned of the server ([`buffers::ServerState`]).
+    pub(crate) fn pastes(&self) -> &buffers::ServerState {
+        &self.pastes
     }
 }
 
@@ -693,7 +702,7 @@ impl Tmux {
         bracketed: bool,
         deadline: Instant,
     ) -> Result<(), TmuxError> {
-        buffers::paste(self.inner.connection(), pane, text, bracketed, deadline)
+        buffers::paste(&self.inner, pane, text, bracketed, deadline)
     }
 
     /// pid, version, socket path, start time, session count.

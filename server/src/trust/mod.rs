@@ -157,12 +157,14 @@ impl Trust {
         };
         match load(path) {
             Ok(p) => {
-                eprintln!(
-                    "panescan: policy {} reloaded: {} rules",
-                    path.display(),
-                    p.rule_count()
-                );
+                let rules = p.rule_count();
+                // In force before it is said to be: a caller reading the
+                // line may act on it at once.
                 *crate::sync::write(&self.policy) = Some(Arc::new(p));
+                eprintln!(
+                    "panescan: policy {} reloaded: {rules} rules",
+                    path.display()
+                );
             }
             Err(e) => eprintln!(
                 "panescan: policy {} not reloaded, the previous one stays in force: {e}",

@@ -209,3 +209,21 @@ pub fn journaling_daemon_with(
     );
     child
 }
+
+/// Waits until a journaling daemon's ledger has a feed (a control client
+/// without `no-output`, which the daemon's own client has) attached to
+/// `pane`'s session: marks printed before it attached are never seen, so a
+/// test types its first Enter only after this.
+pub fn wait_for_feed(tmux: &PrivateServer, pane: &str) {
+    let session = tmux
+        .run_ok(["display-message", "-p", "-t", pane, "#{session_name}"])
+        .unwrap()
+        .trim()
+        .to_owned();
+    let fed = super::eventually(Duration::from_secs(20), || {
+        tmux.run_ok(["list-clients", "-t", &session, "-F", "#{client_flags}"])
+            .is_ok_and(|c| c.lines().any(|f| !f.contains("no-output")))
+    });
+    let clients = tmux.run_ok(["list-clients", "-F", "#{session_name} #{client_flags}"]);
+    assert!(fed, "no feed attached to {session} ({pane}): {clients:?}");
+}

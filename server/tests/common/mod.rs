@@ -554,6 +554,43 @@ pub fn window_showing(
     pane
 }
 
+/// A new session `name` of `width` x `height` running `script` (made with
+/// `new-session -d`, so no client is attached to it); its pane id once
+/// `marker` shows on its screen.
+pub fn session_showing(
+    tmux: &PrivateServer,
+    name: &str,
+    (width, height): (u16, u16),
+    script: &str,
+    marker: &str,
+) -> String {
+    let (width, height) = (width.to_string(), height.to_string());
+    let pane = tmux
+        .run_ok([
+            "new-session",
+            "-d",
+            "-s",
+            name,
+            "-x",
+            &width,
+            "-y",
+            &height,
+            "-P",
+            "-F",
+            "#{pane_id}",
+            script,
+        ])
+        .unwrap()
+        .trim()
+        .to_owned();
+    let shown = eventually(Duration::from_secs(20), || {
+        tmux.run_ok(["capture-pane", "-p", "-t", &pane])
+            .is_ok_and(|t| t.contains(marker))
+    });
+    assert!(shown, "{marker:?} never showed in {pane} ({script})");
+    pane
+}
+
 /// A connection to the private server `server` (by its socket path).
 pub fn connect(server: &PrivateServer) -> Tmux {
     Tmux::connect(&ServerSpec {
@@ -750,6 +787,27 @@ pub fn seed_corpus(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
             (p, data)
         })
         .collect()
+}
+
+/// The `(major, minor)` of the tmux serving `server` (`3.3a` -> (3, 3),
+/// `next-3.8` -> (3, 8)); `None` for `master` or the like.
+pub fn tmux_version(server: &PrivateServer) -> Option<(u32, u32)> {
+    let v = server
+        .run_ok(["display-message", "-p", "#{version}"])
+        .ok()?;
+    let v = v.trim();
+    let v = v.strip_prefix("next-").unwrap_or(v);
+    let (major, rest) = v.split_once('.')?;
+    let minor: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    Some((major.parse().ok()?, minor.parse().ok()?))
+}
+
+/// Whether `server`'s tmux takes a session or window name with a control
+/// character (stored escaped, a tab as `\t`): tmux 3.3a does; tmux 3.7
+/// and later refuse it ("invalid session name", utf8.c `utf8_isvalid`
+/// through `check_name`, commit 64e83ca).
+pub fn names_take_control_characters(server: &PrivateServer) -> bool {
+    tmux_version(server).is_some_and(|v| v < (3, 7))
 }
 
 /// The tmux 3.8 program (tmux's development source, built from

@@ -141,7 +141,7 @@ impl SshWorld {
             dir,
             child: None,
             host_pub,
-            set_env: set_env.iter().map(|v| (*v).to_owned()).collect(),
+            set_env: with_tests_path(set_env),
         };
         sshd.start();
         self.sshds.push(sshd);
@@ -183,6 +183,21 @@ impl SshWorld {
         std::fs::write(&path, text).unwrap();
         path
     }
+}
+
+/// `set_env`, with the tests' own `PATH` unless it names one: the remote
+/// `tmux` must be the program the tests' servers run (a tmux client of
+/// another version finds "server exited unexpectedly"), also when the
+/// suite runs with another tmux first on `PATH` (tmux 3.8: NOTES.md).
+fn with_tests_path(set_env: &[&str]) -> Vec<String> {
+    let mut env: Vec<String> = set_env.iter().map(|v| (*v).to_owned()).collect();
+    let path = std::env::var("PATH").unwrap_or_default();
+    // sshd_config separates SetEnv entries by spaces.
+    let usable = !path.is_empty() && !path.contains([' ', '"', '\t']);
+    if usable && !env.iter().any(|v| v.starts_with("PATH=")) {
+        env.push(format!("PATH={path}"));
+    }
+    env
 }
 
 fn free_port() -> u16 {

@@ -12,15 +12,18 @@ use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::time::Duration;
 
 use common::daemon::Place;
 use common::journal::{assert_none_twice, config, journal_of, journaling_daemon, Printer};
-use common::TempDir;
+use common::{eventually, TempDir};
 use panescan::testing::journal::frame::Gap;
 use panescan::testing::journal::segment;
 use panescan::testing::journal::writer;
 use panescan::testing::private_server::PrivateServer;
+use panescan::testing::tmux::feed_counts::FeedCounts;
+use panescan::testing::tmux::SessionId;
 
 const SETTLE: Duration = Duration::from_millis(1_500);
 
@@ -338,4 +341,91 @@ fn a_pane_printing_past_its_history_limit_each_second_is_read_in_time_and_a_quie
     let numbers: Vec<u64> = lines.iter().filter_map(|l| l.parse().ok()).collect();
     assert_eq!(numbers.len(), 12_000, "lines kept: {}", numbers.len());
     assert_eq!(numbers, (1..=12_000).collect::<Vec<u64>>());
+}
+
+/// One `%output` stream for the journal and the ledger: the daemon's own
+/// control client takes no output (only the session's feed does), and a
+/// pane printing two and a half times its history-limit a second is still
+/// read before tmux trims what the journal has not kept: its rows are
+/// counted from the feed's bytes. Uncounted, it would be polled every
+/// 500 ms, and 2,500 lines would pile up on a limit of 2,000 between two
+/// polls.
+#[test]
+fn a_pane_is_paced_by_its_sessions_feed_while_the_daemons_own_client_takes_no_output() {
+    let place = Place::new("journal-one-stream");
+    let journal = place.temp_root().join("journal");
+    let p = Printer::start("journal-one-stream", 2_000, &place.temp_root());
+    let log = place.temp_root().join("daemon.stderr");
+    let mut daemon = journaling_daemon(&place, p.tmux.socket_name(), &journal, &log);
+    std::thread::sleep(SETTLE);
+    // 500 lines every 100 ms, 20,000 in all, then enough lines to scroll
+    // the last of them into history.
+    p.run("for i in $(seq 0 39); do seq $((i*500+1)) $((i*500+500)); sleep 0.1; done; i=0; while [ $i -lt 15 ]; do echo pad$i; i=$((i+1)); done");
+    std::thread::sleep(Duration::from_millis(500));
+    let clients = p
+        .tmux
+        .run_ok(["list-clients", "-F", "#{client_flags}"])
+        .unwrap();
+    p.wait_for("pad14");
+    std::thread::sleep(SETTLE);
+    let _ = Command::new("kill")
+        .args(["-TERM", &daemon.id().to_string()])
+        .status();
+    let _ = daemon.wait();
+
+    // The feed, and the daemon's own client (commands, structure events).
+    let taking: Vec<&str> = clients
+        .lines()
+        .filter(|flags| !flags.split(',').any(|f| f == "no-output"))
+        .collect();
+    assert_eq!(taking.len(), 1, "clients taking output: {clients}");
+    assert!(clients.lines().count() >= 2, "{clients}");
+    let log = std::fs::read_to_string(&log).unwrap_or_default();
+    let (lines, gaps, _) = journal_of(&journal, &p.pane);
+    assert!(gaps.is_empty(), "{gaps:?}\n{log}");
+    assert_none_twice(&lines);
+    let numbers: Vec<u64> = lines.iter().filter_map(|l| l.parse().ok()).collect();
+    assert_eq!(numbers, (1..=20_000).collect::<Vec<u64>>());
+}
+
+/// tmux may report a pane's output to a session feed late (it serves a
+/// control client's panes from the head of a list, so with many printing
+/// the last ones can go unreported for tens of seconds): a counted pane
+/// whose count never comes is read all the same, once a listing shows it
+/// moved.
+#[test]
+fn a_counted_pane_never_reported_is_read_all_the_same() {
+    let temp = TempDir::new("journal-unreported");
+    let journal = temp.0.join("journal");
+    let p = Printer::start("journal-unreported", 300, &temp.0);
+    let session = p
+        .tmux
+        .run_ok(["display-message", "-p", "-t", &p.pane, "#{session_id}"])
+        .unwrap();
+    let counts = Arc::new(FeedCounts::default());
+    // A feed of the session counts, and never reports a byte.
+    counts.started(SessionId::parse(session.trim()).unwrap());
+    let handle = writer::start_counted(config(&journal), &p.spec(), None, Some(counts)).unwrap();
+    // Its first read.
+    std::thread::sleep(SETTLE);
+    // Then a screenful more, so all 40 are in history (a screen's lines are
+    // journaled once they scroll off it).
+    p.run("i=1; while [ $i -le 40 ]; do echo unreported-$i; i=$((i+1)); done");
+    p.run("i=1; while [ $i -le 15 ]; do echo after-$i; i=$((i+1)); done");
+    p.wait_for("after-15");
+    // While the writer runs (stopping reads every pane once more anyway).
+    let journaled = eventually(Duration::from_secs(20), || {
+        let (lines, _, _) = journal_of(&journal, &p.pane);
+        lines.iter().any(|l| l == "unreported-40")
+    });
+    handle.stop();
+    let (lines, gaps, _) = journal_of(&journal, &p.pane);
+    assert!(journaled, "never journaled while running: {lines:?}");
+    let printed: Vec<String> = (1..=40).map(|i| format!("unreported-{i}")).collect();
+    let kept: Vec<String> = lines
+        .into_iter()
+        .filter(|l| l.starts_with("unreported-"))
+        .collect();
+    assert_eq!(kept, printed);
+    assert!(gaps.is_empty(), "{gaps:?}");
 }

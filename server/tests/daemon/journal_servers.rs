@@ -17,7 +17,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::daemon::Place;
-use common::journal::{config, journal_of};
+use common::journal::{config, journal_of, wait_for_feed};
 use common::shells::{guide_snippet, shell_command, Sh};
 use common::{eventually, window_showing, Serve};
 use panescan::testing::journal::writer;
@@ -182,8 +182,9 @@ fn two_servers_are_journaled_apart_though_their_pane_ids_repeat() {
         "--journal-dir",
         journal.to_str().unwrap(),
     ]));
-    // The ledger's feeds attach at the daemon's start; give it a moment.
-    std::thread::sleep(Duration::from_millis(1_500));
+    // The ledger's feeds attach at the daemon's start.
+    wait_for_feed(&a.tmux, &a.pane);
+    wait_for_feed(&b.tmux, &b.pane);
     a.print_past_history("needle-alpha-old", "mark-a1");
     b.print_past_history("needle-bravo-old", "mark-b1");
     a.type_line("echo needle-alpha-new; false", "needle-alpha-new");

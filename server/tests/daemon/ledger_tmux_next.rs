@@ -18,9 +18,9 @@ use std::process::Child;
 use std::time::Duration;
 
 use common::daemon::Place;
-use common::journal::journaling_daemon_with;
+use common::journal::{journaling_daemon_with, wait_for_feed};
 use common::shells::{guide_snippet, shell_command, Sh};
-use common::{eventually, next_tmux};
+use common::{eventually, next_tmux, session_showing};
 use panescan::testing::journal::ledger::{read_all, Command};
 use panescan::testing::private_server::PrivateServer;
 
@@ -60,31 +60,9 @@ impl Bed {
             dir.display(),
             shell_command(dir, Sh::Bash, &guide_snippet(Sh::Bash))
         );
-        let pane = self
-            .tmux
-            .run_ok([
-                "new-session",
-                "-d",
-                "-s",
-                "later",
-                "-x",
-                "100",
-                "-y",
-                "24",
-                "-P",
-                "-F",
-                "#{pane_id}",
-                &script,
-            ])
-            .unwrap()
-            .trim()
-            .to_owned();
-        let shown = eventually(Duration::from_secs(20), || {
-            self.tmux
-                .run_ok(["capture-pane", "-p", "-t", &pane])
-                .is_ok_and(|t| t.contains('$'))
-        });
-        assert!(shown, "no prompt in {pane}");
+        let pane = session_showing(&self.tmux, "later", (100, 24), &script, "$");
+        wait_for_feed(&self.tmux, &pane);
+        // As a person would: a moment before the first Enter.
         std::thread::sleep(Duration::from_millis(1000));
         self.type_text(&pane, "\n");
         std::thread::sleep(Duration::from_millis(500));
@@ -248,4 +226,92 @@ fn tmux_reports_each_commands_status_and_times() {
 fn without_tmux_reports_the_marks_alone_say_the_same() {
     let bed = Bed::start("ledger-marks", None);
     statuses_and_durations(&bed, false);
+}
+
+/// tmux 3.7's `send-keys` refuses to type through a read-only client, and
+/// without `-c` it goes through the best client of the target's session:
+/// in a session nothing else is attached to, that is the ledger's feed.
+/// The feeds attach read-write, so a user's `send-keys` still types.
+#[test]
+fn a_users_send_keys_types_beside_the_ledgers_feed_on_tmux_next() {
+    let program = next_tmux();
+    let bed = Bed::start("ledger-next-keys", Some(&program));
+    let home = bed._place.temp_root().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    // The daemon's own client (`no-output`) attaches to the first session
+    // tmux lists, by name: "later" comes before "main", so it is made only
+    // once that client is in, for the feed alone.
+    let daemons_client_in = eventually(Duration::from_secs(20), || {
+        bed.tmux
+            .run_ok(["list-clients", "-F", "#{client_flags}"])
+            .is_ok_and(|c| c.contains("no-output"))
+    });
+    assert!(daemons_client_in, "the daemon's client never attached");
+    let pane = bed.bash_session(&home);
+    let attached = eventually(Duration::from_secs(20), || {
+        bed.tmux
+            .run_ok(["list-clients", "-t", "later", "-F", "#{client_flags}"])
+            .is_ok_and(|c| c.lines().count() == 1)
+    });
+    let clients = bed
+        .tmux
+        .run_ok(["list-clients", "-F", "#{session_name} #{client_flags}"]);
+    assert!(
+        attached,
+        "the feed never attached to the session: {clients:?}"
+    );
+    let typed = std::process::Command::new(&program)
+        .args(["-L", bed.tmux.socket_name(), "send-keys", "-t", &pane])
+        .args(["echo user-$((8*9))", "Enter"])
+        .output()
+        .unwrap();
+    assert!(
+        typed.status.success(),
+        "a user's send-keys failed beside the feed ({clients:?}): {}",
+        String::from_utf8_lossy(&typed.stderr)
+    );
+    let shown = eventually(Duration::from_secs(10), || {
+        bed.tmux
+            .run_ok(["capture-pane", "-p", "-t", &pane])
+            .is_ok_and(|s| s.lines().any(|l| l == "user-72"))
+    });
+    assert!(shown, "the user's send-keys typed nothing");
+}
+
+/// A command that prints OSC 133 D marks of its own: tmux 3.8 reports the
+/// first D it parses (the forged status 0), the marks count the last (the
+/// shell's 1), and the ledger keeps the marks' account.
+#[test]
+fn a_forged_d_does_not_give_a_command_tmuxs_status_of_it_on_tmux_next() {
+    let program = next_tmux();
+    let bed = Bed::start("ledger-next-forged", Some(&program));
+    let home = bed._place.temp_root().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let pane = bed.bash_session(&home);
+    let forged = r"printf 'one\033]133;D;0\007\n'; sleep 0.5; printf '\033]133;D;0\007\033]133;A\007$ \033]133;B\007\n'; sleep 0.5; echo two; false";
+    bed.type_text(&pane, &format!("{forged}\n"));
+    let last = || bed.commands(&pane).last().cloned();
+    let ended = eventually(Duration::from_secs(20), || {
+        last().is_some_and(|c| c.exit_status == Some(1))
+    });
+    assert!(
+        ended,
+        "{:#?}\ndaemon: {}",
+        last(),
+        std::fs::read_to_string(&bed.log).unwrap_or_default()
+    );
+    // tmux's report of the forged D, or its formats at the next prompt,
+    // come a moment later: they must not take the command over.
+    std::thread::sleep(Duration::from_millis(2000));
+    let c = last().unwrap();
+    assert_eq!(
+        (c.exit_status, c.source.as_str()),
+        (Some(1), "osc133"),
+        "{c:#?}"
+    );
+    assert_eq!(bed.commands(&pane).len(), 1, "{:#?}", bed.commands(&pane));
+    assert!(
+        c.notes.iter().any(|n| n.contains("more than once")),
+        "{c:#?}"
+    );
 }

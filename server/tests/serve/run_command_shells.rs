@@ -5,7 +5,8 @@
 //! ends its marks with `ESC \`, the others with BEL). Expected output is
 //! what the command really prints, run outside the pane by the same shell.
 //!
-//! The cases: exact output and status; an unbalanced quote (the shell
+//! The cases: exact output and status; unfinished last lines (and in zsh
+//! and fish one the cursor moved back over); an unbalanced quote (the shell
 //! reports it and the pane stays usable); several lines with
 //! `allow_multiline` (a heredoc); an interrupt, then wait_for_command; a
 //! command printing its own OSC 133 D mark (it never teaches the pane that
@@ -21,7 +22,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::shells::{guide_snippet, shell_command, Sh};
-use common::{eventually, window_showing, Serve, TempDir};
+use common::{eventually, session_showing, window_showing, Serve, TempDir};
 use panescan::testing::private_server::PrivateServer;
 use serde_json::{json, Value};
 
@@ -87,6 +88,48 @@ fn shows_row(tmux: &PrivateServer, pane: &str, line: &str) -> bool {
     screen(tmux, pane).lines().any(|l| l.trim_end() == line)
 }
 
+/// Runs `echo waiting; sleep 100` (a call of 300 ms), interrupts it
+/// (C-c) once it shows and waits for its end: the call's answer, then the
+/// wait's.
+fn run_and_interrupt(tmux: &PrivateServer, s: &mut Serve, pane: &str) -> (Value, Value) {
+    let r = run(
+        s,
+        pane,
+        "echo waiting; sleep 100",
+        json!({"timeout_ms": 300}),
+    );
+    let id = r["command_id"].as_str().unwrap().to_owned();
+    // Interrupted once it runs (on a loaded machine the shell may not have
+    // read the line within the call's 300 ms).
+    assert!(eventually(Duration::from_secs(10), || shows_row(
+        tmux, pane, "waiting"
+    )));
+    s.call_ok("send_keys", json!({"pane_id": pane, "keys": ["C-c"]}));
+    let w = s.call_ok(
+        "wait_for_command",
+        json!({"command_id": id, "timeout_ms": 15000}),
+    );
+    (r, w)
+}
+
+/// An interrupted command's end: status 130, its output from `waiting`
+/// on, and no row of the next prompt (`top line`) in it.
+fn interrupted_without_the_prompts_top(
+    s: &mut Serve,
+    tmux: &PrivateServer,
+    pane: &str,
+    case: &str,
+) {
+    let (_, w) = run_and_interrupt(tmux, s, pane);
+    let out = w["output"].as_str().unwrap();
+    assert_eq!(w["exit_status"], 130, "{case}: {w}");
+    assert!(
+        out.starts_with("waiting\n") && !out.contains("top line"),
+        "{case}: {w}\n{}",
+        screen(tmux, pane)
+    );
+}
+
 /// What the echoed line holds between the command's closing quote and the
 /// marker's second piece (less the first piece's 8 random digits).
 const MARKER_HEAD: &str = "'; printf '\\n\\033[J%s%s:%s\\n' __ps";
@@ -144,6 +187,9 @@ fn matrix(shell: Sh, snippets: bool) {
     exact(shell, 100, &mut s, &pane);
     background_jobs_stay_apart(shell, &dir.0, &mut s, &pane);
     unfinished_last_lines(&mut s, &pane);
+    if shell != Sh::Bash {
+        unfollowed_last_line(&mut s, &pane);
+    }
     typos_leave_the_pane_usable(&tmux, &mut s, &pane);
     several_lines(shell, &mut s, &pane);
     an_interrupt_ends_it(&tmux, &mut s, &pane);
@@ -210,7 +256,10 @@ fn own_marks_teach_nothing(shell: Sh, s: &mut Serve, pane: &str) {
 /// `job_notices`; the job's own print cannot be told apart and stays, with
 /// `background_jobs` saying a job ran alongside. No timing window: the job
 /// waits on a FIFO the command opens, and the command waits until the
-/// shell has reaped the job.
+/// shell has reaped the job. The command ends on a program, not a builtin:
+/// bash prints a reaped job's notice when it next waits for a foreground
+/// child, so a job reaped during the loop's last `kill -0` would otherwise
+/// be told of only at the next prompt, after the command's end.
 fn background_jobs_stay_apart(shell: Sh, dir: &Path, s: &mut Serve, pane: &str) {
     let gate = dir.join("job-gate");
     let _ = std::fs::remove_file(&gate);
@@ -230,9 +279,13 @@ fn background_jobs_stay_apart(shell: Sh, dir: &Path, s: &mut Serve, pane: &str) 
     assert!(r.get("background_jobs").is_none(), "{r}");
     let command = match shell {
         Sh::Fish => {
-            format!("echo go > {g}; while kill -0 $last_pid 2>/dev/null; sleep 0.05; end; echo y")
+            format!(
+                "echo go > {g}; while kill -0 $last_pid 2>/dev/null; sleep 0.05; end; env echo y"
+            )
         }
-        _ => format!("echo go > {g}; while kill -0 $! 2>/dev/null; do sleep 0.05; done; echo y"),
+        _ => {
+            format!("echo go > {g}; while kill -0 $! 2>/dev/null; do sleep 0.05; done; env echo y")
+        }
     };
     let r = run(s, pane, &command, json!({}));
     assert_eq!(
@@ -323,6 +376,9 @@ fn unfinished_last_lines(s: &mut Serve, pane: &str) {
         ("printf 'ends in #\\n50%%'", "ends in #\n50%\n", true),
         ("printf '\\033[1mbold\\033[0m'", "bold\n", true),
         ("printf 'wide 日本'", "wide 日本\n", true),
+        // Invalid UTF-8 shows nothing on tmux's screen, and the `a` that
+        // broke the sequence shows: so in the line kept.
+        ("printf 'B\\346a'", "Ba\n", true),
     ];
     for (command, want, partial) in cases {
         let r = run(s, pane, command, json!({}));
@@ -332,6 +388,18 @@ fn unfinished_last_lines(s: &mut Serve, pane: &str) {
             "{command}: {r}"
         );
     }
+}
+
+/// A last line the cursor moved back over cannot be followed from the raw
+/// output: it is the screen's, less zsh's or fish's end-of-line mark after
+/// it. (bash with marks draws its next prompt on that row.)
+fn unfollowed_last_line(s: &mut Serve, pane: &str) {
+    let r = run(s, pane, "printf 'ab\\033[Dc'", json!({}));
+    assert_eq!(
+        (&r["exit_status"], &r["output"], &r["partial_last_line"]),
+        (&json!(0), &json!("ac\n"), &json!(true)),
+        "{r}"
+    );
 }
 
 /// An unbalanced quote: the shell says so and gives a status; the pane is
@@ -379,24 +447,8 @@ fn several_lines(shell: Sh, s: &mut Serve, pane: &str) {
 /// A command interrupted with C-c is seen to end (status 130), and the
 /// pane takes the next one.
 fn an_interrupt_ends_it(tmux: &PrivateServer, s: &mut Serve, pane: &str) {
-    let r = run(
-        s,
-        pane,
-        "echo waiting; sleep 100",
-        json!({"timeout_ms": 300}),
-    );
+    let (r, w) = run_and_interrupt(tmux, s, pane);
     assert_eq!(r["timed_out"], true, "{r}");
-    let id = r["command_id"].as_str().unwrap().to_owned();
-    // Interrupted once it runs (on a loaded machine the shell may not have
-    // read the line within the call's 300 ms).
-    assert!(eventually(Duration::from_secs(10), || shows_row(
-        tmux, pane, "waiting"
-    )));
-    s.call_ok("send_keys", json!({"pane_id": pane, "keys": ["C-c"]}));
-    let w = s.call_ok(
-        "wait_for_command",
-        json!({"command_id": id, "timeout_ms": 15000}),
-    );
     assert_eq!(
         (&w["timed_out"], &w["exit_status"]),
         (&json!(false), &json!(130)),
@@ -618,28 +670,113 @@ fn a_prompt_of_two_lines_is_not_output() {
                 let r = run(&mut s, &pane, &format!("echo one {k}"), json!({}));
                 assert_eq!(r["output"], format!("one {k}\n"), "{case}: {r}");
             }
-            let r = run(
-                &mut s,
-                &pane,
-                "echo waiting; sleep 100",
-                json!({"timeout_ms": 300}),
-            );
-            let id = r["command_id"].as_str().unwrap().to_owned();
-            assert!(eventually(Duration::from_secs(10), || shows_row(
-                &tmux, &pane, "waiting"
-            )));
-            s.call_ok("send_keys", json!({"pane_id": pane, "keys": ["C-c"]}));
-            let w = s.call_ok(
-                "wait_for_command",
-                json!({"command_id": id, "timeout_ms": 15000}),
-            );
-            let out = w["output"].as_str().unwrap();
-            assert_eq!(w["exit_status"], 130, "{case}: {w}");
-            assert!(
-                out.starts_with("waiting\n") && !out.contains("top line"),
-                "{case}: {w}\n{}",
-                screen(&tmux, &pane)
-            );
+            interrupted_without_the_prompts_top(&mut s, &tmux, &pane, &case);
+        }
+    }
+    tmux.kill();
+}
+
+/// The rc text of a pane whose prompt, `top line` then `$ `, is drawn by
+/// `shell` only once its prompt hook (bash's PROMPT_COMMAND, zsh's precmd,
+/// fish's `fish_prompt` event, each run after the snippet's D mark) has
+/// printed `hook` and waited while the file `hold` exists.
+fn held_prompt_rc(shell: Sh, hold: &Path, snippets: bool) -> String {
+    let h = hold.display();
+    let snippet = if snippets {
+        guide_snippet(shell)
+    } else {
+        String::new()
+    };
+    match shell {
+        Sh::Bash => format!(
+            "PS1=$'top line\\n$ '\n\
+             PROMPT_COMMAND='if [ -e {h} ]; then echo hook; while [ -e {h} ]; do sleep 0.01; done; fi'\n\
+             {snippet}"
+        ),
+        Sh::Zsh => format!(
+            "PS1=$'top line\\n$ '\n\
+             {snippet}\
+             __held() {{ if [[ -e {h} ]]; then echo hook; while [[ -e {h} ]]; do sleep 0.01; done; fi }}\n\
+             precmd_functions+=(__held)\n"
+        ),
+        Sh::Fish => format!(
+            "function fish_prompt; printf 'top line\\n$ '; end\n\
+             {snippet}\
+             function __held --on-event fish_prompt\n\
+             if test -e {h}; echo hook; while test -e {h}; sleep 0.01; end; end\n\
+             end\n"
+        ),
+    }
+}
+
+/// Presses Enter at the prompt of `pane` with `hold` made: returns once
+/// the prompt hook printed `hook` and waits (the last row not blank),
+/// with `armed` made: the next listing of the panes lets it go.
+fn hold_the_prompt(tmux: &PrivateServer, pane: &str, (hold, armed): (&Path, &Path)) {
+    std::fs::write(hold, "").unwrap();
+    tmux.run_ok(["send-keys", "-t", pane, "Enter"]).unwrap();
+    let last_row = || {
+        screen(tmux, pane)
+            .lines()
+            .rev()
+            .map(str::trim_end)
+            .find(|l| !l.is_empty())
+            .map(str::to_owned)
+    };
+    assert!(
+        eventually(Duration::from_secs(10), || last_row().as_deref()
+            == Some("hook")),
+        "{}",
+        screen(tmux, pane)
+    );
+    std::fs::write(armed, "").unwrap();
+}
+
+/// A call arriving while a prompt hook prints and the prompt (of two
+/// lines) is not drawn yet: it waits for the prompt, and the command's
+/// place is where it is typed, below the hook's line and the prompt's top
+/// row. So its output is its own, without the next prompt's top row (OSC
+/// 133), nor that row above the marker typed again after an interrupt.
+/// The hook lets the prompt be drawn only once panescan has listed the
+/// panes for the call (a tmux hook after `list-panes` removes the file it
+/// waits on, once the test armed it: panescan lists them at other times).
+#[test]
+fn a_call_while_a_prompt_hook_prints_reads_only_its_output() {
+    let (tmux, mut s) = serve("shells-hook-prints", 100, &[]);
+    let dir = TempDir::new("shells-hook-prints");
+    let (hold, armed) = (dir.0.join("hold"), dir.0.join("armed"));
+    let (h, a) = (hold.display(), armed.display());
+    let release = format!("run-shell 'if [ -e {a} ]; then rm -f {a} {h}; fi'");
+    tmux.run_ok(["set-hook", "-g", "after-list-panes", &release])
+        .unwrap();
+    for shell in [Sh::Bash, Sh::Zsh, Sh::Fish] {
+        need(shell);
+        for snippets in [false, true] {
+            let sub = dir.0.join(format!("{shell:?}-{snippets}"));
+            std::fs::create_dir_all(&sub).unwrap();
+            let rc = held_prompt_rc(shell, &hold, snippets);
+            let pane = shell_pane(&tmux, &sub, shell, &rc);
+            let case = format!("{shell:?}, snippets {snippets}");
+            // The prompt's height learnt, and with the snippets its marks.
+            if snippets {
+                learns_the_marks(&tmux, &mut s, &pane);
+            } else {
+                let r = run(&mut s, &pane, "false", json!({}));
+                assert_eq!(r["exit_status"], 1, "{case}: {r}");
+            }
+            for k in 0..2 {
+                hold_the_prompt(&tmux, &pane, (&hold, &armed));
+                let command = format!("echo one {k}; sh -c 'exit 3'");
+                let r = run(&mut s, &pane, &command, json!({}));
+                assert_eq!(
+                    (&r["exit_status"], &r["output"], &r["output_truncated"]),
+                    (&json!(3), &json!(format!("one {k}\n")), &json!(false)),
+                    "{case}: {r}\n{}",
+                    screen(&tmux, &pane)
+                );
+            }
+            hold_the_prompt(&tmux, &pane, (&hold, &armed));
+            interrupted_without_the_prompts_top(&mut s, &tmux, &pane, &case);
         }
     }
     tmux.kill();
@@ -688,30 +825,7 @@ fn a_full_screen_program_answers_no_output_until_it_ends() {
 /// `shell` with prompt `$ `, set up in `dir`; its pane once the prompt shows.
 fn shell_in_new_session(tmux: &PrivateServer, dir: &Path, shell: Sh, name: &str) -> String {
     let command = shell_command(dir, shell, "");
-    let pane = tmux
-        .run_ok([
-            "new-session",
-            "-d",
-            "-s",
-            name,
-            "-x",
-            "400",
-            "-y",
-            "24",
-            "-P",
-            "-F",
-            "#{pane_id}",
-            &command,
-        ])
-        .unwrap()
-        .trim()
-        .to_owned();
-    assert!(
-        eventually(Duration::from_secs(20), || screen(tmux, &pane)
-            .contains('$')),
-        "no prompt in {pane}"
-    );
-    pane
+    session_showing(tmux, name, (400, 24), &command, "$")
 }
 
 /// A file of escape sequences that turns the echoed line of `command`

@@ -88,7 +88,8 @@ fn hostile_text() -> String {
     let mut text = String::from(
         "#{session_name} #(touch /tmp/panescan-never) ; kill-server ;\n\
          'single' \"double\" \\back $HOME `id` ~ {brace}\n\
-         wide: 日本語 テスト é 👍\n-flag-looking\n",
+         wide: 日本語 テスト é 👍\n-flag-looking\n\
+         control: \u{1}\u{3}\u{1b}[1mbold\u{1b}[0m\u{7f}\u{8}\u{7}\tend\n",
     );
     // 10 KB more, in lines of 100.
     for i in 0..100 {

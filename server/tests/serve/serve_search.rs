@@ -240,3 +240,18 @@ fn operator_ceilings_bound_what_a_caller_may_ask() {
         "the needles lie deeper than 50 lines"
     );
 }
+
+/// A scope of no pane (an empty `pane_ids`) is an answer that searched
+/// nothing, not an error: only a search whose every capture failed is one.
+#[test]
+fn a_scope_of_no_pane_searches_nothing_without_an_error() {
+    let fx = fixture("serve-no-pane", 1, 20);
+    let mut s = Serve::spawn(fx.server.socket_name());
+    s.initialize();
+    let r = s.call_ok("search_panes", json!({"pattern": NEEDLE, "pane_ids": []}));
+    assert_eq!(
+        (&r["panes_searched"], &r["total_panes_matched"]),
+        (&json!(0), &json!(0)),
+        "{r}"
+    );
+}

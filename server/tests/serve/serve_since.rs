@@ -366,7 +366,11 @@ fn since_trimmed(label: &str, cached: bool) {
 
 /// A since search that a budget cut short (lines, bytes, matches) keeps
 /// every pane's old place in its cursor: the next since search finds all
-/// that was printed, not only what follows the cut.
+/// that was printed, not only what follows the cut. The first pane prints
+/// 52 lines, more than `max_matches_per_pane`'s default of 20, the second
+/// 8, fewer: cut by `max_matches`, the second pane is not cut on its own
+/// (skipped, or scanned whole with its matches left out of the answer),
+/// and only the search's flag keeps its place.
 #[test]
 fn a_since_search_cut_short_by_a_budget_keeps_every_panes_place() {
     let fx = fixture("since-budget", 2, 10);
@@ -375,19 +379,20 @@ fn a_since_search_cut_short_by_a_budget_keeps_every_panes_place() {
     s.initialize();
     let first = search(&mut s, None);
     assert_eq!(first["total_panes_matched"], 0, "{first}");
-    let mut printed = String::new();
     let mut want = Vec::new();
-    for i in 0..51 {
-        printed.push_str(&format!("{MARK} budget {i:02}\r\n"));
-        want.push((fx.pane_ids[1].clone(), format!("{MARK} budget {i:02}")));
+    for (pane, lines) in [(&fx.pane_ids[0], 52), (&fx.pane_ids[1], 8)] {
+        let mut printed = String::new();
+        for i in 0..lines - 1 {
+            printed.push_str(&format!("{MARK} budget {i:02}\r\n"));
+        }
+        let mut tty = std::fs::OpenOptions::new()
+            .write(true)
+            .open(ttys(tmux).remove(pane).unwrap())
+            .unwrap();
+        tty.write_all(printed.as_bytes()).unwrap();
+        print_in(tmux, pane, &format!("{MARK} budget {:02}", lines - 1));
+        want.extend((0..lines).map(|i| (pane.clone(), format!("{MARK} budget {i:02}"))));
     }
-    let mut tty = std::fs::OpenOptions::new()
-        .write(true)
-        .open(ttys(tmux).remove(&fx.pane_ids[1]).unwrap())
-        .unwrap();
-    tty.write_all(printed.as_bytes()).unwrap();
-    print_in(tmux, &fx.pane_ids[1], &format!("{MARK} budget {:02}", 51));
-    want.push((fx.pane_ids[1].clone(), format!("{MARK} budget 51")));
     want.sort();
     // (budget, its value, where the answer says it cut)
     let budgets = [
@@ -406,6 +411,78 @@ fn a_since_search_cut_short_by_a_budget_keeps_every_panes_place() {
             "search_panes",
             json!({"pattern": MARK, "since": cut["cursor"], "max_matches_per_pane": 1000}),
         );
+        assert_eq!(hits(&next), want, "after {name}: {next}");
+    }
+}
+
+/// A since search that takes a second look (a pane cleared since the
+/// cursor: its history is captured again and scanned in a second engine
+/// pass) stays within the caller's budgets, says which one cut it, and
+/// keeps every pane's place. Each pane prints 8 matching lines; a budget
+/// of three quarters of what the whole search takes lets the first pass
+/// (the pane not cleared) through and cuts the second. The second pass
+/// got every budget whole again: twice the lines, bytes or matches asked
+/// for, and no flag.
+#[test]
+fn a_since_search_that_looks_twice_stays_within_its_budgets() {
+    let fx = fixture("since-twice", 2, 120);
+    let tmux = &fx.server;
+    let (cleared, printed) = (&fx.pane_ids[0], &fx.pane_ids[1]);
+    let mut s = Serve::spawn(tmux.socket_name());
+    s.initialize();
+    let first = search(&mut s, None);
+    assert_eq!(first["total_panes_matched"], 0, "{first}");
+    tmux.run_ok(["clear-history", "-t", cleared]).unwrap();
+    let mut want = Vec::new();
+    for pane in [cleared, printed] {
+        for i in 0..8 {
+            let text = format!("{MARK} twice {i}");
+            print_in(tmux, pane, &text);
+            want.push((pane.clone(), text));
+        }
+    }
+    want.sort();
+    let whole = search(&mut s, Some(&first["cursor"]));
+    assert_eq!(hits(&whole), want, "{whole}");
+    assert_eq!(whole["since_panes"][0]["pane_id"], *cleared, "{whole}");
+    assert_eq!(whole["since_panes"][0]["reason"], "cleared", "{whole}");
+    let count = |r: &Value, what: &str| r[what].as_u64().unwrap();
+    let (lines, bytes) = (
+        count(&whole, "lines_scanned"),
+        count(&whole, "bytes_scanned"),
+    );
+    // (budget, its value, what it bounds, where the answer says it cut)
+    let budgets = [
+        (
+            "max_scan_lines",
+            lines * 3 / 4,
+            "lines_scanned",
+            "matching_line_clamped",
+        ),
+        (
+            "max_scan_bytes",
+            bytes * 3 / 4,
+            "bytes_scanned",
+            "matching_byte_clamped",
+        ),
+        ("max_matches", 12, "matches", "matches_truncated"),
+    ];
+    for (name, value, bounded, flag) in budgets {
+        let mut args = json!({"pattern": MARK, "scrollback_lines": 100_000,
+                              "since": first["cursor"]});
+        args[name] = json!(value);
+        let cut = s.call_ok("search_panes", args);
+        let used = match bounded {
+            "matches" => hits(&cut).len() as u64,
+            _ => count(&cut, bounded),
+        };
+        assert!(
+            used <= value,
+            "{name} {value}: {bounded} {used} (the whole search: {lines} lines, {bytes} bytes, 16 matches): {cut}"
+        );
+        assert_eq!(cut[flag], true, "{name} {value}: {cut}");
+        assert!(hits(&cut).len() < want.len(), "{name} did not cut: {cut}");
+        let next = search(&mut s, Some(&cut["cursor"]));
         assert_eq!(hits(&next), want, "after {name}: {next}");
     }
 }

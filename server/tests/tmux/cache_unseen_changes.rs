@@ -86,10 +86,7 @@ impl Warm {
             cache,
         };
         for pane in &warm.panes {
-            let last = format!("row {ROWS}");
-            assert!(eventually(Duration::from_secs(10), || warm
-                .screen(pane)
-                .contains(&last)));
+            warm.wait_printed(pane, &format!("row {ROWS}"));
         }
         warm.fill();
         warm
@@ -404,9 +401,9 @@ fn a_server_restarted_under_the_same_socket() {
     }
     w.server.run_ok(["kill-window", "-t", "main:0"]).unwrap();
     assert_ne!(w.server.pid().unwrap(), old);
-    assert!(eventually(Duration::from_secs(10), || w
-        .screen(&w.panes[2])
-        .contains(&format!("q2 row {ROWS}"))));
+    for (i, pane) in w.panes.iter().enumerate() {
+        w.wait_printed(pane, &format!("q{i} row {ROWS}"));
+    }
     w.same_answers("the server restarted under the same socket");
 }
 
@@ -448,11 +445,19 @@ impl Warm {
         let program = program(tag);
         command.extend(["-P", "-F", "#{pane_id}", &program]);
         let pane = self.server.run_ok(command).unwrap().trim().to_owned();
-        let last = format!("{tag} row {ROWS}");
-        assert!(eventually(Duration::from_secs(10), || self
-            .screen(&pane)
-            .contains(&last)));
+        self.wait_printed(&pane, &format!("{tag} row {ROWS}"));
         pane
+    }
+
+    /// Waits until `pane` shows `last` and its shell has become `sleep`
+    /// ([`program`]'s `exec`): before that, `pane_current_command` may
+    /// change between the cached search and the cold one.
+    fn wait_printed(&self, pane: &str, last: &str) {
+        let done = eventually(Duration::from_secs(10), || {
+            self.screen(pane).contains(last)
+                && self.format(pane, "#{pane_current_command}") == "sleep"
+        });
+        assert!(done, "{pane} never showed {last:?} under sleep");
     }
 
     /// [`Warm::start`] with a second pane in window `w0` (split below the

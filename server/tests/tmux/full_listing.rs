@@ -143,9 +143,16 @@ fn ours(inv: &Inventory, record: &HashMap<&str, String>, field: &str, own: &str)
 fn varied_server(dir: &std::path::Path) -> PrivateServer {
     let server = PrivateServer::start("full-listing", 90, 30).unwrap();
     let d = dir.display();
+    // A tab where tmux takes it (3.3a stores `\t`); tmux 3.7 and later
+    // refuse a name with a control character.
+    let name = if common::names_take_control_characters(&server) {
+        "we;ird\tname"
+    } else {
+        "we;ird name"
+    };
     let script = format!(
         "set -g remain-on-exit on\n\
-         new-session -d -s 'we;ird\tname' -c {d} \"exec sleep 100000\"\n\
+         new-session -d -s '{name}' -c {d} \"exec sleep 100000\"\n\
          split-window -d -t '$1:0' -c /tmp \"cd /; exec sleep 100001\"\n\
          new-window -d -t main: -n 'a<~f~>b' \"sh -c 'exit 3'\"\n\
          new-window -d -t main: \"exec sleep 100002\"\n\

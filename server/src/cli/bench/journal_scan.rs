@@ -21,6 +21,10 @@
 //! *covered* per second, scanned or skipped) and without them (every
 //! frame decompressed and scanned). A common literal gives the skip rate
 //! where little can be skipped; `journal_index` measures the indexes.
+//! The rare literal again with the tails of [`TAILED`] panes, as a search
+//! across time of a live server asks for them (no time needed: tmux holds
+//! no hit): frames holding their lines held compressed until a tail needs
+//! them, and decompressed as before holding.
 
 use std::fs;
 use std::io::Write;
@@ -52,6 +56,8 @@ const FRAME_TEXT: usize = 1 << 20;
 const PANES: usize = 200;
 /// The zstd level journal frames use (frame.rs).
 const LEVEL: i32 = 1;
+/// Live panes whose tails the tailed search asks for.
+const TAILED: usize = 4;
 
 /// The search-speed rows of the journal section.
 #[derive(Debug, Clone, Serialize)]
@@ -91,6 +97,15 @@ pub struct ScanBench {
     pub common_frames_skipped: u64,
     pub common_frames_read: u64,
     pub common_hits: usize,
+    /// The rare literal with the tails of [`TAILED`] panes: median, frames
+    /// decompressed, hits; then with every frame holding their lines
+    /// decompressed (as before frames were held for tails).
+    pub tailed: usize,
+    pub tails_ms: f64,
+    pub tails_frames_read: u64,
+    pub tails_hits: usize,
+    pub tails_unheld_ms: f64,
+    pub tails_unheld_frames_read: u64,
     /// The indexes: their bytes on disk, the filter's share of them.
     pub index: super::journal_index::IndexBench,
     /// The same frames read, checked and decompressed alone (median), and
@@ -140,9 +155,11 @@ pub fn run(megabytes: u64, runs: usize) -> Result<ScanBench, String> {
     let built = build(&journal, &plain, &corpus, megabytes << 20).map_err(|e| e.to_string())?;
     let (corpus_text, corpus_disk, corpus_index) = corpus_size(&corpus)?;
 
-    let rare = timed(&journal, NEEDLE, true, runs)?;
-    let unindexed = timed(&journal, NEEDLE, false, runs)?;
-    let common = timed(&journal, COMMON, true, 1)?;
+    let rare = timed(&journal, NEEDLE, Shape::Indexed, runs)?;
+    let unindexed = timed(&journal, NEEDLE, Shape::Unindexed, runs)?;
+    let common = timed(&journal, COMMON, Shape::Indexed, 1)?;
+    let tails = timed(&journal, NEEDLE, Shape::Tails { hold: true }, runs)?;
+    let unheld = timed(&journal, NEEDLE, Shape::Tails { hold: false }, runs)?;
     let (outcome, journal_t, journal_cpu) = (&rare.outcome, rare.wall, rare.cpu);
     let (inflate_t, inflate_cpu) = inflate_runs(&journal, runs)?;
     let rg = rg_runs(&plain, runs);
@@ -178,6 +195,12 @@ pub fn run(megabytes: u64, runs: usize) -> Result<ScanBench, String> {
         common_frames_skipped: common.outcome.frames_skipped,
         common_frames_read: common.outcome.frames_read,
         common_hits: common.outcome.hits.len(),
+        tailed: TAILED,
+        tails_ms: ms(tails.wall),
+        tails_frames_read: tails.outcome.frames_read,
+        tails_hits: tails.outcome.hits.len(),
+        tails_unheld_ms: ms(unheld.wall),
+        tails_unheld_frames_read: unheld.outcome.frames_read,
         index,
         inflate_ms: ms(inflate_t),
         journal_cpu_s: journal_cpu.as_secs_f64(),
@@ -204,16 +227,35 @@ struct Timed {
     outcome: search::Outcome,
 }
 
-/// `literal` searched for over `journal` (`indexed`: frames skipped by
-/// their indexes), unlimited budgets.
-fn timed(journal: &Path, literal: &str, indexed: bool, runs: usize) -> Result<Timed, String> {
+/// How a timed search reads the journal.
+#[derive(Clone, Copy)]
+enum Shape {
+    /// Frames skipped by their indexes.
+    Indexed,
+    /// Every frame decompressed.
+    Unindexed,
+    /// Indexed, with the tails of [`TAILED`] panes (`hold`: frames holding
+    /// their lines left compressed until a tail needs them).
+    Tails { hold: bool },
+}
+
+/// `literal` searched for over `journal` as `shape` says, unlimited
+/// budgets.
+fn timed(journal: &Path, literal: &str, shape: Shape, runs: usize) -> Result<Timed, String> {
     let matcher = Matcher::new(&[literal], PatternOptions::default()).map_err(|e| e.to_string())?;
     let options = SearchOptions {
         limits: SearchBudgets::unlimited(),
         ..SearchOptions::default()
     };
     let mut query = Query::new(options, i64::MIN, i64::MAX);
-    query.index = indexed;
+    query.index = !matches!(shape, Shape::Unindexed);
+    if let Shape::Tails { hold } = shape {
+        query.hold_tails = hold;
+        for pane in 0..TAILED {
+            let o = origin(pane);
+            query.tails.insert((o.server, o.pane), 0);
+        }
+    }
     let mut times = Vec::new();
     let mut cpu = Vec::new();
     let mut last = None;

@@ -224,9 +224,10 @@ fn live_tty(answer: &str) -> Option<(&Path, &str)> {
     (dead == "0" && tty.starts_with("/dev/")).then(|| (Path::new(tty), version))
 }
 
-/// `3.3a` -> `(3, 3)`; `None` for what does not start as a release number
-/// (`next-3.6`, `master`, ...).
+/// `3.3a` -> `(3, 3)`, a development build `next-3.8` -> `(3, 8)` (the
+/// release it leads to); `None` for what names no release (`master`, ...).
 fn parse_version(version: &str) -> Option<(u32, u32)> {
+    let version = version.strip_prefix("next-").unwrap_or(version);
     let (major, rest) = version.split_once('.')?;
     let minor: String = rest.chars().take_while(char::is_ascii_digit).collect();
     Some((major.parse().ok()?, minor.parse().ok()?))
@@ -262,12 +263,14 @@ impl Anchor {
     /// that did not wrap (trailing spaces kept, cells as far as tmux's
     /// `-J` goes): `-N` on tmux 3.2-3.3, `-N -T` from 3.4, where `-T` came
     /// and an unjoined capture otherwise runs to the row's allocated cells
-    /// (cmd-capture-pane.c). `None` for a version not known here: a counted
-    /// sweep ([`super::counted`]) is then not used.
+    /// (cmd-capture-pane.c; unchanged for plain captures through tmux 3.8,
+    /// whose new flags -F, -H, -L and -R panescan does not use). `None` for
+    /// a version not known here: a counted sweep ([`super::counted`]) is
+    /// then not used.
     pub(crate) fn counted_flags(&self) -> Option<&'static str> {
         match self.version? {
             (3, 2..=3) => Some("-N"),
-            (3, 4..=6) => Some("-N -T"),
+            (3, 4..=8) => Some("-N -T"),
             _ => None,
         }
     }
@@ -358,7 +361,7 @@ mod tests {
         assert_eq!(parse_version("3.3a"), Some((3, 3)));
         assert_eq!(parse_version("3.6b"), Some((3, 6)));
         assert_eq!(parse_version("3.10"), Some((3, 10)));
-        assert_eq!(parse_version("next-3.6"), None);
+        assert_eq!(parse_version("next-3.6"), Some((3, 6)));
         assert_eq!(parse_version("master"), None);
         assert_eq!(parse_version(""), None);
         let flags = |v: &str| {
@@ -377,7 +380,9 @@ mod tests {
         assert_eq!(flags("3.4"), Some("-N -T"));
         assert_eq!(flags("3.6b"), Some("-N -T"));
         assert_eq!(flags("3.1c"), None);
-        assert_eq!(flags("3.7"), None);
-        assert_eq!(flags("next-3.7"), None);
+        assert_eq!(flags("3.7"), Some("-N -T"));
+        assert_eq!(flags("next-3.8"), Some("-N -T"));
+        assert_eq!(flags("3.9"), None);
+        assert_eq!(flags("next-3.9"), None);
     }
 }

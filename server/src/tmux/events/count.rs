@@ -152,5 +152,7 @@ mod tests {
         let later = p;
         p.add(b"c\n");
         assert_eq!(p.rows_since(&later, 80, 24), Some(2));
+        // Bytes seen, all told (a pause does not reset them).
+        assert_eq!(p.bytes, 6);
     }
 }

@@ -173,6 +173,12 @@ impl HubState {
             // on, so its next output tries again.
             self.flows.insert(pane, Flow::Disarmed);
             changes.push(pane, "pause");
+        } else {
+            // On, and tmux now keeps an offset for it: recorded, so that
+            // the pause before a move or once nobody watches finds it
+            // (left on in a session the client no longer shows, its
+            // output stays held in tmux).
+            self.flows.entry(pane).or_insert(Flow::Armed);
         }
     }
 
@@ -212,6 +218,19 @@ impl HubState {
             changes.push(pane, "continue");
         } else {
             self.flows.insert(pane, Flow::Disarmed);
+        }
+    }
+
+    /// `%continue`: tmux turned `pane` on again at a `continue` of
+    /// panescan's. Marked paused after it was sent, the pane was marked by
+    /// the `%pause` tmux echoed for an earlier `pause` of panescan's: on
+    /// now, or no output of it would ever be a trigger again. (tmux 3.3a to
+    /// 3.7 write both echoes inside the `refresh-client` reply, where the
+    /// stream never sees them; later builds write them after it, tmux
+    /// commit 6db5175e4.)
+    pub(super) fn continued(&mut self, pane: PaneId) {
+        if self.flows.get(&pane) == Some(&Flow::Disarmed) {
+            self.flows.insert(pane, Flow::Armed);
         }
     }
 
@@ -341,6 +360,38 @@ mod tests {
         lock(&st.subs[&0].state.queued).insert(p(1));
         st.output(p(1), b"c", &mut ch);
         assert!(rxs[0].try_recv().is_err());
+    }
+
+    /// tmux 3.8 echoes panescan's `pause` and `continue` after their
+    /// replies: a `%pause` read once the trigger was re-armed marks the pane
+    /// paused, and the `%continue` after it says it is on again.
+    #[test]
+    fn a_pause_echoed_after_the_rearm_is_undone_by_the_continue_echoed_after_it() {
+        let (mut st, rxs) = state_with(vec![Interest::printed([p(1)])]);
+        let mut ch = Changes::default();
+        st.output(p(1), b"a", &mut ch);
+        assert_eq!(rxs[0].try_recv(), Ok(StreamEvent::Printed(p(1))));
+        // Taken and re-armed (`continue` sent) before the echo is read.
+        lock(&st.subs[&0].state.queued).remove(&p(1));
+        st.flows.insert(p(1), Flow::Armed);
+        st.paused(p(1), &mut ch);
+        st.continued(p(1));
+        assert_eq!(st.flows.get(&p(1)), Some(&Flow::Armed));
+        // Its next output is a trigger (the echo's own was taken).
+        assert_eq!(rxs[0].try_recv(), Ok(StreamEvent::Printed(p(1))));
+        lock(&st.subs[&0].state.queued).remove(&p(1));
+        let mut ch = Changes::default();
+        st.output(p(1), b"b", &mut ch);
+        assert_eq!(ch.0, vec!["%1:pause"]);
+        assert_eq!(rxs[0].try_recv(), Ok(StreamEvent::Printed(p(1))));
+        // A pane off, or on, stays so.
+        st.flows.insert(p(2), Flow::Off);
+        st.continued(p(2));
+        st.continued(p(3));
+        assert_eq!(
+            (st.flows.get(&p(2)), st.flows.get(&p(3))),
+            (Some(&Flow::Off), None)
+        );
     }
 
     #[test]
@@ -493,6 +544,46 @@ mod tests {
         assert!(st.subs[&0].state.resync.load(Ordering::Acquire));
         // A trigger subscriber that never had coverage polls already.
         assert!(rxs[1].try_recv().is_err());
+    }
+
+    /// What a subscriber of every pane re-arms when it subscribes: the
+    /// panes paused for a trigger, not those off or on.
+    #[test]
+    fn the_disarmed_panes_are_those_paused_for_a_trigger() {
+        let (mut st, _rxs) = state_with(vec![Interest::printed([p(1), p(2)])]);
+        let mut ch = Changes::default();
+        st.output(p(2), b"a", &mut ch);
+        st.output(p(3), b"b", &mut ch);
+        st.flows.insert(p(1), Flow::Armed);
+        assert_eq!(st.disarmed(), vec![p(2)]);
+    }
+
+    /// A pane stays paused only for a trigger subscriber of that pane
+    /// whose trigger still waits: not for another pane's trigger
+    /// subscriber, nor for a counted subscriber's `Printed`.
+    #[test]
+    fn only_a_trigger_waiting_for_its_pane_keeps_the_pane_paused() {
+        let (mut st, _rxs) = state_with(vec![
+            Interest::printed([p(1)]),
+            Interest::printed([p(2)]),
+            Interest {
+                watch: Watch::Every,
+                mode: OutputMode::Counted,
+                structure: false,
+            },
+        ]);
+        let counted = st.subs.remove(&2).unwrap();
+        let mut ch = Changes::default();
+        st.output(p(2), b"a", &mut ch);
+        assert_eq!(st.flows.get(&p(2)), Some(&Flow::Disarmed));
+        st.subs.insert(2, counted);
+        st.output(p(2), b"b", &mut ch);
+        assert!(lock(&st.subs[&2].state.queued).contains(&p(2)));
+        // The trigger is taken, and the pane is not re-armed.
+        lock(&st.subs[&1].state.queued).remove(&p(2));
+        let mut ch = Changes::default();
+        st.continue_orphans(&BTreeSet::from([p(2)]), &mut ch);
+        assert_eq!(ch.0, vec!["%2:continue"]);
     }
 
     #[test]

@@ -64,7 +64,8 @@ impl Hub {
                         }
                         st.structure(ev);
                     }
-                    Notification::Continue(_) | Notification::Other => {}
+                    Notification::Continue(pane) => st.continued(pane),
+                    Notification::Other => {}
                 }
             }
             drop(st.send(changes.command(None)));

@@ -292,8 +292,373 @@ fn better_session(
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    use super::super::subscription::{Sub, SubState, Subscription};
+    use super::super::{Interest, OutputMode, StreamEvent, CHANNEL_CAPACITY};
     use super::*;
+    use crate::testbed::private_server::PrivateServer;
+    use crate::tmux::connection::Listener;
+    use crate::tmux::notification::StructureEvent;
+    use crate::tmux::ServerSpec;
+
+    fn in_secs(n: u64) -> Instant {
+        Instant::now() + Duration::from_secs(n)
+    }
+
+    /// A private server with one session of three panes running `cat`
+    /// (quiet until typed into), and a hub on it whose subscribers are
+    /// added by hand and reconciled when the test says (no background
+    /// thread: the hub knows no `Server` to start one for).
+    struct Bed {
+        shared: Shared,
+        hub: Arc<Hub>,
+        probing: Arc<Probing>,
+        panes: [PaneId; 3],
+        server: PrivateServer,
+    }
+
+    /// The hub's listener here: every line goes to the hub but the
+    /// `%pause` or `%continue` a probe of the test's own caused ([`Bed::refresh`]),
+    /// kept for the probe. tmux 3.3a to 3.7 write it inside the reply,
+    /// later builds after it (tmux commit 6db5175e4); either way the hub
+    /// does not see it.
+    #[derive(Debug)]
+    struct Probing {
+        hub: Arc<Hub>,
+        /// The line a probe waits for, and whether it came.
+        echo: Mutex<Option<(Vec<u8>, bool)>>,
+    }
+
+    impl Listener for Probing {
+        fn listening(&self) -> bool {
+            self.hub.listening()
+        }
+
+        fn on_lines(&self, pid: u32, lines: &[Vec<u8>]) {
+            let mut echo = lock(&self.echo);
+            let rest: Vec<Vec<u8>> = lines
+                .iter()
+                .filter(|line| match echo.as_mut() {
+                    Some((want, seen)) if !*seen && *line == want => {
+                        *seen = true;
+                        false
+                    }
+                    _ => true,
+                })
+                .cloned()
+                .collect();
+            drop(echo);
+            self.hub.on_lines(pid, &rest);
+        }
+
+        fn on_closed(&self, pid: u32, on_purpose: bool) {
+            self.hub.on_closed(pid, on_purpose);
+        }
+    }
+
+    impl Bed {
+        fn new(label: &str) -> Bed {
+            let server = PrivateServer::start(label, 80, 24).unwrap();
+            server
+                .run_ok(["respawn-pane", "-k", "-t", "%0", "cat"])
+                .unwrap();
+            let split = || {
+                let id = server
+                    .run_ok(["split-window", "-t", "%0", "-P", "-F", "#{pane_id}", "cat"])
+                    .unwrap();
+                PaneId::parse(id.trim()).unwrap()
+            };
+            let panes = [p(0), split(), split()];
+            let hub = Arc::new(Hub::default());
+            let probing = Arc::new(Probing {
+                hub: hub.clone(),
+                echo: Mutex::new(None),
+            });
+            let listener: Arc<dyn Listener> = probing.clone();
+            let shared = Shared::new(ServerSpec::named(server.socket_name()), listener).unwrap();
+            Bed {
+                shared,
+                hub,
+                probing,
+                panes,
+                server,
+            }
+        }
+
+        fn hub(&self) -> &Arc<Hub> {
+            &self.hub
+        }
+
+        /// A subscriber, as `Hub::subscribe` adds one, without its
+        /// reconcile.
+        fn watch(&self, interest: Interest) -> Subscription {
+            let (tx, rx) = crossbeam_channel::bounded(CHANNEL_CAPACITY);
+            let state = Arc::new(SubState::default());
+            let mut st = lock(&self.hub().state);
+            st.next_id += 1;
+            let id = st.next_id;
+            let sub = Sub {
+                tx,
+                interest,
+                state: state.clone(),
+            };
+            st.subs.insert(id, sub);
+            self.hub().listeners.fetch_add(1, Ordering::AcqRel);
+            let hub = self.hub().clone();
+            Subscription { id, hub, rx, state }
+        }
+
+        fn reconcile(&self) {
+            self.hub().reconcile(&self.shared, in_secs(10)).unwrap();
+        }
+
+        fn flow(&self, pane: PaneId) -> Option<Flow> {
+            lock(&self.hub().state).flows.get(&pane).copied()
+        }
+
+        /// Whether tmux has `pane` paused for the client: asked through
+        /// the client itself (the state is the client's), as tmux answers a
+        /// `continue` (`%continue %P` only when it was paused), then put
+        /// back as it was.
+        fn paused(&self, pane: PaneId) -> bool {
+            let was = self.refresh(pane, "continue");
+            if was {
+                assert!(self.refresh(pane, "pause"));
+            }
+            was
+        }
+
+        /// Sends `-A %P:what` and tells whether tmux said it changed the
+        /// pane (`%what %P`, in the reply or ahead of it: [`Probing`]).
+        fn refresh(&self, pane: PaneId, what: &str) -> bool {
+            let control = lock(&self.hub().state).control.upgrade().unwrap();
+            let change = format!("{pane}:{what}");
+            let echo = format!("%{what} {pane}");
+            *lock(&self.probing.echo) = Some((echo.clone().into_bytes(), false));
+            let cmd = TmuxCommand::new("refresh-client").option("-A", &change);
+            let reply = connection::wait_text(&control.send(&cmd).unwrap(), in_secs(10));
+            let ahead = lock(&self.probing.echo)
+                .take()
+                .is_some_and(|(_, seen)| seen);
+            ahead || reply.unwrap().lines().any(|l| l == echo)
+        }
+
+        fn type_line(&self, pane: PaneId, text: &str) {
+            let target = pane.to_string();
+            self.server
+                .run_ok(["send-keys", "-t", &target, text, "Enter"])
+                .unwrap();
+        }
+
+        /// Whether `sub` hears `pane`: its trigger comes for a line typed
+        /// (the reconcile waited for tmux, so output is on by now).
+        fn hears(&self, sub: &Subscription, pane: PaneId) -> bool {
+            self.type_line(pane, "ping");
+            let until = in_secs(5);
+            while let Some(event) = sub.recv_deadline(until) {
+                if event == StreamEvent::Printed(pane) {
+                    return true;
+                }
+            }
+            false
+        }
+    }
+
+    impl Bed {
+        /// A new session whose one pane runs `cat`: that pane.
+        fn session(&self, name: &str) -> PaneId {
+            let args = [
+                "new-session",
+                "-d",
+                "-s",
+                name,
+                "-P",
+                "-F",
+                "#{pane_id}",
+                "cat",
+            ];
+            PaneId::parse(self.server.run_ok(args).unwrap().trim()).unwrap()
+        }
+
+        /// Whether `sub` (bytes mode) hears a line typed into `pane`.
+        fn hears_bytes(&self, sub: &Subscription, pane: PaneId) -> bool {
+            self.type_line(pane, "ping");
+            std::iter::from_fn(|| sub.recv_deadline(in_secs(5)))
+                .any(|e| matches!(e, StreamEvent::Output { pane: p, .. } if p == pane))
+        }
+    }
+
+    fn covers(session: u32, panes: &[PaneId]) -> Coverage {
+        Coverage {
+            live: true,
+            session: Some(s(session)),
+            panes: panes.iter().copied().collect(),
+        }
+    }
+
+    #[test]
+    fn a_reconcile_turns_the_watched_pane_on_and_pauses_the_others() {
+        let bed = Bed::new("reconcile-on");
+        let [p0, p1, p2] = bed.panes;
+        let sub = bed.watch(Interest::printed([p0]));
+        bed.reconcile();
+        assert_eq!(sub.coverage(), covers(0, &[p0]));
+        assert_eq!(
+            (bed.flow(p1), bed.flow(p2)),
+            (Some(Flow::Off), Some(Flow::Off))
+        );
+        assert!(bed.paused(p1) && bed.paused(p2) && !bed.paused(p0));
+        // Nothing changed: the subscriber need not re-read.
+        bed.reconcile();
+        assert_eq!(sub.try_recv(), None);
+        assert!(bed.hears(&sub, p0));
+    }
+
+    /// Each step watches another pane: a pane paused as unwatched is
+    /// continued once watched, one watched before is paused once not,
+    /// and one never watched stays paused.
+    #[test]
+    fn panes_follow_what_is_watched_from_one_reconcile_to_the_next() {
+        let bed = Bed::new("reconcile-swap");
+        let [p0, p1, p2] = bed.panes;
+        let first = bed.watch(Interest::printed([p0]));
+        bed.reconcile();
+        assert!(bed.paused(p1));
+        drop(first);
+
+        let second = bed.watch(Interest::printed([p1]));
+        bed.reconcile();
+        assert_eq!(second.coverage(), covers(0, &[p1]));
+        assert!(!bed.paused(p1) && bed.paused(p0) && bed.paused(p2));
+        assert_eq!(bed.flow(p2), Some(Flow::Off));
+        assert!(bed.hears(&second, p1));
+        // Its trigger paused it; re-armed, it is on again.
+        assert!(bed.paused(p1));
+        second.rearm(&[p1], in_secs(10)).unwrap();
+        assert!(!bed.paused(p1));
+        assert_eq!(bed.flow(p1), Some(Flow::Armed));
+        drop(second);
+
+        let third = bed.watch(Interest::printed([p0]));
+        bed.reconcile();
+        assert_eq!(
+            (bed.flow(p1), bed.flow(p2)),
+            (Some(Flow::Off), Some(Flow::Off))
+        );
+        assert!(bed.paused(p1) && bed.paused(p2) && !bed.paused(p0));
+        assert!(bed.hears(&third, p0));
+    }
+
+    /// Once nobody watches output, a pane that was on is paused (and
+    /// counts as off: watched again, it is turned on and continued).
+    #[test]
+    fn nobody_watching_pauses_the_panes_that_are_on() {
+        let bed = Bed::new("reconcile-off");
+        let [p0, p1, _] = bed.panes;
+        let sub = bed.watch(Interest::printed([p0]));
+        bed.reconcile();
+        assert!(bed.hears(&sub, p0));
+        sub.rearm(&[p0], in_secs(10)).unwrap();
+        assert!(!bed.paused(p0));
+        drop(sub);
+        bed.reconcile();
+        assert!(bed.paused(p0));
+        assert_eq!(
+            (bed.flow(p0), bed.flow(p1)),
+            (Some(Flow::Off), Some(Flow::Off))
+        );
+
+        let again = bed.watch(Interest::printed([p0]));
+        bed.reconcile();
+        assert!(!bed.paused(p0));
+        assert!(bed.hears(&again, p0));
+    }
+
+    /// A pane read as bytes was never paused by panescan, yet is on in
+    /// tmux: once nobody watches it, and before the client moves to
+    /// another session, it is paused like a pane re-armed after a
+    /// trigger (it was left on: its output held in tmux for a session
+    /// the client no longer shows).
+    #[test]
+    fn a_pane_read_as_bytes_is_paused_when_nobody_watches_and_before_a_move() {
+        let bed = Bed::new("reconcile-bytes");
+        let p0 = bed.panes[0];
+        let other = bed.session("other");
+        let bytes = |pane| Interest {
+            watch: Watch::Panes(BTreeSet::from([pane])),
+            mode: OutputMode::Bytes,
+            structure: false,
+        };
+        let sub = bed.watch(bytes(p0));
+        bed.reconcile();
+        assert!(bed.hears_bytes(&sub, p0));
+        drop(sub);
+        bed.reconcile();
+        assert!(bed.paused(p0), "left on once nobody watched it");
+
+        let sub = bed.watch(bytes(p0));
+        bed.reconcile();
+        assert!(!bed.paused(p0));
+        assert!(bed.hears_bytes(&sub, p0));
+        drop(sub);
+        let far = bed.watch(Interest::printed([other]));
+        bed.reconcile();
+        assert_eq!(far.coverage(), covers(1, &[other]));
+        assert!(bed.paused(p0), "left on in the session the client left");
+    }
+
+    /// A subscriber of structure events alone gets a client (they come
+    /// from it), but no output is turned on for it.
+    #[test]
+    fn a_subscriber_of_structure_alone_hears_a_window_added() {
+        let bed = Bed::new("reconcile-structure");
+        let sub = bed.watch(Interest::structure());
+        bed.reconcile();
+        assert!(!lock(&bed.hub().state).enabled);
+        bed.server
+            .run_ok(["new-window", "-d", "-t", "main"])
+            .unwrap();
+        let added = std::iter::from_fn(|| sub.recv_deadline(in_secs(5)))
+            .any(|e| matches!(e, StreamEvent::Structure(StructureEvent::WindowAdd { .. })));
+        assert!(added);
+    }
+
+    /// The client moves to the session holding the watched pane, and
+    /// covers it there.
+    #[test]
+    fn the_client_moves_to_the_session_of_the_watched_pane() {
+        let bed = Bed::new("reconcile-move");
+        let other = bed
+            .server
+            .run_ok([
+                "new-session",
+                "-d",
+                "-s",
+                "other",
+                "-P",
+                "-F",
+                "#{pane_id}",
+                "cat",
+            ])
+            .unwrap();
+        let other = PaneId::parse(other.trim()).unwrap();
+        let sub = bed.watch(Interest::printed([other]));
+        bed.reconcile();
+        assert_eq!(sub.coverage(), covers(1, &[other]));
+        let pid = lock(&bed.hub().state).pid.unwrap();
+        let clients = bed
+            .server
+            .run_ok(["list-clients", "-F", "#{client_pid} #{session_id}"])
+            .unwrap();
+        assert!(
+            clients.lines().any(|l| l == format!("{pid} $1")),
+            "{clients}"
+        );
+        assert!(bed.hears(&sub, other));
+    }
 
     fn p(n: u32) -> PaneId {
         PaneId::from_number(n)

@@ -115,6 +115,18 @@ impl Subscription {
         Some(self.took(event))
     }
 
+    /// Waits until an event waits here or a message on `other`, or
+    /// `deadline`; takes neither.
+    pub fn ready_or<T>(&self, other: &Receiver<T>, deadline: Instant) {
+        if self.state.resync.load(Ordering::Acquire) {
+            return;
+        }
+        let mut select = crossbeam_channel::Select::new();
+        select.recv(&self.rx);
+        select.recv(other);
+        let _ = select.ready_deadline(deadline);
+    }
+
     fn took(&self, event: StreamEvent) -> StreamEvent {
         match &event {
             StreamEvent::Printed(pane) => {

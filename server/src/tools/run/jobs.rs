@@ -239,6 +239,28 @@ mod tests {
         assert_eq!(none.len(), 1);
     }
 
+    /// Only fish's notice takes the empty line before it: an empty line
+    /// before bash's or zsh's is the command's own.
+    #[test]
+    fn only_fishs_notice_takes_the_empty_line_before_it() {
+        let mut lines: Vec<String> = ["a", "", "[1]+  Done                    sleep 1"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(take_notices(&mut lines, 1).len(), 1);
+        assert_eq!(lines, ["a", ""]);
+        let mut lines: Vec<String> = ["a", "", "[1]  + done       sleep 1"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(take_notices(&mut lines, 1).len(), 1);
+        assert_eq!(lines, ["a", ""]);
+        // fish's, after a line that is not empty: nothing else goes.
+        let mut lines: Vec<String> = ["a", "fish: Job 1, 'sleep 1 &' has ended"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(take_notices(&mut lines, 1).len(), 1);
+        assert_eq!(lines, ["a"]);
+    }
+
     #[test]
     fn jobs_ended_are_those_gone_since() {
         let before: BTreeSet<i64> = [10, 20, 30].into();
@@ -263,9 +285,13 @@ mod tests {
             .spawn()
             .unwrap();
         let groups = running(me);
+        // The group `same` runs in: this process's (a pid is no group id).
+        let same_group = stat(same.id()).map(|s| s.pgrp);
         let _ = (same.kill(), own.kill(), same.wait(), own.wait());
         let groups = groups.expect("/proc readable");
+        assert_eq!(same_group, stat(me).map(|s| s.pgrp));
+        let same_group = same_group.unwrap();
         assert!(groups.contains(&i64::from(own.id())), "{groups:?}");
-        assert!(!groups.contains(&i64::from(same.id())), "{groups:?}");
+        assert!(!groups.contains(&same_group), "{groups:?}");
     }
 }

@@ -1,7 +1,7 @@
 //! The text of a pane's unfinished last line, rendered from its raw output
 //! (pure): printable characters written at a column, CR back to the first
 //! column (what follows overwrites), backspace, tab stops, erase to the
-//! row's end. With OSC 133, bash draws its next prompt over such a line and
+//! row's end; invalid UTF-8 shows nothing, as in tmux. With OSC 133, bash draws its next prompt over such a line and
 //! zsh's and fish's end-of-line marks overwrite one ended by a bare CR, so
 //! the screen no longer shows it; the raw output still says it.
 //!
@@ -36,9 +36,11 @@ pub struct LineText {
 
 impl LineText {
     /// Takes a byte of printable text (a UTF-8 sequence's bytes one by
-    /// one).
+    /// one). As in tmux, an invalid sequence shows nothing, and a byte of
+    /// ASCII ends an unfinished one (which then shows nothing either).
     pub fn print(&mut self, b: u8) {
-        if self.utf8_len == 0 && b < 0x80 {
+        if b < 0x80 {
+            self.utf8_len = 0;
             self.put(char::from(b));
             return;
         }
@@ -48,20 +50,22 @@ impl LineText {
         }
         match std::str::from_utf8(&self.utf8[..self.utf8_len]) {
             Ok(s) => {
-                let c = s.chars().next().unwrap_or(char::REPLACEMENT_CHARACTER);
                 self.utf8_len = 0;
-                self.put(c);
+                if let Some(c) = s.chars().next() {
+                    self.put(c);
+                }
             }
             Err(e) if e.error_len().is_some() || self.utf8_len == self.utf8.len() => {
                 self.utf8_len = 0;
-                self.put(char::REPLACEMENT_CHARACTER);
             }
             Err(_) => {}
         }
     }
 
     /// Takes a control byte: CR, backspace, tab (others move nothing).
+    /// It ends an unfinished UTF-8 sequence, as in tmux.
     pub fn control(&mut self, b: u8) {
+        self.utf8_len = 0;
         match b {
             b'\r' => self.col = 0,
             0x08 => self.col = self.col.saturating_sub(1),
@@ -228,6 +232,49 @@ mod tests {
         t.print(b'x');
         t.erase_to_end();
         assert_eq!(t.text().as_deref(), Some("x"));
+    }
+
+    #[test]
+    fn invalid_utf8_shows_nothing_as_in_tmux() {
+        // What tmux 3.3a shows for each (`capture-pane`): the broken bytes
+        // drop out, the ASCII byte or control that broke a sequence counts.
+        assert_eq!(render(b"A\x80abc").as_deref(), Some("Aabc"));
+        assert_eq!(render(b"B\xe6a").as_deref(), Some("Ba"));
+        assert_eq!(render(b"C\xe6\x97x").as_deref(), Some("Cx"));
+        assert_eq!(render(b"E\xffz").as_deref(), Some("Ez"));
+        assert_eq!(render(b"G\xe6\x97\r\xa5").as_deref(), Some("G"));
+        assert_eq!(render(b"Hx\xe6\x97\x08\xa5").as_deref(), Some("Hx"));
+        // A stray byte before a character does not swallow it.
+        let mut bytes = vec![0x80];
+        bytes.extend_from_slice("日".as_bytes());
+        assert_eq!(render(&bytes).as_deref(), Some("日"));
+    }
+
+    #[test]
+    fn a_mark_with_no_spaces_after_it_is_taken_back() {
+        let mut t = LineText::default();
+        "abc\r%".bytes().for_each(|b| t.print_or_control(b));
+        t.unmark();
+        assert_eq!(t.text().as_deref(), Some("abc"));
+        // And the cursor is back where the mark was written.
+        t.print(b'X');
+        assert_eq!(t.text().as_deref(), Some("Xbc"));
+    }
+
+    #[test]
+    fn a_row_of_max_cells_is_followed() {
+        let row = "y".repeat(MAX_CELLS);
+        assert_eq!(render(row.as_bytes()).as_deref(), Some(row.as_str()));
+        let wide = "日".repeat(MAX_CELLS / 2);
+        assert_eq!(render(wide.as_bytes()).as_deref(), Some(wide.as_str()));
+    }
+
+    #[test]
+    fn a_wide_characters_second_cell_overwritten_is_unknown() {
+        assert_eq!(render("日\x08x".as_bytes()), None);
+        assert_eq!(render("a日\x08\x08x".as_bytes()).as_deref(), None);
+        // A combining mark joins the cell before: not followed.
+        assert_eq!(render("e\u{301}".as_bytes()), None);
     }
 
     impl LineText {

@@ -64,7 +64,8 @@ const WINDOW_SLACK: i64 = 64;
 /// A waiting call looks at its cancel flag this often.
 const CANCEL_SLICE: Duration = Duration::from_millis(50);
 /// How long the answer to a command that ended waits for its shell's next
-/// prompt to be drawn before the output is captured.
+/// prompt to be drawn before the output is captured, and a call for the
+/// prompt it types at before it reads where the command goes.
 const PROMPT_DRAWN: Duration = Duration::from_millis(500);
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -307,21 +308,7 @@ fn start(
         let c = s.coverage();
         c.live && c.panes.contains(&pane.pane_id)
     });
-    // Several lines end in several D marks: the marker ends them once.
-    let completion = if covered
-        && !args.command.contains(['\n', '\r'])
-        && table::prints_osc133(&socket, pane.pane_id)
-    {
-        Completion::Osc133
-    } else {
-        let key = random_hex(16);
-        let first = format!("__ps{}", random_hex(8));
-        Completion::Marker {
-            token: format!("{first}{key}"),
-            command: sh.marker_command(&first, &key),
-            key,
-        }
-    };
+    let completion = completion_for(&args.command, covered, &socket, pane.pane_id, sh);
     let marker = match &completion {
         Completion::Marker { command, .. } => Some(command.as_str()),
         Completion::Osc133 => None,
@@ -329,8 +316,7 @@ fn start(
     let leader = pane.pane_pid.and_then(seat::leader_name);
     let history = shell::History::of(leader.as_deref().unwrap_or(&pane.pane_current_command));
     let typed = shell::typed_line(&args.command, marker, sh, history)?;
-    let history = i64::try_from(pane.history_size).unwrap_or(i64::MAX / 4);
-    let start_abs = history + i64::from(pane.cursor_y);
+    let (history, start_abs) = typed_row(ctx, tmux, pane.pane_id, end)?;
     let limit = i64::try_from(pane.history_limit).unwrap_or(i64::MAX / 4);
     let entry = Arc::new(
         Entry::new(
@@ -375,6 +361,77 @@ fn start(
         return Err(e);
     }
     Ok(entry)
+}
+
+/// How the command's end is known: by the shell's next OSC 133 D mark
+/// where the event stream covers the pane (`covered`) and its shell was
+/// seen printing marks, else by a marker of the call's own.
+fn completion_for(
+    command: &str,
+    covered: bool,
+    socket: &std::path::Path,
+    pane: PaneId,
+    shell: shell::Shell,
+) -> Completion {
+    // Several lines end in several D marks: the marker ends them once.
+    if covered && !command.contains(['\n', '\r']) && table::prints_osc133(socket, pane) {
+        return Completion::Osc133;
+    }
+    let key = random_hex(16);
+    let first = format!("__ps{}", random_hex(8));
+    Completion::Marker {
+        token: format!("{first}{key}"),
+        command: shell.marker_command(&first, &key),
+        key,
+    }
+}
+
+/// Where the command is typed, read just before typing: the pane's history
+/// size and its cursor's absolute row (history rows, then the screen),
+/// once the prompt's last row is drawn (the cursor off the row's start: a
+/// prompt ends in text, `$ `, as the answer's [`cursor`] takes it),
+/// waiting at most [`PROMPT_DRAWN`] and within the call's time.
+///
+/// Not the listing's row: that was read before [`shell::ready`] waited
+/// for the prompt, and a prompt hook may have printed rows since, with
+/// the prompt (of one row or several) drawn below them: the command's
+/// place would be above its echo. Nor at once: a shell found at its prompt
+/// may not have drawn it yet (its line editor reads before it draws, and
+/// fish runs its `fish_prompt` event handlers with its terminal set for
+/// the editor). A prompt that leaves the cursor at its row's start (an
+/// empty one) costs the call that wait.
+fn typed_row(
+    ctx: &ToolContext,
+    tmux: &Tmux,
+    pane: PaneId,
+    end: &End,
+) -> Result<(i64, i64), ToolError> {
+    let probe = TmuxCommand::new("display-message")
+        .flag("-p")
+        .target(pane)
+        .format_arg("#{history_size} #{cursor_y} #{cursor_x}");
+    let until = Instant::now() + PROMPT_DRAWN;
+    loop {
+        let text = tmux.run(&probe, end.deadline(ctx)).map_err(|e| {
+            end.said(
+                e.into(),
+                "while reading the pane: the command was not typed",
+            )
+        })?;
+        let nums: Vec<i64> = text
+            .split_whitespace()
+            .filter_map(|n| n.parse().ok())
+            .collect();
+        let [history, cursor_y, cursor_x] = nums[..] else {
+            return Err(ToolError::not_found(format!(
+                "pane {pane} closed before the command was typed"
+            )));
+        };
+        if cursor_x > 0 || Instant::now() >= until.min(end.at) {
+            return Ok((history, history + cursor_y));
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
 }
 
 /// Outside the event stream a marker's pane is read through a tap, opened
@@ -820,4 +877,727 @@ fn shrink_output(out: &mut RunCommandResult, excess: usize) -> bool {
     out.output.drain(..cut.min(out.output.len()));
     out.output_truncated = true;
     true
+}
+
+#[cfg(test)]
+mod tests {
+    //! run_command and wait_for_command called in-process on a private tmux
+    //! server's bash panes: the status, the output and its bounds, the pane
+    //! answered for, a timeout then wait_for_command, the alternate screen,
+    //! the refusals, a tmux that stops answering, a full history, prompts
+    //! drawn late (a prompt hook held on a file, and dash's PS1), a pane
+    //! closed before its output is read; and the pure parts (the text
+    //! answer, its shrinking, the captured lines).
+
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use super::*;
+    use crate::config::{Ceilings, ServeConfig};
+    use crate::testbed::private_server::PrivateServer;
+    use crate::tmux::ServerSpec;
+    use bytes::Bytes;
+    use serde_json::{json, Value};
+
+    /// A bash without rc files, prompt `$ `.
+    const BASH: &str = "env PS1='$ ' bash --norc --noprofile";
+
+    /// The same, printing an OSC 133 D mark with the status before each prompt.
+    const BASH_133: &str =
+        "env PS1='$ ' PROMPT_COMMAND='printf \"\\033]133;D;%s\\007\" $?' bash --norc --noprofile";
+
+    /// A private server and a mutating-tier context on it.
+    struct Bed {
+        server: PrivateServer,
+        ctx: ToolContext,
+    }
+
+    impl Bed {
+        fn new(label: &str) -> Bed {
+            Bed::with(label, Ceilings::default())
+        }
+
+        fn with(label: &str, ceilings: Ceilings) -> Bed {
+            let server = PrivateServer::start(label, 80, 24).unwrap();
+            let config = ServeConfig {
+                server: ServerSpec::named(server.socket_name()),
+                tier: Tier::Mutating,
+                ceilings,
+                ..ServeConfig::default()
+            };
+            let ctx = ToolContext::new(
+                Arc::new(config),
+                Arc::new(crate::tools::registry::Registry::for_tier(Tier::Mutating)),
+            );
+            Bed { server, ctx }
+        }
+
+        /// A new window running `command`, once tmux shows `ready` in it.
+        fn window(&self, command: &str, ready: &str) -> PaneId {
+            let out = self
+                .server
+                .run_ok(["new-window", "-d", "-P", "-F", "#{pane_id}", command])
+                .unwrap();
+            let pane = PaneId::parse(out.trim()).unwrap();
+            self.shows(pane, ready);
+            pane
+        }
+
+        /// A bash at its prompt.
+        fn bash(&self) -> PaneId {
+            self.window(BASH, "$")
+        }
+
+        fn screen(&self, pane: PaneId) -> String {
+            let target = pane.to_string();
+            self.server
+                .run_ok(["capture-pane", "-p", "-J", "-t", &target])
+                .unwrap_or_default()
+        }
+
+        /// Returns once a line of `pane` holds `text`.
+        fn shows(&self, pane: PaneId, text: &str) {
+            let until = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < until {
+                if self.screen(pane).lines().any(|l| l.contains(text)) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            panic!("{pane} never showed {text:?}: {}", self.screen(pane));
+        }
+
+        fn run(
+            &self,
+            pane: PaneId,
+            command: &str,
+            more: Value,
+        ) -> Result<RunCommandResult, ToolError> {
+            run_on(&self.ctx, pane, command, more)
+        }
+
+        fn run_ok(&self, pane: PaneId, command: &str, more: Value) -> RunCommandResult {
+            self.run(pane, command, more)
+                .unwrap_or_else(|e| panic!("run_command {command:?} failed: {e}"))
+        }
+    }
+
+    fn run_on(
+        ctx: &ToolContext,
+        pane: PaneId,
+        command: &str,
+        more: Value,
+    ) -> Result<RunCommandResult, ToolError> {
+        let mut args = json!({"pane_id": pane.to_string(), "command": command});
+        for (k, v) in more.as_object().unwrap() {
+            args[k] = v.clone();
+        }
+        RunCommand::run(ctx, serde_json::from_value(args).unwrap())
+    }
+
+    /// The answer's fields that say what the command did.
+    fn said(r: &RunCommandResult) -> (Option<i32>, &str, usize, bool, bool, bool) {
+        (
+            r.exit_status,
+            r.output.as_str(),
+            r.lines,
+            r.output_truncated,
+            r.partial_last_line,
+            r.timed_out,
+        )
+    }
+
+    #[test]
+    fn the_status_and_output_are_the_commands_in_its_own_pane() {
+        let bed = Bed::new("run-unit-exact");
+        let other = bed.bash();
+        let pane = bed.bash();
+
+        let r = bed.run_ok(pane, "printf 'a\\nb\\n'; (exit 3)", json!({}));
+        assert_eq!(
+            said(&r),
+            (Some(3), "a\nb\n", 2, false, false, false),
+            "{r:?}"
+        );
+        assert_eq!(r.pane_id, pane);
+        assert_eq!((r.background_jobs, r.redactions), (0, 0), "{r:?}");
+        assert!(r.job_notices.is_empty(), "{r:?}");
+        assert!(
+            r.command_id.starts_with("cmd-") && r.command_id.len() == 20,
+            "{r:?}"
+        );
+        let text = format!(
+            "{} in {pane}: exit 3 after {} ms, 2 lines\na\nb\n",
+            r.command_id, r.elapsed_ms
+        );
+        assert_eq!(RunCommand::text(&r), text);
+        assert_eq!(WaitForCommand::text(&r), text);
+        assert!(
+            !bed.screen(other).contains("(exit 3)"),
+            "typed into the other pane: {}",
+            bed.screen(other)
+        );
+
+        let r = bed.run_ok(pane, "true", json!({}));
+        assert_eq!(said(&r), (Some(0), "", 0, false, false, false), "{r:?}");
+        let r = bed.run_ok(pane, "printf abc", json!({}));
+        assert_eq!(said(&r), (Some(0), "abc\n", 1, false, true, false), "{r:?}");
+        assert!(RunCommand::text(&r).contains(": exit 0 after "), "{r:?}");
+        assert!(RunCommand::text(&r).contains(", 1 lines, last line without newline\n"));
+    }
+
+    #[test]
+    fn a_command_typed_again_is_read_from_its_own_echo_not_the_last_ones() {
+        let bed = Bed::new("run-unit-again");
+        let pane = bed.window(BASH_133, "$");
+        let socket = bed.server.socket_path().unwrap();
+        // The first call learns the marks; the next ones end by them, so their
+        // typed lines (no marker) are alike: each is found where it was typed.
+        for _ in 0..3 {
+            let r = bed.run_ok(pane, "echo hi", json!({}));
+            assert_eq!(said(&r), (Some(0), "hi\n", 1, false, false, false), "{r:?}");
+        }
+        assert!(table::prints_osc133(&socket, pane));
+        let r = bed.run_ok(pane, "echo hi; (exit 3)", json!({}));
+        assert_eq!(said(&r), (Some(3), "hi\n", 1, false, false, false), "{r:?}");
+    }
+
+    #[test]
+    fn a_prompt_of_two_lines_is_never_output() {
+        let bed = Bed::new("run-unit-twoline");
+        let pane = bed.window("env PS1='top line\\n$ ' bash --norc --noprofile", "$");
+        // The first answer learns the prompt's height; the next ones leave its
+        // first line out, also above the marker typed again after an interrupt.
+        let r = bed.run_ok(pane, "false", json!({}));
+        assert_eq!(said(&r), (Some(1), "", 0, false, false, false), "{r:?}");
+        for k in 0..3 {
+            let r = bed.run_ok(pane, &format!("echo one {k}"), json!({}));
+            assert_eq!(r.output, format!("one {k}\n"), "{r:?}");
+        }
+        let r = bed.run_ok(pane, "echo waiting; sleep 100", json!({"timeout_ms": 300}));
+        assert!(r.timed_out, "{r:?}");
+        bed.shows(pane, "waiting");
+        let target = pane.to_string();
+        bed.server
+            .run_ok(["send-keys", "-t", &target, "C-c"])
+            .unwrap();
+        let args = json!({"command_id": r.command_id, "timeout_ms": 15_000});
+        let w = WaitForCommand::run(&bed.ctx, serde_json::from_value(args).unwrap()).unwrap();
+        assert_eq!(w.exit_status, Some(130), "{w:?}");
+        assert!(
+            w.output.starts_with("waiting\n") && !w.output.contains("top line"),
+            "{w:?}\n{}",
+            bed.screen(pane)
+        );
+    }
+
+    #[test]
+    fn output_is_bounded_by_lines_and_bytes_and_flagged_when_cut() {
+        let bed = Bed::new("run-unit-bounds");
+        let pane = bed.bash();
+
+        let r = bed.run_ok(pane, "seq 5", json!({"max_lines": 2}));
+        assert_eq!(
+            said(&r),
+            (Some(0), "4\n5\n", 2, true, false, false),
+            "{r:?}"
+        );
+        assert!(RunCommand::text(&r).contains(": exit 0 after "));
+        assert!(RunCommand::text(&r).contains(", 2 lines, start cut\n4\n5\n"));
+        // At the bound: whole.
+        let r = bed.run_ok(pane, "seq 5", json!({"max_lines": 5}));
+        assert_eq!(
+            said(&r),
+            (Some(0), "1\n2\n3\n4\n5\n", 5, false, false, false)
+        );
+
+        let r = bed.run_ok(pane, "seq 2", json!({"max_bytes": 4}));
+        assert_eq!(
+            said(&r),
+            (Some(0), "1\n2\n", 2, false, false, false),
+            "{r:?}"
+        );
+        let r = bed.run_ok(pane, "seq 2", json!({"max_bytes": 3}));
+        assert_eq!(said(&r), (Some(0), "2\n", 1, true, false, false), "{r:?}");
+        // Not even the one line fits: its end, flagged.
+        let r = bed.run_ok(pane, "echo abcdef", json!({"max_bytes": 4}));
+        assert_eq!(said(&r), (Some(0), "def\n", 1, true, false, false), "{r:?}");
+    }
+
+    #[test]
+    fn lines_wider_than_the_pane_are_read_whole_from_the_echo_scrolled_away() {
+        let bed = Bed::new("run-unit-wide");
+        let pane = bed.bash();
+        // 30 lines of 200 digits: 90 rows of an 80-column pane, the echo far
+        // above the screen's top, yet within max_lines lines of the end.
+        let r = bed.run_ok(
+            pane,
+            "printf '%0200d\\n' $(seq 30)",
+            json!({"max_lines": 30}),
+        );
+        let want: String = (1..=30).map(|n| format!("{n:0200}\n")).collect();
+        assert_eq!(said(&r), (Some(0), want.as_str(), 30, false, false, false));
+    }
+
+    /// In a pane whose history keeps `limit` rows, `seq {before}` then
+    /// `seq {count}`: the second's output is every line of it the pane still
+    /// holds, from the first, and flagged as cut.
+    fn overrun_history(label: &str, limit: u32, before: u32, count: u32) {
+        let bed = Bed::new(label);
+        bed.server
+            .run_ok(["set-option", "-g", "history-limit", &limit.to_string()])
+            .unwrap();
+        let pane = bed.bash();
+        bed.run_ok(pane, &format!("seq {before}"), json!({}));
+        let r = bed.run_ok(pane, &format!("seq {count}"), json!({"max_lines": 1000}));
+        let target = pane.to_string();
+        let all = bed
+            .server
+            .run_ok(["capture-pane", "-p", "-S", "-", "-t", &target])
+            .unwrap();
+        let first: u32 = all.lines().find_map(|l| l.parse().ok()).unwrap();
+        let want: String = (first..=count).map(|n| format!("{n}\n")).collect();
+        assert!(first > 1 && first + 20 < count, "{all}");
+        assert_eq!(
+            (r.exit_status, r.output.as_str()),
+            (Some(0), want.as_str()),
+            "{r:?}"
+        );
+        assert!(r.output_truncated, "{r:?}");
+    }
+
+    #[test]
+    fn once_the_history_is_full_the_output_is_what_the_pane_still_holds() {
+        // Typed below a history of about 40 rows; its 150 lines overrun the
+        // 100 the history keeps: tmux drops its oldest tenth at a time, so the
+        // row it was typed on, counted from the history's start, is no longer
+        // where it was (about 55 rows lower: a place taken as known would lose
+        // those).
+        overrun_history("run-unit-full", 100, 60, 150);
+    }
+
+    #[test]
+    fn a_history_of_fewer_than_ten_rows_is_full_at_its_limit() {
+        // A tenth of 5 rows is none: tmux drops one row at a time, and the
+        // full history stays at its limit, 5 rows (never 4 again). Typed 13
+        // rows down, the place taken as known there would lose 13 lines.
+        overrun_history("run-unit-full5", 5, 10, 60);
+    }
+
+    /// A directory of the test's own, removed at the end.
+    struct Dir(std::path::PathBuf);
+
+    impl Dir {
+        fn new(label: &str) -> Dir {
+            let d = std::env::temp_dir().join(format!("{label}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&d);
+            std::fs::create_dir_all(&d).unwrap();
+            Dir(d)
+        }
+
+        fn path(&self, name: &str) -> String {
+            self.0.join(name).to_str().unwrap().to_owned()
+        }
+    }
+
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// Returns once a row of `pane` is `row` (trailing blanks aside) or
+    /// `starts` with it.
+    fn await_row(bed: &Bed, pane: PaneId, row: &str, starts: bool) {
+        let until = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < until {
+            let screen = bed.screen(pane);
+            let mut rows = screen.lines().map(str::trim_end);
+            if rows.any(|l| l == row || (starts && l.starts_with(row))) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        panic!("{pane} never showed {row:?}: {}", bed.screen(pane));
+    }
+
+    /// A pane whose prompt, `top line` then `$ `, is held while the file
+    /// `hold` exists (the shell looks every 10 ms): in bash (PROMPT_COMMAND
+    /// prints a D mark, then `x`, then holds, before the prompt is drawn),
+    /// or in dash (held while PS1 is expanded: nothing drawn, while dash,
+    /// without a line editor, is taken as at its prompt; `armed` made).
+    fn late_prompt(bed: &Bed, dir: &Dir, dash: bool) -> PaneId {
+        let (hold, armed) = (dir.path("hold"), dir.path("armed"));
+        let wait = format!("while [ -e {hold} ]; do sleep 0.01; done");
+        let rc = dir.path("rc");
+        let command = if dash {
+            let held = format!("if [ -e {hold} ]; then touch {armed}; {wait}; fi");
+            std::fs::write(&rc, format!("PS1='top line\n$({held})$ '\n")).unwrap();
+            format!("env ENV={rc} dash -i")
+        } else {
+            let rc_text = format!(
+                "PS1='top line\\n$ '\nPROMPT_COMMAND='printf \"\\033]133;D;%s\\007\" $?; printf x; {wait}'\n"
+            );
+            std::fs::write(&rc, rc_text).unwrap();
+            format!("bash --rcfile {rc} --noprofile")
+        };
+        bed.window(&command, "$")
+    }
+
+    #[test]
+    fn a_prompts_height_is_learnt_only_once_it_is_drawn() {
+        let bed = Bed::new("run-unit-late");
+        let socket = bed.server.socket_path().unwrap();
+        let dir = Dir::new("run-unit-late");
+        let pane = late_prompt(&bed, &dir, false);
+        let hold = dir.path("hold");
+        // Held once the command ended (its marker shown, then the hook's
+        // `x`), and let go: the answer waits for the prompt, and learns its
+        // two rows (and that the shell prints marks).
+        std::fs::write(&hold, "").unwrap();
+        let ctx = bed.ctx.clone();
+        let call = std::thread::spawn(move || run_on(&ctx, pane, "false", json!({})));
+        await_row(&bed, pane, "x", false);
+        std::fs::remove_file(&hold).unwrap();
+        let r = call.join().unwrap().unwrap();
+        assert_eq!(said(&r), (Some(1), "", 0, false, false, false), "{r:?}");
+        assert_eq!(table::prompt_rows(&socket, pane), 2);
+        assert!(table::prints_osc133(&socket, pane));
+        // Held past the answer (a command of two lines ends by its marker):
+        // the rows seen, the marker's and `x`, are no prompt's height.
+        std::fs::write(&hold, "").unwrap();
+        let r = bed.run_ok(
+            pane,
+            "echo two\necho lines",
+            json!({"allow_multiline": true}),
+        );
+        std::fs::remove_file(&hold).unwrap();
+        assert_eq!(said(&r), (Some(0), "two\nlines\n", 2, false, false, false));
+        assert_eq!(table::prompt_rows(&socket, pane), 2);
+        // Ended by the D mark: the prompt's top row, `xtop line`, left out.
+        // (Typed once the prompt is drawn: the hook's `x` alone puts the
+        // cursor off its row's start, which `typed_row` takes for a prompt
+        // drawn. A hook that prints whole lines is waited past:
+        // run_command_shells' `a_call_while_a_prompt_hook_prints_...`.)
+        let until = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < until {
+            let screen = bed.screen(pane);
+            let rows: Vec<&str> = screen
+                .lines()
+                .map(str::trim_end)
+                .filter(|l| !l.is_empty())
+                .collect();
+            if rows.ends_with(&["xtop line", "$"]) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let r = bed.run_ok(pane, "echo one", json!({}));
+        assert_eq!(
+            said(&r),
+            (Some(0), "one\n", 1, false, false, false),
+            "{r:?}"
+        );
+    }
+
+    #[test]
+    fn a_prompt_drawn_after_its_shell_is_taken_as_at_it_is_waited_for() {
+        let bed = Bed::new("run-unit-dash");
+        let socket = bed.server.socket_path().unwrap();
+        let dir = Dir::new("run-unit-dash");
+        let pane = late_prompt(&bed, &dir, true);
+        // Held once the command ended, until the answer first looks at the
+        // cursor (a hook after tmux's display-message), which sees no
+        // prompt drawn yet.
+        let (hold, armed) = (dir.path("hold"), dir.path("armed"));
+        let release = format!("run-shell 'if [ -e {armed} ]; then rm -f {hold}; fi'");
+        bed.server
+            .run_ok(["set-hook", "-g", "after-display-message", &release])
+            .unwrap();
+        std::fs::write(&hold, "").unwrap();
+        let r = bed.run_ok(pane, "false", json!({}));
+        assert!(std::fs::metadata(&armed).is_ok());
+        assert_eq!(said(&r), (Some(1), "", 0, false, false, false), "{r:?}");
+        assert_eq!(table::prompt_rows(&socket, pane), 2);
+    }
+
+    #[test]
+    fn a_prompt_that_leaves_the_cursor_at_its_rows_start_is_answered() {
+        // An empty prompt: the cursor never leaves the row's start, and the
+        // answer stops waiting for it to.
+        let bed = Bed::new("run-unit-empty-prompt");
+        let pane = bed.bash();
+        bed.run_ok(pane, "PS1=", json!({"timeout_ms": 3000}));
+        let r = bed.run_ok(pane, "echo hi", json!({"timeout_ms": 3000}));
+        assert_eq!(said(&r), (Some(0), "hi\n", 1, false, false, false), "{r:?}");
+    }
+
+    #[test]
+    fn a_line_a_prompt_starting_with_a_newline_leaves_on_its_row_is_output_once() {
+        // With OSC 133 (learnt by the first call), `printf abc`'s line stays
+        // on its row: the prompt's newline moves it below.
+        let bed = Bed::new("run-unit-newline-prompt");
+        let pane = bed.window(
+            "env PS1='\\n$ ' PROMPT_COMMAND='printf \"\\033]133;D;%s\\007\" $?' bash --norc --noprofile",
+            "$",
+        );
+        let socket = bed.server.socket_path().unwrap();
+        bed.run_ok(pane, "true", json!({}));
+        assert!(table::prints_osc133(&socket, pane));
+        let r = bed.run_ok(pane, "printf abc", json!({}));
+        assert_eq!(said(&r), (Some(0), "abc\n", 1, false, true, false), "{r:?}");
+    }
+
+    #[test]
+    fn a_pane_closed_before_its_output_is_read_says_so() {
+        let bed = Bed::new("run-unit-closed");
+        // Closed before the answer looks at the pane, then between that look
+        // and the capture (by a hook after tmux's display-message).
+        for hooked in [false, true] {
+            let pane = bed.bash();
+            let target = pane.to_string();
+            let r = bed.run_ok(pane, "read -r line", json!({"timeout_ms": 300}));
+            assert!(r.timed_out, "{r:?}");
+            bed.server
+                .run_ok(["send-keys", "-t", &target, "-l", "x"])
+                .unwrap();
+            bed.server
+                .run_ok(["send-keys", "-t", &target, "Enter"])
+                .unwrap();
+            let entry = table::get(&r.command_id, bed.ctx.session).unwrap();
+            let ended = entry.wait(
+                Instant::now() + Duration::from_secs(10),
+                CANCEL_SLICE,
+                || false,
+            );
+            assert!(matches!(ended, Progress::Ended { .. }), "{ended:?}");
+            if hooked {
+                let kill = format!("kill-pane -t {target}");
+                bed.server
+                    .run_ok(["set-hook", "-g", "after-display-message", &kill])
+                    .unwrap();
+            } else {
+                bed.server.run_ok(["kill-pane", "-t", &target]).unwrap();
+            }
+            let args = json!({"command_id": r.command_id, "timeout_ms": 5000});
+            let e =
+                WaitForCommand::run(&bed.ctx, serde_json::from_value(args).unwrap()).unwrap_err();
+            assert_eq!(e.kind, ErrorKind::NotFound, "{e}");
+            if hooked {
+                let closed = format!("pane {pane} closed: its output cannot be read");
+                assert_eq!(e.message, closed);
+                bed.server
+                    .run_ok(["set-hook", "-gu", "after-display-message"])
+                    .unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn a_timeout_answers_running_then_wait_for_command_gives_the_end() {
+        let bed = Bed::new("run-unit-timeout");
+        let pane = bed.bash();
+
+        let r = bed.run_ok(pane, "sleep 1.5; echo done", json!({"timeout_ms": 300}));
+        assert_eq!((r.exit_status, r.timed_out), (None, true), "{r:?}");
+        assert_eq!(r.pane_id, pane);
+        let text = RunCommand::text(&r);
+        assert!(text.contains(": still running after "), "{text}");
+
+        // The pane is busy with it.
+        let e = bed.run(pane, "true", json!({})).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Refused, "{e}");
+        assert!(e.message.contains(&r.command_id), "{e}");
+
+        let args = json!({"command_id": r.command_id, "timeout_ms": 10_000});
+        let w = WaitForCommand::run(&bed.ctx, serde_json::from_value(args).unwrap()).unwrap();
+        assert_eq!(
+            said(&w),
+            (Some(0), "done\n", 1, false, false, false),
+            "{w:?}"
+        );
+        assert_eq!((w.command_id, w.pane_id), (r.command_id, pane));
+    }
+
+    #[test]
+    fn a_command_left_on_the_alternate_screen_has_its_status_and_no_output() {
+        let bed = Bed::new("run-unit-alternate");
+        let pane = bed.bash();
+        let r = bed.run_ok(
+            pane,
+            "printf '\\033[?1049h'; echo hidden; (exit 4)",
+            json!({}),
+        );
+        assert_eq!(said(&r), (Some(4), "", 0, true, false, false), "{r:?}");
+    }
+
+    #[test]
+    fn jobs_the_shell_ran_before_are_counted() {
+        let bed = Bed::new("run-unit-jobs");
+        let pane = bed.bash();
+        let r = bed.run_ok(pane, "sleep 30 &", json!({}));
+        assert_eq!((r.exit_status, r.background_jobs), (Some(0), 0), "{r:?}");
+        let r = bed.run_ok(pane, "echo x", json!({}));
+        assert_eq!(said(&r), (Some(0), "x\n", 1, false, false, false), "{r:?}");
+        assert_eq!(r.background_jobs, 1, "{r:?}");
+        assert!(r.job_notices.is_empty(), "{r:?}");
+    }
+
+    #[test]
+    fn a_pane_not_at_a_shell_prompt_is_refused_and_nothing_typed() {
+        let bed = Bed::new("run-unit-refused");
+        let pane = bed.window("cat", "");
+        std::thread::sleep(Duration::from_millis(200));
+        let e = bed.run(pane, "echo typed", json!({})).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Refused, "{e}");
+        assert!(!bed.screen(pane).contains("typed"), "{}", bed.screen(pane));
+    }
+
+    #[test]
+    fn a_tmux_that_stops_answering_costs_the_calls_time_and_says_so() {
+        let bed = Bed::new("run-unit-stopped");
+        let pane = bed.bash();
+        let stopped = bed.server.stop().unwrap();
+        // The call's time runs out first: said as its timeout_ms.
+        let e = bed
+            .run(pane, "true", json!({"timeout_ms": 300}))
+            .unwrap_err();
+        assert_eq!(e.kind, ErrorKind::TimedOut, "{e}");
+        assert!(
+            e.message
+                .contains("within timeout_ms (300 ms) while listing panes"),
+            "{e}"
+        );
+        drop(stopped);
+
+        // tmux's own deadline first: said as tmux's.
+        let short = Ceilings {
+            tmux_timeout: Duration::from_millis(200),
+            ..Ceilings::default()
+        };
+        let config = ServeConfig {
+            ceilings: short,
+            ..(*bed.ctx.config).clone()
+        };
+        let ctx = ToolContext::new(Arc::new(config), bed.ctx.registry.clone());
+        let stopped = bed.server.stop().unwrap();
+        let e = run_on(&ctx, pane, "true", json!({"timeout_ms": 5000})).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::TimedOut, "{e}");
+        assert!(!e.message.contains("timeout_ms (5000 ms)"), "{e}");
+        drop(stopped);
+    }
+
+    #[test]
+    fn a_tmux_stopped_while_the_command_runs_gives_the_timed_out_answer_unread() {
+        let bed = Bed::new("run-unit-unread");
+        let pane = bed.bash();
+        let ctx = bed.ctx.clone();
+        let call =
+            std::thread::spawn(move || run_on(&ctx, pane, "sleep 30", json!({"timeout_ms": 1500})));
+        bed.shows(pane, "eval");
+        let stopped = bed.server.stop().unwrap();
+        let r = call.join().unwrap();
+        drop(stopped);
+        let r = r.unwrap();
+        assert_eq!(said(&r), (None, "", 0, true, false, true), "{r:?}");
+        assert_eq!(r.pane_id, pane);
+    }
+
+    #[test]
+    fn commands_longer_than_16_kib_are_refused() {
+        let at = "x".repeat(MAX_COMMAND_BYTES);
+        assert_eq!(MAX_COMMAND_BYTES, 16_384);
+        assert!(shell::check_command(&at, false, MAX_COMMAND_BYTES).is_ok());
+        let over = format!("{at}x");
+        let e = shell::check_command(&over, false, MAX_COMMAND_BYTES).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::InvalidArgument, "{e}");
+    }
+
+    fn result(output: &str, lines: usize) -> RunCommandResult {
+        RunCommandResult {
+            exit_status: None,
+            output: output.into(),
+            lines,
+            redactions: 0,
+            output_truncated: false,
+            partial_last_line: false,
+            background_jobs: 0,
+            job_notices: Vec::new(),
+            timed_out: false,
+            elapsed_ms: 12,
+            command_id: "cmd-1".into(),
+            pane_id: PaneId::parse("%4").unwrap(),
+        }
+    }
+
+    #[test]
+    fn the_text_answer_says_the_state_and_the_flags() {
+        let mut r = result("a\n", 1);
+        assert_eq!(
+            render(&r),
+            "cmd-1 in %4: ended after 12 ms (no status), 1 lines\na\n"
+        );
+        r.exit_status = Some(2);
+        r.output_truncated = true;
+        assert_eq!(
+            render(&r),
+            "cmd-1 in %4: exit 2 after 12 ms, 1 lines, start cut\na\n"
+        );
+        r.timed_out = true;
+        r.partial_last_line = true;
+        assert_eq!(
+            render(&r),
+            "cmd-1 in %4: still running after 12 ms, 1 lines, start cut, last line without newline\na\n"
+        );
+        assert!(is_zero(&0) && !is_zero(&1));
+        let json = serde_json::to_value(&r).unwrap();
+        assert!(json.get("background_jobs").is_none(), "{json}");
+    }
+
+    #[test]
+    fn shrinking_drops_the_oldest_lines_for_twice_their_size() {
+        // Each line counts twice (structured and text), escaped: "aa\n" is 4+4.
+        let mut r = result("aa\nbb\ncc\n", 3);
+        assert!(RunCommand::shrink(&mut r, 9));
+        assert_eq!(
+            (r.output.as_str(), r.lines, r.output_truncated),
+            ("cc\n", 1, true)
+        );
+        let mut r = result("aa\nbb\ncc\n", 3);
+        assert!(WaitForCommand::shrink(&mut r, 8));
+        assert_eq!((r.output.as_str(), r.lines), ("bb\ncc\n", 2));
+        let mut r = result("", 0);
+        assert!(!shrink_output(&mut r, 8));
+        assert!(!r.output_truncated);
+    }
+
+    fn captured(text: &str, first_line: i64, numbers: Option<Vec<i64>>) -> CapturedText {
+        CapturedText {
+            first_line,
+            bytes: Bytes::from(text.to_owned()),
+            line_numbers: numbers,
+            history_size: 0,
+            pane_height: 24,
+            pane_width: 80,
+            joined: true,
+        }
+    }
+
+    #[test]
+    fn captured_lines_and_where_the_command_starts_in_them() {
+        let cap = captured("a\n\nb\n", -3, None);
+        assert_eq!(caption_lines(&cap), ["a", "", "b"]);
+        assert_eq!(caption_lines(&captured("a\nb", 0, None)), ["a", "b"]);
+        assert_eq!(first_at_or_after(&cap, -3), 0);
+        assert_eq!(first_at_or_after(&cap, -1), 2);
+        assert_eq!(first_at_or_after(&cap, -9), 0);
+        // Joined lines: the first numbered at or after.
+        let joined = captured("a\nb\nc\n", 5, Some(vec![5, 7, 9]));
+        assert_eq!(first_at_or_after(&joined, 7), 1);
+        assert_eq!(first_at_or_after(&joined, 8), 2);
+        assert_eq!(first_at_or_after(&joined, 10), 3);
+        let hex = random_hex(16);
+        assert_eq!(hex.len(), 16);
+        assert!(hex.bytes().all(|b| b.is_ascii_hexdigit()), "{hex}");
+        assert_ne!(random_hex(16), hex);
+    }
 }

@@ -312,8 +312,12 @@ pub fn check_command(command: &str, allow_multiline: bool, max: usize) -> Result
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
+    use crate::config::Ceilings;
+    use crate::testbed::private_server::{process_state, PrivateServer};
+    use crate::tmux::{ServerSpec, Tmux};
+    use crate::tools::context::{ServerArgs, ToolContext};
 
     #[test]
     fn login_shells_are_named_as_their_shell() {
@@ -382,6 +386,249 @@ mod tests {
         assert!(check_command("a\x1bb", true, 100).is_err());
         assert!(check_command(" ", false, 100).is_err());
         assert!(check_command("xxxx", false, 3).is_err());
+    }
+
+    /// The refusals name what is wrong: a CR alone is a line end, not a
+    /// key; a tab is typed as it is; the byte bound is inclusive.
+    #[test]
+    fn each_refusal_of_a_command_says_why() {
+        let why =
+            |c: &str, multi: bool, max: usize| check_command(c, multi, max).unwrap_err().message;
+        assert!(why("a\rb", false, 100).contains("holds a newline"));
+        assert!(why("a\nb", false, 100).contains("holds a newline"));
+        assert!(check_command("a\rb", true, 100).is_ok());
+        assert!(check_command("a\r\nb", true, 100).is_ok());
+        assert!(check_command("printf 'a\tb'", false, 100).is_ok());
+        assert!(check_command("a\tb", true, 100).is_ok());
+        assert!(why("a\x07b", false, 100).contains("control character '\\u{7}'"));
+        assert!(why("a\x1bb", true, 100).contains("control character"));
+        assert!(check_command("xxx", false, 3).is_ok());
+        assert!(why("xxxx", false, 3).contains("4 bytes; at most 3"));
+        assert!(why(" \t", true, 100).contains("empty"));
+    }
+
+    /// A pane as tmux listed it, running `command`, with no process of
+    /// its own to read: what tmux's state and names tell alone.
+    fn listed_as(command: &str) -> Pane {
+        let mut p = crate::tmux::inventory::pane_for_tests(7, 1);
+        p.pane_current_command = command.into();
+        p
+    }
+
+    fn refusal(pane: &Pane) -> String {
+        match ready(pane, Instant::now() + Duration::from_secs(5)) {
+            Ok(shell) => panic!("{} was taken as {shell:?}", pane.pane_current_command),
+            Err(e) => e.message,
+        }
+    }
+
+    #[test]
+    fn a_pane_is_refused_by_tmuxs_state_first_then_by_its_program() {
+        assert_eq!(
+            ready(&listed_as("-bash"), Instant::now()).unwrap(),
+            Shell::Posix
+        );
+        assert_eq!(
+            ready(&listed_as("fish"), Instant::now()).unwrap(),
+            Shell::Fish
+        );
+        let mut dead = listed_as("bash");
+        dead.pane_dead = true;
+        assert!(
+            refusal(&dead).contains("pane %7 is dead"),
+            "{}",
+            refusal(&dead)
+        );
+        let mut copying = listed_as("bash");
+        copying.pane_in_mode = true;
+        assert!(refusal(&copying).contains("is in a mode"));
+        copying.pane_mode = "copy-mode".into();
+        assert!(refusal(&copying).contains("is in copy-mode"));
+        let mut paging = listed_as("less");
+        paging.alternate_on = true;
+        let r = refusal(&paging);
+        assert!(
+            r.contains("alternate screen (less): quit it first (send_keys q)"),
+            "{r}"
+        );
+        let mut editing = listed_as("vim");
+        editing.alternate_on = true;
+        let r = refusal(&editing);
+        assert!(
+            r.contains("(vim): quit it first") && !r.contains("send_keys q"),
+            "{r}"
+        );
+        let r = refusal(&listed_as("less"));
+        assert!(
+            r.contains("showing the pager \"less\"") && r.contains("send_keys q"),
+            "{r}"
+        );
+        let r = refusal(&listed_as("make"));
+        assert!(
+            r.contains("pane %7 is running \"make\"") && r.contains("C-c"),
+            "{r}"
+        );
+    }
+
+    /// A private server whose pane runs bash (no rc files, its prompt
+    /// `ps> `), and a context on it.
+    struct Bed {
+        server: PrivateServer,
+        ctx: ToolContext,
+        tmux: Tmux,
+        pane: String,
+    }
+
+    impl Bed {
+        fn new() -> Bed {
+            let server = PrivateServer::start("shell-ready", 80, 10).unwrap();
+            let bash = "env PS1='ps> ' HISTFILE=/dev/null bash --norc --noprofile";
+            server
+                .run_ok(["respawn-pane", "-k", "-t", "%0", bash])
+                .unwrap();
+            let ctx = ToolContext::read_only(
+                ServerSpec::named(server.socket_name()),
+                Ceilings::default(),
+            );
+            let tmux = ctx.tmux(&ServerArgs::default()).unwrap();
+            let bed = Bed {
+                server,
+                ctx,
+                tmux,
+                pane: "%0".into(),
+            };
+            bed.shows("ps> ");
+            bed
+        }
+
+        fn listed(&self) -> Pane {
+            let inv = self.ctx.inventory(&self.tmux).unwrap();
+            inv.panes
+                .into_iter()
+                .find(|p| p.pane_id.to_string() == self.pane)
+                .unwrap()
+        }
+
+        fn keys(&self, keys: &[&str]) {
+            let mut cmd = vec!["send-keys", "-t", &self.pane];
+            cmd.extend(keys);
+            self.server.run_ok(cmd).unwrap();
+        }
+
+        /// Returns once the pane's last line that is not blank is `text`.
+        fn shows(&self, text: &str) {
+            let until = Instant::now() + Duration::from_secs(20);
+            while Instant::now() < until {
+                let screen = self
+                    .server
+                    .run_ok(["capture-pane", "-p", "-t", &self.pane])
+                    .unwrap_or_default();
+                if screen
+                    .lines()
+                    .rev()
+                    .map(str::trim_end)
+                    .find(|l| !l.is_empty())
+                    == Some(text.trim_end())
+                {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            panic!("the pane never showed {text:?}");
+        }
+
+        /// Returns once `name` leads the pane's terminal.
+        fn led_by(&self, pane: &Pane, name: &str) {
+            let until = Instant::now() + Duration::from_secs(20);
+            while Instant::now() < until {
+                if pane.pane_pid.and_then(seat::leader_name).as_deref() == Some(name) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            panic!("{name} never led the pane");
+        }
+    }
+
+    /// A leader that exited and was not reaped (a zombie: no command
+    /// line, so no name) leads the terminal of a pane whose own program is
+    /// no line-editing shell: refused by the name tmux listed, not by an
+    /// empty one.
+    #[test]
+    fn a_nameless_leader_is_refused_by_the_listed_name() {
+        let bed = Bed::new();
+        // perl makes a child the terminal's foreground group, which exits
+        // and is never waited for.
+        let perl = "perl -MPOSIX -e 'my $c = fork; if (!$c) { sleep 1; exit 0 } \
+                    setpgid($c, $c); tcsetpgrp(0, $c); sleep 60'";
+        bed.server
+            .run_ok(["respawn-pane", "-k", "-t", "%0", perl])
+            .unwrap();
+        let mut pane = bed.listed();
+        pane.pane_current_command = "perl".into();
+        let pid = pane.pane_pid.unwrap();
+        let until = Instant::now() + Duration::from_secs(20);
+        loop {
+            let leader = seat::stat(pid).and_then(|s| u32::try_from(s.tpgid).ok());
+            let gone = leader
+                .filter(|&l| l != pid && l > 0)
+                .and_then(process_state);
+            if gone == Some('Z') {
+                break;
+            }
+            assert!(
+                Instant::now() < until,
+                "the child never became a zombie leader"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(seat::leader_name(pid), None);
+        let r = ready(&pane, Instant::now() + Duration::from_secs(5))
+            .unwrap_err()
+            .message;
+        assert!(r.contains("is running \"perl\""), "{r}");
+    }
+
+    /// A shell at its prompt is ready; a young program its shell started
+    /// (a prompt hook's, or a command that is about to end) is waited
+    /// for, and named when it outlasts the wait; a shell whose builtin
+    /// reads the terminal is refused once the wait is out.
+    #[test]
+    fn a_shell_is_waited_for_while_it_may_come_back_to_its_prompt() {
+        let bed = Bed::new();
+        let at_prompt = bed.listed();
+        assert_eq!(at_prompt.pane_current_command, "bash");
+        let far = || Instant::now() + Duration::from_secs(30);
+        assert_eq!(ready(&at_prompt, far()).unwrap(), Shell::Posix);
+
+        // A short command: waited for (within PROMPT_WAIT), then ready.
+        bed.keys(&["sleep 1", "Enter"]);
+        bed.led_by(&at_prompt, "sleep");
+        assert_eq!(ready(&at_prompt, far()), Ok(Shell::Posix));
+        bed.shows("ps>");
+
+        // A long one outlasts the wait: refused by its own name, not by
+        // what tmux listed before it started.
+        bed.keys(&["sleep 30", "Enter"]);
+        bed.led_by(&at_prompt, "sleep");
+        let soon = Instant::now() + Duration::from_millis(200);
+        let r = ready(&at_prompt, soon).unwrap_err().message;
+        assert!(r.contains("is running \"sleep\""), "{r}");
+        bed.keys(&["C-c"]);
+        bed.shows("ps>");
+
+        // bash's own `read`: bash leads, its line editor does not read.
+        bed.keys(&["read -p 'Proceed? ' a", "Enter"]);
+        bed.shows("Proceed?");
+        let soon = Instant::now() + Duration::from_millis(300);
+        let r = ready(&at_prompt, soon).unwrap_err().message;
+        assert!(
+            r.contains("shell (bash) is not reading a command line"),
+            "{r}"
+        );
+        bed.keys(&["y", "Enter"]);
+        bed.shows("ps>");
+        assert_eq!(ready(&at_prompt, far()), Ok(Shell::Posix));
     }
 
     #[test]

@@ -269,3 +269,257 @@ fn read_pipe(mut reader: File, writer: &Mutex<Option<File>>, tx: &Sender<Chunk>)
     }
     let _ = tx.send(Chunk::Ended);
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+    use crate::config::Ceilings;
+    use crate::testbed::private_server::PrivateServer;
+    use crate::tmux::ServerSpec;
+    use crate::tools::context::{ServerArgs, ToolContext};
+
+    fn in_ms(ms: u64) -> Instant {
+        Instant::now() + Duration::from_millis(ms)
+    }
+
+    /// A private server whose pane %0 runs `cat` (it prints what it is
+    /// sent, twice: the terminal's echo and cat's own).
+    fn server() -> (PrivateServer, Tmux) {
+        let server = PrivateServer::start("tap", 80, 10).unwrap();
+        server
+            .run_ok(["respawn-pane", "-k", "-t", "%0", "cat"])
+            .unwrap();
+        let ctx =
+            ToolContext::read_only(ServerSpec::named(server.socket_name()), Ceilings::default());
+        let tmux = ctx.tmux(&ServerArgs::default()).unwrap();
+        (server, tmux)
+    }
+
+    fn pane0() -> PaneId {
+        PaneId::parse("%0").unwrap()
+    }
+
+    fn piping(server: &PrivateServer) -> bool {
+        let pipe = server
+            .run_ok(["display-message", "-p", "-t", "%0", "#{pane_pipe}"])
+            .unwrap();
+        pipe.trim() == "1"
+    }
+
+    /// Takes what the tap gives until `text` came (or 20 s passed), and
+    /// returns it all.
+    fn read_until(tap: &mut Tap, text: &str) -> String {
+        let until = in_ms(20_000);
+        let mut got = Vec::new();
+        while Instant::now() < until && !String::from_utf8_lossy(&got).contains(text) {
+            for chunk in tap.recv(in_ms(100)) {
+                got.extend(chunk);
+            }
+        }
+        String::from_utf8_lossy(&got).into_owned()
+    }
+
+    /// A tap connects, carries what the pane prints after it opened (not
+    /// the connection's `.`), and closes the pipe it made.
+    #[test]
+    fn a_tap_carries_the_panes_output_and_closes_its_pipe() {
+        let (server, tmux) = server();
+        let mut tap = Tap::open(&tmux, pane0(), in_ms(10_000)).expect("tapped");
+        assert_eq!(tap.state(), State::Pending);
+        assert!(piping(&server));
+        let until = in_ms(20_000);
+        while tap.state() == State::Pending && Instant::now() < until {
+            assert!(
+                tap.recv(in_ms(100)).is_empty(),
+                "bytes before any were sent"
+            );
+        }
+        // CONNECT_WITHIN is one second: on a loaded machine the tmux side
+        // may take longer, and the tap counts as gone (what the watcher
+        // then does is its business); here only a live tap is followed.
+        if tap.state() == State::Gone {
+            eprintln!("the tap did not connect within {CONNECT_WITHIN:?}: machine too slow");
+            tap.close(&tmux, in_ms(10_000));
+            return;
+        }
+        assert_eq!(tap.state(), State::Live);
+        server
+            .run_ok(["send-keys", "-t", "%0", "tapped-text", "Enter"])
+            .unwrap();
+        let got = read_until(&mut tap, "tapped-text\r\ntapped-text");
+        assert!(got.starts_with("tapped-text\r\n"), "{got:?}");
+        assert!(got.contains("tapped-text\r\ntapped-text"), "{got:?}");
+        assert_eq!(tap.state(), State::Live);
+        tap.close(&tmux, in_ms(10_000));
+        assert!(!piping(&server), "the tap's pipe was left open");
+    }
+
+    /// A pane that already pipes is not tapped, and its pipe stays.
+    #[test]
+    fn a_piping_pane_is_left_alone() {
+        let (server, tmux) = server();
+        server
+            .run_ok(["pipe-pane", "-t", "%0", "cat >/dev/null"])
+            .unwrap();
+        assert!(piping(&server));
+        assert!(Tap::open(&tmux, pane0(), in_ms(10_000)).is_none());
+        assert!(piping(&server), "the user's pipe was closed");
+    }
+
+    /// A pipe closed by someone else ends the tap, whether the end was
+    /// read or still waits in the channel; closing the tap then leaves
+    /// alone the pipe opened after it.
+    #[test]
+    fn a_pipe_ended_elsewhere_is_not_closed_again() {
+        let (server, tmux) = server();
+        for read_the_end in [true, false] {
+            let mut tap = Tap::open(&tmux, pane0(), in_ms(10_000)).expect("tapped");
+            server.run_ok(["pipe-pane", "-t", "%0"]).unwrap();
+            let until = in_ms(20_000);
+            if read_the_end {
+                while tap.state() != State::Gone && Instant::now() < until {
+                    tap.recv(in_ms(100));
+                }
+                assert_eq!(tap.state(), State::Gone);
+            } else {
+                // The reader's `Connected` and `Ended`, not taken.
+                while tap.rx.len() < 2 && Instant::now() < until {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                assert_eq!(tap.rx.len(), 2);
+            }
+            server
+                .run_ok(["pipe-pane", "-t", "%0", "cat >/dev/null"])
+                .unwrap();
+            tap.close(&tmux, in_ms(10_000));
+            assert!(
+                piping(&server),
+                "the pipe opened after the tap's end was closed (end read: {read_the_end})"
+            );
+            server.run_ok(["pipe-pane", "-t", "%0"]).unwrap();
+        }
+    }
+
+    /// A write end let go lingers: the FIFO's reader sees no end until
+    /// LINGER has passed.
+    #[test]
+    fn a_write_end_let_go_stays_open_a_while() {
+        let (mut reader, writer) = fifo().expect("a fifo");
+        rustix::fs::fcntl_setfl(&reader, rustix::fs::OFlags::NONBLOCK).unwrap();
+        let let_go = Instant::now();
+        linger(writer);
+        let mut buf = [0u8; 8];
+        let first = reader.read(&mut buf);
+        assert!(
+            matches!(&first, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+            "the write end went at once: {first:?}"
+        );
+        let until = in_ms(30_000);
+        while !matches!(reader.read(&mut buf), Ok(0)) {
+            assert!(Instant::now() < until, "the write end never went");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(let_go.elapsed() >= LINGER, "{:?}", let_go.elapsed());
+    }
+
+    /// A tap of the test's own making, fed by `tx`, opened `ago`.
+    fn fed(ago: Duration) -> (Tap, Sender<Chunk>) {
+        let (tx, rx) = crossbeam_channel::bounded(CHANNEL);
+        let tap = Tap {
+            pane: pane0(),
+            rx,
+            writer: Arc::new(Mutex::new(None)),
+            opened: Instant::now() - ago,
+            state: State::Pending,
+            ended: false,
+        };
+        (tap, tx)
+    }
+
+    /// The states: pending until the connection, gone when it does not
+    /// come within CONNECT_WITHIN, or at the end; gone gives nothing and
+    /// waits out the time asked.
+    #[test]
+    fn a_tap_is_pending_then_live_then_gone() {
+        // Opened just now: the time asked is waited, nothing comes.
+        let (mut tap, tx) = fed(Duration::ZERO);
+        let asked = Instant::now();
+        assert!(tap.recv(in_ms(150)).is_empty());
+        assert!(asked.elapsed() >= Duration::from_millis(150));
+        assert_eq!(tap.state(), State::Pending);
+        tx.send(Chunk::Connected).unwrap();
+        tx.send(Chunk::Data(b"ab".to_vec())).unwrap();
+        tx.send(Chunk::Data(b"c".to_vec())).unwrap();
+        assert_eq!(tap.recv(in_ms(5_000)), [b"ab".to_vec(), b"c".to_vec()]);
+        assert_eq!(tap.state(), State::Live);
+        // Live, it waits the whole time asked, however long ago it opened.
+        let asked = Instant::now();
+        assert!(tap.recv(in_ms(150)).is_empty());
+        assert!(asked.elapsed() >= Duration::from_millis(150));
+        tx.send(Chunk::Data(b"d".to_vec())).unwrap();
+        tx.send(Chunk::Ended).unwrap();
+        tx.send(Chunk::Data(b"never".to_vec())).unwrap();
+        assert_eq!(tap.recv(in_ms(5_000)), [b"d".to_vec()]);
+        assert_eq!(tap.state(), State::Gone);
+        assert!(tap.ended);
+        // Gone: nothing more, and the time asked is slept.
+        let asked = Instant::now();
+        assert!(tap.recv(in_ms(150)).is_empty());
+        assert!(asked.elapsed() >= Duration::from_millis(150));
+
+        // Never connected within CONNECT_WITHIN: gone at once, not ended.
+        let (mut late, _tx) = fed(CONNECT_WITHIN + Duration::from_millis(10));
+        let asked = Instant::now();
+        assert!(late.recv(in_ms(10_000)).is_empty());
+        assert!(asked.elapsed() < Duration::from_secs(5));
+        assert_eq!(late.state(), State::Gone);
+        assert!(!late.ended);
+
+        // A connection that came late still counts.
+        let (mut slow, tx) = fed(CONNECT_WITHIN * 2);
+        tx.send(Chunk::Connected).unwrap();
+        assert!(slow.recv(in_ms(100)).is_empty());
+        assert_eq!(slow.state(), State::Live);
+
+        // Pending, the wait is cut at CONNECT_WITHIN from the opening.
+        let (mut pending, _tx) = fed(CONNECT_WITHIN - Duration::from_millis(300));
+        let asked = Instant::now();
+        pending.recv(in_ms(10_000));
+        assert!(asked.elapsed() < Duration::from_secs(5));
+        assert_eq!(pending.state(), State::Gone);
+
+        // The reader gone without a word: gone, ended.
+        let (mut dropped, tx) = fed(Duration::ZERO);
+        drop(tx);
+        assert!(dropped.recv(in_ms(10_000)).is_empty());
+        assert_eq!(dropped.state(), State::Gone);
+        assert!(dropped.ended);
+    }
+
+    /// The reader: the first byte (the tmux side's `.`) says connected and
+    /// lets the write end go; the rest is the pane's; the end is said.
+    #[test]
+    fn the_reader_drops_the_dot_and_the_write_end() {
+        use std::io::Write;
+        let (reader, writer) = fifo().expect("a fifo");
+        let mut other = writer.try_clone().unwrap();
+        let held = Arc::new(Mutex::new(Some(writer)));
+        let (tx, rx) = crossbeam_channel::bounded(CHANNEL);
+        // Not joined: a reader that keeps the write end would block for
+        // good, and the test fails rather than hangs.
+        let reading = held.clone();
+        std::thread::spawn(move || read_pipe(reader, &reading, &tx));
+        let next = || rx.recv_timeout(Duration::from_secs(10));
+        other.write_all(b".").unwrap();
+        assert!(matches!(next(), Ok(Chunk::Connected)));
+        other.write_all(b"x.y").unwrap();
+        match next() {
+            Ok(Chunk::Data(d)) => assert_eq!(d, b"x.y"),
+            _ => panic!("no data"),
+        }
+        assert!(crate::sync::lock(&held).is_none(), "the write end was kept");
+        drop(other);
+        assert!(matches!(next(), Ok(Chunk::Ended)));
+    }
+}

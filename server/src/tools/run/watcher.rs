@@ -495,8 +495,10 @@ impl Watcher {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
+    use crate::config::Ceilings;
+    use crate::testbed::private_server::PrivateServer;
     use crate::tmux::{PaneId, ServerSpec};
-    use crate::tools::context::{ErrorKind, ServerArgs};
+    use crate::tools::context::{ErrorKind, ServerArgs, ToolContext};
     use std::path::{Path, PathBuf};
 
     const TOKEN: &str = "__psAB12cd34ef56";
@@ -507,16 +509,13 @@ mod tests {
     /// table's panes that print marks are the test's alone).
     fn watcher(socket: &str, completion: Completion) -> Watcher {
         let path = PathBuf::from(socket);
-        let entry = Arc::new(Entry::new(
-            "w".into(),
-            ServerArgs::default(),
+        let entry = entry(
+            "w",
             path.clone(),
             PaneId::from_number(PANE),
-            "true".into(),
             completion,
-            (0, (0, 0)),
             (None, String::new()),
-        ));
+        );
         let spec = ServerSpec {
             socket_path: Some(path),
             ..ServerSpec::default()
@@ -652,5 +651,268 @@ mod tests {
         };
         assert_ne!(e.kind, ErrorKind::TimedOut, "{e}");
         assert!(t0.elapsed() < Duration::from_secs(60), "{:?}", t0.elapsed());
+    }
+
+    /// A table entry `id` for the command `true` in `pane` of the server
+    /// at `path`, its shell `shell` (pid, tty).
+    fn entry(
+        id: &str,
+        path: std::path::PathBuf,
+        pane: PaneId,
+        completion: Completion,
+        shell: (Option<u32>, String),
+    ) -> Arc<Entry> {
+        Arc::new(Entry::new(
+            id.into(),
+            ServerArgs::default(),
+            path,
+            pane,
+            "true".into(),
+            completion,
+            (0, (0, 0)),
+            shell,
+        ))
+    }
+
+    /// A private server whose pane %0 runs `cat` (what it is sent shows
+    /// on the screen), and a watcher of a command in that pane with
+    /// neither a stream nor a tap: it polls. The round trip is under a
+    /// second (the capture's reply is awaited a second longer).
+    fn polled(label: &str, completion: Completion) -> (PrivateServer, Watcher) {
+        let server = PrivateServer::start(label, 80, 10).unwrap();
+        server
+            .run_ok(["respawn-pane", "-k", "-t", "%0", "cat"])
+            .unwrap();
+        let ctx =
+            ToolContext::read_only(ServerSpec::named(server.socket_name()), Ceilings::default());
+        let tmux = ctx.tmux(&ServerArgs::default()).unwrap();
+        let entry = entry(
+            "p",
+            server.socket_path().unwrap(),
+            PaneId::parse("%0").unwrap(),
+            completion,
+            (None, String::new()),
+        );
+        let w = Watcher::new(entry, tmux, (None, None), Duration::from_millis(900));
+        (server, w)
+    }
+
+    /// Polls (neither a stream nor a tap): a screen without the marker
+    /// slows the pace by half each time (25 ms, 37.5, 56.25, up to 250)
+    /// and sets the next poll that far ahead; the marker on the screen
+    /// ends the command with its status (no pane process known: not
+    /// certainly away from the prompt) and brings the pace back to 25 ms.
+    #[test]
+    fn a_polled_screen_paces_the_polls_and_its_marker_ends_the_command() {
+        let (server, mut w) = polled("watcher-poll", marker());
+        for pace in [POLL_FIRST * 3 / 2, POLL_FIRST * 9 / 4] {
+            let t0 = Instant::now();
+            w.poll().unwrap();
+            assert_eq!(status(&w), None);
+            assert_eq!(w.poll_every, pace);
+            assert!(w.next_poll >= t0 + pace, "the next poll is not ahead");
+        }
+        server
+            .run_ok(["send-keys", "-t", "%0", "-l", &format!("{TOKEN}:5")])
+            .unwrap();
+        server.run_ok(["send-keys", "-t", "%0", "Enter"]).unwrap();
+        let until = Instant::now() + Duration::from_secs(20);
+        while status(&w).is_none() && Instant::now() < until {
+            w.poll().unwrap();
+            std::thread::sleep(POLL_FIRST);
+        }
+        assert_eq!(status(&w), Some(Some(5)));
+        assert_eq!(w.poll_every, POLL_FIRST);
+    }
+
+    /// A private server whose pane %0 runs bash at its prompt (no rc
+    /// files, its prompt `ps> `), and a watcher of a command in it whose
+    /// marker command is `marker` (a capture of the screen is its only
+    /// view), made longer than a prompt check ago: the check looks.
+    fn at_bash(label: &str, marker: &str) -> (PrivateServer, Watcher) {
+        let server = PrivateServer::start(label, 80, 10).unwrap();
+        let bash = "env PS1='ps> ' HISTFILE=/dev/null bash --norc --noprofile";
+        server
+            .run_ok(["respawn-pane", "-k", "-t", "%0", bash])
+            .unwrap();
+        let found = server
+            .run_ok([
+                "display-message",
+                "-p",
+                "-t",
+                "%0",
+                "#{pane_pid} #{pane_tty}",
+            ])
+            .unwrap();
+        let (pid, tty) = found.trim().split_once(' ').unwrap();
+        let until = Instant::now() + Duration::from_secs(20);
+        while seat::line_editor_reading(tty) != Some(true) && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let ctx =
+            ToolContext::read_only(ServerSpec::named(server.socket_name()), Ceilings::default());
+        let tmux = ctx.tmux(&ServerArgs::default()).unwrap();
+        let completion = Completion::Marker {
+            token: TOKEN.into(),
+            key: "cd34ef56".into(),
+            command: marker.into(),
+        };
+        let entry = entry(
+            "b",
+            server.socket_path().unwrap(),
+            PaneId::parse("%0").unwrap(),
+            completion,
+            (pid.parse().ok(), tty.to_owned()),
+        );
+        let w = Watcher::new(entry, tmux, (None, None), Duration::from_secs(5));
+        std::thread::sleep(PROMPT_CHECK);
+        (server, w)
+    }
+
+    /// The screen's lines, trailing blanks dropped, once `line` is on it
+    /// and the prompt is the last line that is not blank (or 20 s passed).
+    fn lines_after(server: &PrivateServer, line: &str) -> Vec<String> {
+        let until = Instant::now() + Duration::from_secs(20);
+        loop {
+            let screen = server.run_ok(["capture-pane", "-p", "-t", "%0"]).unwrap();
+            let lines: Vec<String> = screen.lines().map(|l| l.trim_end().to_owned()).collect();
+            let last = lines.iter().rev().find(|l| !l.is_empty());
+            let shown = lines.iter().any(|l| l == line) && last.is_some_and(|l| l == "ps>");
+            if shown || Instant::now() >= until {
+                return lines;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// A pane back at its prompt without a marker: the second sighting in
+    /// a row (not the first) types the marker command again, behind a
+    /// space, once: later sightings type nothing more. (Here the marker
+    /// command prints no marker, so the command stays running; the keys
+    /// typed after the checks come after anything they typed.)
+    #[test]
+    fn a_bare_prompt_seen_twice_types_the_marker_again_once() {
+        let (server, mut w) = at_bash("watcher-retype", "echo typed'-'again");
+        w.check_prompt().unwrap();
+        assert!(!w.retyped, "typed again at the first sighting");
+        w.check_prompt().unwrap();
+        assert!(w.retyped, "not typed again at the second sighting");
+        for _ in 0..3 {
+            w.check_prompt().unwrap();
+        }
+        assert_eq!(status(&w), None);
+        server
+            .run_ok(["send-keys", "-t", "%0", "echo checked'-'out", "Enter"])
+            .unwrap();
+        let lines = lines_after(&server, "checked-out");
+        let typed: Vec<&String> = lines.iter().filter(|l| *l == "typed-again").collect();
+        assert_eq!(typed.len(), 1, "{lines:#?}");
+        assert!(
+            lines.contains(&"ps>  echo typed'-'again".to_owned()),
+            "{lines:#?}"
+        );
+    }
+
+    /// Waits (up to 20 s) until bash's own process leads the terminal
+    /// (`own`) and the line editor reads (`reading`) as asked.
+    fn seat_is(w: &Watcher, own: bool, reading: bool) {
+        let (pid, tty) = (w.process.0.unwrap(), &w.process.1);
+        let until = Instant::now() + Duration::from_secs(20);
+        while (seat::in_foreground(pid) != Some(own)
+            || seat::line_editor_reading(tty) != Some(reading))
+            && Instant::now() < until
+        {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(seat::in_foreground(pid), Some(own));
+        assert_eq!(seat::line_editor_reading(tty), Some(reading));
+    }
+
+    /// Not at its prompt, however often seen, nothing is typed: bash's own
+    /// process reading a line of its own (`read`, the terminal canonical),
+    /// nor a program that leads with the terminal out of canonical mode.
+    #[test]
+    fn a_pane_away_from_its_prompt_is_not_typed_into() {
+        let (server, mut w) = at_bash("watcher-away", "echo typed'-'again");
+        let keys = |k: &[&str]| {
+            let mut cmd = vec!["send-keys", "-t", "%0"];
+            cmd.extend(k);
+            server.run_ok(cmd).unwrap();
+        };
+        keys(&["read x", "Enter"]);
+        seat_is(&w, true, false);
+        for _ in 0..3 {
+            w.check_prompt().unwrap();
+        }
+        assert!(!w.retyped, "typed into the shell's read");
+        keys(&["x", "Enter", "stty -icanon; sleep 30", "Enter"]);
+        seat_is(&w, false, true);
+        for _ in 0..3 {
+            w.check_prompt().unwrap();
+        }
+        assert!(!w.retyped, "typed into a program");
+        keys(&["C-c"]);
+    }
+
+    /// A pane whose shell the command replaced (`exec sh`) is released
+    /// with a refusal that says so; the pane's own bash at its prompt, or
+    /// running a program, is not.
+    #[test]
+    fn a_shell_replaced_by_exec_is_refused_and_its_own_is_not() {
+        let (server, w) = at_bash("watcher-exec", "echo typed'-'again");
+        assert_eq!(w.own_shell.as_deref(), Some("bash"));
+        w.check_replaced().unwrap();
+        server
+            .run_ok(["send-keys", "-t", "%0", "sleep 30", "Enter"])
+            .unwrap();
+        seat_is(&w, false, false);
+        w.check_replaced().unwrap();
+        server
+            .run_ok(["send-keys", "-t", "%0", "C-c", "exec sh", "Enter"])
+            .unwrap();
+        let pid = w.process.0.unwrap();
+        let until = Instant::now() + Duration::from_secs(20);
+        while seat::name_of(pid).as_deref() != Some("sh") && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        seat_is(&w, true, false);
+        let e = w.check_replaced().unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Refused, "{e}");
+        assert!(e.message.contains("(bash) with sh (exec)"), "{e}");
+    }
+
+    /// The last look before typing the marker again: a marker printed
+    /// just before the second sighting ends the command with its status,
+    /// and nothing is typed.
+    #[test]
+    fn a_marker_found_at_the_last_look_is_not_typed_again() {
+        let (server, mut w) = at_bash("watcher-last-look", "echo typed'-'again");
+        w.check_prompt().unwrap();
+        let print = format!("printf '%s:7\\n' {TOKEN}");
+        server
+            .run_ok(["send-keys", "-t", "%0", &print, "Enter"])
+            .unwrap();
+        lines_after(&server, &format!("{TOKEN}:7"));
+        w.check_prompt().unwrap();
+        assert_eq!(status(&w), Some(Some(7)));
+        assert!(!w.retyped);
+    }
+
+    /// A poll tmux does not answer in time (the server stopped) is no
+    /// news: the command is still watched, and looked for again at the
+    /// same pace, not at once. (The pace is set to a minute here, so no
+    /// stall of the machine makes the next poll look due.)
+    #[test]
+    fn a_poll_tmux_does_not_answer_is_no_news() {
+        let (server, mut w) = polled("watcher-poll-stopped", marker());
+        w.poll().unwrap();
+        let pace = Duration::from_secs(60);
+        w.poll_every = pace;
+        let stopped = server.stop().unwrap();
+        w.poll().unwrap();
+        stopped.resume();
+        assert_eq!(status(&w), None);
+        assert_eq!(w.poll_every, pace);
+        assert!(w.next_poll > Instant::now(), "the next poll is due at once");
     }
 }

@@ -32,7 +32,8 @@ use super::plan::Plan;
 use super::scope::Scope;
 use super::types::{JournalGap, JournalHit, SearchPanesArgs, SearchPanesResult};
 use crate::journal::frame::Origin;
-use crate::journal::search::{self as journal_search, PaneKey, Query, Tail, TAIL_TEXTS};
+use crate::journal::search::{self as journal_search, PaneKey, Query};
+use crate::journal::tail::{Tail, TAIL_TEXTS};
 use crate::journal::{dir, servers, when};
 use crate::tmux::{CaptureOptions, CaptureRequest, CapturedText, Pane, Tmux};
 use crate::tools::context::{ToolContext, ToolError};
@@ -192,13 +193,13 @@ impl Across {
         );
         query.deadline = Some(deadline);
         query.scan = times.journal;
+        let hits = hit_lines(live, outcome);
         query.tails = scoped
             .iter()
             .map(|(k, p)| {
-                (
-                    k.clone(),
-                    history_of(captures.get(&p.pane_id.to_string())).len(),
-                )
+                let id = p.pane_id.to_string();
+                let lines = hits.get(&id).map_or(&[][..], Vec::as_slice);
+                (k.clone(), times_needed(captures.get(&id), lines))
             })
             .collect();
         query.keep = Some(keeper(live, &instance, &socket, &scoped));
@@ -523,6 +524,33 @@ fn capture_history(
     out
 }
 
+/// The line numbers of tmux's hits, by pane id.
+fn hit_lines(live: &Live, outcome: &SearchOutcome) -> HashMap<String, Vec<i64>> {
+    let mut out: HashMap<String, Vec<i64>> = HashMap::new();
+    for pane in &outcome.panes {
+        if let Some(p) = live.scope.panes.get(pane.key) {
+            let lines = out.entry(p.pane_id.to_string()).or_default();
+            lines.extend(pane.lines.iter().map(|h| h.line));
+        }
+    }
+    out
+}
+
+/// How many of a pane's last journaled lines' times the search needs:
+/// those from its oldest hit in tmux's history on, none without one.
+/// [`Anchored::time_of`] looks back from the anchor (at most the
+/// history's last line) to the hit, so no further than this; the journal
+/// then decompresses only the frames holding the tail's last lines
+/// (`journal/tail.rs`), and every answer is as with all the history's
+/// times.
+fn times_needed(capture: Option<&CapturedText>, hits: &[i64]) -> usize {
+    let numbers: Vec<i64> = history_of(capture).iter().map(|(n, _)| *n).collect();
+    hits.iter()
+        .filter_map(|line| numbers.binary_search(line).ok())
+        .min()
+        .map_or(0, |at| numbers.len() - at)
+}
+
 /// A capture's history lines (its screen left out, as the journal keeps
 /// only history), each with its tmux line number.
 fn history_of(capture: Option<&CapturedText>) -> Vec<(i64, &[u8])> {
@@ -652,6 +680,25 @@ mod tests {
         // must match.
         assert_eq!(anchor(&h, &[b"zz", b"a", b"b", b"c"]), Some(2));
         assert_eq!(anchor(&h, &[]), None);
+    }
+
+    #[test]
+    fn times_are_needed_from_the_oldest_hit_in_history_on() {
+        let capture = CapturedText {
+            bytes: b"h0\nh1\nh2\nh3\nscreen\n".to_vec().into(),
+            first_line: -4,
+            line_numbers: None,
+            history_size: 4,
+            pane_height: 1,
+            pane_width: 80,
+            joined: true,
+        };
+        assert_eq!(times_needed(Some(&capture), &[]), 0);
+        // Screen lines need no time; a hit on h1 needs h1..h3's.
+        assert_eq!(times_needed(Some(&capture), &[0]), 0);
+        assert_eq!(times_needed(Some(&capture), &[-1, -3, 0]), 3);
+        assert_eq!(times_needed(Some(&capture), &[-4]), 4);
+        assert_eq!(times_needed(None, &[-4]), 0);
     }
 
     #[test]

@@ -4,6 +4,10 @@
 //! them into engine input, and the engine scans each capture on the rayon
 //! pool while later ones are still being fetched, charging the byte and line
 //! budgets in pane order, so a clamped answer is the same on every run.
+//! Panes a since search must look at again (their anchor moved) are
+//! scanned in a second pass after the first, with what the first left of
+//! the byte, line and match budgets: the two passes together never do more
+//! than the caller allowed.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -83,7 +87,7 @@ pub(super) fn fetch_and_scan(
     let progress = ProgressThrottle::new(ctx, total);
     let max_capture_bytes = ctx.ceilings().search.max_capture_bytes;
     let (tx, rx) = crossbeam_channel::bounded(engine::max_in_flight());
-    let (mut outcome, mut fetch) = std::thread::scope(|threads| {
+    let (outcome, fetch) = std::thread::scope(|threads| {
         let forwarder = threads.spawn(|| {
             let take = |i: usize, text| since.take(i, text);
             forward_captures(
@@ -105,27 +109,25 @@ pub(super) fn fetch_and_scan(
         (outcome, fetch)
     });
     ctx.check_cancelled()?;
+    let mut scanned = Scanned { outcome, fetch };
     let looking = Span::new("search.second_look");
-    second_look(
-        ctx,
-        tmux,
-        plan,
-        scope,
-        since,
-        &mut outcome,
-        &mut fetch,
-        deadline,
-    );
+    second_look(ctx, tmux, plan, scope, since, &mut scanned, deadline);
     drop(looking);
-    settle_cursor(since, &outcome, &fetch, total);
+    settle_cursor(since, &scanned.outcome, &scanned.fetch, total);
+    every_capture_failed(&scanned.outcome, total)?;
+    Ok(scanned)
+}
 
+/// A search of some panes whose every capture failed is an error (the
+/// first failure said); one of no pane is not.
+fn every_capture_failed(outcome: &SearchOutcome, total: usize) -> Result<(), ToolError> {
     if total > 0 && outcome.failed.len() == total {
         let (_, reason) = &outcome.failed[0];
         return Err(ToolError::invalid(format!(
             "every capture failed ({total} panes); the first: {reason}"
         )));
     }
-    Ok(Scanned { outcome, fetch })
+    Ok(())
 }
 
 /// The engine's options for a search.
@@ -143,19 +145,32 @@ fn search_options(ctx: &ToolContext, plan: &Plan, deadline: Instant) -> SearchOp
     }
 }
 
+/// The budgets a second pass may use: what the first left of the scanned
+/// bytes and lines and of the matching lines (the deadline and the
+/// per-pane match budget are the search's own). A search does no more
+/// work in two passes than in one: a budget the first used up stops the
+/// second at its first line, and sets its flag.
+fn budgets_left(limits: &SearchBudgets, first: &SearchOutcome) -> SearchBudgets {
+    let matched: u64 = first.panes.iter().map(|p| p.lines.len() as u64).sum();
+    SearchBudgets {
+        max_scan_bytes: limits.max_scan_bytes.saturating_sub(first.bytes_scanned),
+        max_scan_lines: limits.max_scan_lines.saturating_sub(first.lines_scanned),
+        max_matches: limits.max_matches.saturating_sub(matched),
+        ..limits.clone()
+    }
+}
+
 /// Panes whose since anchor was not where it was stored: their history is
 /// captured and scanned from the anchor's new place (or in full), in a
-/// second engine pass merged into the first.
-// The search's own context, and the two results it amends.
-#[allow(clippy::too_many_arguments)]
+/// second engine pass merged into the first, with what the first left of
+/// the budgets ([`budgets_left`]).
 fn second_look(
     ctx: &ToolContext,
     tmux: &Tmux,
     plan: &Plan,
     scope: &Scope,
     since: &Since,
-    outcome: &mut SearchOutcome,
-    fetch: &mut FetchReport,
+    first: &mut Scanned,
     deadline: Instant,
 ) {
     let panes = since.fallback();
@@ -182,10 +197,11 @@ fn second_look(
         ),
         None => tmux.capture(requests, capture_options, deadline, stop_fetch.clone()),
     };
-    let options = search_options(ctx, plan, deadline);
+    let mut options = search_options(ctx, plan, deadline);
+    options.limits = budgets_left(&options.limits, &first.outcome);
     let max_capture_bytes = ctx.ceilings().search.max_capture_bytes;
     let (tx, rx) = crossbeam_channel::bounded(engine::max_in_flight());
-    let (second, report) = std::thread::scope(|threads| {
+    let (outcome, fetch) = std::thread::scope(|threads| {
         let forwarder = threads.spawn(|| {
             let take = |key: usize, text| match panes.get(key) {
                 Some(&(i, _, _)) => since.refind(key, i, text),
@@ -205,14 +221,17 @@ fn second_look(
         (second, forwarder.join().unwrap_or_default())
     });
     let scope_key = |key: usize| panes.get(key).map_or(key, |p| p.0);
-    merge(outcome, second, scope_key);
-    fetch.byte_clamped |= report.byte_clamped;
-    fetch.timed_out |= report.timed_out;
+    merge(first, Scanned { outcome, fetch }, scope_key);
 }
 
-/// Adds a second pass's outcome (its keys mapped back to scope indices) to
-/// the first's, keeping key order.
-fn merge(outcome: &mut SearchOutcome, second: SearchOutcome, scope_key: impl Fn(usize) -> usize) {
+/// Adds a second pass (its keys mapped back to scope indices) to the
+/// first, keeping key order: its counts are added, its flags and the
+/// fetch's ORed in.
+fn merge(first: &mut Scanned, second: Scanned, scope_key: impl Fn(usize) -> usize) {
+    let (outcome, fetch) = (&mut first.outcome, &mut first.fetch);
+    let (report, second) = (second.fetch, second.outcome);
+    fetch.byte_clamped |= report.byte_clamped;
+    fetch.timed_out |= report.timed_out;
     for mut pane in second.panes {
         pane.key = scope_key(pane.key);
         outcome.panes.push(pane);
@@ -438,6 +457,251 @@ impl<'a> ProgressThrottle<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Ceilings;
+    use crate::tmux::{PaneId, ServerSpec};
+    use crate::tools::context::ProgressSink;
+    use crate::tools::search::types::SearchPanesArgs;
+    use engine::{ClampFlags, LineMatch, PaneMatches};
+    use std::sync::Mutex;
+
+    fn hit(line: i64) -> LineMatch {
+        LineMatch {
+            line,
+            text: "x".into(),
+            pattern_index: 0,
+            before: Vec::new(),
+            after: Vec::new(),
+            redactions: 0,
+        }
+    }
+
+    fn pane(key: usize, hits: usize) -> PaneMatches {
+        PaneMatches {
+            key,
+            lines: (0..hits as i64).map(hit).collect(),
+            lines_truncated: false,
+        }
+    }
+
+    fn scanned(panes: Vec<PaneMatches>, flags: ClampFlags, fetch: FetchReport) -> Scanned {
+        Scanned {
+            outcome: SearchOutcome {
+                panes,
+                bytes_scanned: 100,
+                lines_scanned: 10,
+                flags,
+                ..SearchOutcome::default()
+            },
+            fetch,
+        }
+    }
+
+    #[test]
+    fn a_second_pass_gets_only_what_the_first_left_of_the_budgets() {
+        let limits = SearchBudgets {
+            max_scan_bytes: 150,
+            max_scan_lines: 12,
+            deadline: None,
+            max_matches: 5,
+            max_matches_per_pane: 4,
+        };
+        let first = scanned(
+            vec![pane(0, 3), pane(2, 1)],
+            ClampFlags::default(),
+            FetchReport::default(),
+        );
+        let left = budgets_left(&limits, &first.outcome);
+        assert_eq!(
+            (left.max_scan_bytes, left.max_scan_lines, left.max_matches),
+            (50, 2, 1)
+        );
+        assert_eq!(left.max_matches_per_pane, 4);
+        // Used up (or over): nothing left, not an overflow.
+        let tight = SearchBudgets {
+            max_scan_bytes: 90,
+            max_scan_lines: 10,
+            max_matches: 2,
+            ..limits
+        };
+        let left = budgets_left(&tight, &first.outcome);
+        assert_eq!(
+            (left.max_scan_bytes, left.max_scan_lines, left.max_matches),
+            (0, 0, 0)
+        );
+    }
+
+    /// Each flag of either pass, the outcome's and the fetch's, holds in
+    /// the merged result; the counts add up; keys map back and stay in
+    /// order.
+    #[test]
+    fn merge_adds_the_second_pass_and_keeps_either_passs_flags() {
+        let flag = |i: usize| {
+            let mut f = ClampFlags::default();
+            match i {
+                0 => f.byte_clamped = true,
+                1 => f.line_clamped = true,
+                2 => f.time_clamped = true,
+                _ => f.matches_truncated = true,
+            }
+            f
+        };
+        let fetch = |i: usize| FetchReport {
+            byte_clamped: i == 0,
+            timed_out: i == 1,
+        };
+        for i in 0..4 {
+            for second_has_it in [false, true] {
+                let (a, b) = if second_has_it {
+                    (ClampFlags::default(), flag(i))
+                } else {
+                    (flag(i), ClampFlags::default())
+                };
+                let (fa, fb) = if second_has_it {
+                    (FetchReport::default(), fetch(i))
+                } else {
+                    (fetch(i), FetchReport::default())
+                };
+                let mut first = scanned(vec![pane(0, 1), pane(3, 1)], a, fa);
+                let mut second = scanned(vec![pane(0, 2)], b, fb);
+                second.outcome.lines_scanned = 7;
+                second.outcome.bytes_scanned = 60;
+                merge(&mut first, second, |k| [2, 5][k]);
+                let m = &first.outcome;
+                assert_eq!(m.flags, flag(i), "flag {i}, second {second_has_it}");
+                let f = &first.fetch;
+                assert_eq!(
+                    (f.byte_clamped, f.timed_out),
+                    (i == 0, i == 1),
+                    "fetch {i}, second {second_has_it}"
+                );
+                assert_eq!((m.bytes_scanned, m.lines_scanned), (160, 17));
+                let keys: Vec<usize> = m.panes.iter().map(|p| p.key).collect();
+                assert_eq!(keys, [0, 2, 3]);
+            }
+        }
+    }
+
+    #[test]
+    fn every_capture_failing_is_an_error_and_no_pane_is_not() {
+        let failed = |n: usize| SearchOutcome {
+            failed: (0..n).map(|k| (k, format!("gone {k}"))).collect(),
+            ..SearchOutcome::default()
+        };
+        let e = every_capture_failed(&failed(2), 2).unwrap_err();
+        assert!(
+            e.message.contains("every capture failed (2 panes)"),
+            "{e:?}"
+        );
+        assert!(e.message.contains("gone 0"), "{e:?}");
+        assert!(every_capture_failed(&failed(1), 2).is_ok());
+        assert!(every_capture_failed(&failed(0), 0).is_ok());
+    }
+
+    /// The engine is given the search's deadline (a scan slower than
+    /// timeout_ms stops there, not at its end), its budgets and its
+    /// cancel flag.
+    #[test]
+    fn the_engine_gets_the_searchs_deadline_budgets_and_cancel() {
+        let ctx = ToolContext::read_only(ServerSpec::named("unused"), Ceilings::default());
+        let args = SearchPanesArgs {
+            pattern: Some("x".into()),
+            max_scan_lines: Some(7),
+            ..SearchPanesArgs::default()
+        };
+        let plan = Plan::new(&args, &ctx.ceilings().search).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let options = search_options(&ctx, &plan, deadline);
+        assert_eq!(options.limits.deadline, Some(deadline));
+        assert_eq!(options.limits.max_scan_lines, 7);
+        let cancel = options.cancel.unwrap();
+        assert!(Arc::ptr_eq(&cancel, &ctx.cancel));
+    }
+
+    /// A capture longer than the ceiling keeps its newest lines and says
+    /// so; one exactly as long is kept whole.
+    #[test]
+    fn captures_over_the_byte_ceiling_are_cut_and_reported() {
+        let forward = |texts: &[&'static str]| {
+            let (reply_tx, replies) = crossbeam_channel::unbounded();
+            for (index, text) in texts.iter().enumerate() {
+                let text = CapturedText {
+                    bytes: Bytes::from_static(text.as_bytes()),
+                    ..CapturedText::default()
+                };
+                reply_tx
+                    .send(CaptureReply {
+                        index,
+                        pane: PaneId::parse(&format!("%{index}")).unwrap(),
+                        result: Ok(text),
+                    })
+                    .unwrap();
+            }
+            drop(reply_tx);
+            let (tx, rx) = crossbeam_channel::unbounded();
+            let take = |i: usize, t: CapturedText| Capture::shared(i, t.first_line, t.bytes);
+            let no = AtomicBool::new(false);
+            let report = forward_captures(replies, tx, &no, &AtomicBool::new(false), 10, &take);
+            let got: Vec<Bytes> = rx
+                .try_iter()
+                .map(|i| match i {
+                    Incoming::Capture(c) => c.bytes,
+                    Incoming::Failed { reason, .. } => panic!("{reason}"),
+                })
+                .collect();
+            (report.byte_clamped, got)
+        };
+        let (clamped, got) = forward(&["aaaa\nbbbb\n", "abc\n"]);
+        assert!(!clamped);
+        assert_eq!(got, [&b"aaaa\nbbbb\n"[..], &b"abc\n"[..]]);
+        let (clamped, got) = forward(&["abc\n", "aaaa\nbbbbb\n"]);
+        assert!(clamped);
+        assert_eq!(got, [&b"abc\n"[..], &b"bbbbb\n"[..]]);
+    }
+
+    /// Progress goes out on the last pane, or once 100 ms passed since the
+    /// last report; `finish` sends what was done unless that was sent;
+    /// nothing is sent twice or going back.
+    #[test]
+    fn progress_is_sent_when_due_and_once_more_at_the_end() {
+        type Sent = Vec<(f64, Option<f64>, Option<String>)>;
+        let log: Arc<Mutex<Sent>> = Arc::default();
+        let mut ctx = ToolContext::read_only(ServerSpec::named("unused"), Ceilings::default());
+        let sink = log.clone();
+        ctx.progress = ProgressSink::new(move |done, total, message| {
+            if let Ok(mut sent) = sink.lock() {
+                sent.push((done, total, message.map(str::to_owned)));
+            }
+        });
+        let sent = || -> Vec<f64> { log.lock().unwrap().iter().map(|s| s.0).collect() };
+        let at = |panes_done| Progress {
+            panes_done,
+            bytes_scanned: 0,
+        };
+        let p = ProgressThrottle::new(&ctx, 4);
+        std::thread::sleep(Duration::from_millis(120));
+        p.report(at(1));
+        assert_eq!(sent(), [1.0], "100 ms passed: due");
+        let first = log.lock().unwrap()[0].clone();
+        assert_eq!(
+            first,
+            (1.0, Some(4.0), Some("1 of 4 panes searched".into()))
+        );
+        // The last pane is due at once.
+        p.report(at(4));
+        assert_eq!(sent(), [1.0, 4.0]);
+        // Done, and reported: not again, nor lower.
+        p.finish();
+        p.report(at(3));
+        assert_eq!(sent(), [1.0, 4.0]);
+
+        // Neither report due (the last pane never came): `finish` sends
+        // the most the engine said it finished.
+        let q = ProgressThrottle::new(&ctx, 4);
+        q.report(at(2));
+        q.report(at(1));
+        q.finish();
+        assert_eq!(sent().last(), Some(&2.0), "{:?}", sent());
+    }
 
     #[test]
     fn keep_newest_cuts_on_a_line_boundary_and_renumbers() {

@@ -528,21 +528,30 @@ mod tests {
                 .unwrap();
         }
 
-        /// Returns once tmux shows `text` as a line of `pane`.
+        /// Returns once tmux shows `text` as a line of `pane` (on its
+        /// screen or in its history).
         pub(super) fn shows(&self, pane: PaneId, text: &str) {
+            self.shows_times(pane, text, 1);
+        }
+
+        /// Returns once tmux shows `text` as `times` lines of `pane` (on
+        /// its screen or in its history). A line typed into `cat` shows
+        /// twice, the terminal's echo and then `cat`'s copy, which a
+        /// loaded machine may print well after it.
+        pub(super) fn shows_times(&self, pane: PaneId, text: &str, times: usize) {
             let target = pane.to_string();
             let until = in_ms(10_000);
             while Instant::now() < until {
                 let screen = self
                     .server
-                    .run_ok(["capture-pane", "-p", "-t", &target])
+                    .run_ok(["capture-pane", "-p", "-S", "-", "-t", &target])
                     .unwrap_or_default();
-                if screen.lines().any(|l| l.trim_end() == text) {
+                if screen.lines().filter(|l| l.trim_end() == text).count() >= times {
                     return;
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }
-            panic!("{pane} never showed {text:?}");
+            panic!("{pane} never showed {text:?} {times} times");
         }
 
         pub(super) fn subscribe(&self, panes: &[PaneId]) -> Subscription {
@@ -793,7 +802,9 @@ mod tests {
         for i in 0..20 {
             bed.type_line(p0, &format!("filler {i}"));
         }
-        bed.shows(p0, "filler 19");
+        // Both copies of the last line: cat's copies come in order, so
+        // the pane has printed everything and stands still while checked.
+        bed.shows_times(p0, "filler 19", 2);
         let hit = wait.check(&[0]).unwrap().unwrap();
         assert_eq!(hit.text, "needle");
         assert_eq!(wait.checks, 1);

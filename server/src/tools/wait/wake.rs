@@ -440,7 +440,9 @@ mod tests {
         assert_eq!(w.wait(&bed.ctx, &bed.tmux, until).unwrap(), NONE);
         assert!(Instant::now() >= until);
         // The same pane twice in a row: it was re-armed after its first.
-        for (pane, i) in [(p1, 1), (p(0), 0), (p1, 1), (p1, 1)] {
+        // `copies`: the lines `x` the pane shows by then (each typed line
+        // twice: echo and `cat`'s copy, which may come late).
+        for (pane, i, copies) in [(p1, 1, 2), (p(0), 0, 2), (p1, 1, 4), (p1, 1, 6)] {
             bed.type_line(pane, "x");
             let until = in_ms(10_000);
             let mut woken = Vec::new();
@@ -451,6 +453,9 @@ mod tests {
                 }
             }
             assert_eq!(woken, [i], "{pane} printed");
+            // Its last line printed before the next pane's: otherwise a
+            // late copy wakes the wait with the next pane.
+            bed.shows_times(pane, "x", copies);
             bed.settle(&mut w);
         }
     }
