@@ -262,11 +262,10 @@ impl Track {
                 step.gaps.push((since, now_ms, OVERRUN.into()));
                 (0, None)
             }
-            [one]
-                if by_rows.is_some_and(|end| self.anchor_moved(snap, *one, end - row_at(*one))) =>
-            {
+            [one] if self.anchor_moved(snap, *one, by_rows.map(|end| end - row_at(*one))) => {
                 // The tail is where it was, but older lines are not: the
-                // history was cleared and refilled to the same rows.
+                // history was cleared and refilled (to the same rows, or
+                // with blank lines the tail matches anywhere).
                 step.gaps.push((since, now_ms, OVERRUN.into()));
                 (0, None)
             }
@@ -282,16 +281,29 @@ impl Track {
     /// Whether the newest line with text before `p` (the lines journaled
     /// already) is not the anchor where `trimmed` rows trimmed since the
     /// last read leave it (none, if the anchor was none or trimmed away).
-    fn anchor_moved(&self, snap: &Snapshot, p: usize, trimmed: u64) -> bool {
-        let expected = self
-            .anchor
-            .as_ref()
-            .and_then(|(row, text)| Some((row.checked_sub(trimmed)?, text)));
+    /// With rows that tell nothing (`trimmed` unknown) only its text is
+    /// compared: a line with text where the last read found only blank
+    /// lines was printed since, above lines the tail matched. A resumed
+    /// pane's anchor is unknown: never moved.
+    fn anchor_moved(&self, snap: &Snapshot, p: usize, trimmed: Option<u64>) -> bool {
         let newest = snap.history[..p.min(snap.history.len())]
             .iter()
             .rev()
             .find(|(_, t)| has_text(t))
             .map(|(row, text)| (*row, text));
+        let Some(trimmed) = trimmed else {
+            // No read of this run took the anchor (a resumed pane): the
+            // tail alone places it.
+            if self.left_at.is_none() {
+                return false;
+            }
+            let anchor = self.anchor.as_ref().map(|(_, text)| text);
+            return newest.map(|(_, text)| text) != anchor;
+        };
+        let expected = self
+            .anchor
+            .as_ref()
+            .and_then(|(row, text)| Some((row.checked_sub(trimmed)?, text)));
         newest != expected
     }
 
