@@ -36,7 +36,8 @@ pub const POLL: i64 = 500;
 /// A pane is read at once when the rows it may have printed since its
 /// last read reach history-limit / this: the rest of history is the room
 /// left for the read's own delay (a quarter at 10,000 lines a second and
-/// history-limit 2,000 is 50 ms of output; a read takes less).
+/// history-limit 2,000 is 50 ms of output; the writer's wake spacing, 20
+/// ms, and a read take less than the 150 ms of room left).
 pub const SAFE_SHARE: u64 = 4;
 /// With panes counted, a listing is asked this long after the last one at
 /// most (ms), so a pane whose count never comes is still seen to move.

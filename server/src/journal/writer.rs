@@ -50,6 +50,12 @@ pub const FLUSH_EVERY: Duration = Duration::from_secs(1);
 /// right after it otherwise): about one frame per paced read, not one per
 /// read of a pane printing flat out.
 const FLUSH_SOONEST: Duration = Duration::from_millis(250);
+/// Output wakes the writer at most this often while its wakes read
+/// nothing: each wake weighs every waiting pane's count, and 200 panes
+/// printing woke it thousands of times a second. A pane whose count
+/// reached its share of history-limit ([`super::pace::SAFE_SHARE`]) waits
+/// this much longer at most for its read.
+const WAKE_SPACING: Duration = Duration::from_millis(20);
 /// A flush this large is written at once.
 const FLUSH_BYTES: usize = 4 << 20;
 /// How often the bounds are enforced.
@@ -184,6 +190,7 @@ impl Writer {
         // The first read takes every pane.
         let mut shape_changed = true;
         let mut failed = false;
+        let (mut woke_at, mut read_last) = (Instant::now(), true);
         while !stop.load(Ordering::SeqCst) {
             let now = when::now_ms();
             let wake = match pacer.next_due() {
@@ -201,8 +208,15 @@ impl Writer {
                 None => wake,
             };
             // Wake at the first event (or when a pane falls due), then
-            // take what else is waiting.
-            shape_changed |= events.wait(&mut pacer, Instant::now() + wake.min(READ_EVERY));
+            // take what else is waiting; not sooner than WAKE_SPACING after
+            // a wake that read nothing.
+            let wake = wake.min(READ_EVERY);
+            let until = Instant::now() + wake;
+            if !read_last {
+                std::thread::sleep(WAKE_SPACING.saturating_sub(woke_at.elapsed()).min(wake));
+            }
+            shape_changed |= events.wait(&mut pacer, until);
+            woke_at = Instant::now();
             let asked = self.views.take_flush();
             let waiting = events.printed_many(&pacer.waiting());
             let mut due = pacer.due(&waiting, when::now_ms(), asked);
@@ -235,6 +249,7 @@ impl Writer {
                 }
                 failed = !read;
             }
+            read_last = read;
             // A read's lines are written at once, but frames no closer than
             // FLUSH_SOONEST (panes printing flat out are read back to back).
             let taken = self.taken_since.map(|t| t.elapsed());
@@ -741,4 +756,57 @@ fn resume(journal: &std::path::Path) -> Resumed {
         *t = last_ms;
     }
     tails
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use std::os::unix::fs::DirBuilderExt;
+
+    use super::*;
+    use crate::testbed::private_server::PrivateServer;
+    use crate::tmux::SessionId;
+
+    /// A pane whose output makes nothing due (no line feed: no rows, and
+    /// its pace not up) wakes the writer at most once a [`WAKE_SPACING`]
+    /// (it woke once for every chunk: a thousand times a second here).
+    #[test]
+    fn output_that_makes_nothing_due_wakes_the_writer_at_most_once_a_spacing() {
+        let server = PrivateServer::start("writer-wakes", 80, 24).unwrap();
+        let dir =
+            std::env::temp_dir().join(format!("panescan-writer-wakes-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::DirBuilder::new().mode(0o700).create(&dir).unwrap();
+        let config = JournalConfig {
+            dir: dir.clone(),
+            max_bytes: 1 << 30,
+            max_age_ms: 1 << 40,
+            keep_secrets: true,
+        };
+        let counts = Arc::new(FeedCounts::default());
+        counts.started(SessionId::from_number(0));
+        let spec = ServerSpec::named(server.socket_name());
+        let handle = start_counted(config, &spec, None, Some(counts.clone())).unwrap();
+        let pane = PaneId::from_number(0);
+        // Past the first read (every pane, at once).
+        std::thread::sleep(Duration::from_millis(500));
+        let (before, start) = (counts.takes(), Instant::now());
+        let mut chunks = 0u64;
+        while start.elapsed() < Duration::from_secs(1) {
+            counts.output(pane, b"x");
+            chunks += 1;
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let (takes, elapsed) = (counts.takes() - before, start.elapsed());
+        handle.stop();
+        let _ = std::fs::remove_dir_all(&dir);
+        // One take a spacing, a few more around the pace's read.
+        let spacings = elapsed.as_millis() / WAKE_SPACING.as_millis();
+        let bound = u64::try_from(spacings).unwrap() + 10;
+        assert!(takes > 0, "never woken by {chunks} chunks");
+        assert!(
+            takes <= bound,
+            "{takes} takes of {chunks} chunks in {elapsed:?}"
+        );
+    }
 }

@@ -18,6 +18,7 @@
 //! printed, which only makes it read sooner.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crossbeam_channel::{Receiver, Sender};
 
@@ -33,6 +34,8 @@ pub struct FeedCounts {
     /// took the panes that printed ([`FeedCounts::take_printed`]).
     wake_tx: Sender<()>,
     wake_rx: Receiver<()>,
+    /// Times the reader took what printed ([`FeedCounts::takes`]).
+    takes: AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -56,6 +59,7 @@ impl Default for FeedCounts {
             state: std::sync::Mutex::default(),
             wake_tx,
             wake_rx,
+            takes: AtomicU64::new(0),
         }
     }
 }
@@ -118,11 +122,18 @@ impl FeedCounts {
     /// started or stopped meanwhile (then any pane may have printed
     /// unseen: a pane whose feed stopped is no longer counted).
     pub fn take_printed(&self) -> (Vec<PaneId>, bool) {
+        self.takes.fetch_add(1, Ordering::Relaxed);
         while self.wake_rx.try_recv().is_ok() {}
         let mut st = lock(&self.state);
         let changed = st.changes != st.changes_taken;
         st.changes_taken = st.changes;
         (st.printed.drain().collect(), changed)
+    }
+
+    /// How many times the reader took what printed: how often output woke
+    /// it (a reader woken by every byte shows here).
+    pub fn takes(&self) -> u64 {
+        self.takes.load(Ordering::Relaxed)
     }
 
     /// What each of `panes` printed so far, counted at one moment; compare
