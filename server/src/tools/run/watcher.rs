@@ -898,6 +898,64 @@ mod tests {
         assert!(!w.retyped);
     }
 
+    /// A live tap is where the pane's output is read, not its screen: a
+    /// marker the pane printed and then wiped off its screen and history
+    /// still ends the command (read from the screen, it never would).
+    #[test]
+    fn a_live_taps_bytes_are_read_though_the_screen_was_wiped() {
+        let server = PrivateServer::start("watcher-tap", 80, 10).unwrap();
+        server
+            .run_ok(["respawn-pane", "-k", "-t", "%0", "cat"])
+            .unwrap();
+        let ctx =
+            ToolContext::read_only(ServerSpec::named(server.socket_name()), Ceilings::default());
+        let tmux = ctx.tmux(&ServerArgs::default()).unwrap();
+        let pane = PaneId::parse("%0").unwrap();
+        let soon = || Instant::now() + Duration::from_secs(10);
+        let mut tap = Tap::open(&tmux, pane, soon()).expect("tapped");
+        while tap.state() == tap::State::Pending {
+            assert!(tap
+                .recv(Instant::now() + Duration::from_millis(100))
+                .is_empty());
+        }
+        assert_eq!(tap.state(), tap::State::Live);
+        let entry = entry(
+            "t",
+            server.socket_path().unwrap(),
+            pane,
+            marker(),
+            (None, String::new()),
+        );
+        let mut w = Watcher::new(entry, tmux, (None, Some(tap)), Duration::from_millis(900));
+        server
+            .run_ok(["send-keys", "-t", "%0", "-l", &format!("{TOKEN}:4")])
+            .unwrap();
+        server.run_ok(["send-keys", "-t", "%0", "Enter"]).unwrap();
+        // The echo and cat's copy: both went through the pane, and so
+        // to its pipe.
+        let shown = |n: usize| {
+            let screen = server.run_ok(["capture-pane", "-p", "-t", "%0"]).unwrap();
+            screen.matches(TOKEN).count() >= n
+        };
+        let until = soon();
+        while !shown(2) && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(shown(2));
+        server.run_ok(["send-keys", "-R", "-t", "%0"]).unwrap();
+        server.run_ok(["clear-history", "-t", "%0"]).unwrap();
+        let screen = server
+            .run_ok(["capture-pane", "-p", "-S", "-", "-t", "%0"])
+            .unwrap();
+        assert!(!screen.contains(TOKEN), "not wiped: {screen:?}");
+        let until = soon();
+        while status(&w).is_none() && Instant::now() < until {
+            w.look_again().unwrap();
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(status(&w), Some(Some(4)));
+    }
+
     /// A poll tmux does not answer in time (the server stopped) is no
     /// news: the command is still watched, and looked for again at the
     /// same pace, not at once. (The pace is set to a minute here, so no
