@@ -189,6 +189,71 @@ mod tests {
         assert!(in_foreground(std::process::id()).is_some());
     }
 
+    /// The terminal a test asks a session leader to read
+    /// ([`reading_a_terminal_takes_no_controlling_terminal`]).
+    const LEADER_TTY: &str = "PANESCAN_TEST_LEADER_TTY";
+
+    /// Run as a session leader with no controlling terminal (`setsid`)
+    /// by the test below, with [`LEADER_TTY`] set: reads that terminal's
+    /// settings, then says whether this process now has a controlling
+    /// terminal. Without the variable (a plain test run) it does nothing.
+    #[test]
+    fn leader_reads_a_terminal() {
+        let Ok(tty) = std::env::var(LEADER_TTY) else {
+            return;
+        };
+        let reading = line_editor_reading(&tty);
+        let ctty = std::fs::File::open("/dev/tty").is_ok();
+        println!("LEADER reading={reading:?} ctty={ctty}");
+    }
+
+    /// A session leader without a controlling terminal that opens a
+    /// terminal no session holds takes it as its own unless it says
+    /// O_NOCTTY: reading a pane's settings must never do that (a
+    /// panescan run by a service manager leads its session, and a pane
+    /// whose process exited holds no session). The terminal here is a
+    /// pseudo-terminal a helper process opened and holds.
+    #[test]
+    fn reading_a_terminal_takes_no_controlling_terminal() {
+        use std::io::{BufRead, BufReader};
+        use std::process::{Command, Stdio};
+        let hold = "import os, sys, time\nm, s = os.openpty()\nprint(os.ttyname(s), flush=True)\nos.close(s)\nsys.stdin.read()\n";
+        let mut holder = Command::new("python3")
+            .args(["-c", hold])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3 (a helper holding a pseudo-terminal)");
+        let mut tty = String::new();
+        BufReader::new(holder.stdout.take().unwrap())
+            .read_line(&mut tty)
+            .unwrap();
+        let tty = tty.trim().to_owned();
+        assert!(tty.starts_with("/dev/pts/"), "{tty:?}");
+        let me = std::env::current_exe().unwrap();
+        let out = Command::new("setsid")
+            .arg("--wait")
+            .arg(me)
+            .args([
+                "--exact",
+                "tools::run::seat::tests::leader_reads_a_terminal",
+            ])
+            .args(["--nocapture", "--test-threads=1"])
+            .env(LEADER_TTY, &tty)
+            .stdin(Stdio::null())
+            .output()
+            .expect("setsid (util-linux)");
+        drop(holder.stdin.take());
+        let _ = holder.wait();
+        let said = String::from_utf8_lossy(&out.stdout);
+        // The harness prints the test's name on the same line first.
+        let line = said
+            .lines()
+            .find_map(|l| l.find("LEADER ").map(|at| &l[at..]))
+            .unwrap_or("");
+        assert_eq!(line, "LEADER reading=Some(false) ctty=false", "{said}");
+    }
+
     #[test]
     fn this_process_is_young_and_named() {
         let me = std::process::id();
