@@ -217,7 +217,7 @@ mod tests {
     fn reading_a_terminal_takes_no_controlling_terminal() {
         use std::io::{BufRead, BufReader};
         use std::process::{Command, Stdio};
-        let hold = "import os, sys, time\nm, s = os.openpty()\nprint(os.ttyname(s), flush=True)\nos.close(s)\nsys.stdin.read()\n";
+        let hold = "import os, sys\nm, s = os.openpty()\nprint(os.ttyname(s), flush=True)\nos.close(s)\nsys.stdin.read()\n";
         let mut holder = Command::new("python3")
             .args(["-c", hold])
             .stdin(Stdio::piped())

@@ -679,13 +679,7 @@ mod tests {
     /// neither a stream nor a tap: it polls. The round trip is under a
     /// second (the capture's reply is awaited a second longer).
     fn polled(label: &str, completion: Completion) -> (PrivateServer, Watcher) {
-        let server = PrivateServer::start(label, 80, 10).unwrap();
-        server
-            .run_ok(["respawn-pane", "-k", "-t", "%0", "cat"])
-            .unwrap();
-        let ctx =
-            ToolContext::read_only(ServerSpec::named(server.socket_name()), Ceilings::default());
-        let tmux = ctx.tmux(&ServerArgs::default()).unwrap();
+        let (server, tmux) = cat_server(label);
         let entry = entry(
             "p",
             server.socket_path().unwrap(),
@@ -695,6 +689,19 @@ mod tests {
         );
         let w = Watcher::new(entry, tmux, (None, None), Duration::from_millis(900));
         (server, w)
+    }
+
+    /// A private server whose pane %0 runs `cat` (what it is sent shows
+    /// on the screen), and a handle on it.
+    fn cat_server(label: &str) -> (PrivateServer, Tmux) {
+        let server = PrivateServer::start(label, 80, 10).unwrap();
+        server
+            .run_ok(["respawn-pane", "-k", "-t", "%0", "cat"])
+            .unwrap();
+        let ctx =
+            ToolContext::read_only(ServerSpec::named(server.socket_name()), Ceilings::default());
+        let tmux = ctx.tmux(&ServerArgs::default()).unwrap();
+        (server, tmux)
     }
 
     /// Polls (neither a stream nor a tap): a screen without the marker
@@ -903,13 +910,7 @@ mod tests {
     /// still ends the command (read from the screen, it never would).
     #[test]
     fn a_live_taps_bytes_are_read_though_the_screen_was_wiped() {
-        let server = PrivateServer::start("watcher-tap", 80, 10).unwrap();
-        server
-            .run_ok(["respawn-pane", "-k", "-t", "%0", "cat"])
-            .unwrap();
-        let ctx =
-            ToolContext::read_only(ServerSpec::named(server.socket_name()), Ceilings::default());
-        let tmux = ctx.tmux(&ServerArgs::default()).unwrap();
+        let (server, tmux) = cat_server("watcher-tap");
         let pane = PaneId::parse("%0").unwrap();
         let soon = || Instant::now() + Duration::from_secs(10);
         let mut tap = Tap::open(&tmux, pane, soon()).expect("tapped");
