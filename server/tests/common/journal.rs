@@ -166,6 +166,15 @@ pub fn assert_none_twice(lines: &[String]) {
     assert!(twice.is_empty(), "journaled twice: {twice:?}");
 }
 
+/// Stops a daemon as a user would (SIGTERM) and waits for it: its clean
+/// stop reads every pane once more and flushes.
+pub fn stop_daemon(daemon: &mut std::process::Child) {
+    let _ = Command::new("kill")
+        .args(["-TERM", &daemon.id().to_string()])
+        .status();
+    let _ = daemon.wait();
+}
+
 /// `panescan daemon --journal` on `place`, its stderr in `log`.
 pub fn journaling_daemon(
     place: &Place,

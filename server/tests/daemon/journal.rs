@@ -162,10 +162,7 @@ fn sigkill_during_heavy_writing_then_restart_loses_nothing_and_keeps_nothing_twi
     let log2 = place.temp_root().join("daemon2.stderr");
     let mut second = journaling_daemon(&place, p.tmux.socket_name(), &journal, &log2);
     std::thread::sleep(Duration::from_secs(3));
-    let _ = Command::new("kill")
-        .args(["-TERM", &second.id().to_string()])
-        .status();
-    let _ = second.wait();
+    common::journal::stop_daemon(&mut second);
 
     let (lines, gaps, skipped) = journal_of(&journal, &p.pane);
     assert!(skipped.is_empty(), "{skipped:?}");
@@ -325,10 +322,7 @@ fn a_pane_printing_past_its_history_limit_each_second_is_read_in_time_and_a_quie
     p.run("for i in $(seq 0 39); do seq $((i*300+1)) $((i*300+300)); sleep 0.1; done; i=0; while [ $i -lt 15 ]; do echo pad$i; i=$((i+1)); done");
     p.wait_for("pad14");
     std::thread::sleep(SETTLE);
-    let _ = Command::new("kill")
-        .args(["-TERM", &daemon.id().to_string()])
-        .status();
-    let _ = daemon.wait();
+    common::journal::stop_daemon(&mut daemon);
 
     let log = std::fs::read_to_string(&log).unwrap_or_default();
     assert!(
@@ -368,10 +362,7 @@ fn a_pane_is_paced_by_its_sessions_feed_while_the_daemons_own_client_takes_no_ou
         .unwrap();
     p.wait_for("pad14");
     std::thread::sleep(SETTLE);
-    let _ = Command::new("kill")
-        .args(["-TERM", &daemon.id().to_string()])
-        .status();
-    let _ = daemon.wait();
+    common::journal::stop_daemon(&mut daemon);
 
     // The feed, and the daemon's own client (commands, structure events).
     let taking: Vec<&str> = clients

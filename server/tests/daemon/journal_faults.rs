@@ -136,10 +136,7 @@ fn a_full_disk_pauses_journaling_with_a_gap_and_searches_go_on() {
     p.run(&numbered("c", 100));
     p.wait_for("c-done");
     std::thread::sleep(SETTLE);
-    let _ = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status();
-    let _ = child.wait();
+    common::journal::stop_daemon(&mut child);
     let ended = now_ms();
     let resumed = log.lock().unwrap().clone();
     assert!(resumed.contains("writing again"), "{resumed}");
