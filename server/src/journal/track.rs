@@ -95,8 +95,7 @@ pub struct Track {
 
 const OVERRUN: &str = "history cleared, rewrapped or trimmed past what the journal last kept (more than history-limit lines between two reads): lines may be missing";
 const DOWNTIME: &str = "the journal was not running: lines printed meanwhile are kept as far as tmux still held them, stamped when seen";
-const AMBIGUOUS: &str =
-    "repeated lines at a history trim: the journal cannot tell how many were printed";
+const AMBIGUOUS: &str = "repeated lines where the journal left off (at a history trim or a resize): the journal cannot tell how many were printed, and may hold some twice";
 
 impl Track {
     /// A pane the journal kept before (read back at start): its last
@@ -270,10 +269,16 @@ impl Track {
                 (0, None)
             }
             [one] => (*one, by_rows.map(|end| end - row_at(*one))),
-            [.., last] => {
-                // The fewest lines trimmed is the likeliest; say it is a guess.
+            [first, .., last] => {
+                // Repeated lines: the tail fits at several places, and the
+                // lines between them are the same lines; say it is a
+                // guess. Where rows hold, the places are a tenth apart and
+                // the fewest lines trimmed is the likeliest. Where they
+                // tell nothing (a resize rewrapped, moving screen lines
+                // into history), journal from the earliest: none is lost,
+                // some may be kept twice.
                 step.gaps.push((since, now_ms, AMBIGUOUS.into()));
-                (*last, None)
+                (if by_rows.is_some() { *last } else { *first }, None)
             }
         }
     }
@@ -501,6 +506,31 @@ mod tests {
         assert!(t.advance(&p.snap(), 1).gaps.is_empty());
         p.print((0..40).map(|_| String::new()));
         let step = t.advance(&p.snap(), 2);
+        assert_eq!(step.gaps.len(), 1, "{step:?}");
+        assert_eq!(step.gaps[0].2, AMBIGUOUS);
+    }
+
+    /// A resize rewraps, so rows tell nothing; a repeated line pushed into
+    /// history by the narrower screen fits one row lower too. The journal
+    /// keeps it (it may keep one twice), with a gap, rather than losing it
+    /// (the end-to-end property test found `[Print(Repeated, 9),
+    /// Print(Unique, 1), Resize(40)]` ending one line short).
+    #[test]
+    fn a_repeated_line_a_resize_pushes_into_history_is_kept() {
+        let same = || b"the same line again".to_vec();
+        let snap = |history: usize, width| Snapshot {
+            history: (0..history).map(|r| (r as u64, same())).collect(),
+            end_row: history as u64,
+            screen: vec![b"$".to_vec()],
+            screen_rows: vec![history as u64],
+            width,
+            history_limit: 100,
+            alternate_on: false,
+        };
+        let mut t = Track::default();
+        assert_eq!(texts(&t.advance(&snap(1, 60), 1)).len(), 1);
+        let step = t.advance(&snap(2, 40), 2);
+        assert_eq!(texts(&step), ["the same line again"]);
         assert_eq!(step.gaps.len(), 1, "{step:?}");
         assert_eq!(step.gaps[0].2, AMBIGUOUS);
     }

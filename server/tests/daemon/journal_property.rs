@@ -100,6 +100,18 @@ fn held_whole(p: &Printer) -> Vec<String> {
     history
 }
 
+/// Whether the journal ends with tmux's history. tmux trims rows, not
+/// lines: the oldest line it holds may be the last rows of a wrapped line
+/// whose first rows it trimmed, and the journal kept it whole.
+fn ends_with_held(journaled: &[String], held: &[String]) -> bool {
+    let Some((oldest, rest)) = held.split_first() else {
+        return true;
+    };
+    journaled.ends_with(rest)
+        && journaled.len() > rest.len()
+        && journaled[journaled.len() - rest.len() - 1].ends_with(oldest.as_str())
+}
+
 fn unique(line: &str) -> bool {
     line.starts_with('u') && line[1..].starts_with(|c: char| c.is_ascii_digit())
 }
@@ -146,7 +158,7 @@ fn check(ops: &[Op]) -> Result<(), TestCaseError> {
     prop_assert!(skipped.is_empty(), "{:?}", skipped);
     let held = held_whole(&p);
     prop_assert!(
-        journaled.ends_with(&held),
+        ends_with_held(&journaled, &held),
         "the journal's last lines are not tmux's history\njournal: {:?}\ntmux: {:?}\ngaps: {:?}",
         &journaled[journaled.len().saturating_sub(held.len() + 3)..],
         held,
@@ -188,4 +200,18 @@ proptest! {
     fn the_journal_equals_tmux_for_what_tmux_holds(ops in proptest::collection::vec(op(), 3..8)) {
         check(&ops)?;
     }
+}
+
+/// A case the property test drew: long lines wrap, blank lines push them
+/// to the limit, a resize rewraps them (tmux then holds the last rows of
+/// the oldest line only). Kept as a test of its own: its seed was not
+/// saved.
+#[test]
+fn a_wrapped_line_tmux_trimmed_in_part_is_whole_in_the_journal() {
+    check(&[
+        Op::Print(Kind::Long, 11),
+        Op::Print(Kind::Blank, 68),
+        Op::Resize(40),
+    ])
+    .unwrap();
 }
