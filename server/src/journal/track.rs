@@ -269,16 +269,27 @@ impl Track {
                 (0, None)
             }
             [one] => (*one, by_rows.map(|end| end - row_at(*one))),
-            [first, .., last] => {
+            [.., last] => {
                 // Repeated lines: the tail fits at several places, and the
                 // lines between them are the same lines; say it is a
                 // guess. Where rows hold, the places are a tenth apart and
                 // the fewest lines trimmed is the likeliest. Where they
                 // tell nothing (a resize rewrapped, moving screen lines
-                // into history), journal from the earliest: none is lost,
-                // some may be kept twice.
+                // into history), journal from the earliest in the run of
+                // the tail's last line that ends at the latest (not from
+                // an older run of it): none is lost, some may be kept
+                // twice.
                 step.gaps.push((since, now_ms, AMBIGUOUS.into()));
-                (if by_rows.is_some() { *last } else { *first }, None)
+                if by_rows.is_some() {
+                    return (*last, None);
+                }
+                let repeated = self.tail.back();
+                let in_run = |p: &&usize| {
+                    snap.history[**p..*last]
+                        .iter()
+                        .all(|(_, t)| Some(t) == repeated)
+                };
+                (*placed.iter().find(in_run).unwrap_or(last), None)
             }
         }
     }
@@ -508,6 +519,33 @@ mod tests {
         let step = t.advance(&p.snap(), 2);
         assert_eq!(step.gaps.len(), 1, "{step:?}");
         assert_eq!(step.gaps[0].2, AMBIGUOUS);
+    }
+
+    /// Where rows tell nothing, a blank tail also fits in an older run of
+    /// blank lines; the journal takes the earliest place in the newest
+    /// run only, not the line with text between (journaled already).
+    #[test]
+    fn after_a_resize_an_older_run_of_the_repeated_line_is_not_journaled_again() {
+        let snap = |newest_run: usize, width| {
+            let mut lines = vec![Vec::new(); 70];
+            lines.push(b"X".to_vec());
+            lines.extend(std::iter::repeat_n(Vec::new(), newest_run));
+            Snapshot {
+                end_row: lines.len() as u64,
+                history: (0u64..).zip(lines).collect(),
+                screen: vec![b"$".to_vec()],
+                screen_rows: vec![0],
+                width,
+                history_limit: 1000,
+                alternate_on: false,
+            }
+        };
+        let mut t = Track::default();
+        t.advance(&snap(70, 60), 1);
+        let step = t.advance(&snap(71, 40), 2);
+        assert_eq!(step.gaps.len(), 1, "{step:?}");
+        assert!(!texts(&step).contains(&"X".to_string()), "{step:?}");
+        assert!(!step.lines.is_empty());
     }
 
     /// A resize rewraps, so rows tell nothing; a repeated line pushed into
