@@ -732,6 +732,57 @@ mod tests {
         assert_eq!(w.poll_every, POLL_FIRST);
     }
 
+    /// A command's end seen in the stream, then an OSC 133 D mark in the
+    /// same pane within [`LEARN_FOR`]: the spawned watcher (`run`) ends
+    /// the command and learns that the pane's shell prints marks. `cat`
+    /// writes the mark's bytes back raw (the terminal echoes them as
+    /// `^[`, which is no mark).
+    #[test]
+    fn a_mark_after_the_marker_in_the_stream_teaches_the_pane_marks() {
+        use crate::tmux::events::{Interest, OutputMode, Watch};
+        let (server, tmux) = cat_server("watcher-learn");
+        let pane = PaneId::parse("%0").unwrap();
+        let socket = server.socket_path().unwrap();
+        let sub = tmux.subscribe(
+            Interest {
+                watch: Watch::Panes([pane].into_iter().collect()),
+                mode: OutputMode::Bytes,
+                structure: false,
+            },
+            Instant::now() + Duration::from_secs(5),
+        );
+        let entry = entry("l", socket.clone(), pane, marker(), (None, String::new()));
+        let w = Watcher::new(
+            entry.clone(),
+            tmux,
+            (Some(sub), None),
+            Duration::from_secs(2),
+        );
+        w.spawn().unwrap();
+        assert!(!table::prints_osc133(&socket, pane));
+        for keys in [format!("{TOKEN}:4"), "\x1b]133;D;0\x07".to_string()] {
+            server
+                .run_ok(["send-keys", "-t", "%0", "-l", &keys])
+                .unwrap();
+            server.run_ok(["send-keys", "-t", "%0", "Enter"]).unwrap();
+        }
+        let until = Instant::now() + Duration::from_secs(10);
+        while !table::prints_osc133(&socket, pane) && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(matches!(
+            entry.progress(),
+            Progress::Ended {
+                status: Some(4),
+                ..
+            }
+        ));
+        assert!(
+            table::prints_osc133(&socket, pane),
+            "the mark taught nothing"
+        );
+    }
+
     /// A private server whose pane %0 runs bash at its prompt (no rc
     /// files, its prompt `ps> `), and a watcher of a command in it whose
     /// marker command is `marker` (a capture of the screen is its only
