@@ -77,7 +77,7 @@ impl Ledger for Reader {
     fn output(&self, socket: &Path, command_id: &str) -> Result<KeptOutput, ToolError> {
         let journaled = self.server(socket)?;
         let all = read_server(journaled)?;
-        let Some(c) = all.into_iter().find(|c| c.command_id == command_id) else {
+        let Some(mut c) = all.iter().find(|c| c.command_id == command_id).cloned() else {
             // Ids are random (64 bits): one found in another server's
             // ledger is that server's command.
             let elsewhere = self
@@ -102,6 +102,9 @@ impl Ledger for Reader {
         };
         let views = &journaled.views;
         let mut notes = c.notes.clone();
+        let (span, bound) = book::bounded_span(&all, &c);
+        c.output = span;
+        notes.extend(bound);
         let view = pane_of(&c).and_then(|p| views.get(p));
         let asked = when::now_ms();
         views.ask_flush();

@@ -271,6 +271,36 @@ pub struct Output {
     pub skipped: Vec<String>,
 }
 
+/// The span `command`'s output is read from. An ended command whose end
+/// row was never placed (`to_row` none) would read on to the pane's newest
+/// row, through every later command: it stops where the next command of
+/// its pane and epoch starts its output, and a note says what that bound
+/// includes. `all` is the ledger of the command's server.
+pub fn bounded_span(all: &[Command], command: &Command) -> (Option<Span>, Option<String>) {
+    let Some(span) = command.output.clone() else {
+        return (None, None);
+    };
+    if span.to_row.is_some() || command.ended_ms.is_none() {
+        return (Some(span), None);
+    }
+    let next = all
+        .iter()
+        .filter(|c| c.pane_id == command.pane_id && c.server == command.server)
+        .filter_map(|c| c.output.as_ref())
+        .filter(|o| o.epoch == span.epoch && o.from_row > span.from_row)
+        .map(|o| o.from_row)
+        .min();
+    let note = match next {
+        Some(_) => "its end's row was not placed: its output is read up to the next command's, and may end with that command's prompt and command line",
+        None => "its end's row was not placed: its output is read up to the pane's newest row, and may hold what the pane printed after it",
+    };
+    let bounded = Span {
+        to_row: next,
+        ..span
+    };
+    (Some(bounded), Some(note.into()))
+}
+
 /// `command`'s output: the journal's lines of its pane in its span, then
 /// the lines the writer last saw below history (`view`, when the pane is
 /// still there), each row once.
@@ -345,6 +375,44 @@ mod tests {
             exit_status: status,
             ..Command::default()
         }
+    }
+
+    /// An ended command with no end row stops at the next command of its
+    /// pane and epoch (not another pane's, not another epoch's, not an
+    /// earlier one), and says so; a placed end or a running command is
+    /// left as it is.
+    #[test]
+    fn an_unplaced_end_is_bounded_by_the_next_command_of_its_pane() {
+        let with = |id: &str, pane: &str, epoch, from_row, to_row, ended| Command {
+            pane_id: pane.into(),
+            ended_ms: ended,
+            output: Some(Span {
+                epoch,
+                from_row,
+                to_row,
+            }),
+            ..cmd(id, None)
+        };
+        let open = with("a", "%1", 7, 10, None, Some(9));
+        let all = vec![
+            with("old", "%1", 7, 2, Some(8), Some(1)),
+            open.clone(),
+            with("other-pane", "%2", 7, 12, None, None),
+            with("other-epoch", "%1", 8, 11, None, None),
+            with("far", "%1", 7, 40, None, None),
+            with("next", "%1", 7, 30, Some(35), Some(20)),
+        ];
+        let (span, note) = bounded_span(&all, &open);
+        assert_eq!(span.unwrap().to_row, Some(30));
+        assert!(note.unwrap().contains("next command"));
+        let (span, note) = bounded_span(&all[..4], &open);
+        assert_eq!(span.unwrap().to_row, None);
+        assert!(note.unwrap().contains("newest row"));
+        let running = with("r", "%1", 7, 10, None, None);
+        assert_eq!(bounded_span(&all, &running), (running.output.clone(), None));
+        let placed = with("p", "%1", 7, 10, Some(12), Some(3));
+        assert_eq!(bounded_span(&all, &placed), (placed.output.clone(), None));
+        assert_eq!(bounded_span(&all, &cmd("none", Some(0))), (None, None));
     }
 
     #[test]
