@@ -105,14 +105,31 @@ impl Ledger for Reader {
         let (span, bound) = book::bounded_span(&all, &c);
         c.output = span;
         notes.extend(bound);
-        let view = pane_of(&c).and_then(|p| views.get(p));
+        // The pane itself is read after this call, then the journal
+        // flushed: a flush alone waits only for panes whose output was
+        // counted, and a pane's count can come late (NOTES.md, "Counts can
+        // come late"), so its newest lines would be left out.
+        let pane = pane_of(&c).filter(|p| views.get(*p).is_some());
         let asked = when::now_ms();
-        views.ask_flush();
+        if let Some(p) = pane {
+            views.ask_read(p);
+        }
         let until = Instant::now() + SYNC_WAIT;
-        while views.synced_ms() <= asked && Instant::now() < until {
+        let read = || {
+            pane.and_then(|p| views.get(p))
+                .is_none_or(|v| v.read_ms > asked)
+        };
+        while !read() && Instant::now() < until {
             std::thread::sleep(Duration::from_millis(20));
         }
-        if views.synced_ms() <= asked {
+        // Every read taken before a later sync is on disk.
+        let read_by = when::now_ms();
+        views.ask_flush();
+        while views.synced_ms() <= read_by && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let view = pane_of(&c).and_then(|p| views.get(p));
+        if !read() || views.synced_ms() <= read_by {
             notes.push(
                 "the journal did not write its newest lines in time: the last lines may be missing"
                     .into(),
