@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""What tmux spends on each kind of reader of every pane's output.
+
+The journal's steady load without the journal: a private tmux server
+(`-L`, an empty config) of PANES panes at history-limit 2,000, ten
+70-to-90-byte lines every 100 ms written straight to each pane's terminal
+by this process, and tmux's utime+stime over SECONDS, for each reader
+named:
+
+- `none`: nothing reads (the baseline);
+- `feed`: one control client with output on (`-C attach -f ignore-size`),
+  as the ledger's feed of a session;
+- `pipes`: a `pipe-pane -O 'exec cat > /dev/null'` per pane;
+- `reads`, `reads2`, `reads4`: the journal's partial reads, every 1, 2 or
+  4 s: a listing, then a `capture-pane -p -J` of each pane's rows printed
+  since plus 100 (the tail and the screen), as one `source-file` on a
+  control client with output off (`-f no-output`);
+- combinations with `+` (`pipes+reads2`).
+
+Ratios against `none` in the same run are the result (the machine is
+shared and noisy: run each kind twice, alternated).
+
+usage: benches/tmux_reader_cost.py SECONDS KIND[,KIND...] [PANES]
+e.g.:  benches/tmux_reader_cost.py 20 none,feed+reads,pipes+reads2,none,feed+reads,pipes+reads2
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+SECONDS = int(sys.argv[1])
+KINDS = sys.argv[2].split(",")
+PANES = int(sys.argv[3]) if len(sys.argv) > 3 else 200
+# A server of its own for each measure (a socket name used again races
+# with the server that is still going away).
+RUN = iter(range(1_000_000))
+TMUX = []
+WORK = tempfile.mkdtemp(prefix="reader-cost-")
+
+
+def tmux(*args):
+    return subprocess.run(TMUX + list(args), capture_output=True, text=True).stdout
+
+
+def start_server():
+    """A server of PANES idle panes; its pid and (pane id, tty) pairs."""
+    subprocess.run(
+        TMUX + ["new-session", "-d", "-s", "main", "-x", "120", "-y", "30", "exec sleep 100000"],
+        check=True,
+    )
+    script = os.path.join(WORK, "panes.tmux")
+    with open(script, "w") as f:
+        f.write("set-option -g history-limit 2000\n")
+        f.write("new-window -d 'exec sleep 100000'\n" * (PANES - 1))
+    tmux("source-file", script)
+    listed = tmux("list-panes", "-a", "-F", "#{pane_id} #{pane_tty}")
+    panes = [line.split() for line in listed.splitlines()]
+    return int(tmux("display", "-p", "#{pid}").strip()), panes
+
+
+def cpu_seconds(pid):
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def print_steadily(panes, stop):
+    ttys = [os.open(tty, os.O_WRONLY | os.O_NOCTTY) for _, tty in panes]
+    n, started = 0, time.time()
+    while not stop.is_set():
+        for p, fd in enumerate(ttys):
+            lines = (f"{p}:{n + i} build output with a path /usr/lib/x86_64/{n + i} and more\n" for i in range(10))
+            os.write(fd, "".join(lines).encode())
+        n += 10
+        time.sleep(max(0, started + n / 100 - time.time()))
+    for fd in ttys:
+        os.close(fd)
+
+
+def read_every(panes, stop, every):
+    client = subprocess.Popen(
+        TMUX + ["-C", "attach", "-f", "no-output,ignore-size"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    threading.Thread(target=lambda: [None for _ in iter(lambda: client.stdout.read(65536), b"")], daemon=True).start()
+    script = os.path.join(WORK, "read.tmux")
+    with open(script, "w") as f:
+        f.write("list-panes -a -F '#{pane_id} #{history_size} #{cursor_y} #{pane_width} #{pane_height}'\n")
+        for pane, _ in panes:
+            f.write(f"capture-pane -p -J -S -{100 * every + 100} -t {pane}\n")
+    while not stop.is_set():
+        t = time.time()
+        client.stdin.write(f"source-file {script}\n".encode())
+        client.stdin.flush()
+        stop.wait(max(0, t + every - time.time()))
+    client.kill()
+
+
+def measure(kind):
+    TMUX[:] = ["tmux", "-L", f"reader-cost-{os.getpid()}-{next(RUN)}", "-f", "/dev/null"]
+    pid, panes = start_server()
+    parts = kind.split("+")
+    stop = threading.Event()
+    threads = [threading.Thread(target=print_steadily, args=(panes, stop))]
+    feed = None
+    try:
+        if "pipes" in parts:
+            for pane, _ in panes:
+                tmux("pipe-pane", "-O", "-t", pane, "exec cat > /dev/null")
+        if "feed" in parts:
+            feed = subprocess.Popen(
+                TMUX + ["-C", "attach", "-f", "ignore-size"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+            )
+        for part, every in (("reads", 1), ("reads2", 2), ("reads4", 4)):
+            if part in parts:
+                threads.append(threading.Thread(target=read_every, args=(panes, stop, every)))
+        for t in threads:
+            t.start()
+        time.sleep(2)
+        before, t0 = cpu_seconds(pid), time.time()
+        time.sleep(SECONDS)
+        return (cpu_seconds(pid) - before) / (time.time() - t0) * 100
+    finally:
+        stop.set()
+        for t in threads:
+            if t.is_alive():
+                t.join()
+        if feed:
+            feed.kill()
+        kill_server()
+
+
+def kill_server():
+    """Kills the server of this measure and removes its socket."""
+    socket = tmux("display", "-p", "#{socket_path}").strip()
+    subprocess.run(TMUX + ["kill-server"], capture_output=True)
+    if socket:
+        subprocess.run(["rm", "-f", socket])
+
+
+try:
+    for kind in KINDS:
+        print(f"{kind}: tmux {measure(kind):.1f}% of a core", flush=True)
+finally:
+    if TMUX:
+        kill_server()
+    subprocess.run(["rm", "-rf", WORK])
