@@ -441,6 +441,28 @@ pub(crate) mod tests {
         assert_eq!(place(&legacy, &other, b, None), Place::At(1));
     }
 
+    /// An anchor made with no line above its boundary is placed by its
+    /// row alone: at a line starting there, or at the capture's end when
+    /// nothing at or after the row was captured (no new line); a line that
+    /// began above the row and wraps past it, with a line after it, leaves
+    /// the place unknown, as any possible trim does.
+    #[test]
+    fn an_anchor_of_no_line_is_placed_by_its_row_alone() {
+        let none = Anchor {
+            rows: 0,
+            hash: 0,
+            kind: HashKind::Fnv64,
+        };
+        let c = cap(0, 0, &["aa1", "bb2"]);
+        assert_eq!(place(&none, &c, 1, None), Place::At(1));
+        assert_eq!(place(&none, &c, 5, None), Place::At(2));
+        assert_eq!(place(&none, &c, 1, Some(10)), Place::Lost);
+        let mut wrapped = cap(0, 0, &["a line that wraps on to a second row", "next"]);
+        wrapped.line_numbers = Some(vec![0, 2]);
+        assert_eq!(rows_of(&wrapped).last().map(|r| r.abs), Some(2));
+        assert_eq!(place(&none, &wrapped, 1, None), Place::Lost);
+    }
+
     #[test]
     fn trims_are_possible_only_near_the_limit() {
         assert_eq!(trim_step(100, 89), None);
