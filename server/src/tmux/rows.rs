@@ -463,6 +463,43 @@ pub(crate) mod tests {
         assert_eq!(place(&none, &wrapped, 1, None), Place::Lost);
     }
 
+    /// An anchor of lines that say too little (blank lines), not at its
+    /// row after a trim and found once above it, is still not found: its
+    /// one copy proves nothing.
+    #[test]
+    fn a_weak_anchor_found_once_above_its_row_is_lost() {
+        let mut lines = vec![""; 66];
+        lines.push("$ ");
+        let before = cap(-66, 66, &lines);
+        let (a, b) = anchor(&before, 66);
+        assert_eq!((a.rows, b), (64, 66));
+        // Trimmed by two rows: the blank run at rows 0-63, then a line.
+        let mut lines = vec![""; 64];
+        lines.extend(["out", "$ "]);
+        let later = cap(-65, 65, &lines);
+        assert_eq!(place(&a, &later, b, Some(2)), Place::Lost);
+    }
+
+    /// Folding is one to one in each line's hash: anchors whose lines
+    /// differ in one bit of one line's hash never fold alike.
+    #[test]
+    fn anchors_differing_in_one_bit_of_a_line_fold_apart() {
+        let (x, y) = (fnv64(b"a line"), fnv64(b"another"));
+        for bit in 0..64 {
+            let flipped = x ^ (1 << bit);
+            assert_ne!(
+                fold([x].into_iter()),
+                fold([flipped].into_iter()),
+                "bit {bit}"
+            );
+            assert_ne!(
+                fold([y, x].into_iter()),
+                fold([y, flipped].into_iter()),
+                "bit {bit}"
+            );
+        }
+    }
+
     #[test]
     fn trims_are_possible_only_near_the_limit() {
         assert_eq!(trim_step(100, 89), None);
