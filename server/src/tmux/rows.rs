@@ -500,6 +500,16 @@ pub(crate) mod tests {
         }
     }
 
+    /// Lines a capture's line numbers do not reach (a list cut short)
+    /// count on from its first line, at their index.
+    #[test]
+    fn lines_past_the_line_numbers_count_from_the_first_line() {
+        let mut c = cap(-3, 3, &["a", "b", "c", "d"]);
+        c.line_numbers = Some(vec![-3, -1]);
+        let numbers: Vec<i64> = rows_of(&c).iter().map(|r| r.number).collect();
+        assert_eq!(numbers, [-3, -1, -1, 0]);
+    }
+
     #[test]
     fn trims_are_possible_only_near_the_limit() {
         assert_eq!(trim_step(100, 89), None);
