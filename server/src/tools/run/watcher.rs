@@ -783,6 +783,44 @@ mod tests {
         );
     }
 
+    /// A live stream covers only the panes it reports: a watcher of a
+    /// pane the stream was not asked for is not covered (it polls), one
+    /// of the pane it reports is.
+    #[test]
+    fn a_live_stream_covers_only_the_panes_it_reports() {
+        use crate::tmux::events::{Interest, OutputMode, Watch};
+        let (server, tmux) = cat_server("watcher-cover");
+        let socket = server.socket_path().unwrap();
+        let watching = |pane: &str| {
+            let pane = PaneId::parse(pane).unwrap();
+            let sub = tmux.subscribe(
+                Interest {
+                    watch: Watch::Panes([PaneId::parse("%0").unwrap()].into_iter().collect()),
+                    mode: OutputMode::Bytes,
+                    structure: false,
+                },
+                Instant::now() + Duration::from_secs(5),
+            );
+            let until = Instant::now() + Duration::from_secs(10);
+            while !sub.coverage().live && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            assert!(sub.coverage().live, "the stream never came up");
+            let entry = entry("c", socket.clone(), pane, marker(), (None, String::new()));
+            Watcher::new(
+                entry,
+                tmux.clone(),
+                (Some(sub), None),
+                Duration::from_secs(2),
+            )
+        };
+        assert!(watching("%0").covered());
+        assert!(
+            !watching("%9").covered(),
+            "a pane the stream does not report"
+        );
+    }
+
     /// A private server whose pane %0 runs bash at its prompt (no rc
     /// files, its prompt `ps> `), and a watcher of a command in it whose
     /// marker command is `marker` (a capture of the screen is its only
