@@ -821,6 +821,47 @@ mod tests {
         );
     }
 
+    /// A flood overruns the stream's channel while the watcher is away:
+    /// the marker printed after it is lost from the stream, the resync
+    /// asks for a poll, and the poll finds the marker on the screen.
+    #[test]
+    fn a_marker_lost_in_a_flood_is_found_by_the_poll_the_resync_asks_for() {
+        use crate::tmux::events::{Interest, OutputMode, Watch};
+        let (server, tmux) = cat_server("watcher-flood");
+        let pane = PaneId::parse("%0").unwrap();
+        let sub = tmux.subscribe(
+            Interest {
+                watch: Watch::Panes([pane].into_iter().collect()),
+                mode: OutputMode::Bytes,
+                structure: false,
+            },
+            Instant::now() + Duration::from_secs(5),
+        );
+        let until = Instant::now() + Duration::from_secs(10);
+        while !sub.coverage().live && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let socket = server.socket_path().unwrap();
+        let entry = entry("f", socket, pane, marker(), (None, String::new()));
+        let mut w = Watcher::new(entry, tmux, (Some(sub), None), Duration::from_secs(2));
+        assert!(w.covered());
+        let flood = format!("seq 1 200000; echo {TOKEN}:3; exec cat");
+        server
+            .run_ok(["respawn-pane", "-k", "-t", "%0", &flood])
+            .unwrap();
+        let shown = Instant::now() + Duration::from_secs(20);
+        let screen = || server.run_ok(["capture-pane", "-p", "-t", "%0"]).unwrap();
+        while !screen().contains(TOKEN) {
+            assert!(Instant::now() < shown, "the marker never showed");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let until = Instant::now() + Duration::from_secs(10);
+        while status(&w).is_none() && Instant::now() < until {
+            w.step().unwrap();
+        }
+        assert_eq!(status(&w), Some(Some(3)));
+    }
+
     /// A private server whose pane %0 runs bash at its prompt (no rc
     /// files, its prompt `ps> `), and a watcher of a command in it whose
     /// marker command is `marker` (a capture of the screen is its only
