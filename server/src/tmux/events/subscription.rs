@@ -183,3 +183,35 @@ impl Drop for Subscription {
         self.hub.unsubscribe(self.id);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::testbed::private_server::PrivateServer;
+    use crate::tmux::events::Interest;
+    use crate::tmux::{ServerSpec, Tmux};
+    use std::time::Duration;
+
+    /// A loss sets the flag and sends a `Resync`; a subscriber already
+    /// waiting in the channel takes the channel's. Taking it clears the
+    /// flag, so the subscriber is told once, not again at its next
+    /// receive.
+    #[test]
+    fn a_resync_taken_from_the_channel_is_not_told_twice() {
+        let server = PrivateServer::start("events-resync", 80, 24).unwrap();
+        let tmux = Tmux::connect(&ServerSpec::named(server.socket_name())).unwrap();
+        let pane = PaneId::parse("%0").unwrap();
+        let sub = tmux.subscribe(
+            Interest::printed([pane]),
+            Instant::now() + Duration::from_secs(10),
+        );
+        assert!(matches!(
+            sub.try_recv(),
+            None | Some(StreamEvent::Printed(_))
+        ));
+        sub.state.resync.store(true, Ordering::Release);
+        assert!(matches!(sub.took(StreamEvent::Resync), StreamEvent::Resync));
+        assert!(sub.try_recv().is_none(), "told of the same loss twice");
+    }
+}
