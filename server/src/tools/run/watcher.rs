@@ -704,6 +704,26 @@ mod tests {
         (server, tmux)
     }
 
+    /// A subscription to `pane`'s raw output on `tmux`, once its stream is
+    /// live.
+    fn live_stream(tmux: &Tmux, pane: PaneId) -> Subscription {
+        use crate::tmux::events::{Interest, OutputMode, Watch};
+        let sub = tmux.subscribe(
+            Interest {
+                watch: Watch::Panes([pane].into_iter().collect()),
+                mode: OutputMode::Bytes,
+                structure: false,
+            },
+            Instant::now() + Duration::from_secs(5),
+        );
+        let until = Instant::now() + Duration::from_secs(10);
+        while !sub.coverage().live && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(sub.coverage().live, "the stream never came up");
+        sub
+    }
+
     /// Polls (neither a stream nor a tap): a screen without the marker
     /// slows the pace by half each time (25 ms, 37.5, 56.25, up to 250)
     /// and sets the next poll that far ahead; the marker on the screen
@@ -739,18 +759,10 @@ mod tests {
     /// `^[`, which is no mark).
     #[test]
     fn a_mark_after_the_marker_in_the_stream_teaches_the_pane_marks() {
-        use crate::tmux::events::{Interest, OutputMode, Watch};
         let (server, tmux) = cat_server("watcher-learn");
         let pane = PaneId::parse("%0").unwrap();
         let socket = server.socket_path().unwrap();
-        let sub = tmux.subscribe(
-            Interest {
-                watch: Watch::Panes([pane].into_iter().collect()),
-                mode: OutputMode::Bytes,
-                structure: false,
-            },
-            Instant::now() + Duration::from_secs(5),
-        );
+        let sub = live_stream(&tmux, pane);
         let entry = entry("l", socket.clone(), pane, marker(), (None, String::new()));
         let w = Watcher::new(
             entry.clone(),
@@ -788,24 +800,11 @@ mod tests {
     /// of the pane it reports is.
     #[test]
     fn a_live_stream_covers_only_the_panes_it_reports() {
-        use crate::tmux::events::{Interest, OutputMode, Watch};
         let (server, tmux) = cat_server("watcher-cover");
         let socket = server.socket_path().unwrap();
         let watching = |pane: &str| {
             let pane = PaneId::parse(pane).unwrap();
-            let sub = tmux.subscribe(
-                Interest {
-                    watch: Watch::Panes([PaneId::parse("%0").unwrap()].into_iter().collect()),
-                    mode: OutputMode::Bytes,
-                    structure: false,
-                },
-                Instant::now() + Duration::from_secs(5),
-            );
-            let until = Instant::now() + Duration::from_secs(10);
-            while !sub.coverage().live && Instant::now() < until {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            assert!(sub.coverage().live, "the stream never came up");
+            let sub = live_stream(&tmux, PaneId::parse("%0").unwrap());
             let entry = entry("c", socket.clone(), pane, marker(), (None, String::new()));
             Watcher::new(
                 entry,
@@ -826,21 +825,9 @@ mod tests {
     /// asks for a poll, and the poll finds the marker on the screen.
     #[test]
     fn a_marker_lost_in_a_flood_is_found_by_the_poll_the_resync_asks_for() {
-        use crate::tmux::events::{Interest, OutputMode, Watch};
         let (server, tmux) = cat_server("watcher-flood");
         let pane = PaneId::parse("%0").unwrap();
-        let sub = tmux.subscribe(
-            Interest {
-                watch: Watch::Panes([pane].into_iter().collect()),
-                mode: OutputMode::Bytes,
-                structure: false,
-            },
-            Instant::now() + Duration::from_secs(5),
-        );
-        let until = Instant::now() + Duration::from_secs(10);
-        while !sub.coverage().live && Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let sub = live_stream(&tmux, pane);
         let socket = server.socket_path().unwrap();
         let entry = entry("f", socket, pane, marker(), (None, String::new()));
         let mut w = Watcher::new(entry, tmux, (Some(sub), None), Duration::from_secs(2));
