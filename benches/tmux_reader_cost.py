@@ -79,13 +79,19 @@ def print_steadily(panes, stop):
         os.close(fd)
 
 
+def drain(stream):
+    """Reads `stream` to its end, so tmux never waits on this client."""
+    while stream.read(65536):
+        pass
+
+
 def read_every(panes, stop, every):
     client = subprocess.Popen(
         TMUX + ["-C", "attach", "-f", "no-output,ignore-size"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
     )
-    threading.Thread(target=lambda: [None for _ in iter(lambda: client.stdout.read(65536), b"")], daemon=True).start()
+    threading.Thread(target=drain, args=(client.stdout,), daemon=True).start()
     script = os.path.join(WORK, "read.tmux")
     with open(script, "w") as f:
         f.write("list-panes -a -F '#{pane_id} #{history_size} #{cursor_y} #{pane_width} #{pane_height}'\n")
