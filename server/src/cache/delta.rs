@@ -638,6 +638,24 @@ mod tests {
         let old = rows_of(611, &lines(run("U"), 621));
         let now = rows_of(620, &lines(run("V"), 630));
         assert!(delta_against(old, &now, 100_000).is_none());
+        // The same with a cycle of three lines over the anchor's rows: its
+        // copies lie 3, 6, ... rows away, never a whole anchor (32 rows)
+        // away, and no shift by a cycle explains the oldest rows. The
+        // copies overlapping the anchor are what refuses it.
+        let cycle = |middle: &'static str| {
+            move |r: usize| match r {
+                0..=39 => format!("t{r}"),
+                300..=320 => format!("{middle}{r}"),
+                _ => ["a", "b", "c"][r % 3].into(),
+            }
+        };
+        let old = rows_of(611, &lines(cycle("U"), 621));
+        let now = rows_of(620, &lines(cycle("V"), 630));
+        assert!(delta_against(old.clone(), &now, 100_000).is_none());
+        // Printed on without a clear is refused too (a full capture, the
+        // same answer): the rows fetched cannot tell the two apart.
+        let more = rows_of(620, &lines(cycle("U"), 630));
+        assert!(delta_against(old, &more, 100_000).is_none());
     }
 
     #[test]
