@@ -108,6 +108,12 @@ pub struct JournalArgs {
     /// Write lines as they are: secrets are redacted otherwise.
     #[arg(long)]
     pub journal_keep_secrets: bool,
+    /// Read each pane's output through a pipe of its own (`pipe-pane`)
+    /// instead of a control client per session: tmux spends about a
+    /// third as much, but a pane has one pipe, so a user's `pipe-pane -o`
+    /// does nothing on a tapped pane and `#{pane_pipe}` reads 1 (GUIDE.md).
+    #[arg(long)]
+    pub journal_taps: bool,
 }
 
 impl JournalArgs {
@@ -124,6 +130,7 @@ impl JournalArgs {
             max_bytes: self.journal_max_bytes,
             max_age_ms: i64::try_from(age.as_millis()).unwrap_or(i64::MAX),
             keep_secrets: self.journal_keep_secrets,
+            taps: self.journal_taps,
         }))
     }
 

@@ -22,6 +22,12 @@
 //! since the prompt's row) up to the next prompt's first row, counted once
 //! both rows are placed, in either order, and the journal holds them.
 //!
+//! With `--journal-taps` a pane's bytes come from a pipe of its own
+//! instead ([`super::ledger_taps`]), counted there; a pipe's bytes have no
+//! order with a command's answer, so a prompt's row asked for a tapped
+//! pane is exact only if no line feed came from its pipe after the mark
+//! until [`TAP_SETTLE_MS`] after the answer.
+//!
 //! Forged marks: C counts only at a prompt; a D counts while a command
 //! runs, and a later D before the next C (after output, not an empty
 //! Enter) replaces it, the last one counting. Must hold: no byte from a
@@ -45,6 +51,7 @@ use crate::tmux::{PaneId, ServerSpec, SessionId, Tmux, TmuxCommand, TmuxError};
 use crate::tools::run::detect::{LineEnd, Mark, MarkScanner};
 
 use super::ledger_reports::{self, Reports};
+use super::ledger_taps::{Switch, Taps};
 
 /// Prompts kept whose rows may still come (a command that ends before
 /// the journal read its pane again).
@@ -69,6 +76,11 @@ const ROWS_WITHIN_MS: i64 = PLACE_WITHIN_MS + 10_000;
 /// Ended commands waiting at once for their rows or their count, at most:
 /// past it the oldest is given up, and its record says so.
 const MAX_COUNTS: usize = 256;
+/// A tapped pane's prompt row is exact when no line feed came from its
+/// pipe after the mark until this long after tmux answered (ms): what
+/// tmux parsed before answering reaches the pipe within it (a write, and
+/// the pipe's `cat`).
+const TAP_SETTLE_MS: i64 = 50;
 
 /// The running follower.
 #[derive(Debug)]
@@ -172,6 +184,8 @@ struct PaneState {
     ask_after: Option<usize>,
     /// The directory the shell last reported by OSC 7.
     reported_cwd: Option<String>,
+    /// Line feeds read from the pane's pipe (with taps).
+    tap_lf: u64,
 }
 
 impl Default for PaneState {
@@ -190,6 +204,7 @@ impl Default for PaneState {
             current: None,
             ask_after: None,
             reported_cwd: None,
+            tap_lf: 0,
         }
     }
 }
@@ -220,6 +235,9 @@ struct Place {
     /// The writer's base before the question.
     before: Option<Row>,
     exact: bool,
+    /// A tapped pane's: until when line feeds from its pipe still say the
+    /// row moved (ms), and its line feeds at the mark.
+    settle: Option<(i64, u64)>,
 }
 
 struct Follower {
@@ -246,6 +264,8 @@ struct Follower {
     reports: Reports,
     /// Where the feeds count each pane's output (the journal's pacing).
     feed_counts: Option<Arc<FeedCounts>>,
+    /// Each pane's own pipe, with `--journal-taps`.
+    taps: Option<Taps>,
 }
 
 impl Follower {
@@ -258,6 +278,9 @@ impl Follower {
         feed_counts: Option<Arc<FeedCounts>>,
     ) -> Follower {
         let (tx, rx) = crossbeam_channel::unbounded();
+        let taps = config
+            .taps
+            .then(|| Taps::new(tx.clone(), feed_counts.clone()));
         Follower {
             config: config.clone(),
             tmux,
@@ -274,6 +297,7 @@ impl Follower {
             rx,
             reports,
             feed_counts,
+            taps,
         }
     }
 
@@ -307,25 +331,12 @@ impl Follower {
                             }
                             None
                         }
-                        default(Duration::from_millis(100)) => None,
+                        default(self.idle_wait()) => None,
                     },
                 },
             };
-            match event {
-                Some(FeedEvent::Output {
-                    session,
-                    pane,
-                    data,
-                }) if self.reads(session, pane) => {
-                    self.output(pane, &data);
-                    if let Some(from) = self.pane(pane).ask_after.take() {
-                        let after = data.get(from..).unwrap_or_default().to_vec();
-                        self.ask_row(session, pane, &after);
-                    }
-                }
-                Some(FeedEvent::SessionsChanged) => list_sessions = true,
-                Some(FeedEvent::Closed { session }) => self.feed_closed(session),
-                _ => {}
+            if let Some(event) = event {
+                list_sessions |= self.handle(event);
             }
             self.place_rows();
             self.count_outputs();
@@ -337,6 +348,150 @@ impl Follower {
                     when::now_ms(),
                 );
             }
+        }
+        if let Some(taps) = self.taps.as_mut() {
+            taps.close_all(&self.tmux, Instant::now() + ROUND_TRIP);
+        }
+    }
+
+    /// How long the loop waits for an event: until the next tapped
+    /// prompt's row settles, 100 ms at most.
+    fn idle_wait(&self) -> Duration {
+        let now = when::now_ms();
+        let ms = self
+            .places
+            .iter()
+            .filter_map(|p| p.settle.map(|(until, _)| until - now))
+            .fold(100, i64::min);
+        Duration::from_millis(u64::try_from(ms).unwrap_or(0))
+    }
+
+    /// One event from the feeds or the taps; `true` when the sessions are
+    /// to be listed again.
+    fn handle(&mut self, event: FeedEvent) -> bool {
+        match event {
+            FeedEvent::Output {
+                session,
+                pane,
+                data,
+            } => {
+                if !self.tapped(pane) && self.reads(session, pane) {
+                    self.chunk(Some(session), pane, &data);
+                }
+            }
+            // A pipe's bytes before the switch came from the feed.
+            FeedEvent::Tapped { pane, data } => {
+                if self.tapped(pane) {
+                    let feeds = memchr::memchr_iter(b'\n', &data).count();
+                    let st = self.pane(pane);
+                    st.tap_lf = st.tap_lf.wrapping_add(feeds as u64);
+                    self.chunk(None, pane, &data);
+                }
+            }
+            FeedEvent::TapConnected { pane } => self.tap_connected(pane),
+            FeedEvent::TapLive { pane } => {
+                if let Some(taps) = self.taps.as_mut() {
+                    taps.set_live(pane);
+                }
+            }
+            FeedEvent::TapEnded { pane } => self.tap_ended(pane),
+            FeedEvent::SessionsChanged => return true,
+            FeedEvent::Closed { session } => self.feed_closed(session),
+        }
+        false
+    }
+
+    /// A chunk of `pane`'s output, from `session`'s feed or (`None`) its
+    /// pipe: its marks taken, its row asked after a prompt mark.
+    fn chunk(&mut self, session: Option<SessionId>, pane: PaneId, data: &[u8]) {
+        self.output(pane, data);
+        if let Some(from) = self.pane(pane).ask_after.take() {
+            let after = data.get(from..).unwrap_or_default().to_vec();
+            self.ask_row(session, pane, &after);
+        }
+    }
+
+    /// Whether `pane`'s bytes come from its pipe.
+    fn tapped(&self, pane: PaneId) -> bool {
+        self.taps.as_ref().is_some_and(|t| t.live(pane))
+    }
+
+    /// Taps the panes of the server not tapped yet (with taps).
+    fn follow_taps(&mut self) {
+        let Some(taps) = self.taps.as_mut() else {
+            return;
+        };
+        let list = TmuxCommand::new("list-panes")
+            .flag("-a")
+            .option("-F", "#{pane_id}\t#{session_id}\t#{pane_pipe}");
+        let deadline = Instant::now() + ROUND_TRIP;
+        let Ok(text) = self.tmux.run(&list, deadline) else {
+            return;
+        };
+        let listed: Vec<(PaneId, SessionId, bool)> = text
+            .lines()
+            .filter_map(|l| {
+                let mut f = l.split('\t');
+                let pane = PaneId::parse(f.next()?).ok()?;
+                let session = SessionId::parse(f.next()?).ok()?;
+                Some((pane, session, f.next()? != "0"))
+            })
+            .collect();
+        taps.follow(&self.tmux, &listed, &self.feeds, deadline);
+    }
+
+    /// `pane`'s pipe connected: its output is turned off on the feed it
+    /// is read from, and a mark queued behind what came before the
+    /// feed's answer switches it to the pipe.
+    fn tap_connected(&mut self, pane: PaneId) {
+        let Some(taps) = self.taps.as_mut() else {
+            return;
+        };
+        let Some(session) = self
+            .owner
+            .get(&pane)
+            .copied()
+            .filter(|s| self.feeds.contains_key(s))
+            .or_else(|| taps.session(pane))
+        else {
+            return;
+        };
+        let deadline = Instant::now() + ROUND_TRIP;
+        match taps.connected(&self.tmux, pane, session, &self.feeds, deadline) {
+            Switch::Failed => {}
+            Switch::Ordered => {
+                self.owner.entry(pane).or_insert(session);
+                self.backlog.extend(self.rx.try_iter());
+                self.backlog.push_back(FeedEvent::TapLive { pane });
+            }
+            // What the feed still held is lost: a pane at its prompt stays
+            // there, what ran starts over.
+            Switch::Unordered => {
+                self.owner.entry(pane).or_insert(session);
+                if !self.at_prompt(pane) {
+                    self.lost(&[pane], Lost::Switch);
+                }
+            }
+        }
+    }
+
+    fn at_prompt(&self, pane: PaneId) -> bool {
+        self.panes
+            .get(&pane)
+            .is_some_and(|st| st.phase == Phase::Prompt)
+    }
+
+    /// `pane`'s pipe ended: back on its feed. If its bytes came from the
+    /// pipe, marks may have been missed in between: a pane at its prompt
+    /// stays there (a command typed in that moment goes uncounted, as any
+    /// whose C was missed), what ran starts over.
+    fn tap_ended(&mut self, pane: PaneId) {
+        let Some(taps) = self.taps.as_mut() else {
+            return;
+        };
+        let was_live = taps.ended(&self.tmux, pane, &self.feeds, Instant::now() + ROUND_TRIP);
+        if was_live && !self.at_prompt(pane) {
+            self.lost(&[pane], Lost::Tap);
         }
     }
 
@@ -389,6 +544,7 @@ impl Follower {
                 Err(e) => eprintln!("panescan ledger: cannot follow session {session}: {e}"),
             }
         }
+        self.follow_taps();
     }
 
     /// The panes of a session just followed whose shells may already sit
@@ -423,7 +579,7 @@ impl Follower {
                 serial: st.serials,
                 ..Prompt::default()
             };
-            self.ask_row(session, pane, &[]);
+            self.ask_row(Some(session), pane, &[]);
         }
     }
 
@@ -453,7 +609,7 @@ impl Follower {
         for pane in &panes {
             self.owner.remove(pane);
         }
-        self.lost(&panes);
+        self.lost(&panes, Lost::Feed);
     }
 
     fn pane(&mut self, pane: PaneId) -> &mut PaneState {
@@ -659,8 +815,11 @@ impl Follower {
     }
 
     /// Asks tmux where the pane's cursor is (after a prompt mark), and
-    /// whether output came after the mark before the answer.
-    fn ask_row(&mut self, session: SessionId, pane: PaneId, after: &[u8]) {
+    /// whether output came after the mark before the answer: on `session`'s
+    /// feed (its answer comes after the bytes tmux queued for the feed
+    /// before it), or for a tapped pane (`None`) on the server's connection,
+    /// the row's exactness settled [`TAP_SETTLE_MS`] after the answer.
+    fn ask_row(&mut self, session: Option<SessionId>, pane: PaneId, after: &[u8]) {
         let before = self.views.get(pane).map(|v| v.base);
         let probe = TmuxCommand::new("display-message")
             .flag("-p")
@@ -669,25 +828,40 @@ impl Follower {
                 "{}\t#{{history_size}}\t#{{cursor_y}}\t#{{session_name}}\t#{{pane_current_path}}",
                 ledger_reports::FORMATS
             ));
-        let Some(feed) = self.feeds.get(&session) else {
+        let deadline = Instant::now() + ROUND_TRIP;
+        let reply = match session {
+            Some(session) => match self.feeds.get(&session) {
+                Some(feed) => feed.run(&probe, deadline),
+                None => return,
+            },
+            None => self.tmux.run(&probe, deadline),
+        };
+        let Ok(reply) = reply else {
             return;
         };
-        let Ok(reply) = feed.run(&probe, Instant::now() + ROUND_TRIP) else {
-            return;
-        };
-        // Everything tmux queued for this feed before its answer is here.
+        // Everything tmux queued for this feed before its answer is here
+        // (a pipe's bytes may be too).
         let mut moved = after.contains(&b'\n');
         while let Ok(e) = self.rx.try_recv() {
-            if let FeedEvent::Output {
-                session: s,
-                pane: p,
-                data,
-            } = &e
-            {
-                moved |= *s == session && *p == pane && data.contains(&b'\n');
-            }
+            let from_pane = match &e {
+                FeedEvent::Output {
+                    session: s,
+                    pane: p,
+                    data,
+                } if Some(*s) == session && *p == pane => Some(data),
+                FeedEvent::Tapped { pane: p, data } if session.is_none() && *p == pane => {
+                    Some(data)
+                }
+                _ => None,
+            };
+            moved |= from_pane.is_some_and(|d| d.contains(&b'\n'));
             self.backlog.push_back(e);
         }
+        let settle = session.is_none().then(|| {
+            let at_mark = self.pane(pane).tap_lf;
+            let since = memchr::memchr_iter(b'\n', after).count() as u64;
+            (when::now_ms() + TAP_SETTLE_MS, at_mark.wrapping_sub(since))
+        });
         let mut f = reply.trim_end_matches('\n').splitn(8, '\t');
         let told: Vec<&str> = f.by_ref().take(4).collect();
         // tmux 3.8's own account of the command the prompt ends (tmux
@@ -716,6 +890,7 @@ impl Follower {
             asked_ms: when::now_ms(),
             before,
             exact: !moved,
+            settle,
         });
     }
 
@@ -725,7 +900,20 @@ impl Follower {
         let now = when::now_ms();
         let places = std::mem::take(&mut self.places);
         let mut given_up = Vec::new();
-        for p in places {
+        for mut p in places {
+            if let Some((until, at_mark)) = p.settle {
+                if now < until {
+                    self.places.push(p);
+                    continue;
+                }
+                // A line feed from the pipe since the mark: tmux may have
+                // parsed it before answering.
+                p.exact &= self
+                    .panes
+                    .get(&p.pane)
+                    .is_some_and(|st| st.tap_lf == at_mark);
+                p.settle = None;
+            }
             let Some(view) = self.views.get(p.pane).filter(|v| v.read_ms > p.asked_ms) else {
                 if now - p.asked_ms < PLACE_WITHIN_MS {
                     // The writer may have read the pane before the answer,
@@ -968,9 +1156,9 @@ impl Follower {
         }
     }
 
-    /// The feed of `panes` closed: marks may be missing, so each starts
-    /// over and what was running there says so.
-    fn lost(&mut self, panes: &[PaneId]) {
+    /// The feed (or pipe) of `panes` closed: marks may be missing, so each
+    /// starts over and what was running there says so.
+    fn lost(&mut self, panes: &[PaneId], why: Lost) {
         for pane in panes {
             self.panes.remove(pane);
         }
@@ -987,8 +1175,7 @@ impl Follower {
                 continue;
             };
             if c.ended_ms.is_none() {
-                c.notes
-                    .push("its session's feed closed while it ran: its end was not seen".into());
+                c.notes.push(why.running().into());
                 self.save(&c);
                 continue;
             }
@@ -996,7 +1183,7 @@ impl Follower {
             // a row still to come never will (the pane starts over).
             if let Some(k) = self.counts.iter_mut().find(|k| k.id == id) {
                 if k.after_ms.is_none() {
-                    note(&mut c, FEED_CLOSED);
+                    note(&mut c, why.ended());
                     k.after_ms = Some(now);
                 }
                 self.open.insert(id, c);
@@ -1034,6 +1221,38 @@ const NO_START_ROW: &str = "the row its command line was typed at was never plac
 const NO_END_ROW: &str = "the row of the prompt after it was never placed (tmux did not answer, or the journal did not read the pane in time): its output cannot be counted";
 const FEED_CLOSED: &str =
     "its session's feed closed before the prompt after it was placed: its output cannot be counted";
+
+/// What closed on panes whose marks may have been missed.
+#[derive(Clone, Copy, Debug)]
+enum Lost {
+    /// Their session's feed.
+    Feed,
+    /// The pane's own pipe (the pane closed, or a user's `pipe-pane`
+    /// closed or replaced it).
+    Tap,
+    /// The feed, far behind, when the pane moved to its pipe.
+    Switch,
+}
+
+impl Lost {
+    /// The note of a command that ran then.
+    fn running(self) -> &'static str {
+        match self {
+            Lost::Feed => "its session's feed closed while it ran: its end was not seen",
+            Lost::Tap => "its pane's pipe ended while it ran (the pane closed, or another pipe-pane replaced it): its end was not seen",
+            Lost::Switch => "its pane moved to a pipe of its own while its session's feed was far behind: its end was not seen",
+        }
+    }
+
+    /// The note of a command ended, its output not counted yet.
+    fn ended(self) -> &'static str {
+        match self {
+            Lost::Feed => FEED_CLOSED,
+            Lost::Tap => "its pane's pipe ended before the prompt after it was placed: its output cannot be counted",
+            Lost::Switch => "its pane moved to a pipe of its own while its session's feed was far behind, before the prompt after it was placed: its output cannot be counted",
+        }
+    }
+}
 
 /// Adds `text` to `c`'s notes once.
 fn note(c: &mut Command, text: &str) {
@@ -1140,6 +1359,7 @@ mod tests {
             max_bytes: 1 << 30,
             max_age_ms: 1 << 40,
             keep_secrets: true,
+            taps: false,
         };
         let tmux = Tmux::shared(&ServerSpec::named("panescan-follower-unit-none")).unwrap();
         let (book, _) = Book::open(&dir).unwrap();
@@ -1194,6 +1414,7 @@ mod tests {
             asked_ms: when::now_ms() - PLACE_WITHIN_MS - 1,
             before: None,
             exact: true,
+            settle: None,
         }
     }
 
@@ -1225,6 +1446,38 @@ mod tests {
         );
         assert_eq!(all[0].output_lines, Some(2), "{all:?}");
         assert!(f.counts.is_empty());
+    }
+
+    /// A tapped pane's prompt row waits until it settles, and is exact
+    /// only if no line feed came from the pane's pipe since the mark.
+    #[test]
+    fn a_tapped_prompts_row_settles_first_and_a_line_feed_since_makes_it_inexact() {
+        for (feeds, exact) in [(0, true), (1, false)] {
+            let (mut f, dir, pane) = follower(&format!("settle-{feeds}"));
+            let (_, next) = seq_two(&mut f, pane);
+            f.pane(pane).tap_lf = 5;
+            let place = |until| Place {
+                settle: Some((until, 5)),
+                ..stale_place(pane, next)
+            };
+            f.places.push(Place {
+                asked_ms: -1,
+                ..place(when::now_ms() + 60_000)
+            });
+            f.place_rows();
+            assert_eq!(f.places.len(), 1, "placed before it settled");
+            assert!(f.pane(pane).prompt.row.is_none());
+            f.places.clear();
+            f.pane(pane).tap_lf += feeds;
+            f.places.push(Place {
+                asked_ms: -1,
+                ..place(when::now_ms() - 1)
+            });
+            f.place_rows();
+            assert!(f.places.is_empty());
+            assert_eq!(f.pane(pane).prompt.row.map(|(_, e)| e), Some(exact));
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
 
     #[test]
@@ -1299,7 +1552,7 @@ mod tests {
         let (mut f, dir, pane) = follower("closed");
         let (first, _) = seq_two(&mut f, pane);
         f.placed(pane, first, (at(9), "srv"), true);
-        f.lost(&[pane]);
+        f.lost(&[pane], Lost::Feed);
         f.count_outputs();
         let all = records(&dir);
         assert_eq!(all[0].notes, vec![FEED_CLOSED.to_owned()], "{:?}", all[0]);

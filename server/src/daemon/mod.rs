@@ -28,6 +28,7 @@ pub(crate) mod conn;
 pub(crate) mod ledger;
 pub(crate) mod ledger_read;
 mod ledger_reports;
+mod ledger_taps;
 pub(crate) mod place;
 pub(crate) mod wire;
 

@@ -60,4 +60,8 @@ pub struct JournalConfig {
     pub max_age_ms: i64,
     /// Write lines as they are, secrets included.
     pub keep_secrets: bool,
+    /// Each pane's output through a pipe of its own (`pipe-pane`) rather
+    /// than the session feeds (`--journal-taps`): tmux spends less, and
+    /// the writer reads at [`pace::TAPPED_PACE`].
+    pub taps: bool,
 }

@@ -2,8 +2,9 @@
 //! soon as it printed, so a pane printing steadily costs tmux one read a
 //! second instead of one per wake.
 //!
-//! A pane that printed is due [`PACE`] after its last read (what a crash
-//! may lose is about a second), or at once when the rows its output may
+//! A pane that printed is due [`PACE`] after its last read ([`TAPPED_PACE`]
+//! with the journal's taps; what a crash of tmux and the daemon together
+//! may lose), or at once when the rows its output may
 //! have pushed into history since that read (counted from its `%output`,
 //! `tmux::events::Printed`) reach a [`SAFE_SHARE`]th of its history-limit:
 //! then tmux cannot have trimmed a line the journal did not read. Unknown
@@ -31,6 +32,11 @@ use crate::tmux::PaneId;
 
 /// A pane that printed is read this long after its last read at most (ms).
 pub const PACE: i64 = 1_000;
+/// The pace with the journal's taps (`daemon --journal-taps`): counts
+/// that come exactly and never late make reading less often safe, and
+/// tmux's reads are then the larger part of what journaling costs it
+/// (BENCHMARKS.md, "What tmux would spend with pipes").
+pub const TAPPED_PACE: i64 = 2_000;
 /// Panes whose output the stream does not report are read this often (ms).
 pub const POLL: i64 = 500;
 /// A pane is read at once when the rows it may have printed since its
@@ -87,14 +93,31 @@ pub struct Shape {
 }
 
 /// Every pane's pacing state.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Pacer {
     panes: HashMap<PaneId, Seen>,
     /// Panes whose output the stream reports (the others are polled).
     covered: std::collections::BTreeSet<PaneId>,
+    /// A pane that printed is read this long after its last read (ms).
+    pace: i64,
+}
+
+impl Default for Pacer {
+    fn default() -> Self {
+        Pacer::with_pace(PACE)
+    }
 }
 
 impl Pacer {
+    /// A pacer reading a pane that printed `pace` ms after its last read.
+    pub fn with_pace(pace: i64) -> Pacer {
+        Pacer {
+            panes: HashMap::new(),
+            covered: std::collections::BTreeSet::new(),
+            pace,
+        }
+    }
+
     /// `pane` printed (a trigger) at `now_ms`.
     pub fn printed(&mut self, pane: PaneId, now_ms: i64) {
         if let Some(seen) = self.panes.get_mut(&pane) {
@@ -141,7 +164,7 @@ impl Pacer {
             self.covered.contains(&pane)
                 && seen.printed_ms.is_none()
                 && !seen.alternate_on
-                && now_ms - seen.read_ms >= PACE
+                && now_ms - seen.read_ms >= self.pace
                 && seen.position != position
         })
     }
@@ -196,7 +219,11 @@ impl Pacer {
         if !all && !urgency.iter().any(|(_, at)| *at <= now_ms) {
             return Vec::new();
         }
-        let soon = if all { i64::MAX } else { now_ms + PACE / 2 };
+        let soon = if all {
+            i64::MAX
+        } else {
+            now_ms + self.pace / 2
+        };
         urgency
             .into_iter()
             .filter(|(_, at)| *at <= soon)
@@ -209,7 +236,7 @@ impl Pacer {
         self.panes
             .iter()
             .filter_map(|(p, s)| match s.printed_ms {
-                Some(_) => Some(s.read_ms + PACE),
+                Some(_) => Some(s.read_ms + self.pace),
                 None if !self.covered.contains(p) => Some(s.read_ms + POLL),
                 None => None,
             })
@@ -248,11 +275,11 @@ impl Pacer {
         }
         seen.printed_ms?;
         if seen.alternate_on {
-            return Some(seen.read_ms + PACE);
+            return Some(seen.read_ms + self.pace);
         }
         let room = (seen.history_limit / SAFE_SHARE).max(1);
         match count.rows_since(&seen.counted, seen.width, seen.height) {
-            Some(rows) if rows < room => Some(seen.read_ms + PACE),
+            Some(rows) if rows < room => Some(seen.read_ms + self.pace),
             _ => Some(i64::MIN),
         }
     }
@@ -289,6 +316,36 @@ mod tests {
             pacer.read(pane, 0, Printed::default(), SHAPE);
         }
         pacer
+    }
+
+    #[test]
+    fn with_taps_a_pane_that_printed_is_read_the_tapped_pace_after_its_read() {
+        let mut pacer = Pacer::with_pace(TAPPED_PACE);
+        pacer.cover([p(1), p(2)].into_iter().collect());
+        pacer.read(p(1), 0, Printed::default(), SHAPE);
+        pacer.read(p(2), 0, Printed::default(), SHAPE);
+        let mut count = Printed::default();
+        count.add(&lines(1));
+        pacer.printed(p(1), 100);
+        assert_eq!(pacer.next_due(), Some(TAPPED_PACE));
+        assert!(pacer.due(&[(p(1), count)], PACE, false).is_empty());
+        assert_eq!(pacer.due(&[(p(1), count)], TAPPED_PACE, false), [p(1)]);
+        // Within half the tapped pace, a pane is taken along.
+        pacer.printed(p(2), 200);
+        let both = [(p(1), count), (p(2), count)];
+        assert_eq!(pacer.due(&both, TAPPED_PACE, false), [p(1), p(2)]);
+        // Unreported, it moved: printed, once a tapped pace passed.
+        let moved = Position {
+            history_size: 1,
+            cursor: (0, 0),
+        };
+        pacer.read(p(2), 0, Printed::default(), SHAPE);
+        assert!(!pacer.moved_unseen(p(2), moved, PACE));
+        assert!(pacer.moved_unseen(p(2), moved, TAPPED_PACE));
+        // Near the history-limit, at once as ever.
+        let mut many = Printed::default();
+        many.add(&lines(600));
+        assert_eq!(pacer.due(&[(p(1), many)], 300, false), [p(1)]);
     }
 
     #[test]

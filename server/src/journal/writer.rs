@@ -185,7 +185,11 @@ impl Writer {
             self.feeds.clone(),
             Instant::now() + READ_TIMEOUT,
         );
-        let mut pacer = Pacer::default();
+        let mut pacer = Pacer::with_pace(if self.config.taps {
+            super::pace::TAPPED_PACE
+        } else {
+            super::pace::PACE
+        });
         let mut bounds_at = Instant::now();
         // The first read takes every pane.
         let mut shape_changed = true;
@@ -782,6 +786,7 @@ mod tests {
             max_bytes: 1 << 30,
             max_age_ms: 1 << 40,
             keep_secrets: true,
+            taps: false,
         };
         let counts = Arc::new(FeedCounts::default());
         counts.started(SessionId::from_number(0));

@@ -34,7 +34,8 @@ use super::feed_counts::FeedCounts;
 use super::notification::{self, Notification, StructureEvent};
 use super::{PaneId, SessionId, Tmux, TmuxCommand, TmuxError};
 
-/// What the feeds of a reader tell it, on one channel.
+/// What the feeds of a reader tell it, on one channel (and its panes'
+/// own pipes, where the reader taps them: the `Tap` variants).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FeedEvent {
     /// A pane of `session` printed `data` (raw bytes, escapes and all).
@@ -54,6 +55,31 @@ pub enum FeedEvent {
         /// The session it showed.
         session: SessionId,
     },
+    /// A pane's own pipe connected: what it prints from now on comes
+    /// through it too.
+    TapConnected {
+        /// The pane.
+        pane: PaneId,
+    },
+    /// A pane printed `data`, read from its own pipe.
+    Tapped {
+        /// The pane.
+        pane: PaneId,
+        /// The raw bytes.
+        data: Vec<u8>,
+    },
+    /// A pane's own pipe ended (the pane closed, or the pipe was closed or
+    /// replaced by another).
+    TapEnded {
+        /// The pane.
+        pane: PaneId,
+    },
+    /// The reader's own mark in its queue: the events before it came from
+    /// `pane`'s feed, those after it from its pipe.
+    TapLive {
+        /// The pane.
+        pane: PaneId,
+    },
 }
 
 /// One session's feed; closed (its client detached) when dropped.
@@ -68,6 +94,12 @@ impl SessionFeed {
     /// The session it shows.
     pub fn session(&self) -> SessionId {
         self.session
+    }
+
+    /// Its client's name for tmux (`-t` of `refresh-client`): a control
+    /// client without a terminal is `client-PID`.
+    pub fn client_name(&self) -> String {
+        format!("client-{}", self.control.client_pid)
     }
 
     /// Runs `command` on the feed's own client: its answer comes after

@@ -153,6 +153,7 @@ pub fn config(dir: &Path) -> JournalConfig {
         max_bytes: 1 << 30,
         max_age_ms: 86_400_000,
         keep_secrets: false,
+        taps: false,
     }
 }
 
@@ -193,12 +194,25 @@ pub fn journaling_daemon_with(
     log: &Path,
     tmux: Option<&Path>,
 ) -> std::process::Child {
+    journaling_daemon_args(place, socket, journal, log, tmux, &[])
+}
+
+/// [`journaling_daemon_with`] given more arguments (`--journal-taps`).
+pub fn journaling_daemon_args(
+    place: &Place,
+    socket: &str,
+    journal: &Path,
+    log: &Path,
+    tmux: Option<&Path>,
+    more: &[&str],
+) -> std::process::Child {
     let mut daemon = Command::new(env!("CARGO_BIN_EXE_panescan"));
     if let Some(tmux) = tmux {
         daemon.env("PANESCAN_TMUX", tmux);
     }
     let child = daemon
         .args(["daemon", "--journal", "--idle-exit", "0", "-L", socket])
+        .args(more)
         .arg("--journal-dir")
         .arg(journal)
         .arg("--runtime-dir")
@@ -235,4 +249,15 @@ pub fn wait_for_feed(tmux: &PrivateServer, pane: &str) {
     });
     let clients = tmux.run_ok(["list-clients", "-F", "#{session_name} #{client_flags}"]);
     assert!(fed, "no feed attached to {session} ({pane}): {clients:?}");
+}
+
+/// Waits until a daemon started with `--journal-taps` has tapped `pane`
+/// (its pipe open) and switched it from its feed (a moment later).
+pub fn wait_for_tap(tmux: &PrivateServer, pane: &str) {
+    let tapped = super::eventually(Duration::from_secs(20), || {
+        tmux.run_ok(["display-message", "-p", "-t", pane, "#{pane_pipe}"])
+            .is_ok_and(|p| p.trim() == "1")
+    });
+    assert!(tapped, "{pane} was never tapped");
+    std::thread::sleep(Duration::from_millis(500));
 }

@@ -18,7 +18,9 @@ use std::process::{Child, Command};
 use std::time::Duration;
 
 use common::daemon::Place;
-use common::journal::{journaling_daemon, wait_for_feed};
+use common::journal::{
+    journaling_daemon, journaling_daemon_args, stop_daemon, wait_for_feed, wait_for_tap,
+};
 use common::shells::{guide_snippet, shell_command, Sh};
 use common::{eventually, session_showing, window_showing, Serve};
 use panescan::testing::journal::ledger::read_all;
@@ -36,10 +38,17 @@ struct Bed {
     place: Place,
     journal: PathBuf,
     daemon: Child,
+    /// The daemon reads panes through pipes (`--journal-taps`).
+    taps: bool,
 }
 
 impl Bed {
     fn start(label: &str, history_limit: u32) -> Bed {
+        Bed::start_with(label, history_limit, false)
+    }
+
+    /// With `taps`, the daemon runs with `--journal-taps`.
+    fn start_with(label: &str, history_limit: u32, taps: bool) -> Bed {
         let tmux = PrivateServer::start(label, 100, 24).unwrap();
         tmux.run_ok([
             "set-option",
@@ -51,12 +60,22 @@ impl Bed {
         let place = Place::new(label);
         let journal = place.temp_root().join("journal");
         let log = place.temp_root().join("daemon.stderr");
-        let daemon = journaling_daemon(&place, tmux.socket_name(), &journal, &log);
+        let more: &[&str] = if taps { &["--journal-taps"] } else { &[] };
+        let daemon = journaling_daemon_args(&place, tmux.socket_name(), &journal, &log, None, more);
         Bed {
             tmux,
             place,
             journal,
             daemon,
+            taps,
+        }
+    }
+
+    /// Waits until the daemon reads `pane`: its feed, and with taps its pipe.
+    fn wait_followed(&self, pane: &str) {
+        wait_for_feed(&self.tmux, pane);
+        if self.taps {
+            wait_for_tap(&self.tmux, pane);
         }
     }
 
@@ -64,7 +83,7 @@ impl Bed {
     fn shell(&self, shell: Sh, dir: &Path) -> String {
         let script = format!("cd {} && exec {}", dir.display(), guide_shell(dir, shell));
         let pane = window_showing(&self.tmux, None, &script, "$", &[]);
-        wait_for_feed(&self.tmux, &pane);
+        self.wait_followed(&pane);
         // An empty command line first: a new prompt, as a person's first
         // Enter gives.
         std::thread::sleep(Duration::from_millis(300));
@@ -80,7 +99,7 @@ impl Bed {
     fn session(&self, name: &str, shell: Sh, dir: &Path) -> String {
         let script = format!("cd {} && exec {}", dir.display(), guide_shell(dir, shell));
         let pane = session_showing(&self.tmux, name, (100, 24), &script, "$");
-        wait_for_feed(&self.tmux, &pane);
+        self.wait_followed(&pane);
         // As a person would: a moment before the first Enter.
         std::thread::sleep(Duration::from_millis(1000));
         self.tmux
@@ -170,10 +189,11 @@ impl Drop for Bed {
     }
 }
 
-/// 20 commands in `shell`: statuses 0, 1 and 130, directories, durations.
-fn twenty_commands(shell: Sh) {
-    let label = format!("ledger-{shell:?}").to_lowercase();
-    let bed = Bed::start(&label, 2000);
+/// 20 commands in `shell`: statuses 0, 1 and 130, directories, durations;
+/// with `taps`, read through the pane's pipe.
+fn twenty_commands(shell: Sh, taps: bool) {
+    let label = format!("ledger-{shell:?}{}", if taps { "-taps" } else { "" }).to_lowercase();
+    let bed = Bed::start_with(&label, 2000, taps);
     let home = bed.place.temp_root().join("home");
     let sub = home.join("sub dir");
     std::fs::create_dir_all(&sub).unwrap();
@@ -252,17 +272,17 @@ fn twenty_commands(shell: Sh) {
 
 #[test]
 fn bash_lists_twenty_commands_with_status_cwd_and_duration() {
-    twenty_commands(Sh::Bash);
+    twenty_commands(Sh::Bash, false);
 }
 
 #[test]
 fn zsh_lists_twenty_commands_with_status_cwd_and_duration() {
-    twenty_commands(Sh::Zsh);
+    twenty_commands(Sh::Zsh, false);
 }
 
 #[test]
 fn fish_lists_twenty_commands_with_status_cwd_and_duration() {
-    twenty_commands(Sh::Fish);
+    twenty_commands(Sh::Fish, false);
 }
 
 /// Commands in a session made after the daemon started, and in a second
@@ -334,6 +354,7 @@ fn a_shell_at_its_prompt_before_the_daemon_started_is_followed() {
         place,
         journal,
         daemon,
+        taps: false,
     };
     // The feed attaches at the daemon's start, the shell already at its
     // prompt.
@@ -387,7 +408,22 @@ fn a_directory_reported_by_osc_7_is_the_commands_cwd() {
 
 #[test]
 fn fifty_thousand_lines_past_history_limit_come_back_whole() {
-    let bed = Bed::start("ledger-big", 2000);
+    fifty_thousand_lines(false);
+}
+
+/// 50,000 lines at history-limit 2,000 read back whole, the last command
+/// printing nothing; with `taps`, counted from the pane's pipe (the
+/// journal's reads paced by them).
+fn fifty_thousand_lines(taps: bool) {
+    let bed = Bed::start_with(
+        if taps {
+            "ledger-big-taps"
+        } else {
+            "ledger-big"
+        },
+        2000,
+        taps,
+    );
     let home = bed.place.temp_root().join("home");
     std::fs::create_dir_all(&home).unwrap();
     let pane = bed.shell(Sh::Bash, &home);
@@ -492,4 +528,157 @@ fn without_a_journaling_daemon_the_tools_say_how_to_start_one() {
     assert!(err.contains("panescan daemon --journal"), "{err}");
     let err = s.call_err("get_command_output", json!({"command_id": "x"}));
     assert!(err.contains("panescan daemon --journal"), "{err}");
+}
+
+#[test]
+fn with_taps_bash_lists_twenty_commands_with_status_cwd_and_duration() {
+    twenty_commands(Sh::Bash, true);
+}
+
+#[test]
+fn with_taps_fish_lists_twenty_commands_with_status_cwd_and_duration() {
+    twenty_commands(Sh::Fish, true);
+}
+
+#[test]
+fn with_taps_fifty_thousand_lines_past_history_limit_come_back_whole() {
+    fifty_thousand_lines(true);
+}
+
+/// With `--journal-taps`, a user's own pipes: a pane piping before the
+/// daemon started is left alone (the user's pipe keeps getting its
+/// bytes) and followed through its feed; a `pipe-pane` of the user's on
+/// a tapped pane replaces the daemon's pipe, and the pane is followed
+/// through its feed again; once the user's pipe closes, it is tapped
+/// again. Commands count throughout, and a stopped daemon closes its own
+/// pipes only.
+#[test]
+fn with_taps_a_users_pipe_wins_and_the_pane_is_followed_all_the_same() {
+    let tmux = PrivateServer::start("ledger-taps-pipe", 100, 24).unwrap();
+    let place = Place::new("ledger-taps-pipe");
+    let home = place.temp_root().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let script = format!(
+        "cd {} && exec {}",
+        home.display(),
+        guide_shell(&home, Sh::Bash)
+    );
+    let piped = window_showing(&tmux, None, &script, "$", &[]);
+    let users = place.temp_root().join("users-pipe");
+    let to = |path: &Path| format!("cat >> '{}'", path.display());
+    tmux.run_ok(["pipe-pane", "-t", &piped, &to(&users)])
+        .unwrap();
+    let journal = place.temp_root().join("journal");
+    let log = place.temp_root().join("daemon.stderr");
+    let more = ["--journal-taps"];
+    let daemon = journaling_daemon_args(&place, tmux.socket_name(), &journal, &log, None, &more);
+    let mut bed = Bed {
+        tmux,
+        place,
+        journal,
+        daemon,
+        taps: true,
+    };
+    let free = bed.shell(Sh::Bash, &home);
+    wait_for_feed(&bed.tmux, &piped);
+    bed.type_line(&piped, "echo users-own; false", 1);
+    let kept = std::fs::read_to_string(&users).unwrap_or_default();
+    assert!(kept.contains("users-own"), "the user's pipe got {kept:?}");
+    assert_eq!(bed.cli(&["--pane", &piped])[0]["exit_status"], json!(1));
+
+    bed.type_line(&free, "echo tapped", 1);
+    let second = bed.place.temp_root().join("second-pipe");
+    bed.tmux
+        .run_ok(["pipe-pane", "-t", &free, &to(&second)])
+        .unwrap();
+    // The daemon's pipe ended: the pane goes back to its feed.
+    std::thread::sleep(Duration::from_millis(1000));
+    bed.type_line(&free, "echo replaced; false", 2);
+    let got = std::fs::read_to_string(&second).unwrap_or_default();
+    assert!(got.contains("replaced"), "the user's pipe got {got:?}");
+    // The user's pipe closed: tapped again at the next listing.
+    bed.tmux.run_ok(["pipe-pane", "-t", &free]).unwrap();
+    wait_for_tap(&bed.tmux, &free);
+    bed.type_line(&free, "echo retapped; (exit 3)", 3);
+    let listed = bed.cli(&["--pane", &free]);
+    let seen: Vec<(&Value, &Value)> = listed
+        .iter()
+        .map(|c| (&c["command"], &c["exit_status"]))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (&json!("echo retapped; (exit 3)"), &json!(3)),
+            (&json!("echo replaced; false"), &json!(1)),
+            (&json!("echo tapped"), &json!(0)),
+        ],
+        "{}",
+        bed.daemon_said()
+    );
+    let mut s = bed.serve("taps-pipe");
+    for (i, want) in ["retapped\n", "replaced\n", "tapped\n"].iter().enumerate() {
+        let out = s.call_ok(
+            "get_command_output",
+            json!({"command_id": listed[i]["command_id"]}),
+        );
+        assert_eq!(out["output"], json!(want), "{out}");
+    }
+    drop(s);
+    // Stopped, the daemon closes its own pipe and leaves the user's.
+    stop_daemon(&mut bed.daemon);
+    let pipe_of = |pane: &str| {
+        bed.tmux
+            .run_ok(["display-message", "-p", "-t", pane, "#{pane_pipe}"])
+            .unwrap()
+            .trim()
+            .to_owned()
+    };
+    assert_eq!(pipe_of(&free), "0");
+    assert_eq!(pipe_of(&piped), "1");
+}
+
+/// With `--journal-taps`, panes printing flat out when the daemon taps
+/// them, their feed behind: tmux 3.3a to 3.6 crashed when a pane with
+/// output queued for a control client was turned off for it (the daemon
+/// pauses it first). tmux is still there, the panes are tapped, and a
+/// shell beside them is still followed.
+#[test]
+fn with_taps_panes_printing_flat_out_are_switched_without_crashing_tmux() {
+    let bed = Bed::start_with("ledger-taps-flat", 2000, true);
+    let pid = || {
+        bed.tmux
+            .run_ok(["display-message", "-p", "#{pid}"])
+            .map(|p| p.trim().to_owned())
+    };
+    let before = pid().unwrap();
+    let flat: Vec<String> = (0..4)
+        .map(|_| window_showing(&bed.tmux, None, "yes flat-out-line", "flat-out", &[]))
+        .collect();
+    for pane in &flat {
+        wait_for_tap(&bed.tmux, pane);
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(
+        pid().ok(),
+        Some(before),
+        "tmux is gone; the daemon said:\n{}",
+        bed.daemon_said()
+    );
+    let home = bed.place.temp_root().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let pane = bed.shell(Sh::Bash, &home);
+    bed.tmux
+        .run_ok(["send-keys", "-t", &pane, "-l", "echo beside; false"])
+        .unwrap();
+    bed.tmux
+        .run_ok(["send-keys", "-t", &pane, "Enter"])
+        .unwrap();
+    // Listed with its status (its rows, asked of a tmux this busy, may
+    // come too late to count its output: so with the feeds too).
+    let listed = eventually(Duration::from_secs(30), || {
+        bed.cli(&["--pane", &pane])
+            .first()
+            .is_some_and(|c| c["exit_status"] == json!(1))
+    });
+    assert!(listed, "{}", bed.daemon_said());
 }

@@ -146,54 +146,35 @@ fn scan_rows(s: &ScanBench) -> Vec<(String, String)> {
 fn rows(j: &JournalBench) -> Vec<(String, String)> {
     let mut out = scan_rows(&j.scan);
     if let Some(k) = &j.keep_up {
-        out.push((
-            format!(
-                "{} panes x {} lines/s for {} s, history-limit {} ({} lines)",
-                k.panes, k.lines_per_second, k.seconds, k.history_limit, k.lines_printed
-            ),
-            format!(
-                "{} gaps (goal none){}; {} lines journaled",
-                k.gaps,
-                if k.gap_reasons.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {}", k.gap_reasons.join("; "))
-                },
-                k.lines_journaled
-            ),
-        ));
-        out.push((
-            "CPU, % of one core (from /proc utime+stime)".to_owned(),
-            format!(
-                "tmux {:.1}% without the journal, {:.1}% with: +{:.1} (goal <= 5); the daemon {:.1}% (goal <= 10)",
-                k.tmux_cpu_without, k.tmux_cpu_with, k.tmux_added, k.daemon_cpu
-            ),
-        ));
-        let f = &k.flat;
-        out.push((
-            format!(
-                "{} panes printing flat out (`seq`) for {} s ({} lines printed)",
-                f.panes, f.seconds, f.lines_printed
-            ),
-            format!(
-                "{} gaps, {:.1} s of spans in all, the longest {} ms; {} lines journaled{}",
-                f.gaps,
-                f.gap_total_ms as f64 / 1e3,
-                f.gap_longest_ms,
-                f.lines_journaled,
-                f.gap_examples
-                    .first()
-                    .map(|g| format!("; e.g. {} ms to {} ms after the start: {}", g.0, g.1, g.2))
-                    .unwrap_or_default()
-            ),
-        ));
-        out.push((
-            "list_panes through the journaling daemon meanwhile".to_owned(),
-            format!(
-                "median {:.1} ms, worst {:.1} ms of {} calls (goal <= 150 ms)",
-                f.list_ms, f.list_max_ms, f.lists
-            ),
-        ));
+        let load = format!(
+            "{} panes x {} lines/s for {} s, history-limit {} ({} lines)",
+            k.panes, k.lines_per_second, k.seconds, k.history_limit, k.lines_printed
+        );
+        for (how, r) in [("", &k.feeds), (", --journal-taps", &k.taps)] {
+            out.push((
+                format!("{load}{how}"),
+                format!(
+                    "{} gaps (goal none){}; {} lines journaled",
+                    r.gaps,
+                    if r.gap_reasons.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {}", r.gap_reasons.join("; "))
+                    },
+                    r.lines_journaled
+                ),
+            ));
+            out.push((
+                format!("CPU, % of one core (from /proc utime+stime){how}"),
+                format!(
+                    "tmux {:.1}% without the journal, {:.1}% with: +{:.1} (goal <= 5); the daemon {:.1}% (goal <= 10)",
+                    k.tmux_cpu_without, r.tmux_cpu, r.tmux_added, r.daemon_cpu
+                ),
+            ));
+        }
+        for (how, f) in [("", &k.flat), (", --journal-taps", &k.flat_taps)] {
+            out.extend(flat_rows(f, how));
+        }
     }
     out
 }
@@ -215,4 +196,34 @@ pub fn markdown(j: &JournalBench) -> String {
         out.push_str(&format!("| {what} | {figure} |\n"));
     }
     out
+}
+
+/// The flat-out rows (`how`: how the daemon journaled).
+fn flat_rows(f: &journal_load::FlatOut, how: &str) -> [(String, String); 2] {
+    [
+        (
+            format!(
+                "{} panes printing flat out (`seq`) for {} s ({} lines printed){how}",
+                f.panes, f.seconds, f.lines_printed
+            ),
+            format!(
+                "{} gaps, {:.1} s of spans in all, the longest {} ms; {} lines journaled{}",
+                f.gaps,
+                f.gap_total_ms as f64 / 1e3,
+                f.gap_longest_ms,
+                f.lines_journaled,
+                f.gap_examples
+                    .first()
+                    .map(|g| format!("; e.g. {} ms to {} ms after the start: {}", g.0, g.1, g.2))
+                    .unwrap_or_default()
+            ),
+        ),
+        (
+            format!("list_panes through the journaling daemon meanwhile{how}"),
+            format!(
+                "median {:.1} ms, worst {:.1} ms of {} calls (goal <= 150 ms)",
+                f.list_ms, f.list_max_ms, f.lists
+            ),
+        ),
+    ]
 }

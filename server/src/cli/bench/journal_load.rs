@@ -51,10 +51,23 @@ pub struct KeepUpBench {
     pub history_limit: u32,
     /// Lines written to the panes in each run.
     pub lines_printed: u64,
-    /// tmux's CPU, % of one core, without and with the journal.
+    /// tmux's CPU, % of one core, without the journal.
     pub tmux_cpu_without: f64,
-    pub tmux_cpu_with: f64,
-    /// `tmux_cpu_with - tmux_cpu_without` (goal <= 5).
+    /// With the journal as it is by default (the session feeds), and with
+    /// `--journal-taps` (a pipe per pane).
+    pub feeds: Journaled,
+    pub taps: Journaled,
+    /// Panes printing flat out, with the feeds and with the taps.
+    pub flat: FlatOut,
+    pub flat_taps: FlatOut,
+}
+
+/// One journaled run of the steady load.
+#[derive(Debug, Clone, Serialize)]
+pub struct Journaled {
+    /// tmux's CPU, % of one core, and what the journal added to it (goal
+    /// <= 5).
+    pub tmux_cpu: f64,
     pub tmux_added: f64,
     /// The journaling daemon's CPU, % of one core (goal <= 10).
     pub daemon_cpu: f64,
@@ -63,7 +76,6 @@ pub struct KeepUpBench {
     pub lines_journaled: u64,
     pub gaps: usize,
     pub gap_reasons: Vec<String>,
-    pub flat: FlatOut,
 }
 
 /// Panes printing as fast as tmux takes it.
@@ -94,7 +106,8 @@ struct Journaling {
 }
 
 impl Journaling {
-    fn start(socket: &str, root: &Path) -> Result<Journaling, String> {
+    /// With `taps`, the daemon runs with `--journal-taps`.
+    fn start(socket: &str, root: &Path, taps: bool) -> Result<Journaling, String> {
         let _ = std::fs::remove_dir_all(root);
         std::fs::create_dir_all(root).map_err(|e| e.to_string())?;
         let exe = std::env::current_exe().map_err(|e| e.to_string())?;
@@ -104,6 +117,7 @@ impl Journaling {
             .arg(root.join("journal"))
             .arg("--runtime-dir")
             .arg(root.join("rt"))
+            .args(taps.then_some("--journal-taps"))
             .env_remove("TMUX")
             .env_remove("TMUX_PANE")
             .stdin(Stdio::null())
@@ -293,50 +307,83 @@ pub fn run(seconds: u64) -> Result<KeepUpBench, String> {
     let before = cpu_seconds(tmux_pid);
     let started = Instant::now();
     let lines_printed = print_steadily(&mut ttys, seconds, &corpus);
-    let without = (cpu_seconds(tmux_pid) - before) / started.elapsed().as_secs_f64();
-    let mut clear = String::new();
-    for (id, _) in &panes {
-        clear.push_str(&format!("clear-history -t {id}\n"));
-    }
-    server.source(&clear).map_err(|e| e.to_string())?;
-    // With it.
-    let root = std::env::temp_dir().join(format!("panescan-bench-keepup-{}", std::process::id()));
-    let mut daemon = Journaling::start(server.socket_name(), &root)?;
-    let (t0, d0) = (cpu_seconds(tmux_pid), cpu_seconds(daemon.pid()));
-    let started = Instant::now();
-    print_steadily(&mut ttys, seconds, &corpus);
-    let took = started.elapsed().as_secs_f64();
-    let with = (cpu_seconds(tmux_pid) - t0) / took;
-    let daemon_cpu = (cpu_seconds(daemon.pid()) - d0) / took;
-    daemon.end();
-    let (lines_journaled, gaps) = journaled(&daemon.journal());
-    drop(daemon);
+    let without = (cpu_seconds(tmux_pid) - before) / started.elapsed().as_secs_f64() * 100.0;
+    let load = Load {
+        server: &server,
+        panes: &panes,
+        tmux_pid,
+        corpus: &corpus,
+        seconds,
+    };
+    let feeds = load.journaled(&mut ttys, without, false)?;
+    let taps = load.journaled(&mut ttys, without, true)?;
     drop(ttys);
     server.kill();
-    let flat = flat_out((seconds / 3).max(5))?;
+    let flat = flat_out((seconds / 3).max(5), false)?;
+    let flat_taps = flat_out((seconds / 3).max(5), true)?;
     Ok(KeepUpBench {
         panes: PANES,
         lines_per_second: PER_SECOND,
         seconds,
         history_limit: HISTORY_LIMIT,
         lines_printed,
-        tmux_cpu_without: without * 100.0,
-        tmux_cpu_with: with * 100.0,
-        tmux_added: (with - without) * 100.0,
-        daemon_cpu: daemon_cpu * 100.0,
-        lines_journaled,
-        gaps: gaps.len(),
-        gap_reasons: gaps.iter().take(3).map(|g| g.2.clone()).collect(),
+        tmux_cpu_without: without,
+        feeds,
+        taps,
         flat,
+        flat_taps,
     })
 }
 
+/// The steady load's server and what it prints.
+struct Load<'a> {
+    server: &'a PrivateServer,
+    panes: &'a [(String, String)],
+    tmux_pid: u32,
+    corpus: &'a [String],
+    seconds: u64,
+}
+
+impl Load<'_> {
+    /// The steady load again (history cleared first) under a journaling
+    /// daemon, with `taps` or the feeds; tmux's CPU beside `without`.
+    fn journaled(&self, ttys: &mut [File], without: f64, taps: bool) -> Result<Journaled, String> {
+        let mut clear = String::new();
+        for (id, _) in self.panes {
+            clear.push_str(&format!("clear-history -t {id}\n"));
+        }
+        self.server.source(&clear).map_err(|e| e.to_string())?;
+        let root = std::env::temp_dir().join(format!(
+            "panescan-bench-keepup-{}{}",
+            std::process::id(),
+            if taps { "-taps" } else { "" }
+        ));
+        let mut daemon = Journaling::start(self.server.socket_name(), &root, taps)?;
+        let (t0, d0) = (cpu_seconds(self.tmux_pid), cpu_seconds(daemon.pid()));
+        let started = Instant::now();
+        print_steadily(ttys, self.seconds, self.corpus);
+        let took = started.elapsed().as_secs_f64();
+        let tmux_cpu = (cpu_seconds(self.tmux_pid) - t0) / took * 100.0;
+        let daemon_cpu = (cpu_seconds(daemon.pid()) - d0) / took * 100.0;
+        daemon.end();
+        let (lines_journaled, gaps) = journaled(&daemon.journal());
+        Ok(Journaled {
+            tmux_cpu,
+            tmux_added: tmux_cpu - without,
+            daemon_cpu,
+            lines_journaled,
+            gaps: gaps.len(),
+            gap_reasons: gaps.iter().take(3).map(|g| g.2.clone()).collect(),
+        })
+    }
+}
+
 /// [`FLAT_PANES`] panes running `seq` for `seconds` under a journaling
-/// daemon, list_panes through it meanwhile.
-fn flat_out(seconds: u64) -> Result<FlatOut, String> {
+/// daemon (with `taps`, or the feeds), list_panes through it meanwhile.
+fn flat_out(seconds: u64, taps: bool) -> Result<FlatOut, String> {
     let (server, panes) = server("bench-journal-flat", FLAT_PANES)?;
     let root = std::env::temp_dir().join(format!("panescan-bench-flat-{}", std::process::id()));
-    let mut daemon = Journaling::start(server.socket_name(), &root)?;
+    let mut daemon = Journaling::start(server.socket_name(), &root, taps)?;
     let mut client = McpClient::through_daemon(server.socket_name(), &root.join("rt"))?;
     let start_ms = crate::journal::when::now_ms();
     let mut go = String::new();

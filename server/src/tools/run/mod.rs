@@ -30,7 +30,7 @@ mod line_text;
 mod seat;
 mod shell;
 mod table;
-mod tap;
+pub(crate) mod tap;
 mod watcher;
 
 /// Ends the commands a session ran (at the session's end).

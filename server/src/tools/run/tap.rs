@@ -24,15 +24,20 @@
 //!   would then name.
 //! - Only a server on this machine, in this process's view of `/proc`
 //!   (run_command reads the pane's processes there too).
+//!
+//! [`Tap`] hands the bytes to one reader through a channel of its own;
+//! [`Tap::open_into`] hands them to a caller's sink instead (the journal's
+//! taps, many panes into one channel).
 
 use std::fs::File;
 use std::io::Read;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use crossbeam_channel::{Receiver, RecvTimeoutError};
 
 use crate::tmux::{PaneId, Tmux, TmuxCommand};
 
@@ -47,7 +52,7 @@ const LINGER: Duration = Duration::from_secs(2);
 const CHANNEL: usize = 256;
 
 /// What the reader thread passes on.
-enum Chunk {
+pub enum Chunk {
     /// The tmux side opened the pipe.
     Connected,
     /// Bytes the pane printed.
@@ -69,14 +74,20 @@ pub enum State {
 
 /// One pane's tapped output.
 pub struct Tap {
-    pane: PaneId,
+    pipe: Pipe,
     rx: Receiver<Chunk>,
-    /// The write end, until the tmux side holds it.
-    writer: Arc<Mutex<Option<File>>>,
     opened: Instant,
     state: State,
-    /// The reader saw the pipe end.
-    ended: bool,
+}
+
+/// A pane's pipe into this process, read by a thread of its own that
+/// hands each chunk to a sink.
+pub struct Pipe {
+    pane: PaneId,
+    /// The write end, until the tmux side holds it.
+    writer: Arc<Mutex<Option<File>>>,
+    /// The reader saw the pipe end (closed by tmux, or replaced).
+    ended: Arc<AtomicBool>,
 }
 
 impl Tap {
@@ -84,6 +95,25 @@ impl Tap {
     /// `/proc`), answered by `deadline`; `None` when it cannot be tapped
     /// (already piping, tmux refused, no pipe to make).
     pub fn open(tmux: &Tmux, pane: PaneId, deadline: Instant) -> Option<Tap> {
+        let (tx, rx) = crossbeam_channel::bounded(CHANNEL);
+        let pipe = Tap::open_into(tmux, pane, deadline, move |chunk| tx.send(chunk).is_ok())?;
+        Some(Tap {
+            pipe,
+            rx,
+            opened: Instant::now(),
+            state: State::Pending,
+        })
+    }
+
+    /// Taps `pane` as [`Tap::open`] does, its reader thread handing every
+    /// chunk to `sink` (which returns `false` to stop reading: the pipe
+    /// then fills and tmux drops the pane's output to it).
+    pub fn open_into(
+        tmux: &Tmux,
+        pane: PaneId,
+        deadline: Instant,
+        mut sink: impl FnMut(Chunk) -> bool + Send + 'static,
+    ) -> Option<Pipe> {
         let (reader, writer) = fifo()?;
         let path = format!("/proc/{}/fd/{}", std::process::id(), writer.as_raw_fd());
         // tmux expands formats in the command: literal_arg keeps it as is.
@@ -115,32 +145,24 @@ impl Tap {
             }
             return None;
         }
-        let writer = Arc::new(Mutex::new(Some(writer)));
-        let (tx, rx) = crossbeam_channel::bounded(CHANNEL);
-        let held = writer.clone();
+        let pipe = Pipe {
+            pane,
+            writer: Arc::new(Mutex::new(Some(writer))),
+            ended: Arc::new(AtomicBool::new(false)),
+        };
+        let (held, ended) = (pipe.writer.clone(), pipe.ended.clone());
         let spawned = std::thread::Builder::new()
-            .name("run-command-tap".into())
-            .spawn(move || read_pipe(reader, &held, &tx));
+            .name("pane-tap".into())
+            .spawn(move || {
+                read_pipe(reader, &held, &mut sink);
+                ended.store(true, Ordering::SeqCst);
+                sink(Chunk::Ended);
+            });
         if spawned.is_err() {
-            let tap = Tap {
-                pane,
-                rx,
-                writer,
-                opened: Instant::now(),
-                state: State::Gone,
-                ended: false,
-            };
-            tap.close(tmux, deadline);
+            pipe.close(tmux, deadline);
             return None;
         }
-        Some(Tap {
-            pane,
-            rx,
-            writer,
-            opened: Instant::now(),
-            state: State::Pending,
-            ended: false,
-        })
+        Some(pipe)
     }
 
     /// Where it stands.
@@ -170,7 +192,7 @@ impl Tap {
                 Ok(Chunk::Data(data)) => out.push(data),
                 Ok(Chunk::Ended) | Err(true) => {
                     self.state = State::Gone;
-                    self.ended = true;
+                    self.pipe.ended.store(true, Ordering::SeqCst);
                     break;
                 }
                 Err(false) => break,
@@ -185,20 +207,39 @@ impl Tap {
 
     /// Closes the pane's pipe if it is still this tap's, answered by
     /// `deadline`; lets the write end go once nothing can open it.
-    pub fn close(mut self, tmux: &Tmux, deadline: Instant) {
-        // An end the reader saw (the pipe closed or replaced by another)
-        // means the pane's pipe is not this tap's any more. A connection
-        // that never came may still be: tmux's shell is slow.
-        while let Ok(chunk) = self.rx.try_recv() {
-            self.ended |= matches!(chunk, Chunk::Ended);
-        }
-        if !self.ended {
-            let close = TmuxCommand::new("pipe-pane").target(self.pane);
-            let _ = tmux.run(&close, deadline);
-        }
+    pub fn close(self, tmux: &Tmux, deadline: Instant) {
+        self.pipe.close(tmux, deadline);
+    }
+}
+
+impl Pipe {
+    /// Whether the reader saw the pipe end.
+    pub fn ended(&self) -> bool {
+        self.ended.load(Ordering::SeqCst)
+    }
+
+    /// The command that closes the pane's pipe, unless the reader saw it
+    /// end (the pipe closed or replaced by another: not this tap's any
+    /// more; a connection that never came may still be, tmux's shell is
+    /// slow). Run it, then [`Pipe::let_go`]; [`Pipe::close`] does both.
+    pub fn closing(&self) -> Option<TmuxCommand> {
+        (!self.ended()).then(|| TmuxCommand::new("pipe-pane").target(self.pane))
+    }
+
+    /// Lets the write end go once nothing can open it.
+    pub fn let_go(self) {
         if let Some(writer) = crate::sync::lock(&self.writer).take() {
             linger(writer);
         }
+    }
+
+    /// Closes the pane's pipe if it is still this tap's, answered by
+    /// `deadline`; lets the write end go once nothing can open it.
+    pub fn close(self, tmux: &Tmux, deadline: Instant) {
+        if let Some(close) = self.closing() {
+            let _ = tmux.run(&close, deadline);
+        }
+        self.let_go();
     }
 }
 
@@ -243,8 +284,9 @@ fn linger(writer: File) {
 }
 
 /// The reader: the `.` first (then the write end goes: the tmux side holds
-/// it, and the pipe ends when that side does), then the pane's bytes.
-fn read_pipe(mut reader: File, writer: &Mutex<Option<File>>, tx: &Sender<Chunk>) {
+/// it, and the pipe ends when that side does), then the pane's bytes,
+/// until the pipe ends or `sink` says stop.
+fn read_pipe(mut reader: File, writer: &Mutex<Option<File>>, sink: &mut impl FnMut(Chunk) -> bool) {
     let mut buf = vec![0u8; 64 * 1024];
     let mut connected = false;
     loop {
@@ -258,16 +300,15 @@ fn read_pipe(mut reader: File, writer: &Mutex<Option<File>>, tx: &Sender<Chunk>)
         if !connected {
             connected = true;
             drop(crate::sync::lock(writer).take());
-            if tx.send(Chunk::Connected).is_err() {
+            if !sink(Chunk::Connected) {
                 return;
             }
             data = &data[1..];
         }
-        if !data.is_empty() && tx.send(Chunk::Data(data.to_vec())).is_err() {
+        if !data.is_empty() && !sink(Chunk::Data(data.to_vec())) {
             return;
         }
     }
-    let _ = tx.send(Chunk::Ended);
 }
 
 #[cfg(test)]
@@ -278,6 +319,7 @@ mod tests {
     use crate::testbed::private_server::PrivateServer;
     use crate::tmux::ServerSpec;
     use crate::tools::context::{ServerArgs, ToolContext};
+    use crossbeam_channel::Sender;
 
     fn in_ms(ms: u64) -> Instant {
         Instant::now() + Duration::from_millis(ms)
@@ -427,12 +469,14 @@ mod tests {
     fn fed(ago: Duration) -> (Tap, Sender<Chunk>) {
         let (tx, rx) = crossbeam_channel::bounded(CHANNEL);
         let tap = Tap {
-            pane: pane0(),
+            pipe: Pipe {
+                pane: pane0(),
+                writer: Arc::new(Mutex::new(None)),
+                ended: Arc::new(AtomicBool::new(false)),
+            },
             rx,
-            writer: Arc::new(Mutex::new(None)),
             opened: Instant::now() - ago,
             state: State::Pending,
-            ended: false,
         };
         (tap, tx)
     }
@@ -462,7 +506,7 @@ mod tests {
         tx.send(Chunk::Data(b"never".to_vec())).unwrap();
         assert_eq!(tap.recv(in_ms(5_000)), [b"d".to_vec()]);
         assert_eq!(tap.state(), State::Gone);
-        assert!(tap.ended);
+        assert!(tap.pipe.ended());
         // Gone: nothing more, and the time asked is slept.
         let asked = Instant::now();
         assert!(tap.recv(in_ms(150)).is_empty());
@@ -474,7 +518,7 @@ mod tests {
         assert!(late.recv(in_ms(10_000)).is_empty());
         assert!(asked.elapsed() < Duration::from_secs(5));
         assert_eq!(late.state(), State::Gone);
-        assert!(!late.ended);
+        assert!(!late.pipe.ended());
 
         // A connection that came late still counts.
         let (mut slow, tx) = fed(CONNECT_WITHIN * 2);
@@ -494,7 +538,7 @@ mod tests {
         drop(tx);
         assert!(dropped.recv(in_ms(10_000)).is_empty());
         assert_eq!(dropped.state(), State::Gone);
-        assert!(dropped.ended);
+        assert!(dropped.pipe.ended());
     }
 
     /// The reader: the first byte (the tmux side's `.`) says connected and
@@ -509,7 +553,10 @@ mod tests {
         // Not joined: a reader that keeps the write end would block for
         // good, and the test fails rather than hangs.
         let reading = held.clone();
-        std::thread::spawn(move || read_pipe(reader, &reading, &tx));
+        std::thread::spawn(move || {
+            read_pipe(reader, &reading, &mut |c| tx.send(c).is_ok());
+            let _ = tx.send(Chunk::Ended);
+        });
         let next = || rx.recv_timeout(Duration::from_secs(10));
         other.write_all(b".").unwrap();
         assert!(matches!(next(), Ok(Chunk::Connected)));
