@@ -18,9 +18,7 @@ use std::process::{Child, Command};
 use std::time::Duration;
 
 use common::daemon::Place;
-use common::journal::{
-    journaling_daemon, journaling_daemon_args, stop_daemon, wait_for_feed, wait_for_tap,
-};
+use common::journal::{journaling_daemon_args, stop_daemon, wait_for_feed, wait_for_tap};
 use common::shells::{guide_snippet, shell_command, Sh};
 use common::{eventually, session_showing, window_showing, Serve};
 use panescan::testing::journal::ledger::read_all;
@@ -57,7 +55,11 @@ impl Bed {
             &history_limit.to_string(),
         ])
         .unwrap();
-        let place = Place::new(label);
+        Bed::with_daemon(tmux, Place::new(label), taps)
+    }
+
+    /// Starts the daemon (with `taps`, `--journal-taps`) on `tmux`.
+    fn with_daemon(tmux: PrivateServer, place: Place, taps: bool) -> Bed {
         let journal = place.temp_root().join("journal");
         let log = place.temp_root().join("daemon.stderr");
         let more: &[&str] = if taps { &["--journal-taps"] } else { &[] };
@@ -187,6 +189,23 @@ impl Drop for Bed {
         let _ = self.daemon.kill();
         let _ = self.daemon.wait();
     }
+}
+
+/// A private server whose bash (GUIDE.md's snippet) sits at its prompt
+/// before any daemon starts: the server, its place, the shell's home and
+/// its pane.
+fn shell_before_a_daemon(label: &str) -> (PrivateServer, Place, PathBuf, String) {
+    let tmux = PrivateServer::start(label, 100, 24).unwrap();
+    let place = Place::new(label);
+    let home = place.temp_root().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let script = format!(
+        "cd {} && exec {}",
+        home.display(),
+        guide_shell(&home, Sh::Bash)
+    );
+    let pane = window_showing(&tmux, None, &script, "$", &[]);
+    (tmux, place, home, pane)
 }
 
 /// 20 commands in `shell`: statuses 0, 1 and 130, directories, durations;
@@ -336,26 +355,8 @@ fn commands_in_sessions_made_later_are_listed() {
 /// made a moment before its feed attached): its first command counts.
 #[test]
 fn a_shell_at_its_prompt_before_the_daemon_started_is_followed() {
-    let tmux = PrivateServer::start("ledger-adopt", 100, 24).unwrap();
-    let place = Place::new("ledger-adopt");
-    let home = place.temp_root().join("home");
-    std::fs::create_dir_all(&home).unwrap();
-    let script = format!(
-        "cd {} && exec {}",
-        home.display(),
-        guide_shell(&home, Sh::Bash)
-    );
-    let pane = window_showing(&tmux, None, &script, "$", &[]);
-    let journal = place.temp_root().join("journal");
-    let log = place.temp_root().join("daemon.stderr");
-    let daemon = journaling_daemon(&place, tmux.socket_name(), &journal, &log);
-    let bed = Bed {
-        tmux,
-        place,
-        journal,
-        daemon,
-        taps: false,
-    };
+    let (tmux, place, home, pane) = shell_before_a_daemon("ledger-adopt");
+    let bed = Bed::with_daemon(tmux, place, false);
     // The feed attaches at the daemon's start, the shell already at its
     // prompt.
     wait_for_feed(&bed.tmux, &pane);
@@ -554,31 +555,12 @@ fn with_taps_fifty_thousand_lines_past_history_limit_come_back_whole() {
 /// pipes only.
 #[test]
 fn with_taps_a_users_pipe_wins_and_the_pane_is_followed_all_the_same() {
-    let tmux = PrivateServer::start("ledger-taps-pipe", 100, 24).unwrap();
-    let place = Place::new("ledger-taps-pipe");
-    let home = place.temp_root().join("home");
-    std::fs::create_dir_all(&home).unwrap();
-    let script = format!(
-        "cd {} && exec {}",
-        home.display(),
-        guide_shell(&home, Sh::Bash)
-    );
-    let piped = window_showing(&tmux, None, &script, "$", &[]);
+    let (tmux, place, home, piped) = shell_before_a_daemon("ledger-taps-pipe");
     let users = place.temp_root().join("users-pipe");
     let to = |path: &Path| format!("cat >> '{}'", path.display());
     tmux.run_ok(["pipe-pane", "-t", &piped, &to(&users)])
         .unwrap();
-    let journal = place.temp_root().join("journal");
-    let log = place.temp_root().join("daemon.stderr");
-    let more = ["--journal-taps"];
-    let daemon = journaling_daemon_args(&place, tmux.socket_name(), &journal, &log, None, &more);
-    let mut bed = Bed {
-        tmux,
-        place,
-        journal,
-        daemon,
-        taps: true,
-    };
+    let mut bed = Bed::with_daemon(tmux, place, true);
     let free = bed.shell(Sh::Bash, &home);
     wait_for_feed(&bed.tmux, &piped);
     bed.type_line(&piped, "echo users-own; false", 1);
