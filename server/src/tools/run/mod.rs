@@ -1006,6 +1006,40 @@ mod tests {
         )
     }
 
+    /// The row a command is typed at is read once the prompt's last row
+    /// is drawn (the cursor off its row's start), at once when it is, and
+    /// after `PROMPT_DRAWN` at most when it is not.
+    #[test]
+    fn the_typed_row_waits_for_the_prompts_last_row_and_no_longer() {
+        let bed = Bed::new("run-unit-typed-row");
+        let tmux = bed
+            .ctx
+            .tmux(&crate::tools::context::ServerArgs::default())
+            .unwrap();
+        let end = End::after(Duration::from_secs(10));
+        // Drawn 300 ms after `top`: the row is the prompt's, not `top`'s.
+        let late = bed.window(
+            "sh -c 'printf \"top\\n\"; sleep 0.3; printf \"\\n$ \"; exec cat'",
+            "top",
+        );
+        let row = typed_row(&bed.ctx, &tmux, late, &end).unwrap();
+        assert_eq!(row, (0, 2), "{}", bed.screen(late));
+        // Drawn at once, the pane moving on 400 ms later: read at once.
+        let early = bed.window(
+            "sh -c 'printf \"$ \"; sleep 0.4; printf \"\\nmoved\"; exec cat'",
+            "$",
+        );
+        let row = typed_row(&bed.ctx, &tmux, early, &end).unwrap();
+        assert_eq!(row, (0, 0), "{}", bed.screen(early));
+        // Never drawn (the cursor stays at its row's start): given up
+        // after PROMPT_DRAWN.
+        let never = bed.window("sh -c 'printf \"x\\n\"; exec cat'", "x");
+        let asked = Instant::now();
+        let row = typed_row(&bed.ctx, &tmux, never, &end).unwrap();
+        assert_eq!(row, (0, 1));
+        assert!(asked.elapsed() >= PROMPT_DRAWN, "{:?}", asked.elapsed());
+    }
+
     #[test]
     fn the_status_and_output_are_the_commands_in_its_own_pane() {
         let bed = Bed::new("run-unit-exact");
