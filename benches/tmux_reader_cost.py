@@ -15,6 +15,11 @@ named:
   4 s: a listing, then a `capture-pane -p -J` of each pane's rows printed
   since plus 100 (the tail and the screen), as one `source-file` on a
   control client with output off (`-f no-output`);
+- `sweeps`, `sweeps2`: the same reads every 1 or 2 s, each a `tmux
+  source-file` process of its own (a one-shot client, as the daemon's
+  capture sweeps are, since `capture-pane -p` leaks in control mode in
+  tmux 3.2 to 3.5a); `sweeps2e`: with `-e` (the escapes, as the journal
+  captures);
 - combinations with `+` (`pipes+reads2`).
 
 Ratios against `none` in the same run are the result (the machine is
@@ -105,6 +110,18 @@ def read_every(panes, stop, every):
     client.kill()
 
 
+def sweep_every(panes, stop, every, escapes=""):
+    script = os.path.join(WORK, "sweep.tmux")
+    with open(script, "w") as f:
+        f.write("list-panes -a -F '#{pane_id} #{history_size} #{cursor_y} #{pane_width} #{pane_height}'\n")
+        for pane, _ in panes:
+            f.write(f"capture-pane -p -J{escapes} -S -{100 * every + 100} -t {pane}\n")
+    while not stop.is_set():
+        t = time.time()
+        subprocess.run(TMUX + ["source-file", script], stdout=subprocess.DEVNULL)
+        stop.wait(max(0, t + every - time.time()))
+
+
 def measure(kind):
     TMUX[:] = ["tmux", "-L", f"reader-cost-{os.getpid()}-{next(RUN)}", "-f", "/dev/null"]
     pid, panes = start_server()
@@ -125,6 +142,11 @@ def measure(kind):
         for part, every in (("reads", 1), ("reads2", 2), ("reads4", 4)):
             if part in parts:
                 threads.append(threading.Thread(target=read_every, args=(panes, stop, every)))
+        for part, every, escapes in (("sweeps", 1, ""), ("sweeps2", 2, ""), ("sweeps2e", 2, " -e")):
+            if part in parts:
+                threads.append(
+                    threading.Thread(target=sweep_every, args=(panes, stop, every, escapes))
+                )
         for t in threads:
             t.start()
         time.sleep(2)
