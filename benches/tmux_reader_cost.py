@@ -18,8 +18,8 @@ named:
 - `sweeps`, `sweeps2`: the same reads every 1 or 2 s, each a `tmux
   source-file` process of its own (a one-shot client, as the daemon's
   capture sweeps are, since `capture-pane -p` leaks in control mode in
-  tmux 3.2 to 3.5a); `sweeps2e`: with `-e` (the escapes, as the journal
-  captures);
+  tmux 3.2 to 3.5a); `sweeps2e`: with `-e` (the escapes: what a
+  search asking for them pays; the journal asks none);
 - combinations with `+` (`pipes+reads2`).
 
 Ratios against `none` in the same run are the result (the machine is
