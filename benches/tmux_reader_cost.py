@@ -11,6 +11,8 @@ named:
 - `feed`: one control client with output on (`-C attach -f ignore-size`),
   as the ledger's feed of a session;
 - `pipes`: a `pipe-pane -O 'exec cat > /dev/null'` per pane;
+- `offfeed`: the feed with every pane paused and turned off on it (as
+  the daemon leaves it with `--journal-taps`);
 - `reads`, `reads2`, `reads4`: the journal's partial reads, every 1, 2 or
   4 s: a listing, then a `capture-pane -p -J` of each pane's rows printed
   since plus 100 (the tail and the screen), as one `source-file` on a
@@ -133,12 +135,17 @@ def measure(kind):
         if "pipes" in parts:
             for pane, _ in panes:
                 tmux("pipe-pane", "-O", "-t", pane, "exec cat > /dev/null")
-        if "feed" in parts:
+        if "feed" in parts or "offfeed" in parts:
             feed = subprocess.Popen(
                 TMUX + ["-C", "attach", "-f", "ignore-size"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
             )
+        if "offfeed" in parts:
+            for pane, _ in panes:
+                feed.stdin.write(f"refresh-client -A '{pane}:pause'\n".encode())
+                feed.stdin.write(f"refresh-client -A '{pane}:off'\n".encode())
+            feed.stdin.flush()
         for part, every in (("reads", 1), ("reads2", 2), ("reads4", 4)):
             if part in parts:
                 threads.append(threading.Thread(target=read_every, args=(panes, stop, every)))
