@@ -92,6 +92,17 @@ def drain(stream):
         pass
 
 
+def read_script(name, panes, every, escapes):
+    """A read's script: a listing, then each pane's rows printed since
+    (`every` seconds of the load) plus 100; its path."""
+    script = os.path.join(WORK, name)
+    with open(script, "w") as f:
+        f.write("list-panes -a -F '#{pane_id} #{history_size} #{cursor_y} #{pane_width} #{pane_height}'\n")
+        for pane, _ in panes:
+            f.write(f"capture-pane -p -J{escapes} -S -{100 * every + 100} -t {pane}\n")
+    return script
+
+
 def read_every(panes, stop, every):
     client = subprocess.Popen(
         TMUX + ["-C", "attach", "-f", "no-output,ignore-size"],
@@ -99,11 +110,7 @@ def read_every(panes, stop, every):
         stdout=subprocess.PIPE,
     )
     threading.Thread(target=drain, args=(client.stdout,), daemon=True).start()
-    script = os.path.join(WORK, "read.tmux")
-    with open(script, "w") as f:
-        f.write("list-panes -a -F '#{pane_id} #{history_size} #{cursor_y} #{pane_width} #{pane_height}'\n")
-        for pane, _ in panes:
-            f.write(f"capture-pane -p -J -S -{100 * every + 100} -t {pane}\n")
+    script = read_script("read.tmux", panes, every, "")
     while not stop.is_set():
         t = time.time()
         client.stdin.write(f"source-file {script}\n".encode())
@@ -113,11 +120,7 @@ def read_every(panes, stop, every):
 
 
 def sweep_every(panes, stop, every, escapes=""):
-    script = os.path.join(WORK, "sweep.tmux")
-    with open(script, "w") as f:
-        f.write("list-panes -a -F '#{pane_id} #{history_size} #{cursor_y} #{pane_width} #{pane_height}'\n")
-        for pane, _ in panes:
-            f.write(f"capture-pane -p -J{escapes} -S -{100 * every + 100} -t {pane}\n")
+    script = read_script("sweep.tmux", panes, every, escapes)
     while not stop.is_set():
         t = time.time()
         subprocess.run(TMUX + ["source-file", script], stdout=subprocess.DEVNULL)

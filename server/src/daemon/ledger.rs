@@ -4,29 +4,23 @@
 //!
 //! Every session of the server has a feed of its own ([`SessionFeed`]: a
 //! control client attached to it, since tmux sends a client the output of
-//! its own session's panes only); the sessions are listed at start, on
-//! every `%sessions-changed` and every [`SESSIONS_EVERY`], so a session
-//! made later is followed from then on. A pane shown by several sessions
-//! (a linked window) is read from the first feed that brought its bytes;
-//! the feeds also count each pane's output for the journal's pacing.
+//! its own session's panes only), listed at start, on every
+//! `%sessions-changed` and every [`SESSIONS_EVERY`]; a pane in several
+//! sessions is read from the first feed that brought its bytes. The feeds
+//! count each pane's output for the journal's pacing. With
+//! `--journal-taps` a pane's bytes come from a pipe of its own instead
+//! ([`super::ledger_taps`]).
 //!
-//! A prompt (A, then B where the shell prints it) is where the shell waits
-//! for input, so the pane stands still: there its row is asked of tmux
+//! At a prompt (A, then B) the pane stands still: its row is asked of tmux
 //! (`history_size + cursor_y`, with the directory and session) on the feed
-//! that brought the mark. The reply comes after every `%output` tmux queued
-//! for that client before it, so bytes of the pane seen before the reply
-//! say whether the row already moved on (typed ahead): then the row is not
-//! exact and the command says so. The row is put on the journal's steady
-//! scale with the writer's next view of the pane (asked for). A command's
-//! output is the rows after its command line (C: the line feeds typed
-//! since the prompt's row) up to the next prompt's first row, counted once
-//! both rows are placed, in either order, and the journal holds them.
-//!
-//! With `--journal-taps` a pane's bytes come from a pipe of its own
-//! instead ([`super::ledger_taps`]), counted there; a pipe's bytes have no
-//! order with a command's answer, so a prompt's row asked for a tapped
-//! pane is exact only if no line feed came from its pipe after the mark
-//! until [`TAP_SETTLE_MS`] after the answer.
+//! that brought the mark, whose reply follows every `%output` queued
+//! before it, so bytes seen before the reply say the row moved on (typed
+//! ahead: not exact, and the command says so); a pipe has no such order,
+//! so a tapped pane's row is exact only if no line feed came from it until
+//! [`TAP_SETTLE_MS`] after the answer. The row goes on the journal's
+//! steady scale with the writer's next view of the pane. A command's
+//! output is the rows after its command line up to the next prompt's first
+//! row, counted once both rows are placed and the journal holds them.
 //!
 //! Forged marks: C counts only at a prompt; a D counts while a command
 //! runs, and a later D before the next C (after output, not an empty
