@@ -109,8 +109,8 @@ pub struct JournalArgs {
     #[arg(long)]
     pub journal_keep_secrets: bool,
     /// Read each pane's output through a pipe of its own (`pipe-pane`)
-    /// instead of a control client per session: tmux spends about a
-    /// third as much, but a pane has one pipe, so a user's `pipe-pane -o`
+    /// instead of a control client per session: journaling costs tmux
+    /// about 40% less, but a pane has one pipe, so a user's `pipe-pane -o`
     /// does nothing on a tapped pane and `#{pane_pipe}` reads 1 (GUIDE.md).
     #[arg(long)]
     pub journal_taps: bool,

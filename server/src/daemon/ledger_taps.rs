@@ -6,15 +6,18 @@
 //!
 //! A pane moves over in three steps: tapped, only where no pipe is open
 //! (a user's pipe is left alone, and the pane stays on its feed); once
-//! the pipe connects, the pane's output is turned off on the feeds that
-//! show it ([`turn_off`]: paused first, since tmux before 3.7 reads freed
-//! memory, and may crash, writing output it queued for a pane turned off
-//! with it queued); the first of them answers after
-//! every byte tmux queued for it before, and the follower's queue then
-//! gets a [`FeedEvent::TapLive`] behind what it held: the feed's bytes
-//! before that mark, the pipe's after. A pipe that ends (the pane closed,
-//! a user's `pipe-pane` closed or replaced ours) turns the pane back on on
-//! those feeds, and the next listing taps it again where no pipe is open.
+//! the pipe connects, a question on its feed (answered after every byte
+//! tmux queued for the feed before it, [`SYNC_WITHIN`] at most), then its
+//! output paused and turned off on the feeds that show it ([`turn_off`]:
+//! paused first, since tmux before 3.7 reads freed memory, and may crash,
+//! writing output it queued for a pane turned off with it queued). If the
+//! feed answered, the follower's queue gets a [`FeedEvent::TapLive`]
+//! behind what it held: the feed's bytes before that mark, the pipe's
+//! after ([`Switch::Ordered`]); if not, the pipe is read at once and what
+//! the feed still held is lost ([`Switch::Unordered`]). A pipe that ends
+//! (the pane closed, a user's `pipe-pane` closed or replaced ours) turns
+//! the pane back on on those feeds, and the next listing taps it again
+//! where no pipe is open.
 //!
 //! Must hold: a tapped pane's bytes are counted for the journal from the
 //! moment its pipe connects to its end, and the end makes its count

@@ -154,9 +154,10 @@ impl Tap {
         let spawned = std::thread::Builder::new()
             .name("pane-tap".into())
             .spawn(move || {
-                read_pipe(reader, &held, &mut sink);
-                ended.store(true, Ordering::SeqCst);
-                sink(Chunk::Ended);
+                if read_pipe(reader, &held, &mut sink) {
+                    ended.store(true, Ordering::SeqCst);
+                    sink(Chunk::Ended);
+                }
             });
         if spawned.is_err() {
             pipe.close(tmux, deadline);
@@ -285,8 +286,13 @@ fn linger(writer: File) {
 
 /// The reader: the `.` first (then the write end goes: the tmux side holds
 /// it, and the pipe ends when that side does), then the pane's bytes,
-/// until the pipe ends or `sink` says stop.
-fn read_pipe(mut reader: File, writer: &Mutex<Option<File>>, sink: &mut impl FnMut(Chunk) -> bool) {
+/// until the pipe ends (`true`) or `sink` says stop (`false`: the pipe
+/// may still be this tap's).
+fn read_pipe(
+    mut reader: File,
+    writer: &Mutex<Option<File>>,
+    sink: &mut impl FnMut(Chunk) -> bool,
+) -> bool {
     let mut buf = vec![0u8; 64 * 1024];
     let mut connected = false;
     loop {
@@ -301,14 +307,15 @@ fn read_pipe(mut reader: File, writer: &Mutex<Option<File>>, sink: &mut impl FnM
             connected = true;
             drop(crate::sync::lock(writer).take());
             if !sink(Chunk::Connected) {
-                return;
+                return false;
             }
             data = &data[1..];
         }
         if !data.is_empty() && !sink(Chunk::Data(data.to_vec())) {
-            return;
+            return false;
         }
     }
+    true
 }
 
 #[cfg(test)]
