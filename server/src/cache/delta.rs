@@ -10,6 +10,13 @@ use super::{ANCHOR_ROWS, RACE_ROWS};
 use crate::tmux::rows::trim_step;
 use crate::tmux::{CaptureRange, CaptureRequest, CapturedText};
 
+/// Rows the capture of the oldest stored lines reaches above them, for
+/// output between the caller's listing and the capture (which moves
+/// every row asked for down): fewer than the delta's [`RACE_ROWS`], since
+/// every delta of a pane printing pays them again, and a race longer
+/// than this only costs a full capture of the pane.
+const TOP_RACE_ROWS: i64 = 32;
+
 /// What a pane needs this time.
 #[derive(Debug)]
 pub(super) enum Decision {
@@ -90,7 +97,7 @@ pub(super) fn delta_plan(
         let top_request = CaptureRequest {
             pane: request.pane,
             range: CaptureRange::Lines {
-                start: i64::try_from(first).ok()? - i64::try_from(hsize).ok()?,
+                start: i64::try_from(first).ok()? - i64::try_from(hsize).ok()? - TOP_RACE_ROWS,
                 end: i64::try_from(rows).ok()? - 1 - i64::try_from(hsize).ok()?,
             },
         };
@@ -200,7 +207,10 @@ pub(super) fn verified_above(
 }
 
 /// The oldest stored lines as captured again, when they are unchanged at
-/// the same rows.
+/// the same rows. The capture starts up to [`TOP_RACE_ROWS`] above them (at
+/// the top of history when they start there): output between the
+/// caller's listing and the capture moves every row the plan asked for
+/// down by what it printed, and the oldest stored row is looked for in it.
 pub(super) fn checked_top(
     plan: &DeltaPlan,
     top: Option<&CapturedText>,
@@ -210,16 +220,15 @@ pub(super) fn checked_top(
     let (lines, _rows) = plan.top?;
     let top = top?;
     let old = &plan.old;
-    let top_first = i64::try_from(top.history_size).ok()? + top.first_line;
-    if top.history_size != fresh.history_size
-        || u64::try_from(top_first).ok()? != old.first_abs()?
-        || top.joined != join_wrapped
-        || top.bytes[..] != old.bytes[..old.starts[lines]]
-    {
+    if top.history_size != fresh.history_size || top.joined != join_wrapped {
         return None;
     }
-    let top_text = PaneText::from_capture(top)?;
-    (top_text.rows.as_slice() == &old.rows[..lines]).then_some(top_text)
+    let captured = PaneText::from_capture(top)?;
+    let at = captured.rows.binary_search(&old.first_abs()?).ok()?;
+    let top_text = captured.lines(at, at.checked_add(lines)?)?;
+    (top_text.bytes[..] == old.bytes[..old.starts[lines]]
+        && top_text.rows.as_slice() == &old.rows[..lines])
+        .then_some(top_text)
 }
 
 /// Whether the anchor (`old[anchor..compared.end]`, matched at
@@ -372,7 +381,7 @@ mod tests {
         assert_eq!(
             plan.top_request.clone().unwrap().range,
             CaptureRange::Lines {
-                start: -45,
+                start: -45 - TOP_RACE_ROWS,
                 end: -14
             }
         );
@@ -545,6 +554,44 @@ mod tests {
             captured(now, from, to)
         });
         splice(&plan, top.as_ref(), &fresh, false)
+    }
+
+    #[test]
+    fn oldest_lines_moved_down_by_output_after_the_listing_are_found_lower() {
+        // Stored: rows 100..300 of a pane (a partial capture), history 298:
+        // more than a delta reaches above its anchor, so the oldest stored
+        // lines are checked by the top capture alone.
+        let pane = |n: usize, shift: usize| {
+            rows_of(n as u64 - 2, &lines(|r| format!("line {}", r + shift), n))
+        };
+        let old = Arc::new(pane(300, 0).lines(100, 300).unwrap());
+        let request = CaptureRequest {
+            pane: PaneId::from_number(1),
+            range: CaptureRange::Scrollback(30),
+        };
+        // The listing says history 303; 6 more lines came before the
+        // capture (history 309): every row asked lands 6 rows lower.
+        let plan = delta_plan(&old, &request, &print(303, 10_000)).unwrap();
+        let answer = |now: &PaneText, range| match range {
+            CaptureRange::Lines { start, end } => {
+                let row = |n: i64| usize::try_from(n + 309).unwrap();
+                captured(now, row(start), row(end) + 1)
+            }
+            other => panic!("{other:?}"),
+        };
+        let now = pane(311, 0);
+        let top = answer(&now, plan.top_request.clone().unwrap().range);
+        let fresh = answer(&now, plan.request.range);
+        assert!(
+            fresh.first_line + 309 > 100,
+            "the delta alone reaches row 100"
+        );
+        let spliced = splice(&plan, Some(&top), &fresh, false).unwrap();
+        assert_eq!(spliced.bytes, now.lines(100, 311).unwrap().bytes);
+        assert_eq!(spliced.rows, (100..311).collect::<Vec<u64>>());
+        // The oldest rows holding other text are refused still.
+        let top = answer(&pane(311, 1), plan.top_request.clone().unwrap().range);
+        assert!(splice(&plan, Some(&top), &fresh, false).is_none());
     }
 
     fn lines(f: impl Fn(usize) -> String, n: usize) -> Vec<String> {

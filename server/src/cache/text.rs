@@ -34,6 +34,30 @@ impl PaneText {
         &self.bytes[self.starts[i]..end]
     }
 
+    /// The lines `from..to` alone (`None` past the end), as a capture of
+    /// just those rows would hold them.
+    pub(super) fn lines(&self, from: usize, to: usize) -> Option<PaneText> {
+        let start = *self.starts.get(from)?;
+        let end = match self.starts.get(to) {
+            Some(&end) => end,
+            None if to == self.starts.len() => self.bytes.len(),
+            None => return None,
+        };
+        Some(PaneText {
+            history_size: self.history_size,
+            width: self.width,
+            height: self.height,
+            bytes: self.bytes.slice(start..end),
+            starts: self
+                .starts
+                .get(from..to)?
+                .iter()
+                .map(|s| s - start)
+                .collect(),
+            rows: self.rows.get(from..to)?.to_vec(),
+        })
+    }
+
     /// Lines that end above the screen (their rows will never change while
     /// the history is neither cleared, trimmed nor rewrapped).
     pub(super) fn history_complete(&self) -> usize {
