@@ -370,12 +370,13 @@ mod tests {
         let mut pacer = pacer(&[p(1), p(2)]);
         let mut count = Printed::default();
         // 10,000 lines a second: 50 ms after its read it may have pushed
-        // 500 rows (a quarter of 2,000), far less than a pace. 490 lines
-        // of a cell each count 490 + 490 / 80 + 1 = 497 rows at most.
-        count.add(&lines(490));
+        // 500 rows (a quarter of 2,000), far less than a pace. 498 lines
+        // of a cell each count 498 + 1 = 499 rows at most (runs of a cell
+        // never wrap).
+        count.add(&lines(498));
         pacer.printed(p(1), 10);
         assert!(pacer.due(&[(p(1), count)], 50, false).is_empty());
-        count.add(&lines(3));
+        count.add(&lines(1));
         assert_eq!(pacer.due(&[(p(1), count)], 50, false), [p(1)]);
         // Unknown rows (output unseen) are due at once too.
         count.lose();

@@ -62,6 +62,19 @@ const FLUSH_BYTES: usize = 4 << 20;
 const BOUNDS_EVERY: Duration = Duration::from_secs(60);
 /// One read's tmux round trips end by then.
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Rows a partial read reaches above what its count says at least: the
+/// count is taken before the capture (and a tap's trails tmux by what
+/// its pipe holds), so rows printed meanwhile push the tail up; a read
+/// that misses its tail captures the whole history again.
+const RACE_ROWS_LEAST: u64 = 32;
+
+/// The rows a partial read adds to `printed` for output racing it: a
+/// quarter more (a pane printing fast prints more meanwhile), and
+/// [`RACE_ROWS_LEAST`] at least.
+fn race_rows(printed: u64) -> u64 {
+    (printed / 4).max(RACE_ROWS_LEAST)
+}
+
 /// Segments read back at start to find where each pane left off.
 const RESUME_SEGMENTS: usize = 4;
 
@@ -373,8 +386,9 @@ impl Writer {
     }
 
     /// What a read of `pane` captures: the rows it printed since its last
-    /// read (counted, an upper bound) above the screen, plus the rows of
-    /// its tail and a screen's worth for a line cut at the top; its whole
+    /// read (counted, an upper bound) and those printed racing the read
+    /// ([`race_rows`]) above the screen, plus the rows of its tail and a
+    /// screen's worth for a line cut at the top; its whole
     /// history when either is unknown.
     fn range_for(
         &self,
@@ -387,7 +401,9 @@ impl Writer {
         let tail = self.tracks.get(&key).and_then(|(t, _)| t.tail_rows());
         let printed = count.and_then(|c| pacer.rows_since_read(pane.pane_id, c));
         let rows = match (tail, printed) {
-            (Some(tail), Some(printed)) => printed + tail + u64::from(pane.pane_height.max(1)),
+            (Some(tail), Some(printed)) => {
+                printed + race_rows(printed) + tail + u64::from(pane.pane_height.max(1))
+            }
             _ => return CaptureRange::AllHistory,
         };
         // Reaching back past the top of history is the whole of it: asked

@@ -22,6 +22,12 @@ pub struct Printed {
     /// Cells the bytes may have moved the cursor on (a tab up to 8): a
     /// wrap adds a row per width of them at most.
     pub cells: u64,
+    /// The cells of runs (printed between two carriage returns) at least
+    /// [`RUN_WIDTHS`]`[k]` cells long, by `k`: on a pane that wide or
+    /// wider, shorter runs never wrap, so their cells are left out.
+    long_runs: [u64; RUN_WIDTHS.len()],
+    /// Cells of the run not ended yet (since the last carriage return).
+    run: u64,
     /// Times output went unseen (tmux paused the pane, the stream was
     /// lost): between two counts that differ here, rows are unknown.
     pub lost: u64,
@@ -29,6 +35,10 @@ pub struct Printed {
     pub bytes: u64,
     state: Esc,
 }
+
+/// Run lengths kept apart (see `Printed::long_runs`): a pane this wide
+/// or wider counts wraps from runs at least this long only.
+const RUN_WIDTHS: [u64; 9] = [32, 48, 64, 80, 100, 120, 160, 200, 256];
 
 /// Where the parser stands between two chunks of output.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -51,24 +61,38 @@ impl Printed {
                 self.line_feeds += 1;
                 continue;
             }
+            // A line feed keeps the column (a pane in raw mode prints on
+            // from it); a carriage return ends the run.
+            if b == b'\r' {
+                self.end_run();
+                continue;
+            }
             self.state = match (self.state, b) {
                 (_, 0x1b) => Esc::Escape,
                 (Esc::Ground, b'\t') => {
                     self.cells += 8;
+                    self.run += 8;
                     Esc::Ground
                 }
                 (Esc::Ground, 0x20..) => {
                     self.cells += 1;
+                    self.run += 1;
                     Esc::Ground
                 }
                 (Esc::Ground, _) => Esc::Ground,
                 (Esc::Escape, b'[') => Esc::Csi,
-                (Esc::Escape, b'D' | b'E') => {
+                (Esc::Escape, b'D') => {
                     self.line_feeds += 1;
+                    Esc::Ground
+                }
+                (Esc::Escape, b'E') => {
+                    self.line_feeds += 1;
+                    self.end_run();
                     Esc::Ground
                 }
                 (Esc::Escape, b'c') => {
                     self.screens += 1;
+                    self.end_run();
                     Esc::Ground
                 }
                 (Esc::Escape, _) => Esc::Ground,
@@ -87,6 +111,33 @@ impl Printed {
     pub fn lose(&mut self) {
         self.lost += 1;
         self.state = Esc::Ground;
+        self.end_run();
+    }
+
+    /// The run since the last carriage return ended: its cells count
+    /// where it was long enough.
+    fn end_run(&mut self) {
+        for (long, &width) in self.long_runs.iter_mut().zip(&RUN_WIDTHS) {
+            if self.run >= width {
+                *long += self.run;
+            }
+        }
+        self.run = 0;
+    }
+
+    /// Cells that may wrap on a pane `width` wide since `earlier`: those
+    /// of runs long enough to (the open run counted whole: cells it had
+    /// before `earlier` only make the bound larger).
+    fn wrapping_cells(&self, earlier: &Printed, width: u64) -> Option<u64> {
+        let Some(k) = RUN_WIDTHS.iter().rposition(|&w| w <= width) else {
+            return self.cells.checked_sub(earlier.cells);
+        };
+        let open = if self.run >= RUN_WIDTHS[k] {
+            self.run
+        } else {
+            0
+        };
+        (self.long_runs[k] + open).checked_sub(earlier.long_runs[k])
     }
 
     /// At most how many rows the pane pushed into history between
@@ -98,10 +149,10 @@ impl Printed {
         }
         let feeds = self.line_feeds.checked_sub(earlier.line_feeds)?;
         let screens = self.screens.checked_sub(earlier.screens)?;
-        let cells = self.cells.checked_sub(earlier.cells)?;
-        // A wrap needs a full row of cells; one more for where the cursor
-        // stood when counting began.
-        let wraps = cells / u64::from(width.max(1)) + 1;
+        let width = u64::from(width.max(1));
+        // A wrap needs a full row of cells of one run; one more for where
+        // the cursor stood when counting began.
+        let wraps = self.wrapping_cells(earlier, width)? / width + 1;
         Some(feeds + screens * u64::from(height.max(1)) + wraps)
     }
 }
@@ -139,6 +190,54 @@ mod tests {
         assert_eq!(rows(&[b"\x1b", b"[1", b"0S"], 80, 24), Some(24 + 1));
         // A line feed inside a sequence still feeds a line.
         assert_eq!(rows(&[b"\x1b[3\n1m"], 80, 24), Some(2));
+    }
+
+    #[test]
+    fn runs_shorter_than_the_pane_is_wide_wrap_nothing() {
+        // 200 lines of 90 cells, each ended by a carriage return: no wrap
+        // at width 120, every one wraps at width 80.
+        let line = format!("{}\r\n", "x".repeat(90));
+        let lines = line.repeat(200);
+        assert_eq!(rows(&[lines.as_bytes()], 120, 30), Some(200 + 1));
+        assert_eq!(rows(&[lines.as_bytes()], 80, 30), Some(200 + 225 + 1));
+        // Without carriage returns (raw mode) the column runs on: 18,000
+        // cells in one run wrap 150 times at width 120.
+        let raw = format!("{}\n", "x".repeat(90)).repeat(200);
+        assert_eq!(rows(&[raw.as_bytes()], 120, 30), Some(200 + 150 + 1));
+        // A run still open counts, and one cut between two counts counts
+        // whole in the later one.
+        let mut p = Printed::default();
+        p.add("y".repeat(100).as_bytes());
+        let earlier = p;
+        p.add("y".repeat(100).as_bytes());
+        assert_eq!(p.rows_since(&earlier, 120, 30), Some(200 / 120 + 1));
+        p.add(b"\r\n");
+        assert_eq!(p.rows_since(&earlier, 120, 30), Some(1 + 200 / 120 + 1));
+        // A pane narrower than every run width counts every cell.
+        assert_eq!(
+            rows(&[lines.as_bytes()], 20, 30),
+            Some(200 + 18_000 / 20 + 1)
+        );
+    }
+
+    #[test]
+    fn a_wrapped_run_is_never_counted_short_at_any_width() {
+        // For every width, the bound is at least the wraps tmux makes:
+        // each run of c cells (ended by a carriage return) wraps
+        // (c - 1) / width times.
+        let runs = [
+            1u64, 31, 32, 33, 79, 80, 81, 119, 120, 121, 250, 257, 600, 2_000,
+        ];
+        let mut p = Printed::default();
+        for &c in &runs {
+            p.add("z".repeat(c as usize).as_bytes());
+            p.add(b"\r\n");
+        }
+        for width in 1..=400u32 {
+            let wraps: u64 = runs.iter().map(|c| (c - 1) / u64::from(width)).sum();
+            let bound = p.rows_since(&Printed::default(), width, 24).unwrap();
+            assert!(bound >= runs.len() as u64 + wraps, "width {width}");
+        }
     }
 
     #[test]
