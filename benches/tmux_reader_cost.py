@@ -22,6 +22,17 @@ named:
   capture sweeps are, since `capture-pane -p` leaks in control mode in
   tmux 3.2 to 3.5a); `sweeps2e`: with `-e` (the escapes: what a
   search asking for them pays; the journal asks none);
+- `daemon`, `daemontaps`: the journal itself, `panescan daemon --journal`
+  (with `--journal-taps`), the binary `$PANESCAN_BIN` (default
+  `panescan` on PATH), on a private runtime and journal directory; its
+  CPU is printed too;
+- with `READER_COST_FULL` set, every pane's history is filled to its
+  limit before the measure (trims from the start, as after a minute);
+- with `READER_COST_SERIES=N`, tmux's CPU is printed for every N seconds
+  of the measure too;
+- with `READER_COST_HOOK` set, that shell command starts as each measure
+  does, `TMUX_PID` and `DAEMON_PID` in its environment (e.g. a
+  `strace -c -p $TMUX_PID` of its own);
 - combinations with `+` (`pipes+reads2`).
 
 Ratios against `none` in the same run are the result (the machine is
@@ -86,6 +97,19 @@ def print_steadily(panes, stop):
         os.close(fd)
 
 
+def fill_history(panes):
+    """Every pane's history filled to its limit first, so the measure
+    sees the steady state of trims (tmux drops a tenth of the limit at a
+    time) rather than histories growing."""
+    filler = "".join(f"filler line {i} of the history before the measure\n" for i in range(2_100))
+    for _, tty in panes:
+        fd = os.open(tty, os.O_WRONLY | os.O_NOCTTY)
+        os.write(fd, filler.encode())
+        os.close(fd)
+    while any(int(size) < 1_700 for size in tmux("list-panes", "-a", "-F", "#{history_size}").split()):
+        time.sleep(0.2)
+
+
 def drain(stream):
     """Reads `stream` to its end, so tmux never waits on this client."""
     while stream.read(65536):
@@ -130,10 +154,13 @@ def sweep_every(panes, stop, every, escapes=""):
 def measure(kind):
     TMUX[:] = ["tmux", "-L", f"reader-cost-{os.getpid()}-{next(RUN)}", "-f", "/dev/null"]
     pid, panes = start_server()
+    if os.environ.get("READER_COST_FULL"):
+        fill_history(panes)
     parts = kind.split("+")
     stop = threading.Event()
     threads = [threading.Thread(target=print_steadily, args=(panes, stop))]
     feed = None
+    daemon = None
     try:
         if "pipes" in parts:
             for pane, _ in panes:
@@ -157,13 +184,33 @@ def measure(kind):
                 threads.append(
                     threading.Thread(target=sweep_every, args=(panes, stop, every, escapes))
                 )
+        if "daemon" in parts or "daemontaps" in parts:
+            daemon = start_daemon("daemontaps" in parts)
         for t in threads:
             t.start()
         time.sleep(2)
         before, t0 = cpu_seconds(pid), time.time()
-        time.sleep(SECONDS)
-        return (cpu_seconds(pid) - before) / (time.time() - t0) * 100
+        daemon_before = cpu_seconds(daemon.pid) if daemon else 0
+        if os.environ.get("READER_COST_HOOK"):
+            hook_env = dict(os.environ, TMUX_PID=str(pid), DAEMON_PID=str(daemon.pid if daemon else 0))
+            subprocess.Popen(["sh", "-c", os.environ["READER_COST_HOOK"]], env=hook_env)
+        step = float(os.environ.get("READER_COST_SERIES", SECONDS))
+        last, at = before, t0
+        while time.time() - t0 < SECONDS - 0.01:
+            time.sleep(min(step, SECONDS - (time.time() - t0)))
+            now, now_cpu = time.time(), cpu_seconds(pid)
+            if step < SECONDS:
+                print(f"  {kind} {now - t0:5.1f} s: tmux {(now_cpu - last) / (now - at) * 100:.1f}%", flush=True)
+            last, at = now_cpu, now
+        spent = time.time() - t0
+        if daemon:
+            daemon_cpu = (cpu_seconds(daemon.pid) - daemon_before) / spent * 100
+            print(f"{kind}: the daemon {daemon_cpu:.1f}% of a core", flush=True)
+        return (cpu_seconds(pid) - before) / spent * 100
     finally:
+        if daemon:
+            daemon.terminate()
+            daemon.wait()
         stop.set()
         for t in threads:
             if t.is_alive():
@@ -171,6 +218,21 @@ def measure(kind):
         if feed:
             feed.kill()
         kill_server()
+
+
+def start_daemon(taps):
+    """A journaling daemon on this measure's server, its directories in
+    WORK; once it has read every pane the first time."""
+    root = tempfile.mkdtemp(dir=WORK)
+    args = [os.environ.get("PANESCAN_BIN", "panescan"), "daemon", "--journal", "--idle-exit", "0"]
+    args += ["-L", TMUX[2], "--journal-dir", f"{root}/journal", "--runtime-dir", f"{root}/rt"]
+    env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}
+    daemon = subprocess.Popen(args + (["--journal-taps"] if taps else []), env=env,
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    while not os.path.exists(f"{root}/rt/panescan.sock"):
+        time.sleep(0.02)
+    time.sleep(1)
+    return daemon
 
 
 def kill_server():
