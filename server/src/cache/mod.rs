@@ -128,6 +128,19 @@ impl PaneCache {
         }
     }
 
+    /// Forgets what is kept of `panes` of the server at `socket`: a caller
+    /// that knows their history was trimmed since (every stored row
+    /// moved) spares the delta that would be refused after its captures,
+    /// and the pane's capture again by a client of its own.
+    pub fn forget(&self, socket: &std::path::Path, panes: &[PaneId]) {
+        if panes.is_empty() {
+            return;
+        }
+        if let Ok(mut state) = self.state.lock() {
+            state.forget(socket, panes);
+        }
+    }
+
     /// [`Tmux::capture`] through the cache: the same replies, in the same
     /// order, with the same text a cold capture would return; panes that
     /// did not change cost no capture, panes that printed cost only their
@@ -421,5 +434,33 @@ mod tests {
         kept.sort_by_key(|k| (k.socket.clone(), k.pane));
         assert_eq!(kept, [&key("/other", 1), &key("/other", 2), &key("/s", 2)]);
         assert_eq!(state.bytes, 3 * one);
+    }
+
+    #[test]
+    fn panes_told_trimmed_are_forgotten_with_every_option_and_no_other() {
+        let cache = PaneCache::new(1 << 20);
+        let stored = PaneText::from_capture(&text(3, -3, &[b'x'; 300])).unwrap();
+        let key = |socket: &str, n, join_wrapped| EntryKey {
+            socket: PathBuf::from(socket),
+            pane: PaneId::from_number(n),
+            join_wrapped,
+            escapes: false,
+        };
+        let all = [
+            key("/s", 1, false),
+            key("/s", 1, true),
+            key("/s", 2, false),
+            key("/other", 1, false),
+        ];
+        for k in all.clone() {
+            cache.store(k, print(3, 10), 0, stored.clone());
+        }
+        let one = cache.memory_bytes() / 4;
+        cache.forget(Path::new("/s"), &[PaneId::from_number(1)]);
+        let state = crate::sync::lock(&cache.state);
+        let mut kept: Vec<&EntryKey> = state.entries.keys().collect();
+        kept.sort_by_key(|k| (k.socket.clone(), k.pane));
+        assert_eq!(kept, [&all[3], &all[2]]);
+        assert_eq!(state.bytes, 2 * one);
     }
 }

@@ -66,6 +66,19 @@ impl State {
         self.bytes -= freed;
     }
 
+    /// Drops every entry (of any capture options) of `panes` of `socket`.
+    pub(super) fn forget(&mut self, socket: &Path, panes: &[PaneId]) {
+        let mut freed = 0;
+        self.entries.retain(|key, entry| {
+            let keep = key.socket != socket || !panes.contains(&key.pane);
+            if !keep {
+                freed += entry.text.memory();
+            }
+            keep
+        });
+        self.bytes -= freed;
+    }
+
     /// Stores `entry` under `key` (replacing any entry there), then evicts
     /// the least recently used entries until at most `max_bytes` are held.
     /// An entry larger than the ceiling alone is not stored.

@@ -265,6 +265,17 @@ impl Pacer {
         count.rows_since(&seen.counted, seen.width, seen.height)
     }
 
+    /// Whether `pane`'s count says tmux may have trimmed its history since
+    /// its last read: the history its last listing showed plus the rows
+    /// printed since reach its limit. Unknown rows say nothing (false).
+    pub fn may_have_trimmed(&self, pane: PaneId, count: &Printed) -> bool {
+        let Some(seen) = self.panes.get(&pane) else {
+            return false;
+        };
+        self.rows_since_read(pane, count)
+            .is_some_and(|rows| seen.position.history_size + rows >= seen.history_limit)
+    }
+
     /// When `pane` is due given its count now; `None`: not at all.
     fn due_at(&self, pane: PaneId, count: &Printed) -> Option<i64> {
         let Some(seen) = self.panes.get(&pane) else {
@@ -363,6 +374,29 @@ mod tests {
         assert_eq!(pacer.complete_until(900), 0);
         pacer.read(p(1), PACE, count, SHAPE);
         assert_eq!(pacer.complete_until(1_200), 1_200);
+    }
+
+    #[test]
+    fn a_pane_whose_count_reaches_its_history_limit_may_have_been_trimmed() {
+        let mut pacer = pacer(&[p(1)]);
+        let near = Shape {
+            position: Position {
+                history_size: 1_900,
+                cursor: (0, 0),
+            },
+            ..SHAPE
+        };
+        pacer.read(p(1), 0, Printed::default(), near);
+        let mut count = Printed::default();
+        // 98 one-cell lines count 99 rows at most: 1,999 of 2,000.
+        count.add(&lines(98));
+        assert!(!pacer.may_have_trimmed(p(1), &count));
+        count.add(&lines(1));
+        assert!(pacer.may_have_trimmed(p(1), &count));
+        // Rows unknown, or a pane never read: nothing said.
+        count.lose();
+        assert!(!pacer.may_have_trimmed(p(1), &count));
+        assert!(!pacer.may_have_trimmed(p(2), &Printed::default()));
     }
 
     #[test]

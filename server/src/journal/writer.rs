@@ -377,6 +377,19 @@ impl Writer {
             .filter_map(|&i| listed.0.panes.get(i))
             .map(|pane| self.range_for(server, pane, pacer, counted.get(&pane.pane_id)))
             .collect();
+        // A trim since the last read moved every row the cache keeps of the
+        // pane: its delta would be refused after its captures, and the pane
+        // captured again by a client of its own, one pane after another.
+        let trimmed: Vec<PaneId> = ids
+            .iter()
+            .filter(|p| {
+                counted
+                    .get(p)
+                    .is_some_and(|c| pacer.may_have_trimmed(**p, c))
+            })
+            .copied()
+            .collect();
+        self.cache.forget(self.tmux.socket_path(), &trimmed);
         let read = (&counted, listed_ms);
         let whole = self.capture_ranges(pacer, listed, wanted, &ranges, read);
         if !whole.is_empty() {
