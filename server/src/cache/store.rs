@@ -55,22 +55,19 @@ impl State {
     /// byte ceiling pushed it out, and a server whose panes come and go
     /// would grow panescan to that ceiling.
     pub(super) fn forget_gone(&mut self, socket: &Path, live: &HashSet<PaneId>) {
-        let mut freed = 0;
-        self.entries.retain(|key, entry| {
-            let keep = key.socket != socket || live.contains(&key.pane);
-            if !keep {
-                freed += entry.text.memory();
-            }
-            keep
-        });
-        self.bytes -= freed;
+        self.drop_where(|key| key.socket == socket && !live.contains(&key.pane));
     }
 
     /// Drops every entry (of any capture options) of `panes` of `socket`.
     pub(super) fn forget(&mut self, socket: &Path, panes: &[PaneId]) {
+        self.drop_where(|key| key.socket == socket && panes.contains(&key.pane));
+    }
+
+    /// Drops the entries whose key `gone` names, and their bytes.
+    fn drop_where(&mut self, gone: impl Fn(&EntryKey) -> bool) {
         let mut freed = 0;
         self.entries.retain(|key, entry| {
-            let keep = key.socket != socket || !panes.contains(&key.pane);
+            let keep = !gone(key);
             if !keep {
                 freed += entry.text.memory();
             }
