@@ -89,9 +89,7 @@ impl Bed {
         // An empty command line first: a new prompt, as a person's first
         // Enter gives.
         std::thread::sleep(Duration::from_millis(300));
-        self.tmux
-            .run_ok(["send-keys", "-t", &pane, "Enter"])
-            .unwrap();
+        self.send_line(&pane, "");
         std::thread::sleep(Duration::from_millis(500));
         pane
     }
@@ -104,9 +102,7 @@ impl Bed {
         self.wait_followed(&pane);
         // As a person would: a moment before the first Enter.
         std::thread::sleep(Duration::from_millis(1000));
-        self.tmux
-            .run_ok(["send-keys", "-t", &pane, "Enter"])
-            .unwrap();
+        self.send_line(&pane, "");
         std::thread::sleep(Duration::from_millis(500));
         pane
     }
@@ -146,13 +142,20 @@ impl Bed {
     /// Types `line` and Enter into `pane`, then waits until the ledger
     /// holds `count` ended commands of the pane, their output counted.
     fn type_line(&self, pane: &str, line: &str, count: usize) {
-        self.tmux
-            .run_ok(["send-keys", "-t", pane, "-l", line])
-            .unwrap();
+        self.send_line(pane, line);
+        self.wait_ended(pane, count, line);
+    }
+
+    /// Types `line` into `pane` (nothing when empty), then Enter.
+    fn send_line(&self, pane: &str, line: &str) {
+        if !line.is_empty() {
+            self.tmux
+                .run_ok(["send-keys", "-t", pane, "-l", line])
+                .unwrap();
+        }
         self.tmux
             .run_ok(["send-keys", "-t", pane, "Enter"])
             .unwrap();
-        self.wait_ended(pane, count, line);
     }
 
     fn wait_ended(&self, pane: &str, count: usize, what: &str) {
@@ -242,12 +245,7 @@ fn twenty_commands(shell: Sh, taps: bool) {
     }
     // Two interrupted: C-c while sleep runs.
     for _ in 0..2 {
-        bed.tmux
-            .run_ok(["send-keys", "-t", &pane, "-l", "sleep 30"])
-            .unwrap();
-        bed.tmux
-            .run_ok(["send-keys", "-t", &pane, "Enter"])
-            .unwrap();
+        bed.send_line(&pane, "sleep 30");
         std::thread::sleep(Duration::from_millis(700));
         bed.tmux.run_ok(["send-keys", "-t", &pane, "C-c"]).unwrap();
         n += 1;
@@ -397,9 +395,7 @@ fn a_directory_reported_by_osc_7_is_the_commands_cwd() {
     let pane = window_showing(&bed.tmux, None, &script, "$", &[]);
     wait_for_feed(&bed.tmux, &pane);
     std::thread::sleep(Duration::from_millis(300));
-    bed.tmux
-        .run_ok(["send-keys", "-t", &pane, "Enter"])
-        .unwrap();
+    bed.send_line(&pane, "");
     std::thread::sleep(Duration::from_millis(500));
     bed.type_line(&pane, "echo far", 1);
     let listed = bed.cli(&["--pane", &pane]);
@@ -649,12 +645,7 @@ fn with_taps_panes_printing_flat_out_are_switched_without_crashing_tmux() {
     let home = bed.place.temp_root().join("home");
     std::fs::create_dir_all(&home).unwrap();
     let pane = bed.shell(Sh::Bash, &home);
-    bed.tmux
-        .run_ok(["send-keys", "-t", &pane, "-l", "echo beside; false"])
-        .unwrap();
-    bed.tmux
-        .run_ok(["send-keys", "-t", &pane, "Enter"])
-        .unwrap();
+    bed.send_line(&pane, "echo beside; false");
     // Listed with its status (its rows, asked of a tmux this busy, may
     // come too late to count its output: so with the feeds too).
     let listed = eventually(Duration::from_secs(30), || {
